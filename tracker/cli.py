@@ -1,0 +1,310 @@
+"""The ``yinji`` command line. Every command is a thin wrapper over ``tracker.library``.
+
+Output contract of ``check --json`` (other programs depend on it): stdout is JSON
+Lines, one line per suspect document (also when it has no match); progress, errors
+and summaries go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracker.config import Settings
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return Settings.from_env(ctx.obj.get("data_dir"))
+
+
+def _open_library(ctx: click.Context) -> Any:
+    from tracker.library import Library
+
+    return Library.open(_settings(ctx))
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent when stderr is not a tty."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        if total:
+            width = 30
+            filled = int(width * done / max(total, 1))
+            bar = "#" * filled + "-" * (width - filled)
+            sys.stderr.write(f"\r{self.label} [{bar}] {done}/{total}")
+        else:
+            sys.stderr.write(f"\r{self.label} {done} documents")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Data folder of the embedded store and index [$YINJI_DATA_DIR, else ./yinji-data].",
+)
+@click.version_option(package_name="yinji")
+@click.pass_context
+def main(ctx: click.Context, data_dir: Path | None) -> None:
+    """音迹 Yinji: find which of your works were copied, how much, and where."""
+    ctx.ensure_object(dict)
+    ctx.obj["data_dir"] = data_dir
+
+
+def _engine_option(f: Any) -> Any:
+    from tracker.engines import ENGINES
+
+    return click.option(
+        "--engine",
+        type=click.Choice(sorted(ENGINES)),
+        default=None,
+        help="Fingerprint engine [$YINJI_ENGINE, else daguan].",
+    )(f)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_engine_option
+@click.pass_context
+def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> None:
+    """Add works to the mother corpus (.jsonl .txt .html .htm .docx .zip, folders).
+
+    Re-ingesting an id replaces that document. Bad files or lines are reported and
+    skipped; the rest goes in.
+    """
+    from tracker.documents import iter_documents
+
+    progress = _Progress("ingest")
+    with _open_library(ctx) as lib:
+        report = lib.ingest(iter_documents(paths), engine=engine, progress=progress)
+    progress.close()
+    for err in report.errors:
+        click.echo(f"skipped {err}", err=True)
+    rate = report.characters / report.seconds if report.seconds else 0.0
+    click.echo(
+        f"ingested {report.ingested} documents ({report.replaced} replaced), "
+        f"{report.characters} characters in {report.seconds:.2f} s ({rate / 1e6:.2f} M chars/s); "
+        f"{len(report.errors)} errors",
+        err=True,
+    )
+    if report.ingested == 0 and report.errors:
+        ctx.exit(1)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout, one per suspect.")
+@click.option("--no-save", is_flag=True, help="Do not store suspects and matches.")
+@_engine_option
+@click.pass_context
+def check(
+    ctx: click.Context, paths: tuple[Path, ...], as_json: bool, no_save: bool, engine: str | None
+) -> None:
+    """Check suspect documents against the mother corpus."""
+    from tracker.documents import DocumentError, iter_documents
+
+    errors: list[DocumentError] = []
+    count = 0
+    with _open_library(ctx) as lib:
+        for res in lib.check(iter_documents(paths), engine=engine, save=not no_save, errors=errors):
+            count += 1
+            if as_json:
+                sys.stdout.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            else:
+                _print_table(res)
+    for err in errors:
+        click.echo(f"skipped {err}", err=True)
+    click.echo(f"checked {count} suspects; {len(errors)} errors", err=True)
+    if count == 0 and errors:
+        ctx.exit(1)
+
+
+def _print_table(res: Any) -> None:
+    sid = res.suspect.id
+    if not res.matches:
+        click.echo(f"{sid}: no match")
+        return
+    click.echo(f"{sid}: {len(res.matches)} match(es)")
+    click.echo(f"  {'score':>6} {'cover':>6}  {'mother':<24} title / passages")
+    for m in res.matches:
+        click.echo(f"  {m.score:6.3f} {m.coverage:6.1%}  {m.mother_id:<24} {m.mother_title}")
+        for p in m.passages[:5]:
+            click.echo(
+                f"  {'':6} {'':6}  suspect {p.suspect_start}-{p.suspect_end} <- "
+                f"mother {p.mother_start}-{p.mother_end} (similarity {p.similarity:.2f})"
+            )
+        if len(m.passages) > 5:
+            click.echo(f"  {'':15}  ... {len(m.passages) - 5} more passages")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--granularity", type=int, default=None, help="Window length in initials.")
+@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
+@click.option("--levels", type=click.Choice(["10", "8", "4", "2"]), default=None)
+@click.option("--mode", type=click.Choice(["quantile", "fixed"]), default=None)
+@click.option("--reference", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option("--dense", is_flag=True, help="Every offset (the suspect pass).")
+def fingerprint(
+    paths: tuple[Path, ...],
+    granularity: int | None,
+    overlap: float | None,
+    levels: str | None,
+    mode: str | None,
+    reference: Path | None,
+    dense: bool,
+) -> None:
+    """Print each document's window fingerprints with their offsets (a debugging aid)."""
+    from dataclasses import replace
+
+    from tracker.documents import DocumentError, iter_documents
+    from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
+
+    params = FingerprintParams()
+    changes: dict[str, Any] = {}
+    if granularity is not None:
+        changes["granularity"] = granularity
+    if overlap is not None:
+        changes["overlap"] = overlap
+    if levels is not None:
+        changes["levels"] = int(levels)
+    if mode is not None:
+        changes["mode"] = mode
+    try:
+        params = replace(params, **changes)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    fpr = Fingerprinter(params, Reference.load(reference) if reference else None)
+    for item in iter_documents(paths):
+        if isinstance(item, DocumentError):
+            click.echo(f"skipped {item}", err=True)
+            continue
+        fps = fpr.fingerprints(item.text, stride=1 if dense else None)
+        click.echo(f"# {item.id}\t{len(fps)} windows\t{json.dumps(params.to_dict())}")
+        for i in range(len(fps)):
+            start, end = fps.char_span(i)
+            click.echo(f"{start}\t{end}\t{int(fps.values[i])}")
+
+
+@main.group()
+def reference() -> None:
+    """Reference letter distributions."""
+
+
+@reference.command("build")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
+def reference_build(paths: tuple[Path, ...], output: Path) -> None:
+    """Compute a reference distribution from a corpus."""
+    from tracker.documents import Document, iter_documents
+    from tracker.fingerprint import build_reference
+
+    errors = 0
+
+    def texts() -> Any:
+        nonlocal errors
+        for item in iter_documents(paths):
+            if isinstance(item, Document):
+                yield item.text
+            else:
+                errors += 1
+                click.echo(f"skipped {item}", err=True)
+
+    try:
+        ref = build_reference(texts(), sources=[str(p) for p in paths])
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    ref.save(output)
+    click.echo(f"reference of {ref.chars} characters written to {output}", err=True)
+
+
+@main.group()
+def index() -> None:
+    """The engines' indexes (derived from the store)."""
+
+
+@index.command("rebuild")
+@_engine_option
+@click.pass_context
+def index_rebuild(ctx: click.Context, engine: str | None) -> None:
+    """Rebuild an engine's index from the store."""
+    progress = _Progress("rebuild")
+    with _open_library(ctx) as lib:
+        info = lib.rebuild_index(engine, progress=progress)
+    progress.close()
+    click.echo(
+        f"rebuilt {info['engine']} index of {info['mothers']} mothers in {info['seconds']:.2f} s",
+        err=True,
+    )
+
+
+@index.command("stats")
+@click.pass_context
+def index_stats(ctx: click.Context) -> None:
+    """Sizes of the store and of each engine's index, as JSON."""
+    with _open_library(ctx) as lib:
+        click.echo(json.dumps(lib.index_stats(), ensure_ascii=False, indent=2, default=str))
+
+
+@index.command("configure")
+@_engine_option
+@click.option("--granularity", type=int, default=None)
+@click.option("--overlap", type=float, default=None)
+@click.option("--levels", type=click.Choice(["10", "8", "4", "2"]), default=None)
+@click.option("--mode", type=click.Choice(["quantile", "fixed"]), default=None)
+@click.option("--letters", default=None, help="Letters packed, in order.")
+@click.option("--reference", type=click.Path(exists=True, path_type=Path), default=None)
+@click.pass_context
+def index_configure(
+    ctx: click.Context, engine: str | None, reference: Path | None, **fields: Any
+) -> None:
+    """Set the Daguan parameters / reference of this library, then rebuild its index."""
+    from tracker.fingerprint import FingerprintParams, Reference
+
+    with _open_library(ctx) as lib:
+        name = engine or "daguan"
+        if name != "daguan":
+            raise click.UsageError("only the daguan engine has these parameters")
+        options = lib.store.get_meta("engine:daguan:options") or {}
+        params = dict(options.get("params") or FingerprintParams().to_dict())
+        for key, value in fields.items():
+            if value is not None:
+                params[key] = int(value) if key == "levels" else value
+        try:
+            FingerprintParams(**params)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        options["params"] = params
+        if reference is not None:
+            options["reference"] = Reference.load(reference).to_json()
+        lib.store.set_meta("engine:daguan:options", options)
+        lib._engines.pop("daguan", None)
+        # Stored fingerprints were made with the old parameters: recompute them.
+        for mother in lib.store.iter_mothers():
+            fps = lib.engine("daguan").mother_fingerprints(mother.text)
+            lib.store.put_fingerprints(mother.seq, "daguan", fps.tobytes())
+        info = lib.rebuild_index("daguan")
+    click.echo(
+        f"daguan parameters {json.dumps(params)}; index rebuilt ({info['mothers']} mothers)",
+        err=True,
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,264 @@
+"""The Redis inverted index: fingerprint -> mothers (by seq).
+
+Layout, chosen for memory (about 12–16 bytes a posting, see docs/BENCHMARKS.md):
+
+- A fingerprint (uint64) is mixed by a bijective 64-bit hash (splitmix64). Its top
+  ``bucket_bits`` choose a bucket; the next 32 bits are the *field* in that bucket.
+  Daguan fingerprints at the default 4 levels x 23 letters are 46 bits, and
+  ``bucket_bits + 32 >= 46``, so no two fingerprints ever share a (bucket, field).
+- Each bucket is one Redis HASH ``{prefix}:{name}:b:{bucket}``; the value of a field
+  is the packed little-endian uint32 seqs of the mothers having that fingerprint.
+  Small hashes are kept by Redis as a listpack/ziplist (no per-entry pointers);
+  we raise ``hash-max-ziplist-entries`` where we may (the embedded server) and say
+  so in the deployment docs.
+- A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
+  (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
+  matches on its own; queries skip it. ``index rebuild`` recomputes stop markers.
+
+Every command touches one key, so the index works unchanged on Redis Cluster
+(the bucket Lua script declares its one key). Writes are grouped per bucket and
+pipelined: one script call per touched bucket per batch. Adds and removes are
+idempotent, so a redelivered ingest task writes no duplicate posting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
+
+_ADD_SCRIPT = """
+local stop_len = tonumber(ARGV[1]) * 4
+local n = 0
+for i = 2, #ARGV, 2 do
+  local f = ARGV[i]
+  local s = ARGV[i + 1]
+  local v = redis.call('HGET', KEYS[1], f)
+  if not v then
+    redis.call('HSET', KEYS[1], f, s)
+    n = n + 1
+  elseif #v ~= 1 then
+    local found = false
+    for j = 1, #v, 4 do
+      if string.sub(v, j, j + 3) == s then found = true; break end
+    end
+    if not found then
+      if #v + 4 > stop_len then
+        redis.call('HSET', KEYS[1], f, '\\0')
+      else
+        redis.call('HSET', KEYS[1], f, v .. s)
+      end
+      n = n + 1
+    end
+  end
+end
+return n
+"""
+
+_REMOVE_SCRIPT = """
+local n = 0
+for i = 1, #ARGV, 2 do
+  local f = ARGV[i]
+  local s = ARGV[i + 1]
+  local v = redis.call('HGET', KEYS[1], f)
+  if v and #v ~= 1 then
+    local kept = {}
+    for j = 1, #v, 4 do
+      local p = string.sub(v, j, j + 3)
+      if p ~= s then kept[#kept + 1] = p else n = n + 1 end
+    end
+    if #kept == 0 then redis.call('HDEL', KEYS[1], f)
+    else redis.call('HSET', KEYS[1], f, table.concat(kept)) end
+  end
+end
+return n
+"""
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_C = np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix64(values: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer: a bijection on uint64 that spreads nearby values."""
+    z = values.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z += _C
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
+
+
+class RedisInvertedIndex:
+    """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes."""
+
+    def __init__(
+        self, redis: Any, prefix: str, *, bucket_bits: int = 14, stop_df: int = 16
+    ) -> None:
+        if not 4 <= bucket_bits <= 32:
+            raise ValueError("bucket_bits must be in 4..32")
+        self.redis = redis
+        self.prefix = prefix
+        self.bucket_bits = bucket_bits
+        self.stop_df = stop_df
+        self._add = redis.register_script(_ADD_SCRIPT)
+        self._remove = redis.register_script(_REMOVE_SCRIPT)
+
+    # -- addressing -----------------------------------------------------------
+    def bucket_key(self, bucket: int) -> str:
+        return f"{self.prefix}:b:{bucket}"
+
+    def locate(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bucket numbers, 4-byte field values as uint32) of fingerprints."""
+        mixed = mix64(np.asarray(fps, dtype=np.uint64))
+        buckets = (mixed >> np.uint64(64 - self.bucket_bits)).astype(np.int64)
+        fields = ((mixed >> np.uint64(32 - self.bucket_bits)) & np.uint64(0xFFFFFFFF)).astype(">u4")
+        return buckets, fields
+
+    # -- writes ---------------------------------------------------------------
+    def _grouped(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[int, list[bytes]]:
+        """bucket -> flat [field, seq, field, seq, ...] argument list."""
+        bucket_parts: list[np.ndarray] = []
+        field_parts: list[np.ndarray] = []
+        seq_parts: list[np.ndarray] = []
+        for seq, fps in items:
+            uniq = np.unique(np.asarray(fps, dtype=np.uint64))
+            if uniq.size == 0:
+                continue
+            b, f = self.locate(uniq)
+            bucket_parts.append(b)
+            field_parts.append(f)
+            seq_parts.append(np.full(uniq.size, seq, dtype="<u4"))
+        grouped: dict[int, list[bytes]] = {}
+        if not bucket_parts:
+            return grouped
+        buckets = np.concatenate(bucket_parts)
+        fields = np.concatenate(field_parts)
+        seqs = np.concatenate(seq_parts)
+        order = np.argsort(buckets, kind="stable")
+        buckets, fields, seqs = buckets[order], fields[order], seqs[order]
+        field_bytes = fields.astype(">u4").tobytes()  # concatenate drops the byte order
+        seq_bytes = seqs.astype("<u4").tobytes()
+        bounds = np.flatnonzero(np.diff(buckets)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [buckets.size]])
+        for a, z in zip(starts.tolist(), ends.tolist(), strict=True):
+            args: list[bytes] = []
+            for i in range(a, z):
+                args.append(field_bytes[4 * i : 4 * i + 4])
+                args.append(seq_bytes[4 * i : 4 * i + 4])
+            grouped[int(buckets[a])] = args
+        return grouped
+
+    def add(self, items: Sequence[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
+        """Add postings ``(seq, fingerprints)``; returns how many were new."""
+        grouped = self._grouped(items)
+        added = 0
+        pipe = self.redis.pipeline(transaction=False)
+        pending = 0
+        for bucket, args in grouped.items():
+            self._add(keys=[self.bucket_key(bucket)], args=[self.stop_df, *args], client=pipe)
+            pending += 1
+            if pending >= chunk:
+                added += sum(int(x) for x in pipe.execute())
+                pending = 0
+        if pending:
+            added += sum(int(x) for x in pipe.execute())
+        return added
+
+    def remove(self, items: Sequence[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
+        grouped = self._grouped(items)
+        removed = 0
+        pipe = self.redis.pipeline(transaction=False)
+        pending = 0
+        for bucket, args in grouped.items():
+            self._remove(keys=[self.bucket_key(bucket)], args=args, client=pipe)
+            pending += 1
+            if pending >= chunk:
+                removed += sum(int(x) for x in pipe.execute())
+                pending = 0
+        if pending:
+            removed += sum(int(x) for x in pipe.execute())
+        return removed
+
+    # -- reads ----------------------------------------------------------------
+    def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Postings of distinct fingerprints.
+
+        Returns ``(fp_index, seqs, stopped)``: parallel arrays where ``seqs[i]`` is a
+        mother holding ``fps[fp_index[i]]``, and how many fingerprints were stop words.
+        """
+        fps = np.asarray(fps, dtype=np.uint64)
+        if fps.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
+        buckets, fields = self.locate(fps)
+        field_bytes = fields.astype(">u4").tobytes()
+        pipe = self.redis.pipeline(transaction=False)
+        for i, b in enumerate(buckets.tolist()):
+            pipe.hget(self.bucket_key(b), field_bytes[4 * i : 4 * i + 4])
+        values = pipe.execute()
+        stopped = 0
+        idx_parts: list[int] = []
+        blobs: list[bytes] = []
+        for i, v in enumerate(values):
+            if not v:
+                continue
+            if len(v) == 1:
+                stopped += 1
+                continue
+            blobs.append(v)
+            idx_parts.append(i)
+        if not blobs:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint32), stopped
+        lengths = np.fromiter((len(b) // 4 for b in blobs), dtype=np.int64, count=len(blobs))
+        seqs = np.frombuffer(b"".join(blobs), dtype="<u4").astype(np.uint32)
+        fp_index = np.repeat(np.asarray(idx_parts, dtype=np.int64), lengths)
+        return fp_index, seqs, stopped
+
+    # -- maintenance ----------------------------------------------------------
+    def clear(self) -> int:
+        deleted = 0
+        batch: list[str] = []
+        for key in self.redis.scan_iter(match=f"{self.prefix}:b:*", count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += self._unlink(batch)
+                batch = []
+        if batch:
+            deleted += self._unlink(batch)
+        return deleted
+
+    def _unlink(self, keys: list[Any]) -> int:
+        # One key per command: valid under Redis Cluster too.
+        pipe = self.redis.pipeline(transaction=False)
+        for k in keys:
+            pipe.unlink(k)
+        return sum(int(x) for x in pipe.execute())
+
+    def stats(self) -> dict[str, Any]:
+        keys = fields = postings = stopped = 0
+        nbytes = 0
+        for key in self.redis.scan_iter(match=f"{self.prefix}:b:*", count=1000):
+            keys += 1
+            for v in self.redis.hvals(key):
+                fields += 1
+                if len(v) == 1:
+                    stopped += 1
+                else:
+                    postings += len(v) // 4
+                nbytes += len(v) + 4
+        return {
+            "buckets": keys,
+            "fingerprints": fields,
+            "postings": postings,
+            "stop_fingerprints": stopped,
+            "payload_bytes": nbytes,
+            "bucket_bits": self.bucket_bits,
+            "stop_df": self.stop_df,
+        }

@@ -1,0 +1,311 @@
+"""The service layer: one ``Library`` that the CLI, the Celery tasks and the web app call.
+
+A library is a store (documents, results) plus a Redis connection holding each
+engine's index. The store is the source of truth; the index is derived data:
+
+- ingest writes the mother and its fingerprints to the store first, then the index;
+- ``rebuild_index`` recreates an engine's index from the stored fingerprints, which
+  repairs any crash between the two writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from tracker.config import Settings
+from tracker.documents import Document, DocumentError
+from tracker.engines import ENGINES, Engine, make_engine
+from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
+from tracker.store import Match, Mother, Store, Suspect, open_store, utcnow
+
+Progress = Callable[[int, int | None], None]  # (done, total or None)
+
+
+@dataclass
+class IngestReport:
+    ingested: int = 0
+    replaced: int = 0
+    characters: int = 0
+    errors: list[DocumentError] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ingested": self.ingested,
+            "replaced": self.replaced,
+            "characters": self.characters,
+            "errors": [{"source": e.source, "message": e.message} for e in self.errors],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class CheckResult:
+    suspect: Suspect
+    result: MatchResult
+
+    @property
+    def matches(self) -> list[Match]:
+        return self.result.matches
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``--json`` line (see README: exact contract)."""
+        return {
+            "suspect_id": self.suspect.id,
+            "matches": [
+                {
+                    "mother_id": m.mother_id,
+                    "title": m.mother_title,
+                    "score": m.score,
+                    "coverage": m.coverage,
+                    "passages": [p.to_dict() for p in m.passages],
+                }
+                for m in self.matches
+            ],
+        }
+
+
+def domain_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class Library:
+    """Mothers, suspects, matches and the engines' indexes, behind one object."""
+
+    def __init__(self, settings: Settings, store: Store, redis: Any) -> None:
+        self.settings = settings
+        self.store = store
+        self.redis = redis
+        self._engines: dict[str, Engine] = {}
+        self._cache = PreparedCache()
+        self.policy = MatchPolicy()
+
+    @classmethod
+    def open(cls, settings: Settings | None = None) -> Library:
+        from tracker.redis_client import connect
+
+        settings = settings or Settings.from_env()
+        return cls(settings, open_store(settings), connect(settings))
+
+    def close(self) -> None:
+        self.store.close()
+        from tracker.redis_client import shutdown_embedded
+
+        if self.settings.embedded:
+            shutdown_embedded(self.redis)
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- engines --------------------------------------------------------------
+    def engine(self, name: str | None = None) -> Engine:
+        name = name or self.settings.engine
+        if name not in ENGINES:
+            raise ValueError(f"unknown engine {name!r} (choose from {', '.join(ENGINES)})")
+        if name not in self._engines:
+            options = self.store.get_meta(f"engine:{name}:options") or {}
+            self._engines[name] = make_engine(
+                name, self.redis, self.settings.redis_prefix, **options
+            )
+        return self._engines[name]
+
+    def indexed_engines(self) -> list[str]:
+        return list(self.store.get_meta("engines") or [])
+
+    def _note_engine(self, name: str) -> None:
+        engines = self.indexed_engines()
+        if name not in engines:
+            self.store.set_meta("engines", [*engines, name])
+
+    # -- mothers --------------------------------------------------------------
+    def ingest(
+        self,
+        documents: Iterable[Document | DocumentError],
+        *,
+        engine: str | None = None,
+        batch_size: int = 256,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Add or replace mothers; bad items are reported in ``errors`` and skipped."""
+        started = time.perf_counter()
+        eng = self.engine(engine)
+        self._note_engine(eng.name)
+        report = IngestReport()
+        batch: list[Document] = []
+        done = 0
+        for item in documents:
+            if isinstance(item, DocumentError):
+                report.errors.append(item)
+                continue
+            batch.append(item)
+            if len(batch) >= batch_size:
+                self._ingest_batch(batch, eng, report)
+                done += len(batch)
+                batch = []
+                if progress:
+                    progress(done, None)
+        if batch:
+            self._ingest_batch(batch, eng, report)
+            done += len(batch)
+            if progress:
+                progress(done, None)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _ingest_batch(self, docs: list[Document], eng: Engine, report: IngestReport) -> None:
+        stale: list[tuple[int, np.ndarray]] = []
+        fresh: list[tuple[int, np.ndarray]] = []
+        for doc in docs:
+            try:
+                old = self.store.get_mother(doc.id)
+            except KeyError:
+                old = None
+            if old is not None:
+                blob = self.store.get_fingerprints(old.seq, eng.name)
+                if blob is not None:
+                    stale.append((old.seq, eng.from_bytes(blob)))
+                report.replaced += 1
+            fps = eng.mother_fingerprints(doc.text)
+            mother = self.store.put_mother(
+                Mother(
+                    id=doc.id,
+                    title=doc.title,
+                    text=doc.text,
+                    source=doc.source,
+                    metadata=doc.metadata,
+                )
+            )
+            self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
+            fresh.append((mother.seq, fps))
+            report.ingested += 1
+            report.characters += len(doc.text)
+        # Store first, index second: a crash here leaves the index behind the store,
+        # and `yinji index rebuild` brings it back.
+        if stale:
+            eng.remove(stale)
+        eng.add(fresh)
+
+    def delete_mother(self, mother_id: str) -> bool:
+        try:
+            mother = self.store.get_mother(mother_id)
+        except KeyError:
+            return False
+        for name in self.indexed_engines():
+            blob = self.store.get_fingerprints(mother.seq, name)
+            if blob is not None:
+                eng = self.engine(name)
+                eng.remove([(mother.seq, eng.from_bytes(blob))])
+        self.store.delete_mother(mother_id)
+        return True
+
+    def rebuild_index(
+        self, engine: str | None = None, *, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Recreate an engine's index from the store (fingerprints recomputed if missing)."""
+        eng = self.engine(engine)
+        started = time.perf_counter()
+        eng.clear()
+        total = self.store.count_mothers()
+        done = 0
+        batch: list[tuple[int, np.ndarray]] = []
+        for mother in self.store.iter_mothers():
+            blob = self.store.get_fingerprints(mother.seq, eng.name)
+            if blob is None:
+                fps = eng.mother_fingerprints(mother.text)
+                self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
+            else:
+                fps = eng.from_bytes(blob)
+            batch.append((mother.seq, fps))
+            if len(batch) >= 256:
+                eng.add(batch)
+                done += len(batch)
+                batch = []
+                if progress:
+                    progress(done, total)
+        if batch:
+            eng.add(batch)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+        self._note_engine(eng.name)
+        return {"engine": eng.name, "mothers": done, "seconds": time.perf_counter() - started}
+
+    # -- suspects -------------------------------------------------------------
+    def check_text(self, text: str, *, engine: str | None = None) -> MatchResult:
+        """Match a text without saving anything."""
+        return Matcher(
+            self.store, self.engine(engine), policy=self.policy, cache=self._cache
+        ).match(text)
+
+    def check_suspect(
+        self, suspect: Suspect, *, engine: str | None = None, save: bool = True
+    ) -> CheckResult:
+        """Match one suspect; with ``save`` the suspect and its matches are stored
+        (idempotent: checking again replaces the machine results, keeps verdicts)."""
+        if not suspect.domain and suspect.url:
+            suspect.domain = domain_of(suspect.url)
+        matcher = Matcher(self.store, self.engine(engine), policy=self.policy, cache=self._cache)
+        result = matcher.match(
+            suspect.text,
+            suspect_id=suspect.id,
+            title=suspect.title,
+            url=suspect.url,
+            domain=suspect.domain,
+        )
+        if save:
+            suspect.checked_at = utcnow()
+            self.store.put_suspect(suspect)
+            self.store.put_matches(suspect.id, result.matches)
+        return CheckResult(suspect, result)
+
+    def check(
+        self,
+        documents: Iterable[Document | DocumentError],
+        *,
+        engine: str | None = None,
+        save: bool = True,
+        errors: list[DocumentError] | None = None,
+    ) -> Iterator[CheckResult]:
+        """Check documents as suspects, one result per document (errors collected)."""
+        for item in documents:
+            if isinstance(item, DocumentError):
+                if errors is not None:
+                    errors.append(item)
+                continue
+            url = str(item.metadata.get("url", "")) if item.metadata else ""
+            suspect = Suspect(
+                id=item.id,
+                text=item.text,
+                title=item.title,
+                url=url,
+                domain=domain_of(url),
+                source=item.source,
+                metadata=item.metadata,
+            )
+            yield self.check_suspect(suspect, engine=engine, save=save)
+
+    def recheck_suspects(self, *, engine: str | None = None) -> int:
+        """Check every stored suspect again (after new mothers arrive)."""
+        n = 0
+        for suspect in self.store.iter_suspects():
+            self.check_suspect(suspect, engine=engine)
+            n += 1
+        return n
+
+    def index_stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mothers": self.store.count_mothers(), "engines": {}}
+        for name in self.indexed_engines():
+            out["engines"][name] = self.engine(name).stats()
+        return out
