@@ -51,7 +51,38 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _YinjiGroup(click.Group):
+    """Adds the commands of ``workers`` and ``web`` (entry-point group ``yinji.commands``)
+    on demand: tracker imports neither, and ``yinji check`` never loads Flask or Celery."""
+
+    def _plugins(self) -> dict[str, Any]:
+        from importlib.metadata import entry_points
+
+        return {ep.name: ep for ep in entry_points(group="yinji.commands")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        ep = self._plugins().get(cmd_name)
+        if ep is None:
+            return None
+        try:
+            return ep.load()
+        except ImportError as exc:
+            message = f"command {cmd_name!r} is unavailable: {exc}"
+
+            @click.command(cmd_name, help=message)
+            def unavailable() -> None:
+                raise click.ClickException(message)
+
+            return unavailable
+
+
+@click.group(cls=_YinjiGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
