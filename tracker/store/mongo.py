@@ -1,0 +1,641 @@
+"""The production document store: MongoDB (also runs on mongomock in tests).
+
+Imported only when ``YINJI_MONGO_URI`` is set (see ``tracker.store.open_store``), so
+the embedded default never loads pymongo.
+
+Written for a real server first: regex searches are escaped, filters are plain
+server-side queries that indexes can serve, and every multi-document write is a
+sequence of single-document atomic operations ordered so that a crash or a
+concurrent writer leaves a consistent state (no multi-document transactions, which
+need a replica set). ``bulk_write`` with ``UpdateOne`` is avoided on purpose:
+mongomock fails on it with pymongo >= 4.10.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pymongo
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from ._common import (
+    TOP_N,
+    check_id,
+    check_verdict,
+    domain_bounds,
+    dumps,
+    filters_of,
+    json_normalize,
+    page_of,
+    prepare_matches,
+    prepare_suspect,
+    reverse_domain,
+    sort_of,
+    to_utc,
+)
+from .base import (
+    VERDICTS,
+    Match,
+    MatchQuery,
+    Mother,
+    NotFound,
+    Passage,
+    Store,
+    Suspect,
+    User,
+    WatchItem,
+    utcnow,
+)
+
+_CHUNK = 1000  # values per $in list
+_SEQ_COUNTER = "mother_seq"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """BSON dates come back naive unless the client is ``tz_aware`` (a client passed
+    in, such as mongomock's, may not be): they are UTC either way."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _regex(text: str) -> dict[str, str]:
+    """Case-insensitive substring: user input is escaped, never a pattern."""
+    return {"$regex": re.escape(text), "$options": "i"}
+
+
+def _mother(doc: dict[str, Any]) -> Mother:
+    return Mother(
+        id=doc["_id"],
+        title=doc.get("title", ""),
+        text=doc.get("text", ""),
+        source=doc.get("source", ""),
+        metadata=doc.get("metadata") or {},
+        ingested_at=_aware(doc["ingested_at"]),  # type: ignore[arg-type]
+        seq=int(doc["seq"]),
+    )
+
+
+def _suspect(doc: dict[str, Any]) -> Suspect:
+    raw = doc.get("raw")
+    return Suspect(
+        id=doc["_id"],
+        text=doc.get("text", ""),
+        title=doc.get("title", ""),
+        url=doc.get("url", ""),
+        domain=doc.get("domain", ""),
+        fetched_at=_aware(doc["fetched_at"]),  # type: ignore[arg-type]
+        source=doc.get("source", ""),
+        metadata=doc.get("metadata") or {},
+        raw=bytes(raw) if raw is not None else None,
+        checked_at=_aware(doc.get("checked_at")),
+    )
+
+
+def _match(doc: dict[str, Any]) -> Match:
+    return Match(
+        suspect_id=doc["suspect_id"],
+        mother_id=doc["mother_id"],
+        score=float(doc["score"]),
+        coverage=float(doc["coverage"]),
+        mother_coverage=float(doc["mother_coverage"]),
+        passages=[Passage.from_dict(p) for p in doc.get("passages") or []],
+        engine=doc.get("engine", ""),
+        verdict=doc.get("verdict", "pending"),
+        note=doc.get("note", ""),
+        mother_title=doc.get("mother_title", ""),
+        suspect_title=doc.get("suspect_title", ""),
+        suspect_url=doc.get("suspect_url", ""),
+        domain=doc.get("domain", ""),
+        created_at=_aware(doc["created_at"]),  # type: ignore[arg-type]
+        updated_at=_aware(doc["updated_at"]),  # type: ignore[arg-type]
+    )
+
+
+def _user(doc: dict[str, Any]) -> User:
+    return User(
+        username=doc["_id"],
+        password_hash=doc["password_hash"],
+        role=doc.get("role", "viewer"),
+        api_token_hash=doc.get("api_token_hash"),
+        created_at=_aware(doc["created_at"]),  # type: ignore[arg-type]
+    )
+
+
+def _watch(doc: dict[str, Any]) -> WatchItem:
+    return WatchItem(
+        url=doc["_id"],
+        kind=doc.get("kind", "url"),
+        added_at=_aware(doc["added_at"]),  # type: ignore[arg-type]
+        last_crawled_at=_aware(doc.get("last_crawled_at")),
+        active=bool(doc.get("active", True)),
+    )
+
+
+def _and(clauses: list[dict[str, Any]]) -> dict[str, Any]:
+    if not clauses:
+        return {}
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _match_filter(query: MatchQuery | None) -> dict[str, Any]:
+    f = filters_of(query)
+    clauses: list[dict[str, Any]] = []
+    if f.verdict is not None:
+        clauses.append({"verdict": f.verdict})
+    score: dict[str, float] = {}
+    if f.min_score is not None:
+        score["$gte"] = f.min_score
+    if f.max_score is not None:
+        score["$lte"] = f.max_score
+    if score:
+        clauses.append({"score": score})
+    if f.mother_id is not None:
+        clauses.append({"mother_id": f.mother_id})
+    if f.suspect_id is not None:
+        clauses.append({"suspect_id": f.suspect_id})
+    if f.rdomain is not None:
+        # The host itself or anything below it, as two index range scans on the
+        # reversed domain (see _common.domain_bounds).
+        lo, hi = domain_bounds(f.rdomain)
+        clauses.append({"$or": [{"rdomain": f.rdomain}, {"rdomain": {"$gte": lo, "$lt": hi}}]})
+    created: dict[str, datetime] = {}
+    if f.since is not None:
+        created["$gte"] = f.since
+    if f.until is not None:
+        created["$lt"] = f.until
+    if created:
+        clauses.append({"created_at": created})
+    if f.search is not None:
+        rx = _regex(f.search)
+        clauses.append({"$or": [{"mother_title": rx}, {"suspect_title": rx}, {"suspect_url": rx}]})
+    return _and(clauses)
+
+
+class MongoStore(Store):
+    """``Store`` on MongoDB. ``uri_or_client`` is a ``mongodb://`` URI or a
+    pymongo-compatible client (``mongomock.MongoClient()`` in tests); a client passed
+    in belongs to the caller and is not closed by ``close``."""
+
+    def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
+        if isinstance(uri_or_client, str):
+            self._client: Any = pymongo.MongoClient(uri_or_client, tz_aware=True)
+            self._owns_client = True
+        else:
+            self._client = uri_or_client
+            self._owns_client = False
+        self.db = self._client[db_name]
+        self.mothers = self.db["mothers"]
+        self.fingerprints = self.db["fingerprints"]
+        self.suspects = self.db["suspects"]
+        self.matches = self.db["matches"]
+        self.users = self.db["users"]
+        self.watch = self.db["watch"]
+        self.meta = self.db["meta"]
+        self.counters = self.db["counters"]
+        self.create_indexes()
+
+    def create_indexes(self) -> None:
+        """Idempotent: ``create_index`` on an existing identical index is a no-op.
+        Ids are ``_id`` (unique by construction): mother id, suspect id, match id,
+        username, watch url, meta key."""
+        self.mothers.create_index([("seq", ASCENDING)], unique=True, name="seq")
+        self.mothers.create_index(
+            [("ingested_at", ASCENDING), ("seq", ASCENDING)], name="ingested_at"
+        )
+        self.fingerprints.create_index(
+            [("seq", ASCENDING), ("engine", ASCENDING)], unique=True, name="seq_engine"
+        )
+        self.suspects.create_index([("fetched_at", ASCENDING), ("_id", ASCENDING)], name="fetched")
+        self.matches.create_index([("suspect_id", ASCENDING)], name="suspect_id")
+        self.matches.create_index([("mother_id", ASCENDING)], name="mother_id")
+        self.matches.create_index(
+            [("verdict", ASCENDING), ("score", ASCENDING)], name="verdict_score"
+        )
+        self.matches.create_index([("score", ASCENDING)], name="score")
+        self.matches.create_index([("coverage", ASCENDING)], name="coverage")
+        self.matches.create_index([("created_at", ASCENDING)], name="created_at")
+        self.matches.create_index([("domain", ASCENDING)], name="domain")
+        self.matches.create_index([("rdomain", ASCENDING)], name="rdomain")
+        # Sparse: users without a token have no field and do not collide.
+        self.users.create_index(
+            [("api_token_hash", ASCENDING)], unique=True, sparse=True, name="api_token_hash"
+        )
+        self.watch.create_index([("active", ASCENDING), ("added_at", ASCENDING)], name="active")
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    # --- mothers ---------------------------------------------------------------
+    def _next_seq(self) -> int:
+        # One atomic $inc on one document: concurrent writers never get the same
+        # value and a value is never handed out again, even after deletes.
+        doc = self.counters.find_one_and_update(
+            {"_id": _SEQ_COUNTER},
+            {"$inc": {"value": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return int(doc["value"])
+
+    def put_mother(self, mother: Mother) -> Mother:
+        check_id(mother.id, "mother id")
+        stored = Mother(
+            id=mother.id,
+            title=mother.title,
+            text=mother.text,
+            source=mother.source,
+            metadata=json_normalize(mother.metadata or {}),
+            ingested_at=to_utc(mother.ingested_at),
+            seq=self._next_seq(),
+        )
+        old = self.mothers.find_one_and_replace(
+            {"_id": stored.id},
+            {
+                "seq": stored.seq,
+                "title": stored.title,
+                "text": stored.text,
+                "source": stored.source,
+                "metadata": stored.metadata,
+                "ingested_at": stored.ingested_at,
+            },
+            upsert=True,
+            return_document=ReturnDocument.BEFORE,
+            projection={"seq": 1},
+        )
+        if old is not None and old.get("seq") != stored.seq:
+            # The replaced version's fingerprints are dead weight now.
+            self.fingerprints.delete_many({"seq": old["seq"]})
+        return stored
+
+    def get_mother(self, mother_id: str) -> Mother:
+        doc = self.mothers.find_one({"_id": mother_id})
+        if doc is None:
+            raise NotFound(mother_id)
+        return _mother(doc)
+
+    def get_mothers_by_seq(self, seqs: Iterable[int]) -> dict[int, Mother]:
+        wanted = sorted({int(s) for s in seqs})
+        out: dict[int, Mother] = {}
+        for i in range(0, len(wanted), _CHUNK):
+            for doc in self.mothers.find({"seq": {"$in": wanted[i : i + _CHUNK]}}):
+                out[int(doc["seq"])] = _mother(doc)
+        return out
+
+    def delete_mother(self, mother_id: str) -> Mother | None:
+        doc = self.mothers.find_one_and_delete({"_id": mother_id})
+        if doc is None:
+            return None
+        # Mother first: once it is gone nothing new points at it, then the cascade.
+        self.fingerprints.delete_many({"seq": doc["seq"]})
+        self.matches.delete_many({"mother_id": mother_id})
+        return _mother(doc)
+
+    @staticmethod
+    def _mother_filter(search: str | None) -> dict[str, Any]:
+        if not search:
+            return {}
+        rx = _regex(search)
+        return {"$or": [{"_id": rx}, {"title": rx}]}
+
+    def list_mothers(
+        self, *, search: str | None = None, offset: int = 0, limit: int = 50
+    ) -> list[Mother]:
+        if limit <= 0:
+            return []
+        cursor = (
+            self.mothers.find(self._mother_filter(search))
+            .sort([("ingested_at", DESCENDING), ("seq", DESCENDING)])
+            .skip(max(0, offset))
+            .limit(limit)
+        )
+        return [_mother(d) for d in cursor]
+
+    def count_mothers(self, *, search: str | None = None) -> int:
+        return self.mothers.count_documents(self._mother_filter(search))
+
+    def iter_mothers(self, *, batch_size: int = 500) -> Iterator[Mother]:
+        # Keyset pagination on seq: no cursor stays open while the caller works
+        # (server cursors time out after 10 minutes of idleness).
+        last = 0
+        while True:
+            docs = list(
+                self.mothers.find({"seq": {"$gt": last}})
+                .sort("seq", ASCENDING)
+                .limit(max(1, batch_size))
+            )
+            if not docs:
+                return
+            for doc in docs:
+                yield _mother(doc)
+            last = int(docs[-1]["seq"])
+
+    def mothers_since(self, since: datetime) -> list[Mother]:
+        cursor = self.mothers.find({"ingested_at": {"$gte": to_utc(since)}}).sort(
+            [("ingested_at", ASCENDING), ("seq", ASCENDING)]
+        )
+        return [_mother(d) for d in cursor]
+
+    # --- fingerprints ------------------------------------------------------------
+    def put_fingerprints(self, seq: int, engine: str, data: bytes) -> None:
+        self.fingerprints.replace_one(
+            {"seq": int(seq), "engine": engine},
+            {"seq": int(seq), "engine": engine, "data": bytes(data)},
+            upsert=True,
+        )
+
+    def get_fingerprints(self, seq: int, engine: str) -> bytes | None:
+        doc = self.fingerprints.find_one({"seq": int(seq), "engine": engine})
+        return None if doc is None else bytes(doc["data"])
+
+    # --- suspects --------------------------------------------------------------
+    def put_suspect(self, suspect: Suspect) -> Suspect:
+        s = prepare_suspect(suspect)
+        self.suspects.replace_one(
+            {"_id": s.id},
+            {
+                "title": s.title,
+                "text": s.text,
+                "url": s.url,
+                "domain": s.domain,
+                "fetched_at": s.fetched_at,
+                "source": s.source,
+                "metadata": s.metadata,
+                "raw": s.raw,
+                "checked_at": s.checked_at,
+            },
+            upsert=True,
+        )
+        return s
+
+    def get_suspect(self, suspect_id: str) -> Suspect:
+        doc = self.suspects.find_one({"_id": suspect_id})
+        if doc is None:
+            raise NotFound(suspect_id)
+        return _suspect(doc)
+
+    @staticmethod
+    def _suspect_filter(search: str | None) -> dict[str, Any]:
+        if not search:
+            return {}
+        rx = _regex(search)
+        return {"$or": [{"_id": rx}, {"title": rx}, {"url": rx}]}
+
+    def list_suspects(
+        self, *, search: str | None = None, offset: int = 0, limit: int = 50
+    ) -> list[Suspect]:
+        if limit <= 0:
+            return []
+        cursor = (
+            self.suspects.find(self._suspect_filter(search), projection={"raw": 0})
+            .sort([("fetched_at", DESCENDING), ("_id", DESCENDING)])
+            .skip(max(0, offset))
+            .limit(limit)
+        )
+        return [_suspect(d) for d in cursor]
+
+    def count_suspects(self, *, search: str | None = None) -> int:
+        return self.suspects.count_documents(self._suspect_filter(search))
+
+    def iter_suspects(self, *, batch_size: int = 500) -> Iterator[Suspect]:
+        """Every suspect in id order, without ``raw`` (re-checks need the text)."""
+        last: str | None = None
+        while True:
+            flt = {} if last is None else {"_id": {"$gt": last}}
+            docs = list(
+                self.suspects.find(flt, projection={"raw": 0})
+                .sort("_id", ASCENDING)
+                .limit(max(1, batch_size))
+            )
+            if not docs:
+                return
+            for doc in docs:
+                yield _suspect(doc)
+            last = docs[-1]["_id"]
+
+    def mark_checked(self, suspect_id: str, when: datetime | None = None) -> None:
+        result = self.suspects.update_one(
+            {"_id": suspect_id}, {"$set": {"checked_at": to_utc(when or utcnow())}}
+        )
+        if result.matched_count == 0:
+            raise NotFound(suspect_id)
+
+    # --- matches -----------------------------------------------------------------
+    def put_matches(self, suspect_id: str, matches: Sequence[Match]) -> None:
+        check_id(suspect_id, "suspect id")
+        now = to_utc(utcnow())
+        sdoc = self.suspects.find_one({"_id": suspect_id}, projection={"raw": 0})
+        suspect = _suspect(sdoc) if sdoc is not None else None
+        mother_ids = sorted({m.mother_id for m in matches})
+        titles: dict[str, str] = {}
+        for i in range(0, len(mother_ids), _CHUNK):
+            for doc in self.mothers.find(
+                {"_id": {"$in": mother_ids[i : i + _CHUNK]}}, projection={"title": 1}
+            ):
+                titles[doc["_id"]] = doc.get("title", "")
+        prepared = prepare_matches(suspect_id, matches, titles, suspect, now)
+        for m in prepared:
+            # One atomic upsert per match: machine fields are $set, the reviewer's
+            # fields only on insert. A set_verdict racing with a re-check is never
+            # overwritten, and a redelivered task writes the same document again.
+            self.matches.update_one(
+                {"_id": m.id},
+                {
+                    "$set": {
+                        "suspect_id": m.suspect_id,
+                        "mother_id": m.mother_id,
+                        "score": m.score,
+                        "coverage": m.coverage,
+                        "mother_coverage": m.mother_coverage,
+                        "passages": [p.to_dict() for p in m.passages],
+                        "engine": m.engine,
+                        "mother_title": m.mother_title,
+                        "suspect_title": m.suspect_title,
+                        "suspect_url": m.suspect_url,
+                        "domain": m.domain,
+                        "rdomain": reverse_domain(m.domain),
+                        "updated_at": m.updated_at,
+                    },
+                    "$setOnInsert": {
+                        "verdict": m.verdict,
+                        "note": m.note,
+                        "created_at": m.created_at,
+                    },
+                },
+                upsert=True,
+            )
+        # Last: drop earlier machine results this check no longer finds. The
+        # verdict condition is evaluated per document by the server, so a match a
+        # person has just confirmed is not deleted.
+        self.matches.delete_many(
+            {
+                "suspect_id": suspect_id,
+                "verdict": "pending",
+                "_id": {"$nin": [m.id for m in prepared]},
+            }
+        )
+
+    def get_match(self, match_id: str) -> Match:
+        doc = self.matches.find_one({"_id": match_id})
+        if doc is None:
+            raise NotFound(match_id)
+        return _match(doc)
+
+    def set_verdict(self, match_id: str, verdict: str, note: str | None = None) -> Match:
+        check_verdict(verdict)
+        changes: dict[str, Any] = {"verdict": verdict, "updated_at": to_utc(utcnow())}
+        if note is not None:
+            changes["note"] = note
+        doc = self.matches.find_one_and_update(
+            {"_id": match_id}, {"$set": changes}, return_document=ReturnDocument.AFTER
+        )
+        if doc is None:
+            raise NotFound(match_id)
+        return _match(doc)
+
+    def query_matches(self, query: MatchQuery) -> list[Match]:
+        flt = _match_filter(query)
+        field, desc = sort_of(query)
+        offset, limit = page_of(query)
+        if limit == 0:
+            return []
+        cursor = (
+            self.matches.find(flt)
+            .sort([(field, DESCENDING if desc else ASCENDING), ("_id", ASCENDING)])
+            .skip(offset)
+            .limit(limit)
+        )
+        return [_match(d) for d in cursor]
+
+    def count_matches(self, query: MatchQuery) -> int:
+        return self.matches.count_documents(_match_filter(query))
+
+    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+        flt = _match_filter(query)
+        head = [{"$match": flt}] if flt else []
+        by_day = [
+            (d["_id"], int(d["n"]))
+            for d in self.matches.aggregate(
+                [
+                    *head,
+                    {
+                        "$group": {
+                            "_id": {"$dateToString": {"format": "%Y-%m-%d", "date": "$created_at"}},
+                            "n": {"$sum": 1},
+                        }
+                    },
+                    {"$sort": {"_id": 1}},
+                ]
+            )
+        ]
+        by_verdict = dict.fromkeys(VERDICTS, 0)
+        for d in self.matches.aggregate([*head, {"$group": {"_id": "$verdict", "n": {"$sum": 1}}}]):
+            by_verdict[d["_id"]] = int(d["n"])
+        top_mothers = [
+            (d["_id"], d.get("title") or "", int(d["n"]))
+            for d in self.matches.aggregate(
+                [
+                    *head,
+                    {
+                        "$group": {
+                            "_id": "$mother_id",
+                            "title": {"$max": "$mother_title"},
+                            "n": {"$sum": 1},
+                        }
+                    },
+                    {"$sort": {"n": -1, "_id": 1}},
+                    {"$limit": TOP_N},
+                ]
+            )
+        ]
+        top_domains = [
+            (d["_id"], int(d["n"]))
+            for d in self.matches.aggregate(
+                [
+                    {"$match": _and([c for c in (flt, {"domain": {"$ne": ""}}) if c])},
+                    {"$group": {"_id": "$domain", "n": {"$sum": 1}}},
+                    {"$sort": {"n": -1, "_id": 1}},
+                    {"$limit": TOP_N},
+                ]
+            )
+        ]
+        return {
+            "by_day": by_day,
+            "by_verdict": by_verdict,
+            "top_mothers": top_mothers,
+            "top_domains": top_domains,
+        }
+
+    # --- users -------------------------------------------------------------------
+    def put_user(self, user: User) -> None:
+        check_id(user.username, "username")
+        doc: dict[str, Any] = {
+            "password_hash": user.password_hash,
+            "role": user.role,
+            "created_at": to_utc(user.created_at),
+        }
+        if user.api_token_hash:  # absent, not null: the unique index is sparse
+            doc["api_token_hash"] = user.api_token_hash
+        try:
+            self.users.replace_one({"_id": user.username}, doc, upsert=True)
+        except DuplicateKeyError as exc:
+            raise ValueError("API token already belongs to another user") from exc
+
+    def get_user(self, username: str) -> User | None:
+        doc = self.users.find_one({"_id": username})
+        return None if doc is None else _user(doc)
+
+    def get_user_by_token_hash(self, token_hash: str) -> User | None:
+        if not token_hash:
+            return None
+        doc = self.users.find_one({"api_token_hash": token_hash})
+        return None if doc is None else _user(doc)
+
+    def list_users(self) -> list[User]:
+        return [_user(d) for d in self.users.find().sort("_id", ASCENDING)]
+
+    def delete_user(self, username: str) -> None:
+        self.users.delete_one({"_id": username})
+
+    # --- watch list --------------------------------------------------------------
+    def put_watch(self, item: WatchItem) -> None:
+        check_id(item.url, "watch url")
+        self.watch.replace_one(
+            {"_id": item.url},
+            {
+                "kind": item.kind,
+                "added_at": to_utc(item.added_at),
+                "last_crawled_at": None
+                if item.last_crawled_at is None
+                else to_utc(item.last_crawled_at),
+                "active": bool(item.active),
+            },
+            upsert=True,
+        )
+
+    def list_watch(self, *, active_only: bool = True) -> list[WatchItem]:
+        flt = {"active": True} if active_only else {}
+        cursor = self.watch.find(flt).sort([("added_at", ASCENDING), ("_id", ASCENDING)])
+        return [_watch(d) for d in cursor]
+
+    def delete_watch(self, url: str) -> None:
+        self.watch.delete_one({"_id": url})
+
+    # --- meta ----------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any | None:
+        doc = self.meta.find_one({"_id": key})
+        return None if doc is None else json.loads(doc["value"])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        # Kept as JSON text: exactly what was given comes back (keys with "." or
+        # "$", big ints, nested lists), the same as in the sqlite adapter.
+        self.meta.replace_one({"_id": key}, {"value": dumps(value)}, upsert=True)
+
+
+__all__ = ["MongoStore"]
