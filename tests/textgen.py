@@ -35,10 +35,24 @@ ENDINGS = [
 ]
 
 
+WORDS = (
+    "后来 那年 第二天 忽然 原来 其实 渐渐 偶尔 果然 依旧 从前 如今 只是 于是 仍然 "
+    "春天 秋风 细雨 晚霞 月光 山路 石桥 河堤 村口 巷子 院墙 屋檐 竹林 稻田 炉火 "
+    "旧友 邻居 孩子 姑娘 先生 师傅 伙计 客人 母亲 父亲 兄长 妹妹 学徒 乡亲 掌柜 "
+    "走过 停下 回头 点头 叹气 等待 答应 告别 出发 归来 收拾 打听 商量 张望 沉默 "
+    "温暖 安静 匆忙 清冷 明亮 潮湿 遥远 熟悉 陌生 疲惫 欢喜 犹豫 坚定 模糊 清楚 "
+    "一封 一盏 一条 一片 几只 半碗 两张 整夜 满院 一阵 "
+    "灯笼 木船 铜锣 瓷瓶 布鞋 雨伞 竹篮 药箱 琵琶 棋盘 砚台 花灯 茶壶 麦穗 风筝"
+).split()
+
+
 def sentence(rng: random.Random) -> str:
+    # Stock phrases plus free word runs: long enough to read like prose, varied
+    # enough that two works share no long passage by accident.
+    free = "".join(rng.choice(WORDS) for _ in range(rng.randint(3, 6)))
     return (
-        f"{rng.choice(PLACES)}，{rng.choice(SUBJECTS)}{rng.choice(VERBS)}{rng.choice(OBJECTS)}，"
-        f"{rng.choice(ENDINGS)}。"
+        f"{rng.choice(PLACES)}，{rng.choice(SUBJECTS)}{free}{rng.choice(VERBS)}"
+        f"{rng.choice(OBJECTS)}，{rng.choice(WORDS)}{rng.choice(ENDINGS)}。"
     )
 
 

@@ -11,7 +11,9 @@ filtering.
    into runs: stretches copied in order.
 3. Passages: runs close in the suspect (``max_gap``) whose mother positions stay
    near (``reorder_window``) join one passage, so random edits, inserted pirate
-   watermarks and reordered sentences still make one passage.
+   watermarks and reordered sentences still make one passage. Only a run of at
+   least ``anchor`` initials can start a passage: short stock phrases shared by
+   unrelated works may extend a real copy but never make one.
 4. Filter: a passage counts when it spans at least ``min_passage`` initials with a
    seed coverage (similarity) of at least ``min_similarity``. Short formulas shared
    by unrelated works (且听下回分解) are far below that.
@@ -37,9 +39,11 @@ class AlignParams:
     k: int = 8  # seed length in initials
     max_occurrences: int = 16  # a k-gram more frequent than this in the mother seeds nothing
     max_gap: int = 40  # initials between runs of one passage (edits, watermarks)
-    reorder_window: int = 300  # how far back/forward in the mother a joining run may lie
+    reorder_window: int = 300  # how far back/forward in the mother a long joining run may lie
+    max_drift: int = 30  # a short run joins only near the passage's diagonal (insertions)
     min_passage: int = 40  # shortest passage reported, in initials
-    min_similarity: float = 0.5  # seed coverage a passage needs
+    min_similarity: float = 0.7  # seed coverage a passage needs
+    anchor: int = 16  # a passage must start from a run at least this long (in initials)
     min_copied: int = 60  # initials copied in all, for a match
 
 
@@ -165,6 +169,7 @@ class _Cluster:
     m_start: int
     m_end: int
     runs: list[tuple[int, int, int, int]]
+    diag: int  # mother - suspect offset of the latest anchor-length run
 
 
 def align_prepared(
@@ -187,19 +192,27 @@ def align_prepared(
             s_gap = sa - c.s_end
             if s_gap > p.max_gap:
                 continue
-            if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.max_gap + p.reorder_window):
-                continue
+            if sb - sa >= p.anchor:
+                # A long run may be a reordered sentence: near the passage in the mother.
+                if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
+                    continue
+            elif abs((ma - sa) - c.diag) > p.max_drift:
+                continue  # a short run must continue the passage's diagonal
             # Prefer the cluster that continues this run's diagonal.
             gap = abs((ma - c.m_end) - s_gap)
             if gap < best_gap:
                 best, best_gap = c, gap
         if best is None:
-            clusters.append(_Cluster(sa, sb, ma, mb, [(sa, sb, ma, mb)]))
+            if sb - sa < p.anchor:
+                continue  # a short shared phrase may extend a passage, never start one
+            clusters.append(_Cluster(sa, sb, ma, mb, [(sa, sb, ma, mb)], ma - sa))
         else:
             best.s_end = max(best.s_end, sb)
             best.m_start = min(best.m_start, ma)
             best.m_end = max(best.m_end, mb)
             best.runs.append((sa, sb, ma, mb))
+            if sb - sa >= p.anchor:
+                best.diag = ma - sa
     s_spans: list[tuple[int, int]] = []
     m_spans: list[tuple[int, int]] = []
     weighted = 0.0

@@ -1,0 +1,60 @@
+import numpy as np
+
+from tracker.index import RedisInvertedIndex, mix64
+
+
+def test_mix64_is_a_bijection_on_samples():
+    rng = np.random.default_rng(1)
+    values = np.unique(rng.integers(0, 2**63, 100_000, dtype=np.uint64))
+    assert np.unique(mix64(values)).size == values.size
+
+
+def _postings(idx, fps):
+    fp_index, seqs, stopped = idx.lookup(np.asarray(fps, dtype=np.uint64))
+    out: dict[int, set[int]] = {}
+    for i, s in zip(fp_index.tolist(), seqs.tolist(), strict=True):
+        out.setdefault(int(fps[i]), set()).add(s)
+    return out, stopped
+
+
+def test_add_lookup_remove(redis_client):
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=8)
+    a = np.array([1, 2, 3, 2**45 + 7], dtype=np.uint64)
+    b = np.array([3, 4], dtype=np.uint64)
+    assert idx.add([(10, a), (11, b)]) == 6
+    post, stopped = _postings(idx, [1, 3, 4, 99, 2**45 + 7])
+    assert post == {1: {10}, 3: {10, 11}, 4: {11}, 2**45 + 7: {10}} and stopped == 0
+    # Idempotent: a redelivered add writes no duplicate.
+    assert idx.add([(10, a)]) == 0
+    assert idx.stats()["postings"] == 6
+    assert idx.remove([(10, a)]) == 4
+    post, _ = _postings(idx, [1, 3, 4])
+    assert post == {3: {11}, 4: {11}}
+    assert idx.remove([(10, a)]) == 0
+
+
+def test_frequent_fingerprints_become_stop_words(redis_client):
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=8, stop_df=3)
+    common = np.array([42], dtype=np.uint64)
+    idx.add([(s, common) for s in range(1, 4)])
+    post, stopped = _postings(idx, [42])
+    assert post == {42: {1, 2, 3}} and stopped == 0
+    idx.add([(4, common)])
+    post, stopped = _postings(idx, [42])
+    assert post == {} and stopped == 1
+    assert idx.stats()["stop_fingerprints"] == 1
+
+
+def test_keys_are_single_bucket_hashes_and_clear_only_own(redis_client):
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=6)
+    rng = np.random.default_rng(2)
+    idx.add([(1, rng.integers(0, 2**46, 1000, dtype=np.uint64))])
+    redis_client.set("other:key", 1)
+    keys = list(redis_client.scan_iter(match="t:daguan:b:*"))
+    assert 0 < len(keys) <= 64
+    assert all(redis_client.type(k) == b"hash" for k in keys)
+    # The compact encoding is what keeps a posting near 12 bytes.
+    assert redis_client.object("encoding", keys[0]) in (b"ziplist", b"listpack")
+    idx.clear()
+    assert not list(redis_client.scan_iter(match="t:daguan:*"))
+    assert redis_client.get("other:key") == b"1"
