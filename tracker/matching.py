@@ -97,17 +97,21 @@ class Matcher:
         self, text: str, *, suspect_id: str = "", title: str = "", url: str = "", domain: str = ""
     ) -> MatchResult:
         started = time.perf_counter()
-        candidates = self.engine.candidates(text, limit=self.policy.candidates)
+        candidates = self.engine.candidates_with_evidence(text, limit=self.policy.candidates)
         result = MatchResult(candidates=len(candidates))
         if candidates:
-            mothers = self.store.get_mothers_by_seq(seq for seq, _ in candidates)
+            mothers = self.store.get_mothers_by_seq(seq for seq, _, _ in candidates)
             suspect = prepare(text, self.align_params.k)
-            for seq, _strength in candidates:
+            for seq, _strength, evidence in candidates:
                 mother = mothers.get(seq)
                 if mother is None:
                     continue  # a stale posting of a replaced or deleted mother
                 alignment = align_prepared(
-                    suspect, self.cache.get(mother, self.align_params.k), self.align_params
+                    suspect,
+                    self.cache.get(mother, self.align_params.k),
+                    self.align_params,
+                    evidence=evidence,
+                    evidence_window=getattr(self.engine, "window", 24),
                 )
                 if not self.policy.is_copy(alignment):
                     continue

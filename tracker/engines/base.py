@@ -53,6 +53,14 @@ class Engine(ABC):
         """Mothers that may have been copied into ``text``: ``(seq, strength)``, strongest
         first, at most ``limit``. ``strength`` is engine-specific (higher is stronger)."""
 
+    def candidates_with_evidence(
+        self, text: str, *, limit: int = 20
+    ) -> list[tuple[int, float, np.ndarray | None]]:
+        """Like ``candidates`` plus, per candidate, the sorted suspect positions (in
+        pinyin initials) of the hits that made it a candidate, or None when the engine
+        cannot say. The verifier uses them to ignore passages no real hit supports."""
+        return [(seq, strength, None) for seq, strength in self.candidates(text, limit=limit)]
+
     @abstractmethod
     def clear(self) -> None:
         """Delete every key of this engine's index."""

@@ -48,6 +48,11 @@ class DaguanEngine(Engine):
         self.query_stride = query_stride
 
     @property
+    def window(self) -> int:
+        """Initials one fingerprint covers (the verifier's evidence span)."""
+        return self.fingerprinter.params.granularity
+
+    @property
     def params(self) -> FingerprintParams:
         return self.fingerprinter.params
 
@@ -61,23 +66,59 @@ class DaguanEngine(Engine):
         self.index.remove(items)
 
     def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        dense = self.fingerprinter.fingerprints(text, stride=self.query_stride).values
-        fps = np.unique(dense)
+        return [(seq, w) for seq, w, _ in self.candidates_with_evidence(text, limit=limit)]
+
+    def candidates_with_evidence(
+        self, text: str, *, limit: int = 20
+    ) -> list[tuple[int, float, np.ndarray | None]]:
+        dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
+        fps, inverse = np.unique(dense.values, return_inverse=True)
         fp_index, seqs, _stopped = self.index.lookup(fps)
         if seqs.size == 0:
             return []
-        df = np.bincount(fp_index, minlength=fps.size)[fp_index]
-        weights = 1.0 / df
-        order = np.unique(seqs, return_inverse=True)
-        uniq_seqs, inverse = order
-        hits = np.bincount(inverse)
-        strength = np.bincount(inverse, weights=weights)
-        keep = hits >= self.min_hits
-        ranked = sorted(
-            zip(uniq_seqs[keep].tolist(), strength[keep].tolist(), strict=True),
-            key=lambda x: -x[1],
-        )
-        return [(int(s), float(w)) for s, w in ranked[:limit]]
+        # Postings per dense window: window w has the postings of its fingerprint.
+        df_fp = np.bincount(fp_index, minlength=fps.size)
+        df_pos = df_fp[inverse]
+        # Mothers hold a shared passage at arbitrary phases of their sparse windows, so
+        # one exact window's df undercounts boilerplate by up to the stride. Summing df
+        # over a stride of consecutive dense windows counts each such mother once.
+        s = max(1, self.params.stride // self.query_stride)
+        csum = np.concatenate([[0], np.cumsum(df_pos)])
+        n = df_pos.size
+        back = csum[np.arange(1, n + 1)] - csum[np.maximum(np.arange(1, n + 1) - s, 0)]
+        fwd = csum[np.minimum(np.arange(n) + s, n)] - csum[np.arange(n)]
+        common_pos = np.maximum(back, fwd) > self.index.stop_df
+        # (position, seq) pairs of windows that are not common.
+        order = np.argsort(fp_index, kind="stable")
+        fp_sorted, seq_sorted = fp_index[order], seqs[order]
+        starts_fp = np.searchsorted(fp_sorted, np.arange(fps.size))
+        pos = np.flatnonzero(~common_pos & (df_pos > 0))
+        if pos.size == 0:
+            return []
+        reps = df_pos[pos]
+        pair_pos = np.repeat(pos, reps)
+        within = np.arange(pair_pos.size) - np.repeat(np.cumsum(reps) - reps, reps)
+        pair_seq = seq_sorted[starts_fp[inverse[pair_pos]] + within]
+        pair_fp = inverse[pair_pos]
+        # Strength: distinct fingerprints shared, each weighted by 1/df.
+        key = np.unique(pair_seq.astype(np.int64) << 32 | pair_fp.astype(np.int64))
+        k_seq = (key >> 32).astype(np.int64)
+        k_fp = (key & 0xFFFFFFFF).astype(np.int64)
+        uniq_seqs, which = np.unique(k_seq, return_inverse=True)
+        hits = np.bincount(which)
+        strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
+        ranked = [i for i in np.argsort(-strength, kind="stable") if hits[i] >= self.min_hits]
+        out: list[tuple[int, float, np.ndarray | None]] = []
+        pair_order = np.argsort(pair_seq, kind="stable")
+        ps_sorted = pair_seq[pair_order]
+        for i in ranked[:limit]:
+            seq = int(uniq_seqs[i])
+            lo = np.searchsorted(ps_sorted, seq, side="left")
+            hi = np.searchsorted(ps_sorted, seq, side="right")
+            # Suspect window starts (in initials) that hit this mother: the evidence.
+            positions = np.unique(dense.starts[pair_pos[pair_order[lo:hi]]])
+            out.append((seq, float(strength[i]), positions))
+        return out
 
     def clear(self) -> None:
         self.index.clear()

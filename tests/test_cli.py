@@ -1,0 +1,88 @@
+import json
+import subprocess
+import sys
+
+from textgen import work
+
+
+def _yinji(data_dir, *args, input_text=None):
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=input_text,
+    )
+
+
+def test_ingest_check_json_contract(tmp_path):
+    data = tmp_path / "data"
+    lib = tmp_path / "lib.jsonl"
+    docs = [{"id": f"w{i}", "title": f"标题{i}", "text": work(200 + i, 50)} for i in range(3)]
+    lib.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n{bad", "utf-8")
+    r = _yinji(data, "ingest", str(lib), str(tmp_path / "missing.txt"))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "ingested 3 documents" in r.stderr
+        and "missing.txt" in r.stderr
+        and "lib.jsonl:4" in r.stderr
+    )
+
+    suspect_text = work(9, 10) + docs[1]["text"][300:900]
+    (tmp_path / "copy.txt").write_text(suspect_text, encoding="utf-8")
+    (tmp_path / "clean.txt").write_text(work(10, 30), encoding="utf-8")
+    (tmp_path / "bin.txt").write_bytes(b"\x00\x01")
+    r = _yinji(
+        data,
+        "check",
+        "--json",
+        str(tmp_path / "copy.txt"),
+        str(tmp_path / "clean.txt"),
+        str(tmp_path / "bin.txt"),
+    )
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["suspect_id"] for x in lines] == ["copy", "clean"]
+    assert lines[1]["matches"] == []
+    (m,) = lines[0]["matches"]
+    assert set(m) == {"mother_id", "title", "score", "coverage", "passages"}
+    assert m["mother_id"] == "w1" and m["title"] == "标题1"
+    p = m["passages"][0]
+    assert set(p) == {"suspect_start", "suspect_end", "mother_start", "mother_end", "similarity"}
+    copied = suspect_text[p["suspect_start"] : p["suspect_end"]]
+    assert copied[10:60] in docs[1]["text"]
+    assert "bin.txt" in r.stderr
+
+    r = _yinji(data, "check", str(tmp_path / "copy.txt"))
+    assert "w1" in r.stdout and "标题1" in r.stdout
+
+
+def test_index_rebuild_and_stats(tmp_path):
+    data = tmp_path / "data"
+    (tmp_path / "a.txt").write_text(work(1, 40), encoding="utf-8")
+    assert _yinji(data, "ingest", str(tmp_path / "a.txt")).returncode == 0
+    r = _yinji(data, "index", "rebuild")
+    assert r.returncode == 0 and "1 mothers" in r.stderr
+    stats = json.loads(_yinji(data, "index", "stats").stdout)
+    assert stats["mothers"] == 1 and stats["engines"]["daguan"]["postings"] > 0
+
+
+def test_fingerprint_and_reference(tmp_path):
+    (tmp_path / "a.txt").write_text(work(2, 10), encoding="utf-8")
+    r = _yinji(tmp_path, "fingerprint", str(tmp_path / "a.txt"))
+    rows = [line.split("\t") for line in r.stdout.splitlines() if not line.startswith("#")]
+    assert len(rows) > 5 and all(len(x) == 3 and int(x[0]) < int(x[1]) for x in rows)
+    r = _yinji(
+        tmp_path, "reference", "build", str(tmp_path / "a.txt"), "-o", str(tmp_path / "ref.json")
+    )
+    assert r.returncode == 0, r.stderr
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    assert ref["format"] == "yinji-reference/1"
+    r = _yinji(tmp_path, "fingerprint", "--levels", "10", str(tmp_path / "a.txt"))
+    assert r.returncode != 0 and "do not fit" in r.stderr
+
+
+def test_nothing_readable_exits_nonzero(tmp_path):
+    (tmp_path / "x.txt").write_bytes(b"\x00")
+    r = _yinji(tmp_path / "d", "ingest", str(tmp_path / "x.txt"))
+    assert r.returncode == 1 and "x.txt" in r.stderr

