@@ -20,6 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -648,7 +649,7 @@ def _stream(total: int, chunked: bool) -> Callable[[Handler], None]:
         block = b"<p>" + b"x" * 16_000 + b"</p>"
         sent = 0
         try:
-            while sent < total and not site_stop_is_set(h):
+            while sent < total and not h.server.site.stop.is_set():
                 h.wfile.write(b"%x\r\n%s\r\n" % (len(block), block) if chunked else block)
                 sent += len(block)
             if chunked:
@@ -657,10 +658,6 @@ def _stream(total: int, chunked: bool) -> Callable[[Handler], None]:
             pass  # the crawler hung up at the cap, as it should
 
     return handler
-
-
-def site_stop_is_set(h: Handler) -> bool:
-    return h.server.site.stop.is_set()
 
 
 def test_too_large_with_content_length(site: Site, make_crawler: Callable[..., Crawler]) -> None:
@@ -937,7 +934,7 @@ def test_page_to_suspect() -> None:
         html="<p>x</p>",
         title="标题",
         text="正文",
-        fetched_at=time_now(),
+        fetched_at=datetime.now(UTC),
     )
     suspect = page.to_suspect()
     assert suspect.id == hashlib.sha1(b"http://Pirate.TEST/b?x=1").hexdigest()
@@ -950,12 +947,6 @@ def test_page_to_suspect() -> None:
     assert suspect.metadata["status"] == 200
     assert suspect.fetched_at == page.fetched_at
     assert page.to_suspect(id="s-1").id == "s-1"
-
-
-def time_now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
 
 
 def test_errors_pickle_for_celery() -> None:
@@ -992,8 +983,6 @@ def test_config_from_settings() -> None:
 def tls_site(tmp_path: Path) -> Iterator[tuple[Site, str, list[str]]]:
     """An HTTPS server with a self-signed certificate for yinji.test; records SNI."""
     x509 = pytest.importorskip("cryptography.x509")
-    from datetime import UTC, datetime, timedelta
-
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID

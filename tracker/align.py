@@ -87,42 +87,46 @@ def seeds(
     if mother.sorted_grams is None or mother.order is None:
         mother.order = np.argsort(mother.grams, kind="stable")
         mother.sorted_grams = mother.grams[mother.order]
+    empty = np.zeros(0, np.int64)
     if suspect.grams.size == 0 or mother.grams.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty, empty, empty
     lo = np.searchsorted(mother.sorted_grams, suspect.grams, side="left")
     hi = np.searchsorted(mother.sorted_grams, suspect.grams, side="right")
     count = hi - lo
     count[count > max_occurrences] = 0
     total = int(count.sum())
     if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty, empty, empty
     s_pos = np.repeat(np.arange(suspect.grams.size, dtype=np.int64), count)
     # Position within each suspect gram's range of equal mother grams.
     first = np.repeat(np.cumsum(count) - count, count)
     within = np.arange(total, dtype=np.int64) - first
     m_pos = mother.order[np.repeat(lo, count) + within].astype(np.int64)
+    occ = np.repeat(count, count).astype(np.int64)
     diag = m_pos - s_pos
     order = np.lexsort((s_pos, diag))
-    return s_pos[order], m_pos[order]
+    return s_pos[order], m_pos[order], occ[order]
 
 
-def _runs(s_pos: np.ndarray, m_pos: np.ndarray, k: int) -> np.ndarray:
+def _runs(s_pos: np.ndarray, m_pos: np.ndarray, occ: np.ndarray, k: int) -> np.ndarray:
     """Merge seeds on one diagonal whose k-grams touch or overlap into runs.
 
-    Returns an int64 array (runs x 4): suspect start, suspect end, mother start,
-    mother end (ends exclusive, in initials).
+    Returns an int64 array (runs x 5): suspect start, suspect end, mother start,
+    mother end (ends exclusive, in initials), and the fewest times any of the run's
+    k-grams occurs in the mother (1 = the run is unique there).
     """
     if s_pos.size == 0:
-        return np.zeros((0, 4), dtype=np.int64)
+        return np.zeros((0, 5), dtype=np.int64)
     diag = m_pos - s_pos
     breaks = (np.diff(diag) != 0) | (np.diff(s_pos) > k)
     starts = np.concatenate([[0], np.flatnonzero(breaks) + 1])
     ends = np.concatenate([starts[1:], [s_pos.size]]) - 1
-    out = np.empty((starts.size, 4), dtype=np.int64)
+    out = np.empty((starts.size, 5), dtype=np.int64)
     out[:, 0] = s_pos[starts]
     out[:, 1] = s_pos[ends] + k
     out[:, 2] = m_pos[starts]
     out[:, 3] = m_pos[ends] + k
+    out[:, 4] = np.minimum.reduceat(occ, starts)
     return out
 
 
@@ -189,13 +193,13 @@ def align_prepared(
     """
     p = params or AlignParams()
     result = Alignment([], 0, 0, suspect.n, mother.n, 0.0)
-    s_pos, m_pos = seeds(suspect, mother, p.max_occurrences)
-    runs = _runs(s_pos, m_pos, p.k)
+    s_pos, m_pos, occ = seeds(suspect, mother, p.max_occurrences)
+    runs = _runs(s_pos, m_pos, occ, p.k)
     if runs.shape[0] == 0:
         return result
     runs = runs[np.argsort(runs[:, 0], kind="stable")]
     clusters: list[_Cluster] = []
-    for sa, sb, ma, mb in runs.tolist():
+    for sa, sb, ma, mb, unique in runs.tolist():
         best: _Cluster | None = None
         best_gap = math.inf
         # Only the last few clusters can be within max_gap in the suspect.
@@ -205,9 +209,9 @@ def align_prepared(
                 continue
             on_diagonal = abs((ma - sa) - c.diag) <= p.max_drift
             if not on_diagonal:
-                # Off the diagonal only a long run may join: a reordered sentence, near
-                # the passage in the mother. Stock phrases are shorter than 2 anchors.
-                if sb - sa < 2 * p.anchor:
+                # Off the diagonal only a long run that occurs once in the mother may
+                # join: a reordered sentence near the passage, not a stock phrase.
+                if sb - sa < p.anchor or unique > 1:
                     continue
                 if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
                     continue

@@ -553,6 +553,9 @@ def _headers_dict(headers: Any) -> dict[str, str]:
 
 
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_HOSTNAME_RE = re.compile(
+    r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$"
+)
 _QUERY_SAFE = _PATH_SAFE + "?"
 
 
@@ -687,6 +690,8 @@ class Crawler:
                 host_ascii = host.encode("idna").decode("ascii")
             except UnicodeError as exc:
                 raise InvalidURL(url, f"invalid host name {host!r}") from exc
+            if not _HOSTNAME_RE.match(host_ascii):
+                raise InvalidURL(url, f"invalid host name {host!r}")
 
         path = quote(parts.path or "/", safe=_PATH_SAFE)
         query = quote(parts.query, safe=_QUERY_SAFE)
@@ -700,7 +705,7 @@ class Crawler:
             addresses: tuple[IPAddress, ...] = (literal,)
         else:
             addresses = self._resolve(normalised, host_ascii, port, deadline)
-        self._validate_addresses(normalised, host, port, addresses)
+        self._validate_addresses(normalised, host if literal is None else "", port, addresses)
         return _Target(
             url=normalised,
             scheme=scheme,
@@ -757,7 +762,10 @@ class Crawler:
             if hook is not None and hook(addr, port):
                 continue
             # ANY bad answer refuses: we must not leave the choice of address to luck.
-            raise Blocked(url, f"{host} resolves to non-public address {addr}")
+            detail = (
+                f"{host} resolves to non-public address {addr}" if host else f"{addr} is not public"
+            )
+            raise Blocked(url, detail)
 
     # -- fetching --
     def _fetch(
@@ -1051,7 +1059,7 @@ _GB_CODECS = ("gb18030", "gbk")  # gb18030 is the superset; gbk only adds the 0x
 _BIG5_CODECS = ("big5hkscs", "cp950")
 _WESTERN_CODECS = ("cp1252", "iso8859-1")
 _MULTIBYTE_NAMES = frozenset(
-    {
+    [
         "utf-8",
         "gb18030",
         "gbk",
@@ -1068,8 +1076,19 @@ _MULTIBYTE_NAMES = frozenset(
         "iso2022_jp",
         "iso2022_kr",
         "hz",
-    }
+    ]
 )
+# CJK first; cp1252 so that a genuinely Western page is not forced into a CJK codec.
+_DETECT_CANDIDATES = [
+    "gb18030",
+    "big5",
+    "cp950",
+    "shift_jis",
+    "euc_jp",
+    "euc_kr",
+    "utf_8",
+    "cp1252",
+]
 _EXTRA_LABELS = {  # web labels Python does not know
     "x-gbk": "gbk",
     "x-big5": "big5",
@@ -1258,16 +1277,7 @@ def _detect(body: bytes) -> tuple[str, str]:
 
         guess = from_bytes(
             body,
-            cp_isolation=[
-                "gb18030",
-                "big5",
-                "cp950",
-                "shift_jis",
-                "euc_jp",
-                "euc_kr",
-                "utf_8",
-                "cp1252",
-            ],
+            cp_isolation=_DETECT_CANDIDATES,
         ).best()
     except Exception as exc:  # detection is best effort; never fail the crawl on it
         log.debug("charset_normalizer failed: %s", exc)
@@ -1292,25 +1302,27 @@ _XML_DECL_STR_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TITLE_RE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
 _TAG_RE = re.compile(r"<[^>]*>")
-_BLOCK_TAGS = (
-    "p",
-    "div",
-    "br",
-    "li",
-    "tr",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "section",
-    "article",
-    "blockquote",
-    "pre",
-    "td",
-    "dd",
-    "dt",
+_BLOCK_TAGS = tuple(
+    [
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "td",
+        "dd",
+        "dt",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "blockquote",
+        "pre",
+    ]
 )
 _DROP_ALWAYS = ("script", "style", "noscript", "template", "svg", "iframe", "head")
 _DROP_BOILERPLATE = ("nav", "footer", "header", "aside", "form")

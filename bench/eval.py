@@ -1,0 +1,291 @@
+"""Evaluation harness: recall, precision and PAN passage measures per transformation.
+
+Usage: python bench/eval.py [--data ../shared/data] [--cases 60] [--engine daguan] [--out docs/EVALUATION.md]
+
+Mother corpus: both novels' simplified chapters, Lu Xun and the simplified Wikipedia
+paragraphs. Suspects are built from the shared corpus as its README describes, with a
+known answer (true mother and, where it is exact, the copied spans in both texts):
+
+- ``trad-chapter``: a whole chapter of the machine-converted traditional edition;
+- ``excerpt-300`` / ``excerpt-150``: an excerpt inside unrelated host text;
+- ``homophone``: 500 characters with homophones (same pinyin) substituted;
+- ``s2t``: 500 characters converted to traditional characters (OpenCC);
+- ``edits-5pct`` / ``excerpt-150-edits``: 5 % of characters replaced at random;
+- ``watermark``: pirate-site watermarks inserted and punctuation stripped;
+- ``reordered``: the sentences of a 600-character excerpt shuffled;
+- ``web-copy`` / ``alt-edition`` / ``trad-edition``: 1,500-character slices of the
+  independent editions, the truth being the chapters the slice overlaps;
+- negatives: slices of three unrelated novels, laws and traditional Wikipedia.
+
+Passage measures follow PAN text alignment (character level, both documents):
+precision = |detected ∩ true| / |detected|, recall = |detected ∩ true| / |true|,
+micro-averaged over the cases of a transformation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMERALS = "一二三四五六七八九十百零〇"
+
+
+@dataclass
+class Case:
+    kind: str
+    text: str
+    truth: set[str]  # mother ids that are right answers
+    s_span: tuple[int, int] | None = None  # copied region in the suspect
+    m_span: tuple[int, int] | None = None  # source region in the (first) true mother
+    negative: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def split_chapters(text: str) -> list[tuple[int, int]]:
+    heads = [m.start() for m in re.finditer(f"第[{NUMERALS}]+回", text)]
+    return [(a, b) for a, b in zip(heads, [*heads[1:], len(text)], strict=True)]
+
+
+def homophone_map(chars: str) -> dict[str, str]:
+    """A different character with the same toneless pinyin, among characters seen."""
+    from pypinyin import Style, lazy_pinyin
+
+    by_sound: dict[str, list[str]] = defaultdict(list)
+    for ch in sorted(set(chars)):
+        if "\u4e00" <= ch <= "\u9fff":
+            by_sound[lazy_pinyin(ch, style=Style.NORMAL)[0]].append(ch)
+    out = {}
+    for group in by_sound.values():
+        for i, ch in enumerate(group):
+            if len(group) > 1:
+                out[ch] = group[(i + 1) % len(group)]
+    return out
+
+
+def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Case]]:
+    import opencc
+
+    rng = random.Random(seed)
+    hlm = load_jsonl(data / "novels/hongloumeng.chapters.jsonl")
+    sgy = load_jsonl(data / "novels/sanguoyanyi.chapters.jsonl")
+    trad = {d["id"]: d for d in load_jsonl(data / "novels/hongloumeng.trad.chapters.jsonl")}
+    trad.update({d["id"]: d for d in load_jsonl(data / "novels/sanguoyanyi.trad.chapters.jsonl")})
+    mothers = hlm + sgy + load_jsonl(data / "luxun/luxun_pieces.jsonl")
+    mothers += load_jsonl(data / "wiki/cmrc2018_paragraphs.simplified.jsonl")
+    chapters = hlm + sgy
+    others = [p.read_text(encoding="utf-8") for p in sorted((data / "novels/other").glob("*.txt"))]
+    host_text = "".join(others)
+    hmap = homophone_map("".join(d["text"] for d in chapters[:40]))
+    s2t = opencc.OpenCC("s2t")
+    pool = "天地人和春夏秋冬东南西北风花雪月山水云雨金木火土日星辰江河湖海"
+
+    def host(length: int) -> str:
+        a = rng.randrange(0, len(host_text) - length)
+        return host_text[a : a + length]
+
+    def excerpt(length: int) -> tuple[dict, int, str]:
+        while True:
+            d = rng.choice(chapters)
+            if len(d["text"]) > length + 200:
+                a = rng.randrange(100, len(d["text"]) - length - 50)
+                return d, a, d["text"][a : a + length]
+
+    cases: list[Case] = []
+    for _ in range(n):
+        d = rng.choice(chapters)
+        tid = d["id"].replace("-", "-trad-", 1)
+        cases.append(Case("trad-chapter", trad[tid]["text"], {d["id"]}))
+    for kind, length in (("excerpt-300", 300), ("excerpt-150", 150)):
+        for _ in range(n):
+            d, a, ex = excerpt(length)
+            h = host(1500)
+            cut = rng.randrange(200, 1300)
+            text = h[:cut] + ex + h[cut:]
+            cases.append(Case(kind, text, {d["id"]}, (cut, cut + length), (a, a + length)))
+    for _ in range(n):
+        d, a, ex = excerpt(500)
+        cases.append(Case("homophone", "".join(hmap.get(c, c) for c in ex), {d["id"]},
+                          (0, 500), (a, a + 500)))
+    for _ in range(n):
+        d, a, ex = excerpt(500)
+        cases.append(Case("s2t", s2t.convert(ex), {d["id"]}, (0, 500), (a, a + 500)))
+    for kind, length in (("edits-5pct", 500), ("excerpt-150-edits", 150)):
+        for _ in range(n):
+            d, a, ex = excerpt(length)
+            edited = "".join(
+                rng.choice(pool) if "\u4e00" <= c <= "\u9fff" and rng.random() < 0.05 else c
+                for c in ex
+            )
+            h = host(1000)
+            cases.append(Case(kind, h[:500] + edited + h[500:], {d["id"]},
+                              (500, 500 + length), (a, a + length)))
+    marks = ["本书首发笔趣阁www.biquge.example", "手机用户请浏览m.xs.example阅读",
+             "天才一秒记住本站地址", "最新章节请到起点中文网", "【求月票】"]
+    for _ in range(n):
+        d, a, ex = excerpt(800)
+        parts = re.split(r"[，。！？；：、“”‘’\s]", ex)
+        text = ""
+        for i, part in enumerate(parts):
+            text += part
+            if i % 6 == 5:
+                text += rng.choice(marks)
+        cases.append(Case("watermark", text, {d["id"]}, (0, len(text)), (a, a + 800)))
+    for _ in range(n):
+        d, a, ex = excerpt(600)
+        sents = [s for s in re.split(r"(?<=[。！？])", ex) if s]
+        rng.shuffle(sents)
+        cases.append(Case("reordered", "".join(sents), {d["id"]}, (0, 600), (a, a + 600)))
+    # Independent editions: slices mapped to chapters through their 第N回 headings.
+    sgy_ids = [d["id"] for d in sgy]
+    hlm_ids = [d["id"] for d in hlm]
+    editions = [
+        ("web-copy", data / "novels/sanguoyanyi.web-copy.txt", sgy_ids),
+        ("alt-edition", data / "novels/sanguoyanyi.alt-edition.txt", sgy_ids),
+        ("alt-edition", data / "novels/hongloumeng.alt-edition.txt", hlm_ids),
+        ("trad-edition", data / "novels/sanguoyanyi.trad-edition.txt", sgy_ids),
+        ("trad-edition", data / "novels/hongloumeng.trad-edition.txt", hlm_ids),
+    ]
+    for kind, path, ids in editions:
+        text = path.read_text(encoding="utf-8")
+        bounds = split_chapters(text)
+        if len(bounds) != len(ids):
+            print(f"skip {path.name}: {len(bounds)} headings for {len(ids)} chapters",
+                  file=sys.stderr)
+            continue
+        for _ in range(n // 2):
+            a = rng.randrange(bounds[0][0], len(text) - 1500)
+            truth = {ids[i] for i, (s, e) in enumerate(bounds) if s < a + 1500 and e > a}
+            cases.append(Case(kind, text[a : a + 1500], truth))
+    # Negatives.
+    laws = load_jsonl(data / "laws/laws_national.jsonl")
+    drcd = load_jsonl(data / "wiki/drcd_paragraphs.traditional.jsonl")
+    for _ in range(n):
+        cases.append(Case("neg-novels", host(2000), set(), negative=True))
+    for d in rng.sample(laws, n):
+        cases.append(Case("neg-laws", d["text"][:3000], set(), negative=True))
+    for d in rng.sample(drcd, n):
+        cases.append(Case("neg-wiki-trad", d["text"], set(), negative=True))
+    return mothers, cases
+
+
+def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def union_len(spans: list[tuple[int, int]]) -> int:
+    total, cur = 0, None
+    for s, e in sorted(spans):
+        if cur is None or s > cur[1]:
+            if cur:
+                total += cur[1] - cur[0]
+            cur = [s, e]
+        else:
+            cur[1] = max(cur[1], e)
+    return total + (cur[1] - cur[0] if cur else 0)
+
+
+def evaluate(args: argparse.Namespace) -> str:
+    from tracker.config import Settings
+    from tracker.documents import Document
+    from tracker.library import Library
+
+    mothers, cases = build_cases(Path(args.data), args.cases)
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = Library.open(Settings(data_dir=Path(tmp)))
+        try:
+            t0 = time.perf_counter()
+            lib.ingest(
+                (Document(id=m["id"], title=m.get("title", ""), text=m["text"]) for m in mothers),
+                engine=args.engine,
+            )
+            ingest_s = time.perf_counter() - t0
+            rows: dict[str, dict] = defaultdict(lambda: defaultdict(float))
+            times = []
+            for case in cases:
+                t = time.perf_counter()
+                result = lib.check_text(case.text, engine=args.engine)
+                times.append((time.perf_counter() - t) * 1000)
+                r = rows[case.kind]
+                r["n"] += 1
+                found = {m.mother_id for m in result.matches}
+                if case.negative:
+                    r["flagged"] += bool(found)
+                    continue
+                r["recall"] += bool(found & case.truth)
+                r["pairs"] += len(found)
+                r["true_pairs"] += len(found & case.truth)
+                if case.s_span and case.m_span:
+                    true_mother = next(iter(case.truth))
+                    det_s = [(p.suspect_start, p.suspect_end)
+                             for m in result.matches for p in m.passages]
+                    det_m_true = [(p.mother_start, p.mother_end)
+                                  for m in result.matches if m.mother_id == true_mother
+                                  for p in m.passages]
+                    det_m_other = sum(p.mother_end - p.mother_start for m in result.matches
+                                      if m.mother_id != true_mother for p in m.passages)
+                    ds, dm = union_len(det_s), union_len(det_m_true)
+                    hit_s = union_len([(max(a, case.s_span[0]), min(b, case.s_span[1]))
+                                       for a, b in det_s if overlap((a, b), case.s_span)])
+                    hit_m = union_len([(max(a, case.m_span[0]), min(b, case.m_span[1]))
+                                       for a, b in det_m_true if overlap((a, b), case.m_span)])
+                    r["det"] += ds + dm + det_m_other
+                    r["hit"] += hit_s + hit_m
+                    r["true"] += (case.s_span[1] - case.s_span[0]) + (case.m_span[1] - case.m_span[0])
+        finally:
+            lib.close()
+    lines = [
+        f"Mothers: {len(mothers)} documents, {sum(len(m['text']) for m in mothers):,} characters "
+        f"(ingested in {ingest_s:.1f} s); engine `{args.engine}`; {len(cases)} suspects; "
+        f"check time median {statistics.median(times):.1f} ms.",
+        "",
+        "| transformation | n | recall | pair precision | negatives flagged | passage P | passage R | passage F1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind, r in rows.items():
+        n = int(r["n"])
+        if kind.startswith("neg"):
+            lines.append(f"| {kind} | {n} | | | {r['flagged'] / n:.3f} | | | |")
+            continue
+        prec = r["true_pairs"] / r["pairs"] if r["pairs"] else 1.0
+        if r["true"]:
+            pp = r["hit"] / r["det"] if r["det"] else 0.0
+            pr = r["hit"] / r["true"]
+            f1 = 2 * pp * pr / (pp + pr) if pp + pr else 0.0
+            pas = f"{pp:.3f} | {pr:.3f} | {f1:.3f}"
+        else:
+            pas = " | | "
+        lines.append(f"| {kind} | {n} | {r['recall'] / n:.3f} | {prec:.3f} | | {pas} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--cases", type=int, default=60)
+    ap.add_argument("--engine", default="daguan")
+    ap.add_argument("--out", default=None, help="append the table to this markdown file")
+    args = ap.parse_args()
+    table = evaluate(args)
+    print(table)
+    if args.out:
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write("\n" + table + "\n")
+
+
+if __name__ == "__main__":
+    main()
