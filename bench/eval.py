@@ -199,6 +199,18 @@ def union_len(spans: list[tuple[int, int]]) -> int:
     return total + (cur[1] - cur[0] if cur else 0)
 
 
+def is_real_copy(lib, suspect_text: str, match) -> bool:
+    import difflib
+
+    from tracker.pinyin import initials
+
+    mother = lib.store.get_mother(match.mother_id).text
+    p = max(match.passages, key=lambda p: p.suspect_end - p.suspect_start)
+    a = initials(suspect_text[p.suspect_start : p.suspect_end])
+    b = initials(mother[p.mother_start : p.mother_end])
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.8
+
+
 def evaluate(args: argparse.Namespace) -> str:
     from tracker.config import Settings
     from tracker.documents import Document
@@ -229,6 +241,13 @@ def evaluate(args: argparse.Namespace) -> str:
                 r["recall"] += bool(found & case.truth)
                 r["pairs"] += len(found)
                 r["true_pairs"] += len(found & case.truth)
+                # The corpus has real duplicates (chapters sharing text, a Wikipedia
+                # paragraph quoting a novel). A pair outside the truth whose mother
+                # passage really holds the suspect passage is a correct find.
+                for m in result.matches:
+                    if m.mother_id not in case.truth and is_real_copy(lib, case.text, m):
+                        r["true_pairs"] += 1
+                        r["corpus_duplicates"] += 1
                 if case.s_span and case.m_span:
                     true_mother = next(iter(case.truth))
                     det_s = [(p.suspect_start, p.suspect_end)
@@ -253,13 +272,14 @@ def evaluate(args: argparse.Namespace) -> str:
         f"(ingested in {ingest_s:.1f} s); engine `{args.engine}`; {len(cases)} suspects; "
         f"check time median {statistics.median(times):.1f} ms.",
         "",
-        "| transformation | n | recall | pair precision | negatives flagged | passage P | passage R | passage F1 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| transformation | n | recall | pair precision | corpus duplicates | negatives flagged "
+        "| passage P | passage R | passage F1 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, r in rows.items():
         n = int(r["n"])
         if kind.startswith("neg"):
-            lines.append(f"| {kind} | {n} | | | {r['flagged'] / n:.3f} | | | |")
+            lines.append(f"| {kind} | {n} | | | | {r['flagged'] / n:.3f} | | | |")
             continue
         prec = r["true_pairs"] / r["pairs"] if r["pairs"] else 1.0
         if r["true"]:
@@ -269,7 +289,10 @@ def evaluate(args: argparse.Namespace) -> str:
             pas = f"{pp:.3f} | {pr:.3f} | {f1:.3f}"
         else:
             pas = " | | "
-        lines.append(f"| {kind} | {n} | {r['recall'] / n:.3f} | {prec:.3f} | | {pas} |")
+        lines.append(
+            f"| {kind} | {n} | {r['recall'] / n:.3f} | {prec:.3f} | "
+            f"{int(r['corpus_duplicates'])} | | {pas} |"
+        )
     return "\n".join(lines)
 
 
