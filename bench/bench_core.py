@@ -66,7 +66,8 @@ def bench_pinyin(data: Path, out: list[str]) -> None:
     # Heteronyms: one fixed reading per character vs lazy_pinyin's phrase-aware choice.
     han = [c for c in sample if initials(c)]
     ours = initials("".join(han))
-    theirs = "".join(x[0] if x else "" for x in lazy_pinyin(han, style=Style.FIRST_LETTER))
+    joined = "".join(han)  # one string, so lazy_pinyin can use phrase context
+    theirs = "".join(x[:1] for x in lazy_pinyin(joined, style=Style.FIRST_LETTER))
     agree = sum(a == b for a, b in zip(ours, theirs, strict=False)) / max(len(ours), 1)
     out += [
         "### Pinyin initials and fingerprints (红楼梦, "
