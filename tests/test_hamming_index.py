@@ -169,7 +169,7 @@ def test_redis_index_idempotent_moves_and_removes(redis_client: Any) -> None:
     fps2 = fps.copy()
     fps2[:20] = q0
     idx.add(ids[:20], fps2[:20])
-    idx.remove(ids[50:150].tolist() + [999999999])
+    idx.remove([*ids[50:150].tolist(), 999999999])
     keep = np.ones(len(ids), dtype=bool)
     keep[50:150] = False
     assert len(idx) == keep.sum()

@@ -66,7 +66,8 @@ def test_whitespace_and_alnum_normalization() -> None:
     assert np.array_equal(mh.signature("天下 大势\n分久必合"), mh.signature("天下大势分久必合"))
     assert not np.array_equal(mh.signature("天下大势，分久必合"), mh.signature("天下大势分久必合"))
     alnum = MinHasher(32, normalize="alnum")
-    assert np.array_equal(alnum.signature("天下大势，分久必合"), alnum.signature("天下大势分久必合"))
+    assert np.array_equal(alnum.signature("天下大势，分久必合"),
+                          alnum.signature("天下大势分久必合"))
     with pytest.raises(ValueError):
         MinHasher(32, scheme="nope")
 

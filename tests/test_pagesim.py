@@ -14,11 +14,11 @@ from tracker.pagesim import (
     NearDuplicateFilter,
     canonical_url,
     structure_features,
-    structure_similarity,
     structure_simhash,
+    structure_similarity,
     url_features,
-    url_similarity,
     url_simhash,
+    url_similarity,
 )
 
 SIBLINGS = [  # same site, same template, next page
@@ -36,7 +36,7 @@ SIBLINGS = [  # same site, same template, next page
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/123/456_2.html"),
     ("https://bbs.tieba-copy.com/p/7712345?pn=2", "https://bbs.tieba-copy.com/p/7712345?pn=3"),
 ]
-SAME_HOST = SIBLINGS + [  # plus other pages of the same site
+SAME_HOST = [*SIBLINGS,  # plus other pages of the same site
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/999/111.html"),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/"),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/search.php?q=三国"),
@@ -180,7 +180,8 @@ def test_same_template_scores_high_other_templates_low() -> None:
 
 def test_structure_ignores_text_and_normalizes_classes() -> None:
     a = '<html><body><div class="post-12 main"><p>一段文字</p></div></body></html>'
-    b = '<html><body><div class="Main post-9876"><p>完全不同的另一段文字，很长很长</p></div></body></html>'
+    b = ('<html><body><div class="Main post-9876"><p>完全不同的另一段文字，很长很长</p>'
+         "</div></body></html>")
     assert structure_simhash(a) == structure_simhash(b)
     feats = structure_features(a)
     assert "html/body/div.main.post-0/p" in feats
@@ -197,6 +198,10 @@ def test_structure_robust_to_malformed_html() -> None:
     broken = "<div><p>unclosed <b>bold<p>x</div><table><td>cell</div>"
     assert structure_simhash(broken) == structure_simhash(broken)
     assert structure_simhash(b"<html><body><p>bytes</p></body></html>") != 0
+    # a fragment is wrapped in html/body; an XML declaration in a str is accepted
+    assert structure_simhash("<p>x</p>") == structure_simhash("<html><body><p>y</p></body></html>")
+    xml = '<?xml version="1.0" encoding="utf-8"?><html><body><p>x</p></body></html>'
+    assert structure_simhash(xml) == structure_simhash("<p>z</p>")
 
 
 def test_near_duplicate_filter_memory() -> None:

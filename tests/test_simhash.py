@@ -222,3 +222,11 @@ def test_content_windows_follow_copied_text() -> None:
         assert len(expected) >= 6
         assert expected <= inside
         assert inside & mother_windows == expected
+
+
+def test_simhash_spans_long_text() -> None:
+    rng = random.Random(6)
+    norm = "".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(140_000))
+    spans = [(0, len(norm)), (5, 70_000), (100, 400), (139_000, 140_000)]
+    got = simhash_spans(norm, spans)
+    assert [int(x) for x in got] == [simhash(norm[s:e]) for s, e in spans]

@@ -121,6 +121,8 @@ class HammingLayout:
                 pos -= self.sizes[b]
                 moves.append(((1 << self.sizes[b]) - 1, self.shifts[b], pos))
             self._moves.append(moves)
+        # the moves of the prefix blocks only: enough for the top prefix_bits[t] bits
+        self._prefix_moves = [m[: blocks - k] for m in self._moves]
 
     def __repr__(self) -> str:
         return f"HammingLayout(k={self.k}, blocks={self.blocks}, tables={len(self.tables)})"
@@ -138,9 +140,13 @@ class HammingLayout:
             out |= ((fp >> src) & mask) << dst
         return out
 
-    def prefix(self, fp: int, t: int) -> int:
-        """The prefix (top ``prefix_bits[t]`` bits of the permuted fingerprint) in table t."""
-        return self.permute_int(fp, t) >> (_BITS - self.prefix_bits[t])
+    def prefix(self, fp: int, t: int, bits: int | None = None) -> int:
+        """The top ``bits`` (default ``prefix_bits[t]``, at most that) bits of the permuted
+        fingerprint in table ``t``: its bucket."""
+        out = 0
+        for mask, src, dst in self._prefix_moves[t]:
+            out |= ((fp >> src) & mask) << dst
+        return out >> (_BITS - (self.prefix_bits[t] if bits is None else bits))
 
 
 def _ragged_positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,7 +196,7 @@ class MemoryHammingIndex:
         self._fps = np.zeros(0, dtype=np.uint64)  # their fingerprints
         self._keys = [np.zeros(0, dtype=np.uint64) for _ in range(ntab)]  # sorted permuted
         self._tids = [np.zeros(0, dtype=np.int64) for _ in range(ntab)]  # ids of _keys
-        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self._flat: tuple[np.ndarray, np.ndarray, int] | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -245,10 +251,11 @@ class MemoryHammingIndex:
         self.__init__(self.k, self.layout.blocks)  # type: ignore[misc]
 
     # -- queries -------------------------------------------------------------------------
-    def _prepare(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Flat (tables x n) original fingerprints and ids in table order, and the bucket
-        directory: ``dirs[t, s]`` is the flat position of the first entry of table ``t``
-        whose permuted fingerprint has top ``D`` bits ``>= s``."""
+    def _prepare(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Flat (tables x n, 2) array of (original fingerprint, id) in table order (one
+        gather fetches both), and the bucket directory: ``dirs[t, s]`` is the flat position
+        of the first entry of table ``t`` whose permuted fingerprint has top ``D`` bits
+        ``>= s``."""
         if self._flat is None:
             n = len(self._ids)
             dbits = max(1, min(min(self.layout.prefix_bits), 22,
@@ -258,13 +265,13 @@ class MemoryHammingIndex:
             for t, keys in enumerate(self._keys):
                 dirs[t, :-1] = np.searchsorted(keys, bounds) + t * n
                 dirs[t, -1] = (t + 1) * n
+            pairs = np.zeros((len(self._keys) * n, 2), dtype=np.uint64)
             if n:
                 ids_flat = np.concatenate(self._tids)
                 # original fingerprints in table order: compare with the unpermuted query
-                fps_flat = self._fps[np.searchsorted(self._ids, ids_flat)]
-            else:
-                ids_flat, fps_flat = np.zeros(0, np.int64), np.zeros(0, np.uint64)
-            self._flat = (fps_flat, ids_flat, dirs, dbits)
+                pairs[:, 0] = self._fps[np.searchsorted(self._ids, ids_flat)]
+                pairs[:, 1] = ids_flat.astype(np.uint64)
+            self._flat = (pairs, dirs, dbits)
         return self._flat
 
     def query(self, fp: int, k: int | None = None) -> list[tuple[int, int]]:
@@ -272,26 +279,24 @@ class MemoryHammingIndex:
         k = self._check_k(k)
         if len(self._ids) == 0:
             return []
-        fps, ids, dirs, dbits = self._prepare()
+        pairs, dirs, dbits = self._prepare()
         # One query: find the buckets with Python ints, then one concatenation of the
         # buckets' slices and one popcount (fewer numpy calls than the batched path).
-        lay = self.layout
-        shift = _BITS - dbits
+        prefix = self.layout.prefix
         spans = []
-        for t in range(len(lay.tables)):
-            slot = lay.permute_int(fp, t) >> shift
+        for t in range(len(dirs)):
+            slot = prefix(fp, t, dbits)
             a, b = dirs[t, slot], dirs[t, slot + 1]
             if b > a:
-                spans.append(slice(a, b))
+                spans.append(pairs[a:b])
         if not spans:
             return []
-        cand = np.concatenate([fps[sp] for sp in spans])
-        d = popcount(cand ^ _U64(fp))
+        cand = np.concatenate(spans)
+        d = popcount(cand[:, 0] ^ _U64(fp))
         hit = np.flatnonzero(d <= k)
         if len(hit) == 0:
             return []
-        cid = np.concatenate([ids[sp] for sp in spans])
-        found = dict(zip(cid[hit].tolist(), d[hit].tolist(), strict=True))
+        found = dict(zip(cand[hit, 1].tolist(), d[hit].tolist(), strict=True))
         return sorted(found.items(), key=lambda x: (x[1], x[0]))
 
     def query_many(self, fps: Sequence[int] | np.ndarray,
@@ -302,7 +307,7 @@ class MemoryHammingIndex:
         nq = len(q)
         if nq == 0 or len(self._ids) == 0:
             return [[] for _ in range(nq)]
-        fps_flat, ids, dirs, dbits = self._prepare()
+        pairs, dirs, dbits = self._prepare()
         ntab = len(self.layout.tables)
         pq = np.stack([self.layout.permute(q, t) for t in range(ntab)])  # (tables, nq)
         slots = (pq >> _U64(_BITS - dbits)).astype(np.int64)
@@ -311,9 +316,11 @@ class MemoryHammingIndex:
         lengths = dirs[rows, slots + 1].ravel() - starts
         pos, owner = _ragged_positions(starts, lengths)
         qidx = owner % nq
-        d = popcount(fps_flat[pos] ^ q[qidx])
+        cand = pairs[pos]
+        d = popcount(cand[:, 0] ^ q[qidx])
         hit = d <= k
-        return _group_results(qidx[hit], ids[pos[hit]], d[hit].astype(np.int64), nq)
+        return _group_results(qidx[hit], cand[hit, 1].astype(np.int64),
+                              d[hit].astype(np.int64), nq)
 
     def _check_k(self, k: int | None) -> int:
         if k is None:
@@ -475,6 +482,18 @@ class RedisHammingIndex:
             for t in range(ntab):
                 pipe.smembers(self.bucket_key(fp, t))
         replies = pipe.execute()
+        if sum(len(m) for m in replies) <= 4096:
+            # Few members (the usual case): plain Python beats numpy's fixed costs here.
+            found: list[dict[int, int]] = [{} for _ in qs]
+            from_bytes = int.from_bytes
+            for r, members in enumerate(replies):
+                q = qs[r // ntab]
+                hits = found[r // ntab]
+                for m in members:
+                    d = (from_bytes(m[:8], "big") ^ q).bit_count()
+                    if d <= k:
+                        hits[from_bytes(m[8:], "big")] = d
+            return [sorted(h.items(), key=lambda x: (x[1], x[0])) for h in found]
         rec = np.dtype([("fp", ">u8"), ("id", ">i8")])
         chunks, owners = [], []
         for r, members in enumerate(replies):

@@ -158,40 +158,50 @@ class MinHasher:
 
     # -- signatures ------------------------------------------------------------------------
     def _permuted(self, hv: np.ndarray) -> np.ndarray:
-        """(rows, num_perm) permuted values of 32-bit input hashes."""
+        """``(num_perm, rows)`` permuted values of 32-bit input hashes.
+
+        Permutations along the first axis: each row is one contiguous vector times a
+        scalar, and the minimum runs along contiguous memory (about 1.5x faster than the
+        transposed layout datasketch uses)."""
         if self.scheme == "affine32":
-            h = _fmix32(hv.astype(np.uint32, copy=False))[:, None]
-            out = h * self.a  # uint32: wraps mod 2**32 as intended
-            out += self.b
+            h = _fmix32(hv.astype(np.uint32, copy=False))[None, :]
+            out = self.a[:, None] * h  # uint32: wraps mod 2**32 as intended
+            out += self.b[:, None]
             return out
-        h = hv.astype(np.uint64)[:, None]
-        x = h * self.a  # wraps mod 2**64, as datasketch's legacy formula does
-        x += self.b
+        h = hv.astype(np.uint64)[None, :]
+        x = self.a[:, None] * h  # wraps mod 2**64, as datasketch's legacy formula does
+        x += self.b[:, None]
         p = np.uint64(_MERSENNE)
-        y = (x & p) + (x >> np.uint64(61))  # == x mod p, or x mod p + p
+        y = x & p
+        x >>= np.uint64(61)
+        y += x  # == x mod p, or x mod p + p
         y -= np.where(y >= p, p, np.uint64(0))
         y &= np.uint64(_MAX32)
         return y
 
-    def signature_of_hashes(self, hv: np.ndarray, block: int = 8192) -> np.ndarray:
-        """Signature of a set given as 32-bit hashes (repeats allowed)."""
+    def signature_of_hashes(self, hv: np.ndarray, block: int = 4096) -> np.ndarray:
+        """Signature of a set given as 32-bit hashes (repeats allowed: they change no
+        minimum, so nothing is deduplicated)."""
         if len(hv) == 0:
             return self._empty.copy()
-        sig = self._permuted(hv[:block]).min(axis=0)
+        sig = self._permuted(hv[:block]).min(axis=1)
         for s in range(block, len(hv), block):
-            np.minimum(sig, self._permuted(hv[s:s + block]).min(axis=0), out=sig)
+            np.minimum(sig, self._permuted(hv[s:s + block]).min(axis=1), out=sig)
         return sig
+
+    def _raw_hashes(self, text: str) -> np.ndarray:
+        return shingle_hashes32(self.prepare(text), self.shingle)
 
     def signature(self, text: str) -> np.ndarray:
         """The MinHash signature of one text, shape ``(num_perm,)``."""
-        return self.signature_of_hashes(self.hashes(text))
+        return self.signature_of_hashes(self._raw_hashes(text))
 
-    def signatures(self, texts: Sequence[str], block: int = 16384) -> np.ndarray:
+    def signatures(self, texts: Sequence[str], block: int = 4096) -> np.ndarray:
         """Signatures of many texts, shape ``(len(texts), num_perm)``.
 
         Shingle hashes of consecutive documents are stacked into blocks of about ``block``
-        rows: one permutation pass and one ``np.minimum.reduceat`` per block, so per-document
-        Python overhead is a few microseconds."""
+        rows (a few MB: the permuted block stays in cache): one permutation pass and one
+        ``np.minimum.reduceat`` per block, so per-document Python overhead is small."""
         out = np.empty((len(texts), self.num_perm), dtype=self.dtype)
         group: list[np.ndarray] = []
         members: list[int] = []
@@ -204,17 +214,17 @@ class MinHasher:
             lengths = np.fromiter((len(g) for g in group), dtype=np.int64, count=len(group))
             starts = np.cumsum(lengths) - lengths
             perm = self._permuted(np.concatenate(group))
-            out[members] = np.minimum.reduceat(perm, starts, axis=0)
+            out[members] = np.minimum.reduceat(perm, starts, axis=1).T
             group.clear()
             members.clear()
             rows = 0
 
         for i, text in enumerate(texts):
-            hv = self.hashes(text)
+            hv = self._raw_hashes(text)
             if len(hv) == 0:
                 out[i] = self._empty
             elif len(hv) >= block:
-                out[i] = self.signature_of_hashes(hv)
+                out[i] = self.signature_of_hashes(hv, block)
             else:
                 if rows + len(hv) > block:
                     flush()
@@ -232,10 +242,9 @@ class MinHasher:
         hv = shingle_hashes32(prepared, k) if len(prepared) >= k else None
         for i, (s, e) in enumerate(spans):
             if hv is None or e - s < k:
-                out[i] = self.signature_of_hashes(
-                    np.unique(shingle_hashes32(prepared[s:e], k)))
+                out[i] = self.signature_of_hashes(shingle_hashes32(prepared[s:e], k))
             else:
-                out[i] = self.signature_of_hashes(np.unique(hv[s:e - k + 1]))
+                out[i] = self.signature_of_hashes(hv[s:e - k + 1])
         return out
 
 

@@ -182,6 +182,22 @@ def _node_name(el: Any) -> str:
     return ".".join([tag, *names])
 
 
+def _parse(html: str | bytes) -> Any:
+    """The page as an lxml tree rooted at ``<html>`` (fragments are wrapped, broken markup
+    repaired by libxml2's HTML parser), or None when there is nothing to parse."""
+    import lxml.html
+    from lxml import etree
+
+    try:
+        return lxml.html.document_fromstring(html)
+    except ValueError:
+        if isinstance(html, str):  # "Unicode strings with encoding declaration"
+            return _parse(html.encode("utf-8"))
+        return None
+    except etree.ParserError:  # empty document
+        return None
+
+
 def structure_features(html: str | bytes) -> dict[str, float]:
     """Tag paths of a page with weights: ``0.9 ** depth * (1 + ln(count))``.
 
@@ -189,12 +205,8 @@ def structure_features(html: str | bytes) -> dict[str, float]:
     the depth decay keeps the page's frame more important than deep repeated detail, and the
     log count lets 40 or 60 paragraphs of a chapter weigh about the same.
     """
-    import lxml.html
-    from lxml import etree
-
-    try:
-        root = lxml.html.fromstring(html)
-    except (etree.ParserError, ValueError):
+    root = _parse(html)
+    if root is None:
         return {}
     counts: dict[tuple[str, int], int] = defaultdict(int)
     stack: list[tuple[Any, str, int]] = [(root, "", 0)]
@@ -240,14 +252,10 @@ def canonical_url(url: str) -> str:
 
 def page_text_simhash(html: str | bytes) -> int:
     """``char3`` SimHash of the visible text of a page (0 when it has none)."""
-    import lxml.html
-    from lxml import etree
-
     from tracker.simhash import simhash
 
-    try:
-        root = lxml.html.fromstring(html)
-    except (etree.ParserError, ValueError):
+    root = _parse(html)
+    if root is None:
         return 0
     for bad in root.xpath("//script|//style|//noscript"):
         bad.drop_tree()

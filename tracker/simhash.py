@@ -379,8 +379,18 @@ def simhash_spans(norm: str, spans: Sequence[tuple[int, int]], *, n: int = 3,
     # Span [s, e) holds N-grams s .. e-n; shorter spans are done one by one below.
     gram_hi = ends - n + 1
     short = gram_hi - starts < 1
-    # Process in blocks of the text so the int32 prefix-sum matrix stays small.
+    # Process in blocks of the text so the int32 prefix-sum matrix stays small; spans longer
+    # than a block (a whole long text) are summed directly, block by block.
     block = 1 << 16
+    long_spans = ~short & (gram_hi - starts > block)
+    for k in np.flatnonzero(long_spans):
+        a, b = int(starts[k]), int(gram_hi[k])
+        counts = np.zeros(64 * lanes, dtype=np.int64)
+        for c in range(a, b, block):
+            counts += _bit_matrix(hashes[c:min(c + block, b)]).sum(axis=0, dtype=np.int64)
+        fp = _pack(2 * counts - (b - a) >= 0)
+        out[k] = np.uint64(fp) if lanes == 1 else fp
+    short = short | long_spans
     order = np.argsort(starts, kind="stable")
     i = 0
     while i < len(order):
@@ -407,7 +417,7 @@ def simhash_spans(norm: str, spans: Sequence[tuple[int, int]], *, n: int = 3,
                 for k, row in zip(sel, packed, strict=True):
                     out[k] = int.from_bytes(row.tobytes(), "little")
         i = j
-    for k in np.flatnonzero(short):
+    for k in np.flatnonzero(short & ~long_spans):
         s, e = spans[k]
         out[k] = simhash(norm[s:e], features=f"char{n}", bits=bits)
     return out
