@@ -167,9 +167,11 @@ def bench_library(data: Path, out: list[str]) -> None:
                 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 rows.append(
                     f"| {report.characters / 1e6:.1f} M | {report.ingested:,} | "
-                    f"{report.characters / ingest_s / 1e6:.2f} M/s | {statistics.median(times):.1f} ms | "
+                    f"{report.characters / ingest_s / 1e6:.2f} M/s | "
+                    f"{statistics.median(times):.1f} ms | "
                     f"{np.percentile(times, 95):.1f} ms | {stats['postings']:,} | "
-                    f"{(mem1 - mem0) / max(stats['postings'], 1):.1f} B | {(mem1 - mem0) / 2**20:.1f} MiB | "
+                    f"{(mem1 - mem0) / max(stats['postings'], 1):.1f} B | "
+                    f"{(mem1 - mem0) / 2**20:.1f} MiB | "
                     f"{rss:.0f} MiB |"
                 )
             finally:

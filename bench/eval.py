@@ -1,6 +1,7 @@
 """Evaluation harness: recall, precision and PAN passage measures per transformation.
 
-Usage: python bench/eval.py [--data ../shared/data] [--cases 60] [--engine daguan] [--out docs/EVALUATION.md]
+Usage: python bench/eval.py [--data ../shared/data] [--cases 60] [--engine daguan]
+       [--out docs/EVALUATION.md]
 
 Mother corpus: both novels' simplified chapters, Lu Xun and the simplified Wikipedia
 paragraphs. Suspects are built from the shared corpus as its README describes, with a
@@ -119,8 +120,11 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
             cases.append(Case(kind, text, {d["id"]}, (cut, cut + length), (a, a + length)))
     for _ in range(n):
         d, a, ex = excerpt(500)
-        cases.append(Case("homophone", "".join(hmap.get(c, c) for c in ex), {d["id"]},
-                          (0, 500), (a, a + 500)))
+        cases.append(
+            Case(
+                "homophone", "".join(hmap.get(c, c) for c in ex), {d["id"]}, (0, 500), (a, a + 500)
+            )
+        )
     for _ in range(n):
         d, a, ex = excerpt(500)
         cases.append(Case("s2t", s2t.convert(ex), {d["id"]}, (0, 500), (a, a + 500)))
@@ -132,10 +136,22 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
                 for c in ex
             )
             h = host(1000)
-            cases.append(Case(kind, h[:500] + edited + h[500:], {d["id"]},
-                              (500, 500 + length), (a, a + length)))
-    marks = ["本书首发笔趣阁www.biquge.example", "手机用户请浏览m.xs.example阅读",
-             "天才一秒记住本站地址", "最新章节请到起点中文网", "【求月票】"]
+            cases.append(
+                Case(
+                    kind,
+                    h[:500] + edited + h[500:],
+                    {d["id"]},
+                    (500, 500 + length),
+                    (a, a + length),
+                )
+            )
+    marks = [
+        "本书首发笔趣阁www.biquge.example",
+        "手机用户请浏览m.xs.example阅读",
+        "天才一秒记住本站地址",
+        "最新章节请到起点中文网",
+        "【求月票】",
+    ]
     for _ in range(n):
         d, a, ex = excerpt(800)
         parts = re.split(r"[，。！？；：、“”‘’\s]", ex)
@@ -164,8 +180,9 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
         text = path.read_text(encoding="utf-8")
         bounds = split_chapters(text)
         if len(bounds) != len(ids):
-            print(f"skip {path.name}: {len(bounds)} headings for {len(ids)} chapters",
-                  file=sys.stderr)
+            print(
+                f"skip {path.name}: {len(bounds)} headings for {len(ids)} chapters", file=sys.stderr
+            )
             continue
         for _ in range(n // 2):
             a = rng.randrange(bounds[0][0], len(text) - 1500)
@@ -250,21 +267,41 @@ def evaluate(args: argparse.Namespace) -> str:
                         r["corpus_duplicates"] += 1
                 if case.s_span and case.m_span:
                     true_mother = next(iter(case.truth))
-                    det_s = [(p.suspect_start, p.suspect_end)
-                             for m in result.matches for p in m.passages]
-                    det_m_true = [(p.mother_start, p.mother_end)
-                                  for m in result.matches if m.mother_id == true_mother
-                                  for p in m.passages]
-                    det_m_other = sum(p.mother_end - p.mother_start for m in result.matches
-                                      if m.mother_id != true_mother for p in m.passages)
+                    det_s = [
+                        (p.suspect_start, p.suspect_end) for m in result.matches for p in m.passages
+                    ]
+                    det_m_true = [
+                        (p.mother_start, p.mother_end)
+                        for m in result.matches
+                        if m.mother_id == true_mother
+                        for p in m.passages
+                    ]
+                    det_m_other = sum(
+                        p.mother_end - p.mother_start
+                        for m in result.matches
+                        if m.mother_id != true_mother
+                        for p in m.passages
+                    )
                     ds, dm = union_len(det_s), union_len(det_m_true)
-                    hit_s = union_len([(max(a, case.s_span[0]), min(b, case.s_span[1]))
-                                       for a, b in det_s if overlap((a, b), case.s_span)])
-                    hit_m = union_len([(max(a, case.m_span[0]), min(b, case.m_span[1]))
-                                       for a, b in det_m_true if overlap((a, b), case.m_span)])
+                    hit_s = union_len(
+                        [
+                            (max(a, case.s_span[0]), min(b, case.s_span[1]))
+                            for a, b in det_s
+                            if overlap((a, b), case.s_span)
+                        ]
+                    )
+                    hit_m = union_len(
+                        [
+                            (max(a, case.m_span[0]), min(b, case.m_span[1]))
+                            for a, b in det_m_true
+                            if overlap((a, b), case.m_span)
+                        ]
+                    )
                     r["det"] += ds + dm + det_m_other
                     r["hit"] += hit_s + hit_m
-                    r["true"] += (case.s_span[1] - case.s_span[0]) + (case.m_span[1] - case.m_span[0])
+                    r["true"] += (case.s_span[1] - case.s_span[0]) + (
+                        case.m_span[1] - case.m_span[0]
+                    )
         finally:
             lib.close()
     lines = [
