@@ -318,10 +318,6 @@ class RedisLSH(LSH):
         self.redis = redis
         self.base = f"{prefix}:lsh"
 
-    def _keys(self, sig: np.ndarray) -> list[str]:
-        return [f"{self.base}:b{b}:{int(h):016x}"
-                for b, h in enumerate(self.band_hashes(sig)[0])]
-
     def insert(self, id: int, sig: np.ndarray) -> None:
         self.insert_many([(id, sig)])
 

@@ -55,6 +55,7 @@ __all__ = [
     "idf_from_corpus",
     "mfonda_features",
     "mfonda_simhash",
+    "ngram_hashes",
     "normalize",
     "simhash",
     "simhash_features",
