@@ -199,6 +199,7 @@ def align_prepared(
         return result
     runs = runs[np.argsort(runs[:, 0], kind="stable")]
     clusters: list[_Cluster] = []
+    leftovers: list[tuple[int, int, int, int]] = []
     for sa, sb, ma, mb, unique in runs.tolist():
         best: _Cluster | None = None
         best_gap = math.inf
@@ -221,7 +222,11 @@ def align_prepared(
                 best, best_gap = c, gap
         if best is None:
             if sb - sa < p.anchor:
-                continue  # a short shared phrase may extend a passage, never start one
+                # A short shared phrase may extend a passage, never start one; if it is
+                # unique in the mother it may still fill a hole inside one (below).
+                if unique == 1:
+                    leftovers.append((sa, sb, ma, mb))
+                continue
             clusters.append(_Cluster(sa, sb, ma, mb, [(sa, sb, ma, mb)], ma - sa))
         else:
             best.s_end = max(best.s_end, sb)
@@ -230,6 +235,18 @@ def align_prepared(
             best.runs.append((sa, sb, ma, mb))
             if sb - sa >= p.anchor:
                 best.diag = ma - sa
+    # Fill-in: a short run unique in the mother that lies inside a passage in both
+    # texts is part of it (a short sentence of a reordered paragraph).
+    for run in leftovers:
+        for c in clusters:
+            if (
+                c.s_start <= run[0]
+                and run[1] <= c.s_end
+                and c.m_start <= run[2]
+                and run[3] <= c.m_end
+            ):
+                c.runs.append(run)
+                break
     s_spans: list[tuple[int, int]] = []
     m_spans: list[tuple[int, int]] = []
     weighted = 0.0
