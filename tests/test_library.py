@@ -7,7 +7,7 @@ from textgen import homophones, random_edits, work
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.library import Library
-from tracker.store import Suspect
+from tracker.store import MatchQuery, Suspect
 
 
 @pytest.fixture()
@@ -107,3 +107,15 @@ def test_bad_documents_do_not_sink_the_batch(lib):
     items = [_mothers(1)[0], DocumentError("bad.txt", "binary file"), _mothers(2)[1]]
     report = lib.ingest(items)
     assert report.ingested == 2 and [e.source for e in report.errors] == ["bad.txt"]
+
+
+def test_recheck_keeps_the_raw_page_and_finds_new_mothers(lib):
+    text = work(999, 10) + work(101, 60)[100:700]
+    raw = b"<html>raw evidence</html>"
+    lib.check_suspect(Suspect(id="s1", text=text, url="https://x.example/1", raw=raw))
+    assert lib.store.count_matches(MatchQuery()) == 0
+    lib.ingest(_mothers(3))  # the copied work arrives after the page was seen
+    assert lib.recheck_suspects() == 1
+    assert lib.store.get_suspect("s1").raw == raw
+
+    assert [m.mother_id for m in lib.store.query_matches(MatchQuery(suspect_id="s1"))] == ["work-1"]

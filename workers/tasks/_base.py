@@ -1,0 +1,152 @@
+"""What every task shares: options, the idempotency guard, progress, network errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import redis.exceptions
+from celery import Task
+from pymongo.errors import ConnectionFailure
+
+from tracker.crawler import CrawlError
+from workers.app import app_settings, worker_settings
+from workers.runtime import Runtime, runtime
+
+log = logging.getLogger(__name__)
+
+# Network errors worth another try later. A CrawlError reaches here only when it is
+# transient (timeout, unreachable, 5xx/429): the crawl task returns the permanent ones
+# (404, robots.txt, SSRF guard) as a result instead of raising them.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    CrawlError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionFailure,
+)
+
+TASK_OPTIONS: dict[str, Any] = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": NETWORK_ERRORS,
+    "retry_backoff": True,
+    "retry_jitter": True,
+    "max_retries": 3,
+}
+
+
+def rt(task: Task) -> Runtime:
+    return runtime(task.app)
+
+
+def task_key(task: Task, task_id: str) -> str:
+    return f"{app_settings(task.app).redis_prefix}:task:{task_id}"
+
+
+def _test_delay(name: str) -> None:
+    """Test-only slow paths (``YINJI_TEST_TASK_DELAY`` before a task's work,
+    ``YINJI_TEST_TASK_DELAY_AFTER`` after it, ``YINJI_TEST_ITEM_DELAY`` per item) so a
+    test can kill a worker in the middle of a task or watch its progress."""
+    raw = os.environ.get(name)
+    if raw:
+        time.sleep(float(raw))
+
+
+def once(task: Task, work: Callable[[], Any]) -> Any:
+    """Run ``work`` at most once to completion per task id, and return its result.
+
+    A redelivered message (the worker died after the work but before the
+    acknowledgement) or a duplicate send carries the same task id: it finds the stored
+    result and returns it without doing the work again. A delivery that died *during*
+    the work left no result, so the work runs again; it is safe to, because every write
+    is an upsert by a deterministic id (suspects by URL/text digest, matches by
+    suspect+mother, mothers by their id).
+
+    Bookkeeping lives in the result backend's Redis, hash ``<prefix>:task:<id>``:
+    ``deliveries`` (times the task started), ``runs`` (times its work completed) and
+    ``result`` (JSON), kept ``YINJI_RESULT_EXPIRES`` seconds.
+    """
+    task_id = task.request.id
+    client = getattr(task.app.backend, "client", None)
+    if task.request.called_directly or not task_id or client is None:
+        return work()
+    key = task_key(task, task_id)
+    ttl = worker_settings(task.app).result_expires
+    pipe = client.pipeline()
+    pipe.hincrby(key, "deliveries", 1)
+    pipe.hget(key, "result")
+    pipe.expire(key, ttl)
+    deliveries, cached, _ = pipe.execute()
+    if cached is not None:
+        log.info("task %s[%s] already done (delivery %s): not run again",
+                 task.name, task_id, deliveries)
+        return json.loads(cached)
+    _test_delay("YINJI_TEST_TASK_DELAY")
+    result = work()
+    payload = json.dumps(result, ensure_ascii=False)  # also proves it is JSON-serialisable
+    pipe = client.pipeline()
+    pipe.hset(key, "result", payload)
+    pipe.hincrby(key, "runs", 1)
+    pipe.expire(key, ttl)
+    pipe.execute()
+    _test_delay("YINJI_TEST_TASK_DELAY_AFTER")
+    return result
+
+
+def progress_meta(done: int, total: int | None) -> dict[str, Any]:
+    fraction = min(1.0, done / total) if total else 0.0
+    return {"done": done, "total": total, "fraction": round(fraction, 4)}
+
+
+class Progress:
+    """``update_state(PROGRESS)`` at most every ``min_interval`` seconds (and for the
+    first and the last item). Also a ``tracker.library.Progress`` callback."""
+
+    def __init__(self, task: Task, total: int | None, min_interval: float = 0.25) -> None:
+        self.task = task
+        self.total = total
+        self.min_interval = min_interval
+        self._last = 0.0
+
+    def start(self) -> None:
+        """Report 0 of total at once, so a poller sees the size of the job early."""
+        self._report(0, self.total)
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        _test_delay("YINJI_TEST_ITEM_DELAY")
+        total = total or self.total
+        now = time.monotonic()
+        last_item = total is not None and done >= total
+        if self._last and not last_item and now - self._last < self.min_interval:
+            return
+        self._report(done, total)
+
+    def _report(self, done: int, total: int | None) -> None:
+        self._last = time.monotonic()
+        if not self.task.request.called_directly and self.task.request.id:
+            self.task.update_state(state="PROGRESS", meta=progress_meta(done, total))
+
+
+def child_id(parent_id: str, key: str) -> str:
+    """A child task's id derived from its parent's: a redelivered parent sends the same
+    children again under the same ids, and their own guard makes that harmless."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"yinji-task:{parent_id}:{key}"))
+
+
+def fanout(task: Task, children: list[tuple[str, list[Any], dict[str, Any], str]]) -> list[dict]:
+    """Send ``(task name, args, kwargs, label)`` children; the returned list goes into
+    the parent's result as ``{"fanout": [...]}`` so ``workers.jobs.job_status`` can
+    follow them (progress = children finished / children)."""
+    parent = task.request.id or str(uuid.uuid4())
+    out = []
+    for i, (name, args, kwargs, label) in enumerate(children):
+        cid = child_id(parent, f"{i}:{label}")
+        task.app.send_task(name, args=args, kwargs=kwargs, task_id=cid)
+        out.append({"id": cid, "label": label, "total": 1})
+    return out

@@ -1,0 +1,126 @@
+"""Check tasks (queue ``check``): stored suspects, pasted texts, URL lists, and the daily
+check of suspects against new mothers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from celery import Task, shared_task
+
+from tracker.store import NotFound, utcnow
+from workers.payloads import suspect_from_item, text_item_error, unique, url_error
+from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from workers.tasks.crawl import check_item, crawl_outcome
+
+LAST_RUN_META = "workers:check_new_mothers:last_run"
+
+
+@shared_task(name="yinji.check.check_suspect", **TASK_OPTIONS)
+def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> dict[str, Any]:
+    """Check a stored suspect again; its matches are replaced (verdicts kept)."""
+    return once(self, lambda: _check_suspect(self, suspect_id, engine))
+
+
+def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str, Any]:
+    library = rt(task).library
+    try:
+        suspect = library.store.get_suspect(suspect_id)
+    except NotFound:
+        raise ValueError(f"unknown suspect {suspect_id!r}") from None
+    return check_item(library.check_suspect(suspect, engine=engine))
+
+
+@shared_task(name="yinji.check.check_texts", **TASK_OPTIONS)
+def check_texts(
+    self: Task, texts: list[dict[str, Any]], engine: str | None = None
+) -> dict[str, Any]:
+    """Check texts ``{id?, title?, text, url?}`` as suspects and store the results.
+
+    A text without id is stored as ``sha1(url)`` (the id the crawler gives that page)
+    or ``text-`` + ``sha1(text)``, so the same text checked twice is one suspect."""
+    return once(self, lambda: _check_texts(self, texts, engine))
+
+
+def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) -> dict[str, Any]:
+    library = rt(task).library
+    progress = Progress(task, total=len(texts))
+    progress.start()
+    results: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for i, item in enumerate(texts):
+        problem = text_item_error(item)
+        if problem:
+            errors.append({"source": f"texts[{i}]", "error": problem})
+        else:
+            results.append(check_item(library.check_suspect(suspect_from_item(item),
+                                                            engine=engine)))
+        progress(i + 1)
+    return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
+
+
+@shared_task(name="yinji.check.check_urls", **TASK_OPTIONS)
+def check_urls(self: Task, urls: list[str], check: bool = True) -> dict[str, Any]:
+    """Crawl and check URLs: one ``crawl_url`` child per distinct URL, so every worker
+    can take a share. The job's progress is the share of children finished."""
+    return once(self, lambda: _check_urls(self, urls, check))
+
+
+def _check_urls(task: Task, urls: list[str], check: bool) -> dict[str, Any]:
+    Progress(task, total=len(urls)).start()
+    invalid = [crawl_outcome(str(u), error=url_error(u)) for u in urls if url_error(u)]
+    valid = unique([u.strip() for u in urls if not url_error(u)])
+    children = fanout(
+        task, [("yinji.crawl.crawl_url", [u], {"check": check}, u) for u in valid]
+    )
+    return {"fanout": children, "results": invalid, "total": len(children) + len(invalid)}
+
+
+@shared_task(name="yinji.check.check_new_mothers", **TASK_OPTIONS)
+def check_new_mothers(
+    self: Task, since: str | None = None, engine: str | None = None
+) -> dict[str, Any]:
+    """Daily: when mothers were ingested since the last run (store meta
+    ``workers:check_new_mothers:last_run``; ``since``, an ISO time, overrides it), check
+    every stored suspect again, against the whole index.
+
+    The simplest correct approach: a suspect seen before a work was added could copy
+    it, and re-checking against the whole index finds that and refreshes the rest
+    (verdicts are kept). Its cost is one check per suspect per day with new mothers."""
+    return once(self, lambda: _check_new_mothers(self, since, engine))
+
+
+def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dict[str, Any]:
+    library = rt(task).library
+    store = library.store
+    started = utcnow()
+    scheduled = since is None
+    raw = since if since is not None else store.get_meta(LAST_RUN_META)
+    since_dt = datetime.fromisoformat(raw) if raw else None
+    # First run: every mother is new to the suspects seen so far.
+    new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
+    rechecked = 0
+    if new:
+        # Ids first: the loop writes suspects, which must not move a cursor under it.
+        ids = [s.id for s in store.iter_suspects()]
+        progress = Progress(task, total=len(ids))
+        progress.start()
+        for sid in ids:
+            try:
+                # get_suspect, not the iterator's record: that one has no raw page, and
+                # saving it would drop the evidence.
+                suspect = store.get_suspect(sid)
+            except NotFound:
+                continue  # deleted meanwhile
+            library.check_suspect(suspect, engine=engine)
+            rechecked += 1
+            progress(rechecked)
+    if scheduled:
+        # The start time, not the end: mothers ingested during the run count next time.
+        store.set_meta(LAST_RUN_META, started.isoformat())
+    return {
+        "since": since_dt.isoformat() if since_dt else None,
+        "new_mothers": new,
+        "rechecked": rechecked,
+        "total": rechecked,
+    }

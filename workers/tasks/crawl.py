@@ -1,0 +1,187 @@
+"""Crawl tasks (queue ``crawl``): one page, one watched site, the daily watch-list run."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+from celery import Task, shared_task
+
+from tracker.crawler import CrawlError
+from tracker.store import NotFound, utcnow
+from workers.app import worker_settings
+from workers.payloads import url_error
+from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+
+log = logging.getLogger(__name__)
+
+
+def check_item(res: Any) -> dict[str, Any]:
+    """One checked suspect as JSON: ``CheckResult.to_json()`` plus its title and URL."""
+    return {**res.to_json(), "title": res.suspect.title, "url": res.suspect.url}
+
+
+def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "url": url, "final_url": None, "suspect_id": None, "title": "",
+        "skipped": None, "error": None, "status": None, "matches": None,
+    }
+    base.update(fields)
+    return base
+
+
+def crawl_and_check(
+    task: Task, url: str, suspect_id: str | None, check: bool
+) -> tuple[dict[str, Any], Any]:
+    """Fetch ``url``, store it as a suspect and check it; ``(result, page or None)``.
+
+    Transient crawl errors propagate (the task is retried); permanent ones (404,
+    robots.txt, the SSRF guard, not a text page) are the result: trying again would
+    fetch the same refusal.
+    """
+    runtime = rt(task)
+    problem = url_error(url)
+    if problem:
+        return crawl_outcome(url, error=problem), None
+    try:
+        page = runtime.crawler.crawl_page(url)
+    except CrawlError as exc:
+        if exc.transient:
+            if exc.retry_after:
+                # The server said when to come back: wait that long, not the backoff.
+                raise task.retry(exc=exc, countdown=min(exc.retry_after, 3600)) from exc
+            raise
+        return crawl_outcome(url, error=str(exc), status=exc.status), None
+    if not page.text.strip():
+        return crawl_outcome(url, final_url=page.final_url, error="no text found on the page",
+                        status=page.status), page
+    library = runtime.library
+    suspect = page.to_suspect(suspect_id)
+    try:
+        library.store.get_suspect(suspect.id)
+        known = True  # a re-crawl (or a redelivery) of this page: refresh it
+    except NotFound:
+        known = False
+    with runtime.dedup_lock:
+        if not known and runtime.near_duplicates.is_near_duplicate(suspect.url, page.html):
+            # The same page of the same site under another URL: checking it again would
+            # only file the same matches under a second suspect.
+            return crawl_outcome(url, final_url=suspect.url, skipped="near-duplicate",
+                            status=page.status, title=suspect.title), page
+    if check:
+        matches = check_item(library.check_suspect(suspect))["matches"]
+    else:
+        library.store.put_suspect(suspect)
+        matches = None
+    with runtime.dedup_lock:
+        runtime.near_duplicates.check_and_add(suspect.url, page.html)  # remembered once
+    return crawl_outcome(url, final_url=suspect.url, suspect_id=suspect.id, title=suspect.title,
+                    status=page.status, matches=matches), page
+
+
+@shared_task(name="yinji.crawl.crawl_url", **TASK_OPTIONS)
+def crawl_url(
+    self: Task, url: str, suspect_id: str | None = None, check: bool = True
+) -> dict[str, Any]:
+    """Crawl one page, store it as a suspect (id: sha1 of its final URL unless given)
+    and check it. Near duplicates of pages already crawled on the same site are
+    skipped. Result: ``{url, final_url, suspect_id, title, skipped, error, status,
+    matches}``."""
+    return once(self, lambda: _crawl_url(self, url, suspect_id, check))
+
+
+def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dict[str, Any]:
+    progress = Progress(task, total=1)
+    progress.start()
+    result, _ = crawl_and_check(task, url, suspect_id, check)
+    return result
+
+
+def same_host_links(html: str, base_url: str, limit: int) -> list[str]:
+    """Up to ``limit`` distinct http(s) links of ``html`` on the host of ``base_url``,
+    in page order, without fragments and without the page itself."""
+    import lxml.html
+    from lxml import etree
+
+    from tracker.pagesim import canonical_url
+
+    if limit <= 0 or not html:
+        return []
+    try:
+        root = lxml.html.fromstring(html)
+    except ValueError:  # a str that declares its encoding
+        root = lxml.html.fromstring(html.encode("utf-8"))
+    except etree.ParserError:
+        return []
+    host = (urlsplit(base_url).hostname or "").lower()
+    seen = {canonical_url(base_url)}
+    out: list[str] = []
+    for element, attribute, link, _pos in root.iterlinks():
+        if element.tag != "a" or attribute != "href":
+            continue
+        try:
+            absolute = urldefrag(urljoin(base_url, link.strip()))[0]
+            parts = urlsplit(absolute)
+            hostname = (parts.hostname or "").lower()
+        except ValueError:
+            continue
+        if parts.scheme not in ("http", "https") or hostname != host:
+            continue
+        canonical = canonical_url(absolute)
+        if canonical in seen:
+            continue
+        seen.add(canonical)
+        out.append(absolute)
+        if len(out) >= limit:
+            break
+    return out
+
+
+@shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
+def crawl_site(
+    self: Task, url: str, limit: int | None = None, check: bool = True
+) -> dict[str, Any]:
+    """A watched site: crawl its start page, then the same-host links found on it (at
+    most ``limit``, default ``YINJI_SITE_CRAWL_LIMIT``) as ``crawl_url`` children. One
+    level deep on purpose: a bounded, predictable daily load per site."""
+    return once(self, lambda: _crawl_site(self, url, limit, check))
+
+
+def _crawl_site(task: Task, url: str, limit: int | None, check: bool) -> dict[str, Any]:
+    limit = worker_settings(task.app).site_crawl_limit if limit is None else max(0, limit)
+    Progress(task, total=limit + 1).start()
+    start, page = crawl_and_check(task, url, None, check)
+    links = same_host_links(page.html, page.final_url, limit) if page is not None else []
+    children = fanout(
+        task, [("yinji.crawl.crawl_url", [link], {"check": check}, link) for link in links]
+    )
+    return {"fanout": children, "results": [start], "total": len(children) + 1}
+
+
+@shared_task(name="yinji.crawl.recrawl_watchlist", **TASK_OPTIONS)
+def recrawl_watchlist(self: Task) -> dict[str, Any]:
+    """Daily: every active watch-list item again (``url``: ``crawl_url``; ``site``:
+    ``crawl_site``), fanned out so that all workers share the load."""
+    return once(self, lambda: _recrawl(self))
+
+
+def _recrawl(task: Task) -> dict[str, Any]:
+    store = rt(task).library.store
+    items = store.list_watch(active_only=True)
+    progress = Progress(task, total=len(items))
+    progress.start()
+    children = fanout(
+        task,
+        [
+            ("yinji.crawl.crawl_site" if item.kind == "site" else "yinji.crawl.crawl_url",
+             [item.url], {}, item.url)
+            for item in items
+        ],
+    )
+    now = utcnow()
+    for item in items:
+        item.last_crawled_at = now  # when the crawl was sent; its outcome is in the job
+        store.put_watch(item)
+    log.info("recrawl: %d watch-list items sent", len(children))
+    return {"fanout": children, "total": len(children)}

@@ -1,0 +1,58 @@
+"""Evidence reports (queue ``reports``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Task, shared_task
+
+from workers.app import app_settings, worker_settings
+from workers.payloads import sha1_hex
+from workers.tasks._base import TASK_OPTIONS, Progress, once, rt
+
+CONTENT_TYPES = {
+    "json": "application/json; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "pdf": "application/pdf",
+}
+
+
+def report_key(prefix: str, task_id: str) -> str:
+    return f"{prefix}:report:{task_id}"
+
+
+@shared_task(name="yinji.reports.build_report", **TASK_OPTIONS)
+def build_report(self: Task, match_id: str, fmt: str) -> dict[str, Any]:
+    """Build the evidence report of a match (``tracker.reports.build_report``).
+
+    The bytes go to the result backend's Redis under ``<prefix>:report:<task id>`` for
+    ``YINJI_RESULT_EXPIRES`` seconds (``workers.jobs.report_content`` reads them); the
+    task's JSON result describes them."""
+    return once(self, lambda: _build(self, match_id, fmt))
+
+
+def _build(task: Task, match_id: str, fmt: str) -> dict[str, Any]:
+    # Imported here: the module is the web side's, and only this task needs it.
+    from tracker.reports import build_report as render
+
+    progress = Progress(task, total=1)
+    progress.start()
+    try:
+        data = render(rt(task).library, match_id, fmt)
+    except KeyError:
+        # Unknown match: permanent, say so plainly (NotFound is a KeyError).
+        raise ValueError(f"unknown match {match_id!r}") from None
+    settings = app_settings(task.app)
+    task.app.backend.client.set(
+        report_key(settings.redis_prefix, task.request.id),
+        data,
+        ex=worker_settings(task.app).result_expires,
+    )
+    return {
+        "match_id": match_id,
+        "format": fmt,
+        "size": len(data),
+        "content_type": CONTENT_TYPES.get(fmt, "application/octet-stream"),
+        "filename": f"yinji-report-{sha1_hex(match_id)[:12]}.{fmt}",
+        "total": 1,
+    }
