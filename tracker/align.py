@@ -146,6 +146,23 @@ def _coverage(intervals: list[tuple[int, int]]) -> int:
     return total
 
 
+def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float:
+    """Share of the cluster's suspect span covered by windows starting at ``positions``.
+    Unknown (None) counts as fully covered, the cautious reading."""
+    if positions is None:
+        return 1.0
+    lo = int(np.searchsorted(positions, c.s_start - window, side="left"))
+    hi = int(np.searchsorted(positions, c.s_end, side="left"))
+    covered = _coverage(
+        [
+            (max(int(e), c.s_start), min(int(e) + window, c.s_end))
+            for e in positions[lo:hi]
+            if int(e) + window > c.s_start
+        ]
+    )
+    return covered / max(1, c.s_end - c.s_start)
+
+
 @dataclass
 class Alignment:
     """Passages plus the amounts the matcher scores with (in initials)."""
@@ -182,6 +199,7 @@ def align_prepared(
     params: AlignParams | None = None,
     *,
     evidence: np.ndarray | None = None,
+    common: np.ndarray | None = None,
     evidence_window: int = 24,
 ) -> Alignment:
     """Copied passages between two prepared texts, in suspect order.
@@ -261,17 +279,9 @@ def align_prepared(
         if similarity < p.min_similarity:
             continue
         if evidence is not None:
-            lo = int(np.searchsorted(evidence, c.s_start - evidence_window, side="left"))
-            hi = int(np.searchsorted(evidence, c.s_end, side="left"))
-            supported = _coverage(
-                [
-                    (max(int(e), c.s_start), min(int(e) + evidence_window, c.s_end))
-                    for e in evidence[lo:hi]
-                    if int(e) + evidence_window > c.s_start
-                ]
-            )
-            if supported < p.min_passage:
-                continue
+            supported = _span_share(evidence, evidence_window, c) * s_len
+            if supported < p.min_passage and _span_share(common, evidence_window, c) >= 0.5:
+                continue  # mostly text many mothers share, and too little of its own
         s_spans.append((c.s_start, c.s_end))
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len

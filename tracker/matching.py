@@ -100,17 +100,18 @@ class Matcher:
         candidates = self.engine.candidates_with_evidence(text, limit=self.policy.candidates)
         result = MatchResult(candidates=len(candidates))
         if candidates:
-            mothers = self.store.get_mothers_by_seq(seq for seq, _, _ in candidates)
+            mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
             suspect = prepare(text, self.align_params.k)
-            for seq, _strength, evidence in candidates:
-                mother = mothers.get(seq)
+            for cand in candidates:
+                mother = mothers.get(cand.seq)
                 if mother is None:
                     continue  # a stale posting of a replaced or deleted mother
                 alignment = align_prepared(
                     suspect,
                     self.cache.get(mother, self.align_params.k),
                     self.align_params,
-                    evidence=evidence,
+                    evidence=cand.evidence,
+                    common=cand.common,
                     evidence_window=getattr(self.engine, "window", 24),
                 )
                 if not self.policy.is_copy(alignment):

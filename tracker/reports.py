@@ -187,9 +187,9 @@ def build_report(library: Any, match_id: str, fmt: str) -> bytes:
         raise ValueError(f"report format must be one of {', '.join(REPORT_FORMATS)}, got {fmt!r}")
     data = report_data(library, match_id)
     if fmt == "json":
-        return json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
+        return json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8", errors="replace")
     if fmt == "html":
-        return render_html(data).encode("utf-8")
+        return render_html(data).encode("utf-8", errors="replace")
     return render_pdf(data)
 
 
@@ -240,7 +240,8 @@ _HTML_TEMPLATE = """<!doctype html>
 <tr><th>标题 Title</th><td>{{ d.work.title }}</td></tr>
 <tr><th>来源 Source</th><td>{{ d.work.source or "—" }}</td></tr>
 <tr><th>入库时间 Imported at</th><td>{{ d.work.ingested_at or "—" }}</td></tr>
-<tr><th>字数 Characters</th><td>{{ d.work.characters if d.work.characters is not none else "—" }}</td></tr>
+<tr><th>字数 Characters</th>
+<td>{{ d.work.characters if d.work.characters is not none else "—" }}</td></tr>
 <tr><th>SHA-256</th><td class="hash">{{ d.work.sha256 or "—" }}</td></tr>
 </table>
 
@@ -339,7 +340,8 @@ def render_pdf(data: dict[str, Any]) -> bytes:
         )
 
     h1 = style("h1", 16, spaceAfter=4 * mm)
-    h2 = style("h2", 12, spaceBefore=5 * mm, spaceAfter=2 * mm, textColor=colors.HexColor("#1d2330"))
+    h2 = style("h2", 12, spaceBefore=5 * mm, spaceAfter=2 * mm,
+               textColor=colors.HexColor("#1d2330"))
     body = style("body", 9.5)
     small = style("small", 8, textColor=colors.HexColor("#555555"))
     warn = style("warn", 9.5, textColor=colors.HexColor("#8a5a00"))
@@ -369,7 +371,7 @@ def render_pdf(data: dict[str, Any]) -> bytes:
     story: list[Any] = [
         p("侵权证据报告 / Copyright evidence report", h1),
         p(
-            f"生成时间 Generated at: {d['generated_at']} · {d['generator']} · "
+            f"生成时间 Generated at: {d['generated_at']} | {d['generator']} | "
             f"编号 Case: {d['match_id'].replace(chr(31), ' / ')}",
             small,
         ),
@@ -440,14 +442,17 @@ def render_pdf(data: dict[str, Any]) -> bytes:
         spans.append((first, len(rows) - 1))
     table = Table(rows, colWidths=[12 * mm, (page_w - 12 * mm) / 2, (page_w - 12 * mm) / 2],
                   repeatRows=1)
+    line = colors.HexColor("#bbbbcc")
     cmds: list[Any] = [
-        ("GRID", (0, 0), (-1, -1), 0.5, colors.HexColor("#bbbbcc")),
+        ("BOX", (0, 0), (-1, -1), 0.5, line),
+        ("LINEAFTER", (0, 0), (-2, -1), 0.5, line),
+        ("LINEBELOW", (0, 0), (-1, 0), 0.5, line),
         ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#f1f3f8")),
         ("VALIGN", (0, 0), (-1, -1), "TOP"),
     ]
-    for first, last in spans:
-        if last > first:  # continuation rows of one passage read as one block
-            cmds.append(("LINEBELOW", (0, first), (-1, last - 1), 0, colors.white))
+    # A rule after each passage only: its continuation rows read as one block.
+    for _first, last in spans:
+        cmds.append(("LINEBELOW", (0, last), (-1, last), 0.5, line))
     table.setStyle(TableStyle(cmds))
     story += [
         table,
@@ -463,7 +468,8 @@ def render_pdf(data: dict[str, Any]) -> bytes:
         canvas.saveState()
         canvas.setFont(_PDF_FONT, 8)
         canvas.setFillColor(colors.HexColor("#777777"))
-        canvas.drawString(15 * mm, 10 * mm, f"音迹 Yinji · {d['generated_at']}")
+        # "·" is not in the STSong-Light repertoire: plain separators in the PDF.
+        canvas.drawString(15 * mm, 10 * mm, f"音迹 Yinji | {d['generated_at']}")
         canvas.drawRightString(A4[0] - 15 * mm, 10 * mm, f"{doc.page}")
         canvas.restoreState()
 

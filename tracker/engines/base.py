@@ -15,9 +15,27 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
+
+@dataclass
+class Candidate:
+    """A mother proposed for verification.
+
+    ``evidence``: sorted suspect positions (in pinyin initials) of the windows whose
+    index hits made it a candidate, or None when the engine cannot say.
+    ``common``: sorted suspect positions of windows whose fingerprints many mothers
+    share (boilerplate), or None. The verifier drops a passage that is mostly common
+    and not supported by evidence of its own.
+    """
+
+    seq: int
+    strength: float
+    evidence: np.ndarray | None = None
+    common: np.ndarray | None = None
 
 
 class Engine(ABC):
@@ -53,13 +71,9 @@ class Engine(ABC):
         """Mothers that may have been copied into ``text``: ``(seq, strength)``, strongest
         first, at most ``limit``. ``strength`` is engine-specific (higher is stronger)."""
 
-    def candidates_with_evidence(
-        self, text: str, *, limit: int = 20
-    ) -> list[tuple[int, float, np.ndarray | None]]:
-        """Like ``candidates`` plus, per candidate, the sorted suspect positions (in
-        pinyin initials) of the hits that made it a candidate, or None when the engine
-        cannot say. The verifier uses them to ignore passages no real hit supports."""
-        return [(seq, strength, None) for seq, strength in self.candidates(text, limit=limit)]
+    def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
+        """Like ``candidates``, with what the verifier can use (see ``Candidate``)."""
+        return [Candidate(seq, strength) for seq, strength in self.candidates(text, limit=limit)]
 
     @abstractmethod
     def clear(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tracker.engines.base import Engine
+from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
 from tracker.index import RedisInvertedIndex
 
@@ -66,11 +66,9 @@ class DaguanEngine(Engine):
         self.index.remove(items)
 
     def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        return [(seq, w) for seq, w, _ in self.candidates_with_evidence(text, limit=limit)]
+        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
 
-    def candidates_with_evidence(
-        self, text: str, *, limit: int = 20
-    ) -> list[tuple[int, float, np.ndarray | None]]:
+    def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
         dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
         fps, inverse = np.unique(dense.values, return_inverse=True)
         fp_index, seqs, _stopped = self.index.lookup(fps)
@@ -108,7 +106,8 @@ class DaguanEngine(Engine):
         hits = np.bincount(which)
         strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
         ranked = [i for i in np.argsort(-strength, kind="stable") if hits[i] >= self.min_hits]
-        out: list[tuple[int, float, np.ndarray | None]] = []
+        common = dense.starts[common_pos]
+        out: list[Candidate] = []
         pair_order = np.argsort(pair_seq, kind="stable")
         ps_sorted = pair_seq[pair_order]
         for i in ranked[:limit]:
@@ -117,7 +116,7 @@ class DaguanEngine(Engine):
             hi = np.searchsorted(ps_sorted, seq, side="right")
             # Suspect window starts (in initials) that hit this mother: the evidence.
             positions = np.unique(dense.starts[pair_pos[pair_order[lo:hi]]])
-            out.append((seq, float(strength[i]), positions))
+            out.append(Candidate(seq, float(strength[i]), positions, common))
         return out
 
     def clear(self) -> None:
