@@ -151,9 +151,7 @@ class RedisInvertedIndex:
         bounds = np.flatnonzero(np.diff(buckets)) + 1
         starts = np.concatenate([[0], bounds]).tolist()
         ends = np.concatenate([bounds, [buckets.size]]).tolist()
-        return {
-            int(buckets[a]): blob[8 * a : 8 * z] for a, z in zip(starts, ends, strict=True)
-        }
+        return {int(buckets[a]): blob[8 * a : 8 * z] for a, z in zip(starts, ends, strict=True)}
 
     def add(self, items: Sequence[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Add postings ``(seq, fingerprints)``; returns how many were new."""
