@@ -151,16 +151,17 @@ def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float
     Unknown (None) counts as fully covered, the cautious reading."""
     if positions is None:
         return 1.0
-    lo = int(np.searchsorted(positions, c.s_start - window, side="left"))
+    lo = int(np.searchsorted(positions, c.s_start - window, side="right"))
     hi = int(np.searchsorted(positions, c.s_end, side="left"))
-    covered = _coverage(
-        [
-            (max(int(e), c.s_start), min(int(e) + window, c.s_end))
-            for e in positions[lo:hi]
-            if int(e) + window > c.s_start
-        ]
-    )
-    return covered / max(1, c.s_end - c.s_start)
+    if hi <= lo:
+        return 0.0
+    # Sorted equal-width windows: clip to the span; each adds what lies past the
+    # previous window's end.
+    starts = np.clip(positions[lo:hi], c.s_start, c.s_end)
+    ends = np.clip(positions[lo:hi] + window, c.s_start, c.s_end)
+    prev_end = np.concatenate([[c.s_start], ends[:-1]])
+    covered = np.maximum(0, ends - np.maximum(starts, prev_end)).sum()
+    return float(covered) / max(1, c.s_end - c.s_start)
 
 
 @dataclass

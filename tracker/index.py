@@ -81,6 +81,18 @@ end
 return n
 """
 
+# Many HGETs in one call: redis-py's per-command cost (~15 us) would otherwise
+# dominate a query of ~2,000 fingerprints. Used only where all keys may go to one
+# server; on Redis Cluster lookups are pipelined HGETs instead.
+_LOOKUP_SCRIPT = """
+local fields = ARGV[1]
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('HGET', KEYS[i], string.sub(fields, 4 * i - 3, 4 * i)) or false
+end
+return out
+"""
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _C = np.uint64(0x9E3779B97F4A7C15)
@@ -113,6 +125,8 @@ class RedisInvertedIndex:
         self.stop_df = stop_df
         self._add = redis.register_script(_ADD_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
+        self._lookup = redis.register_script(_LOOKUP_SCRIPT)
+        self._cluster = type(redis).__name__ == "RedisCluster"
 
     # -- addressing -----------------------------------------------------------
     def bucket_key(self, bucket: int) -> str:
@@ -196,10 +210,18 @@ class RedisInvertedIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
         buckets, fields = self.locate(fps)
         field_bytes = fields.astype(">u4").tobytes()
-        pipe = self.redis.pipeline(transaction=False)
-        for i, b in enumerate(buckets.tolist()):
-            pipe.hget(self.bucket_key(b), field_bytes[4 * i : 4 * i + 4])
-        values = pipe.execute()
+        if self._cluster:
+            pipe = self.redis.pipeline(transaction=False)
+            for i, b in enumerate(buckets.tolist()):
+                pipe.hget(self.bucket_key(b), field_bytes[4 * i : 4 * i + 4])
+            values = pipe.execute()
+        else:
+            keys = [self.bucket_key(b) for b in buckets.tolist()]
+            values = []
+            for a in range(0, len(keys), 4096):  # bounded argument lists
+                values += self._lookup(
+                    keys=keys[a : a + 4096], args=[field_bytes[4 * a : 4 * (a + 4096)]]
+                )
         stopped = 0
         idx_parts: list[int] = []
         blobs: list[bytes] = []
