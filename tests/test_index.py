@@ -58,3 +58,18 @@ def test_keys_are_single_bucket_hashes_and_clear_only_own(redis_client):
     idx.clear()
     assert not list(redis_client.scan_iter(match="t:daguan:*"))
     assert redis_client.get("other:key") == b"1"
+
+
+def test_cluster_lookup_path_gives_the_same_answers(redis_client):
+    # On Redis Cluster the multi-key lookup script is not allowed; the pipelined
+    # single-key path must return exactly what the script returns.
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=8)
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**46, 3000, dtype=np.uint64)
+    idx.add([(1, fps[:2000]), (2, fps[1000:])])
+    probe = np.concatenate([fps[::7], rng.integers(0, 2**46, 500, dtype=np.uint64)])
+    a = idx.lookup(probe)
+    idx._cluster = True
+    b = idx.lookup(probe)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
+    assert a[1].size > 400
