@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,16 +32,6 @@ def median_time(fn, repeat: int = 5) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def load_texts(path: Path) -> list[dict]:

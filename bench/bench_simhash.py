@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import datetime as dt
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -34,38 +33,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import machine, write_section  # noqa: E402
 
 from tracker.hamming_index import MemoryHammingIndex, RedisHammingIndex, popcount  # noqa: E402
 
 K = 3
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{platform.platform()}, {cpu}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, numpy {np.__version__}")
-
-
-def write_section(name: str, body: str) -> Path:
-    """Replace (or append) this benchmark's section of docs/benchmarks/engines.md."""
-    path = ROOT / "docs" / "benchmarks" / "engines.md"
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = path.read_text() if path.exists() else "# Engine benchmarks\n"
-    block = f"{start}\n{body.rstrip()}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def rss_mb() -> float:

@@ -1,7 +1,17 @@
 """Evaluation harness: recall, precision and PAN passage measures per transformation.
 
 Usage: python bench/eval.py [--data ../shared/data] [--cases 60] [--engine daguan]
-       [--out docs/EVALUATION.md]
+       [--set ENGINE.OPTION=VALUE ...] [--detail] [--out docs/EVALUATION.md]
+
+``--engine all`` (or a comma-separated list) runs every engine on the SAME suspects, each
+in a fresh library, and prints one comparison table: per transformation and engine the
+recall, pair precision and passage F1, then negatives flagged, median check time and
+ingest time per engine (docs/ENGINES.md). ``--set`` passes engine options (as
+``yinji`` keeps them, in the store's meta) for parameter sweeps.
+
+"Candidate recall" (single-engine table) is the fraction of cases whose true mother is
+among the candidates the engine hands the verifier: the engine's own recall, before the
+alignment that every engine shares.
 
 Mother corpus: both novels' simplified chapters, Lu Xun and the simplified Wikipedia
 paragraphs. Suspects are built from the shared corpus as its README describes, with a
@@ -228,26 +238,85 @@ def is_real_copy(lib, suspect_text: str, match) -> bool:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.8
 
 
-def evaluate(args: argparse.Namespace) -> str:
+@dataclass
+class EngineRun:
+    """One engine's results on the cases: per-transformation sums, times."""
+
+    engine: str
+    options: dict
+    rows: dict[str, dict[str, float]]
+    times: list[float]  # check time per case, ms
+    ingest_s: float
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times) if self.times else 0.0
+
+    def flagged(self) -> tuple[int, int]:
+        neg = [r for kind, r in self.rows.items() if kind.startswith("neg")]
+        return int(sum(r["flagged"] for r in neg)), int(sum(r["n"] for r in neg))
+
+    def measures(self, kind: str) -> dict[str, float | None]:
+        """recall, candidate recall, pair precision, passage P/R/F1 (None: not measured),
+        or the flagged rate of a negative transformation."""
+        r = self.rows[kind]
+        n = r["n"]
+        if kind.startswith("neg"):
+            return {"flagged": r["flagged"] / n}
+        out: dict[str, float | None] = {
+            "recall": r["recall"] / n,
+            "cand_recall": r["cand_recall"] / n,
+            "precision": r["true_pairs"] / r["pairs"] if r["pairs"] else 1.0,
+            "pp": None,
+            "pr": None,
+            "f1": None,
+        }
+        if r["true"]:
+            pp = r["hit"] / r["det"] if r["det"] else 0.0
+            pr = r["hit"] / r["true"]
+            out.update(pp=pp, pr=pr, f1=2 * pp * pr / (pp + pr) if pp + pr else 0.0)
+        return out
+
+
+def parse_options(pairs: list[str]) -> dict[str, dict]:
+    """``--set simhash.k=4 --set minhash.normalization=chars`` -> per-engine options
+    (values parsed as JSON when they are JSON, else kept as strings)."""
+    out: dict[str, dict] = defaultdict(dict)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        engine, dot, option = key.partition(".")
+        if not sep or not dot:
+            raise SystemExit(f"--set expects ENGINE.OPTION=VALUE, got {pair!r}")
+        try:
+            out[engine][option] = json.loads(value)
+        except json.JSONDecodeError:
+            out[engine][option] = value
+    return dict(out)
+
+
+def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case]) -> EngineRun:
+    """Ingest the mothers into a fresh library with this engine, then check every case."""
     from tracker.config import Settings
     from tracker.documents import Document
     from tracker.library import Library
 
-    mothers, cases = build_cases(Path(args.data), args.cases)
+    rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = Library.open(Settings(data_dir=Path(tmp)))
         try:
+            if options:  # how `yinji` keeps engine options: the store's meta
+                lib.store.set_meta(f"engine:{engine}:options", options)
             t0 = time.perf_counter()
             lib.ingest(
                 (Document(id=m["id"], title=m.get("title", ""), text=m["text"]) for m in mothers),
-                engine=args.engine,
+                engine=engine,
             )
             ingest_s = time.perf_counter() - t0
-            rows: dict[str, dict] = defaultdict(lambda: defaultdict(float))
-            times = []
+            eng = lib.engine(engine)
             for case in cases:
                 t = time.perf_counter()
-                result = lib.check_text(case.text, engine=args.engine)
+                result = lib.check_text(case.text, engine=engine)
                 times.append((time.perf_counter() - t) * 1000)
                 r = rows[case.kind]
                 r["n"] += 1
@@ -256,6 +325,11 @@ def evaluate(args: argparse.Namespace) -> str:
                     r["flagged"] += bool(found)
                     continue
                 r["recall"] += bool(found & case.truth)
+                # Candidate recall: was a true mother among the candidates the verifier saw
+                # (the engine's own recall, before alignment); asked again, outside timing.
+                cands = eng.candidates(case.text, limit=lib.policy.candidates)
+                by_seq = lib.store.get_mothers_by_seq(seq for seq, _strength in cands)
+                r["cand_recall"] += bool({m.id for m in by_seq.values()} & case.truth)
                 r["pairs"] += len(found)
                 r["true_pairs"] += len(found & case.truth)
                 # The corpus has real duplicates (chapters sharing text, a Wikipedia
@@ -304,40 +378,123 @@ def evaluate(args: argparse.Namespace) -> str:
                     )
         finally:
             lib.close()
+    return EngineRun(engine, options, rows, times, ingest_s)
+
+
+def _f(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
+def engine_table(run: EngineRun, mothers: list[dict], n_cases: int) -> str:
+    """The detailed table of one engine."""
+    opts = f" options `{json.dumps(run.options, sort_keys=True)}`;" if run.options else ""
     lines = [
         f"Mothers: {len(mothers)} documents, {sum(len(m['text']) for m in mothers):,} characters "
-        f"(ingested in {ingest_s:.1f} s); engine `{args.engine}`; {len(cases)} suspects; "
-        f"check time median {statistics.median(times):.1f} ms.",
+        f"(ingested in {run.ingest_s:.1f} s); engine `{run.engine}`;{opts} {n_cases} suspects; "
+        f"check time median {run.median_ms:.1f} ms.",
         "",
-        "| transformation | n | recall | pair precision | corpus duplicates | negatives flagged "
-        "| passage P | passage R | passage F1 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| transformation | n | recall | candidate recall | pair precision | corpus duplicates "
+        "| negatives flagged | passage P | passage R | passage F1 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for kind, r in rows.items():
+    for kind, r in run.rows.items():
         n = int(r["n"])
+        m = run.measures(kind)
         if kind.startswith("neg"):
-            lines.append(f"| {kind} | {n} | | | | {r['flagged'] / n:.3f} | | | |")
+            lines.append(f"| {kind} | {n} | | | | | {_f(m['flagged'])} | | | |")
             continue
-        prec = r["true_pairs"] / r["pairs"] if r["pairs"] else 1.0
-        if r["true"]:
-            pp = r["hit"] / r["det"] if r["det"] else 0.0
-            pr = r["hit"] / r["true"]
-            f1 = 2 * pp * pr / (pp + pr) if pp + pr else 0.0
-            pas = f"{pp:.3f} | {pr:.3f} | {f1:.3f}"
-        else:
-            pas = " | | "
         lines.append(
-            f"| {kind} | {n} | {r['recall'] / n:.3f} | {prec:.3f} | "
-            f"{int(r['corpus_duplicates'])} | | {pas} |"
+            f"| {kind} | {n} | {_f(m['recall'])} | {_f(m['cand_recall'])} | "
+            f"{_f(m['precision'])} | {int(r['corpus_duplicates'])} | | {_f(m['pp'])} | "
+            f"{_f(m['pr'])} | {_f(m['f1'])} |"
         )
     return "\n".join(lines)
+
+
+def comparison_table(runs: list[EngineRun], mothers: list[dict], n_cases: int) -> str:
+    """One table, every engine on the same suspects: recall / pair precision / passage F1
+    per transformation and engine, then negatives flagged, check and ingest times."""
+    names = [r.engine for r in runs]
+    head = "| transformation | n | " + " | ".join(
+        f"{e} recall | {e} pair P | {e} passage F1" for e in names
+    ) + " |"
+    lines = [
+        f"Mothers: {len(mothers)} documents, {sum(len(m['text']) for m in mothers):,} "
+        f"characters; {n_cases} suspects, the same for every engine; engines "
+        + ", ".join(
+            f"`{r.engine}`" + (f" {json.dumps(r.options, sort_keys=True)}" if r.options else "")
+            for r in runs
+        )
+        + ".",
+        "",
+        head,
+        "|---|---|" + "---|---|---|" * len(runs),
+    ]
+    kinds = list(runs[0].rows)
+    for kind in kinds:
+        n = int(runs[0].rows[kind]["n"])
+        cells = []
+        for run in runs:
+            m = run.measures(kind)
+            if kind.startswith("neg"):
+                cells += [f"flagged {_f(m['flagged'])}", "", ""]
+            else:
+                cells += [_f(m["recall"]), _f(m["precision"]), _f(m["f1"])]
+        lines.append(f"| {kind} | {n} | " + " | ".join(cells) + " |")
+    flagged = []
+    for run in runs:
+        f, total = run.flagged()
+        flagged += [f"{f} / {total}", "", ""]
+    lines.append("| **negatives flagged** | | " + " | ".join(flagged) + " |")
+    for label, values in (
+        ("check ms (median)", [f"{r.median_ms:.1f}" for r in runs]),
+        ("ingest s", [f"{r.ingest_s:.1f}" for r in runs]),
+    ):
+        cells = [c for v in values for c in (v, "", "")]
+        lines.append(f"| **{label}** | | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def evaluate(args: argparse.Namespace) -> str:
+    from tracker.engines import ENGINES
+
+    engines = list(ENGINES) if args.engine == "all" else args.engine.split(",")
+    for e in engines:
+        if e not in ENGINES:
+            raise SystemExit(f"unknown engine {e!r} (choose from {', '.join(ENGINES)} or all)")
+    options = parse_options(args.set or [])
+    mothers, cases = build_cases(Path(args.data), args.cases)
+    runs = []
+    for e in engines:
+        runs.append(run_engine(e, options.get(e, {}), mothers, cases))
+        print(f"[{e}] done: check median {runs[-1].median_ms:.1f} ms", file=sys.stderr)
+    if len(runs) == 1:
+        return engine_table(runs[0], mothers, len(cases))
+    out = comparison_table(runs, mothers, len(cases))
+    if args.detail:
+        out += "\n\n" + "\n\n".join(engine_table(r, mothers, len(cases)) for r in runs)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--cases", type=int, default=60)
-    ap.add_argument("--engine", default="daguan")
+    ap.add_argument(
+        "--engine",
+        default="daguan",
+        help="an engine, several separated by commas, or 'all': every engine on the same "
+        "suspects, one comparison table",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        metavar="ENGINE.OPTION=VALUE",
+        help="engine option for this run (repeatable), e.g. simhash.k=4",
+    )
+    ap.add_argument(
+        "--detail", action="store_true", help="with several engines, also each engine's table"
+    )
     ap.add_argument("--out", default=None, help="append the table to this markdown file")
     args = ap.parse_args()
     table = evaluate(args)
