@@ -143,3 +143,9 @@ def test_folder_is_walked_in_order(tmp_path):
     items = list(iter_documents([tmp_path]))
     assert [d.id for d in items if isinstance(d, Document)] == ["1", "2"]
     assert not [e for e in items if isinstance(e, DocumentError)]
+
+
+def test_zip_member_ids_come_from_the_member_name():
+    data = _zip({"top.txt": work(20, 3).encode(), "dir/sub.txt": work(21, 3).encode()})
+    docs, errors = _docs(read_bytes(data, "bundle.zip"))
+    assert sorted(d.id for d in docs) == ["sub", "top"] and not errors

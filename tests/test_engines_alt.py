@@ -1,16 +1,25 @@
-"""The SimHash and MinHash engines against a real (embedded) Redis."""
+"""The SimHash and MinHash engines against a real (embedded) Redis.
+
+Every generic test runs for both engines in both text normalizations: ``initials`` (the
+default, features over the pinyin-initial stream) and ``chars`` (raw characters).
+"""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import opencc
 import pytest
+from textgen import homophones, random_edits, work
 
-from tracker.engines.base import Engine
+from tracker.engines.base import Candidate, Engine
 from tracker.engines.minhash_engine import MinHashEngine
-from tracker.engines.simhash_engine import SimHashEngine
+from tracker.engines.simhash_engine import SimHashEngine, span_evidence
+from tracker.minhash import MinHasher
+from tracker.pinyin import initials
 
 SUBJECTS = ["老渔夫", "年轻的书生", "山寨的首领", "城东的铁匠", "一位游方僧人", "县令的女儿",
             "守城的士兵", "卖茶的老妇", "远行的商人", "私塾先生", "船上的水手", "驿站的马夫"]
@@ -40,8 +49,22 @@ MOTHERS = {seq: make_text(seq, 40) for seq in (11, 12, 13, 14, 15)}  # ~1.5k cha
 UNRELATED = make_text(999, 30)
 
 
-@pytest.fixture(params=[SimHashEngine, MinHashEngine], ids=["simhash", "minhash"])
+ENGINES = [SimHashEngine, MinHashEngine]
+S2T = opencc.OpenCC("s2t")
+
+
+@pytest.fixture(
+    params=[(cls, norm) for cls in ENGINES for norm in ("initials", "chars")],
+    ids=[f"{cls.name}-{norm}" for cls in ENGINES for norm in ("initials", "chars")],
+)
 def engine(request: pytest.FixtureRequest, redis_client: Any) -> Engine:
+    cls, norm = request.param
+    return cls(redis_client, "yinji", normalization=norm)
+
+
+@pytest.fixture(params=ENGINES, ids=[cls.name for cls in ENGINES])
+def default_engine(request: pytest.FixtureRequest, redis_client: Any) -> Engine:
+    """An engine with its default options (initials normalization)."""
     return request.param(redis_client, "yinji")
 
 
@@ -118,7 +141,7 @@ def test_add_idempotent_remove_clear_stats(engine: Engine, redis_client: Any) ->
         assert stats["fingerprints"] == sum(len(p) for p in prints.values())
     else:
         assert stats["mothers"] == 5
-        assert stats["signatures"] == sum(len(p) for p in prints.values()) // 128
+        assert stats["signatures"] == sum(len(p) for p in prints.values()) // engine.num_perm
     assert stats["keys"] == len(keys_before)
 
     engine.remove([(12, prints[12])])
@@ -127,7 +150,7 @@ def test_add_idempotent_remove_clear_stats(engine: Engine, redis_client: Any) ->
     assert engine.candidates(MOTHERS[13])[0][0] == 13
 
     redis_client.set("yinji:daguan:keep", b"1")
-    other = type(engine)(redis_client, "other")
+    other = type(engine)(redis_client, "other", normalization=engine.normalization)
     other.add([(1, prints[11])])
     engine.clear()
     assert engine.candidates(MOTHERS[13]) == []
@@ -138,20 +161,170 @@ def test_add_idempotent_remove_clear_stats(engine: Engine, redis_client: Any) ->
     assert not list(redis_client.scan_iter(match=f"yinji:{engine.name}:*"))
 
 
-def test_minhash_layout(redis_client: Any) -> None:
-    eng = MinHashEngine(redis_client, "yinji", num_perm=64)
+@pytest.mark.parametrize("norm", ["initials", "chars"])
+def test_minhash_layout(redis_client: Any, norm: str) -> None:
+    eng = MinHashEngine(redis_client, "yinji", num_perm=64, normalization=norm)
     fps = eng.mother_fingerprints(MOTHERS[15])
     rows = fps.reshape(-1, 64)
     assert np.array_equal(rows[0], eng.hasher.signature(MOTHERS[15]))  # row 0: whole text
-    assert len(rows) > 3  # then ~500-character windows
+    assert len(rows) > 3  # then the windows
+    if norm == "initials":
+        assert eng.hasher.prepare(MOTHERS[15]) == initials(MOTHERS[15])
+        assert eng.shingle == 8
+    else:
+        assert eng.shingle == 5
     with pytest.raises(ValueError):
         eng.add([(1, fps[:-1])])
 
 
-def test_simhash_layout(redis_client: Any) -> None:
+@pytest.mark.parametrize("norm", ["initials", "chars"])
+def test_simhash_layout(redis_client: Any, norm: str) -> None:
     from tracker.simhash import simhash
 
-    eng = SimHashEngine(redis_client, "yinji")
+    eng = SimHashEngine(redis_client, "yinji", normalization=norm)
     fps = eng.mother_fingerprints(MOTHERS[15])
-    assert int(fps[0]) == simhash(MOTHERS[15])  # row 0: whole text
-    assert len(fps) >= 6  # ~1.5k characters: a window every ~150
+    if norm == "initials":  # row 0: whole text, 8-letter shingles of its initials
+        assert int(fps[0]) == simhash(initials(MOTHERS[15]), features="char8")
+        assert len(fps) >= 15  # ~1.3k initials: a window every ~32 letters
+    else:  # row 0: whole text, character 3-grams
+        assert int(fps[0]) == simhash(MOTHERS[15])
+        assert len(fps) >= 6  # ~1.5k characters: a window every ~150
+
+
+def test_unknown_normalization(redis_client: Any) -> None:
+    for cls in ENGINES:
+        with pytest.raises(ValueError, match="normalization"):
+            cls(redis_client, "yinji", normalization="pinyin")
+    with pytest.raises(ValueError, match="normalize"):
+        MinHasher(16, normalize="pinyin")
+
+
+# -- the point of the initials normalization ------------------------------------------------
+def _converted(text: str) -> dict[str, str]:
+    return {"homophones": homophones(text), "traditional": S2T.convert(text)}
+
+
+def test_conversions_change_many_characters() -> None:
+    # Guards the tests below: the converted copies really differ from their mother.
+    text = MOTHERS[13][200:1100]
+    for name, copy in _converted(text).items():
+        changed = sum(a != b for a, b in zip(text, copy, strict=True)) / len(text)
+        assert changed >= 0.15, name
+
+
+def test_homophone_and_traditional_copies_are_candidates(default_engine: Engine) -> None:
+    eng = default_engine
+    _index(eng)
+    text = MOTHERS[13][200:1100]
+    for name, copy in _converted(text).items():
+        cands = eng.candidates(copy)
+        assert cands and cands[0][0] == 13, name
+        # excerpts of 300 characters inside unrelated text as well
+        suspect = UNRELATED[:600] + _converted(text[:300])[name] + UNRELATED[600:]
+        cands = eng.candidates(suspect)
+        assert cands and cands[0][0] == 13, name
+
+
+def test_initials_ignore_punctuation_and_latin(default_engine: Engine) -> None:
+    # Pirate copies strip punctuation and insert Latin watermarks: the initial stream,
+    # hence every fingerprint, stays the same.
+    text = MOTHERS[12]
+    pirated = text.replace("，", "").replace("。", " www.biquge.example 2026 ")
+    assert np.array_equal(default_engine.mother_fingerprints(pirated),
+                          default_engine.mother_fingerprints(text))
+
+
+def test_raw_mode_misses_converted_copies(redis_client: Any) -> None:
+    # Why initials are the default: in raw-character mode the traditional copy of a whole
+    # page is no candidate for SimHash, and a much weaker one (if any) for MinHash.
+    text = MOTHERS[13][200:1100]
+    copy = S2T.convert(text)
+    strengths = {}
+    for norm in ("initials", "chars"):
+        redis_client.flushall()
+        sim = SimHashEngine(redis_client, "yinji", normalization=norm)
+        _index(sim)
+        found = dict(sim.candidates(copy))
+        if norm == "chars":
+            assert 13 not in found
+        else:
+            assert 13 in found
+        mh = MinHashEngine(redis_client, "yinji", normalization=norm)
+        _index(mh)
+        strengths[norm] = dict(mh.candidates(copy)).get(13, 0.0)
+    assert strengths["initials"] >= 0.9 > 0.3 > strengths["chars"]
+
+
+def test_evidence_lies_in_the_copy(default_engine: Engine) -> None:
+    eng = default_engine
+    _index(eng)
+    excerpt = MOTHERS[14][400:1000]
+    suspect = UNRELATED[:700] + homophones(excerpt) + UNRELATED[700:]
+    lo = len(initials(UNRELATED[:700]))
+    hi = lo + len(initials(excerpt))
+    cands = eng.candidates_with_evidence(suspect)
+    assert cands and all(isinstance(c, Candidate) for c in cands)
+    top = cands[0]
+    assert top.seq == 14 and top.evidence is not None and top.common is not None
+    assert [(c.seq, c.strength) for c in cands] == eng.candidates(suspect)
+    ev = top.evidence
+    assert np.all(np.diff(ev) > 0)  # sorted, distinct
+    # evidence windows [p, p + window) cover most of the copy and little outside it
+    covered = np.zeros(len(initials(suspect)) + eng.window, dtype=bool)
+    for p in ev:
+        covered[p:p + eng.window] = True
+    assert covered[lo:hi].mean() >= 0.5
+    assert covered[:lo].sum() + covered[hi:].sum() <= 2 * eng.window
+
+
+def test_no_evidence_in_raw_mode(redis_client: Any) -> None:
+    for cls in ENGINES:
+        redis_client.flushall()
+        eng = cls(redis_client, "yinji", normalization="chars")
+        _index(eng)
+        cands = eng.candidates_with_evidence(MOTHERS[11])
+        assert cands[0].seq == 11 and cands[0].evidence is None and cands[0].common is None
+
+
+def test_span_evidence() -> None:
+    ev = span_evidence([(20, 25), (0, 10)], 4)
+    assert ev.tolist() == [0, 1, 2, 3, 4, 5, 6, 20, 21]  # windows of 4 cover both spans
+    assert span_evidence([(5, 7)], 4).tolist() == [5]  # shorter than a window: its start
+    assert span_evidence([], 4).size == 0
+
+
+# -- through the shared verifier ---------------------------------------------------------------
+@pytest.mark.parametrize("name", ["simhash", "minhash"])
+def test_library_end_to_end(name: str, tmp_path: Path, redis_client: Any) -> None:
+    from tracker.config import Settings
+    from tracker.documents import Document
+    from tracker.library import Library
+    from tracker.store import open_store
+
+    settings = Settings(data_dir=tmp_path, redis_prefix="t")
+    lib = Library(settings, open_store(settings), redis_client)
+    try:
+        mothers = [Document(id=f"work-{i}", title=f"作品{i}", text=work(100 + i, 60))
+                   for i in range(6)]
+        assert lib.ingest(mothers, engine=name).ingested == 6
+        src = mothers[2].text
+        host = work(999, 30)
+        cases = {
+            "whole": src,
+            "excerpt": host[:400] + src[800:1100] + host[400:],
+            "homophones": homophones(src[:600]),
+            "traditional": S2T.convert(src[:600]),
+            "latin-watermark": " www.biquge.example ".join(src[:600].split("。")),
+        }
+        if name == "minhash":
+            # SimHash is a near-duplicate detector: random edits and watermarks in Han
+            # characters change every window they touch by ~10 bits, beyond k.
+            cases["edits"] = random_edits(src[:600], 0.05, seed=1)
+            cases["watermark"] = "笔趣阁www.biquge.example首发".join(src[:600].split("。"))
+        for case, text in cases.items():
+            result = lib.check_text(text, engine=name)
+            assert [m.mother_id for m in result.matches] == ["work-2"], case
+            assert result.matches[0].passages and result.matches[0].engine == name, case
+        assert lib.check_text(work(12345, 60), engine=name).matches == []
+    finally:
+        lib.store.close()

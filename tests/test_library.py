@@ -119,3 +119,18 @@ def test_recheck_keeps_the_raw_page_and_finds_new_mothers(lib):
     assert lib.store.get_suspect("s1").raw == raw
 
     assert [m.mother_id for m in lib.store.query_matches(MatchQuery(suspect_id="s1"))] == ["work-1"]
+
+
+def test_lone_surrogates_are_stored_safely(lib):
+    import json
+
+    from tracker.documents import read_bytes
+
+    text = work(101, 30) + "\ud800" + work(102, 30)
+    line = json.dumps({"id": "s\udfff", "title": "t\ud800", "text": text}).encode()
+    report = lib.ingest(read_bytes(line, "lib.jsonl"))
+    assert report.ingested == 1
+    stored = lib.store.get_mother("s\ufffd")
+    assert len(stored.text) == len(text) and "\ufffd" in stored.text
+    res = lib.check_suspect(Suspect(id="x", text=text, title="\udc00"))
+    assert [m.mother_id for m in res.matches] == ["s\ufffd"]

@@ -40,6 +40,15 @@ MAX_ZIP_RATIO = 200  # uncompressed / compressed above this on a big member: a b
 SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".html", ".htm", ".docx", ".zip")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates (which no UTF-8 store can hold, and which JSON such as
+    "\\ud800" can carry) by U+FFFD: one code point for one, so offsets stay valid."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 @dataclass
 class Document:
     id: str
@@ -47,6 +56,11 @@ class Document:
     title: str = ""
     source: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.id = clean_text(self.id)
+        self.text = clean_text(self.text)
+        self.title = clean_text(self.title)
 
 
 @dataclass
@@ -189,7 +203,9 @@ def read_bytes(
 ) -> Iterator[Document | DocumentError]:
     """Documents in one file's bytes; ``name`` gives the type by its suffix."""
     suffix = posixpath.splitext(name.lower())[1]
-    stem = posixpath.splitext(posixpath.basename(name.replace("\\", "/")))[0]
+    # "archive.zip!dir/file.txt" -> "file": the id comes from the member's own name.
+    member = name.rsplit("!", 1)[-1].replace("\\", "/")
+    stem = posixpath.splitext(posixpath.basename(member))[0]
     doc_id = default_id or stem
     try:
         if len(data) > MAX_DOCUMENT_BYTES and suffix != ".zip" and suffix != ".jsonl":

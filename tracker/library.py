@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from tracker.config import Settings
-from tracker.documents import Document, DocumentError
+from tracker.documents import Document, DocumentError, clean_text
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.store import Match, Mother, Store, Suspect, open_store, utcnow
@@ -256,6 +256,7 @@ class Library:
         (idempotent: checking again replaces the machine results, keeps verdicts)."""
         if not suspect.domain and suspect.url:
             suspect.domain = domain_of(suspect.url)
+        suspect.text, suspect.title = clean_text(suspect.text), clean_text(suspect.title)
         result = self._match(suspect, engine)
         if save:
             suspect.checked_at = utcnow()

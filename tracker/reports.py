@@ -297,8 +297,12 @@ def render_html(data: dict[str, Any]) -> str:
 
         # autoescape on: every value in `data` may come from a pirate page.
         _html_env = Environment(autoescape=True)
+    from markupsafe import Markup
+
     template = _html_env.from_string(_HTML_TEMPLATE)
-    return template.render(d=data, css=REPORT_CSS, labels=VERDICT_LABELS)
+    # The stylesheet is our constant (not data): marked safe so it is not entity-escaped,
+    # which would also change the hash the web app's CSP allows it by.
+    return template.render(d=data, css=Markup(REPORT_CSS), labels=VERDICT_LABELS)
 
 
 # --- PDF --------------------------------------------------------------------------------

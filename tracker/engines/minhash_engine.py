@@ -1,68 +1,126 @@
 """MinHash engine: MinHash signatures of a whole text and of its windows, LSH in Redis.
 
+Text normalization (``normalization=``), as in ``simhash_engine``:
+
+- ``"initials"`` (default): shingles of ``shingle`` (default 8) pinyin initials
+  (``MinHasher(normalize="initials")``): homophone and simplified/traditional copies have
+  the very same shingle sets as their mother, punctuation and Latin watermarks are gone;
+- ``"chars"``: shingles of ``shingle`` (default 5) characters of the text lower-cased with
+  only letters and digits kept.
+
 Fingerprints of a text (the array the store keeps): uint32, ``rows * num_perm`` values,
 row-major; reshape to ``(-1, num_perm)``. Row 0 is the signature of the whole normalized
-text (letters and digits only, lower-cased), rows 1.. one per content-defined window
-(``tracker.simhash.content_windows`` with ~500-character windows starting every ~250),
-all over 5-character shingles. Content-defined windows put a copied passage into the same
-windows in suspect and mother whatever its offset (see ``simhash_engine``), so an
-excerpt pasted into unrelated text is found with an estimated Jaccard near 1.
+stream, rows 1.. one per content-defined window (``tracker.simhash.content_windows``; in
+initials mode ~100 letters, a new one every ~40 on average). Content-defined windows put a
+copied passage into the same windows in suspect and mother whatever its offset (see
+``simhash_engine``), so an excerpt pasted into unrelated text is found with an estimated
+Jaccard near 1, and a window that straddles the edge of a copy still shares part of its
+shingles.
 
 Index (all keys under ``f"{prefix}:minhash:"``):
 
 - ``lsh:b{band}:{hash}``: ``RedisLSH`` band buckets of the ids ``seq << 20 | row``, bands
-  and rows chosen by ``choose_bands(num_perm, threshold=0.3)`` (37 x 3 for 128
-  permutations), so a window pair with Jaccard 0.3 is a candidate with probability ~0.63,
-  0.5 with ~0.99;
-- ``sig:{seq}``: the mother's signatures, to score candidates.
+  and rows chosen by ``choose_bands(num_perm, threshold)`` (threshold 0.3 with 64
+  permutations: 16 bands of 3 rows, so a window pair with Jaccard 0.3 is a candidate with
+  probability ~0.36, 0.5 with ~0.89, 0.7 with ~1.0);
+- ``sig:{seq}``: the mother's signatures (row-major), to score candidates.
 
-``candidates`` queries every suspect row, then scores each candidate mother by the largest
-estimated Jaccard between any suspect row and any of its rows.
+``candidates`` queries every suspect row; the mothers found by the most suspect rows
+(``max_candidates`` at most) are scored by the largest estimated Jaccard between a suspect
+row and one of the mother's rows it met in a bucket (only those rows are read, with
+GETRANGE). A mother scoring below ``min_jaccard`` is dropped: it met the suspect by chance
+in a bucket. A suspect row whose buckets hold more than ``common_df`` mothers is
+boilerplate and counts for none. In initials mode a ``Candidate`` carries as evidence every
+initial of the suspect windows that met it with at least ``min_jaccard`` and as common
+positions those of the boilerplate rows (see ``tracker.engines.base.Candidate``).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from tracker.engines.base import Engine
-from tracker.minhash import MinHasher, RedisLSH, choose_bands, jaccard_matrix
+from tracker.engines.base import Candidate, Engine
+from tracker.engines.simhash_engine import check_normalization, span_evidence
+from tracker.minhash import MinHasher, RedisLSH, choose_bands
 from tracker.simhash import content_windows
 
 ROW_BITS = 20
 ROW_MASK = (1 << ROW_BITS) - 1
+
+# Per normalization: shingle, window gap, window min length, window max length, anchor n.
+# Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
+# docs/ENGINES.md.
+_DEFAULTS: dict[str, dict[str, int]] = {
+    "chars": {"shingle": 5, "window_gap": 250, "window_min": 250, "window_max": 1000,
+              "anchor": 5},
+    "initials": {"shingle": 8, "window_gap": 40, "window_min": 64, "window_max": 320,
+                 "anchor": 5},
+}
+# MinHasher's normalize for each engine normalization.
+_HASHER_NORMALIZE = {"initials": "initials", "chars": "alnum"}
 
 
 class MinHashEngine(Engine):
     name: ClassVar[str] = "minhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint32)
 
-    def __init__(self, redis: Any, prefix: str, *, num_perm: int = 128, seed: int = 1,
-                 shingle: int = 5, threshold: float = 0.3, window_gap: int = 250,
-                 window_min: int = 250, window_max: int = 1000,
-                 max_candidates: int = 200) -> None:
+    def __init__(self, redis: Any, prefix: str, *, normalization: str = "initials",
+                 num_perm: int = 64, seed: int = 1, shingle: int | None = None,
+                 threshold: float = 0.3, window_gap: int | None = None,
+                 window_min: int | None = None, window_max: int | None = None,
+                 anchor: int | None = None, min_jaccard: float = 0.2,
+                 common_df: int = 16, max_candidates: int = 200) -> None:
+        """Window sizes are in units of the stream (initials or characters); ``None`` takes
+        the default of the normalization (``_DEFAULTS``). A suspect row sharing buckets with
+        the rows of more than ``common_df`` mothers is boilerplate: it makes no candidate."""
         super().__init__(redis, prefix)
+        check_normalization(normalization)
+        self.normalization = normalization
+        d = _DEFAULTS[normalization]
         self.base = f"{prefix}:{self.name}"
-        self.hasher = MinHasher(num_perm, seed, shingle, scheme="affine32", normalize="alnum")
+        self.shingle = d["shingle"] if shingle is None else shingle
+        self.hasher = MinHasher(num_perm, seed, self.shingle, scheme="affine32",
+                                normalize=_HASHER_NORMALIZE[normalization])
         self.num_perm = num_perm
         self.threshold = threshold
         self.bands, self.rows = choose_bands(num_perm, threshold)
         self.lsh = RedisLSH(redis, self.base, num_perm, self.bands, self.rows)
-        self.window_gap, self.window_min, self.window_max = window_gap, window_min, window_max
+        self.window_gap = d["window_gap"] if window_gap is None else window_gap
+        self.window_min = d["window_min"] if window_min is None else window_min
+        self.window_max = d["window_max"] if window_max is None else window_max
+        self.anchor = d["anchor"] if anchor is None else anchor
+        self.min_jaccard = min_jaccard
+        self.common_df = common_df
         self.max_candidates = max_candidates
 
+    @property
+    def window(self) -> int:
+        """Span of one evidence position, in initials (see ``span_evidence``)."""
+        return self.window_min
+
     # -- fingerprints ---------------------------------------------------------------------
+    def spans(self, prepared: str) -> list[tuple[int, int]]:
+        """The whole stream, then its content-defined windows (none if empty)."""
+        if not prepared:
+            return []
+        spans = [(0, len(prepared))]
+        spans += content_windows(prepared, gap=self.window_gap, min_len=self.window_min,
+                                 max_len=self.window_max, anchor_n=self.anchor)[:ROW_MASK]
+        return spans
+
+    def _signatures(self, prepared: str, spans: list[tuple[int, int]]) -> np.ndarray:
+        if not spans:
+            return np.zeros((0, self.num_perm), dtype=np.uint32)
+        return self.hasher.spans_signatures(prepared, spans)
+
     def signatures(self, text: str) -> np.ndarray:
         """``(rows, num_perm)`` signatures: whole text, then the windows (none if empty)."""
         prepared = self.hasher.prepare(text)
-        if not prepared:
-            return np.zeros((0, self.num_perm), dtype=np.uint32)
-        spans = [(0, len(prepared))]
-        spans += content_windows(prepared, gap=self.window_gap, min_len=self.window_min,
-                                 max_len=self.window_max)[: ROW_MASK]
-        return self.hasher.spans_signatures(prepared, spans)
+        return self._signatures(prepared, self.spans(prepared))
 
     def mother_fingerprints(self, text: str) -> np.ndarray:
         return self.signatures(text).ravel()
@@ -106,29 +164,62 @@ class MinHashEngine(Engine):
         pipe.execute()
 
     def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        sigs = self.signatures(text)
+        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
+
+    def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
+        prepared = self.hasher.prepare(text)
+        spans = self.spans(prepared)
+        sigs = self._signatures(prepared, spans)
         if len(sigs) == 0:
             return []
-        votes: dict[int, int] = {}
-        for found in self.lsh.query_many(sigs):
+        # seq -> {(suspect row, mother row)} that share a band bucket.
+        met: dict[int, set[tuple[int, int]]] = defaultdict(set)
+        common: list[int] = []  # suspect rows in buckets of many mothers: boilerplate
+        for q, found in enumerate(self.lsh.query_many(sigs)):
+            if len({id_ >> ROW_BITS for id_ in found}) > self.common_df:
+                common.append(q)
+                continue  # like a stop word: says nothing about any one mother
             for id_ in found:
-                seq = id_ >> ROW_BITS
-                votes[seq] = votes.get(seq, 0) + 1
-        if not votes:
+                met[id_ >> ROW_BITS].add((q, id_ & ROW_MASK))
+        if not met:
             return []
-        # Score the most-voted mothers only (a bounded amount of work per suspect).
+        # Score the mothers met by the most suspect rows only (bounded work per suspect).
+        votes = {seq: len({q for q, _ in pairs}) for seq, pairs in met.items()}
         seqs = sorted(votes, key=lambda s: (-votes[s], s))[: self.max_candidates]
+        # Read only the mother rows that met the suspect: GETRANGE of one row each, not
+        # the whole signature blob (a long chapter holds hundreds of window rows).
+        size = 4 * self.num_perm
+        wanted = [(seq, sorted({r for _, r in met[seq]})) for seq in seqs]
         pipe = self.redis.pipeline(transaction=False)
-        for seq in seqs:
-            pipe.get(self._sig_key(seq))
-        scored = []
-        for seq, blob in zip(seqs, pipe.execute(), strict=True):
-            if not blob:
+        for seq, mrows in wanted:
+            for r in mrows:
+                pipe.getrange(self._sig_key(seq), r * size, (r + 1) * size - 1)
+        replies = iter(pipe.execute())
+        scored: list[tuple[int, float, list[int]]] = []
+        for seq, mrows in wanted:
+            got = {r: blob for r in mrows if len(blob := next(replies)) == size}
+            if not got:
                 continue  # removed meanwhile
-            mother = np.frombuffer(blob, dtype="<u4").reshape(-1, self.num_perm)
-            scored.append((seq, float(jaccard_matrix(sigs, mother).max())))
+            mother = {r: np.frombuffer(b, dtype="<u4") for r, b in got.items()}
+            best = 0.0
+            good: set[int] = set()
+            for q, r in met[seq]:
+                if r not in mother:
+                    continue
+                j = float(np.count_nonzero(sigs[q] == mother[r])) / self.num_perm
+                best = max(best, j)
+                if j >= self.min_jaccard:
+                    good.add(q)
+            if best >= self.min_jaccard:
+                scored.append((seq, best, sorted(good)))
         scored.sort(key=lambda x: (-x[1], x[0]))
-        return scored[:limit]
+        if self.normalization != "initials":
+            # Positions would be in normalized characters, not the verifier's initials.
+            return [Candidate(seq, j) for seq, j, _ in scored[:limit]]
+        common_pos = span_evidence([spans[q] for q in common], self.window)
+        return [Candidate(seq, j, span_evidence([spans[q] for q in good], self.window),
+                          common_pos)
+                for seq, j, good in scored[:limit]]
 
     def clear(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -149,6 +240,8 @@ class MinHashEngine(Engine):
                 mothers += 1
                 pipe.strlen(key)
         signatures = sum(pipe.execute()) // (4 * self.num_perm)
-        return {"engine": self.name, "mothers": mothers, "signatures": signatures,
-                "keys": keys, "num_perm": self.num_perm, "bands": self.bands,
-                "rows": self.rows}
+        return {"engine": self.name, "normalization": self.normalization,
+                "mothers": mothers, "signatures": signatures, "keys": keys,
+                "num_perm": self.num_perm, "bands": self.bands, "rows": self.rows,
+                "shingle": self.shingle,
+                "window": [self.window_gap, self.window_min, self.window_max]}

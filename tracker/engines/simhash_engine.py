@@ -1,23 +1,44 @@
 """SimHash engine: 64-bit SimHashes of a whole text and of its windows, in a Redis
-permuted-table Hamming index (``tracker.hamming_index``), ``k = 3``.
+permuted-table Hamming index (``tracker.hamming_index``).
+
+Text normalization (``normalization=``):
+
+- ``"initials"`` (default): the features are taken from the pinyin-initial stream
+  (``tracker.pinyin.initials``), as in the rest of Yinji: homophone substitution and
+  simplified/traditional conversion keep every letter, and punctuation, whitespace and
+  Latin watermarks are dropped, so such copies give *the same* fingerprints as their
+  mother. Features are ``ngram``-letter shingles (default 8: an initial carries ~4.1 bits,
+  so 8 letters are about as specific as 5 characters, see docs/ENGINES.md).
+- ``"chars"``: the features are character ``ngram``-grams (default 3) of the text
+  lower-cased with everything but letters and digits dropped (``tracker.simhash.normalize``).
+  Traditional or homophone copies share almost no features with their mother in this mode.
 
 Fingerprints of a text (the array the store keeps, uint64):
 
-- row 0: the SimHash of the whole normalized text (``char3`` features, tf weights);
-- rows 1..: one SimHash per *content-defined* window of the normalized text
-  (``tracker.simhash.content_windows``: ~300 characters, a new window every ~150).
+- row 0: the SimHash of the whole normalized stream (tf weights);
+- rows 1..: one SimHash per *content-defined* window of the stream
+  (``tracker.simhash.content_windows``; in initials mode ~90 letters, a new window every
+  ~32 letters on average, see the defaults below and docs/ENGINES.md for how they were
+  measured).
 
 A whole-text SimHash only finds near-complete copies: an excerpt pasted into unrelated
 text changes most of the whole-text features. The windows find excerpts. They are
 content-defined rather than at fixed offsets so that a copied passage produces *the same*
 windows in the suspect as in the mother whatever the offset it lands at (with fixed
-offsets a window shifted by 25 characters of 300 already differs by ~8 bits, beyond
-``k``); so suspects use the very same windows as mothers, no denser stride is needed,
-and an untouched copied window is found at distance 0, a lightly edited one within 3.
+offsets a window shifted by 25 letters of 300 already differs by ~8 bits, beyond ``k``);
+so suspects use the very same windows as mothers, no denser stride is needed, and an
+untouched copied window is found at distance 0. SimHash is a near-duplicate detector: one
+edited letter changes ``ngram`` shingles of a ~90-letter window, ~10 bits, so windows with
+random edits are not found (the whole-text row still finds lightly edited whole pages).
 
 Index ids are ``seq << 20 | row``. ``candidates`` looks up every suspect fingerprint and
 scores each mother by the number of *distinct* mother fingerprints (whole text or windows)
-found within ``k``: the number of copied ~150-character steps, roughly.
+found within ``k``: the number of copied window steps, roughly. A suspect window that
+meets the windows of more than ``common_df`` mothers is boilerplate and counts for none.
+In initials mode a ``Candidate`` carries as evidence every initial of the suspect windows
+that hit it and as common positions those of the boilerplate windows, so the verifier
+drops a passage only when it is mostly boilerplate that no hit of its own supports (the
+contract of ``tracker.engines.base.Candidate``).
 """
 
 from __future__ import annotations
@@ -28,38 +49,106 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tracker.engines.base import Engine
+from tracker.engines.base import Candidate, Engine
 from tracker.hamming_index import RedisHammingIndex
+from tracker.pinyin import initials
 from tracker.simhash import content_windows, normalize, simhash_spans
 
 ROW_BITS = 20
 ROW_MASK = (1 << ROW_BITS) - 1
+
+NORMALIZATIONS = ("initials", "chars")
+
+# Per normalization: ngram, window gap, window min length, window max length, anchor n-gram.
+# Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
+# docs/ENGINES.md (a copied 150-character excerpt is ~130 initials: windows must be short
+# enough that one fits inside it).
+_DEFAULTS: dict[str, dict[str, int]] = {
+    "chars": {"ngram": 3, "window_gap": 150, "window_min": 150, "window_max": 600,
+              "anchor": 5},
+    "initials": {"ngram": 8, "window_gap": 32, "window_min": 56, "window_max": 256,
+                 "anchor": 5},
+}
+
+
+def text_stream(text: str, normalization: str) -> str:
+    """The string an engine takes its features from: pinyin initials or normalized chars."""
+    if normalization == "initials":
+        return initials(text)
+    if normalization == "chars":
+        return normalize(text)
+    raise ValueError(f"unknown normalization {normalization!r} (choose from "
+                     f"{', '.join(NORMALIZATIONS)})")
+
+
+def span_evidence(spans: Sequence[tuple[int, int]], window: int) -> np.ndarray:
+    """Sorted positions whose ``window``-long spans cover exactly the union of ``spans``
+    (the verifier counts ``[p, p + window)`` as supported for every position ``p``)."""
+    if not spans:
+        return np.zeros(0, dtype=np.int64)
+    parts = [np.arange(s, max(s, e - window) + 1, dtype=np.int64) for s, e in spans]
+    return np.unique(np.concatenate(parts))
+
+
+def check_normalization(normalization: str) -> None:
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {normalization!r} (choose from "
+                         f"{', '.join(NORMALIZATIONS)})")
 
 
 class SimHashEngine(Engine):
     name: ClassVar[str] = "simhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
 
-    def __init__(self, redis: Any, prefix: str, *, k: int = 3, blocks: int | None = None,
-                 window_gap: int = 150, window_min: int = 150, window_max: int = 600,
-                 ngram: int = 3) -> None:
+    def __init__(self, redis: Any, prefix: str, *, normalization: str = "initials",
+                 k: int = 3, blocks: int | None = None, window_gap: int | None = None,
+                 window_min: int | None = None, window_max: int | None = None,
+                 ngram: int | None = None, anchor: int | None = None,
+                 common_df: int = 16) -> None:
+        """Window sizes are in units of the stream (initials or characters); ``None`` takes
+        the default of the normalization (``_DEFAULTS``). A suspect window found near the
+        windows of more than ``common_df`` mothers is boilerplate: it makes no candidate."""
         super().__init__(redis, prefix)
+        check_normalization(normalization)
+        self.normalization = normalization
+        d = _DEFAULTS[normalization]
         self.k = k
         self.base = f"{prefix}:{self.name}"
         self.index = RedisHammingIndex(redis, self.base, name="main", k=k, blocks=blocks)
-        self.window_gap, self.window_min, self.window_max = window_gap, window_min, window_max
-        self.ngram = ngram
+        self.window_gap = d["window_gap"] if window_gap is None else window_gap
+        self.window_min = d["window_min"] if window_min is None else window_min
+        self.window_max = d["window_max"] if window_max is None else window_max
+        self.ngram = d["ngram"] if ngram is None else ngram
+        self.anchor = d["anchor"] if anchor is None else anchor
+        self.common_df = common_df
+
+    @property
+    def window(self) -> int:
+        """Span of one evidence position, in initials (see ``span_evidence``)."""
+        return self.window_min
 
     # -- fingerprints ---------------------------------------------------------------------
+    def stream(self, text: str) -> str:
+        return text_stream(text, self.normalization)
+
+    def spans(self, stream: str) -> list[tuple[int, int]]:
+        """The whole stream, then its content-defined windows (none if empty)."""
+        if not stream:
+            return []
+        spans = [(0, len(stream))]
+        spans += content_windows(stream, gap=self.window_gap, min_len=self.window_min,
+                                 max_len=self.window_max, anchor_n=self.anchor)[:ROW_MASK]
+        return spans
+
+    def _fingerprints(self, stream: str, spans: list[tuple[int, int]]) -> np.ndarray:
+        if not spans:
+            return np.zeros(0, dtype=np.uint64)
+        return simhash_spans(stream, spans, n=self.ngram).astype(np.uint64)
+
     def fingerprints(self, text: str) -> np.ndarray:
         """Whole-text SimHash then one per content-defined window (empty for empty text)."""
-        norm = normalize(text)
-        if not norm:
-            return np.zeros(0, dtype=np.uint64)
-        spans = [(0, len(norm))]
-        spans += content_windows(norm, gap=self.window_gap, min_len=self.window_min,
-                                 max_len=self.window_max)[: ROW_MASK]
-        return simhash_spans(norm, spans, n=self.ngram).astype(np.uint64)
+        stream = self.stream(text)
+        return self._fingerprints(stream, self.spans(stream))
 
     def mother_fingerprints(self, text: str) -> np.ndarray:
         return self.fingerprints(text)
@@ -84,16 +173,36 @@ class SimHashEngine(Engine):
         self.index.remove(np.concatenate([self._ids(seq, len(fps)) for seq, fps in items]))
 
     def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        fps = self.fingerprints(text)
+        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
+
+    def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
+        stream = self.stream(text)
+        spans = self.spans(stream)
+        fps = self._fingerprints(stream, spans)
         if len(fps) == 0:
             return []
-        found: dict[int, set[int]] = defaultdict(set)
-        for hits in self.index.query_many(fps):
+        rows: dict[int, set[int]] = defaultdict(set)  # mother rows found, per mother
+        hit_spans: dict[int, set[int]] = defaultdict(set)  # suspect rows that found them
+        common: list[int] = []  # suspect rows near the rows of many mothers: boilerplate
+        for q, hits in enumerate(self.index.query_many(fps)):
+            seqs = {id_ >> ROW_BITS for id_, _dist in hits}
+            if len(seqs) > self.common_df:
+                common.append(q)
+                continue  # like a stop word: says nothing about any one mother
             for id_, _dist in hits:
-                found[id_ >> ROW_BITS].add(id_ & ROW_MASK)
-        ranked = sorted(((seq, float(len(rows))) for seq, rows in found.items()),
-                        key=lambda x: (-x[1], x[0]))
-        return ranked[:limit]
+                seq = id_ >> ROW_BITS
+                rows[seq].add(id_ & ROW_MASK)
+                hit_spans[seq].add(q)
+        ranked = sorted(rows, key=lambda s: (-len(rows[s]), s))[:limit]
+        if self.normalization != "initials":
+            # The verifier's positions are initials; mapping normalized characters to them
+            # is not worth it for the legacy mode: no evidence, no passage filtering.
+            return [Candidate(seq, float(len(rows[seq]))) for seq in ranked]
+        common_pos = span_evidence([spans[q] for q in common], self.window)
+        return [Candidate(seq, float(len(rows[seq])),
+                          span_evidence([spans[q] for q in sorted(hit_spans[seq])], self.window),
+                          common_pos)
+                for seq in ranked]
 
     def clear(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -105,5 +214,7 @@ class SimHashEngine(Engine):
 
     def stats(self) -> dict[str, Any]:
         keys = sum(1 for _ in self.redis.scan_iter(match=f"{self.base}:*", count=1000))
-        return {"engine": self.name, "fingerprints": len(self.index), "keys": keys,
-                "k": self.k, "tables": len(self.index.layout.tables)}
+        return {"engine": self.name, "normalization": self.normalization,
+                "fingerprints": len(self.index), "keys": keys, "k": self.k,
+                "tables": len(self.index.layout.tables), "ngram": self.ngram,
+                "window": [self.window_gap, self.window_min, self.window_max]}

@@ -1,0 +1,295 @@
+"""End to end in a real headless browser: Debian's chromium driven by Playwright.
+
+The app runs as ``yinji serve`` in a subprocess (its own in-process worker and embedded
+Redis) on 127.0.0.1; a tiny local web server plays a pirate site for the URL check.
+The flow: sign in, upload a library, submit suspects (pasted text, a file and a URL),
+see the matches on the dashboard, open the evidence view, confirm, export CSV and PDF.
+Screenshots go to ``test-artifacts/`` (gitignored).
+
+Playwright's own browser download (``playwright install``) is not used: it fetches a
+browser build, which this environment cannot. The session fixture installs Debian's
+chromium with apt when it is missing and we are root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+USER, PASSWORD = "admin", "e2e-password-1"
+
+sys.path.insert(0, str(ROOT / "tests"))
+from textgen import work  # noqa: E402
+
+WORKS = [
+    {"id": "e2e-novel", "title": "星光小镇 第三章", "text": work(8101, 24)},
+    {"id": "e2e-essay", "title": "山居笔记", "text": work(8102, 24)},
+    {"id": "e2e-news", "title": "本地新闻：图书馆夜间开放", "text": work(8103, 24)},
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _has_cjk_font() -> bool:
+    try:
+        out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.stdout.strip())
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium (and a small Chinese font, so screenshots show text instead of
+    empty boxes); installed with apt when missing and we are root."""
+    packages = [] if Path(CHROMIUM).exists() else ["chromium"]
+    if not _has_cjk_font():
+        packages.append("fonts-wqy-microhei")
+    if packages and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *packages], env=env, check=False,
+                       timeout=1200)
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed and could not be installed with apt-get "
+                    "(needs root and a package mirror)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def pirate_site() -> Iterator[str]:
+    """A local page that copies one of the works (the crawler may fetch 127.0.0.1
+    because the server runs with YINJI_ALLOW_PRIVATE_URLS=1)."""
+    body = ("<html><head><meta charset='utf-8'><title>免费阅读 山居笔记 全文</title></head>"
+            f"<body><article><h1>山居笔记</h1><p>{WORKS[1]['text'][30:900]}</p>"
+            "<p>本站所有小说均来自网络。</p></article></body></html>").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/robots.txt"):
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/book/42/chapter-1.html"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``yinji serve`` in a subprocess with a fresh data folder and an admin user."""
+    from tracker.config import Settings
+    from tracker.redis_client import stop_embedded_redis
+
+    data = tmp_path_factory.mktemp("e2e") / "data"
+    env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("YINJI_DATA_DIR", None)
+    cli = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data)]
+    subprocess.run([*cli, "user", "add", USER, "--role", "admin", "--password", PASSWORD],
+                   env=env, cwd=ROOT, check=True, capture_output=True, timeout=120)
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "e2e-server.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen([*cli, "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"yinji serve exited ({proc.returncode}); "
+                                   f"see {ARTIFACTS / 'e2e-server.log'}")
+            with contextlib.suppress(OSError), \
+                    urllib.request.urlopen(base + "/healthz", timeout=2) as r:
+                if r.status == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("yinji serve did not become healthy in 90 s")
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)  # the server shuts down its worker and Redis
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+        stop_embedded_redis(Settings(data_dir=data))  # a no-op when serve stopped it
+
+
+@pytest.fixture()
+def page(chromium: str) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(accept_downloads=True, locale="zh-CN",
+                                      viewport={"width": 1360, "height": 900})
+        pg = context.new_page()
+        pg.set_default_timeout(30_000)
+        pg.console_errors = []  # type: ignore[attr-defined]
+        pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
+        try:
+            yield pg
+        finally:
+            context.close()
+            browser.close()
+
+
+def shot(page: Any, name: str) -> None:
+    page.evaluate("window.scrollTo(0, 0)")  # else the sticky bar lands mid-page
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path) -> None:
+    base = app_server
+    # sign in
+    page.goto(base + "/matches")
+    assert "/login" in page.url
+    shot(page, "01-login")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(base + "/matches")
+
+    # upload a library (a .jsonl file with three works)
+    works = tmp_path / "works.jsonl"
+    works.write_text("\n".join(json.dumps(w, ensure_ascii=False) for w in WORKS),
+                     encoding="utf-8")
+    page.click("nav.mainnav >> text=作品库")
+    page.click("text=上传作品")
+    page.set_input_files("input[name=files]", str(works))
+    page.click("button[type=submit].primary")
+    page.wait_for_selector("text=导入 3 部作品", timeout=60_000)  # app.js reloads when done
+    shot(page, "02-import-job")
+    page.click("text=打开作品库")
+    page.wait_for_selector("text=星光小镇 第三章")
+    shot(page, "03-library")
+
+    # submit suspects: a URL of the local "pirate site", a pasted text, a file
+    suspect_file = tmp_path / "saved-page.txt"
+    suspect_file.write_text("转载自网络\n" + WORKS[2]["text"][50:800], encoding="utf-8")
+    page.click("nav.mainnav >> text=疑似页面")
+    page.click("text=检测疑似页面")
+    page.fill("textarea[name=urls]", pirate_site)
+    page.fill("input[name=title]", "星光小镇 第三章 无弹窗<script>alert(1)</script>")
+    page.fill("input[name=url]", "https://www.pirate-novels.example/read/3.html")
+    page.fill("textarea[name=text]", "最新章节免费阅读。" + WORKS[0]["text"][100:900])
+    page.set_input_files("input[name=files]", str(suspect_file))
+    shot(page, "04-submit-suspects")
+    page.click("button[type=submit].primary")
+    page.wait_for_selector("#job-summary", timeout=120_000)
+    shot(page, "05-check-job")
+    summary = page.inner_text("#job-summary")
+    assert "3 个疑似页面" in summary, summary
+
+    # the dashboard shows the matches
+    page.click("text=打开匹配列表")
+    page.wait_for_selector("table.matches")
+    titles = page.locator("a.suspect-title").all_inner_texts()
+    assert any("无弹窗<script>" in t for t in titles), titles  # shown as text, escaped
+    assert any("山居笔记" in t for t in titles), titles  # the crawled URL
+    assert len(titles) >= 3
+    shot(page, "06-dashboard")
+
+    # open the evidence view of the pasted page; passages are linked across sides
+    page.locator("a.suspect-title", has_text="无弹窗").first.click()
+    page.wait_for_selector("#suspect-text mark.passage")
+    page.locator("#suspect-text mark.passage").first.click()
+    assert "active" in (page.locator("#mother-text mark.passage").first.get_attribute("class")
+                        or "")
+    shot(page, "07-detail")
+
+    # confirm with a note
+    page.fill("textarea[name=note]", "已向平台提交下架通知")
+    page.click("button.confirm")
+    page.wait_for_selector(".flash-info")
+    assert page.locator(".pagehead .badge.verdict-confirmed").count() == 1
+    shot(page, "08-confirmed")
+
+    # evidence report as HTML (a new tab; its CSP allows only its own stylesheet)
+    with page.context.expect_page() as tab_info:
+        page.click("a.button >> text=HTML")
+    report = tab_info.value
+    report_errors: list[str] = []
+    report.on("console", lambda m: m.type == "error" and report_errors.append(m.text))
+    report.wait_for_load_state()
+    report.reload()  # listen from the start: a CSP violation is a console error
+    report.wait_for_selector("text=侵权证据报告")
+    assert report.evaluate("getComputedStyle(document.querySelector('th')).borderTopStyle")\
+        == "solid"  # the stylesheet applied
+    report.screenshot(path=str(ARTIFACTS / "12-report-html.png"), full_page=True)
+    assert report_errors == [], report_errors
+    report.close()
+
+    # evidence report as PDF (download)
+    with page.expect_download() as pdf_info:
+        page.click("a.button.primary >> text=PDF")
+    pdf_path = ARTIFACTS / "evidence-report.pdf"
+    pdf_info.value.save_as(str(pdf_path))
+    assert pdf_path.read_bytes().startswith(b"%PDF")
+
+    # export the confirmed matches as CSV (download)
+    page.goto(base + "/exports/?verdict=confirmed")
+    shot(page, "09-export")
+    with page.expect_download() as csv_info:
+        page.click("#export-csv")
+    csv_path = ARTIFACTS / "matches.csv"
+    csv_info.value.save_as(str(csv_path))
+    exported = csv_path.read_text(encoding="utf-8-sig")
+    assert "confirmed" in exported and "已向平台提交下架通知" in exported
+    assert exported.count("\n") == 2  # header + the one confirmed match
+
+    # analytics, and the English UI
+    page.goto(base + "/analytics")
+    page.wait_for_selector("svg.chart")
+    shot(page, "10-analytics")
+    page.click("text=English")
+    page.wait_for_selector("text=Matches over time")
+    page.goto(base + "/matches")
+    shot(page, "11-dashboard-en")
+
+    # no script errors and no CSP violations on any page
+    assert page.console_errors == [], page.console_errors

@@ -1,0 +1,151 @@
+"""Shared pieces of the web tests (this module holds no test of its own).
+
+``web_system()`` makes a module-scoped fixture: one data folder, one Flask app, one
+real in-process Celery worker on the embedded Redis (jobs run for real: ingest,
+fingerprints, matching), users of each role. Each test module gets its own, started
+and stopped around it, so modules do not depend on each other's state.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tracker.config import Settings
+
+PASSWORD = "correct-horse-1"
+ROLE_USERS = {"admin": "alice", "analyst": "bob", "viewer": "carol"}
+XSS_SCRIPT = "<script>alert(1)</script>"
+XSS_IMG = '"><img src=x onerror=alert(1)>'
+
+_CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@dataclass
+class WebSystem:
+    settings: Settings
+    app: Flask
+    tokens: dict[str, str] = field(default_factory=dict)  # role -> API token
+
+    @property
+    def library(self) -> Any:
+        return self.app.extensions["yinji"].library
+
+    @property
+    def store(self) -> Any:
+        return self.library.store
+
+    def client(self, role: str | None = None) -> FlaskClient:
+        """A test client, signed in as the user of ``role`` (None: anonymous)."""
+        client = self.app.test_client()
+        if role is not None:
+            login(client, ROLE_USERS[role], PASSWORD)
+        return client
+
+
+def csrf(client: FlaskClient, path: str = "/login") -> str:
+    """The session's CSRF token, read from a page's form."""
+    response = client.get(path)
+    found = _CSRF_RE.search(response.get_data(as_text=True))
+    assert found, f"no CSRF field on {path} ({response.status_code})"
+    return found.group(1)
+
+
+def login(client: FlaskClient, username: str, password: str) -> Any:
+    token = csrf(client, "/login")
+    response = client.post(
+        "/login", data={"username": username, "password": password, "csrf_token": token}
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    return response
+
+
+def job_id_of(response: Any) -> str:
+    location = response.headers["Location"]
+    return location.split("/jobs/")[1].split("?")[0]
+
+
+def wait_job(client: FlaskClient, job_id: str, timeout: float = 60.0,
+             headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """Poll ``/api/v1/jobs/<id>`` until the job has finished."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = client.get(f"/api/v1/jobs/{job_id}", headers=headers or {}).get_json()
+        if status.get("state") in ("SUCCESS", "FAILURE"):
+            return status
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} not finished after {timeout} s: {status}")
+        time.sleep(0.1)
+
+
+def start_system(data_dir: Path) -> WebSystem:
+    from web import accounts, create_app
+    from workers import jobs
+
+    settings = Settings(data_dir=data_dir)
+    app = create_app(settings, testing=True)
+    jobs.ensure_worker(settings)
+    system = WebSystem(settings=settings, app=app)
+    for role, name in ROLE_USERS.items():
+        system.tokens[role] = accounts.create_user(system.store, name, role, PASSWORD)
+    return system
+
+
+def stop_system(system: WebSystem) -> None:
+    """Stop the worker, close the libraries and stop the embedded Redis server."""
+    from web.cli import shutdown
+
+    shutdown(system.app, system.settings)
+
+
+def web_system() -> Callable[..., Iterator[WebSystem]]:
+    """A module-scoped ``system`` fixture (assign it to a name in the test module)."""
+
+    @pytest.fixture(scope="module")
+    def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebSystem]:
+        s = start_system(tmp_path_factory.mktemp("web") / "data")
+        try:
+            yield s
+        finally:
+            stop_system(s)
+
+    return system
+
+
+def ingest(client: FlaskClient, documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Import works through the upload page (a .jsonl file) and wait for the job."""
+    import io
+    import json
+
+    body = "\n".join(json.dumps(d, ensure_ascii=False) for d in documents).encode("utf-8")
+    response = client.post(
+        "/library/upload",
+        data={"csrf_token": csrf(client, "/library/upload"),
+              "files": (io.BytesIO(body), "works.jsonl")},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    status = wait_job(client, job_id_of(response))
+    assert status["state"] == "SUCCESS", status
+    return status
+
+
+def check_text(client: FlaskClient, text: str, title: str = "", url: str = "") -> dict[str, Any]:
+    """Submit one pasted suspect text and wait for the check."""
+    response = client.post(
+        "/suspects/new",
+        data={"csrf_token": csrf(client, "/suspects/new"), "text": text, "title": title,
+              "url": url},
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    status = wait_job(client, job_id_of(response))
+    assert status["state"] == "SUCCESS", status
+    return status

@@ -1,0 +1,309 @@
+"""Security of the web app: CSRF, escaping of hostile suspect data on every page that
+shows it, security headers, hostile uploads, upload limits, the secret key."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import zipfile
+from typing import Any
+
+import pytest
+from test_web_helpers import (
+    XSS_IMG,
+    XSS_SCRIPT,
+    WebSystem,
+    check_text,
+    csrf,
+    ingest,
+    web_system,
+)
+from textgen import work
+
+from tracker.config import Settings
+from tracker.store import Suspect
+from web.ids import encode_id
+from web.security import load_secret_key
+
+system = web_system()
+
+HOSTILE = f"{XSS_SCRIPT}{XSS_IMG}"
+MOTHER = work(901, 18)
+
+
+@pytest.fixture(scope="module")
+def hostile(system: WebSystem) -> dict[str, Any]:
+    """A work and a suspect whose titles and texts carry script payloads."""
+    client = system.client("analyst")
+    ingest(client, [{"id": "evil-work", "title": f"作品{HOSTILE}",
+                     "text": MOTHER[:300] + HOSTILE + MOTHER[300:]}])
+    status = check_text(client, HOSTILE + MOTHER[50:650] + HOSTILE, title=f"标题{HOSTILE}",
+                        url="http://xss.example/page?q=<script>")
+    sid = status["result"]["results"][0]["suspect_id"]
+    # A stored suspect whose URL is a javascript: URL (crawled pages can redirect anywhere;
+    # the form refuses such URLs, so it is put in through the library).
+    lib = system.library
+    lib.check_suspect(Suspect(id="js-url", text=MOTHER[100:700], title="js link",
+                              url="javascript:alert(document.cookie)"))
+    system.store.set_verdict(f"{sid}\x1fevil-work", "confirmed", f"备注{HOSTILE}")
+    return {"suspect": sid, "match": f"{sid}\x1fevil-work", "status": status}
+
+
+def assert_escaped(page: str, where: str) -> None:
+    assert "<script>alert(1)</script>" not in page, where
+    assert "<img src=x onerror" not in page, where
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, where
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page, where
+
+
+# --- XSS ------------------------------------------------------------------------------------
+def test_hostile_data_is_escaped_on_every_page(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("analyst")
+    mid = encode_id(hostile["match"])
+    pages = {
+        "dashboard": "/matches",
+        "dashboard search": "/matches?q=script",
+        "detail": f"/matches/{mid}",
+        "suspects": "/suspects/",
+        "suspect": f"/suspects/{encode_id(hostile['suspect'])}",
+        "library": "/library/",
+        "work": f"/library/{encode_id('evil-work')}",
+        "analytics": "/analytics",
+        "report": f"/exports/reports/{mid}.html",
+    }
+    for name, path in pages.items():
+        response = client.get(path)
+        assert response.status_code == 200, name
+        assert_escaped(response.get_data(as_text=True), name)
+
+
+def test_hostile_data_in_search_and_filters_is_escaped(system: WebSystem,
+                                                        hostile: dict[str, Any]) -> None:
+    client = system.client("viewer")
+    for path in (f"/matches?q={XSS_IMG}", f"/matches?domain={XSS_IMG}",
+                 f"/exports/?q={XSS_IMG}", f"/analytics?work={XSS_IMG}",
+                 f"/library/?q={XSS_IMG}", f"/matches?min_score={XSS_IMG}"):
+        page = client.get(path).get_data(as_text=True)
+        assert "<img src=x onerror" not in page, path
+
+
+def test_job_page_escapes_titles(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("analyst")
+    response = client.post("/suspects/new", data={
+        "csrf_token": csrf(client, "/suspects/new"), "text": MOTHER[200:700],
+        "title": f"任务{HOSTILE}"})
+    location = response.headers["Location"]
+    from test_web_helpers import job_id_of, wait_job
+
+    wait_job(client, job_id_of(response))
+    assert_escaped(client.get(location).get_data(as_text=True), "job page")
+
+
+def test_highlighted_passages_are_built_from_escaped_text(system: WebSystem,
+                                                          hostile: dict[str, Any]) -> None:
+    page = system.client("viewer").get(
+        f"/matches/{encode_id(hostile['match'])}").get_data(as_text=True)
+    marks = re.findall(r"<mark [^>]*>(.*?)</mark>", page, re.S)
+    assert marks
+    for body in marks:
+        assert "<" not in body  # only text inside a highlight, never markup
+
+
+def test_javascript_urls_never_become_links(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("viewer")
+    for path in ("/matches?q=js link", "/suspects/", f"/suspects/{encode_id('js-url')}",
+                 f"/matches/{encode_id('js-url' + chr(31) + 'evil-work')}"):
+        page = client.get(path).get_data(as_text=True)
+        assert 'href="javascript:' not in page, path
+        assert "javascript:alert(document.cookie)" in page, path  # shown as text
+
+
+def test_csv_export_neutralises_formulas(system: WebSystem) -> None:
+    lib = system.library
+    lib.check_suspect(Suspect(id="formula", text=MOTHER[:600], title="=HYPERLINK(\"x\")",
+                              url="http://formula.example/"))
+    body = system.client("viewer").get("/exports/matches.csv?suspect=formula").data
+    text = body.decode("utf-8-sig")
+    assert "'=HYPERLINK" in text
+    assert ",=HYPERLINK" not in text
+
+
+# --- CSRF -------------------------------------------------------------------------------------
+def test_forms_without_csrf_token_are_refused(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("admin")
+    mid = encode_id(hostile["match"])
+    before = system.store.get_match(hostile["match"]).verdict
+    for path, data in (
+        (f"/matches/{mid}/verdict", {"verdict": "dismissed"}),
+        ("/library/upload", {"text": "x" * 100}),
+        ("/suspects/new", {"text": "x" * 100}),
+        (f"/library/{encode_id('evil-work')}/delete", {}),
+        ("/users", {"username": "mallory", "role": "admin", "password": "p" * 10}),
+        ("/logout", {}),
+    ):
+        for token in (None, "forged-token"):
+            payload = dict(data)
+            if token:
+                payload["csrf_token"] = token
+            response = client.post(path, data=payload)
+            assert response.status_code == 400, (path, token)
+            assert "表单已过期" in response.get_data(as_text=True)
+    assert system.store.get_match(hostile["match"]).verdict == before
+    assert system.store.get_user("mallory") is None
+    system.store.get_mother("evil-work")  # not deleted
+
+
+def test_login_needs_csrf_token(system: WebSystem) -> None:
+    client = system.client()
+    client.get("/login")
+    response = client.post("/login", data={"username": "alice", "password": "correct-horse-1"})
+    assert response.status_code == 400
+
+
+def test_api_with_session_needs_csrf_header(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("analyst")
+    path = f"/api/v1/matches/{encode_id(hostile['match'])}"
+    response = client.patch(path, json={"note": "via session"})
+    assert response.status_code == 400
+    assert "CSRF" in response.get_json()["error"]
+    response = client.patch(path, json={"note": "via session"},
+                            headers={"X-CSRF-Token": csrf(client, "/account")})
+    assert response.status_code == 200
+    # a bearer token carries no ambient credential: no CSRF token needed
+    api = system.app.test_client()
+    response = api.patch(path, json={"note": "via token"},
+                         headers={"Authorization": f"Bearer {system.tokens['analyst']}"})
+    assert response.status_code == 200
+
+
+# --- headers -----------------------------------------------------------------------------------
+def test_security_headers_and_no_inline_script(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("viewer")
+    for path in ("/login", "/matches", f"/matches/{encode_id(hostile['match'])}", "/analytics",
+                 "/api/v1/matches", "/healthz"):
+        response = client.get(path)
+        headers = response.headers
+        csp = headers["Content-Security-Policy"]
+        assert "frame-ancestors 'none'" in csp
+        assert "'unsafe-inline'" not in csp
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["X-Frame-Options"] == "DENY"
+        assert headers["Referrer-Policy"] == "no-referrer"
+        assert headers["Cache-Control"] == "no-store"
+        if response.mimetype == "text/html":
+            page = response.get_data(as_text=True)
+            # every <script> loads a file; no inline handlers in our markup
+            assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page) == []
+            assert not re.search(r"\son(click|load|submit)=", page)
+    static = client.get("/static/app.js")
+    assert (static.status_code == 200 and "Cache-Control" not in static.headers) or \
+        static.headers.get("Cache-Control") != "no-store"
+
+
+def test_language_toggle_ignores_crafted_query(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("viewer")
+    mid = encode_id(hostile["match"])
+    page = client.get(f"/matches/{mid}?match_id=x&_external=1&_scheme=javascript")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "javascript://" not in text
+    assert f'href="/matches/{mid}?lang=en"' in text  # the route's own id wins
+
+
+def test_session_cookie_flags(system: WebSystem) -> None:
+    client = system.client()
+    response = client.get("/login")
+    cookie = response.headers.get("Set-Cookie", "")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+
+
+# --- uploads ----------------------------------------------------------------------------------
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_hostile_zip_paths_are_refused(system: WebSystem) -> None:
+    client = system.client("analyst")
+    data = _zip({"../../etc/evil.txt": work(911, 5).encode(),
+                 "/abs/evil2.txt": work(912, 5).encode()})
+    response = client.post("/library/upload", data={
+        "csrf_token": csrf(client, "/library/upload"), "files": (io.BytesIO(data), "evil.zip")},
+        content_type="multipart/form-data")
+    assert response.status_code == 400
+    page = response.get_data(as_text=True)
+    assert "unsafe path in zip" in page
+    assert system.store.count_mothers(search="evil2") == 0
+    assert not (system.settings.data_dir.parent / "etc").exists()
+
+
+def test_zip_bomb_is_refused(system: WebSystem) -> None:
+    client = system.client("analyst")
+    data = _zip({"bomb.txt": b"a" * (8 * 1024 * 1024)})  # 8 MB of one byte: ratio > 200
+    response = client.post("/library/upload", data={
+        "csrf_token": csrf(client, "/library/upload"), "files": (io.BytesIO(data), "bomb.zip")},
+        content_type="multipart/form-data")
+    assert response.status_code == 400
+    assert "zip bomb" in response.get_data(as_text=True)
+
+
+def test_oversize_upload_is_413(system: WebSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = system.client("analyst")
+    token = csrf(client, "/library/upload")
+    monkeypatch.setitem(system.app.config, "MAX_CONTENT_LENGTH", 64 * 1024)
+    big = io.BytesIO(("字" * 40_000).encode())
+    response = client.post("/library/upload", data={"csrf_token": token, "files": (big, "big.txt")},
+                           content_type="multipart/form-data")
+    assert response.status_code == 413
+    assert "上传内容过大" in response.get_data(as_text=True) or "too large" in \
+        response.get_data(as_text=True)
+    api = system.app.test_client()
+    response = api.post("/api/v1/mothers", data={"files": (io.BytesIO(b"x" * 100_000), "b.txt")},
+                        headers={"Authorization": f"Bearer {system.tokens['analyst']}"},
+                        content_type="multipart/form-data")
+    assert response.status_code == 413
+    assert "too large" in response.get_json()["error"]
+
+
+# --- secret key -------------------------------------------------------------------------------
+def test_secret_key_kept_in_data_folder(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(data_dir=tmp_path / "d")
+    key = load_secret_key(settings)
+    path = tmp_path / "d" / "secret_key"
+    assert path.read_text().strip() == key and len(key) >= 64
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert load_secret_key(settings) == key  # kept across restarts
+    assert load_secret_key(settings.with_(secret_key="from-env")) == "from-env"
+    path.write_text("")  # an empty file (crash) is replaced
+    assert len(load_secret_key(settings)) >= 64
+
+
+def test_ids_in_urls_are_canonical_base64(system: WebSystem) -> None:
+    from web.ids import decode_id
+
+    for value in ("s1\x1fm1", "中文/路径?#", "a" * 300):
+        assert decode_id(encode_id(value)) == value
+        assert re.fullmatch(r"[A-Za-z0-9_-]+", encode_id(value))
+    for bad in ("", "a", "////", "czEfbTE=", "czEfbTF", "%00"):
+        with pytest.raises(ValueError):
+            decode_id(bad)
+    assert system.client("viewer").get("/matches/czEfbTF").status_code == 404
+
+
+def test_report_stylesheet_is_allowed_by_its_csp_hash(system: WebSystem,
+                                                      hostile: dict[str, Any]) -> None:
+    import base64
+    import hashlib
+
+    response = system.client("viewer").get(
+        f"/exports/reports/{encode_id(hostile['match'])}.html")
+    page = response.get_data(as_text=True)
+    css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in response.headers["Content-Security-Policy"]
+    assert "&#34;" not in css

@@ -1,0 +1,204 @@
+"""The Yinji web app: dashboard, library, suspects, analytics, exports and REST API.
+
+``create_app(settings)`` is the app factory (as in redash): one blueprint per area in
+``web/handlers/``. Every route needs a signed-in user (session cookie for pages, a
+session or ``Authorization: Bearer <token>`` for ``/api/v1``) except the login page,
+``/healthz`` and static files; roles are checked per route.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+from flask import Flask, g, redirect, render_template, request, session, url_for
+from werkzeug.exceptions import HTTPException
+
+from tracker.config import Settings
+
+from .accounts import role_at_least, session_stamp, user_for_token
+from .core import YinjiState, can, current_user, is_api, json_error, state
+from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, translate
+from .ids import IdConverter, encode_id
+from .security import csrf_ok, init_security, load_secret_key
+
+DEFAULT_MAX_UPLOAD_MB = 200
+
+# Endpoints reachable without signing in.
+PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def create_app(settings: Settings | None = None, testing: bool = False) -> Flask:
+    """Build the app for ``settings`` (default: from the environment)."""
+    settings = settings or Settings.from_env()
+    app = Flask(__name__)
+    max_mb = _env_int("YINJI_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB)
+    app.config.update(
+        SECRET_KEY=load_secret_key(settings),
+        TESTING=testing,
+        # One request's body: uploads of many works at once, zips included.
+        MAX_CONTENT_LENGTH=max_mb * 1024 * 1024,
+        # Pasted text arrives as a form field; werkzeug's default (500 kB) is too small
+        # for a novel chapter pasted whole.
+        MAX_FORM_MEMORY_SIZE=64 * 1024 * 1024,
+        SESSION_COOKIE_NAME="yinji_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=os.environ.get("YINJI_SECURE_COOKIES", "") in ("1", "true", "yes"),
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
+    )
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.url_map.converters["id"] = IdConverter
+    app.extensions["yinji"] = YinjiState(settings)
+
+    init_security(app)
+    _init_templates(app)
+    _init_auth(app)
+    _init_errors(app)
+
+    from .handlers import analytics, api, auth, exports, health, library, matches, suspects
+
+    for module in (auth, health, library, suspects, matches, analytics, exports, api):
+        app.register_blueprint(module.bp)
+
+    # Jobs submitted from this app go to the Celery app of these settings (the same
+    # broker as the workers of this installation); tasks run in the app context.
+    from workers.app import celery_init_app
+
+    celery_init_app(app, settings)
+
+    return app
+
+
+def _init_templates(app: Flask) -> None:
+    from tracker.reports import safe_http_url
+
+    from .charts import fmt_time
+    from .core import filter_args
+
+    app.jinja_env.globals.update(
+        _=translate,
+        can=can,
+        current_user=current_user,
+        current_language=current_language,
+        LANGUAGES=LANGUAGES,
+        LANGUAGE_NAMES=LANGUAGE_NAMES,
+        encode_id=encode_id,
+        filter_args=filter_args,
+        lang_url=_lang_url,
+    )
+    app.jinja_env.filters.update(when=fmt_time, safe_href=safe_http_url, pct=_pct)
+
+
+def _pct(value: float, digits: int = 1) -> str:
+    return f"{float(value) * 100:.{digits}f}%"
+
+
+def _lang_url(lang: str) -> str:
+    """The current page in another language. Query keys starting with "_" are dropped
+    (url_for would read ``_external``/``_scheme`` from a crafted link as options)."""
+    values = {k: v for k, v in request.args.items() if not k.startswith("_")}
+    values.update(request.view_args or {})
+    values["lang"] = lang
+    return url_for(request.endpoint or "matches.dashboard", **values)
+
+
+def _init_auth(app: Flask) -> None:
+    @app.before_request
+    def load_user() -> Any:
+        g.lang = select_language()
+        g.user = None
+        g.token_auth = False
+        endpoint = request.endpoint or ""
+        header = request.headers.get("Authorization", "")
+        if is_api() and header:
+            scheme, _, token = header.partition(" ")
+            user = user_for_token(state().library.store, token.strip()) \
+                if scheme.lower() == "bearer" else None
+            if user is None:
+                return json_error(401, "invalid API token: send 'Authorization: Bearer <token>' "
+                                       "with a token from 'yinji user token' or your account page")
+            g.user, g.token_auth = user, True
+        elif session.get("user"):
+            user = state().library.store.get_user(session["user"])
+            # The stamp ends sessions of a deleted user or after a password change.
+            if user is not None and session.get("stamp") == session_stamp(user):
+                g.user = user
+            else:
+                session.clear()
+        if endpoint in PUBLIC_ENDPOINTS:
+            pass
+        elif g.user is None:
+            if is_api():
+                return json_error(401, "authentication required: sign in or send "
+                                       "'Authorization: Bearer <token>'")
+            if request.endpoint is None:
+                return None  # unknown URL: 404 below, not a login redirect loop
+            return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+        # CSRF: every state-changing request made with the session cookie carries the
+        # session's token (form field or X-CSRF-Token header). Bearer-token API calls
+        # carry no ambient credentials, so they need none.
+        if request.method in ("POST", "PUT", "PATCH", "DELETE") and not g.token_auth \
+                and not csrf_ok():
+            message = "CSRF token missing or invalid: reload the page and try again"
+            if is_api():
+                return json_error(400, message)
+            return render_template("error.html", code=400, message=translate(message)), 400
+        return None
+
+    app.jinja_env.globals["role_at_least"] = role_at_least
+
+
+def _init_errors(app: Flask) -> None:
+    messages = {
+        400: "The request was not understood.",
+        401: "Please sign in.",
+        403: "You do not have permission to do this.",
+        404: "Not found.",
+        405: "This method is not allowed here.",
+        413: "The upload is too large.",
+        429: "Too many attempts; wait a few minutes.",
+        500: "Internal error.",
+    }
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Any:
+        code = exc.code or 500
+        if code == 413:
+            limit = app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
+            message = f"upload too large: the limit is {limit} MB per request"
+        elif exc.description and type(exc).__name__ == "ApiError":
+            message = exc.description
+        elif code == 404 and is_api():
+            message = f"not found: {request.path}"
+        else:
+            message = messages.get(code, exc.name)
+        if is_api():
+            response = json_error(code, message)
+        else:
+            response = app.make_response(
+                (render_template("error.html", code=code, message=translate(message)), code)
+            )
+        valid = getattr(exc, "valid_methods", None)
+        if code == 405 and valid:
+            response.headers["Allow"] = ", ".join(valid)
+        return response
+
+    if app.testing:
+        return  # tests see the real exception
+
+    @app.errorhandler(Exception)
+    def internal_error(exc: Exception) -> Any:
+        app.logger.exception("unhandled error on %s", request.path)
+        if is_api():
+            return json_error(500, "internal error: see the server log")
+        return render_template("error.html", code=500, message=translate("Internal error.")), 500

@@ -1,0 +1,281 @@
+"""``yinji serve``, ``yinji demo`` and ``yinji user`` (entry points of ``yinji.commands``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracker.config import Settings
+from tracker.redis_client import embedded_server_pid, stop_embedded_redis
+
+DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_USER = "demo"
+DEMO_PASSWORD = "yinji-demo"
+
+
+def _settings(ctx: click.Context) -> Settings:
+    """Settings of the parent group's ``--data-dir`` (exported as ``YINJI_DATA_DIR`` so
+    that the workers this process starts, and their children, use the same folder)."""
+    data_dir = (ctx.obj or {}).get("data_dir") if ctx.obj is not None else None
+    if data_dir is not None:
+        os.environ["YINJI_DATA_DIR"] = str(data_dir)
+    return Settings.from_env()
+
+
+def _store(settings: Settings) -> Any:
+    from tracker.store import open_store
+
+    return open_store(settings)
+
+
+def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool = True) -> None:
+    from werkzeug.serving import make_server
+
+    from web import create_app
+    from workers import jobs
+
+    # With the embedded Redis, this process stops the server on exit only if it was
+    # the one that started it (a running 'yinji worker' may have started it first).
+    owns_redis = settings.embedded and embedded_server_pid(settings) is None
+    app = create_app(settings)
+    if start_worker:
+        started = jobs.ensure_worker(settings)
+        click.echo("started an in-process worker" if started else "using the running worker(s)",
+                   err=True)
+    server = make_server(host, port, app, threaded=True)
+    click.echo(f"音迹 Yinji on http://{host}:{server.server_port}/  (Ctrl-C stops)", err=True)
+    # docker stop (SIGTERM) shuts down like Ctrl-C; SIGINT is set too because a
+    # process started in the background by a shell inherits it ignored.
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # A second Ctrl-C must not interrupt the clean-up and leave Redis running.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        server.server_close()
+        shutdown(app, settings, stop_redis=owns_redis)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def shutdown(app: Any, settings: Settings, *, stop_redis: bool = True) -> None:
+    """Stop what ``serve`` started: the in-process worker, the libraries, and (with
+    ``stop_redis``: this process started it) the embedded Redis server."""
+    from workers import jobs
+    from workers.app import release_embedded, use_app
+    from workers.runtime import close_all
+
+    jobs.stop_inprocess_worker()
+    close_all()
+    app.extensions["yinji"].close()
+    release_embedded(settings)
+    use_app(None)
+    if stop_redis:
+        stop_embedded_redis(settings)
+
+
+
+
+def _bootstrap_admin(settings: Settings) -> None:
+    """A fresh installation has no user: make an admin with a random password and print
+    it once, so that ``yinji serve`` alone gives a system one can sign in to."""
+    from web import accounts
+
+    store = _store(settings)
+    try:
+        if store.list_users():
+            return
+        password = secrets.token_urlsafe(12)
+        token = accounts.create_user(store, "admin", "admin", password)
+    finally:
+        store.close()
+    click.echo("no users yet: created user 'admin'", err=True)
+    click.echo(f"  password:  {password}", err=True)
+    click.echo(f"  API token: {token}", err=True)
+    click.echo("  (shown once; change the password on the account page)", err=True)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--no-worker", is_flag=True,
+              help="Do not start an in-process worker (run 'yinji worker' separately).")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, no_worker: bool) -> None:
+    """Run the web app (dashboard, REST API), with a worker unless one is running."""
+    settings = _settings(ctx)
+    _bootstrap_admin(settings)
+    _run_server(settings, host, port, start_worker=not no_worker)
+
+
+# --- demo -----------------------------------------------------------------------------------
+def load_demo(settings: Settings) -> dict[str, Any]:
+    """Load the sample library and suspects of ``web/demo`` (original texts written for
+    Yinji) and check the suspects; matches are spread over the past two weeks, and two
+    carry a verdict, so every page has something to show. Idempotent."""
+    from tracker.documents import read_bytes
+    from tracker.library import Library
+    from tracker.store import Suspect, utcnow
+    from web import accounts
+
+    lib = Library.open(settings)
+    try:
+        report = lib.ingest(read_bytes((DEMO_DIR / "mothers.jsonl").read_bytes(), "mothers.jsonl"))
+        now = utcnow()
+        found = 0
+        lines = (DEMO_DIR / "suspects.jsonl").read_text(encoding="utf-8").splitlines()
+        for line in lines:
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            when = now - timedelta(days=int(item.get("days_ago", 0)), hours=len(line) % 7)
+            suspect = Suspect(id=item["id"], text=item["text"], title=item["title"],
+                              url=item["url"], fetched_at=when, source="demo")
+            # Checked without saving, then stored with the back-dated times: the
+            # analytics page then shows matches over several days.
+            result = lib.check_suspect(suspect, save=False)
+            suspect.checked_at = when
+            for m in result.matches:
+                m.created_at = when
+            lib.store.put_suspect(suspect)
+            lib.store.put_matches(suspect.id, result.matches)
+            for m in result.matches:
+                found += 1
+                if item.get("verdict"):
+                    lib.store.set_verdict(m.id, item["verdict"], item.get("note", ""))
+        store = lib.store
+        if store.get_user(DEMO_USER) is None:
+            accounts.create_user(store, DEMO_USER, "admin", DEMO_PASSWORD)
+        return {"works": report.ingested, "suspects": len(lines), "matches": found}
+    finally:
+        lib.close()
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--no-serve", is_flag=True, help="Only load the demo data.")
+@click.pass_context
+def demo(ctx: click.Context, host: str, port: int, no_serve: bool) -> None:
+    """Load a small sample library and suspect pages, then serve the app."""
+    settings = _settings(ctx)
+    info = load_demo(settings)
+    click.echo(
+        f"demo loaded into {settings.data_dir}: {info['works']} works, "
+        f"{info['suspects']} suspects, {info['matches']} matches", err=True)
+    click.echo(f"open http://{host}:{port}/ and sign in as "
+               f"'{DEMO_USER}' with password '{DEMO_PASSWORD}'")
+    if not no_serve:
+        _run_server(settings, host, port)
+
+
+# --- users ----------------------------------------------------------------------------------
+@click.group()
+def user() -> None:
+    """Users of the web app and the API."""
+
+
+@user.command("add")
+@click.argument("username")
+@click.option("--role", type=click.Choice(["admin", "analyst", "viewer"]), default="viewer",
+              show_default=True)
+@click.option("--password", default=None, help="Asked for when not given (recommended).")
+@click.pass_context
+def user_add(ctx: click.Context, username: str, role: str, password: str | None) -> None:
+    """Add a user; prints their API token (shown only once)."""
+    from web import accounts
+
+    if password is None:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    store = _store(_settings(ctx))
+    try:
+        token = accounts.create_user(store, username, role, password)
+    except accounts.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    click.echo(f"user {username!r} added with role {role}", err=True)
+    click.echo(f"API token (shown once): {token}", err=True)
+    if not sys.stdout.isatty():
+        click.echo(token)
+
+
+@user.command("list")
+@click.pass_context
+def user_list(ctx: click.Context) -> None:
+    """Users, their roles, and whether they have an API token."""
+    store = _store(_settings(ctx))
+    try:
+        users = store.list_users()
+    finally:
+        store.close()
+    if not users:
+        click.echo("no users (add one with: yinji user add NAME --role admin)", err=True)
+    for u in users:
+        token = "token" if u.api_token_hash else "no token"
+        click.echo(f"{u.username}\t{u.role}\t{token}\t{u.created_at:%Y-%m-%d}")
+
+
+@user.command("token")
+@click.argument("username")
+@click.pass_context
+def user_token(ctx: click.Context, username: str) -> None:
+    """Give a user a new API token (the old one stops working); prints it once."""
+    from web import accounts
+
+    store = _store(_settings(ctx))
+    try:
+        token = accounts.reset_token(store, username)
+    except accounts.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    click.echo(token)
+
+
+@user.command("password")
+@click.argument("username")
+@click.option("--password", default=None, help="Asked for when not given.")
+@click.pass_context
+def user_password(ctx: click.Context, username: str, password: str | None) -> None:
+    """Set a user's password."""
+    from web import accounts
+
+    if password is None:
+        password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
+    store = _store(_settings(ctx))
+    try:
+        accounts.set_password(store, username, password)
+    except accounts.AccountError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    click.echo(f"password of {username!r} changed", err=True)
+
+
+@user.command("delete")
+@click.argument("username")
+@click.pass_context
+def user_delete(ctx: click.Context, username: str) -> None:
+    """Delete a user."""
+    store = _store(_settings(ctx))
+    try:
+        if store.get_user(username) is None:
+            raise click.ClickException(f"no user {username!r}")
+        store.delete_user(username)
+    finally:
+        store.close()
+    click.echo(f"user {username!r} deleted", err=True)

@@ -1,0 +1,197 @@
+"""Sign in and out, the user's own account, and user management (admin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+
+from tracker.store import ROLES
+
+from .. import accounts
+from ..core import current_user, fail, role_required, store
+from ..i18n import translate as _
+from ..security import csrf_token
+
+bp = Blueprint("auth", __name__)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site: ``next`` must not send a user to another site."""
+    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return url_for("matches.dashboard")
+
+
+def _address() -> str:
+    return request.remote_addr or "?"
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    if request.method == "GET":
+        if current_user() is not None:
+            return redirect(_safe_next(request.args.get("next")))
+        csrf_token()
+        return render_template("login.html", next=request.args.get("next", ""))
+    username = request.form.get("username", "").strip()
+    password = request.form.get("password", "")
+    throttle = current_app.extensions["yinji.throttle"]
+    if throttle.blocked(_address(), username):
+        return render_template(
+            "login.html", next=request.form.get("next", ""), username=username,
+            error=_("Too many attempts; wait a few minutes."),
+        ), 429
+    user = accounts.authenticate(store(), username, password)
+    if user is None:
+        throttle.failed(_address(), username)
+        return render_template(
+            "login.html", next=request.form.get("next", ""), username=username,
+            error=_("Wrong username or password."),
+        ), 401
+    throttle.succeeded(_address(), username)
+    lang = session.get("lang")
+    session.clear()  # a fresh session on sign-in: no fixation of a planted cookie
+    if lang:
+        session["lang"] = lang
+    session["user"] = user.username
+    session["stamp"] = accounts.session_stamp(user)
+    session.permanent = True
+    csrf_token()
+    return redirect(_safe_next(request.form.get("next")))
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    lang = session.get("lang")
+    session.clear()
+    if lang:
+        session["lang"] = lang
+    flash(_("You are signed out."), "info")
+    return redirect(url_for("auth.login"))
+
+
+# --- the user's own account ------------------------------------------------------------
+@bp.get("/account")
+def account() -> Any:
+    return render_template("account.html")
+
+
+@bp.post("/account/password")
+def account_password() -> Any:
+    user = current_user()
+    assert user is not None
+    if accounts.authenticate(store(), user.username, request.form.get("current", "")) is None:
+        flash(_("The current password is wrong."), "error")
+        return redirect(url_for("auth.account"))
+    new = request.form.get("password", "")
+    if new != request.form.get("confirm", ""):
+        flash(_("The two new passwords differ."), "error")
+        return redirect(url_for("auth.account"))
+    try:
+        accounts.set_password(store(), user.username, new)
+    except accounts.AccountError as exc:
+        flash(_(str(exc)), "error")
+        return redirect(url_for("auth.account"))
+    # Keep this session, end the others (their stamp no longer matches).
+    session["stamp"] = accounts.session_stamp(store().get_user(user.username))
+    flash(_("Password changed."), "info")
+    return redirect(url_for("auth.account"))
+
+
+@bp.post("/account/token")
+def account_token() -> Any:
+    user = current_user()
+    assert user is not None
+    token = accounts.reset_token(store(), user.username)
+    return render_template("token.html", username=user.username, token=token)
+
+
+# --- user management (admin) ----------------------------------------------------------
+@bp.get("/users")
+@role_required("admin")
+def users() -> Any:
+    return render_template("users.html", users=store().list_users(), roles=ROLES)
+
+
+@bp.post("/users")
+@role_required("admin")
+def users_add() -> Any:
+    form = request.form
+    try:
+        token = accounts.create_user(
+            store(), form.get("username", ""), form.get("role", ""), form.get("password", "")
+        )
+    except accounts.AccountError as exc:
+        flash(_(str(exc)), "error")
+        return redirect(url_for("auth.users")), 303
+    flash(_("User {name} added.", name=form.get("username", "").strip()), "info")
+    return render_template("token.html", username=form.get("username", "").strip(), token=token)
+
+
+def _target(username: str) -> Any:
+    user = store().get_user(username)
+    if user is None:
+        fail(404, f"no user {username!r}")
+    return user
+
+
+@bp.post("/users/<username>/role")
+@role_required("admin")
+def users_role(username: str) -> Any:
+    _target(username)
+    me = current_user()
+    role = request.form.get("role", "")
+    if me is not None and me.username == username and role != "admin":
+        # The last way back in would be the CLI: do not let an admin demote themselves.
+        flash(_("You cannot remove your own admin role."), "error")
+        return redirect(url_for("auth.users"))
+    try:
+        accounts.set_role(store(), username, role)
+    except accounts.AccountError as exc:
+        fail(400, str(exc))
+    flash(_("Role of {name} set to {role}.", name=username, role=role), "info")
+    return redirect(url_for("auth.users"))
+
+
+@bp.post("/users/<username>/password")
+@role_required("admin")
+def users_password(username: str) -> Any:
+    _target(username)
+    try:
+        accounts.set_password(store(), username, request.form.get("password", ""))
+    except accounts.AccountError as exc:
+        flash(_(str(exc)), "error")
+        return redirect(url_for("auth.users"))
+    flash(_("Password of {name} changed.", name=username), "info")
+    return redirect(url_for("auth.users"))
+
+
+@bp.post("/users/<username>/token")
+@role_required("admin")
+def users_token(username: str) -> Any:
+    _target(username)
+    token = accounts.reset_token(store(), username)
+    return render_template("token.html", username=username, token=token)
+
+
+@bp.post("/users/<username>/delete")
+@role_required("admin")
+def users_delete(username: str) -> Any:
+    _target(username)
+    me = current_user()
+    if me is not None and me.username == username:
+        flash(_("You cannot delete yourself."), "error")
+        return redirect(url_for("auth.users"))
+    store().delete_user(username)
+    flash(_("User {name} deleted.", name=username), "info")
+    return redirect(url_for("auth.users"))

@@ -1,0 +1,100 @@
+"""The match dashboard, one match side by side, and verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from tracker.store import VERDICTS, NotFound
+
+from ..core import Page, fail, parse_match_filters, role_required, store, work_choices
+from ..highlight import segments
+from ..i18n import translate as _
+
+bp = Blueprint("matches", __name__)
+
+MAX_NOTE = 10_000
+
+
+@bp.get("/")
+def home() -> Any:
+    return redirect(url_for("matches.dashboard"))
+
+
+@bp.get("/matches")
+def dashboard() -> Any:
+    error = None
+    try:
+        filters = parse_match_filters(request.args)
+    except ValueError as exc:
+        # A bad filter from a hand-edited URL: say so, show everything.
+        error = str(exc)
+        filters = parse_match_filters({})  # type: ignore[arg-type]
+    query = filters.query
+    total = store().count_matches(query)
+    pager = Page(filters.page, filters.per_page, total)
+    matches = store().query_matches(query)
+    # Verdict counts under the other filters: the tabs above the table.
+    counts = {}
+    for verdict in (None, *VERDICTS):
+        q = replace(query, verdict=verdict, offset=0, limit=0)
+        counts[verdict or "all"] = store().count_matches(q)
+    works = work_choices()
+    return render_template(
+        "matches/dashboard.html", matches=matches, pager=pager, counts=counts, error=error,
+        args=request.args, query=query, works=works, verdicts=VERDICTS,
+    )
+
+
+def _get(match_id: str) -> Any:
+    try:
+        return store().get_match(match_id)
+    except (NotFound, KeyError):
+        fail(404, "no such match")
+
+
+@bp.get("/matches/<id:match_id>")
+def detail(match_id: str) -> Any:
+    match = _get(match_id)
+    try:
+        suspect = store().get_suspect(match.suspect_id)
+    except (NotFound, KeyError):
+        suspect = None
+    try:
+        mother = store().get_mother(match.mother_id)
+    except (NotFound, KeyError):
+        mother = None
+    passages = sorted(match.passages, key=lambda p: p.suspect_start)
+    numbered = list(enumerate(passages, 1))
+    suspect_segments = segments(
+        suspect.text, [(p.suspect_start, p.suspect_end, n) for n, p in numbered]
+    ) if suspect else []
+    mother_segments = segments(
+        mother.text, [(p.mother_start, p.mother_end, n) for n, p in numbered]
+    ) if mother else []
+    return render_template(
+        "matches/detail.html", match=match, suspect=suspect, mother=mother, passages=numbered,
+        suspect_segments=suspect_segments, mother_segments=mother_segments, verdicts=VERDICTS,
+    )
+
+
+@bp.post("/matches/<id:match_id>/verdict")
+@role_required("analyst")
+def verdict(match_id: str) -> Any:
+    match = _get(match_id)
+    verdict = request.form.get("verdict") or match.verdict
+    if verdict not in VERDICTS:
+        fail(400, f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
+    note = request.form.get("note")
+    if note is not None and len(note) > MAX_NOTE:
+        fail(400, f"note longer than {MAX_NOTE} characters")
+    store().set_verdict(match_id, verdict, note)
+    labels = {"pending": _("Pending"), "confirmed": _("Confirmed"), "dismissed": _("Dismissed")}
+    flash(_("Verdict saved: {verdict}.", verdict=labels[verdict]), "info")
+    back = request.form.get("next", "")
+    if back.startswith("/") and not back.startswith(("//", "/\\")):
+        return redirect(back)
+    return redirect(url_for("matches.detail", match_id=match_id))
+
