@@ -13,6 +13,8 @@ import argparse
 import datetime
 import json
 import platform
+import random
+import re
 import resource
 import statistics
 import tempfile
@@ -117,6 +119,13 @@ def corpus(data: Path) -> list[dict]:
         text = p.read_text(encoding="utf-8")
         for i in range(0, len(text), 20_000):
             docs.append({"id": f"{p.stem}-{i}", "title": p.stem, "text": text[i : i + 20_000]})
+    # The shared corpus holds ~18 M characters; the 20 M point adds laws whose
+    # sentences are shuffled (new text at window scale, same vocabulary).
+    rng = random.Random(11)
+    for d in load_texts(data / "laws/laws_national.jsonl")[:600]:
+        sentences = [s for s in re.split(r"(?<=[。；])", d["text"]) if s]
+        rng.shuffle(sentences)
+        docs.append({"id": f"shuffled-{d['id']}", "title": "", "text": "".join(sentences)})
     return docs
 
 
