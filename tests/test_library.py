@@ -134,3 +134,20 @@ def test_lone_surrogates_are_stored_safely(lib):
     assert len(stored.text) == len(text) and "\ufffd" in stored.text
     res = lib.check_suspect(Suspect(id="x", text=text, title="\udc00"))
     assert [m.mother_id for m in res.matches] == ["s\ufffd"]
+
+
+def test_a_long_page_holding_many_works_reports_every_one(lib):
+    # A pirate "full text" page: 25 works on one page, more than the 20 candidates a
+    # short suspect gets; every work must be reported with its own passage.
+    works = [
+        Document(id=f"ch-{i:02d}", title=f"第{i}章", text=work(500 + i, 70)) for i in range(25)
+    ]
+    lib.ingest(works)
+    page = "".join(w.text + "本站首发请收藏" for w in works)
+    assert len(page) > 50_000
+    res = lib.check_text(page)
+    assert sorted(m.mother_id for m in res.matches) == [w.id for w in works]
+    by_id = {m.mother_id: m for m in res.matches}
+    start = page.index(works[7].text)
+    p = by_id["ch-07"].passages[0]
+    assert abs(p.suspect_start - start) <= 2 and p.mother_start <= 2

@@ -56,10 +56,24 @@ class Prepared:
     grams: np.ndarray  # k-gram codes (uint64), one per start position
     order: np.ndarray | None = None  # argsort of grams (mothers only)
     sorted_grams: np.ndarray | None = None
+    base: int = 0  # position of grams[0] in the whole text (slices of long suspects)
 
     @property
     def n(self) -> int:
-        return int(self.idx.size)
+        """Initials in the whole text (a slice still reports the whole)."""
+        return int(self.offsets.size)
+
+    def slice(self, start: int, end: int, k: int) -> Prepared:
+        """The part of the text from initial ``start`` to ``end``, positions unchanged:
+        verifying a long suspect only where a candidate's hits are."""
+        start = max(0, start)
+        end = min(self.idx.size, end)
+        return Prepared(
+            idx=self.idx[start:end],
+            offsets=self.offsets,
+            grams=self.grams[start : max(start, end - k + 1)],
+            base=self.base + start,
+        )
 
 
 def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
@@ -97,7 +111,7 @@ def seeds(
     total = int(count.sum())
     if total == 0:
         return empty, empty, empty
-    s_pos = np.repeat(np.arange(suspect.grams.size, dtype=np.int64), count)
+    s_pos = np.repeat(np.arange(suspect.grams.size, dtype=np.int64) + suspect.base, count)
     # Position within each suspect gram's range of equal mother grams.
     first = np.repeat(np.cumsum(count) - count, count)
     within = np.arange(total, dtype=np.int64) - first

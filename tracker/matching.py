@@ -20,6 +20,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from threading import Lock
 
+import numpy as np
+
 from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
 from tracker.engines.base import Engine
 from tracker.store.base import Match, Mother, Store
@@ -29,7 +31,9 @@ from tracker.store.base import Match, Mother, Store
 class MatchPolicy:
     """When an alignment is a copy, and how it is scored."""
 
-    candidates: int = 20  # how many candidates are verified
+    candidates: int = 20  # how many candidates are verified (at least)
+    chars_per_candidate: int = 2000  # a long suspect may hold many works: one per 2,000 chars
+    long_suspect: int = 20_000  # initials; longer suspects are verified near the hits only
     min_copied: int = 60  # initials of the suspect inside passages
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
@@ -77,6 +81,10 @@ class PreparedCache:
         return prepared
 
 
+def _margin(n: int) -> int:
+    return max(2000, n // 50)
+
+
 class Matcher:
     def __init__(
         self,
@@ -93,11 +101,24 @@ class Matcher:
         self.align_params = align_params or AlignParams()
         self.cache = cache or PreparedCache()
 
+    def _near_hits(self, suspect: Prepared, evidence: object) -> Prepared:
+        """A long suspect (a whole novel on one page) is aligned only around the
+        candidate's hits, with a margin: the copy of one chapter is where its hits are."""
+        if suspect.n <= self.policy.long_suspect or not isinstance(evidence, np.ndarray):
+            return suspect
+        if evidence.size == 0:
+            return suspect
+        margin = _margin(suspect.n)
+        return suspect.slice(
+            int(evidence.min()) - margin, int(evidence.max()) + margin, self.align_params.k
+        )
+
     def match(
         self, text: str, *, suspect_id: str = "", title: str = "", url: str = "", domain: str = ""
     ) -> MatchResult:
         started = time.perf_counter()
-        candidates = self.engine.candidates_with_evidence(text, limit=self.policy.candidates)
+        limit = max(self.policy.candidates, len(text) // self.policy.chars_per_candidate)
+        candidates = self.engine.candidates_with_evidence(text, limit=limit)
         result = MatchResult(candidates=len(candidates))
         if candidates:
             mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
@@ -107,7 +128,7 @@ class Matcher:
                 if mother is None:
                     continue  # a stale posting of a replaced or deleted mother
                 alignment = align_prepared(
-                    suspect,
+                    self._near_hits(suspect, cand.evidence),
                     self.cache.get(mother, self.align_params.k),
                     self.align_params,
                     evidence=cand.evidence,
