@@ -317,3 +317,29 @@ class Library:
         for name in self.indexed_engines():
             out["engines"][name] = self.engine(name).stats()
         return out
+
+
+class LibraryHandle:
+    """A ``Library`` opened on first use and shared by threads: the web app and each
+    worker process hold one, so that creating them starts no Redis server."""
+
+    def __init__(self, settings: Settings) -> None:
+        import threading
+
+        self.settings = settings
+        self._library: Library | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def library(self) -> Library:
+        if self._library is None:
+            with self._lock:
+                if self._library is None:
+                    self._library = Library.open(self.settings)
+        return self._library
+
+    def close(self) -> None:
+        with self._lock:
+            if self._library is not None:
+                self._library.close()
+                self._library = None

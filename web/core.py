@@ -4,7 +4,6 @@ dashboard filters and pagination."""
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,7 +15,7 @@ from flask import abort, current_app, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
-from tracker.config import Settings
+from tracker.library import LibraryHandle
 from tracker.store import VERDICTS, Match, MatchQuery, User
 
 from .accounts import role_at_least
@@ -28,30 +27,9 @@ MAX_PAGE = 200  # rows per page a client may ask for
 MAX_EXPORT = 100_000  # rows of one list export
 
 
-class YinjiState:
+class YinjiState(LibraryHandle):
     """Per-app state: the settings and one ``Library``, opened on first use (so that
     ``create_app`` starts no Redis server by itself) and shared by all threads."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._library: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def library(self) -> Any:
-        if self._library is None:
-            with self._lock:
-                if self._library is None:
-                    from tracker.library import Library
-
-                    self._library = Library.open(self.settings)
-        return self._library
-
-    def close(self) -> None:
-        with self._lock:
-            if self._library is not None:
-                self._library.close()
-                self._library = None
 
 
 def state() -> YinjiState:

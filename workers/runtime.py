@@ -13,30 +13,19 @@ from typing import Any
 from celery import Celery, signals
 
 from tracker.config import Settings
+from tracker.library import LibraryHandle
 from workers.app import app_settings, worker_settings
 from workers.settings import WorkerSettings
 
 
-class Runtime:
+class Runtime(LibraryHandle):
     def __init__(self, settings: Settings, ws: WorkerSettings) -> None:
-        self.settings = settings
+        super().__init__(settings)
         self.ws = ws
-        self._lock = threading.Lock()
-        self._library: Any = None
         self._crawler: Any = None
         self._dedup: Any = None
         # NearDuplicateFilter keeps an in-memory copy of its Redis list: not thread-safe.
         self.dedup_lock = threading.Lock()
-
-    @property
-    def library(self) -> Any:
-        if self._library is None:
-            with self._lock:
-                if self._library is None:
-                    from tracker.library import Library
-
-                    self._library = Library.open(self.settings)
-        return self._library
 
     @property
     def crawler(self) -> Any:
@@ -71,10 +60,8 @@ class Runtime:
             if self._crawler is not None:
                 self._crawler.close()
                 self._crawler = None
-            if self._library is not None:
-                self._library.close()
-                self._library = None
             self._dedup = None
+        super().close()
 
 
 _runtimes: dict[Settings, Runtime] = {}
