@@ -247,6 +247,7 @@ class EngineRun:
     rows: dict[str, dict[str, float]]
     times: list[float]  # check time per case, ms
     ingest_s: float
+    candidates: list[int] = field(default_factory=list)  # candidates verified per case
 
     @property
     def median_ms(self) -> float:
@@ -302,6 +303,7 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
 
     rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     times: list[float] = []
+    n_cands: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = Library.open(Settings(data_dir=Path(tmp)))
         try:
@@ -318,6 +320,7 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
                 t = time.perf_counter()
                 result = lib.check_text(case.text, engine=engine)
                 times.append((time.perf_counter() - t) * 1000)
+                n_cands.append(result.candidates)
                 r = rows[case.kind]
                 r["n"] += 1
                 found = {m.mother_id for m in result.matches}
@@ -327,7 +330,9 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
                 r["recall"] += bool(found & case.truth)
                 # Candidate recall: was a true mother among the candidates the verifier saw
                 # (the engine's own recall, before alignment); asked again, outside timing.
-                cands = eng.candidates(case.text, limit=lib.policy.candidates)
+                policy = lib.policy  # the matcher's budget grows with the suspect's length
+                limit = max(policy.candidates, len(case.text) // policy.chars_per_candidate)
+                cands = eng.candidates(case.text, limit=limit)
                 by_seq = lib.store.get_mothers_by_seq(seq for seq, _strength in cands)
                 r["cand_recall"] += bool({m.id for m in by_seq.values()} & case.truth)
                 r["pairs"] += len(found)
@@ -378,7 +383,7 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
                     )
         finally:
             lib.close()
-    return EngineRun(engine, options, rows, times, ingest_s)
+    return EngineRun(engine, options, rows, times, ingest_s, n_cands)
 
 
 def _f(x: float | None) -> str:
@@ -391,7 +396,8 @@ def engine_table(run: EngineRun, mothers: list[dict], n_cases: int) -> str:
     lines = [
         f"Mothers: {len(mothers)} documents, {sum(len(m['text']) for m in mothers):,} characters "
         f"(ingested in {run.ingest_s:.1f} s); engine `{run.engine}`;{opts} {n_cases} suspects; "
-        f"check time median {run.median_ms:.1f} ms.",
+        f"check time median {run.median_ms:.1f} ms; "
+        f"{statistics.mean(run.candidates or [0]):.1f} candidates verified per suspect.",
         "",
         "| transformation | n | recall | candidate recall | pair precision | corpus duplicates "
         "| negatives flagged | passage P | passage R | passage F1 |",
@@ -415,9 +421,11 @@ def comparison_table(runs: list[EngineRun], mothers: list[dict], n_cases: int) -
     """One table, every engine on the same suspects: recall / pair precision / passage F1
     per transformation and engine, then negatives flagged, check and ingest times."""
     names = [r.engine for r in runs]
-    head = "| transformation | n | " + " | ".join(
-        f"{e} recall | {e} pair P | {e} passage F1" for e in names
-    ) + " |"
+    head = (
+        "| transformation | n | "
+        + " | ".join(f"{e} recall | {e} pair P | {e} passage F1" for e in names)
+        + " |"
+    )
     lines = [
         f"Mothers: {len(mothers)} documents, {sum(len(m['text']) for m in mothers):,} "
         f"characters; {n_cases} suspects, the same for every engine; engines "
@@ -449,6 +457,7 @@ def comparison_table(runs: list[EngineRun], mothers: list[dict], n_cases: int) -
     for label, values in (
         ("check ms (median)", [f"{r.median_ms:.1f}" for r in runs]),
         ("ingest s", [f"{r.ingest_s:.1f}" for r in runs]),
+        ("candidates / suspect", [f"{statistics.mean(r.candidates or [0]):.1f}" for r in runs]),
     ):
         cells = [c for v in values for c in (v, "", "")]
         lines.append(f"| **{label}** | | " + " | ".join(cells) + " |")

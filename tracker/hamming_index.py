@@ -346,13 +346,22 @@ class RedisHammingIndex:
     """
 
     def __init__(self, redis: Any, prefix: str, name: str = "main", k: int = 3,
-                 blocks: int | None = None, id_shards: int = 256) -> None:
+                 blocks: int | None = None, id_shards: int = 256,
+                 bucket_bits: int | None = None) -> None:
+        """``bucket_bits``: name buckets by at most this many bits of each table's prefix
+        (default: the whole prefix). A coarser bucket only adds members that the query's
+        full-distance check discards, so answers are unchanged; it saves a Redis key per
+        fingerprint when prefixes are long and sparse (``k = 0``: one 64-bit prefix)."""
         self.redis = redis
         self.layout = HammingLayout(k, blocks)
         self.k = k
         self.base = f"{prefix}:hamming:{name}"
         self.id_shards = id_shards
-        self._hexw = [math.ceil(b / 4) for b in self.layout.prefix_bits]
+        if bucket_bits is not None and not 1 <= bucket_bits <= 64:
+            raise ValueError(f"bucket_bits must be in [1, 64], got {bucket_bits}")
+        self._bits = [b if bucket_bits is None else min(b, bucket_bits)
+                      for b in self.layout.prefix_bits]
+        self._hexw = [math.ceil(b / 4) for b in self._bits]
         self._check_client()
 
     def _check_client(self) -> None:
@@ -365,7 +374,7 @@ class RedisHammingIndex:
 
     # -- keys ----------------------------------------------------------------------------
     def bucket_key(self, fp: int, t: int) -> str:
-        return f"{self.base}:t{t}:{self.layout.prefix(fp, t):0{self._hexw[t]}x}"
+        return f"{self.base}:t{t}:{self.layout.prefix(fp, t, self._bits[t]):0{self._hexw[t]}x}"
 
     def _id_key(self, i: int) -> str:
         return f"{self.base}:ids:{i % self.id_shards:02x}"

@@ -11,7 +11,7 @@ Text normalization (``normalization=``), as in ``simhash_engine``:
 Fingerprints of a text (the array the store keeps): uint32, ``rows * num_perm`` values,
 row-major; reshape to ``(-1, num_perm)``. Row 0 is the signature of the whole normalized
 stream, rows 1.. one per content-defined window (``tracker.simhash.content_windows``; in
-initials mode ~100 letters, a new one every ~40 on average). Content-defined windows put a
+initials mode 48 to 256 letters, a new one every ~32 on average). Content-defined windows put a
 copied passage into the same windows in suspect and mother whatever its offset (see
 ``simhash_engine``), so an excerpt pasted into unrelated text is found with an estimated
 Jaccard near 1, and a window that straddles the edge of a copy still shares part of its
@@ -20,9 +20,11 @@ shingles.
 Index (all keys under ``f"{prefix}:minhash:"``):
 
 - ``lsh:b{band}:{hash}``: ``RedisLSH`` band buckets of the ids ``seq << 20 | row``, bands
-  and rows chosen by ``choose_bands(num_perm, threshold)`` (threshold 0.3 with 64
-  permutations: 16 bands of 3 rows, so a window pair with Jaccard 0.3 is a candidate with
-  probability ~0.36, 0.5 with ~0.89, 0.7 with ~1.0);
+  and rows chosen by ``choose_bands(num_perm, threshold)`` (threshold 0.2 with 64
+  permutations: 28 bands of 2 rows, so a window pair with Jaccard 0.2 meets in a bucket
+  with probability ~0.68, 0.3 with ~0.93, 0.5 with ~1.0; a window straddling the edge of
+  a copy or holding a few edits still meets its mother window; chars mode keeps the
+  original 128 permutations at threshold 0.3: 37 bands of 3 rows);
 - ``sig:{seq}``: the mother's signatures (row-major), to score candidates.
 
 ``candidates`` queries every suspect row; the mothers found by the most suspect rows
@@ -31,8 +33,9 @@ row and one of the mother's rows it met in a bucket (only those rows are read, w
 GETRANGE). A mother scoring below ``min_jaccard`` is dropped: it met the suspect by chance
 in a bucket. A suspect row whose buckets hold more than ``common_df`` mothers is
 boilerplate and counts for none. In initials mode a ``Candidate`` carries as evidence every
-initial of the suspect windows that met it with at least ``min_jaccard`` and as common
-positions those of the boilerplate rows (see ``tracker.engines.base.Candidate``).
+initial of the suspect windows that met it with at least ``min_jaccard`` (the whole text
+only when no window did) and as common positions those of the boilerplate rows (see
+``tracker.engines.base.Candidate``).
 """
 
 from __future__ import annotations
@@ -51,14 +54,33 @@ from tracker.simhash import content_windows
 ROW_BITS = 20
 ROW_MASK = (1 << ROW_BITS) - 1
 
-# Per normalization: shingle, window gap, window min length, window max length, anchor n.
-# Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
-# docs/ENGINES.md.
-_DEFAULTS: dict[str, dict[str, int]] = {
-    "chars": {"shingle": 5, "window_gap": 250, "window_min": 250, "window_max": 1000,
-              "anchor": 5},
-    "initials": {"shingle": 8, "window_gap": 40, "window_min": 64, "window_max": 320,
-                 "anchor": 5},
+# Per normalization: shingle, window gap, window min length, window max length, anchor n,
+# permutations, LSH threshold, min Jaccard. Chars: the original engine, unchanged (its
+# stored fingerprints stay valid). Initials: chosen on bench/eval.py, see docs/ENGINES.md
+# (shorter windows fit inside short excerpts; Jaccard tolerates edits and the straddled
+# edges of a copy, so they need not be as short as SimHash's; 64 permutations found the
+# same cases as 128 at less cost; threshold 0.2 found edited excerpts that 0.3 missed).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "chars": {
+        "shingle": 5,
+        "window_gap": 250,
+        "window_min": 250,
+        "window_max": 1000,
+        "anchor": 5,
+        "num_perm": 128,
+        "threshold": 0.3,
+        "min_jaccard": 0.0,
+    },
+    "initials": {
+        "shingle": 8,
+        "window_gap": 32,
+        "window_min": 48,
+        "window_max": 256,
+        "anchor": 5,
+        "num_perm": 64,
+        "threshold": 0.2,
+        "min_jaccard": 0.2,
+    },
 }
 # MinHasher's normalize for each engine normalization.
 _HASHER_NORMALIZE = {"initials": "initials", "chars": "alnum"}
@@ -68,12 +90,24 @@ class MinHashEngine(Engine):
     name: ClassVar[str] = "minhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint32)
 
-    def __init__(self, redis: Any, prefix: str, *, normalization: str = "initials",
-                 num_perm: int = 64, seed: int = 1, shingle: int | None = None,
-                 threshold: float = 0.3, window_gap: int | None = None,
-                 window_min: int | None = None, window_max: int | None = None,
-                 anchor: int | None = None, min_jaccard: float = 0.2,
-                 common_df: int = 16, max_candidates: int = 200) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        prefix: str,
+        *,
+        normalization: str = "initials",
+        num_perm: int | None = None,
+        seed: int = 1,
+        shingle: int | None = None,
+        threshold: float | None = None,
+        window_gap: int | None = None,
+        window_min: int | None = None,
+        window_max: int | None = None,
+        anchor: int | None = None,
+        min_jaccard: float | None = None,
+        common_df: int = 16,
+        max_candidates: int = 200,
+    ) -> None:
         """Window sizes are in units of the stream (initials or characters); ``None`` takes
         the default of the normalization (``_DEFAULTS``). A suspect row sharing buckets with
         the rows of more than ``common_df`` mothers is boilerplate: it makes no candidate."""
@@ -83,17 +117,22 @@ class MinHashEngine(Engine):
         d = _DEFAULTS[normalization]
         self.base = f"{prefix}:{self.name}"
         self.shingle = d["shingle"] if shingle is None else shingle
-        self.hasher = MinHasher(num_perm, seed, self.shingle, scheme="affine32",
-                                normalize=_HASHER_NORMALIZE[normalization])
-        self.num_perm = num_perm
-        self.threshold = threshold
-        self.bands, self.rows = choose_bands(num_perm, threshold)
-        self.lsh = RedisLSH(redis, self.base, num_perm, self.bands, self.rows)
+        self.num_perm = d["num_perm"] if num_perm is None else num_perm
+        self.hasher = MinHasher(
+            self.num_perm,
+            seed,
+            self.shingle,
+            scheme="affine32",
+            normalize=_HASHER_NORMALIZE[normalization],
+        )
+        self.threshold = d["threshold"] if threshold is None else threshold
+        self.bands, self.rows = choose_bands(self.num_perm, self.threshold)
+        self.lsh = RedisLSH(redis, self.base, self.num_perm, self.bands, self.rows)
         self.window_gap = d["window_gap"] if window_gap is None else window_gap
         self.window_min = d["window_min"] if window_min is None else window_min
         self.window_max = d["window_max"] if window_max is None else window_max
         self.anchor = d["anchor"] if anchor is None else anchor
-        self.min_jaccard = min_jaccard
+        self.min_jaccard = d["min_jaccard"] if min_jaccard is None else min_jaccard
         self.common_df = common_df
         self.max_candidates = max_candidates
 
@@ -108,8 +147,13 @@ class MinHashEngine(Engine):
         if not prepared:
             return []
         spans = [(0, len(prepared))]
-        spans += content_windows(prepared, gap=self.window_gap, min_len=self.window_min,
-                                 max_len=self.window_max, anchor_n=self.anchor)[:ROW_MASK]
+        spans += content_windows(
+            prepared,
+            gap=self.window_gap,
+            min_len=self.window_min,
+            max_len=self.window_max,
+            anchor_n=self.anchor,
+        )[:ROW_MASK]
         return spans
 
     def _signatures(self, prepared: str, spans: list[tuple[int, int]]) -> np.ndarray:
@@ -135,8 +179,7 @@ class MinHashEngine(Engine):
         return f"{self.base}:sig:{seq}"
 
     # -- index ----------------------------------------------------------------------------
-    def _postings(self, items: Sequence[tuple[int, np.ndarray]]
-                  ) -> list[tuple[int, np.ndarray]]:
+    def _postings(self, items: Sequence[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
         out = []
         for seq, fps in items:
             rows = self._rows(fps)
@@ -217,9 +260,16 @@ class MinHashEngine(Engine):
             # Positions would be in normalized characters, not the verifier's initials.
             return [Candidate(seq, j) for seq, j, _ in scored[:limit]]
         common_pos = span_evidence([spans[q] for q in common], self.window)
-        return [Candidate(seq, j, span_evidence([spans[q] for q in good], self.window),
-                          common_pos)
-                for seq, j, good in scored[:limit]]
+        out = []
+        for seq, j, good in scored[:limit]:
+            # Evidence from the windows that met the mother; the page row (row 0) spans
+            # the whole suspect and a page Jaccard of 0.2 is no near-duplicate, so it
+            # counts only when no window met (a suspect shorter than a window).
+            rows = [q for q in good if q > 0] or good
+            out.append(
+                Candidate(seq, j, span_evidence([spans[q] for q in rows], self.window), common_pos)
+            )
+        return out
 
     def clear(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -240,8 +290,15 @@ class MinHashEngine(Engine):
                 mothers += 1
                 pipe.strlen(key)
         signatures = sum(pipe.execute()) // (4 * self.num_perm)
-        return {"engine": self.name, "normalization": self.normalization,
-                "mothers": mothers, "signatures": signatures, "keys": keys,
-                "num_perm": self.num_perm, "bands": self.bands, "rows": self.rows,
-                "shingle": self.shingle,
-                "window": [self.window_gap, self.window_min, self.window_max]}
+        return {
+            "engine": self.name,
+            "normalization": self.normalization,
+            "mothers": mothers,
+            "signatures": signatures,
+            "keys": keys,
+            "num_perm": self.num_perm,
+            "bands": self.bands,
+            "rows": self.rows,
+            "shingle": self.shingle,
+            "window": [self.window_gap, self.window_min, self.window_max],
+        }

@@ -15,27 +15,31 @@ Text normalization (``normalization=``):
 
 Fingerprints of a text (the array the store keeps, uint64):
 
-- row 0: the SimHash of the whole normalized stream (tf weights);
+- row 0: the SimHash of the whole normalized stream (tf weights): the *page* fingerprint;
 - rows 1..: one SimHash per *content-defined* window of the stream
-  (``tracker.simhash.content_windows``; in initials mode ~90 letters, a new window every
-  ~32 letters on average, see the defaults below and docs/ENGINES.md for how they were
-  measured).
+  (``tracker.simhash.content_windows``; in initials mode 24 to 96 letters, a new window
+  every ~8 letters on average; see docs/ENGINES.md for the measurements behind these).
 
 A whole-text SimHash only finds near-complete copies: an excerpt pasted into unrelated
 text changes most of the whole-text features. The windows find excerpts. They are
 content-defined rather than at fixed offsets so that a copied passage produces *the same*
-windows in the suspect as in the mother whatever the offset it lands at (with fixed
-offsets a window shifted by 25 letters of 300 already differs by ~8 bits, beyond ``k``);
-so suspects use the very same windows as mothers, no denser stride is needed, and an
-untouched copied window is found at distance 0. SimHash is a near-duplicate detector: one
-edited letter changes ``ngram`` shingles of a ~90-letter window, ~10 bits, so windows with
-random edits are not found (the whole-text row still finds lightly edited whole pages).
+windows in the suspect as in the mother whatever the offset it lands at; so suspects use
+the very same windows as mothers and an untouched copied window is found at distance 0.
+
+Two Redis permuted-table Hamming indexes (``tracker.hamming_index``), because the Hamming
+radius that pays depends on the span: page rows are looked up within ``k`` (3) of other
+page rows, so a page with scattered light edits still meets its mother; window rows within
+``window_k`` of other window rows. On the initials windows a copied window is found at
+distance 0 or not at all in practice (one edited letter changes ``ngram`` of a window's
+~20-90 shingles: ~10 bits), so ``window_k`` is 0 in initials mode: k = 1, 2 or 3 found
+exactly the same cases on bench/eval.py and cost 2 to 4 tables per lookup instead of one.
+In chars mode windows keep ``k = 3`` as before.
 
 Index ids are ``seq << 20 | row``. ``candidates`` looks up every suspect fingerprint and
-scores each mother by the number of *distinct* mother fingerprints (whole text or windows)
-found within ``k``: the number of copied window steps, roughly. A suspect window that
-meets the windows of more than ``common_df`` mothers is boilerplate and counts for none.
-In initials mode a ``Candidate`` carries as evidence every initial of the suspect windows
+scores each mother by the number of *distinct* mother fingerprints (page or windows)
+found: the number of copied window steps, roughly. A suspect window that meets the
+windows of more than ``common_df`` mothers is boilerplate and counts for none. In
+initials mode a ``Candidate`` carries as evidence every initial of the suspect windows
 that hit it and as common positions those of the boilerplate windows, so the verifier
 drops a passage only when it is mostly boilerplate that no hit of its own supports (the
 contract of ``tracker.engines.base.Candidate``).
@@ -61,13 +65,27 @@ NORMALIZATIONS = ("initials", "chars")
 
 # Per normalization: ngram, window gap, window min length, window max length, anchor n-gram.
 # Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
-# docs/ENGINES.md (a copied 150-character excerpt is ~130 initials: windows must be short
-# enough that one fits inside it).
+# docs/ENGINES.md. Windows are short because SimHash windows only match when untouched:
+# a copied 150-character excerpt is ~130 initials, and 5 % random edits leave ~20 clean
+# letters between edits, so the more short windows, the more survive.
+# window_k: the Hamming radius of window lookups (the page row always uses ``k``).
 _DEFAULTS: dict[str, dict[str, int]] = {
-    "chars": {"ngram": 3, "window_gap": 150, "window_min": 150, "window_max": 600,
-              "anchor": 5},
-    "initials": {"ngram": 8, "window_gap": 32, "window_min": 56, "window_max": 256,
-                 "anchor": 5},
+    "chars": {
+        "ngram": 3,
+        "window_gap": 150,
+        "window_min": 150,
+        "window_max": 600,
+        "anchor": 5,
+        "window_k": 3,
+    },
+    "initials": {
+        "ngram": 8,
+        "window_gap": 8,
+        "window_min": 24,
+        "window_max": 96,
+        "anchor": 5,
+        "window_k": 0,
+    },
 }
 
 
@@ -77,8 +95,9 @@ def text_stream(text: str, normalization: str) -> str:
         return initials(text)
     if normalization == "chars":
         return normalize(text)
-    raise ValueError(f"unknown normalization {normalization!r} (choose from "
-                     f"{', '.join(NORMALIZATIONS)})")
+    raise ValueError(
+        f"unknown normalization {normalization!r} (choose from {', '.join(NORMALIZATIONS)})"
+    )
 
 
 def span_evidence(spans: Sequence[tuple[int, int]], window: int) -> np.ndarray:
@@ -92,29 +111,54 @@ def span_evidence(spans: Sequence[tuple[int, int]], window: int) -> np.ndarray:
 
 def check_normalization(normalization: str) -> None:
     if normalization not in NORMALIZATIONS:
-        raise ValueError(f"unknown normalization {normalization!r} (choose from "
-                         f"{', '.join(NORMALIZATIONS)})")
+        raise ValueError(
+            f"unknown normalization {normalization!r} (choose from {', '.join(NORMALIZATIONS)})"
+        )
 
 
 class SimHashEngine(Engine):
     name: ClassVar[str] = "simhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
 
-    def __init__(self, redis: Any, prefix: str, *, normalization: str = "initials",
-                 k: int = 3, blocks: int | None = None, window_gap: int | None = None,
-                 window_min: int | None = None, window_max: int | None = None,
-                 ngram: int | None = None, anchor: int | None = None,
-                 common_df: int = 16) -> None:
-        """Window sizes are in units of the stream (initials or characters); ``None`` takes
-        the default of the normalization (``_DEFAULTS``). A suspect window found near the
-        windows of more than ``common_df`` mothers is boilerplate: it makes no candidate."""
+    def __init__(
+        self,
+        redis: Any,
+        prefix: str,
+        *,
+        normalization: str = "initials",
+        k: int = 3,
+        blocks: int | None = None,
+        window_k: int | None = None,
+        window_blocks: int | None = None,
+        window_gap: int | None = None,
+        window_min: int | None = None,
+        window_max: int | None = None,
+        ngram: int | None = None,
+        anchor: int | None = None,
+        common_df: int = 16,
+        window_bucket_bits: int | None = None,
+    ) -> None:
+        """``k``/``blocks``: Hamming radius and layout of the page (whole-text) index;
+        ``window_k``/``window_blocks``: the same for the window index. Window sizes are in
+        units of the stream (initials or characters). ``None`` takes the default of the
+        normalization (``_DEFAULTS``). A suspect window found near the windows of more
+        than ``common_df`` mothers is boilerplate: it makes no candidate."""
         super().__init__(redis, prefix)
         check_normalization(normalization)
         self.normalization = normalization
         d = _DEFAULTS[normalization]
         self.k = k
+        self.window_k = d["window_k"] if window_k is None else window_k
         self.base = f"{prefix}:{self.name}"
-        self.index = RedisHammingIndex(redis, self.base, name="main", k=k, blocks=blocks)
+        self.pages = RedisHammingIndex(redis, self.base, name="pages", k=k, blocks=blocks)
+        self.windows = RedisHammingIndex(
+            redis,
+            self.base,
+            name="windows",
+            k=self.window_k,
+            blocks=window_blocks,
+            bucket_bits=window_bucket_bits,
+        )
         self.window_gap = d["window_gap"] if window_gap is None else window_gap
         self.window_min = d["window_min"] if window_min is None else window_min
         self.window_max = d["window_max"] if window_max is None else window_max
@@ -136,8 +180,13 @@ class SimHashEngine(Engine):
         if not stream:
             return []
         spans = [(0, len(stream))]
-        spans += content_windows(stream, gap=self.window_gap, min_len=self.window_min,
-                                 max_len=self.window_max, anchor_n=self.anchor)[:ROW_MASK]
+        spans += content_windows(
+            stream,
+            gap=self.window_gap,
+            min_len=self.window_min,
+            max_len=self.window_max,
+            anchor_n=self.anchor,
+        )[:ROW_MASK]
         return spans
 
     def _fingerprints(self, stream: str, spans: list[tuple[int, int]]) -> np.ndarray:
@@ -165,12 +214,22 @@ class SimHashEngine(Engine):
             return
         ids = np.concatenate([self._ids(seq, len(fps)) for seq, fps in items])
         fps = np.concatenate([np.asarray(fps, dtype=np.uint64) for _, fps in items])
-        self.index.add(ids, fps)
+        page = (ids & ROW_MASK) == 0
+        self.pages.add(ids[page], fps[page])
+        self.windows.add(ids[~page], fps[~page])
 
     def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         if not items:
             return
-        self.index.remove(np.concatenate([self._ids(seq, len(fps)) for seq, fps in items]))
+        ids = np.concatenate([self._ids(seq, len(fps)) for seq, fps in items])
+        page = (ids & ROW_MASK) == 0
+        self.pages.remove(ids[page])
+        self.windows.remove(ids[~page])
+
+    def _lookup(self, fps: np.ndarray) -> list[list[tuple[int, int]]]:
+        """Hits of each suspect row: the page row among mothers' page rows (within ``k``),
+        windows among mothers' windows (within ``window_k``)."""
+        return self.pages.query_many(fps[:1]) + self.windows.query_many(fps[1:])
 
     def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
         return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
@@ -184,7 +243,7 @@ class SimHashEngine(Engine):
         rows: dict[int, set[int]] = defaultdict(set)  # mother rows found, per mother
         hit_spans: dict[int, set[int]] = defaultdict(set)  # suspect rows that found them
         common: list[int] = []  # suspect rows near the rows of many mothers: boilerplate
-        for q, hits in enumerate(self.index.query_many(fps)):
+        for q, hits in enumerate(self._lookup(fps)):
             seqs = {id_ >> ROW_BITS for id_, _dist in hits}
             if len(seqs) > self.common_df:
                 common.append(q)
@@ -199,10 +258,15 @@ class SimHashEngine(Engine):
             # is not worth it for the legacy mode: no evidence, no passage filtering.
             return [Candidate(seq, float(len(rows[seq]))) for seq in ranked]
         common_pos = span_evidence([spans[q] for q in common], self.window)
-        return [Candidate(seq, float(len(rows[seq])),
-                          span_evidence([spans[q] for q in sorted(hit_spans[seq])], self.window),
-                          common_pos)
-                for seq in ranked]
+        return [
+            Candidate(
+                seq,
+                float(len(rows[seq])),
+                span_evidence([spans[q] for q in sorted(hit_spans[seq])], self.window),
+                common_pos,
+            )
+            for seq in ranked
+        ]
 
     def clear(self) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -214,7 +278,14 @@ class SimHashEngine(Engine):
 
     def stats(self) -> dict[str, Any]:
         keys = sum(1 for _ in self.redis.scan_iter(match=f"{self.base}:*", count=1000))
-        return {"engine": self.name, "normalization": self.normalization,
-                "fingerprints": len(self.index), "keys": keys, "k": self.k,
-                "tables": len(self.index.layout.tables), "ngram": self.ngram,
-                "window": [self.window_gap, self.window_min, self.window_max]}
+        return {
+            "engine": self.name,
+            "normalization": self.normalization,
+            "fingerprints": len(self.pages) + len(self.windows),
+            "keys": keys,
+            "k": self.k,
+            "window_k": self.window_k,
+            "tables": len(self.pages.layout.tables) + len(self.windows.layout.tables),
+            "ngram": self.ngram,
+            "window": [self.window_gap, self.window_min, self.window_max],
+        }
