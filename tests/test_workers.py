@@ -566,7 +566,11 @@ def test_ensure_worker_starts_an_in_process_worker(
         jobs.job_status("no-such-job")
     assert jobs.ensure_worker(inst.settings) is True
     assert jobs.ensure_worker(inst.settings) is False  # one is running now
-    assert inst.app.control.ping(timeout=1.0)
+    # The consumer is ready when ensure_worker returns; its remote-control channel may
+    # answer a moment later on a loaded machine, so poll the ping.
+    deadline = time.monotonic() + 20
+    while not inst.app.control.ping(timeout=1.0):
+        assert time.monotonic() < deadline, "the in-process worker never answered a ping"
     status, _ = wait_job(jobs.submit_check(texts=[{"id": "inproc", "text": _copy("进程内")}]))
     assert status["state"] == "SUCCESS"
     assert status["result"]["results"][0]["matches"][0]["mother_id"] == "mother-1"
