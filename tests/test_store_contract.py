@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -848,14 +847,14 @@ def test_sqlite_concurrent_writes_from_processes(tmp_path: Path) -> None:
         assert store.get_mothers_by_seq(range(1, 901)).keys() == set(seqs)
 
 
-def test_sqlite_bulk_put_mother_is_fast(tmp_path: Path) -> None:
+def test_sqlite_bulk_put_mother(tmp_path: Path) -> None:
+    # Speed is measured in bench/, not here: this checks 10k puts give 10k distinct seqs.
     store = SqliteStore(tmp_path / "bulk.sqlite3")
-    start = time.perf_counter()
-    for i in range(10_000):
-        store.put_mother(Mother(id=f"m{i}", title=f"标题{i}", text="床前明月光，疑是地上霜。"))
-    elapsed = time.perf_counter() - start
-    assert store.count_mothers() == 10_000
-    assert elapsed < 10, f"10k put_mother took {elapsed:.1f}s"
+    seqs = {
+        store.put_mother(Mother(id=f"m{i}", title=f"标题{i}", text="床前明月光，疑是地上霜。")).seq
+        for i in range(10_000)
+    }
+    assert store.count_mothers() == 10_000 and len(seqs) == 10_000
     store.close()
 
 
