@@ -17,7 +17,8 @@ from textgen import homophones, random_edits, work
 
 from tracker.engines.base import Candidate, Engine
 from tracker.engines.minhash_engine import MinHashEngine
-from tracker.engines.simhash_engine import SimHashEngine, span_evidence
+from tracker.engines.simhash_engine import SimHashEngine
+from tracker.engines.windows import span_evidence
 from tracker.minhash import MinHasher
 from tracker.pinyin import initials
 from tracker.simhash import content_windows, normalize, simhash_spans

@@ -46,13 +46,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tracker.engines.base import Candidate, Engine
-from tracker.engines.simhash_engine import check_normalization, span_evidence
+from tracker.engines.base import Candidate
+from tracker.engines.windows import (
+    ROW_BITS,
+    ROW_MASK,
+    WindowedEngine,
+    check_normalization,
+    span_evidence,
+)
 from tracker.minhash import MinHasher, RedisLSH, choose_bands
-from tracker.simhash import content_windows
-
-ROW_BITS = 20
-ROW_MASK = (1 << ROW_BITS) - 1
 
 # Per normalization: shingle, window gap, window min length, window max length, anchor n,
 # permutations, LSH threshold, min Jaccard. Chars: the original engine, unchanged (its
@@ -86,7 +88,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 _HASHER_NORMALIZE = {"initials": "initials", "chars": "alnum"}
 
 
-class MinHashEngine(Engine):
+class MinHashEngine(WindowedEngine):
     name: ClassVar[str] = "minhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint32)
 
@@ -136,26 +138,7 @@ class MinHashEngine(Engine):
         self.common_df = common_df
         self.max_candidates = max_candidates
 
-    @property
-    def window(self) -> int:
-        """Span of one evidence position, in initials (see ``span_evidence``)."""
-        return self.window_min
-
     # -- fingerprints ---------------------------------------------------------------------
-    def spans(self, prepared: str) -> list[tuple[int, int]]:
-        """The whole stream, then its content-defined windows (none if empty)."""
-        if not prepared:
-            return []
-        spans = [(0, len(prepared))]
-        spans += content_windows(
-            prepared,
-            gap=self.window_gap,
-            min_len=self.window_min,
-            max_len=self.window_max,
-            anchor_n=self.anchor,
-        )[:ROW_MASK]
-        return spans
-
     def _signatures(self, prepared: str, spans: list[tuple[int, int]]) -> np.ndarray:
         if not spans:
             return np.zeros((0, self.num_perm), dtype=np.uint32)

@@ -53,15 +53,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tracker.engines.base import Candidate, Engine
+from tracker.engines.base import Candidate
+from tracker.engines.windows import (
+    ROW_BITS,
+    ROW_MASK,
+    WindowedEngine,
+    check_normalization,
+    span_evidence,
+)
 from tracker.hamming_index import RedisHammingIndex
-from tracker.pinyin import initials
-from tracker.simhash import content_windows, normalize, simhash_spans
-
-ROW_BITS = 20
-ROW_MASK = (1 << ROW_BITS) - 1
-
-NORMALIZATIONS = ("initials", "chars")
+from tracker.simhash import simhash_spans
 
 # Per normalization: ngram, window gap, window min length, window max length, anchor n-gram.
 # Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
@@ -89,34 +90,7 @@ _DEFAULTS: dict[str, dict[str, int]] = {
 }
 
 
-def text_stream(text: str, normalization: str) -> str:
-    """The string an engine takes its features from: pinyin initials or normalized chars."""
-    if normalization == "initials":
-        return initials(text)
-    if normalization == "chars":
-        return normalize(text)
-    raise ValueError(
-        f"unknown normalization {normalization!r} (choose from {', '.join(NORMALIZATIONS)})"
-    )
-
-
-def span_evidence(spans: Sequence[tuple[int, int]], window: int) -> np.ndarray:
-    """Sorted positions whose ``window``-long spans cover exactly the union of ``spans``
-    (the verifier counts ``[p, p + window)`` as supported for every position ``p``)."""
-    if not spans:
-        return np.zeros(0, dtype=np.int64)
-    parts = [np.arange(s, max(s, e - window) + 1, dtype=np.int64) for s, e in spans]
-    return np.unique(np.concatenate(parts))
-
-
-def check_normalization(normalization: str) -> None:
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(
-            f"unknown normalization {normalization!r} (choose from {', '.join(NORMALIZATIONS)})"
-        )
-
-
-class SimHashEngine(Engine):
+class SimHashEngine(WindowedEngine):
     name: ClassVar[str] = "simhash"
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
 
@@ -165,29 +139,6 @@ class SimHashEngine(Engine):
         self.ngram = d["ngram"] if ngram is None else ngram
         self.anchor = d["anchor"] if anchor is None else anchor
         self.common_df = common_df
-
-    @property
-    def window(self) -> int:
-        """Span of one evidence position, in initials (see ``span_evidence``)."""
-        return self.window_min
-
-    # -- fingerprints ---------------------------------------------------------------------
-    def stream(self, text: str) -> str:
-        return text_stream(text, self.normalization)
-
-    def spans(self, stream: str) -> list[tuple[int, int]]:
-        """The whole stream, then its content-defined windows (none if empty)."""
-        if not stream:
-            return []
-        spans = [(0, len(stream))]
-        spans += content_windows(
-            stream,
-            gap=self.window_gap,
-            min_len=self.window_min,
-            max_len=self.window_max,
-            anchor_n=self.anchor,
-        )[:ROW_MASK]
-        return spans
 
     def _fingerprints(self, stream: str, spans: list[tuple[int, int]]) -> np.ndarray:
         if not spans:
