@@ -151,3 +151,13 @@ def test_a_long_page_holding_many_works_reports_every_one(lib):
     start = page.index(works[7].text)
     p = by_id["ch-07"].passages[0]
     assert abs(p.suspect_start - start) <= 2 and p.mother_start <= 2
+
+
+def test_checking_with_an_engine_nobody_indexed_is_an_error(lib):
+    lib.ingest(_mothers(1))
+    with pytest.raises(ValueError, match="index rebuild --engine simhash"):
+        lib.check_text(work(1, 5), engine="simhash")
+    lib.rebuild_index("simhash")
+    assert [m.mother_id for m in lib.check_text(work(100, 60), engine="simhash").matches] == [
+        "work-0"
+    ]

@@ -152,6 +152,10 @@ def check(
     errors: list[DocumentError] = []
     count = 0
     with _open_library(ctx) as lib:
+        try:
+            lib.matcher(engine)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
         for res in lib.check(iter_documents(paths), engine=engine, save=not no_save, errors=errors):
             count += 1
             if as_json:

@@ -245,9 +245,7 @@ class Library:
     # -- suspects -------------------------------------------------------------
     def check_text(self, text: str, *, engine: str | None = None) -> MatchResult:
         """Match a text without saving anything."""
-        return Matcher(
-            self.store, self.engine(engine), policy=self.policy, cache=self._cache
-        ).match(text)
+        return self.matcher(engine).match(text)
 
     def check_suspect(
         self, suspect: Suspect, *, engine: str | None = None, save: bool = True
@@ -264,9 +262,20 @@ class Library:
             self.store.put_matches(suspect.id, result.matches)
         return CheckResult(suspect, result)
 
+    def matcher(self, engine: str | None = None) -> Matcher:
+        """The query path for an engine; ValueError if this library never indexed it."""
+        eng = self.engine(engine)
+        indexed = self.indexed_engines()
+        if indexed and eng.name not in indexed:
+            # Checking against an engine nobody indexed would silently find nothing.
+            raise ValueError(
+                f"engine {eng.name!r} has no index in this library (indexed: "
+                f"{', '.join(indexed)}); run `yinji index rebuild --engine {eng.name}` first"
+            )
+        return Matcher(self.store, eng, policy=self.policy, cache=self._cache)
+
     def _match(self, suspect: Suspect, engine: str | None) -> MatchResult:
-        matcher = Matcher(self.store, self.engine(engine), policy=self.policy, cache=self._cache)
-        return matcher.match(
+        return self.matcher(engine).match(
             suspect.text,
             suspect_id=suspect.id,
             title=suspect.title,
