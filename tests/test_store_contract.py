@@ -208,6 +208,10 @@ def test_list_count_and_search_mothers(store: Store) -> None:
 
     assert [m.id for m in store.list_mothers()] == ["x", "us", "pct", "dream", "xyj", "hlm"]
     assert store.list_mothers()[0].text == "正文"  # text included
+    light = store.list_mothers(with_text=False, limit=2)
+    assert [m.id for m in light] == ["x", "us"]
+    assert all(m.text == "" and m.chars == len("正文") for m in light)
+    assert store.get_mother("x").chars == len("正文")
     assert [m.id for m in store.list_mothers(offset=1, limit=2)] == ["us", "pct"]
     assert store.list_mothers(limit=0) == []
     assert store.count_mothers() == 6

@@ -70,10 +70,9 @@ def job_status(job_id: str) -> dict[str, Any]:
 
 
 def work_choices() -> list[tuple[str, str]]:
-    """(id, title) of the works with the most matches, for the filter's suggestions.
-
-    Not ``list_mothers``: it returns whole texts, and a library of novels would load
-    hundreds of megabytes for a drop-down."""
+    """(id, title) of the works with the most matches, for the filter's suggestions:
+    in a library of thousands of works, the ones that are being copied are the ones a
+    person filters by."""
     stats = store().match_stats(MatchQuery(limit=0))
     return [(mid, title or mid) for mid, title, _ in stats["top_mothers"]]
 

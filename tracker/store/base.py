@@ -46,6 +46,11 @@ class Mother:
     metadata: dict[str, Any] = field(default_factory=dict)
     ingested_at: datetime = field(default_factory=utcnow)
     seq: int = 0  # assigned by the store on put_mother
+    chars: int = -1  # len(text); filled by the store, also when a listing leaves text out
+
+    def __post_init__(self) -> None:
+        if self.chars < 0:
+            self.chars = len(self.text)
 
 
 @dataclass

@@ -78,6 +78,7 @@ def _mother(doc: dict[str, Any]) -> Mother:
         metadata=doc.get("metadata") or {},
         ingested_at=_aware(doc["ingested_at"]),  # type: ignore[arg-type]
         seq=int(doc["seq"]),
+        chars=int(doc["chars"]) if "chars" in doc else len(doc.get("text", "")),
     )
 
 
@@ -261,6 +262,7 @@ class MongoStore(Store):
                 "seq": stored.seq,
                 "title": stored.title,
                 "text": stored.text,
+                "chars": len(stored.text),  # so listings can leave the text out
                 "source": stored.source,
                 "metadata": stored.metadata,
                 "ingested_at": stored.ingested_at,
@@ -305,12 +307,18 @@ class MongoStore(Store):
         return {"$or": [{"_id": rx}, {"title": rx}]}
 
     def list_mothers(
-        self, *, search: str | None = None, offset: int = 0, limit: int = 50
+        self,
+        *,
+        search: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+        with_text: bool = True,
     ) -> list[Mother]:
         if limit <= 0:
             return []
+        projection = None if with_text else {"text": 0}
         cursor = (
-            self.mothers.find(self._mother_filter(search))
+            self.mothers.find(self._mother_filter(search), projection)
             .sort([("ingested_at", DESCENDING), ("seq", DESCENDING)])
             .skip(max(0, offset))
             .limit(limit)

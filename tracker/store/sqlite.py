@@ -193,14 +193,17 @@ def _chunks(items: list[Any], size: int = _CHUNK) -> Iterator[list[Any]]:
 
 
 def _mother(row: sqlite3.Row) -> Mother:
+    keys = row.keys()
+    text = row["text"] if "text" in keys else ""
     return Mother(
         id=row["id"],
         title=row["title"],
-        text=row["text"],
+        text=text,
         source=row["source"],
         metadata=json.loads(row["metadata"]),
         ingested_at=_dt(row["ingested_at"]),
         seq=row["seq"],
+        chars=row["chars"] if "chars" in keys else len(text),
     )
 
 
@@ -477,11 +480,21 @@ class SqliteStore(Store):
         return " WHERE (id LIKE ? ESCAPE '\\' OR title LIKE ? ESCAPE '\\')", [pattern, pattern]
 
     def list_mothers(
-        self, *, search: str | None = None, offset: int = 0, limit: int = 50
+        self,
+        *,
+        search: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+        with_text: bool = True,
     ) -> list[Mother]:
         where, params = self._mother_where(search)
+        cols = (
+            _MOTHER_COLS
+            if with_text
+            else "id, seq, title, source, metadata, ingested_at, length(text) AS chars"
+        )
         rows = self._conn().execute(
-            f"SELECT {_MOTHER_COLS} FROM mothers{where} "
+            f"SELECT {cols} FROM mothers{where} "
             "ORDER BY ingested_at DESC, seq DESC LIMIT ? OFFSET ?",
             [*params, max(0, limit), max(0, offset)],
         )

@@ -79,7 +79,7 @@ def _mother_json(m: Any, text: bool = False) -> dict[str, Any]:
         "id": m.id,
         "title": m.title,
         "source": m.source,
-        "characters": len(m.text),
+        "characters": m.chars,
         "ingested_at": iso(m.ingested_at),
         "metadata": m.metadata,
     }
@@ -147,7 +147,9 @@ def mothers_list() -> Any:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
     offset = _int_arg("offset", 0, 10**12)
     limit = _int_arg("limit", 50, MAX_PAGE)
-    mothers = store().list_mothers(search=search, offset=offset, limit=limit)
+    mothers = store().list_mothers(
+        search=search, offset=offset, limit=limit, with_text=False
+    )
     return jsonify({
         "total": store().count_mothers(search=search),
         "offset": offset,

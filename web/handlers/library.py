@@ -73,7 +73,9 @@ def index() -> Any:
     page, per_page = page_arg(25)
     total = store().count_mothers(search=search)
     pager = Page(page, per_page, total)
-    mothers = store().list_mothers(search=search, offset=pager.offset, limit=per_page)
+    mothers = store().list_mothers(
+        search=search, offset=pager.offset, limit=per_page, with_text=False
+    )
     return render_template("library/index.html", mothers=mothers, pager=pager, q=search or "")
 
 
