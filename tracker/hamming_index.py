@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tracker.redis_client import delete_matching
+
 __all__ = ["HammingLayout", "MemoryHammingIndex", "RedisHammingIndex", "brute_force", "popcount"]
 
 _BITS = 64
@@ -455,14 +457,7 @@ class RedisHammingIndex:
 
     def clear(self) -> int:
         """Delete every key of this index (SCAN on its prefix); returns how many."""
-        deleted = 0
-        pipe = self.redis.pipeline(transaction=False)
-        for n, key in enumerate(self.redis.scan_iter(match=f"{self.base}:*", count=1000), 1):
-            pipe.delete(key)
-            if n % 1000 == 0:
-                deleted += sum(pipe.execute())
-        deleted += sum(pipe.execute())
-        return deleted
+        return delete_matching(self.redis, f"{self.base}:*")
 
     def __len__(self) -> int:
         pipe = self.redis.pipeline(transaction=False)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from tracker.redis_client import delete_matching
+
 STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
 
 # ARGV[2] packs the bucket's postings as 8-byte records (4-byte field, 4-byte seq):
@@ -242,23 +244,7 @@ class RedisInvertedIndex:
 
     # -- maintenance ----------------------------------------------------------
     def clear(self) -> int:
-        deleted = 0
-        batch: list[str] = []
-        for key in self.redis.scan_iter(match=f"{self.prefix}:b:*", count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
-                deleted += self._unlink(batch)
-                batch = []
-        if batch:
-            deleted += self._unlink(batch)
-        return deleted
-
-    def _unlink(self, keys: list[Any]) -> int:
-        # One key per command: valid under Redis Cluster too.
-        pipe = self.redis.pipeline(transaction=False)
-        for k in keys:
-            pipe.unlink(k)
-        return sum(int(x) for x in pipe.execute())
+        return delete_matching(self.redis, f"{self.prefix}:b:*")
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from tracker.pinyin import initials as _initials
+from tracker.redis_client import delete_matching
 from tracker.simhash import _hash_columns, ngram_hashes
 from tracker.simhash import normalize as _normalize_alnum
 
@@ -371,10 +372,5 @@ class RedisLSH(LSH):
         return out
 
     def clear(self) -> int:
-        deleted = 0
-        pipe = self.redis.pipeline(transaction=False)
-        for n, key in enumerate(self.redis.scan_iter(match=f"{self.base}:*", count=1000), 1):
-            pipe.delete(key)
-            if n % 1000 == 0:
-                deleted += sum(pipe.execute())
-        return deleted + sum(pipe.execute())
+        """Delete every key of this index (SCAN on its prefix); returns how many."""
+        return delete_matching(self.redis, f"{self.base}:*")

@@ -129,3 +129,20 @@ def shutdown_embedded(client: Any) -> None:
         # rejects, and then waits on SIGTERM; a plain SHUTDOWN SAVE is immediate.
         _shutdown_pid(pid, client.socket_file)
     client.connection_pool.disconnect()
+
+
+def delete_matching(redis: Any, pattern: str, *, batch: int = 1000) -> int:
+    """Delete every key matching ``pattern`` (SCAN, then one UNLINK per key, pipelined:
+    valid on Redis Cluster too); returns how many were deleted."""
+    deleted = 0
+    pipe = redis.pipeline(transaction=False)
+    pending = 0
+    for key in redis.scan_iter(match=pattern, count=batch):
+        pipe.unlink(key)
+        pending += 1
+        if pending >= batch:
+            deleted += sum(int(x) for x in pipe.execute())
+            pending = 0
+    if pending:
+        deleted += sum(int(x) for x in pipe.execute())
+    return deleted
