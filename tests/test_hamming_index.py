@@ -151,8 +151,9 @@ def test_redis_index_equals_brute_force(redis_client: Any) -> None:
     assert {k.split(":")[4] for k in buckets} == {"t0", "t1", "t2", "t3"}
     assert all(len(k.split(":")[5]) == 4 for k in buckets)  # 16-bit prefixes in hex
     fp0 = int(fps[0])
-    assert redis_client.sismember(idx.bucket_key(fp0, 2),
-                                  fp0.to_bytes(8, "big") + int(ids[0]).to_bytes(8, "big"))
+    assert redis_client.sismember(
+        idx.bucket_key(fp0, 2), fp0.to_bytes(8, "big") + int(ids[0]).to_bytes(8, "big")
+    )
 
 
 def test_redis_index_idempotent_moves_and_removes(redis_client: Any) -> None:
@@ -196,9 +197,13 @@ def test_redis_index_clear_only_its_keys(redis_client: Any) -> None:
 def test_redis_index_rejects_decoding_client(redis_client: Any) -> None:
     import redis
 
-    client = redis.Redis(connection_pool=redis.ConnectionPool(
-        connection_class=redis.UnixDomainSocketConnection,
-        path=redis_client.socket_file, decode_responses=True))
+    client = redis.Redis(
+        connection_pool=redis.ConnectionPool(
+            connection_class=redis.UnixDomainSocketConnection,
+            path=redis_client.socket_file,
+            decode_responses=True,
+        )
+    )
     with pytest.raises(ValueError):
         RedisHammingIndex(client, "yinji:test")
     client.close()

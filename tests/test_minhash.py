@@ -44,7 +44,7 @@ def test_hash32_matches_vectorized_hashes() -> None:
     text = "滚滚长江东逝水浪花淘尽英雄"
     hv = shingle_hashes32(text, 5)
     assert hv.dtype == np.uint32 and len(hv) == len(text) - 4
-    assert [hash32(text[i:i + 5]) for i in range(len(text) - 4)] == hv.tolist()
+    assert [hash32(text[i : i + 5]) for i in range(len(text) - 4)] == hv.tolist()
     assert hash32(text[:5].encode()) == hv[0]
 
 
@@ -66,8 +66,9 @@ def test_whitespace_and_alnum_normalization() -> None:
     assert np.array_equal(mh.signature("天下 大势\n分久必合"), mh.signature("天下大势分久必合"))
     assert not np.array_equal(mh.signature("天下大势，分久必合"), mh.signature("天下大势分久必合"))
     alnum = MinHasher(32, normalize="alnum")
-    assert np.array_equal(alnum.signature("天下大势，分久必合"),
-                          alnum.signature("天下大势分久必合"))
+    assert np.array_equal(
+        alnum.signature("天下大势，分久必合"), alnum.signature("天下大势分久必合")
+    )
     with pytest.raises(ValueError):
         MinHasher(32, scheme="nope")
 
@@ -107,7 +108,8 @@ def test_choose_bands() -> None:
     for num_perm in (16, 64, 128):
         for threshold in (0.2, 0.5, 0.8):
             assert choose_bands(num_perm, threshold) == lsh._optimal_param(
-                threshold, num_perm, 0.5, 0.5)
+                threshold, num_perm, 0.5, 0.5
+            )
     with pytest.raises(ValueError):
         choose_bands(128, 1.0)
 

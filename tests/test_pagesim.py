@@ -26,17 +26,24 @@ SIBLINGS = [  # same site, same template, next page
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/123/457.html"),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/123/9871.html"),
     ("http://www.xbiquge.la/15/15409/8163818.html", "http://www.xbiquge.la/15/15409/8163819.html"),
-    ("https://m.qidian-copy.net/read.php?bid=998&cid=10021",
-     "https://m.qidian-copy.net/read.php?bid=998&cid=10022"),
+    (
+        "https://m.qidian-copy.net/read.php?bid=998&cid=10021",
+        "https://m.qidian-copy.net/read.php?bid=998&cid=10022",
+    ),
     ("https://www.69shu.com/txt/36120/26345001", "https://www.69shu.com/txt/36120/26345050"),
-    ("https://www.piratenovel.cn/html/5/5123/index_2.html",
-     "https://www.piratenovel.cn/html/5/5123/index_3.html"),
-    ("https://book.example.com.cn/novel/sanguo/chapter-12.html",
-     "https://book.example.com.cn/novel/sanguo/chapter-13.html"),
+    (
+        "https://www.piratenovel.cn/html/5/5123/index_2.html",
+        "https://www.piratenovel.cn/html/5/5123/index_3.html",
+    ),
+    (
+        "https://book.example.com.cn/novel/sanguo/chapter-12.html",
+        "https://book.example.com.cn/novel/sanguo/chapter-13.html",
+    ),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/123/456_2.html"),
     ("https://bbs.tieba-copy.com/p/7712345?pn=2", "https://bbs.tieba-copy.com/p/7712345?pn=3"),
 ]
-SAME_HOST = [*SIBLINGS,  # plus other pages of the same site
+SAME_HOST = [
+    *SIBLINGS,  # plus other pages of the same site
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/999/111.html"),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/"),
     ("https://www.biquge.com/book/123/456.html", "https://www.biquge.com/search.php?q=三国"),
@@ -51,10 +58,14 @@ OTHER_HOST = [
     ("http://a.com/1/2/3/4.php?a=1&b=2", "http://b.com/1/2/3/4.php?a=1&b=2"),
     ("http://www.xbiquge.la/15/15409/8163818.html", "http://www.xbiquge.cc/15/15409/8163818.html"),
     ("https://www.69shu.com/txt/36120/26345001", "https://www.69shuba.com/txt/36120/26345001"),
-    ("https://m.qidian-copy.net/read.php?bid=998&cid=10021",
-     "https://m.qidian-mirror.net/read.php?bid=998&cid=10021"),
-    ("https://book.example.com.cn/novel/sanguo/chapter-12.html",
-     "https://book.sample.com.cn/novel/sanguo/chapter-12.html"),
+    (
+        "https://m.qidian-copy.net/read.php?bid=998&cid=10021",
+        "https://m.qidian-mirror.net/read.php?bid=998&cid=10021",
+    ),
+    (
+        "https://book.example.com.cn/novel/sanguo/chapter-12.html",
+        "https://book.sample.com.cn/novel/sanguo/chapter-12.html",
+    ),
 ]
 
 
@@ -63,10 +74,12 @@ def test_url_examples_from_the_spec() -> None:
     assert close >= URL_SAME_TEMPLATE
     far = url_similarity("http://a.com/1/2/3/4.php?a=1&b=2", "http://b.com/1/2/3/4.php?a=1&b=2")
     assert far < 70 < close
-    chapter = url_similarity("https://www.biquge.com/book/123/456.html",
-                             "https://www.biquge.com/book/123/457.html")
-    mirror = url_similarity("https://www.biquge.com/book/123/456.html",
-                            "https://other.com/book/123/456.html")
+    chapter = url_similarity(
+        "https://www.biquge.com/book/123/456.html", "https://www.biquge.com/book/123/457.html"
+    )
+    mirror = url_similarity(
+        "https://www.biquge.com/book/123/456.html", "https://other.com/book/123/456.html"
+    )
     assert chapter >= URL_SAME_TEMPLATE > mirror
 
 
@@ -96,9 +109,11 @@ def test_url_features_weights() -> None:
 
 def test_url_respellings_are_identical() -> None:
     u = "https://www.biquge.com/book/123/456.html?cid=9&bid=1"
-    for v in ["http://biquge.com/book/123/456.html?bid=1&cid=9",
-              "HTTPS://WWW.BIQUGE.COM/book/123/456.html?cid=9&bid=1&utm_source=weibo",
-              "https://www.biquge.com/book/123/456.html/?cid=9&bid=1&from=list"]:
+    for v in [
+        "http://biquge.com/book/123/456.html?bid=1&cid=9",
+        "HTTPS://WWW.BIQUGE.COM/book/123/456.html?cid=9&bid=1&utm_source=weibo",
+        "https://www.biquge.com/book/123/456.html/?cid=9&bid=1&from=list",
+    ]:
         assert canonical_url(u) == canonical_url(v)
     assert url_simhash(u) == url_simhash("http://biquge.com/book/123/456.html?bid=1&cid=9")
     # a fragment only weighs 0.5: still the same template
@@ -106,8 +121,24 @@ def test_url_respellings_are_identical() -> None:
     assert canonical_url(u) != canonical_url(u.replace("456", "457"))
 
 
-PHRASES = ["天下大势", "分久必合", "合久必分", "英雄豪杰", "桃园结义", "刘备", "关羽", "张飞",
-           "曹操", "孙权", "诸葛亮", "赤壁之战", "夜色深沉", "风起云涌", "他微微一笑", "说道"]
+PHRASES = [
+    "天下大势",
+    "分久必合",
+    "合久必分",
+    "英雄豪杰",
+    "桃园结义",
+    "刘备",
+    "关羽",
+    "张飞",
+    "曹操",
+    "孙权",
+    "诸葛亮",
+    "赤壁之战",
+    "夜色深沉",
+    "风起云涌",
+    "他微微一笑",
+    "说道",
+]
 
 
 CHARS = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
@@ -116,15 +147,22 @@ CHARS = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
 def _para(rng: random.Random) -> str:
     """A paragraph: stock phrases and random characters (chapters must differ in text as
     real ones do; SimHash puts texts drawn from one small phrase list close together)."""
-    return "".join(rng.choice(PHRASES) + "".join(rng.choices(CHARS, k=6))
-                   for _ in range(rng.randint(3, 10))) + "。"
+    return (
+        "".join(
+            rng.choice(PHRASES) + "".join(rng.choices(CHARS, k=6))
+            for _ in range(rng.randint(3, 10))
+        )
+        + "。"
+    )
 
 
 def chapter_page(rng: random.Random, ch: int, paragraphs: int) -> str:
     """A biquge-style chapter page."""
     body = "".join(f"&nbsp;&nbsp;{_para(rng)}<br /><br />" for _ in range(paragraphs))
-    nav = (f'<a href="/book/1/{ch - 1}.html">上一章</a><a href="/book/1/">目录</a>'
-           f'<a href="/book/1/{ch + 1}.html">下一章</a>')
+    nav = (
+        f'<a href="/book/1/{ch - 1}.html">上一章</a><a href="/book/1/">目录</a>'
+        f'<a href="/book/1/{ch + 1}.html">下一章</a>'
+    )
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>第{ch}章 - 笔趣阁</title>
 <link rel="stylesheet" href="/css/style.css"><script src="/js/common.js"></script></head>
 <body><div id="wrapper"><div class="header"><div class="logo"><a href="/">笔趣阁</a></div>
@@ -180,8 +218,10 @@ def test_same_template_scores_high_other_templates_low() -> None:
 
 def test_structure_ignores_text_and_normalizes_classes() -> None:
     a = '<html><body><div class="post-12 main"><p>一段文字</p></div></body></html>'
-    b = ('<html><body><div class="Main post-9876"><p>完全不同的另一段文字，很长很长</p>'
-         "</div></body></html>")
+    b = (
+        '<html><body><div class="Main post-9876"><p>完全不同的另一段文字，很长很长</p>'
+        "</div></body></html>"
+    )
     assert structure_simhash(a) == structure_simhash(b)
     feats = structure_features(a)
     assert "html/body/div.main.post-0/p" in feats
@@ -225,8 +265,12 @@ def test_near_duplicate_filter_memory() -> None:
     # optional URL-only rule
     loose = NearDuplicateFilter(url_only_threshold=URL_NEAR_DUPLICATE)
     loose.add(url)
-    variants = [url + "?p=2", url.replace("5.html", "6.html"), url.replace("123", "124"),
-                url.replace("/5.html", "/5/")]
+    variants = [
+        url + "?p=2",
+        url.replace("5.html", "6.html"),
+        url.replace("123", "124"),
+        url.replace("/5.html", "/5/"),
+    ]
     looser = NearDuplicateFilter(url_only_threshold=85.0)
     looser.add(url)
     outcomes = []

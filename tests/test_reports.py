@@ -26,8 +26,9 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
     # One library for the module: opening and closing the embedded Redis costs seconds.
     lib = Library.open(Settings(data_dir=tmp_path_factory.mktemp("reports") / "data"))
     try:
-        lib.ingest([Document(id="novel-1", title="长篇小说 第一章", text=MOTHER,
-                             source="novel.txt")])
+        lib.ingest(
+            [Document(id="novel-1", title="长篇小说 第一章", text=MOTHER, source="novel.txt")]
+        )
         yield lib
     finally:
         lib.close()
@@ -36,9 +37,15 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
 @pytest.fixture(scope="module")
 def match_id(library: Library) -> str:
     text = "广告" * 20 + MOTHER[100:900] + HOSTILE + "本站收集整理" * 10
-    result = library.check_suspect(Suspect(
-        id="pirate-1", text=text, title=f"盗版{HOSTILE}", url="http://pirate.example/1.html",
-        raw=b"<html>raw page</html>"))
+    result = library.check_suspect(
+        Suspect(
+            id="pirate-1",
+            text=text,
+            title=f"盗版{HOSTILE}",
+            url="http://pirate.example/1.html",
+            raw=b"<html>raw page</html>",
+        )
+    )
     assert result.matches
     mid = result.matches[0].id
     library.store.set_verdict(mid, "confirmed", f"已通知平台 {HOSTILE}")
@@ -57,7 +64,7 @@ def test_json_report(library: Library, match_id: str) -> None:
     assert data["passages"]
     for p in data["passages"]:
         assert p["suspect_text"] and p["mother_text"]
-        assert p["mother_text"] == MOTHER[p["mother_start"]:p["mother_end"]]
+        assert p["mother_text"] == MOTHER[p["mother_start"] : p["mother_end"]]
         assert 0 <= p["similarity"] <= 1
     assert data["warnings"] == []
 
@@ -65,9 +72,19 @@ def test_json_report(library: Library, match_id: str) -> None:
 def test_html_report_is_escaped_and_bilingual(library: Library, match_id: str) -> None:
     html = build_report(library, match_id, "html").decode("utf-8")
     assert html.startswith("<!doctype html>")
-    for heading in ("侵权证据报告", "Copyright evidence report", "原创作品", "Original work",
-                    "疑似侵权页面", "Suspect page", "抄袭段落对照", "side by side",
-                    "抓取时间 Fetched at", "检测时间 Checked at", "已确认侵权 / Confirmed"):
+    for heading in (
+        "侵权证据报告",
+        "Copyright evidence report",
+        "原创作品",
+        "Original work",
+        "疑似侵权页面",
+        "Suspect page",
+        "抄袭段落对照",
+        "side by side",
+        "抓取时间 Fetched at",
+        "检测时间 Checked at",
+        "已确认侵权 / Confirmed",
+    ):
         assert heading in html, heading
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -84,8 +101,14 @@ def test_pdf_report(library: Library, match_id: str) -> None:
     assert len(reader.pages) >= 1
     text = "".join(page.extract_text() for page in reader.pages)
     compact = re.sub(r"\s+", "", text)
-    for needle in ("侵权证据报告", "Copyrightevidencereport", "长篇小说第一章", "pirate.example",
-                   "已确认侵权", "<script>alert(1)</script>"):
+    for needle in (
+        "侵权证据报告",
+        "Copyrightevidencereport",
+        "长篇小说第一章",
+        "pirate.example",
+        "已确认侵权",
+        "<script>alert(1)</script>",
+    ):
         assert needle in compact, needle
     assert re.sub(r"\s+", "", MOTHER[200:230]) in compact  # the passage text layer
 
@@ -131,10 +154,16 @@ def test_report_survives_control_characters(library: Library) -> None:
 
 
 def test_match_list_csv_and_json(library: Library, match_id: str) -> None:
-    library.check_suspect(Suspect(id="formula", text=MOTHER[:800], title="=cmd|' /C calc'!A0",
-                                  url="http://f.example/"))
-    matches = [m for m in library.store.query_matches(MatchQuery(limit=100))
-               if m.suspect_id in ("pirate-1", "formula")]
+    library.check_suspect(
+        Suspect(
+            id="formula", text=MOTHER[:800], title="=cmd|' /C calc'!A0", url="http://f.example/"
+        )
+    )
+    matches = [
+        m
+        for m in library.store.query_matches(MatchQuery(limit=100))
+        if m.suspect_id in ("pirate-1", "formula")
+    ]
     body = render_match_list(matches, "csv")
     assert body.startswith("\ufeff".encode())
     rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))

@@ -31,8 +31,10 @@ GO_VECTORS = [
     (b"hello world", 0x7FC9DF8DFDBFD4CF),
     (b"Hello, World! It's http://foo.com/bar.html here", 0xF9491E4ED4A2D44F),
     ("中文文本没有单词".encode(), 0xFFFFFFFFFFFFFFFF),
-    ("第12章 Chapter TWELVE 龙王 returns http://www.biquge.com/12/345.html".encode(),
-     0x0FB0BA0BF8D381C8),
+    (
+        "第12章 Chapter TWELVE 龙王 returns http://www.biquge.com/12/345.html".encode(),
+        0x0FB0BA0BF8D381C8,
+    ),
     ("\u0130stanbul \u212aelvin".encode(), 0x9DFEEFB2AF0F763F),
     (b"\xff\xfeabc\xe4\xb8Xyz", 0xD8DEFB186BEFEFCF),
     (b"The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX!", 0xD8DCC6186B793C3E),
@@ -42,8 +44,22 @@ GO_VECTORS = [
     (b"snake_case CamelCase 12345 x1y2", 0xEFB75156DF94AFFF),
 ]
 
-PHRASES = ["天下大势", "分久必合", "合久必分", "桃园结义", "英雄豪杰", "风起云涌", "夜色深沉",
-           "他微微一笑", "说道", "城门之外", "大军压境", "谋士献计", "月明星稀", "江水东流"]
+PHRASES = [
+    "天下大势",
+    "分久必合",
+    "合久必分",
+    "桃园结义",
+    "英雄豪杰",
+    "风起云涌",
+    "夜色深沉",
+    "他微微一笑",
+    "说道",
+    "城门之外",
+    "大军压境",
+    "谋士献计",
+    "月明星稀",
+    "江水东流",
+]
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -187,7 +203,7 @@ def test_words_features() -> None:
 
 def test_feature_hashes_consistent_and_distinct() -> None:
     norm = normalize("天下大势分久必合合久必分")
-    grams = [norm[i:i + 3] for i in range(len(norm) - 2)]
+    grams = [norm[i : i + 3] for i in range(len(norm) - 2)]
     assert np.array_equal(ngram_hashes(norm, 3), feature_hashes(grams))
     h = feature_hashes(["a", "ab", "", "b", "ba", "abc"])[:, 0]
     assert len(set(h.tolist())) == 6

@@ -41,14 +41,22 @@ MOTHER_B = work(202, 18)
 def seeded(system: WebSystem) -> dict[str, Any]:
     """Two works and two suspect pages that copy them, checked through real jobs."""
     client = system.client("analyst")
-    ingest(client, [
-        {"id": "work-a", "title": "甲作品 Work A", "text": MOTHER_A},
-        {"id": "work-b", "title": "乙作品 Work B", "text": MOTHER_B},
-    ])
-    a = check_text(client, "盗版网站广告。" + MOTHER_A[40:520] + "请收藏本站。",
-                   title="盗版页面一", url="http://www.pirate-one.example/book/1.html")
-    b = check_text(client, MOTHER_B[:450], title="盗版页面二",
-                   url="https://m.pirate-two.example/ch/2")
+    ingest(
+        client,
+        [
+            {"id": "work-a", "title": "甲作品 Work A", "text": MOTHER_A},
+            {"id": "work-b", "title": "乙作品 Work B", "text": MOTHER_B},
+        ],
+    )
+    a = check_text(
+        client,
+        "盗版网站广告。" + MOTHER_A[40:520] + "请收藏本站。",
+        title="盗版页面一",
+        url="http://www.pirate-one.example/book/1.html",
+    )
+    b = check_text(
+        client, MOTHER_B[:450], title="盗版页面二", url="https://m.pirate-two.example/ch/2"
+    )
     sid_a = a["result"]["results"][0]["suspect_id"]
     sid_b = b["result"]["results"][0]["suspect_id"]
     return {
@@ -107,12 +115,14 @@ def test_every_route_requires_sign_in(system: WebSystem) -> None:
 def test_wrong_password_is_refused(system: WebSystem) -> None:
     client = system.client()
     token = csrf(client)
-    response = client.post("/login", data={"username": "alice", "password": "nope",
-                                          "csrf_token": token})
+    response = client.post(
+        "/login", data={"username": "alice", "password": "nope", "csrf_token": token}
+    )
     assert response.status_code == 401
     assert "用户名或密码错误" in response.get_data(as_text=True)
-    response = client.post("/login", data={"username": "nobody", "password": "nope",
-                                          "csrf_token": token})
+    response = client.post(
+        "/login", data={"username": "nobody", "password": "nope", "csrf_token": token}
+    )
     assert response.status_code == 401
 
 
@@ -120,23 +130,34 @@ def test_login_throttle(system: WebSystem) -> None:
     client = system.client()
     token = csrf(client)
     for _ in range(10):
-        client.post("/login", data={"username": "dave-throttle", "password": "x",
-                                    "csrf_token": token})
-    response = client.post("/login", data={"username": "dave-throttle", "password": "x",
-                                          "csrf_token": token})
+        client.post(
+            "/login", data={"username": "dave-throttle", "password": "x", "csrf_token": token}
+        )
+    response = client.post(
+        "/login", data={"username": "dave-throttle", "password": "x", "csrf_token": token}
+    )
     assert response.status_code == 429
 
 
 def test_login_redirects_only_to_local_next(system: WebSystem) -> None:
     client = system.client()
     token = csrf(client)
-    response = client.post("/login", data={"username": "carol", "password": PASSWORD,
-                                          "csrf_token": token, "next": "/analytics"})
+    response = client.post(
+        "/login",
+        data={"username": "carol", "password": PASSWORD, "csrf_token": token, "next": "/analytics"},
+    )
     assert response.headers["Location"] == "/analytics"
     client = system.client()
     token = csrf(client)
-    response = client.post("/login", data={"username": "carol", "password": PASSWORD,
-                                          "csrf_token": token, "next": "//evil.example/"})
+    response = client.post(
+        "/login",
+        data={
+            "username": "carol",
+            "password": PASSWORD,
+            "csrf_token": token,
+            "next": "//evil.example/",
+        },
+    )
     assert response.headers["Location"] == "/matches"
 
 
@@ -156,15 +177,27 @@ def test_password_change_ends_other_sessions(system: WebSystem) -> None:
     first, second = system.app.test_client(), system.app.test_client()
     login(first, "erin", PASSWORD)
     login(second, "erin", PASSWORD)
-    response = first.post("/account/password", data={
-        "csrf_token": csrf(first, "/account"), "current": PASSWORD,
-        "password": "new-password-2", "confirm": "new-password-2"})
+    response = first.post(
+        "/account/password",
+        data={
+            "csrf_token": csrf(first, "/account"),
+            "current": PASSWORD,
+            "password": "new-password-2",
+            "confirm": "new-password-2",
+        },
+    )
     assert response.status_code == 302
     assert first.get("/matches").status_code == 200  # this session goes on
     assert second.get("/matches").status_code == 302  # the other one is over
-    bad = first.post("/account/password", data={
-        "csrf_token": csrf(first, "/account"), "current": "wrong",
-        "password": "x" * 10, "confirm": "x" * 10})
+    bad = first.post(
+        "/account/password",
+        data={
+            "csrf_token": csrf(first, "/account"),
+            "current": "wrong",
+            "password": "x" * 10,
+            "confirm": "x" * 10,
+        },
+    )
     assert bad.status_code == 302
     assert "当前密码错误" in first.get("/account").get_data(as_text=True)
 
@@ -175,8 +208,9 @@ def test_account_token(system: WebSystem) -> None:
     assert response.status_code == 200
     token = re.search(r'id="token">([^<]+)<', response.get_data(as_text=True)).group(1)
     api = system.app.test_client()
-    assert api.get("/api/v1/matches", headers={"Authorization": f"Bearer {token}"}
-                   ).status_code == 200
+    assert (
+        api.get("/api/v1/matches", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    )
     system.tokens["viewer"] = token
 
 
@@ -185,11 +219,22 @@ def test_account_token(system: WebSystem) -> None:
 def test_read_pages_for_every_role(system: WebSystem, seeded: dict[str, Any], role: str) -> None:
     client = system.client(role)
     match = encode_id(seeded["match_a"])
-    for path in ("/", "/matches", "/library/", f"/library/{encode_id('work-a')}",
-                 "/suspects/", f"/suspects/{encode_id(seeded['suspect_a'])}",
-                 f"/matches/{match}", "/analytics", "/exports/", "/account",
-                 "/exports/matches.csv", "/exports/matches.json",
-                 f"/exports/reports/{match}.html", f"/exports/reports/{match}.pdf"):
+    for path in (
+        "/",
+        "/matches",
+        "/library/",
+        f"/library/{encode_id('work-a')}",
+        "/suspects/",
+        f"/suspects/{encode_id(seeded['suspect_a'])}",
+        f"/matches/{match}",
+        "/analytics",
+        "/exports/",
+        "/account",
+        "/exports/matches.csv",
+        "/exports/matches.json",
+        f"/exports/reports/{match}.html",
+        f"/exports/reports/{match}.pdf",
+    ):
         response = client.get(path, follow_redirects=True)
         assert response.status_code == 200, (role, path)
 
@@ -198,13 +243,17 @@ def _forms(client: Any, seeded: dict[str, Any]) -> dict[str, tuple[str, dict[str
     token = csrf(client, "/account")
     match = encode_id(seeded["match_b"])
     return {
-        "upload": ("/library/upload", {"csrf_token": token, "text": MOTHER_A[:200],
-                                       "doc_id": "perm-test"}),
+        "upload": (
+            "/library/upload",
+            {"csrf_token": token, "text": MOTHER_A[:200], "doc_id": "perm-test"},
+        ),
         "check": ("/suspects/new", {"csrf_token": token, "text": "一段文字" * 30}),
         "verdict": (f"/matches/{match}/verdict", {"csrf_token": token, "verdict": "pending"}),
         "delete": (f"/library/{encode_id('no-such-work')}/delete", {"csrf_token": token}),
-        "users": ("/users", {"csrf_token": token, "username": "x1", "role": "viewer",
-                             "password": PASSWORD}),
+        "users": (
+            "/users",
+            {"csrf_token": token, "username": "x1", "role": "viewer", "password": PASSWORD},
+        ),
     }
 
 
@@ -232,22 +281,28 @@ def test_analyst_cannot_delete_or_manage_users(system: WebSystem, seeded: dict[s
 def test_admin_manages_users(system: WebSystem) -> None:
     client = system.client("admin")
     token = csrf(client, "/users")
-    response = client.post("/users", data={"csrf_token": token, "username": "frank",
-                                           "role": "analyst", "password": PASSWORD})
+    response = client.post(
+        "/users",
+        data={"csrf_token": token, "username": "frank", "role": "analyst", "password": PASSWORD},
+    )
     assert response.status_code == 200
     assert "yj_" in response.get_data(as_text=True)  # the new token, shown once
     assert system.store.get_user("frank").role == "analyst"
     client.post("/users/frank/role", data={"csrf_token": token, "role": "viewer"})
     assert system.store.get_user("frank").role == "viewer"
-    assert client.post("/users/frank/role", data={"csrf_token": token, "role": "boss"}
-                       ).status_code == 400
+    assert (
+        client.post("/users/frank/role", data={"csrf_token": token, "role": "boss"}).status_code
+        == 400
+    )
     client.post("/users/frank/password", data={"csrf_token": token, "password": "another-pw-3"})
     login(system.app.test_client(), "frank", "another-pw-3")
     response = client.post("/users/frank/token", data={"csrf_token": token})
     assert "yj_" in response.get_data(as_text=True)
     # duplicate name, short password: refused with a message
-    client.post("/users", data={"csrf_token": token, "username": "frank", "role": "viewer",
-                                "password": PASSWORD})
+    client.post(
+        "/users",
+        data={"csrf_token": token, "username": "frank", "role": "viewer", "password": PASSWORD},
+    )
     assert "already exists" in client.get("/users").get_data(as_text=True)
     # an admin cannot lock themselves out
     client.post("/users/alice/role", data={"csrf_token": token, "role": "viewer"})
@@ -265,10 +320,13 @@ def test_upload_many_files_at_once(system: WebSystem) -> None:
     zbuf = io.BytesIO()
     with zipfile.ZipFile(zbuf, "w") as zf:
         zf.writestr("inner/zip-one.txt", work(303, 6))
-        zf.writestr("zip-two.html", f"<html><head><title>网页作品</title></head><body><p>"
-                                    f"{work(304, 6)}</p></body></html>")
-    jsonl = json.dumps({"id": "jl-1", "title": "JSONL 作品", "text": work(305, 6)},
-                       ensure_ascii=False)
+        zf.writestr(
+            "zip-two.html",
+            f"<html><head><title>网页作品</title></head><body><p>{work(304, 6)}</p></body></html>",
+        )
+    jsonl = json.dumps(
+        {"id": "jl-1", "title": "JSONL 作品", "text": work(305, 6)}, ensure_ascii=False
+    )
     response = client.post(
         "/library/upload",
         data={
@@ -279,7 +337,9 @@ def test_upload_many_files_at_once(system: WebSystem) -> None:
                 (io.BytesIO(zbuf.getvalue()), "bundle.zip"),
                 (io.BytesIO(b"MZ\x00\x00binary"), "tool.exe"),
             ],
-            "title": "粘贴的作品", "doc_id": "pasted-1", "text": work(307, 6),
+            "title": "粘贴的作品",
+            "doc_id": "pasted-1",
+            "text": work(307, 6),
         },
         content_type="multipart/form-data",
     )
@@ -316,12 +376,14 @@ def test_admin_deletes_a_work(system: WebSystem) -> None:
     client = system.client("analyst")
     ingest(client, [{"id": "to-delete", "title": "将删除", "text": work(404, 10)}])
     admin = system.client("admin")
-    response = admin.post(f"/library/{encode_id('to-delete')}/delete",
-                          data={"csrf_token": csrf(admin, "/library/")})
+    response = admin.post(
+        f"/library/{encode_id('to-delete')}/delete", data={"csrf_token": csrf(admin, "/library/")}
+    )
     assert response.status_code == 302
     assert admin.get(f"/library/{encode_id('to-delete')}").status_code == 404
-    response = admin.post(f"/library/{encode_id('to-delete')}/delete",
-                          data={"csrf_token": csrf(admin, "/library/")})
+    response = admin.post(
+        f"/library/{encode_id('to-delete')}/delete", data={"csrf_token": csrf(admin, "/library/")}
+    )
     assert response.status_code == 404
 
 
@@ -332,8 +394,10 @@ def test_empty_upload_is_refused(system: WebSystem) -> None:
     assert "nothing to import" in response.get_data(as_text=True)
     response = client.post(
         "/library/upload",
-        data={"csrf_token": csrf(client, "/library/upload"),
-              "files": [(io.BytesIO(b""), "empty.txt"), (io.BytesIO(b"\x00\x01\x02"), "bin.txt")]},
+        data={
+            "csrf_token": csrf(client, "/library/upload"),
+            "files": [(io.BytesIO(b""), "empty.txt"), (io.BytesIO(b"\x00\x01\x02"), "bin.txt")],
+        },
         content_type="multipart/form-data",
     )
     assert response.status_code == 400
@@ -355,11 +419,15 @@ def test_suspects_list_and_show(system: WebSystem, seeded: dict[str, Any]) -> No
 
 def test_check_page_shows_job_result(system: WebSystem, seeded: dict[str, Any]) -> None:
     client = system.client("analyst")
-    response = client.post("/suspects/new", data={
-        "csrf_token": csrf(client, "/suspects/new"),
-        "text": MOTHER_A[100:600], "title": "又一个盗版页",
-        "urls": "not a url\nftp://x.example/file\n",
-    })
+    response = client.post(
+        "/suspects/new",
+        data={
+            "csrf_token": csrf(client, "/suspects/new"),
+            "text": MOTHER_A[100:600],
+            "title": "又一个盗版页",
+            "urls": "not a url\nftp://x.example/file\n",
+        },
+    )
     assert response.status_code == 302
     job = job_id_of(response)
     wait_job(client, job)
@@ -373,8 +441,10 @@ def test_check_page_shows_job_result(system: WebSystem, seeded: dict[str, Any]) 
 
 def test_check_without_input_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
-    response = client.post("/suspects/new", data={"csrf_token": csrf(client, "/suspects/new"),
-                                                  "urls": "javascript:alert(1)"})
+    response = client.post(
+        "/suspects/new",
+        data={"csrf_token": csrf(client, "/suspects/new"), "urls": "javascript:alert(1)"},
+    )
     assert response.status_code == 400
     assert "not an http(s) URL" in response.get_data(as_text=True)
 
@@ -414,8 +484,9 @@ def test_dashboard_lists_matches(system: WebSystem, seeded: dict[str, Any]) -> N
         ("min_score=0.999999", None, "盗版页面一"),
     ],
 )
-def test_dashboard_filters(system: WebSystem, seeded: dict[str, Any], query: str,
-                           present: str | None, absent: str | None) -> None:
+def test_dashboard_filters(
+    system: WebSystem, seeded: dict[str, Any], query: str, present: str | None, absent: str | None
+) -> None:
     page = system.client("viewer").get(f"/matches?{query}").get_data(as_text=True)
     rows = _rows(page)
     if present:
@@ -441,8 +512,11 @@ def test_dashboard_pagination(system: WebSystem, seeded: dict[str, Any]) -> None
 
 
 def test_match_detail_side_by_side(system: WebSystem, seeded: dict[str, Any]) -> None:
-    page = system.client("viewer").get(
-        f"/matches/{encode_id(seeded['match_a'])}").get_data(as_text=True)
+    page = (
+        system.client("viewer")
+        .get(f"/matches/{encode_id(seeded['match_a'])}")
+        .get_data(as_text=True)
+    )
     assert 'id="s-p1"' in page and 'id="m-p1"' in page  # one anchor per passage and side
     assert 'href="#s-p1"' in page
     assert "http://www.pirate-one.example/book/1.html" in page
@@ -458,8 +532,10 @@ def test_verdicts(system: WebSystem, seeded: dict[str, Any]) -> None:
     client = system.client("analyst")
     mid = encode_id(seeded["match_b"])
     token = csrf(client, f"/matches/{mid}")
-    response = client.post(f"/matches/{mid}/verdict", data={
-        "csrf_token": token, "verdict": "confirmed", "note": "已发律师函 case-42"})
+    response = client.post(
+        f"/matches/{mid}/verdict",
+        data={"csrf_token": token, "verdict": "confirmed", "note": "已发律师函 case-42"},
+    )
     assert response.status_code == 302
     match = system.store.get_match(seeded["match_b"])
     assert (match.verdict, match.note) == ("confirmed", "已发律师函 case-42")
@@ -468,19 +544,24 @@ def test_verdicts(system: WebSystem, seeded: dict[str, Any]) -> None:
     dashboard = client.get("/matches?verdict=confirmed").get_data(as_text=True)
     assert "盗版页面二" in _rows(dashboard) and "盗版页面一" not in _rows(dashboard)
     # dismiss from the dashboard row, back to the dashboard
-    response = client.post(f"/matches/{mid}/verdict", data={
-        "csrf_token": token, "verdict": "dismissed", "next": "/matches?verdict=dismissed"})
+    response = client.post(
+        f"/matches/{mid}/verdict",
+        data={"csrf_token": token, "verdict": "dismissed", "next": "/matches?verdict=dismissed"},
+    )
     assert response.headers["Location"] == "/matches?verdict=dismissed"
     assert system.store.get_match(seeded["match_b"]).note == "已发律师函 case-42"  # kept
     # an outside "next" is ignored
-    response = client.post(f"/matches/{mid}/verdict", data={
-        "csrf_token": token, "verdict": "pending", "next": "https://evil.example/"})
+    response = client.post(
+        f"/matches/{mid}/verdict",
+        data={"csrf_token": token, "verdict": "pending", "next": "https://evil.example/"},
+    )
     assert response.headers["Location"] == f"/matches/{mid}"
     bad = client.post(f"/matches/{mid}/verdict", data={"csrf_token": token, "verdict": "maybe"})
     assert bad.status_code == 400
     unknown = encode_id("x\x1fy")
-    missing = client.post(f"/matches/{unknown}/verdict",
-                          data={"csrf_token": token, "verdict": "confirmed"})
+    missing = client.post(
+        f"/matches/{unknown}/verdict", data={"csrf_token": token, "verdict": "confirmed"}
+    )
     assert missing.status_code == 404
 
 
@@ -557,9 +638,10 @@ def test_roles_table_is_complete() -> None:
 
 def test_job_page_for_ingest_links_library(system: WebSystem) -> None:
     client = system.client("analyst")
-    response = client.post("/library/upload", data={
-        "csrf_token": csrf(client, "/library/upload"), "text": work(505, 8),
-        "title": "单篇"})
+    response = client.post(
+        "/library/upload",
+        data={"csrf_token": csrf(client, "/library/upload"), "text": work(505, 8), "title": "单篇"},
+    )
     job = job_id_of(response)
     wait_job(client, job)
     page = client.get(response.headers["Location"]).get_data(as_text=True)

@@ -26,14 +26,32 @@ def auth(system: WebSystem, role: str) -> dict[str, str]:
 def api_match(system: WebSystem) -> dict[str, Any]:
     """A work imported and a text checked, both through the API."""
     client = system.app.test_client()
-    response = client.post("/api/v1/mothers", headers=auth(system, "analyst"), json={
-        "documents": [{"id": "api-work", "title": "接口作品", "text": WORK, "author": "某人"}]})
+    response = client.post(
+        "/api/v1/mothers",
+        headers=auth(system, "analyst"),
+        json={
+            "documents": [{"id": "api-work", "title": "接口作品", "text": WORK, "author": "某人"}]
+        },
+    )
     assert response.status_code == 202, response.get_json()
-    assert wait_job(client, response.get_json()["job_id"],
-                    headers=auth(system, "analyst"))["state"] == "SUCCESS"
-    response = client.post("/api/v1/checks", headers=auth(system, "analyst"), json={
-        "texts": [{"id": "api-suspect", "title": "接口盗版", "text": WORK[30:700],
-                   "url": "https://copy.example.net/a"}]})
+    assert (
+        wait_job(client, response.get_json()["job_id"], headers=auth(system, "analyst"))["state"]
+        == "SUCCESS"
+    )
+    response = client.post(
+        "/api/v1/checks",
+        headers=auth(system, "analyst"),
+        json={
+            "texts": [
+                {
+                    "id": "api-suspect",
+                    "title": "接口盗版",
+                    "text": WORK[30:700],
+                    "url": "https://copy.example.net/a",
+                }
+            ]
+        },
+    )
     assert response.status_code == 202
     status = wait_job(client, response.get_json()["job_id"], headers=auth(system, "analyst"))
     assert status["result"]["results"][0]["matches"], status
@@ -42,8 +60,13 @@ def api_match(system: WebSystem) -> dict[str, Any]:
 
 def test_token_required(system: WebSystem) -> None:
     client = system.app.test_client()
-    for path in ("/api/v1/matches", "/api/v1/mothers", "/api/v1/openapi.json",
-                 "/api/v1/jobs/abc", "/api/v1/nope"):
+    for path in (
+        "/api/v1/matches",
+        "/api/v1/mothers",
+        "/api/v1/openapi.json",
+        "/api/v1/jobs/abc",
+        "/api/v1/nope",
+    ):
         response = client.get(path)
         assert response.status_code == 401, path
         assert "Bearer" in response.get_json()["error"]
@@ -77,14 +100,22 @@ def test_mothers(system: WebSystem, api_match: dict[str, Any]) -> None:
 def test_mothers_multipart(system: WebSystem) -> None:
     client = system.app.test_client()
     response = client.post(
-        "/api/v1/mothers", headers=auth(system, "analyst"), content_type="multipart/form-data",
-        data={"files": [(io.BytesIO(work(602, 5).encode()), "api-file.txt"),
-                        (io.BytesIO(b"\x00\x00"), "bad.txt")]})
+        "/api/v1/mothers",
+        headers=auth(system, "analyst"),
+        content_type="multipart/form-data",
+        data={
+            "files": [
+                (io.BytesIO(work(602, 5).encode()), "api-file.txt"),
+                (io.BytesIO(b"\x00\x00"), "bad.txt"),
+            ]
+        },
+    )
     assert response.status_code == 202
     body = response.get_json()
     assert body["documents"] == 1 and body["errors"][0]["source"] == "bad.txt"
-    assert wait_job(client, body["job_id"], headers=auth(system, "analyst"))["result"][
-        "ingested"] == 1
+    assert (
+        wait_job(client, body["job_id"], headers=auth(system, "analyst"))["result"]["ingested"] == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,8 +129,9 @@ def test_mothers_multipart(system: WebSystem) -> None:
     ],
 )
 def test_mothers_bad_input(system: WebSystem, payload: Any, status: int, message: str) -> None:
-    response = system.app.test_client().post("/api/v1/mothers", headers=auth(system, "analyst"),
-                                             json=payload)
+    response = system.app.test_client().post(
+        "/api/v1/mothers", headers=auth(system, "analyst"), json=payload
+    )
     assert response.status_code == status
     assert message in json.dumps(response.get_json(), ensure_ascii=False)
 
@@ -108,25 +140,38 @@ def test_mothers_not_json(system: WebSystem) -> None:
     client = system.app.test_client()
     response = client.post("/api/v1/mothers", headers=auth(system, "analyst"), data="text")
     assert response.status_code == 415
-    response = client.post("/api/v1/mothers", headers={**auth(system, "analyst"),
-                                                       "Content-Type": "application/json"},
-                           data="{broken")
+    response = client.post(
+        "/api/v1/mothers",
+        headers={**auth(system, "analyst"), "Content-Type": "application/json"},
+        data="{broken",
+    )
     assert response.status_code == 400 and "not valid JSON" in response.get_json()["error"]
 
 
 def test_viewer_cannot_write(system: WebSystem, api_match: dict[str, Any]) -> None:
     client = system.app.test_client()
     headers = auth(system, "viewer")
-    assert client.post("/api/v1/mothers", headers=headers,
-                       json={"documents": [{"id": "v", "text": "x"}]}).status_code == 403
-    assert client.post("/api/v1/checks", headers=headers,
-                       json={"texts": [{"text": "x"}]}).status_code == 403
-    response = client.patch(f"/api/v1/matches/{api_match['ref']}", headers=headers,
-                            json={"verdict": "confirmed"})
+    assert (
+        client.post(
+            "/api/v1/mothers", headers=headers, json={"documents": [{"id": "v", "text": "x"}]}
+        ).status_code
+        == 403
+    )
+    assert (
+        client.post("/api/v1/checks", headers=headers, json={"texts": [{"text": "x"}]}).status_code
+        == 403
+    )
+    response = client.patch(
+        f"/api/v1/matches/{api_match['ref']}", headers=headers, json={"verdict": "confirmed"}
+    )
     assert response.status_code == 403
     assert "analyst" in response.get_json()["error"]
-    assert client.delete(f"/api/v1/mothers/{encode_id('api-work')}",
-                         headers=auth(system, "analyst")).status_code == 403
+    assert (
+        client.delete(
+            f"/api/v1/mothers/{encode_id('api-work')}", headers=auth(system, "analyst")
+        ).status_code
+        == 403
+    )
 
 
 @pytest.mark.parametrize(
@@ -141,16 +186,20 @@ def test_viewer_cannot_write(system: WebSystem, api_match: dict[str, Any]) -> No
     ],
 )
 def test_checks_bad_input(system: WebSystem, payload: Any, message: str) -> None:
-    response = system.app.test_client().post("/api/v1/checks", headers=auth(system, "analyst"),
-                                             json=payload)
+    response = system.app.test_client().post(
+        "/api/v1/checks", headers=auth(system, "analyst"), json=payload
+    )
     assert response.status_code == 400
     assert message in response.get_json()["error"]
 
 
 def test_job_status(system: WebSystem) -> None:
     client = system.app.test_client()
-    response = client.post("/api/v1/checks", headers=auth(system, "analyst"),
-                           json={"texts": [{"text": "与作品库无关的一段话。" * 10}]})
+    response = client.post(
+        "/api/v1/checks",
+        headers=auth(system, "analyst"),
+        json={"texts": [{"text": "与作品库无关的一段话。" * 10}]},
+    )
     assert response.status_code == 202
     assert response.headers["Location"] == response.get_json()["status_url"]
     status = wait_job(client, response.get_json()["job_id"], headers=auth(system, "viewer"))
@@ -167,14 +216,17 @@ def test_matches_list_and_filters(system: WebSystem, api_match: dict[str, Any]) 
     assert match["id"] == api_match["id"] and match["ref"] == api_match["ref"]
     assert match["domain"] == "copy.example.net" and match["passages"]
     assert 0 < match["score"] <= 1
-    data = client.get("/api/v1/matches?domain=example.net&passages=0&limit=5",
-                      headers=auth(system, "viewer")).get_json()
+    data = client.get(
+        "/api/v1/matches?domain=example.net&passages=0&limit=5", headers=auth(system, "viewer")
+    ).get_json()
     assert data["limit"] == 5 and "passages" not in data["matches"][0]
-    for query, message in (("verdict=maybe", "verdict must be one of"),
-                           ("min_score=2", "between 0 and 1"),
-                           ("since=yesterday", "since must be a date"),
-                           ("limit=-1", "limit"),
-                           ("sort=id", "sort must be one of")):
+    for query, message in (
+        ("verdict=maybe", "verdict must be one of"),
+        ("min_score=2", "between 0 and 1"),
+        ("since=yesterday", "since must be a date"),
+        ("limit=-1", "limit"),
+        ("sort=id", "sort must be one of"),
+    ):
         response = client.get(f"/api/v1/matches?{query}", headers=auth(system, "viewer"))
         assert response.status_code == 400, query
         assert message in response.get_json()["error"], query
@@ -184,23 +236,29 @@ def test_match_get_and_patch(system: WebSystem, api_match: dict[str, Any]) -> No
     client = system.app.test_client()
     path = f"/api/v1/matches/{api_match['ref']}"
     assert client.get(path, headers=auth(system, "viewer")).get_json()["id"] == api_match["id"]
-    response = client.patch(path, headers=auth(system, "analyst"),
-                            json={"verdict": "confirmed", "note": "侵权确认"})
+    response = client.patch(
+        path, headers=auth(system, "analyst"), json={"verdict": "confirmed", "note": "侵权确认"}
+    )
     assert response.status_code == 200
     assert response.get_json()["verdict"] == "confirmed"
     assert system.store.get_match(api_match["id"]).note == "侵权确认"
     response = client.patch(path, headers=auth(system, "analyst"), json={"note": "只改备注"})
     assert response.get_json()["verdict"] == "confirmed"
     assert response.get_json()["note"] == "只改备注"
-    for payload, message in (({"verdict": "maybe"}, "verdict must be one of"),
-                             ({"note": 5}, "note must be a string"),
-                             ({"score": 1}, "unknown field"),
-                             ([], "send an object")):
+    for payload, message in (
+        ({"verdict": "maybe"}, "verdict must be one of"),
+        ({"note": 5}, "note must be a string"),
+        ({"score": 1}, "unknown field"),
+        ([], "send an object"),
+    ):
         bad = client.patch(path, headers=auth(system, "analyst"), json=payload)
         assert bad.status_code == 400, payload
         assert message in bad.get_json()["error"]
-    unknown = client.patch(f"/api/v1/matches/{encode_id('a' + chr(31) + 'b')}",
-                           headers=auth(system, "analyst"), json={"verdict": "confirmed"})
+    unknown = client.patch(
+        f"/api/v1/matches/{encode_id('a' + chr(31) + 'b')}",
+        headers=auth(system, "analyst"),
+        json={"verdict": "confirmed"},
+    )
     assert unknown.status_code == 404
     assert "no match" in unknown.get_json()["error"]
     garbage = client.get("/api/v1/matches/!!!", headers=auth(system, "viewer"))
@@ -216,16 +274,20 @@ def test_reports(system: WebSystem, api_match: dict[str, Any]) -> None:
     assert html.mimetype == "text/html" and "接口作品" in html.get_data(as_text=True)
     pdf = client.get(f"/api/v1/reports/{api_match['ref']}.pdf", headers=headers)
     assert pdf.data.startswith(b"%PDF") and pdf.mimetype == "application/pdf"
-    assert client.get(f"/api/v1/reports/{api_match['ref']}.docx",
-                      headers=headers).status_code == 404
+    assert (
+        client.get(f"/api/v1/reports/{api_match['ref']}.docx", headers=headers).status_code == 404
+    )
     missing = client.get(f"/api/v1/reports/{encode_id('x')}.pdf", headers=headers)
     assert missing.status_code == 404 and missing.get_json()["error"]
 
 
 def test_admin_deletes_through_api(system: WebSystem) -> None:
     client = system.app.test_client()
-    response = client.post("/api/v1/mothers", headers=auth(system, "analyst"),
-                           json=[{"id": "api-del", "text": work(603, 6)}])
+    response = client.post(
+        "/api/v1/mothers",
+        headers=auth(system, "analyst"),
+        json=[{"id": "api-del", "text": work(603, 6)}],
+    )
     wait_job(client, response.get_json()["job_id"], headers=auth(system, "analyst"))
     path = f"/api/v1/mothers/{encode_id('api-del')}"
     assert client.delete(path, headers=auth(system, "admin")).get_json() == {"deleted": "api-del"}
@@ -240,15 +302,20 @@ def test_method_not_allowed_is_json(system: WebSystem) -> None:
 
 
 def test_openapi_document(system: WebSystem) -> None:
-    response = system.app.test_client().get("/api/v1/openapi.json",
-                                            headers=auth(system, "viewer"))
+    response = system.app.test_client().get("/api/v1/openapi.json", headers=auth(system, "viewer"))
     assert response.status_code == 200
     doc = json.loads(response.data)
     assert doc["openapi"].startswith("3.1")
     paths = doc["paths"]
-    for path in ("/api/v1/mothers", "/api/v1/checks", "/api/v1/jobs/{job_id}",
-                 "/api/v1/matches", "/api/v1/matches/{id}", "/api/v1/reports/{id}.{format}",
-                 "/healthz"):
+    for path in (
+        "/api/v1/mothers",
+        "/api/v1/checks",
+        "/api/v1/jobs/{job_id}",
+        "/api/v1/matches",
+        "/api/v1/matches/{id}",
+        "/api/v1/reports/{id}.{format}",
+        "/healthz",
+    ):
         assert path in paths, path
     assert set(paths["/api/v1/mothers"]) >= {"get", "post"}
     assert "patch" in paths["/api/v1/matches/{id}"]
@@ -257,8 +324,11 @@ def test_openapi_document(system: WebSystem) -> None:
     rules = {r.rule for r in system.app.url_map.iter_rules() if r.rule.startswith("/api/")}
     described = {p.replace("{id}", "<id>").replace("{job_id}", "<job_id>") for p in paths}
     for rule in rules:
-        normalised = (rule.replace("<id:mother_id>", "<id>").replace("<id:match_id>", "<id>")
-                      .replace("<fmt>", "{format}"))
+        normalised = (
+            rule.replace("<id:mother_id>", "<id>")
+            .replace("<id:match_id>", "<id>")
+            .replace("<fmt>", "{format}")
+        )
         assert normalised in described, rule
     try:
         from openapi_spec_validator import validate
@@ -269,10 +339,17 @@ def test_openapi_document(system: WebSystem) -> None:
 
 def test_lone_surrogates_in_json_are_replaced(system: WebSystem) -> None:
     client = system.app.test_client()
-    body = ('{"texts": [{"title": "bad \\ud800 title", "text": "'
-            + "与作品库无关的一段话。" * 10 + '\\udfff"}]}')
-    response = client.post("/api/v1/checks", data=body, content_type="application/json",
-                           headers=auth(system, "analyst"))
+    body = (
+        '{"texts": [{"title": "bad \\ud800 title", "text": "'
+        + "与作品库无关的一段话。" * 10
+        + '\\udfff"}]}'
+    )
+    response = client.post(
+        "/api/v1/checks",
+        data=body,
+        content_type="application/json",
+        headers=auth(system, "analyst"),
+    )
     assert response.status_code == 202
     status = wait_job(client, response.get_json()["job_id"], headers=auth(system, "analyst"))
     assert status["state"] == "SUCCESS" and status["result"]["errors"] == []

@@ -73,8 +73,9 @@ def job_id_of(response: Any) -> str:
     return location.split("/jobs/")[1].split("?")[0]
 
 
-def wait_job(client: FlaskClient, job_id: str, timeout: float = 60.0,
-             headers: dict[str, str] | None = None) -> dict[str, Any]:
+def wait_job(
+    client: FlaskClient, job_id: str, timeout: float = 60.0, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Poll ``/api/v1/jobs/<id>`` until the job has finished."""
     deadline = time.monotonic() + timeout
     while True:
@@ -128,8 +129,10 @@ def ingest(client: FlaskClient, documents: list[dict[str, Any]]) -> dict[str, An
     body = "\n".join(json.dumps(d, ensure_ascii=False) for d in documents).encode("utf-8")
     response = client.post(
         "/library/upload",
-        data={"csrf_token": csrf(client, "/library/upload"),
-              "files": (io.BytesIO(body), "works.jsonl")},
+        data={
+            "csrf_token": csrf(client, "/library/upload"),
+            "files": (io.BytesIO(body), "works.jsonl"),
+        },
         content_type="multipart/form-data",
     )
     assert response.status_code == 302, response.get_data(as_text=True)[:500]
@@ -142,8 +145,12 @@ def check_text(client: FlaskClient, text: str, title: str = "", url: str = "") -
     """Submit one pasted suspect text and wait for the check."""
     response = client.post(
         "/suspects/new",
-        data={"csrf_token": csrf(client, "/suspects/new"), "text": text, "title": title,
-              "url": url},
+        data={
+            "csrf_token": csrf(client, "/suspects/new"),
+            "text": text,
+            "title": title,
+            "url": url,
+        },
     )
     assert response.status_code == 302, response.get_data(as_text=True)[:500]
     status = wait_job(client, job_id_of(response))

@@ -37,16 +37,34 @@ MOTHER = work(901, 18)
 def hostile(system: WebSystem) -> dict[str, Any]:
     """A work and a suspect whose titles and texts carry script payloads."""
     client = system.client("analyst")
-    ingest(client, [{"id": "evil-work", "title": f"作品{HOSTILE}",
-                     "text": MOTHER[:300] + HOSTILE + MOTHER[300:]}])
-    status = check_text(client, HOSTILE + MOTHER[50:650] + HOSTILE, title=f"标题{HOSTILE}",
-                        url="http://xss.example/page?q=<script>")
+    ingest(
+        client,
+        [
+            {
+                "id": "evil-work",
+                "title": f"作品{HOSTILE}",
+                "text": MOTHER[:300] + HOSTILE + MOTHER[300:],
+            }
+        ],
+    )
+    status = check_text(
+        client,
+        HOSTILE + MOTHER[50:650] + HOSTILE,
+        title=f"标题{HOSTILE}",
+        url="http://xss.example/page?q=<script>",
+    )
     sid = status["result"]["results"][0]["suspect_id"]
     # A stored suspect whose URL is a javascript: URL (crawled pages can redirect anywhere;
     # the form refuses such URLs, so it is put in through the library).
     lib = system.library
-    lib.check_suspect(Suspect(id="js-url", text=MOTHER[100:700], title="js link",
-                              url="javascript:alert(document.cookie)"))
+    lib.check_suspect(
+        Suspect(
+            id="js-url",
+            text=MOTHER[100:700],
+            title="js link",
+            url="javascript:alert(document.cookie)",
+        )
+    )
     system.store.set_verdict(f"{sid}\x1fevil-work", "confirmed", f"备注{HOSTILE}")
     return {"suspect": sid, "match": f"{sid}\x1fevil-work", "status": status}
 
@@ -79,21 +97,32 @@ def test_hostile_data_is_escaped_on_every_page(system: WebSystem, hostile: dict[
         assert_escaped(response.get_data(as_text=True), name)
 
 
-def test_hostile_data_in_search_and_filters_is_escaped(system: WebSystem,
-                                                        hostile: dict[str, Any]) -> None:
+def test_hostile_data_in_search_and_filters_is_escaped(
+    system: WebSystem, hostile: dict[str, Any]
+) -> None:
     client = system.client("viewer")
-    for path in (f"/matches?q={XSS_IMG}", f"/matches?domain={XSS_IMG}",
-                 f"/exports/?q={XSS_IMG}", f"/analytics?work={XSS_IMG}",
-                 f"/library/?q={XSS_IMG}", f"/matches?min_score={XSS_IMG}"):
+    for path in (
+        f"/matches?q={XSS_IMG}",
+        f"/matches?domain={XSS_IMG}",
+        f"/exports/?q={XSS_IMG}",
+        f"/analytics?work={XSS_IMG}",
+        f"/library/?q={XSS_IMG}",
+        f"/matches?min_score={XSS_IMG}",
+    ):
         page = client.get(path).get_data(as_text=True)
         assert "<img src=x onerror" not in page, path
 
 
 def test_job_page_escapes_titles(system: WebSystem, hostile: dict[str, Any]) -> None:
     client = system.client("analyst")
-    response = client.post("/suspects/new", data={
-        "csrf_token": csrf(client, "/suspects/new"), "text": MOTHER[200:700],
-        "title": f"任务{HOSTILE}"})
+    response = client.post(
+        "/suspects/new",
+        data={
+            "csrf_token": csrf(client, "/suspects/new"),
+            "text": MOTHER[200:700],
+            "title": f"任务{HOSTILE}",
+        },
+    )
     location = response.headers["Location"]
     from test_web_helpers import job_id_of, wait_job
 
@@ -101,10 +130,14 @@ def test_job_page_escapes_titles(system: WebSystem, hostile: dict[str, Any]) -> 
     assert_escaped(client.get(location).get_data(as_text=True), "job page")
 
 
-def test_highlighted_passages_are_built_from_escaped_text(system: WebSystem,
-                                                          hostile: dict[str, Any]) -> None:
-    page = system.client("viewer").get(
-        f"/matches/{encode_id(hostile['match'])}").get_data(as_text=True)
+def test_highlighted_passages_are_built_from_escaped_text(
+    system: WebSystem, hostile: dict[str, Any]
+) -> None:
+    page = (
+        system.client("viewer")
+        .get(f"/matches/{encode_id(hostile['match'])}")
+        .get_data(as_text=True)
+    )
     marks = re.findall(r"<mark [^>]*>(.*?)</mark>", page, re.S)
     assert marks
     for body in marks:
@@ -113,8 +146,12 @@ def test_highlighted_passages_are_built_from_escaped_text(system: WebSystem,
 
 def test_javascript_urls_never_become_links(system: WebSystem, hostile: dict[str, Any]) -> None:
     client = system.client("viewer")
-    for path in ("/matches?q=js link", "/suspects/", f"/suspects/{encode_id('js-url')}",
-                 f"/matches/{encode_id('js-url' + chr(31) + 'evil-work')}"):
+    for path in (
+        "/matches?q=js link",
+        "/suspects/",
+        f"/suspects/{encode_id('js-url')}",
+        f"/matches/{encode_id('js-url' + chr(31) + 'evil-work')}",
+    ):
         page = client.get(path).get_data(as_text=True)
         assert 'href="javascript:' not in page, path
         assert "javascript:alert(document.cookie)" in page, path  # shown as text
@@ -122,8 +159,11 @@ def test_javascript_urls_never_become_links(system: WebSystem, hostile: dict[str
 
 def test_csv_export_neutralises_formulas(system: WebSystem) -> None:
     lib = system.library
-    lib.check_suspect(Suspect(id="formula", text=MOTHER[:600], title="=HYPERLINK(\"x\")",
-                              url="http://formula.example/"))
+    lib.check_suspect(
+        Suspect(
+            id="formula", text=MOTHER[:600], title='=HYPERLINK("x")', url="http://formula.example/"
+        )
+    )
     body = system.client("viewer").get("/exports/matches.csv?suspect=formula").data
     text = body.decode("utf-8-sig")
     assert "'=HYPERLINK" in text
@@ -168,21 +208,31 @@ def test_api_with_session_needs_csrf_header(system: WebSystem, hostile: dict[str
     response = client.patch(path, json={"note": "via session"})
     assert response.status_code == 400
     assert "CSRF" in response.get_json()["error"]
-    response = client.patch(path, json={"note": "via session"},
-                            headers={"X-CSRF-Token": csrf(client, "/account")})
+    response = client.patch(
+        path, json={"note": "via session"}, headers={"X-CSRF-Token": csrf(client, "/account")}
+    )
     assert response.status_code == 200
     # a bearer token carries no ambient credential: no CSRF token needed
     api = system.app.test_client()
-    response = api.patch(path, json={"note": "via token"},
-                         headers={"Authorization": f"Bearer {system.tokens['analyst']}"})
+    response = api.patch(
+        path,
+        json={"note": "via token"},
+        headers={"Authorization": f"Bearer {system.tokens['analyst']}"},
+    )
     assert response.status_code == 200
 
 
 # --- headers -----------------------------------------------------------------------------------
 def test_security_headers_and_no_inline_script(system: WebSystem, hostile: dict[str, Any]) -> None:
     client = system.client("viewer")
-    for path in ("/login", "/matches", f"/matches/{encode_id(hostile['match'])}", "/analytics",
-                 "/api/v1/matches", "/healthz"):
+    for path in (
+        "/login",
+        "/matches",
+        f"/matches/{encode_id(hostile['match'])}",
+        "/analytics",
+        "/api/v1/matches",
+        "/healthz",
+    ):
         response = client.get(path)
         headers = response.headers
         csp = headers["Content-Security-Policy"]
@@ -198,8 +248,9 @@ def test_security_headers_and_no_inline_script(system: WebSystem, hostile: dict[
             assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page) == []
             assert not re.search(r"\son(click|load|submit)=", page)
     static = client.get("/static/app.js")
-    assert (static.status_code == 200 and "Cache-Control" not in static.headers) or \
-        static.headers.get("Cache-Control") != "no-store"
+    assert (
+        static.status_code == 200 and "Cache-Control" not in static.headers
+    ) or static.headers.get("Cache-Control") != "no-store"
 
 
 def test_language_toggle_ignores_crafted_query(system: WebSystem, hostile: dict[str, Any]) -> None:
@@ -230,11 +281,17 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 def test_hostile_zip_paths_are_refused(system: WebSystem) -> None:
     client = system.client("analyst")
-    data = _zip({"../../etc/evil.txt": work(911, 5).encode(),
-                 "/abs/evil2.txt": work(912, 5).encode()})
-    response = client.post("/library/upload", data={
-        "csrf_token": csrf(client, "/library/upload"), "files": (io.BytesIO(data), "evil.zip")},
-        content_type="multipart/form-data")
+    data = _zip(
+        {"../../etc/evil.txt": work(911, 5).encode(), "/abs/evil2.txt": work(912, 5).encode()}
+    )
+    response = client.post(
+        "/library/upload",
+        data={
+            "csrf_token": csrf(client, "/library/upload"),
+            "files": (io.BytesIO(data), "evil.zip"),
+        },
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 400
     page = response.get_data(as_text=True)
     assert "unsafe path in zip" in page
@@ -245,9 +302,14 @@ def test_hostile_zip_paths_are_refused(system: WebSystem) -> None:
 def test_zip_bomb_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
     data = _zip({"bomb.txt": b"a" * (8 * 1024 * 1024)})  # 8 MB of one byte: ratio > 200
-    response = client.post("/library/upload", data={
-        "csrf_token": csrf(client, "/library/upload"), "files": (io.BytesIO(data), "bomb.zip")},
-        content_type="multipart/form-data")
+    response = client.post(
+        "/library/upload",
+        data={
+            "csrf_token": csrf(client, "/library/upload"),
+            "files": (io.BytesIO(data), "bomb.zip"),
+        },
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 400
     assert "zip bomb" in response.get_data(as_text=True)
 
@@ -257,15 +319,22 @@ def test_oversize_upload_is_413(system: WebSystem, monkeypatch: pytest.MonkeyPat
     token = csrf(client, "/library/upload")
     monkeypatch.setitem(system.app.config, "MAX_CONTENT_LENGTH", 64 * 1024)
     big = io.BytesIO(("字" * 40_000).encode())
-    response = client.post("/library/upload", data={"csrf_token": token, "files": (big, "big.txt")},
-                           content_type="multipart/form-data")
+    response = client.post(
+        "/library/upload",
+        data={"csrf_token": token, "files": (big, "big.txt")},
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 413
-    assert "上传内容过大" in response.get_data(as_text=True) or "too large" in \
-        response.get_data(as_text=True)
+    assert "上传内容过大" in response.get_data(as_text=True) or "too large" in response.get_data(
+        as_text=True
+    )
     api = system.app.test_client()
-    response = api.post("/api/v1/mothers", data={"files": (io.BytesIO(b"x" * 100_000), "b.txt")},
-                        headers={"Authorization": f"Bearer {system.tokens['analyst']}"},
-                        content_type="multipart/form-data")
+    response = api.post(
+        "/api/v1/mothers",
+        data={"files": (io.BytesIO(b"x" * 100_000), "b.txt")},
+        headers={"Authorization": f"Bearer {system.tokens['analyst']}"},
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 413
     assert "too large" in response.get_json()["error"]
 
@@ -295,13 +364,13 @@ def test_ids_in_urls_are_canonical_base64(system: WebSystem) -> None:
     assert system.client("viewer").get("/matches/czEfbTF").status_code == 404
 
 
-def test_report_stylesheet_is_allowed_by_its_csp_hash(system: WebSystem,
-                                                      hostile: dict[str, Any]) -> None:
+def test_report_stylesheet_is_allowed_by_its_csp_hash(
+    system: WebSystem, hostile: dict[str, Any]
+) -> None:
     import base64
     import hashlib
 
-    response = system.client("viewer").get(
-        f"/exports/reports/{encode_id(hostile['match'])}.html")
+    response = system.client("viewer").get(f"/exports/reports/{encode_id(hostile['match'])}.html")
     page = response.get_data(as_text=True)
     css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
     digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()

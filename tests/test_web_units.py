@@ -23,8 +23,7 @@ def test_segments_cover_the_text_once() -> None:
     text = "abcdefghijklmnopqrstuvwxyz"
     segs = segments(text, [(2, 5, 1), (4, 9, 2), (20, 22, 3)])
     assert "".join(s.text for s in segs) == text
-    assert [(s.text, s.passage) for s in segs if s.passage] == [
-        ("cde", 1), ("fghi", 2), ("uv", 3)]
+    assert [(s.text, s.passage) for s in segs if s.passage] == [("cde", 1), ("fghi", 2), ("uv", 3)]
 
 
 def test_segments_clipped_passage_keeps_its_anchor() -> None:
@@ -50,8 +49,12 @@ def test_segments_out_of_range_offsets() -> None:
 def test_time_chart_fills_missing_days() -> None:
     chart = time_chart([("2024-05-01", 3), ("2024-05-04", 1)])
     assert len(chart.bars) == 14  # at least two weeks on the axis
-    assert [b.label for b in chart.bars][-4:] == ["2024-05-01", "2024-05-02", "2024-05-03",
-                                                  "2024-05-04"]
+    assert [b.label for b in chart.bars][-4:] == [
+        "2024-05-01",
+        "2024-05-02",
+        "2024-05-03",
+        "2024-05-04",
+    ]
     assert [b.value for b in chart.bars][-4:] == [3, 0, 0, 1]
     assert chart.total == 4 and chart.unit == "day"
     tallest = max(chart.bars, key=lambda b: b.h)
@@ -85,14 +88,31 @@ def test_bar_list_and_verdicts() -> None:
 
 # --- filters ------------------------------------------------------------------------------------
 def test_parse_filters() -> None:
-    f = parse_match_filters(MultiDict({"verdict": "confirmed", "min_score": "0.5",
-                                       "work": "w1", "domain": "https://www.x.example/a",
-                                       "since": "2024-05-01", "until": "2024-05-31",
-                                       "q": " 标题 ", "sort": "-created_at", "page": "3",
-                                       "per_page": "10"}))
+    f = parse_match_filters(
+        MultiDict(
+            {
+                "verdict": "confirmed",
+                "min_score": "0.5",
+                "work": "w1",
+                "domain": "https://www.x.example/a",
+                "since": "2024-05-01",
+                "until": "2024-05-31",
+                "q": " 标题 ",
+                "sort": "-created_at",
+                "page": "3",
+                "per_page": "10",
+            }
+        )
+    )
     q = f.query
     assert (q.verdict, q.min_score, q.mother_id, q.domain, q.search, q.sort) == (
-        "confirmed", 0.5, "w1", "www.x.example", "标题", "-created_at")
+        "confirmed",
+        0.5,
+        "w1",
+        "www.x.example",
+        "标题",
+        "-created_at",
+    )
     assert q.until.isoformat().startswith("2024-06-01")  # the whole last day is included
     assert (q.offset, q.limit, f.page) == (20, 10, 3)
     with pytest.raises(ValueError, match="min_score must not be above"):
@@ -138,8 +158,9 @@ def test_translate_outside_a_request() -> None:
 def _run(data_dir: Path, *args: str, input: str | None = None) -> object:
     from tracker.cli import main
 
-    return CliRunner().invoke(main, ["--data-dir", str(data_dir), *args], input=input,
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        main, ["--data-dir", str(data_dir), *args], input=input, catch_exceptions=False
+    )
 
 
 def test_user_commands(tmp_path: Path) -> None:
@@ -191,8 +212,13 @@ def test_demo_loads_matches(tmp_path: Path) -> None:
         from tracker.store import MatchQuery
 
         matches = store.query_matches(MatchQuery(limit=100))
-        assert {m.mother_id for m in matches} >= {"lighthouse", "tea-hills", "elevator-news",
-                                                  "starriver-1", "watchmaker"}
+        assert {m.mother_id for m in matches} >= {
+            "lighthouse",
+            "tea-hills",
+            "elevator-news",
+            "starriver-1",
+            "watchmaker",
+        }
         assert {m.verdict for m in matches} == {"pending", "confirmed", "dismissed"}
         days = {m.created_at.date() for m in matches}
         assert len(days) >= 4  # spread over time, for the analytics page

@@ -154,7 +154,11 @@ def _worker_env(data_dir: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def start_worker(
-    data_dir: Path, app: Any, *, pool: str = "solo", extra: dict[str, str] | None = None,
+    data_dir: Path,
+    app: Any,
+    *,
+    pool: str = "solo",
+    extra: dict[str, str] | None = None,
     name: str = "w",
 ) -> Worker:
     """``yinji --data-dir DIR worker --concurrency 1`` in its own process group, waited
@@ -163,9 +167,22 @@ def start_worker(
     log = data_dir.parent / f"{hostname.split('@')[0]}.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tracker.cli", "--data-dir", str(data_dir), "worker",
-             "--concurrency", "1", "--pool", pool, "--hostname", hostname,
-             "--loglevel", "INFO"],
+            [
+                sys.executable,
+                "-m",
+                "tracker.cli",
+                "--data-dir",
+                str(data_dir),
+                "worker",
+                "--concurrency",
+                "1",
+                "--pool",
+                pool,
+                "--hostname",
+                hostname,
+                "--loglevel",
+                "INFO",
+            ],
             cwd=str(data_dir.parent),
             env=_worker_env(data_dir, extra or {}),
             stdout=fh,
@@ -198,8 +215,9 @@ def wait_job(job_id: str, timeout: float = 30.0, every: float = 0.03) -> tuple[d
     raise AssertionError(f"job {job_id} not finished in {timeout} s; last: {seen[-1]}")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
-               worker: Worker | None = None) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, worker: Worker | None = None
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -256,9 +274,11 @@ class Site:
 
 def page(title: str, body: str, links: list[str] | None = None) -> str:
     nav = "".join(f'<a href="{h}">{h}</a> ' for h in links or [])
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
-            f"<body><nav>{nav}</nav><article><h1>{title}</h1><p>{body}</p></article>"
-            f"</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+        f"<body><nav>{nav}</nav><article><h1>{title}</h1><p>{body}</p></article>"
+        f"</body></html>"
+    )
 
 
 @dataclass
@@ -335,11 +355,15 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
         with Library.open(embedded.settings) as lib:
             lib.ingest([Document(id="mother-1", title="茶山的故事", text=MOTHER)])
         use_app(inst.app)
-        inst.worker(pool="prefork", name="shared", extra={
-            "YINJI_ALLOW_PRIVATE_URLS": "1",
-            "YINJI_TEST_ITEM_DELAY": "0.1",
-            "YINJI_CRAWL_MIN_INTERVAL": "0.2",
-        })
+        inst.worker(
+            pool="prefork",
+            name="shared",
+            extra={
+                "YINJI_ALLOW_PRIVATE_URLS": "1",
+                "YINJI_TEST_ITEM_DELAY": "0.1",
+                "YINJI_CRAWL_MIN_INTERVAL": "0.2",
+            },
+        )
         yield inst
     finally:
         for w in inst.workers:
@@ -359,12 +383,14 @@ def use_shared(shared: Installation) -> Installation:
 
 @pytest.fixture()
 def site() -> Iterator[Site]:
-    s = Site({
-        "/book/1.html": page("第一章 转载", _copy("第一章")),
-        "/book/2.html": page("第二章 原创", UNRELATED),
-        "/book/3.html": page("第三章 转载", _copy("第三章", EXCERPT_2)),
-        "/book/4.html": page("第四章 原创", UNRELATED_2),
-    }).start()
+    s = Site(
+        {
+            "/book/1.html": page("第一章 转载", _copy("第一章")),
+            "/book/2.html": page("第二章 原创", UNRELATED),
+            "/book/3.html": page("第三章 转载", _copy("第三章", EXCERPT_2)),
+            "/book/4.html": page("第四章 原创", UNRELATED_2),
+        }
+    ).start()
     try:
         yield s
     finally:
@@ -395,7 +421,7 @@ def test_check_job_end_to_end(use_shared: Installation) -> None:
         assert match.mother_id == "mother-1" and match.score > 0.5
         assert match.passages, "the copied passage is located"
         p = match.passages[0]
-        assert text[p.suspect_start:p.suspect_end] == MOTHER[p.mother_start:p.mother_end]
+        assert text[p.suspect_start : p.suspect_end] == MOTHER[p.mother_start : p.mother_end]
         assert store.get_suspect(item["suspect_id"]).checked_at is not None
 
 
@@ -457,8 +483,12 @@ def test_same_task_twice_does_the_work_once(use_shared: Installation) -> None:
     app.send_task("yinji.check.check_texts", args=[[item]], task_id=task_id)
     assert app.AsyncResult(task_id).get(timeout=30)["checked"] == 1
     app.send_task("yinji.check.check_texts", args=[[item]], task_id=task_id)
-    wait_until(lambda: use_shared.task_counters(task_id).get("deliveries") == 2, 30,
-               "the second delivery", use_shared.workers[0])
+    wait_until(
+        lambda: use_shared.task_counters(task_id).get("deliveries") == 2,
+        30,
+        "the second delivery",
+        use_shared.workers[0],
+    )
     assert app.AsyncResult(task_id).get(timeout=30)["checked"] == 1
     assert use_shared.task_counters(task_id) == {"deliveries": 2, "runs": 1}
     with use_shared.store() as store:
@@ -495,8 +525,7 @@ def test_same_job_twice_writes_no_duplicate(use_shared: Installation) -> None:
 def test_progress_is_reported(use_shared: Installation, site: Site) -> None:
     from workers import jobs
 
-    texts = [{"id": f"p-{i}", "text": _copy(f"第{i}篇") if i % 2 else UNRELATED}
-             for i in range(6)]
+    texts = [{"id": f"p-{i}", "text": _copy(f"第{i}篇") if i % 2 else UNRELATED} for i in range(6)]
     status, seen = wait_job(jobs.submit_check(texts=texts))
     assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 6
     partial = [s for s in seen if s["state"] == "PROGRESS" and 0 < s["progress"] < 1]
@@ -528,16 +557,21 @@ def test_killed_worker_task_is_redelivered_and_done_once(
     first = inst.worker(name="before", extra={**base, "YINJI_TEST_TASK_DELAY": "60"})
     job_id = jobs.submit_check(texts=[{"id": "killed-1", "text": text}])
 
-    wait_until(lambda: inst.task_counters(job_id).get("deliveries") == 1, 20,
-               "the first delivery", first)
+    wait_until(
+        lambda: inst.task_counters(job_id).get("deliveries") == 1, 20, "the first delivery", first
+    )
     first.kill()  # in the middle of the task, before its work
     first.proc.wait(10)
     with inst.store() as store:
         assert _matches(store, "killed-1") == []
 
     second = inst.worker(name="after", extra={**base, "YINJI_TEST_TASK_DELAY_AFTER": "60"})
-    wait_until(lambda: inst.task_counters(job_id).get("runs") == 1, 30,
-               "the redelivered task's work", second)
+    wait_until(
+        lambda: inst.task_counters(job_id).get("runs") == 1,
+        30,
+        "the redelivered task's work",
+        second,
+    )
     assert inst.task_counters(job_id)["deliveries"] == 2
     second.kill()  # the work is done but the message was never acknowledged
     second.proc.wait(10)
@@ -592,7 +626,8 @@ def test_ensure_worker_starts_an_in_process_worker(
 # --- the scheduled tasks, run on an in-process worker --------------------------------------
 @pytest.mark.slow
 def test_scheduled_recrawl_and_check_of_new_mothers(
-    installation_factory: Callable[[Path], Installation], tmp_path: Path,
+    installation_factory: Callable[[Path], Installation],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tracker.store import WatchItem
@@ -601,14 +636,17 @@ def test_scheduled_recrawl_and_check_of_new_mothers(
     monkeypatch.setenv("YINJI_ALLOW_PRIVATE_URLS", "1")
     monkeypatch.setenv("YINJI_CRAWL_MIN_INTERVAL", "0")
     monkeypatch.setenv("YINJI_SITE_CRAWL_LIMIT", "2")
-    s = Site({
-        "/": page("目录", UNRELATED_3,
-                  ["/a.html", "/b.html", "/c.html", "http://other.example/"]),
-        "/a.html": page("甲", _copy("甲")),
-        "/b.html": page("乙", UNRELATED_2),
-        "/c.html": page("丙", UNRELATED),
-        "/single.html": page("单页", _copy("单页", EXCERPT_2)),
-    }).start()
+    s = Site(
+        {
+            "/": page(
+                "目录", UNRELATED_3, ["/a.html", "/b.html", "/c.html", "http://other.example/"]
+            ),
+            "/a.html": page("甲", _copy("甲")),
+            "/b.html": page("乙", UNRELATED_2),
+            "/c.html": page("丙", UNRELATED),
+            "/single.html": page("单页", _copy("单页", EXCERPT_2)),
+        }
+    ).start()
     try:
         inst = installation_factory(tmp_path / "yinji-data")
         with inst.store() as store:
@@ -675,7 +713,13 @@ def test_app_configuration_from_environment(
     assert conf.task_acks_late and conf.task_reject_on_worker_lost
     assert conf.worker_prefetch_multiplier == 1 and conf.task_serializer == "json"
     assert {q.name for q in conf.task_queues} == {
-        "default", "crawl", "check", "ingest", "reports", "index"}
+        "default",
+        "crawl",
+        "check",
+        "ingest",
+        "reports",
+        "index",
+    }
     assert conf.task_routes["yinji.crawl.*"] == {"queue": "crawl"}
     recrawl = conf.beat_schedule["recrawl-watchlist"]["schedule"]
     assert recrawl.hour == {1} and recrawl.minute == {15}
@@ -685,10 +729,16 @@ def test_app_configuration_from_environment(
 def test_same_host_links() -> None:
     from workers.tasks.crawl import same_host_links
 
-    html = page("t", "x", ["/a", "b.html#x", "/a?utm_source=x", "https://other.org/",
-                           "mailto:a@b.c", "/c", "/d"])
+    html = page(
+        "t",
+        "x",
+        ["/a", "b.html#x", "/a?utm_source=x", "https://other.org/", "mailto:a@b.c", "/c", "/d"],
+    )
     assert same_host_links(html, "http://site.test/dir/", 3) == [
-        "http://site.test/a", "http://site.test/dir/b.html", "http://site.test/c"]
+        "http://site.test/a",
+        "http://site.test/dir/b.html",
+        "http://site.test/c",
+    ]
 
 
 def test_watch_commands(tmp_path: Path) -> None:
@@ -704,12 +754,15 @@ def test_watch_commands(tmp_path: Path) -> None:
     listed = runner.invoke(main, [*base, "watch", "list", "--json"])
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert {(r["url"], r["kind"]) for r in rows} == {
-        ("https://a.example/x", "url"), ("https://b.example/", "site")}
+        ("https://a.example/x", "url"),
+        ("https://b.example/", "site"),
+    }
     assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code == 0
     assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code != 0
     listed = runner.invoke(main, [*base, "watch", "list", "--json"])
     assert [json.loads(line)["url"] for line in listed.stdout.splitlines()] == [
-        "https://b.example/"]
+        "https://b.example/"
+    ]
     assert not (tmp_path / "d" / "redis.db").exists()  # the watch list needs no Redis
 
 

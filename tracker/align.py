@@ -31,7 +31,7 @@ import numpy as np
 
 from tracker.fingerprint import letter_indices
 from tracker.pinyin import initial_codes
-from tracker.store.base import Passage
+from tracker.records import Passage
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from urllib3.exceptions import (
 from urllib3.exceptions import TimeoutError as U3TimeoutError
 from urllib3.util.timeout import Timeout as U3Timeout
 
-from tracker.store.base import Suspect
+from tracker.records import Suspect
 
 if TYPE_CHECKING:
     from tracker.config import Settings

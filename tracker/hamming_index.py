@@ -66,8 +66,9 @@ def _as_ids(ids: Iterable[int] | np.ndarray) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def _pairs(ids: Iterable[int] | np.ndarray,
-           fps: Iterable[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(
+    ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Validated (ids, fps); for an id given twice the last fingerprint wins."""
     id_arr, fp_arr = _as_ids(ids), _as_u64(fps)
     if len(id_arr) != len(fp_arr):
@@ -86,8 +87,9 @@ def brute_force(ids: np.ndarray, fps: np.ndarray, fp: int, k: int) -> list[tuple
     d = popcount(_as_u64(fps) ^ _U64(fp))
     sel = np.flatnonzero(d <= k)
     order = np.lexsort((np.asarray(ids)[sel], d[sel]))
-    return [(int(i), int(x)) for i, x in zip(np.asarray(ids)[sel][order], d[sel][order],
-                                             strict=True)]
+    return [
+        (int(i), int(x)) for i, x in zip(np.asarray(ids)[sel][order], d[sel][order], strict=True)
+    ]
 
 
 class HammingLayout:
@@ -160,8 +162,9 @@ def _ragged_positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     return pos, owner
 
 
-def _group_results(qidx: np.ndarray, ids: np.ndarray, dist: np.ndarray,
-                   nq: int) -> list[list[tuple[int, int]]]:
+def _group_results(
+    qidx: np.ndarray, ids: np.ndarray, dist: np.ndarray, nq: int
+) -> list[list[tuple[int, int]]]:
     """Sort hits by (query, distance, id), drop repeats (a hit found in several tables)."""
     out: list[list[tuple[int, int]]] = [[] for _ in range(nq)]
     if len(qidx) == 0:
@@ -260,8 +263,9 @@ class MemoryHammingIndex:
         ``>= s``."""
         if self._flat is None:
             n = len(self._ids)
-            dbits = max(1, min(min(self.layout.prefix_bits), 22,
-                               math.ceil(math.log2(max(n, 2))) - 1))
+            dbits = max(
+                1, min(min(self.layout.prefix_bits), 22, math.ceil(math.log2(max(n, 2))) - 1)
+            )
             bounds = np.arange(1 << dbits, dtype=np.uint64) << _U64(_BITS - dbits)
             dirs = np.empty((len(self._keys), (1 << dbits) + 1), dtype=np.int64)
             for t, keys in enumerate(self._keys):
@@ -301,8 +305,9 @@ class MemoryHammingIndex:
         found = dict(zip(cand[hit, 1].tolist(), d[hit].tolist(), strict=True))
         return sorted(found.items(), key=lambda x: (x[1], x[0]))
 
-    def query_many(self, fps: Sequence[int] | np.ndarray,
-                   k: int | None = None) -> list[list[tuple[int, int]]]:
+    def query_many(
+        self, fps: Sequence[int] | np.ndarray, k: int | None = None
+    ) -> list[list[tuple[int, int]]]:
         """``query`` for many fingerprints at once (vectorized over queries and tables)."""
         k = self._check_k(k)
         q = _as_u64(fps)
@@ -321,8 +326,7 @@ class MemoryHammingIndex:
         cand = pairs[pos]
         d = popcount(cand[:, 0] ^ q[qidx])
         hit = d <= k
-        return _group_results(qidx[hit], cand[hit, 1].astype(np.int64),
-                              d[hit].astype(np.int64), nq)
+        return _group_results(qidx[hit], cand[hit, 1].astype(np.int64), d[hit].astype(np.int64), nq)
 
     def _check_k(self, k: int | None) -> int:
         if k is None:
@@ -347,9 +351,16 @@ class RedisHammingIndex:
     moving the *same* id at the same time may leave a stale member; distinct ids are safe.
     """
 
-    def __init__(self, redis: Any, prefix: str, name: str = "main", k: int = 3,
-                 blocks: int | None = None, id_shards: int = 256,
-                 bucket_bits: int | None = None) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        prefix: str,
+        name: str = "main",
+        k: int = 3,
+        blocks: int | None = None,
+        id_shards: int = 256,
+        bucket_bits: int | None = None,
+    ) -> None:
         """``bucket_bits``: name buckets by at most this many bits of each table's prefix
         (default: the whole prefix). A coarser bucket only adds members that the query's
         full-distance check discards, so answers are unchanged; it saves a Redis key per
@@ -361,8 +372,9 @@ class RedisHammingIndex:
         self.id_shards = id_shards
         if bucket_bits is not None and not 1 <= bucket_bits <= 64:
             raise ValueError(f"bucket_bits must be in [1, 64], got {bucket_bits}")
-        self._bits = [b if bucket_bits is None else min(b, bucket_bits)
-                      for b in self.layout.prefix_bits]
+        self._bits = [
+            b if bucket_bits is None else min(b, bucket_bits) for b in self.layout.prefix_bits
+        ]
         self._hexw = [math.ceil(b / 4) for b in self._bits]
         self._check_client()
 
@@ -400,11 +412,12 @@ class RedisHammingIndex:
         return [found[i] for i in ids]
 
     # -- changes -------------------------------------------------------------------------
-    def add(self, ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray,
-            batch: int = 20000) -> None:
+    def add(
+        self, ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray, batch: int = 20000
+    ) -> None:
         id_arr, fp_arr = _pairs(ids, fps)
         for s in range(0, len(id_arr), batch):
-            self._add_batch(id_arr[s:s + batch].tolist(), fp_arr[s:s + batch].tolist())
+            self._add_batch(id_arr[s : s + batch].tolist(), fp_arr[s : s + batch].tolist())
 
     def _add_batch(self, ids: list[int], fps: list[int]) -> None:
         old = self._lookup(ids)
@@ -437,7 +450,7 @@ class RedisHammingIndex:
         """Forget these ids (unknown ids are ignored)."""
         id_list = np.unique(_as_ids(ids)).tolist()
         for s in range(0, len(id_list), batch):
-            chunk = id_list[s:s + batch]
+            chunk = id_list[s : s + batch]
             rems: dict[str, list[bytes]] = defaultdict(list)
             dels: dict[str, list[str]] = defaultdict(list)
             for i, fp in zip(chunk, self._lookup(chunk), strict=True):
@@ -474,8 +487,9 @@ class RedisHammingIndex:
         """Every ``(id, distance)`` within ``k`` (default: the index's k) of ``fp``."""
         return self.query_many([fp], k)[0]
 
-    def query_many(self, fps: Sequence[int] | np.ndarray,
-                   k: int | None = None) -> list[list[tuple[int, int]]]:
+    def query_many(
+        self, fps: Sequence[int] | np.ndarray, k: int | None = None
+    ) -> list[list[tuple[int, int]]]:
         k = self.k if k is None else k
         if not 0 <= k <= self.k:
             raise ValueError(f"this index answers k <= {self.k}, got {k}")
@@ -510,5 +524,6 @@ class RedisHammingIndex:
         owner = np.concatenate(owners)
         d = popcount(arr["fp"].astype(np.uint64) ^ np.array(qs, dtype=np.uint64)[owner])
         hit = d <= k
-        return _group_results(owner[hit], arr["id"][hit].astype(np.int64),
-                              d[hit].astype(np.int64), len(qs))
+        return _group_results(
+            owner[hit], arr["id"][hit].astype(np.int64), d[hit].astype(np.int64), len(qs)
+        )

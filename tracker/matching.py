@@ -24,7 +24,8 @@ import numpy as np
 
 from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
 from tracker.engines.base import Engine
-from tracker.store.base import Match, Mother, Store
+from tracker.records import Match, Mother
+from tracker.store.base import Store
 
 
 @dataclass(frozen=True)

@@ -106,8 +106,15 @@ class MinHasher:
     signature.
     """
 
-    def __init__(self, num_perm: int = 128, seed: int = 1, shingle: int = 5, *,
-                 scheme: str = "affine32", normalize: str | None = "whitespace") -> None:
+    def __init__(
+        self,
+        num_perm: int = 128,
+        seed: int = 1,
+        shingle: int = 5,
+        *,
+        scheme: str = "affine32",
+        normalize: str | None = "whitespace",
+    ) -> None:
         if num_perm < 1:
             raise ValueError("num_perm must be positive")
         if shingle < 1:
@@ -129,17 +136,26 @@ class MinHasher:
             self.dtype = np.dtype(np.uint32)
         else:
             # datasketch legacy: (a, b) drawn pairwise, a in [1, p), b in [0, p)
-            pairs = np.array([(gen.randint(1, _MERSENNE, dtype=np.uint64),
-                               gen.randint(0, _MERSENNE, dtype=np.uint64))
-                              for _ in range(num_perm)], dtype=np.uint64)
+            pairs = np.array(
+                [
+                    (
+                        gen.randint(1, _MERSENNE, dtype=np.uint64),
+                        gen.randint(0, _MERSENNE, dtype=np.uint64),
+                    )
+                    for _ in range(num_perm)
+                ],
+                dtype=np.uint64,
+            )
             a, b = pairs[:, 0].copy(), pairs[:, 1].copy()
             self.dtype = np.dtype(np.uint64)
         self.a, self.b = a, b
         self._empty = np.full(num_perm, _MAX32, dtype=self.dtype)
 
     def __repr__(self) -> str:
-        return (f"MinHasher(num_perm={self.num_perm}, seed={self.seed}, "
-                f"shingle={self.shingle}, scheme={self.scheme!r})")
+        return (
+            f"MinHasher(num_perm={self.num_perm}, seed={self.seed}, "
+            f"shingle={self.shingle}, scheme={self.scheme!r})"
+        )
 
     # -- shingles --------------------------------------------------------------------------
     def prepare(self, text: str) -> str:
@@ -157,7 +173,7 @@ class MinHasher:
         k = self.shingle
         if not t:
             return []
-        return [t] if len(t) < k else [t[i:i + k] for i in range(len(t) - k + 1)]
+        return [t] if len(t) < k else [t[i : i + k] for i in range(len(t) - k + 1)]
 
     def hashes(self, text: str) -> np.ndarray:
         """Distinct 32-bit shingle hashes of a text (MinHash is a set sketch)."""
@@ -193,7 +209,7 @@ class MinHasher:
             return self._empty.copy()
         sig = self._permuted(hv[:block]).min(axis=1)
         for s in range(block, len(hv), block):
-            np.minimum(sig, self._permuted(hv[s:s + block]).min(axis=1), out=sig)
+            np.minimum(sig, self._permuted(hv[s : s + block]).min(axis=1), out=sig)
         return sig
 
     def _raw_hashes(self, text: str) -> np.ndarray:
@@ -251,13 +267,14 @@ class MinHasher:
             if hv is None or e - s < k:
                 out[i] = self.signature_of_hashes(shingle_hashes32(prepared[s:e], k))
             else:
-                out[i] = self.signature_of_hashes(hv[s:e - k + 1])
+                out[i] = self.signature_of_hashes(hv[s : e - k + 1])
         return out
 
 
 # -- LSH -------------------------------------------------------------------------------------
-def _lsh_errors(threshold: float, num_perm: int, fp_weight: float,
-                fn_weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lsh_errors(
+    threshold: float, num_perm: int, fp_weight: float, fn_weight: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weighted false positive + false negative mass of every (bands, rows) with
     ``bands * rows <= num_perm``: the integrals of datasketch's ``_optimal_param``.
     The integrands are polynomials of degree <= num_perm, so Gauss-Legendre with
@@ -282,15 +299,18 @@ def _lsh_errors(threshold: float, num_perm: int, fp_weight: float,
     return np.array(bs), np.array(rs), fp * fp_weight + fn * fn_weight
 
 
-def choose_bands(num_perm: int, threshold: float, false_positive_weight: float = 0.5,
-                 false_negative_weight: float = 0.5) -> tuple[int, int]:
+def choose_bands(
+    num_perm: int,
+    threshold: float,
+    false_positive_weight: float = 0.5,
+    false_negative_weight: float = 0.5,
+) -> tuple[int, int]:
     """``(bands, rows)`` minimizing the weighted false positive + negative probability
     mass around ``threshold`` (datasketch's ``_optimal_param``; first minimum in the same
     (bands, rows) order)."""
     if not 0.0 < threshold < 1.0:
         raise ValueError("threshold must be in (0, 1)")
-    bs, rs, err = _lsh_errors(threshold, num_perm, false_positive_weight,
-                              false_negative_weight)
+    bs, rs, err = _lsh_errors(threshold, num_perm, false_positive_weight, false_negative_weight)
     best = int(np.argmin(err))
     return int(bs[best]), int(rs[best])
 
@@ -309,8 +329,7 @@ class LSH:
         if s.shape[1] != self.num_perm:
             raise ValueError(f"signatures must have {self.num_perm} values")
         used = s[:, : self.bands * self.rows].astype(np.uint64).reshape(-1, self.rows)
-        h = _hash_columns([used[:, j] for j in range(self.rows)], len(used),
-                          0xCBF29CE484222325)
+        h = _hash_columns([used[:, j] for j in range(self.rows)], len(used), 0xCBF29CE484222325)
         return h.reshape(len(s), self.bands)
 
 
@@ -366,7 +385,7 @@ class RedisLSH(LSH):
         out: list[set[int]] = []
         for q in range(len(hashes)):
             found: set[int] = set()
-            for members in replies[q * self.bands:(q + 1) * self.bands]:
+            for members in replies[q * self.bands : (q + 1) * self.bands]:
                 found.update(int(m) for m in members)
             out.append(found)
         return out

@@ -71,8 +71,23 @@ WEIGHT_FRAGMENT = 0.5
 _DIGITS = re.compile(r"\d+")
 # Second-level labels under which registrations happen one level deeper (a.com.cn).
 _SECOND_LEVEL = {"com", "net", "org", "gov", "edu", "ac", "co", "or", "ne", "go"}
-_TRACKING = {"spm", "from", "fr", "ref", "referer", "referrer", "share", "share_from",
-             "fbclid", "gclid", "yclid", "mc_cid", "mc_eid", "_hsenc", "_hsmi"}
+_TRACKING = {
+    "spm",
+    "from",
+    "fr",
+    "ref",
+    "referer",
+    "referrer",
+    "share",
+    "share_from",
+    "fbclid",
+    "gclid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_hsenc",
+    "_hsmi",
+}
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+\Z")
 
 
@@ -140,8 +155,9 @@ def url_features(url: str) -> dict[str, float]:
     else:
         feats["p:/"] += WEIGHT_PATH
     # query 2, shared by its parameters: each as k=v (half) and as the key alone (half).
-    params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-              if not _is_tracking(k)]
+    params = [
+        (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _is_tracking(k)
+    ]
     if params:
         share = WEIGHT_QUERY / len(params)
         for k, v in params:
@@ -218,8 +234,9 @@ def structure_features(html: str | bytes) -> dict[str, float]:
         counts[(path, depth)] += 1
         if depth < MAX_DEPTH:
             stack.extend((child, path, depth + 1) for child in el)
-    return {path: STRUCTURE_DECAY ** depth * (1.0 + math.log(n))
-            for (path, depth), n in counts.items()}
+    return {
+        path: STRUCTURE_DECAY**depth * (1.0 + math.log(n)) for (path, depth), n in counts.items()
+    }
 
 
 def structure_simhash(html: str | bytes) -> int:
@@ -244,8 +261,9 @@ def canonical_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     path = parts.path.rstrip("/") or "/"
-    params = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                    if not _is_tracking(k))
+    params = sorted(
+        (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _is_tracking(k)
+    )
     query = "&".join(f"{k}={v}" for k, v in params)
     return f"{scheme}://{host}{path}" + (f"?{query}" if query else "")
 
@@ -290,10 +308,17 @@ class NearDuplicateFilter:
     so several workers share what they have seen.
     """
 
-    def __init__(self, url_threshold: float = URL_SAME_TEMPLATE,
-                 structure_threshold: float = STRUCTURE_SAME_TEMPLATE, text_k: int = 3, *,
-                 url_only_threshold: float | None = None, redis: Any = None,
-                 prefix: str = "yinji", name: str = "default") -> None:
+    def __init__(
+        self,
+        url_threshold: float = URL_SAME_TEMPLATE,
+        structure_threshold: float = STRUCTURE_SAME_TEMPLATE,
+        text_k: int = 3,
+        *,
+        url_only_threshold: float | None = None,
+        redis: Any = None,
+        prefix: str = "yinji",
+        name: str = "default",
+    ) -> None:
         self.url_threshold = url_threshold
         self.structure_threshold = structure_threshold
         self.text_k = text_k
@@ -344,14 +369,12 @@ class NearDuplicateFilter:
         if (seen["c"] == r["c"]).any():
             return True
         if r["h"]:
-            ok = (seen["h"] == 1) & self._within(seen["u"], np.uint64(r["u"]),
-                                                  self.url_threshold)
+            ok = (seen["h"] == 1) & self._within(seen["u"], np.uint64(r["u"]), self.url_threshold)
             ok &= self._within(seen["s"], np.uint64(r["s"]), self.structure_threshold)
             ok &= popcount(seen["t"].astype(np.uint64) ^ np.uint64(r["t"])) <= self.text_k
             return bool(ok.any())
         if self.url_only_threshold is not None:
-            return bool(self._within(seen["u"], np.uint64(r["u"]),
-                                     self.url_only_threshold).any())
+            return bool(self._within(seen["u"], np.uint64(r["u"]), self.url_only_threshold).any())
         return False
 
     def is_near_duplicate(self, url: str, html: str | bytes | None = None) -> bool:

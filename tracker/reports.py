@@ -339,13 +339,19 @@ def render_pdf(data: dict[str, Any]) -> bytes:
     def style(name: str, size: float, **kw: Any) -> ParagraphStyle:
         # wordWrap CJK: Chinese has no spaces, lines may break between any characters.
         return ParagraphStyle(
-            name, fontName=_PDF_FONT, fontSize=size, leading=size * 1.45,
-            wordWrap="CJK", alignment=TA_LEFT, **kw,
+            name,
+            fontName=_PDF_FONT,
+            fontSize=size,
+            leading=size * 1.45,
+            wordWrap="CJK",
+            alignment=TA_LEFT,
+            **kw,
         )
 
     h1 = style("h1", 16, spaceAfter=4 * mm)
-    h2 = style("h2", 12, spaceBefore=5 * mm, spaceAfter=2 * mm,
-               textColor=colors.HexColor("#1d2330"))
+    h2 = style(
+        "h2", 12, spaceBefore=5 * mm, spaceAfter=2 * mm, textColor=colors.HexColor("#1d2330")
+    )
     body = style("body", 9.5)
     small = style("small", 8, textColor=colors.HexColor("#555555"))
     warn = style("warn", 9.5, textColor=colors.HexColor("#8a5a00"))
@@ -437,15 +443,14 @@ def render_pdf(data: dict[str, Any]) -> bytes:
         n = max(1, math.ceil(max(len(stext), len(mtext)) / _CHUNK))
         first = len(rows)
         for i, (sc, mc) in enumerate(zip(_chunks(stext, n), _chunks(mtext, n), strict=True)):
-            label = (
-                f"{ps['n']}\n{ps['similarity']:.2f}" if i == 0 else ""
-            )
+            label = f"{ps['n']}\n{ps['similarity']:.2f}" if i == 0 else ""
             head_s = f"[{ps['suspect_start']}–{ps['suspect_end']})\n" if i == 0 else ""
             head_m = f"[{ps['mother_start']}–{ps['mother_end']})\n" if i == 0 else ""
             rows.append([p(label, small), p(head_s + sc), p(head_m + mc)])
         spans.append((first, len(rows) - 1))
-    table = Table(rows, colWidths=[12 * mm, (page_w - 12 * mm) / 2, (page_w - 12 * mm) / 2],
-                  repeatRows=1)
+    table = Table(
+        rows, colWidths=[12 * mm, (page_w - 12 * mm) / 2, (page_w - 12 * mm) / 2], repeatRows=1
+    )
     line = colors.HexColor("#bbbbcc")
     cmds: list[Any] = [
         ("BOX", (0, 0), (-1, -1), 0.5, line),

@@ -84,8 +84,9 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(33))
 
 
-def _hash_columns(columns: Sequence[np.ndarray], n: int, seed: int,
-                  lengths: np.ndarray | None = None) -> np.ndarray:
+def _hash_columns(
+    columns: Sequence[np.ndarray], n: int, seed: int, lengths: np.ndarray | None = None
+) -> np.ndarray:
     """FNV-1a over code-point columns then fmix64. ``columns[j]`` holds code point ``j`` of
     every feature; ``lengths`` masks the padding of variable-length features (and is mixed
     in, so ``"a"`` and ``"a\\0"`` differ). Fixed-length N-grams mix in ``N``."""
@@ -114,7 +115,7 @@ def ngram_hashes(text: str, n: int, *, lanes: int = 1, seed: int | None = None) 
     if len(cps) < n:
         return feature_hashes([text], lanes=lanes, seed=seed)
     count = len(cps) - n + 1
-    cols = [cps[j:j + count] for j in range(n)]
+    cols = [cps[j : j + count] for j in range(n)]
     seeds = _LANE_SEEDS[:lanes] if seed is None else (seed,)
     out = np.empty((count, len(seeds)), dtype=np.uint64)
     for lane, s in enumerate(seeds):
@@ -122,8 +123,9 @@ def ngram_hashes(text: str, n: int, *, lanes: int = 1, seed: int | None = None) 
     return out
 
 
-def feature_hashes(strings: Sequence[str], *, lanes: int = 1,
-                   seed: int | None = None) -> np.ndarray:
+def feature_hashes(
+    strings: Sequence[str], *, lanes: int = 1, seed: int | None = None
+) -> np.ndarray:
     """Stable 64-bit hashes of feature strings, shape ``(len(strings), lanes)``."""
     seeds = _LANE_SEEDS[:lanes] if seed is None else (seed,)
     n = len(strings)
@@ -154,8 +156,9 @@ def _lanes(bits: int) -> int:
 def _bit_matrix(hashes: np.ndarray) -> np.ndarray:
     """``(n, lanes)`` uint64 -> ``(n, 64*lanes)`` uint8 of bits; column ``i`` is bit ``i``."""
     h = np.ascontiguousarray(hashes, dtype="<u8")
-    return np.unpackbits(h.view(np.uint8).reshape(len(h), 8 * h.shape[1]), axis=1,
-                         bitorder="little")
+    return np.unpackbits(
+        h.view(np.uint8).reshape(len(h), 8 * h.shape[1]), axis=1, bitorder="little"
+    )
 
 
 def _pack(votes_ge_zero: np.ndarray) -> int:
@@ -219,7 +222,7 @@ def features_of(data: str | bytes, features: str = "char3") -> list[str]:
             return []
         if len(norm) < n:
             return [norm]
-        return [norm[i:i + n] for i in range(len(norm) - n + 1)]
+        return [norm[i : i + n] for i in range(len(norm) - n + 1)]
     if features == "words":
         return _words(text)
     raise ValueError(f"unknown features {features!r} (charN, words or mfonda)")
@@ -246,8 +249,9 @@ def idf_from_corpus(texts: Iterable[str | bytes], features: str = "char3") -> Id
     return IdfTable(values, default=math.log(1 + n) + 1.0, documents=n)
 
 
-def _idf_weights(strings: Sequence[str], counts: np.ndarray,
-                 idf: Mapping[str, float] | None) -> np.ndarray:
+def _idf_weights(
+    strings: Sequence[str], counts: np.ndarray, idf: Mapping[str, float] | None
+) -> np.ndarray:
     if idf is None:
         raise ValueError('weights="tfidf" needs idf= (see idf_from_corpus)')
     default = getattr(idf, "default", None)
@@ -256,8 +260,14 @@ def _idf_weights(strings: Sequence[str], counts: np.ndarray,
     return counts * np.array([idf.get(s, default) for s in strings], dtype=np.float64)
 
 
-def simhash(data: str | bytes, *, features: str = "char3", bits: int = 64,
-            weights: str = "tf", idf: Mapping[str, float] | None = None) -> int:
+def simhash(
+    data: str | bytes,
+    *,
+    features: str = "char3",
+    bits: int = 64,
+    weights: str = "tf",
+    idf: Mapping[str, float] | None = None,
+) -> int:
     """SimHash of a text (see the module docstring for ``features`` and ``weights``)."""
     if weights not in ("equal", "tf", "tfidf"):
         raise ValueError(f"unknown weights {weights!r} (equal, tf or tfidf)")
@@ -269,8 +279,11 @@ def simhash(data: str | bytes, *, features: str = "char3", bits: int = 64,
         hashes = _fnv1_64_many(words).reshape(-1, 1)
         if weights == "tf":
             return _mfonda_fingerprint(hashes)
-        return _weighted(hashes, [w.decode("ascii") for w in words], weights, idf) \
-            if words else 0xFFFFFFFFFFFFFFFF
+        return (
+            _weighted(hashes, [w.decode("ascii") for w in words], weights, idf)
+            if words
+            else 0xFFFFFFFFFFFFFFFF
+        )
     lanes = _lanes(bits)
     text = _as_text(data)
     n = _char_n(features)
@@ -282,7 +295,7 @@ def simhash(data: str | bytes, *, features: str = "char3", bits: int = 64,
         strings: Sequence[str] | None = None
         if weights == "tfidf":
             count = len(hashes)
-            strings = [norm[i:i + n] for i in range(count)] if len(norm) >= n else [norm]
+            strings = [norm[i : i + n] for i in range(count)] if len(norm) >= n else [norm]
         return _weighted(hashes, strings, weights, idf)
     if features == "words":
         words = _words(text)
@@ -293,9 +306,10 @@ def simhash(data: str | bytes, *, features: str = "char3", bits: int = 64,
     raise ValueError(f"unknown features {features!r} (charN, words or mfonda)")
 
 
-def _weighted(hashes: np.ndarray, strings: Sequence[str] | None, weights: str,
-              idf: Mapping[str, float] | None) -> int:
-    """"equal"/"tfidf" on top of per-occurrence hashes: group equal features by lane-0 hash."""
+def _weighted(
+    hashes: np.ndarray, strings: Sequence[str] | None, weights: str, idf: Mapping[str, float] | None
+) -> int:
+    """ "equal"/"tfidf" on top of per-occurrence hashes: group equal features by lane-0 hash."""
     _, first, counts = np.unique(hashes[:, 0], return_index=True, return_counts=True)
     uniq = hashes[first]
     if weights == "equal":
@@ -304,8 +318,9 @@ def _weighted(hashes: np.ndarray, strings: Sequence[str] | None, weights: str,
     return _fingerprint(uniq, _idf_weights([strings[i] for i in first], counts, idf))
 
 
-def simhash_features(weighted: Mapping[str, float] | Iterable[tuple[str, float]],
-                     bits: int = 64) -> int:
+def simhash_features(
+    weighted: Mapping[str, float] | Iterable[tuple[str, float]], bits: int = 64
+) -> int:
     """SimHash of explicit ``feature -> weight`` pairs (repeated features add up).
     Weights may be fractional; a bag without features (or all weights 0) gives 0."""
     items = weighted.items() if isinstance(weighted, Mapping) else weighted
@@ -316,8 +331,10 @@ def simhash_features(weighted: Mapping[str, float] | Iterable[tuple[str, float]]
     if not acc:
         return 0
     names = list(acc)
-    return _fingerprint(feature_hashes(names, lanes=_lanes(bits)),
-                        np.fromiter(acc.values(), dtype=np.float64, count=len(acc)))
+    return _fingerprint(
+        feature_hashes(names, lanes=_lanes(bits)),
+        np.fromiter(acc.values(), dtype=np.float64, count=len(acc)),
+    )
 
 
 def hamming(a: int, b: int) -> int:
@@ -326,8 +343,9 @@ def hamming(a: int, b: int) -> int:
 
 
 # -- windows ---------------------------------------------------------------------------------
-def content_windows(norm: str, *, gap: int = 150, min_len: int = 150, max_len: int = 600,
-                    anchor_n: int = 5) -> list[tuple[int, int]]:
+def content_windows(
+    norm: str, *, gap: int = 150, min_len: int = 150, max_len: int = 600, anchor_n: int = 5
+) -> list[tuple[int, int]]:
     """Content-defined windows ``[start, end)`` over a normalized text.
 
     An *anchor* is a position whose ``anchor_n``-gram hash is ``0 mod gap`` (so anchors fall
@@ -357,8 +375,9 @@ def content_windows(norm: str, *, gap: int = 150, min_len: int = 150, max_len: i
     return [(int(s), int(e)) for s, e in zip(anchors[keep], ends[keep], strict=True)]
 
 
-def simhash_spans(norm: str, spans: Sequence[tuple[int, int]], *, n: int = 3,
-                  bits: int = 64) -> np.ndarray:
+def simhash_spans(
+    norm: str, spans: Sequence[tuple[int, int]], *, n: int = 3, bits: int = 64
+) -> np.ndarray:
     """``char{n}``/``tf`` SimHashes of many spans of one normalized text at once.
 
     One hash pass over the text, then a cumulative sum of the bit matrix: each span's votes
@@ -388,7 +407,7 @@ def simhash_spans(norm: str, spans: Sequence[tuple[int, int]], *, n: int = 3,
         a, b = int(starts[k]), int(gram_hi[k])
         counts = np.zeros(64 * lanes, dtype=np.int64)
         for c in range(a, b, block):
-            counts += _bit_matrix(hashes[c:min(c + block, b)]).sum(axis=0, dtype=np.int64)
+            counts += _bit_matrix(hashes[c : min(c + block, b)]).sum(axis=0, dtype=np.int64)
         fp = _pack(2 * counts - (b - a) >= 0)
         out[k] = np.uint64(fp) if lanes == 1 else fp
     short = short | long_spans
@@ -466,8 +485,9 @@ def _fnv1_64_many(words: Sequence[bytes]) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=n)
     width = int(lengths.max())
-    mat = np.frombuffer(b"".join(w.ljust(width, b"\0") for w in words),
-                        dtype=np.uint8).reshape(n, width)
+    mat = np.frombuffer(b"".join(w.ljust(width, b"\0") for w in words), dtype=np.uint8).reshape(
+        n, width
+    )
     h = np.full(n, _FNV64_OFFSET, dtype=np.uint64)
     prime = np.uint64(_FNV64_PRIME)
     for j in range(width):

@@ -122,11 +122,17 @@ def _init_auth(app: Flask) -> None:
         header = request.headers.get("Authorization", "")
         if is_api() and header:
             scheme, _, token = header.partition(" ")
-            user = user_for_token(state().library.store, token.strip()) \
-                if scheme.lower() == "bearer" else None
+            user = (
+                user_for_token(state().library.store, token.strip())
+                if scheme.lower() == "bearer"
+                else None
+            )
             if user is None:
-                return json_error(401, "invalid API token: send 'Authorization: Bearer <token>' "
-                                       "with a token from 'yinji user token' or your account page")
+                return json_error(
+                    401,
+                    "invalid API token: send 'Authorization: Bearer <token>' "
+                    "with a token from 'yinji user token' or your account page",
+                )
             g.user, g.token_auth = user, True
         elif session.get("user"):
             user = state().library.store.get_user(session["user"])
@@ -139,16 +145,20 @@ def _init_auth(app: Flask) -> None:
             pass
         elif g.user is None:
             if is_api():
-                return json_error(401, "authentication required: sign in or send "
-                                       "'Authorization: Bearer <token>'")
+                return json_error(
+                    401, "authentication required: sign in or send 'Authorization: Bearer <token>'"
+                )
             if request.endpoint is None:
                 return None  # unknown URL: 404 below, not a login redirect loop
             return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
         # CSRF: every state-changing request made with the session cookie carries the
         # session's token (form field or X-CSRF-Token header). Bearer-token API calls
         # carry no ambient credentials, so they need none.
-        if request.method in ("POST", "PUT", "PATCH", "DELETE") and not g.token_auth \
-                and not csrf_ok():
+        if (
+            request.method in ("POST", "PUT", "PATCH", "DELETE")
+            and not g.token_auth
+            and not csrf_ok()
+        ):
             message = "CSRF token missing or invalid: reload the page and try again"
             if is_api():
                 return json_error(400, message)

@@ -65,7 +65,8 @@ def time_chart(by_day: list[tuple[str, int]], width: int = 760, height: int = 20
     for day, n in by_day:
         try:
             counts[date.fromisoformat(str(day)[:10])] = counts.get(
-                date.fromisoformat(str(day)[:10]), 0) + int(n)
+                date.fromisoformat(str(day)[:10]), 0
+            ) + int(n)
         except ValueError:
             continue
     if not counts:
@@ -96,8 +97,16 @@ def time_chart(by_day: list[tuple[str, int]], width: int = 760, height: int = 20
     bar_w = max(1.0, min(slot * 0.8, 36.0))
     for i, (label, n) in enumerate(buckets):
         h = plot_h * n / peak
-        chart.bars.append(Bar(x=left + i * slot + (slot - bar_w) / 2, y=top + plot_h - h,
-                              w=bar_w, h=h, label=label, value=n))
+        chart.bars.append(
+            Bar(
+                x=left + i * slot + (slot - bar_w) / 2,
+                y=top + plot_h - h,
+                w=bar_w,
+                h=h,
+                label=label,
+                value=n,
+            )
+        )
     for value in range(0, peak + 1, step):
         chart.yticks.append((top + plot_h - plot_h * value / peak, value))
     every = max(1, len(buckets) // 8)
@@ -137,8 +146,9 @@ def bar_list(items: list[tuple[str, int, str | None]], width: int = 460) -> BarL
     for i, (label, n, href) in enumerate(items):
         w = max(2.0, plot_w * n / peak)
         short = shorten(label, 14.0)
-        chart.bars.append(Bar(x=label_width, y=i * row + 4, w=w, h=row - 8, label=short,
-                              value=n, href=href))
+        chart.bars.append(
+            Bar(x=label_width, y=i * row + 4, w=w, h=row - 8, label=short, value=n, href=href)
+        )
     return chart
 
 
@@ -153,8 +163,15 @@ def verdict_chart(by_verdict: dict[str, int], width: int = 460) -> dict[str, Any
     for verdict in ("confirmed", "pending", "dismissed"):
         n = int(by_verdict.get(verdict, 0))
         w = width * n / total if total else 0.0
-        segments.append({"verdict": verdict, "x": x, "w": w, "value": n,
-                         "colour": VERDICT_COLOURS[verdict],
-                         "share": n / total if total else 0.0})
+        segments.append(
+            {
+                "verdict": verdict,
+                "x": x,
+                "w": w,
+                "value": n,
+                "colour": VERDICT_COLOURS[verdict],
+                "share": n / total if total else 0.0,
+            }
+        )
         x += w
     return {"width": width, "height": 34, "segments": segments, "total": total}

@@ -48,8 +48,9 @@ def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool 
     app = create_app(settings)
     if start_worker:
         started = jobs.ensure_worker(settings)
-        click.echo("started an in-process worker" if started else "using the running worker(s)",
-                   err=True)
+        click.echo(
+            "started an in-process worker" if started else "using the running worker(s)", err=True
+        )
     server = make_server(host, port, app, threaded=True)
     click.echo(f"音迹 Yinji on http://{host}:{server.server_port}/  (Ctrl-C stops)", err=True)
     # docker stop (SIGTERM) shuts down like Ctrl-C; SIGINT is set too because a
@@ -87,8 +88,6 @@ def shutdown(app: Any, settings: Settings, *, stop_redis: bool = True) -> None:
         stop_embedded_redis(settings)
 
 
-
-
 def _bootstrap_admin(settings: Settings) -> None:
     """A fresh installation has no user: make an admin with a random password and print
     it once, so that ``yinji serve`` alone gives a system one can sign in to."""
@@ -111,8 +110,11 @@ def _bootstrap_admin(settings: Settings) -> None:
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--no-worker", is_flag=True,
-              help="Do not start an in-process worker (run 'yinji worker' separately).")
+@click.option(
+    "--no-worker",
+    is_flag=True,
+    help="Do not start an in-process worker (run 'yinji worker' separately).",
+)
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, no_worker: bool) -> None:
     """Run the web app (dashboard, REST API), with a worker unless one is running."""
@@ -142,8 +144,14 @@ def load_demo(settings: Settings) -> dict[str, Any]:
                 continue
             item = json.loads(line)
             when = now - timedelta(days=int(item.get("days_ago", 0)), hours=len(line) % 7)
-            suspect = Suspect(id=item["id"], text=item["text"], title=item["title"],
-                              url=item["url"], fetched_at=when, source="demo")
+            suspect = Suspect(
+                id=item["id"],
+                text=item["text"],
+                title=item["title"],
+                url=item["url"],
+                fetched_at=when,
+                source="demo",
+            )
             # Checked without saving, then stored with the back-dated times: the
             # analytics page then shows matches over several days.
             result = lib.check_suspect(suspect, save=False)
@@ -175,9 +183,12 @@ def demo(ctx: click.Context, host: str, port: int, no_serve: bool) -> None:
     info = load_demo(settings)
     click.echo(
         f"demo loaded into {settings.data_dir}: {info['works']} works, "
-        f"{info['suspects']} suspects, {info['matches']} matches", err=True)
-    click.echo(f"open http://{host}:{port}/ and sign in as "
-               f"'{DEMO_USER}' with password '{DEMO_PASSWORD}'")
+        f"{info['suspects']} suspects, {info['matches']} matches",
+        err=True,
+    )
+    click.echo(
+        f"open http://{host}:{port}/ and sign in as '{DEMO_USER}' with password '{DEMO_PASSWORD}'"
+    )
     if not no_serve:
         _run_server(settings, host, port)
 
@@ -190,8 +201,9 @@ def user() -> None:
 
 @user.command("add")
 @click.argument("username")
-@click.option("--role", type=click.Choice(["admin", "analyst", "viewer"]), default="viewer",
-              show_default=True)
+@click.option(
+    "--role", type=click.Choice(["admin", "analyst", "viewer"]), default="viewer", show_default=True
+)
 @click.option("--password", default=None, help="Asked for when not given (recommended).")
 @click.pass_context
 def user_add(ctx: click.Context, username: str, role: str, password: str | None) -> None:

@@ -222,12 +222,23 @@ def parse_match_filters(args: MultiDict[str, str], *, default_per_page: int = 25
         offset=offset,
         limit=per_page,
     )
-    return MatchFilters(query=query, page=offset // per_page + 1 if per_page else 1,
-                        per_page=per_page)
+    return MatchFilters(
+        query=query, page=offset // per_page + 1 if per_page else 1, per_page=per_page
+    )
 
 
-FILTER_KEYS = ("verdict", "min_score", "max_score", "work", "suspect", "domain", "since",
-               "until", "q", "sort")
+FILTER_KEYS = (
+    "verdict",
+    "min_score",
+    "max_score",
+    "work",
+    "suspect",
+    "domain",
+    "since",
+    "until",
+    "q",
+    "sort",
+)
 
 
 def filter_args(args: MultiDict[str, str], **changes: Any) -> dict[str, Any]:

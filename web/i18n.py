@@ -50,8 +50,11 @@ def preferred(accept: Any) -> str:
     best, best_q = LANGUAGES[0], 0.0
     for lang in LANGUAGES:
         q = max(
-            (quality for value, quality in accept
-             if value.lower() == lang or value.lower().startswith(lang + "-")),
+            (
+                quality
+                for value, quality in accept
+                if value.lower() == lang or value.lower().startswith(lang + "-")
+            ),
             default=0.0,
         )
         if q > best_q:

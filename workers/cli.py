@@ -25,18 +25,36 @@ def _settings(ctx: click.Context) -> Settings:
 
 
 @click.command()
-@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=None,
-              help="Tasks run at once [default: number of CPUs].")
-@click.option("-Q", "--queues", default=None,
-              help="Comma-separated queues to consume [default: all: "
-                   "default,crawl,check,ingest,reports,index].")
-@click.option("-l", "--loglevel", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                                case_sensitive=False))
-@click.option("-P", "--pool", default="prefork", show_default=True,
-              type=click.Choice(["prefork", "threads", "solo"]),
-              help="prefork: one process per task slot (CPU-bound checks); threads: "
-                   "crawl-heavy workers; solo: one task at a time in this process.")
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tasks run at once [default: number of CPUs].",
+)
+@click.option(
+    "-Q",
+    "--queues",
+    default=None,
+    help="Comma-separated queues to consume [default: all: "
+    "default,crawl,check,ingest,reports,index].",
+)
+@click.option(
+    "-l",
+    "--loglevel",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False),
+)
+@click.option(
+    "-P",
+    "--pool",
+    default="prefork",
+    show_default=True,
+    type=click.Choice(["prefork", "threads", "solo"]),
+    help="prefork: one process per task slot (CPU-bound checks); threads: "
+    "crawl-heavy workers; solo: one task at a time in this process.",
+)
 @click.option("-n", "--hostname", default=None, help="Node name [default: yinji-<pid>@host].")
 @click.pass_context
 def worker(
@@ -54,8 +72,9 @@ def worker(
     chosen = [q.strip() for q in (queues or "").split(",") if q.strip()] or list(QUEUES)
     unknown = sorted(set(chosen) - set(QUEUES))
     if unknown:
-        raise click.UsageError(f"unknown queue(s) {', '.join(unknown)}; "
-                               f"choose from {', '.join(QUEUES)}")
+        raise click.UsageError(
+            f"unknown queue(s) {', '.join(unknown)}; choose from {', '.join(QUEUES)}"
+        )
     celery_app.yinji_settings = settings  # type: ignore[attr-defined]
     celery_app.set_default()
     import socket
@@ -76,9 +95,13 @@ def worker(
 
 
 @click.command()
-@click.option("-l", "--loglevel", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-                                case_sensitive=False))
+@click.option(
+    "-l",
+    "--loglevel",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False),
+)
 @click.pass_context
 def beat(ctx: click.Context, loglevel: str) -> None:
     """Run the scheduler (daily watch-list re-crawl and check of new mothers). Run one."""
@@ -107,8 +130,9 @@ def _store(ctx: click.Context) -> Any:
 
 @watch.command("add")
 @click.argument("url")
-@click.option("--site", is_flag=True,
-              help="Watch a site: its start page and the same-host links on it.")
+@click.option(
+    "--site", is_flag=True, help="Watch a site: its start page and the same-host links on it."
+)
 @click.pass_context
 def watch_add(ctx: click.Context, url: str, site: bool) -> None:
     """Add (or re-activate) URL."""
@@ -134,9 +158,18 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     for item in items:
         last = item.last_crawled_at.isoformat() if item.last_crawled_at else None
         if as_json:
-            click.echo(json.dumps({"url": item.url, "kind": item.kind, "active": item.active,
-                                   "added_at": item.added_at.isoformat(),
-                                   "last_crawled_at": last}, ensure_ascii=False))
+            click.echo(
+                json.dumps(
+                    {
+                        "url": item.url,
+                        "kind": item.kind,
+                        "active": item.active,
+                        "added_at": item.added_at.isoformat(),
+                        "last_crawled_at": last,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         else:
             flag = "" if item.active else " (inactive)"
             click.echo(f"{item.kind:<4} {item.url}{flag}  last crawled: {last or 'never'}")

@@ -76,16 +76,25 @@ def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, st
     for i, (name, args, kwargs, total, label) in enumerate(tasks):
         # A one-task job is its task: the job id is the task id.
         task_id = job_id if len(tasks) == 1 else str(uuid.uuid5(uuid.UUID(job_id), str(i)))
-        entries.append({"id": task_id, "name": name, "args": args, "kwargs": kwargs,
-                        "total": total, "label": label})
+        entries.append(
+            {
+                "id": task_id,
+                "name": name,
+                "args": args,
+                "kwargs": kwargs,
+                "total": total,
+                "label": label,
+            }
+        )
     record = {
         "id": job_id,
         "kind": kind,
         "created": utcnow().isoformat(),
         "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
     }
-    _client(app).set(_job_key(app, job_id), json.dumps(record),
-                     ex=worker_settings(app).result_expires)
+    _client(app).set(
+        _job_key(app, job_id), json.dumps(record), ex=worker_settings(app).result_expires
+    )
     for e in entries:
         app.send_task(e["name"], args=e["args"], kwargs=e["kwargs"], task_id=e["id"])
     return job_id
@@ -132,8 +141,10 @@ def submit_ingest(documents: list[dict]) -> str:
     chunks = [docs[i : i + size] for i in range(0, len(docs), size)]
     return _submit(
         "ingest",
-        [("yinji.ingest.ingest_batch", [chunk], {}, len(chunk), f"documents {i * size}+")
-         for i, chunk in enumerate(chunks)],
+        [
+            ("yinji.ingest.ingest_batch", [chunk], {}, len(chunk), f"documents {i * size}+")
+            for i, chunk in enumerate(chunks)
+        ],
     )
 
 
@@ -229,8 +240,11 @@ def _node(app: Celery, entry: dict[str, Any], meta: dict[str, Any], depth: int) 
         return _Node(states.SUCCESS, total, total, True, leaves=leaves)
     if status in (states.FAILURE, states.REVOKED):
         total = hint or 1
-        failure = {"task_id": entry["id"], "label": entry.get("label") or "",
-                   "error": "cancelled" if status == states.REVOKED else _error_text(result)}
+        failure = {
+            "task_id": entry["id"],
+            "label": entry.get("label") or "",
+            "error": "cancelled" if status == states.REVOKED else _error_text(result),
+        }
         return _Node(states.FAILURE, total, total, True, failures=[failure])
     if status == PROGRESS and isinstance(result, dict):
         done = int(result.get("done") or 0)
@@ -257,11 +271,15 @@ def _check_result(node: _Node) -> dict[str, Any]:
             if leaf.get("error"):
                 errors.append({"source": leaf["url"], "error": leaf["error"]})
             elif leaf.get("skipped"):
-                skipped.append({"url": leaf["url"], "final_url": leaf.get("final_url"),
-                                "reason": leaf["skipped"]})
+                skipped.append(
+                    {
+                        "url": leaf["url"],
+                        "final_url": leaf.get("final_url"),
+                        "reason": leaf["skipped"],
+                    }
+                )
             else:
-                results.append({k: leaf.get(k) for k in ("suspect_id", "title", "url",
-                                                          "matches")})
+                results.append({k: leaf.get(k) for k in ("suspect_id", "title", "url", "matches")})
         else:  # check_suspect
             results.append(leaf)
     for f in node.failures:
@@ -270,8 +288,13 @@ def _check_result(node: _Node) -> dict[str, Any]:
 
 
 def _ingest_result(node: _Node) -> dict[str, Any]:
-    out: dict[str, Any] = {"ingested": 0, "replaced": 0, "characters": 0, "seconds": 0.0,
-                           "errors": []}
+    out: dict[str, Any] = {
+        "ingested": 0,
+        "replaced": 0,
+        "characters": 0,
+        "seconds": 0.0,
+        "errors": [],
+    }
     for leaf in node.leaves:
         for key in ("ingested", "replaced", "characters"):
             out[key] += int(leaf.get(key) or 0)
@@ -324,8 +347,15 @@ def job_status(job_id: str) -> dict:
         progress = 1.0
     else:
         progress = round(min(1.0, node.done / node.total), 4) if node.total else 0.0
-    return {"id": job_id, "state": state, "progress": progress, "done": done,
-            "total": total, "result": result, "error": error}
+    return {
+        "id": job_id,
+        "state": state,
+        "progress": progress,
+        "done": done,
+        "total": total,
+        "result": result,
+        "error": error,
+    }
 
 
 def report_content(job_id: str) -> tuple[bytes, str, str] | None:

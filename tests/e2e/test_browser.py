@@ -37,8 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 USER, PASSWORD = "admin", "e2e-password-1"
 
@@ -76,11 +82,14 @@ def chromium() -> str:
     if packages and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *packages], env=env, check=False,
-                       timeout=1200)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", *packages], env=env, check=False, timeout=1200
+        )
     if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed and could not be installed with apt-get "
-                    "(needs root and a package mirror)")
+        pytest.skip(
+            "chromium is not installed and could not be installed with apt-get "
+            "(needs root and a package mirror)"
+        )
     return CHROMIUM
 
 
@@ -88,9 +97,11 @@ def chromium() -> str:
 def pirate_site() -> Iterator[str]:
     """A local page that copies one of the works (the crawler may fetch 127.0.0.1
     because the server runs with YINJI_ALLOW_PRIVATE_URLS=1)."""
-    body = ("<html><head><meta charset='utf-8'><title>免费阅读 山居笔记 全文</title></head>"
-            f"<body><article><h1>山居笔记</h1><p>{WORKS[1]['text'][30:900]}</p>"
-            "<p>本站所有小说均来自网络。</p></article></body></html>").encode()
+    body = (
+        "<html><head><meta charset='utf-8'><title>免费阅读 山居笔记 全文</title></head>"
+        f"<body><article><h1>山居笔记</h1><p>{WORKS[1]['text'][30:900]}</p>"
+        "<p>本站所有小说均来自网络。</p></article></body></html>"
+    ).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -127,22 +138,36 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("YINJI_DATA_DIR", None)
     cli = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data)]
-    subprocess.run([*cli, "user", "add", USER, "--role", "admin", "--password", PASSWORD],
-                   env=env, cwd=ROOT, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*cli, "user", "add", USER, "--role", "admin", "--password", PASSWORD],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     port = _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "e2e-server.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([*cli, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"yinji serve exited ({proc.returncode}); "
-                                   f"see {ARTIFACTS / 'e2e-server.log'}")
-            with contextlib.suppress(OSError), \
-                    urllib.request.urlopen(base + "/healthz", timeout=2) as r:
+                raise RuntimeError(
+                    f"yinji serve exited ({proc.returncode}); see {ARTIFACTS / 'e2e-server.log'}"
+                )
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(base + "/healthz", timeout=2) as r,
+            ):
                 if r.status == 200:
                     break
             if time.monotonic() > deadline:
@@ -165,8 +190,9 @@ def page(chromium: str) -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        context = browser.new_context(accept_downloads=True, locale="zh-CN",
-                                      viewport={"width": 1360, "height": 900})
+        context = browser.new_context(
+            accept_downloads=True, locale="zh-CN", viewport={"width": 1360, "height": 900}
+        )
         pg = context.new_page()
         pg.set_default_timeout(30_000)
         pg.console_errors = []  # type: ignore[attr-defined]
@@ -196,8 +222,7 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
 
     # upload a library (a .jsonl file with three works)
     works = tmp_path / "works.jsonl"
-    works.write_text("\n".join(json.dumps(w, ensure_ascii=False) for w in WORKS),
-                     encoding="utf-8")
+    works.write_text("\n".join(json.dumps(w, ensure_ascii=False) for w in WORKS), encoding="utf-8")
     page.click("nav.mainnav >> text=作品库")
     page.click("text=上传作品")
     page.set_input_files("input[name=files]", str(works))
@@ -238,8 +263,9 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
     page.locator("a.suspect-title", has_text="无弹窗").first.click()
     page.wait_for_selector("#suspect-text mark.passage")
     page.locator("#suspect-text mark.passage").first.click()
-    assert "active" in (page.locator("#mother-text mark.passage").first.get_attribute("class")
-                        or "")
+    assert "active" in (
+        page.locator("#mother-text mark.passage").first.get_attribute("class") or ""
+    )
     shot(page, "07-detail")
 
     # confirm with a note
@@ -258,8 +284,9 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
     report.wait_for_load_state()
     report.reload()  # listen from the start: a CSP violation is a console error
     report.wait_for_selector("text=侵权证据报告")
-    assert report.evaluate("getComputedStyle(document.querySelector('th')).borderTopStyle")\
-        == "solid"  # the stylesheet applied
+    assert (
+        report.evaluate("getComputedStyle(document.querySelector('th')).borderTopStyle") == "solid"
+    )  # the stylesheet applied
     report.screenshot(path=str(ARTIFACTS / "12-report-html.png"), full_page=True)
     assert report_errors == [], report_errors
     report.close()

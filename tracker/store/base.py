@@ -1,172 +1,51 @@
 """The repository interface: one contract, two adapters (sqlite3 and MongoDB).
 
-Records are plain dataclasses so that the CLI, the Celery tasks and the Flask app
-all see the same shapes. Times are timezone-aware UTC ``datetime`` objects.
-
-Identity:
-- ``Mother.id`` / ``Suspect.id`` are the user's ids (strings).
-- ``Mother.seq`` is an internal integer the index stores instead of the string id.
-  A re-ingested mother gets a *new* ``seq``, so index postings of the old version
-  point at a seq that no longer exists and are ignored until ``index rebuild``.
-- ``Match.id`` is ``f"{suspect_id}\\x1f{mother_id}"``: writing the same match twice
-  (a redelivered task) replaces it and never duplicates it; a re-check keeps the
-  verdict and note a person gave.
+The records it stores live in ``tracker.records`` (re-exported here for the adapters).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any
 
-Verdict = Literal["pending", "confirmed", "dismissed"]
-VERDICTS: tuple[str, ...] = ("pending", "confirmed", "dismissed")
-Role = Literal["admin", "analyst", "viewer"]
-ROLES: tuple[str, ...] = ("admin", "analyst", "viewer")
+from tracker.records import (
+    ROLES,
+    SORTS,
+    VERDICTS,
+    Match,
+    MatchQuery,
+    Mother,
+    NotFound,
+    Passage,
+    Role,
+    Suspect,
+    User,
+    Verdict,
+    WatchItem,
+    match_id,
+    utcnow,
+)
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def match_id(suspect_id: str, mother_id: str) -> str:
-    return f"{suspect_id}\x1f{mother_id}"
-
-
-@dataclass
-class Mother:
-    """A work in the mother corpus (the page library)."""
-
-    id: str
-    title: str
-    text: str
-    source: str = ""  # where it came from: file path, URL, upload name
-    metadata: dict[str, Any] = field(default_factory=dict)
-    ingested_at: datetime = field(default_factory=utcnow)
-    seq: int = 0  # assigned by the store on put_mother
-    chars: int = -1  # len(text); filled by the store, also when a listing leaves text out
-
-    def __post_init__(self) -> None:
-        if self.chars < 0:
-            self.chars = len(self.text)
-
-
-@dataclass
-class Suspect:
-    """A page or text suspected of copying."""
-
-    id: str
-    text: str
-    title: str = ""
-    url: str = ""
-    domain: str = ""  # host of url, lower case, for dashboard filters
-    fetched_at: datetime = field(default_factory=utcnow)
-    source: str = ""  # "crawl", "text", "file:<name>", ...
-    metadata: dict[str, Any] = field(default_factory=dict)
-    raw: bytes | None = None  # the raw fetched page, kept as evidence
-    checked_at: datetime | None = None
-
-
-@dataclass
-class Passage:
-    """One copied passage: Python string offsets, end exclusive."""
-
-    suspect_start: int
-    suspect_end: int
-    mother_start: int
-    mother_end: int
-    similarity: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "suspect_start": self.suspect_start,
-            "suspect_end": self.suspect_end,
-            "mother_start": self.mother_start,
-            "mother_end": self.mother_end,
-            "similarity": round(float(self.similarity), 4),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Passage:
-        return cls(
-            int(d["suspect_start"]),
-            int(d["suspect_end"]),
-            int(d["mother_start"]),
-            int(d["mother_end"]),
-            float(d["similarity"]),
-        )
-
-
-@dataclass
-class Match:
-    """A mother found in a suspect, with the evidence."""
-
-    suspect_id: str
-    mother_id: str
-    score: float
-    coverage: float  # share of the suspect's text that is copied from this mother
-    mother_coverage: float  # share of the mother's text found in the suspect
-    passages: list[Passage] = field(default_factory=list)
-    engine: str = "daguan"
-    verdict: str = "pending"
-    note: str = ""
-    mother_title: str = ""
-    suspect_title: str = ""
-    suspect_url: str = ""
-    domain: str = ""
-    created_at: datetime = field(default_factory=utcnow)
-    updated_at: datetime = field(default_factory=utcnow)
-
-    @property
-    def id(self) -> str:
-        return match_id(self.suspect_id, self.mother_id)
-
-
-@dataclass
-class User:
-    username: str
-    password_hash: str
-    role: str = "viewer"
-    api_token_hash: str | None = None  # sha256 hex of the API token
-    created_at: datetime = field(default_factory=utcnow)
-
-
-@dataclass
-class WatchItem:
-    """A URL or site the scheduler re-crawls."""
-
-    url: str
-    kind: Literal["url", "site"] = "url"
-    added_at: datetime = field(default_factory=utcnow)
-    last_crawled_at: datetime | None = None
-    active: bool = True
-
-
-@dataclass
-class MatchQuery:
-    """Filters of the match dashboard and of ``GET /api/v1/matches``."""
-
-    verdict: str | None = None
-    min_score: float | None = None
-    max_score: float | None = None
-    mother_id: str | None = None
-    suspect_id: str | None = None
-    # exact host or a parent domain ("example.com" matches "www.example.com")
-    domain: str | None = None
-    since: datetime | None = None  # created_at >= since
-    until: datetime | None = None  # created_at < until
-    search: str | None = None  # substring of mother title, suspect title or URL (case-insensitive)
-    sort: Literal["score", "-score", "created_at", "-created_at", "coverage", "-coverage"] = (
-        "-score"
-    )
-    offset: int = 0
-    limit: int = 50
-
-
-class NotFound(KeyError):
-    """Raised when a record asked for by id does not exist."""
+__all__ = [
+    "ROLES",
+    "SORTS",
+    "VERDICTS",
+    "Match",
+    "MatchQuery",
+    "Mother",
+    "NotFound",
+    "Passage",
+    "Role",
+    "Store",
+    "Suspect",
+    "User",
+    "Verdict",
+    "WatchItem",
+    "match_id",
+    "utcnow",
+]
 
 
 class Store(ABC):

@@ -112,8 +112,11 @@ def _documents_from_json(items: Any) -> tuple[list[Document], list[dict[str, Any
             continue
         meta = {k: v for k, v in item.items() if k not in ("id", "title", "text")}
         first_line = text.strip().splitlines()[0][:80]
-        docs.append(Document(id=str(doc_id), text=text, title=title or first_line, source="api",
-                             metadata=meta))
+        docs.append(
+            Document(
+                id=str(doc_id), text=text, title=title or first_line, source="api", metadata=meta
+            )
+        )
     return docs, errors
 
 
@@ -132,7 +135,7 @@ def mothers_add() -> Any:
         body = _json_body()
         items = body.get("documents") if isinstance(body, dict) else body
         if items is None:
-            fail(400, "send {\"documents\": [{\"id\": ..., \"title\": ..., \"text\": ...}]}")
+            fail(400, 'send {"documents": [{"id": ..., "title": ..., "text": ...}]}')
         docs, errors = _documents_from_json(items)
     if not docs:
         response = jsonify({"error": "no valid document to import", "errors": errors})
@@ -147,15 +150,15 @@ def mothers_list() -> Any:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
     offset = _int_arg("offset", 0, 10**12)
     limit = _int_arg("limit", 50, MAX_PAGE)
-    mothers = store().list_mothers(
-        search=search, offset=offset, limit=limit, with_text=False
+    mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
+    return jsonify(
+        {
+            "total": store().count_mothers(search=search),
+            "offset": offset,
+            "limit": limit,
+            "mothers": [_mother_json(m) for m in mothers],
+        }
     )
-    return jsonify({
-        "total": store().count_mothers(search=search),
-        "offset": offset,
-        "limit": limit,
-        "mothers": [_mother_json(m) for m in mothers],
-    })
 
 
 @bp.get("/mothers/<id:mother_id>")
@@ -188,19 +191,25 @@ def _accepted(job_id: str, **extra: Any) -> Any:
 def checks() -> Any:
     body = _json_body()
     if not isinstance(body, dict):
-        fail(400, "send an object: {\"texts\": [...]} and/or {\"urls\": [...]}")
+        fail(400, 'send an object: {"texts": [...]} and/or {"urls": [...]}')
     texts, urls = body.get("texts") or [], body.get("urls") or []
     if not isinstance(texts, list) or not isinstance(urls, list):
         fail(400, "'texts' and 'urls' must be lists")
     if not texts and not urls:
-        fail(400, "nothing to check: give 'texts' (list of {text, title?, url?, id?}) "
-                  "or 'urls' (list of http(s) URLs)")
+        fail(
+            400,
+            "nothing to check: give 'texts' (list of {text, title?, url?, id?}) "
+            "or 'urls' (list of http(s) URLs)",
+        )
     if len(urls) > MAX_URLS or len(texts) > MAX_DOCUMENTS:
         fail(413, f"at most {MAX_URLS} URLs and {MAX_DOCUMENTS} texts per request")
     clean_texts: list[dict[str, Any]] = []
     for i, item in enumerate(texts):
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str) \
-                or not item["text"].strip():
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("text"), str)
+            or not item["text"].strip()
+        ):
             fail(400, f"texts[{i}] must be an object with a non-empty 'text' string")
         out: dict[str, Any] = {"text": item["text"]}
         for key in ("id", "title", "url"):
@@ -244,12 +253,14 @@ def matches_list() -> Any:
         fail(400, str(exc))
     query = filters.query
     passages = request.args.get("passages", "1") not in ("0", "false", "no")
-    return jsonify({
-        "total": store().count_matches(query),
-        "offset": query.offset,
-        "limit": query.limit,
-        "matches": [match_json(m, passages=passages) for m in store().query_matches(query)],
-    })
+    return jsonify(
+        {
+            "total": store().count_matches(query),
+            "offset": query.offset,
+            "limit": query.limit,
+            "matches": [match_json(m, passages=passages) for m in store().query_matches(query)],
+        }
+    )
 
 
 def _match(match_id: str) -> Any:
@@ -269,7 +280,7 @@ def matches_get(match_id: str) -> Any:
 def matches_patch(match_id: str) -> Any:
     body = _json_body()
     if not isinstance(body, dict):
-        fail(400, "send an object: {\"verdict\": ..., \"note\": ...}")
+        fail(400, 'send an object: {"verdict": ..., "note": ...}')
     unknown = set(body) - {"verdict", "note"}
     if unknown:
         fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only verdict and note")
@@ -296,4 +307,3 @@ def report(match_id: str, fmt: str) -> Response:
 @bp.get("/openapi.json")
 def openapi() -> Any:
     return jsonify(openapi_document(request.host_url.rstrip("/")))
-

@@ -48,14 +48,18 @@ def login() -> Any:
     throttle = current_app.extensions["yinji.throttle"]
     if throttle.blocked(_address(), username):
         return render_template(
-            "login.html", next=request.form.get("next", ""), username=username,
+            "login.html",
+            next=request.form.get("next", ""),
+            username=username,
             error=_("Too many attempts; wait a few minutes."),
         ), 429
     user = accounts.authenticate(store(), username, password)
     if user is None:
         throttle.failed(_address(), username)
         return render_template(
-            "login.html", next=request.form.get("next", ""), username=username,
+            "login.html",
+            next=request.form.get("next", ""),
+            username=username,
             error=_("Wrong username or password."),
         ), 401
     throttle.succeeded(_address(), username)

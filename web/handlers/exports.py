@@ -74,9 +74,13 @@ def index() -> Any:
         error = None
     except ValueError as exc:
         query, error = MatchQuery(), str(exc)
-    return render_template("exports.html", args=request.args, error=error,
-                           total=store().count_matches(query),
-                           works=work_choices())
+    return render_template(
+        "exports.html",
+        args=request.args,
+        error=error,
+        total=store().count_matches(query),
+        works=work_choices(),
+    )
 
 
 @bp.get("/matches.csv")

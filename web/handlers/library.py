@@ -51,7 +51,8 @@ def read_uploads(files: list[FileStorage]) -> tuple[list[Document], list[Documen
             (errors if isinstance(item, DocumentError) else docs).append(item)
     if len(files) > MAX_FILES:
         errors.append(
-            DocumentError("upload", f"more than {MAX_FILES} files: the rest were ignored"))
+            DocumentError("upload", f"more than {MAX_FILES} files: the rest were ignored")
+        )
     return docs, errors
 
 
@@ -63,8 +64,7 @@ def pasted_document(form: Any, prefix: str | None) -> Document | None:
         return None
     title = (form.get("title") or "").strip()[:300]
     doc_id = (form.get("doc_id") or "").strip()[:200] or (new_id(prefix) if prefix else "")
-    return Document(id=doc_id, text=text, title=title or text.splitlines()[0][:80],
-                    source="paste")
+    return Document(id=doc_id, text=text, title=title or text.splitlines()[0][:80], source="paste")
 
 
 @bp.get("/")
@@ -95,7 +95,8 @@ def upload() -> Any:
     if not docs:
         if not errors:
             errors.append(
-                DocumentError("upload", "nothing to import: paste a text or choose files"))
+                DocumentError("upload", "nothing to import: paste a text or choose files")
+            )
         return render_template(
             "library/upload.html", suffixes=SUPPORTED_SUFFIXES, errors=errors
         ), 400
@@ -119,8 +120,12 @@ def show(mother_id: str) -> Any:
     matches = store().query_matches(query)
     total = store().count_matches(query)
     return render_template(
-        "library/show.html", mother=mother, matches=matches, total=total,
-        text=mother.text[:MAX_SHOWN_CHARS], truncated=len(mother.text) > MAX_SHOWN_CHARS,
+        "library/show.html",
+        mother=mother,
+        matches=matches,
+        total=total,
+        text=mother.text[:MAX_SHOWN_CHARS],
+        truncated=len(mother.text) > MAX_SHOWN_CHARS,
     )
 
 

@@ -43,8 +43,15 @@ def dashboard() -> Any:
         counts[verdict or "all"] = store().count_matches(q)
     works = work_choices()
     return render_template(
-        "matches/dashboard.html", matches=matches, pager=pager, counts=counts, error=error,
-        args=request.args, query=query, works=works, verdicts=VERDICTS,
+        "matches/dashboard.html",
+        matches=matches,
+        pager=pager,
+        counts=counts,
+        error=error,
+        args=request.args,
+        query=query,
+        works=works,
+        verdicts=VERDICTS,
     )
 
 
@@ -68,15 +75,25 @@ def detail(match_id: str) -> Any:
         mother = None
     passages = sorted(match.passages, key=lambda p: p.suspect_start)
     numbered = list(enumerate(passages, 1))
-    suspect_segments = segments(
-        suspect.text, [(p.suspect_start, p.suspect_end, n) for n, p in numbered]
-    ) if suspect else []
-    mother_segments = segments(
-        mother.text, [(p.mother_start, p.mother_end, n) for n, p in numbered]
-    ) if mother else []
+    suspect_segments = (
+        segments(suspect.text, [(p.suspect_start, p.suspect_end, n) for n, p in numbered])
+        if suspect
+        else []
+    )
+    mother_segments = (
+        segments(mother.text, [(p.mother_start, p.mother_end, n) for n, p in numbered])
+        if mother
+        else []
+    )
     return render_template(
-        "matches/detail.html", match=match, suspect=suspect, mother=mother, passages=numbered,
-        suspect_segments=suspect_segments, mother_segments=mother_segments, verdicts=VERDICTS,
+        "matches/detail.html",
+        match=match,
+        suspect=suspect,
+        mother=mother,
+        passages=numbered,
+        suspect_segments=suspect_segments,
+        mother_segments=mother_segments,
+        verdicts=VERDICTS,
     )
 
 
@@ -97,4 +114,3 @@ def verdict(match_id: str) -> Any:
     if back.startswith("/") and not back.startswith(("//", "/\\")):
         return redirect(back)
     return redirect(url_for("matches.detail", match_id=match_id))
-

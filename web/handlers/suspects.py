@@ -73,8 +73,9 @@ def index() -> Any:
     pager = Page(page, per_page, total)
     suspects = store().list_suspects(search=search, offset=pager.offset, limit=per_page)
     counts = {s.id: store().count_matches(MatchQuery(suspect_id=s.id)) for s in suspects}
-    return render_template("suspects/index.html", suspects=suspects, counts=counts, pager=pager,
-                           q=search or "")
+    return render_template(
+        "suspects/index.html", suspects=suspects, counts=counts, pager=pager, q=search or ""
+    )
 
 
 @bp.get("/suspects/new")
@@ -106,10 +107,12 @@ def submit() -> Any:
         urls = urls[:MAX_URLS]
     if not urls and not texts:
         if not errors:
-            errors.append(DocumentError(
-                "input", "nothing to check: enter URLs, paste a text or choose files"))
-        return render_template("suspects/new.html", suffixes=SUPPORTED_SUFFIXES, errors=errors,
-                               form=request.form), 400
+            errors.append(
+                DocumentError("input", "nothing to check: enter URLs, paste a text or choose files")
+            )
+        return render_template(
+            "suspects/new.html", suffixes=SUPPORTED_SUFFIXES, errors=errors, form=request.form
+        ), 400
     # Fetching and matching run on a worker; the page follows the job.
     job_id = submit_job("check", texts=texts or None, urls=urls or None)
     flash(_("{n} suspects queued for checking.", n=len(texts) + len(urls)), "info")
@@ -126,8 +129,11 @@ def show(suspect_id: str) -> Any:
         fail(404, f"no suspect {suspect_id!r}")
     matches = store().query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
     return render_template(
-        "suspects/show.html", suspect=suspect, matches=matches,
-        text=suspect.text[:MAX_SHOWN_CHARS], truncated=len(suspect.text) > MAX_SHOWN_CHARS,
+        "suspects/show.html",
+        suspect=suspect,
+        matches=matches,
+        text=suspect.text[:MAX_SHOWN_CHARS],
+        truncated=len(suspect.text) > MAX_SHOWN_CHARS,
     )
 
 
@@ -136,8 +142,13 @@ def job(job_id: str) -> Any:
     if not JOB_ID_RE.match(job_id):
         fail(404, "no such job")
     status = job_status(job_id)
-    return render_template("job.html", job=status, job_id=job_id, summary=job_summary(status),
-                           kind=job_kind(status, request.args.get("kind", "")))
+    return render_template(
+        "job.html",
+        job=status,
+        job_id=job_id,
+        summary=job_summary(status),
+        kind=job_kind(status, request.args.get("kind", "")),
+    )
 
 
 def job_kind(status: dict[str, Any], hint: str) -> str:
@@ -161,11 +172,19 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
             continue
         matches = item.get("matches")
         count = len(matches) if isinstance(matches, list) else int(matches or 0)
-        rows.append({"suspect_id": item.get("suspect_id"), "title": item.get("title") or "",
-                     "url": item.get("url") or "", "matches": count})
+        rows.append(
+            {
+                "suspect_id": item.get("suspect_id"),
+                "title": item.get("title") or "",
+                "url": item.get("url") or "",
+                "matches": count,
+            }
+        )
     problems = [
-        {"source": str(e.get("source") or e.get("url") or ""),
-         "message": str(e.get("error") or e.get("message") or e.get("reason") or "")}
+        {
+            "source": str(e.get("source") or e.get("url") or ""),
+            "message": str(e.get("error") or e.get("message") or e.get("reason") or ""),
+        }
         for e in [*(result.get("errors") or []), *(result.get("skipped") or [])]
         if isinstance(e, dict)
     ]

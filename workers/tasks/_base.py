@@ -84,8 +84,9 @@ def once(task: Task, work: Callable[[], Any]) -> Any:
     pipe.expire(key, ttl)
     deliveries, cached, _ = pipe.execute()
     if cached is not None:
-        log.info("task %s[%s] already done (delivery %s): not run again",
-                 task.name, task_id, deliveries)
+        log.info(
+            "task %s[%s] already done (delivery %s): not run again", task.name, task_id, deliveries
+        )
         return json.loads(cached)
     _test_delay("YINJI_TEST_TASK_DELAY")
     result = work()

@@ -53,8 +53,9 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
         if problem:
             errors.append({"source": f"texts[{i}]", "error": problem})
         else:
-            results.append(check_item(library.check_suspect(suspect_from_item(item),
-                                                            engine=engine)))
+            results.append(
+                check_item(library.check_suspect(suspect_from_item(item), engine=engine))
+            )
         progress(i + 1)
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
 
@@ -70,9 +71,7 @@ def _check_urls(task: Task, urls: list[str], check: bool) -> dict[str, Any]:
     Progress(task, total=len(urls)).start()
     invalid = [crawl_outcome(str(u), error=url_error(u)) for u in urls if url_error(u)]
     valid = unique([u.strip() for u in urls if not url_error(u)])
-    children = fanout(
-        task, [("yinji.crawl.crawl_url", [u], {"check": check}, u) for u in valid]
-    )
+    children = fanout(task, [("yinji.crawl.crawl_url", [u], {"check": check}, u) for u in valid])
     return {"fanout": children, "results": invalid, "total": len(children) + len(invalid)}
 
 

@@ -24,8 +24,14 @@ def check_item(res: Any) -> dict[str, Any]:
 
 def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "url": url, "final_url": None, "suspect_id": None, "title": "",
-        "skipped": None, "error": None, "status": None, "matches": None,
+        "url": url,
+        "final_url": None,
+        "suspect_id": None,
+        "title": "",
+        "skipped": None,
+        "error": None,
+        "status": None,
+        "matches": None,
     }
     base.update(fields)
     return base
@@ -54,8 +60,9 @@ def crawl_and_check(
             raise
         return crawl_outcome(url, error=str(exc), status=exc.status), None
     if not page.text.strip():
-        return crawl_outcome(url, final_url=page.final_url, error="no text found on the page",
-                        status=page.status), page
+        return crawl_outcome(
+            url, final_url=page.final_url, error="no text found on the page", status=page.status
+        ), page
     library = runtime.library
     suspect = page.to_suspect(suspect_id)
     try:
@@ -67,8 +74,13 @@ def crawl_and_check(
         if not known and runtime.near_duplicates.is_near_duplicate(suspect.url, page.html):
             # The same page of the same site under another URL: checking it again would
             # only file the same matches under a second suspect.
-            return crawl_outcome(url, final_url=suspect.url, skipped="near-duplicate",
-                            status=page.status, title=suspect.title), page
+            return crawl_outcome(
+                url,
+                final_url=suspect.url,
+                skipped="near-duplicate",
+                status=page.status,
+                title=suspect.title,
+            ), page
     if check:
         matches = check_item(library.check_suspect(suspect))["matches"]
     else:
@@ -76,8 +88,14 @@ def crawl_and_check(
         matches = None
     with runtime.dedup_lock:
         runtime.near_duplicates.check_and_add(suspect.url, page.html)  # remembered once
-    return crawl_outcome(url, final_url=suspect.url, suspect_id=suspect.id, title=suspect.title,
-                    status=page.status, matches=matches), page
+    return crawl_outcome(
+        url,
+        final_url=suspect.url,
+        suspect_id=suspect.id,
+        title=suspect.title,
+        status=page.status,
+        matches=matches,
+    ), page
 
 
 @shared_task(name="yinji.crawl.crawl_url", **TASK_OPTIONS)
@@ -174,8 +192,12 @@ def _recrawl(task: Task) -> dict[str, Any]:
     children = fanout(
         task,
         [
-            ("yinji.crawl.crawl_site" if item.kind == "site" else "yinji.crawl.crawl_url",
-             [item.url], {}, item.url)
+            (
+                "yinji.crawl.crawl_site" if item.kind == "site" else "yinji.crawl.crawl_url",
+                [item.url],
+                {},
+                item.url,
+            )
             for item in items
         ],
     )

@@ -21,5 +21,9 @@ def _rebuild(task: Task, engine: str | None) -> dict[str, Any]:
     progress = Progress(task, total=library.store.count_mothers())
     progress.start()
     info = library.rebuild_index(engine, progress=progress)
-    return {"engine": info["engine"], "mothers": info["mothers"],
-            "seconds": round(float(info["seconds"]), 3), "total": info["mothers"]}
+    return {
+        "engine": info["engine"],
+        "mothers": info["mothers"],
+        "seconds": round(float(info["seconds"]), 3),
+        "total": info["mothers"],
+    }
