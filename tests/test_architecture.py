@@ -1,0 +1,91 @@
+"""The import direction the design rests on: web → workers → tracker, web → tracker.
+
+``tracker`` imports neither ``web`` nor ``workers`` (not even inside a function), and
+``workers`` never imports ``web``; importing ``tracker`` starts no server.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imported_packages(path: Path) -> set[str]:
+    """Top-level package names a module imports, anywhere in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [("tracker", {"web", "workers"}), ("workers", {"web"})],
+)
+def test_import_direction(package: str, forbidden: set[str]) -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_packages(path) & forbidden)
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+    offenders = {name: bad for name, bad in offenders.items() if bad}
+    assert offenders == {}, f"{package} must not import {sorted(forbidden)}: {offenders}"
+
+
+def test_the_scanner_sees_function_level_imports(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f():\n    from web.core import store\n    import workers.jobs\n"
+        "    importlib.import_module('web.app')\n",
+        encoding="utf-8",
+    )
+    assert {"web", "workers"} <= imported_packages(module)
+
+
+def test_importing_tracker_starts_no_server(tmp_path: Path) -> None:
+    # Every tracker module is imported in a fresh interpreter whose data folder is
+    # empty: nothing may be created there and no child process may be left.
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in (ROOT / "tracker").rglob("*.py")
+    )
+    code = (
+        "import importlib, os, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "children = [p for p in os.listdir('/proc') if p.isdigit() and "
+        "open(f'/proc/{p}/stat').read().split()[3] == str(os.getpid())]\n"
+        "print(len(children))\n"
+    )
+    data_dir = tmp_path / "data"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "YINJI_DATA_DIR": str(data_dir), "HOME": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"
+    assert not data_dir.exists()
+    assert not (tmp_path / "yinji-data").exists()
