@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from tracker.rules import default_title
+
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_ZIP_TOTAL_BYTES = 1024 * 1024 * 1024
 MAX_ZIP_MEMBERS = 100_000
@@ -128,14 +130,6 @@ def _plausibility(text: str) -> float:
     return good / len(text)
 
 
-def _title_from_text(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:80]
-    return ""
-
-
 def _check_text(text: str, name: str) -> None:
     if not text.strip():
         raise InputError(f"{name}: empty document")
@@ -144,7 +138,7 @@ def _check_text(text: str, name: str) -> None:
 def html_to_document(html: str, doc_id: str, source: str) -> Document:
     title, text = extract_html(html)
     _check_text(text, source)
-    return Document(id=doc_id, text=text, title=title or _title_from_text(text), source=source)
+    return Document(id=doc_id, text=text, title=title or default_title(text), source=source)
 
 
 def extract_html(html: str) -> tuple[str, str]:
@@ -215,13 +209,13 @@ def read_bytes(
         elif suffix == ".txt":
             text = decode_text(data, name)
             _check_text(text, name)
-            yield Document(id=doc_id, text=text, title=_title_from_text(text), source=name)
+            yield Document(id=doc_id, text=text, title=default_title(text), source=name)
         elif suffix in (".html", ".htm"):
             yield html_to_document(decode_html_bytes(data, name), doc_id, name)
         elif suffix == ".docx":
             text = docx_text(data, name)
             _check_text(text, name)
-            yield Document(id=doc_id, text=text, title=_title_from_text(text), source=name)
+            yield Document(id=doc_id, text=text, title=default_title(text), source=name)
         elif suffix == ".zip":
             yield from _read_zip(data, name)
         else:
@@ -282,7 +276,7 @@ def _read_jsonl(data: bytes, name: str) -> Iterator[Document | DocumentError]:
         yield Document(
             id=str(doc_id),
             text=body,
-            title=str(title) if title is not None else _title_from_text(body),
+            title=str(title) if title is not None else default_title(body),
             source=where,
             metadata=meta,
         )

@@ -11,19 +11,13 @@ import json
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
-from .base import VERDICTS, Match, MatchQuery, Suspect
+from tracker.rules import check_sort, check_verdict, domain_of, normalize_domain
 
-# sort key of MatchQuery -> (field, descending)
-SORTS: dict[str, tuple[str, bool]] = {
-    "score": ("score", False),
-    "-score": ("score", True),
-    "created_at": ("created_at", False),
-    "-created_at": ("created_at", True),
-    "coverage": ("coverage", False),
-    "-coverage": ("coverage", True),
-}
+from .base import SORTS, Match, MatchQuery, Suspect
+
+# sort key of MatchQuery -> (field, descending), derived from the one list of sort keys
+SORT_FIELDS: dict[str, tuple[str, bool]] = {key: (key.lstrip("-"), key[0] == "-") for key in SORTS}
 
 TOP_N = 10  # length of the top lists of match_stats
 
@@ -70,23 +64,7 @@ def ceil_utc(value: datetime) -> datetime:
     return floored if floored == exact else floored + timedelta(milliseconds=1)
 
 
-# --- domains --------------------------------------------------------------------
-def domain_of_url(url: str) -> str:
-    try:
-        host = urlsplit(url.strip()).hostname or ""
-    except ValueError:  # malformed URL (bad port, bad IPv6 literal): no domain
-        return ""
-    return host.strip(".").lower()
-
-
-def normalize_domain(value: str) -> str:
-    """Lower case host without surrounding dots; a full URL is reduced to its host."""
-    value = value.strip().lower()
-    if "://" in value:
-        return domain_of_url(value)
-    return value.strip(".")
-
-
+# --- domains (``domain_of`` and ``normalize_domain`` are in tracker.rules) --------------
 def reverse_domain(domain: str) -> str:
     """``www.example.com`` -> ``com.example.www``.
 
@@ -129,17 +107,12 @@ def check_id(value: str, what: str) -> None:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
 
 
-def check_verdict(verdict: str) -> None:
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
-
-
 # --- records ----------------------------------------------------------------------
 def prepare_suspect(suspect: Suspect) -> Suspect:
     """The suspect as stored: UTC times, lower-case domain (taken from the URL when
     the caller left it empty), JSON-shaped metadata."""
     check_id(suspect.id, "suspect id")
-    domain = normalize_domain(suspect.domain) or domain_of_url(suspect.url)
+    domain = normalize_domain(suspect.domain) or domain_of(suspect.url)
     return replace(
         suspect,
         domain=domain,
@@ -172,9 +145,7 @@ def prepare_matches(
         check_id(m.mother_id, "mother id")
         check_verdict(m.verdict)
         url = m.suspect_url or (suspect.url if suspect else "")
-        domain = (
-            normalize_domain(m.domain) or domain_of_url(url) or (suspect.domain if suspect else "")
-        )
+        domain = normalize_domain(m.domain) or domain_of(url) or (suspect.domain if suspect else "")
         out[m.id] = replace(
             m,
             score=float(m.score),
@@ -226,10 +197,7 @@ def filters_of(query: MatchQuery | None) -> Filters:
 
 
 def sort_of(query: MatchQuery) -> tuple[str, bool]:
-    try:
-        return SORTS[query.sort]
-    except KeyError:
-        raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {query.sort!r}") from None
+    return SORT_FIELDS[check_sort(query.sort)]
 
 
 def page_of(query: MatchQuery) -> tuple[int, int]:

@@ -70,10 +70,17 @@ class Store(ABC):
 
     @abstractmethod
     def list_mothers(
-        self, *, search: str | None = None, offset: int = 0, limit: int = 50
+        self,
+        *,
+        search: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+        with_text: bool = True,
     ) -> list[Mother]:
         """Newest first; ``search`` is a case-insensitive substring of id or title.
-        Text included."""
+
+        ``with_text=False`` leaves each ``text`` empty (``chars`` still gives its
+        length): a listing page of a library of novels must not load them whole."""
 
     @abstractmethod
     def count_mothers(self, *, search: str | None = None) -> int: ...

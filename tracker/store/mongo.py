@@ -23,10 +23,11 @@ import pymongo
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
+from tracker.rules import check_verdict
+
 from ._common import (
     TOP_N,
     check_id,
-    check_verdict,
     domain_bounds,
     dumps,
     filters_of,

@@ -20,11 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tracker.rules import check_verdict
+
 from ._common import (
     MACHINE_FIELDS,
     TOP_N,
     check_id,
-    check_verdict,
     domain_bounds,
     dumps,
     filters_of,
