@@ -161,3 +161,56 @@ def test_checking_with_an_engine_nobody_indexed_is_an_error(lib):
     assert [m.mother_id for m in lib.check_text(work(100, 60), engine="simhash").matches] == [
         "work-0"
     ]
+
+
+def test_recheck_keeps_verdicts_reports_progress_and_skips_deleted(lib):
+    lib.ingest(_mothers(4))
+    copied = work(103, 60)[200:900]
+    for i in range(3):
+        lib.check_suspect(Suspect(id=f"s{i}", text=work(900 + i, 10) + copied, raw=b"page"))
+    match = lib.store.query_matches(MatchQuery(suspect_id="s0"))[0]
+    lib.store.set_verdict(match.id, "confirmed", "已发律师函")
+    calls = []
+    assert lib.recheck_suspects(progress=lambda done, total: calls.append((done, total))) == 3
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    kept = lib.store.get_match(match.id)
+    assert (kept.verdict, kept.note) == ("confirmed", "已发律师函")
+    assert all(lib.store.get_suspect(f"s{i}").checked_at is not None for i in range(3))
+
+
+def test_configure_engine_recomputes_fingerprints_and_rebuilds(lib):
+    lib.ingest(_mothers(3))
+    before = lib.store.get_fingerprints(lib.store.get_mother("work-1").seq, "daguan")
+    old_engine = lib.engine("daguan")
+    params = dict(old_engine.params.to_dict(), granularity=32)
+    info = lib.configure_engine("daguan", {"params": params})
+    assert info["mothers"] == 3
+    assert lib.engine("daguan") is not old_engine
+    assert lib.engine("daguan").params.granularity == 32
+    after = lib.store.get_fingerprints(lib.store.get_mother("work-1").seq, "daguan")
+    assert after != before  # made with the new window size
+    text = work(101, 60)
+    assert [m.mother_id for m in lib.check_text(text[300:1200]).matches] == ["work-1"]
+    with pytest.raises(ValueError, match="unknown engine 'nope'"):
+        lib.configure_engine("nope", {})
+
+
+def test_library_handle_opens_once_and_closes_its_resources(tmp_path):
+    from tracker.library import LibraryHandle
+
+    handle = LibraryHandle(Settings(data_dir=tmp_path, redis_prefix="h"))
+    closed = []
+    made = []
+
+    def make():
+        made.append(1)
+        return object()
+
+    first = handle.resource("thing", make, close=closed.append)
+    assert handle.resource("thing", make) is first and made == [1]
+    library = handle.library
+    assert handle.library is library
+    handle.close()
+    assert closed == [first]
+    assert handle.resource("thing", make) is not first  # made again after close
+    handle.close()

@@ -14,11 +14,14 @@ from typing import Any
 
 import click
 
-from tracker.config import Settings
+from tracker.config import SettingError, Settings
 
 
 def _settings(ctx: click.Context) -> Settings:
-    return Settings.from_env(ctx.obj.get("data_dir"))
+    try:
+        return Settings.from_env(ctx.obj.get("data_dir"))
+    except SettingError as exc:  # a bad environment variable: say which, no traceback
+        raise click.ClickException(str(exc)) from None
 
 
 def _open_library(ctx: click.Context) -> Any:
@@ -328,13 +331,7 @@ def index_configure(
         options["params"] = params
         if reference is not None:
             options["reference"] = Reference.load(reference).to_json()
-        lib.store.set_meta("engine:daguan:options", options)
-        lib._engines.pop("daguan", None)
-        # Stored fingerprints were made with the old parameters: recompute them.
-        for mother in lib.store.iter_mothers():
-            fps = lib.engine("daguan").mother_fingerprints(mother.text)
-            lib.store.put_fingerprints(mother.seq, "daguan", fps.tobytes())
-        info = lib.rebuild_index("daguan")
+        info = lib.configure_engine("daguan", options)
     click.echo(
         f"daguan parameters {json.dumps(params)}; index rebuilt ({info['mothers']} mothers)",
         err=True,

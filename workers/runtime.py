@@ -8,60 +8,54 @@ connections must not cross a fork) and the parent opens none.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, signals
 
-from tracker.config import Settings
+from tracker.config import Settings, WorkerSettings
 from tracker.library import LibraryHandle
 from workers.app import app_settings, worker_settings
-from workers.settings import WorkerSettings
+
+if TYPE_CHECKING:  # imported on first use: a web process never needs the crawler
+    from tracker.crawler import Crawler
+    from tracker.pagesim import NearDuplicateFilter
 
 
 class Runtime(LibraryHandle):
+    """The library handle of a worker process with its crawler and near-duplicate
+    filter: ``LibraryHandle.resource`` opens them on first use and closes them with
+    the library."""
+
     def __init__(self, settings: Settings, ws: WorkerSettings) -> None:
         super().__init__(settings)
         self.ws = ws
-        self._crawler: Any = None
-        self._dedup: Any = None
         # NearDuplicateFilter keeps an in-memory copy of its Redis list: not thread-safe.
         self.dedup_lock = threading.Lock()
 
     @property
-    def crawler(self) -> Any:
-        if self._crawler is None:
-            with self._lock:
-                if self._crawler is None:
-                    from tracker.crawler import Crawler, CrawlerConfig
+    def crawler(self) -> Crawler:
+        return self.resource("crawler", self._make_crawler, close=lambda c: c.close())
 
-                    overrides: dict[str, Any] = {}
-                    if self.ws.crawl_min_interval is not None:
-                        overrides["min_interval"] = self.ws.crawl_min_interval
-                    self._crawler = Crawler(CrawlerConfig.from_settings(self.settings, **overrides))
-        return self._crawler
+    def _make_crawler(self) -> Crawler:
+        from tracker.crawler import Crawler, CrawlerConfig
+
+        overrides: dict[str, Any] = {}
+        if self.ws.crawl_min_interval is not None:
+            overrides["min_interval"] = self.ws.crawl_min_interval
+        return Crawler(CrawlerConfig.from_settings(self.settings, **overrides))
 
     @property
-    def near_duplicates(self) -> Any:
+    def near_duplicates(self) -> NearDuplicateFilter:
         """Shared by all workers through Redis, so a page reached under another URL of the
         same site by another worker is skipped too."""
-        if self._dedup is None:
-            library = self.library
-            with self._lock:
-                if self._dedup is None:
-                    from tracker.pagesim import NearDuplicateFilter
+        return self.resource("near_duplicates", self._make_near_duplicates)
 
-                    self._dedup = NearDuplicateFilter(
-                        redis=library.redis, prefix=self.settings.redis_prefix, name="crawl"
-                    )
-        return self._dedup
+    def _make_near_duplicates(self) -> NearDuplicateFilter:
+        from tracker.pagesim import NearDuplicateFilter
 
-    def close(self) -> None:
-        with self._lock:
-            if self._crawler is not None:
-                self._crawler.close()
-                self._crawler = None
-            self._dedup = None
-        super().close()
+        return NearDuplicateFilter(
+            redis=self.library.redis, prefix=self.settings.redis_prefix, name="crawl"
+        )
 
 
 _runtimes: dict[Settings, Runtime] = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from workers.settings import WorkerSettings
+from tracker.config import WorkerSettings
 
 
 def beat_schedule(ws: WorkerSettings | None = None) -> dict[str, dict[str, Any]]:

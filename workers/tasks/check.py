@@ -8,8 +8,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
-from workers.payloads import suspect_from_item, text_item_error, unique, url_error
+from workers.payloads import suspect_from_item, unique
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.crawl import check_item, crawl_outcome
 
@@ -49,13 +50,13 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
     results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     for i, item in enumerate(texts):
-        problem = text_item_error(item)
-        if problem:
-            errors.append({"source": f"texts[{i}]", "error": problem})
+        where = f"texts[{i}]"
+        try:
+            suspect = suspect_from_item(item, where)
+        except ValueError as exc:
+            errors.append({"source": where, "error": str(exc).removeprefix(f"{where}: ")})
         else:
-            results.append(
-                check_item(library.check_suspect(suspect_from_item(item), engine=engine))
-            )
+            results.append(check_item(library.check_suspect(suspect, engine=engine)))
         progress(i + 1)
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
 
@@ -69,8 +70,9 @@ def check_urls(self: Task, urls: list[str], check: bool = True) -> dict[str, Any
 
 def _check_urls(task: Task, urls: list[str], check: bool) -> dict[str, Any]:
     Progress(task, total=len(urls)).start()
-    invalid = [crawl_outcome(str(u), error=url_error(u)) for u in urls if url_error(u)]
-    valid = unique([u.strip() for u in urls if not url_error(u)])
+    problems = {i: url_problem(u) for i, u in enumerate(urls)}
+    invalid = [crawl_outcome(str(urls[i]), error=p) for i, p in problems.items() if p]
+    valid = unique([u.strip() for i, u in enumerate(urls) if not problems[i]])
     children = fanout(task, [("yinji.crawl.crawl_url", [u], {"check": check}, u) for u in valid])
     return {"fanout": children, "results": invalid, "total": len(children) + len(invalid)}
 
@@ -100,20 +102,8 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
     new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
     rechecked = 0
     if new:
-        # Ids first: the loop writes suspects, which must not move a cursor under it.
-        ids = [s.id for s in store.iter_suspects()]
-        progress = Progress(task, total=len(ids))
-        progress.start()
-        for sid in ids:
-            try:
-                # get_suspect, not the iterator's record: that one has no raw page, and
-                # saving it would drop the evidence.
-                suspect = store.get_suspect(sid)
-            except NotFound:
-                continue  # deleted meanwhile
-            library.check_suspect(suspect, engine=engine)
-            rechecked += 1
-            progress(rechecked)
+        # recheck_suspects reports 0 of the total first, as Progress.start would.
+        rechecked = library.recheck_suspects(engine=engine, progress=Progress(task, total=None))
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
         store.set_meta(LAST_RUN_META, started.isoformat())

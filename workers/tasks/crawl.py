@@ -9,9 +9,9 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from celery import Task, shared_task
 
 from tracker.crawler import CrawlError
+from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
 from workers.app import worker_settings
-from workers.payloads import url_error
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def crawl_and_check(
     fetch the same refusal.
     """
     runtime = rt(task)
-    problem = url_error(url)
+    problem = url_problem(url)
     if problem:
         return crawl_outcome(url, error=problem), None
     try:
