@@ -9,6 +9,7 @@ import re
 import stat
 import zipfile
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from test_web_helpers import (
@@ -376,3 +377,128 @@ def test_report_stylesheet_is_allowed_by_its_csp_hash(
     digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
     assert f"'sha256-{digest}'" in response.headers["Content-Security-Policy"]
     assert "&#34;" not in css
+
+
+# --- redirects after a form ------------------------------------------------------------------
+# Browsers drop tabs and newlines inside URLs and read "\" as "/": each of these becomes
+# another site (or, with CR/LF, a broken Location header) when echoed in a redirect.
+HOSTILE_NEXT = [
+    "/%09/evil.example/",
+    "/%0a/evil.example/",
+    "/%0d%0a/evil.example/",
+    "/%0d%0aSet-Cookie:%20x=1",
+    "/%5C/evil.example/",
+    "//evil.example/",
+    "https://evil.example/",
+    "/%20/evil.example/",
+    "%09//evil.example/",
+]
+
+
+def _assert_stays_here(response: Any, expected: str) -> None:
+    assert response.status_code == 302, response.status_code
+    location = response.headers["Location"]
+    assert location == expected, location
+    assert "evil" not in location
+    assert not any(c.startswith("x=") for c in response.headers.getlist("Set-Cookie"))
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXT)
+def test_login_next_never_leaves_the_site(system: WebSystem, target: str) -> None:
+    # Signed in: GET /login redirects at once.
+    signed_in = system.client("viewer")
+    _assert_stays_here(signed_in.get(f"/login?next={target}"), "/matches")
+    # Signing in: the POST redirects to next.
+    client = system.app.test_client()
+    token = csrf(client, "/login")
+    response = client.post(
+        f"/login?next={target}",
+        data={
+            "username": "carol",
+            "password": "correct-horse-1",
+            "csrf_token": token,
+            "next": unquote(target),
+        },
+    )
+    _assert_stays_here(response, "/matches")
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXT)
+def test_verdict_next_never_leaves_the_site(
+    system: WebSystem, hostile: dict[str, Any], target: str
+) -> None:
+    client = system.client("analyst")
+    ref = encode_id(hostile["match"])
+    response = client.post(
+        f"/matches/{ref}/verdict",
+        data={
+            "csrf_token": csrf(client, "/matches"),
+            "verdict": "confirmed",
+            "next": unquote(target),
+        },
+    )
+    _assert_stays_here(response, f"/matches/{ref}")
+
+
+def test_a_path_on_this_site_is_kept(system: WebSystem, hostile: dict[str, Any]) -> None:
+    client = system.client("analyst")
+    ref = encode_id(hostile["match"])
+    response = client.post(
+        f"/matches/{ref}/verdict",
+        data={
+            "csrf_token": csrf(client, "/matches"),
+            "verdict": "confirmed",
+            "next": "/matches?verdict=pending&q=作品",
+        },
+    )
+    assert unquote(response.headers["Location"]) == "/matches?verdict=pending&q=作品"
+    assert system.client("viewer").get("/login?next=/analytics").headers["Location"] == "/analytics"
+
+
+# --- what the server tells strangers -----------------------------------------------------------
+def test_server_header_names_no_versions(system: WebSystem) -> None:
+    import http.client
+    import threading
+
+    from web.cli import make_http_server
+
+    server = make_http_server(system.app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert response.status == 200
+    header = response.getheader("Server") or ""
+    assert header == "Yinji"
+    assert "Werkzeug" not in header and "Python" not in header
+
+
+def test_healthz_shows_no_exception_text(
+    system: WebSystem, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "redis://:hunter2@10.0.0.7:6379/0 refused"
+
+    def broken_ping() -> None:
+        raise ConnectionError(secret)
+
+    monkeypatch.setattr(system.library.redis, "ping", broken_ping)
+    with caplog.at_level("ERROR"):
+        response = system.app.test_client().get("/healthz")
+    assert response.status_code == 503
+    body = response.get_data(as_text=True)
+    assert "hunter2" not in body and "ConnectionError" not in body and "10.0.0.7" not in body
+    assert response.get_json() == {
+        "status": "unavailable",
+        "store": "ok",
+        "redis": "unavailable",
+        "error": "the redis does not answer; see the server log",
+    }
+    assert secret in caplog.text  # the operator still finds out why

@@ -236,3 +236,54 @@ def test_demo_texts_are_original_and_short() -> None:
         for line in lines:
             item = json.loads(line)
             assert 100 < len(item["text"]) < 1000
+
+
+def test_blueprints_do_not_import_each_other() -> None:
+    """Shared pieces live in web/core, serializers, uploads, evidence: a blueprint that
+    imports another drags its routes' module state along and hides a dependency."""
+    import ast
+    from pathlib import Path
+
+    handlers = Path(__file__).resolve().parents[1] / "web" / "handlers"
+    names = {p.stem for p in handlers.glob("*.py")} - {"__init__"}
+    offenders = {}
+    for path in sorted(handlers.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                siblings = (
+                    {module.split(".")[0]}
+                    if node.level == 1 and module
+                    else {a.name for a in node.names}
+                    if node.level == 1
+                    else {module.removeprefix("web.handlers.")}
+                    if module.startswith("web.handlers.")
+                    else set()
+                )
+                if siblings & names:
+                    offenders.setdefault(path.stem, set()).update(siblings & names)
+    assert offenders == {}
+
+
+def test_safe_next_keeps_only_paths_on_this_site() -> None:
+    from web.core import safe_next
+
+    for good in ("/matches", "/matches?q=作品&verdict=pending", "/library/%2F%2Fx"):
+        assert safe_next(good, "/home") == good
+    for bad in (
+        None,
+        "",
+        "matches",
+        "//evil.example/",
+        "/\t/evil.example/",
+        "/\n/evil.example/",
+        "/\r\nSet-Cookie: a=b",
+        "/\\evil.example",
+        "\\\\evil.example",
+        " /matches",
+        "/\x7f/evil.example",
+        "https://evil.example/",
+        "javascript:alert(1)",
+    ):
+        assert safe_next(bad, "/home") == "/home", bad

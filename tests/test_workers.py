@@ -791,3 +791,37 @@ def test_docker_compose_file() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "FROM python:3.11-slim" in dockerfile and "USER " in dockerfile
     assert 'ENTRYPOINT ["yinji"]' in dockerfile
+
+
+def test_job_summary_and_kind_read_finished_results() -> None:
+    from workers.jobs import job_kind, job_summary
+
+    check = {
+        "state": "SUCCESS",
+        "result": {
+            "results": [
+                {
+                    "suspect_id": "a",
+                    "title": "页一",
+                    "url": "https://x.example/1",
+                    "matches": [{}, {}],
+                },
+                {"suspect_id": "b", "title": "", "url": "", "matches": 0},
+                "not a row",
+            ],
+            "skipped": [{"url": "https://x.example/2", "reason": "near-duplicate"}],
+            "errors": [{"source": "texts[3]", "error": "missing 'text'"}],
+        },
+    }
+    summary = job_summary(check)
+    assert [(r["suspect_id"], r["matches"]) for r in summary["rows"]] == [("a", 2), ("b", 0)]
+    assert summary["problems"] == [
+        {"source": "texts[3]", "message": "missing 'text'"},
+        {"source": "https://x.example/2", "message": "near-duplicate"},
+    ]
+    assert (summary["checked"], summary["matches"], summary["with_matches"]) == (2, 2, 1)
+    assert job_kind(check) == "check"
+    assert job_kind({"result": {"ingested": 3}}, "check") == "ingest"
+    running = {"state": "PROGRESS", "result": None}
+    assert job_summary(running) == {}
+    assert job_kind(running, "ingest") == "ingest" and job_kind(running, "evil") == ""

@@ -8,39 +8,36 @@ session or ``Authorization: Bearer <token>`` for ``/api/v1``) except the login p
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import HTTPException
 
-from tracker.config import Settings
+from tracker.config import Settings, WebSettings
+from tracker.library import LibraryHandle
 
 from .accounts import role_at_least, session_stamp, user_for_token
-from .core import YinjiState, can, current_user, is_api, json_error, state
+from .core import can, current_user, is_api, json_error, state
 from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, translate
 from .ids import IdConverter, encode_id
 from .security import csrf_ok, init_security, load_secret_key
-
-DEFAULT_MAX_UPLOAD_MB = 200
 
 # Endpoints reachable without signing in.
 PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-
-
-def create_app(settings: Settings | None = None, testing: bool = False) -> Flask:
-    """Build the app for ``settings`` (default: from the environment)."""
+def create_app(
+    settings: Settings | None = None,
+    testing: bool = False,
+    web_settings: WebSettings | None = None,
+) -> Flask:
+    """Build the app for ``settings`` and ``web_settings`` (default: from the
+    environment; a bad value raises ``tracker.config.SettingError`` naming it)."""
     settings = settings or Settings.from_env()
+    web_settings = web_settings or WebSettings.from_env()
     app = Flask(__name__)
-    max_mb = _env_int("YINJI_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB)
+    max_mb = web_settings.max_upload_mb
     app.config.update(
         SECRET_KEY=load_secret_key(settings),
         TESTING=testing,
@@ -52,13 +49,13 @@ def create_app(settings: Settings | None = None, testing: bool = False) -> Flask
         SESSION_COOKIE_NAME="yinji_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=os.environ.get("YINJI_SECURE_COOKIES", "") in ("1", "true", "yes"),
+        SESSION_COOKIE_SECURE=web_settings.secure_cookies,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=12),
     )
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.url_map.converters["id"] = IdConverter
-    app.extensions["yinji"] = YinjiState(settings)
+    app.extensions["yinji"] = LibraryHandle(settings)
 
     init_security(app)
     _init_templates(app)

@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import click
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from tracker.config import Settings
+from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.redis_client import embedded_server_pid, stop_embedded_redis
 
 DEMO_DIR = Path(__file__).parent / "demo"
 DEMO_USER = "demo"
 DEMO_PASSWORD = "yinji-demo"
+SERVER_NAME = "Yinji"  # the Server header: no software versions
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -27,7 +29,14 @@ def _settings(ctx: click.Context) -> Settings:
     data_dir = (ctx.obj or {}).get("data_dir") if ctx.obj is not None else None
     if data_dir is not None:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
-    return Settings.from_env()
+    try:
+        # Every option of this process is read here, so that a bad one stops it at
+        # once with its name instead of in the middle of starting the server.
+        WebSettings.from_env()
+        WorkerSettings.from_env()
+        return Settings.from_env()
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _store(settings: Settings) -> Any:
@@ -36,9 +45,21 @@ def _store(settings: Settings) -> Any:
     return open_store(settings)
 
 
-def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool = True) -> None:
-    from werkzeug.serving import make_server
+class QuietRequestHandler(WSGIRequestHandler):
+    """Werkzeug's request handler without its version banner: the ``Server`` header
+    would tell every client (pirate sites' operators included) which Werkzeug and
+    Python versions to look up vulnerabilities for."""
 
+    def version_string(self) -> str:
+        return SERVER_NAME
+
+
+def make_http_server(app: Any, host: str, port: int) -> BaseWSGIServer:
+    """The threaded HTTP server ``yinji serve`` runs ``app`` on (port 0: any free one)."""
+    return make_server(host, port, app, threaded=True, request_handler=QuietRequestHandler)
+
+
+def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool = True) -> None:
     from web import create_app
     from workers import jobs
 
@@ -51,7 +72,7 @@ def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool 
         click.echo(
             "started an in-process worker" if started else "using the running worker(s)", err=True
         )
-    server = make_server(host, port, app, threaded=True)
+    server = make_http_server(app, host, port)
     click.echo(f"音迹 Yinji on http://{host}:{server.server_port}/  (Ctrl-C stops)", err=True)
     # docker stop (SIGTERM) shuts down like Ctrl-C; SIGINT is set too because a
     # process started in the background by a shell inherits it ignored.

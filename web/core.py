@@ -4,7 +4,9 @@ dashboard filters and pagination."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import wraps
@@ -15,58 +17,80 @@ from flask import abort, current_app, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
-from tracker.library import LibraryHandle
-from tracker.store import VERDICTS, Match, MatchQuery, User
+from tracker.library import Library, LibraryHandle
+from tracker.rules import check_sort, check_verdict, normalize_domain
+from tracker.store import MatchQuery, Store, User
+from workers import jobs
 
 from .accounts import role_at_least
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
-SORTS = ("-score", "score", "-created_at", "created_at", "-coverage", "coverage")
 MAX_PAGE = 200  # rows per page a client may ask for
 MAX_EXPORT = 100_000  # rows of one list export
+MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-class YinjiState(LibraryHandle):
-    """Per-app state: the settings and one ``Library``, opened on first use (so that
-    ``create_app`` starts no Redis server by itself) and shared by all threads."""
-
-
-def state() -> YinjiState:
+def state() -> LibraryHandle:
+    """The app's ``LibraryHandle``: the settings and one ``Library``, opened on first
+    use (so that ``create_app`` starts no Redis server) and shared by all threads."""
     return current_app.extensions["yinji"]
 
 
-def library() -> Any:
+def library() -> Library:
     return state().library
 
 
-def store() -> Any:
+def store() -> Store:
     return state().library.store
 
 
-def jobs() -> Any:
-    """The ``workers.jobs`` module (imported on first use)."""
-    from workers import jobs as workers_jobs
-
-    return workers_jobs
-
-
-def submit_job(kind: str, *args: Any, **kwargs: Any) -> str:
-    """``workers.jobs.submit_<kind>``; its ``ValueError`` (a bad item) becomes a 400."""
+@contextmanager
+def bad_request() -> Iterator[None]:
+    """A ``ValueError`` raised inside (a rule of ``tracker.rules``, a bad job item)
+    becomes a 400 answer with its message."""
     try:
-        return getattr(jobs(), f"submit_{kind}")(*args, **kwargs)
+        yield
     except ValueError as exc:
         fail(400, str(exc))
+
+
+def get_or_404(get: Callable[[str], T], key: str, message: str) -> T:
+    """``get(key)``, or a 404 with ``message`` when the store has no such record."""
+    try:
+        return get(key)
+    except KeyError:  # the stores' NotFound is a KeyError
+        fail(404, message)
         raise  # unreachable: fail() raises
 
 
 def job_status(job_id: str) -> dict[str, Any]:
-    """``workers.jobs.job_status``; an unknown or expired job is a 404."""
+    """``workers.jobs.job_status``; a malformed, unknown or expired job id is a 404."""
+    if not JOB_ID_RE.match(job_id):
+        fail(404, f"no job {job_id[:128]!r}")
     try:
-        return jobs().job_status(job_id)
+        return jobs.job_status(job_id)
     except KeyError:
         fail(404, f"no job {job_id!r} (unknown, or its record expired)")
         raise
+
+
+def safe_next(target: str | None, default: str) -> str:
+    """Where to go after a form: ``target`` only when it is a path on this site, else
+    ``default``. Browsers drop tabs and newlines from URLs and read ``\\`` as ``/``, so
+    ``/%09/evil.example/`` (a tab) would become ``//evil.example/``, another site: any
+    whitespace, control character or backslash refuses the target (and keeps CR/LF out
+    of the Location header)."""
+    if not target or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return default
+    if "\\" in target or not target.startswith("/") or target.startswith("//"):
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return default
+    return target
 
 
 def work_choices() -> list[tuple[str, str]]:
@@ -189,14 +213,12 @@ def parse_match_filters(args: MultiDict[str, str], *, default_per_page: int = 25
     ``search``), ``sort``, and ``page``/``per_page`` or ``offset``/``limit``.
     """
     verdict = (args.get("verdict") or "").strip() or None
-    if verdict and verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
+    if verdict:
+        check_verdict(verdict)
     min_score, max_score = _float(args, "min_score"), _float(args, "max_score")
     if min_score is not None and max_score is not None and min_score > max_score:
         raise ValueError("min_score must not be above max_score")
-    sort = (args.get("sort") or "-score").strip()
-    if sort not in SORTS:
-        raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
+    sort = check_sort((args.get("sort") or "-score").strip())
     since = parse_when(args.get("since", ""), "since")
     until = parse_when(args.get("until", ""), "until", end=True)
     if since and until and since >= until:
@@ -205,9 +227,7 @@ def parse_match_filters(args: MultiDict[str, str], *, default_per_page: int = 25
     per_page = _int(args, "limit", per_page, 0, MAX_PAGE)
     page = _int(args, "page", 1, 1, 10**9)
     offset = _int(args, "offset", (page - 1) * per_page, 0, 10**12)
-    domain = (args.get("domain") or "").strip() or None
-    if domain and "://" in domain:
-        domain = (urlsplit(domain).hostname or "").lower() or None
+    domain = normalize_domain(args.get("domain") or "") or None
     query = MatchQuery(
         verdict=verdict,
         min_score=min_score,
@@ -285,38 +305,3 @@ def page_arg(default_per_page: int = 25) -> tuple[int, int]:
     except ValueError:
         page = 1
     return page, default_per_page
-
-
-# --- JSON shapes ------------------------------------------------------------------------
-def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
-    from .ids import encode_id
-
-    out: dict[str, Any] = {
-        "id": m.id,
-        "ref": encode_id(m.id),
-        "suspect_id": m.suspect_id,
-        "mother_id": m.mother_id,
-        "mother_title": m.mother_title,
-        "suspect_title": m.suspect_title,
-        "suspect_url": m.suspect_url,
-        "domain": m.domain,
-        "score": m.score,
-        "coverage": m.coverage,
-        "mother_coverage": m.mother_coverage,
-        "engine": m.engine,
-        "verdict": m.verdict,
-        "note": m.note,
-        "created_at": iso(m.created_at),
-        "updated_at": iso(m.updated_at),
-    }
-    if passages:
-        out["passages"] = [p.to_dict() for p in m.passages]
-    else:
-        out["passage_count"] = len(m.passages)
-    return out

@@ -12,32 +12,31 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
 
-from tracker.documents import Document
-from tracker.store import VERDICTS, NotFound
+from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
+from tracker.store import Match
+from workers import jobs
 
 from ..core import (
     MAX_PAGE,
+    bad_request,
     fail,
-    iso,
+    get_or_404,
     job_status,
     library,
-    match_json,
     parse_match_filters,
     role_required,
     store,
-    submit_job,
 )
+from ..evidence import REPORT_FORMATS, report_response
 from ..openapi import openapi_document
-from .exports import report_response
-from .library import document_dict, read_uploads
-from .suspects import JOB_ID_RE, MAX_URLS, check_url
+from ..serializers import document_dict, match_json, mother_json
+from ..uploads import MAX_URLS, read_uploads
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 MAX_DOCUMENTS = 10_000
-MAX_NOTE = 10_000
 
 
 def _json_body() -> Any:
@@ -74,49 +73,21 @@ def _int_arg(name: str, default: int, hi: int) -> int:
     return value
 
 
-def _mother_json(m: Any, text: bool = False) -> dict[str, Any]:
-    out = {
-        "id": m.id,
-        "title": m.title,
-        "source": m.source,
-        "characters": m.chars,
-        "ingested_at": iso(m.ingested_at),
-        "metadata": m.metadata,
-    }
-    if text:
-        out["text"] = m.text
-    return out
-
-
-def _documents_from_json(items: Any) -> tuple[list[Document], list[dict[str, Any]]]:
+def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Ingest items checked by ``tracker.rules.check_document_item``: (valid items,
+    errors naming the bad ones)."""
     if not isinstance(items, list):
         fail(400, "'documents' must be a list of {id, title?, text} objects")
     if len(items) > MAX_DOCUMENTS:
         fail(413, f"at most {MAX_DOCUMENTS} documents per request, got {len(items)}")
-    docs: list[Document] = []
+    docs: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     for i, item in enumerate(items):
         where = f"documents[{i}]"
-        if not isinstance(item, dict):
-            errors.append({"source": where, "message": "expected an object"})
-            continue
-        doc_id, text, title = item.get("id"), item.get("text"), item.get("title")
-        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or str(doc_id) == "":
-            errors.append({"source": where, "message": "missing 'id' (a non-empty string)"})
-            continue
-        if not isinstance(text, str) or not text.strip():
-            errors.append({"source": where, "message": "missing 'text' (a non-empty string)"})
-            continue
-        if title is not None and not isinstance(title, str):
-            errors.append({"source": where, "message": "'title' must be a string"})
-            continue
-        meta = {k: v for k, v in item.items() if k not in ("id", "title", "text")}
-        first_line = text.strip().splitlines()[0][:80]
-        docs.append(
-            Document(
-                id=str(doc_id), text=text, title=title or first_line, source="api", metadata=meta
-            )
-        )
+        try:
+            docs.append(check_document_item(item, where, source="api"))
+        except ValueError as exc:
+            errors.append({"source": where, "message": str(exc).removeprefix(f"{where}: ")})
     return docs, errors
 
 
@@ -129,7 +100,8 @@ def mothers_add() -> Any:
         files = request.files.getlist("files") or request.files.getlist("file")
         if not files:
             fail(400, "multipart upload without files: send them in the 'files' field")
-        docs, doc_errors = read_uploads(files)
+        uploaded, doc_errors = read_uploads(files)
+        docs = [document_dict(d) for d in uploaded]
         errors = [{"source": e.source, "message": e.message} for e in doc_errors]
     else:
         body = _json_body()
@@ -141,7 +113,8 @@ def mothers_add() -> Any:
         response = jsonify({"error": "no valid document to import", "errors": errors})
         response.status_code = 400
         return response
-    job_id = submit_job("ingest", [document_dict(d) for d in docs])
+    with bad_request():
+        job_id = jobs.submit_ingest(docs)
     return _accepted(job_id, documents=len(docs), errors=errors)
 
 
@@ -156,17 +129,15 @@ def mothers_list() -> Any:
             "total": store().count_mothers(search=search),
             "offset": offset,
             "limit": limit,
-            "mothers": [_mother_json(m) for m in mothers],
+            "mothers": [mother_json(m) for m in mothers],
         }
     )
 
 
 @bp.get("/mothers/<id:mother_id>")
 def mothers_get(mother_id: str) -> Any:
-    try:
-        return jsonify(_mother_json(store().get_mother(mother_id), text=True))
-    except (NotFound, KeyError):
-        fail(404, f"no work with id {mother_id!r}")
+    mother = get_or_404(store().get_mother, mother_id, f"no work with id {mother_id!r}")
+    return jsonify(mother_json(mother, text=True))
 
 
 @bp.delete("/mothers/<id:mother_id>")
@@ -203,54 +174,23 @@ def checks() -> Any:
         )
     if len(urls) > MAX_URLS or len(texts) > MAX_DOCUMENTS:
         fail(413, f"at most {MAX_URLS} URLs and {MAX_DOCUMENTS} texts per request")
-    clean_texts: list[dict[str, Any]] = []
-    for i, item in enumerate(texts):
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("text"), str)
-            or not item["text"].strip()
-        ):
-            fail(400, f"texts[{i}] must be an object with a non-empty 'text' string")
-        out: dict[str, Any] = {"text": item["text"]}
-        for key in ("id", "title", "url"):
-            value = item.get(key)
-            if value is None or value == "":
-                continue
-            if not isinstance(value, str | int) or isinstance(value, bool):
-                fail(400, f"texts[{i}].{key} must be a string")
-            out[key] = str(value)
-        if "url" in out:
-            try:
-                check_url(out["url"])
-            except ValueError as exc:
-                fail(400, f"texts[{i}].url: {exc}")
-        clean_texts.append(out)
-    clean_urls: list[str] = []
-    for i, url in enumerate(urls):
-        if not isinstance(url, str):
-            fail(400, f"urls[{i}] must be a string")
-        try:
-            clean_urls.append(check_url(url))
-        except ValueError as exc:
-            fail(400, f"urls[{i}]: {exc}")
-    job_id = submit_job("check", texts=clean_texts or None, urls=clean_urls or None)
+    with bad_request():
+        clean_texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts)]
+        clean_urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls)]
+        job_id = jobs.submit_check(texts=clean_texts, urls=clean_urls)
     return _accepted(job_id, texts=len(clean_texts), urls=len(clean_urls))
 
 
 @bp.get("/jobs/<job_id>")
 def job(job_id: str) -> Any:
-    if not JOB_ID_RE.match(job_id):
-        fail(404, f"no job {job_id!r}")
     return jsonify(job_status(job_id))
 
 
 # --- matches ----------------------------------------------------------------------------
 @bp.get("/matches")
 def matches_list() -> Any:
-    try:
+    with bad_request():
         filters = parse_match_filters(request.args, default_per_page=50)
-    except ValueError as exc:
-        fail(400, str(exc))
     query = filters.query
     passages = request.args.get("passages", "1") not in ("0", "false", "no")
     return jsonify(
@@ -263,11 +203,12 @@ def matches_list() -> Any:
     )
 
 
-def _match(match_id: str) -> Any:
-    try:
-        return store().get_match(match_id)
-    except (NotFound, KeyError):
-        fail(404, "no match with this id (ids in paths are URL-safe base64 of the match id)")
+def _match(match_id: str) -> Match:
+    return get_or_404(
+        store().get_match,
+        match_id,
+        "no match with this id (ids in paths are URL-safe base64 of the match id)",
+    )
 
 
 @bp.get("/matches/<id:match_id>")
@@ -285,21 +226,16 @@ def matches_patch(match_id: str) -> Any:
     if unknown:
         fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only verdict and note")
     match = _match(match_id)
-    verdict = body.get("verdict", match.verdict)
-    if verdict not in VERDICTS:
-        fail(400, f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
-    note = body.get("note")
-    if note is not None and not isinstance(note, str):
-        fail(400, "note must be a string")
-    if note is not None and len(note) > MAX_NOTE:
-        fail(400, f"note longer than {MAX_NOTE} characters")
+    with bad_request():
+        verdict = check_verdict(body.get("verdict", match.verdict))
+        note = check_note(body.get("note"))
     return jsonify(match_json(store().set_verdict(match_id, verdict, note)))
 
 
 # --- reports ------------------------------------------------------------------------------
 @bp.get("/reports/<id:match_id>.<fmt>")
 def report(match_id: str, fmt: str) -> Response:
-    if fmt not in ("json", "html", "pdf"):
+    if fmt not in REPORT_FORMATS:
         fail(404, f"reports are .json, .html or .pdf, not .{fmt}")
     return report_response(match_id, fmt, download=fmt == "pdf")
 

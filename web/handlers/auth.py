@@ -18,7 +18,7 @@ from flask import (
 from tracker.store import ROLES
 
 from .. import accounts
-from ..core import current_user, fail, role_required, store
+from ..core import current_user, fail, role_required, safe_next, store
 from ..i18n import translate as _
 from ..security import csrf_token
 
@@ -26,10 +26,8 @@ bp = Blueprint("auth", __name__)
 
 
 def _safe_next(target: str | None) -> str:
-    """Only a path on this site: ``next`` must not send a user to another site."""
-    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
-        return target
-    return url_for("matches.dashboard")
+    """``next`` must not send a user to another site (see ``core.safe_next``)."""
+    return safe_next(target, url_for("matches.dashboard"))
 
 
 def _address() -> str:

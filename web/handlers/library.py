@@ -2,69 +2,30 @@
 
 from __future__ import annotations
 
-import secrets
-from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
-from werkzeug.datastructures import FileStorage
 
-from tracker.documents import SUPPORTED_SUFFIXES, Document, DocumentError, read_bytes
-from tracker.store import MatchQuery, NotFound
+from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
+from tracker.store import MatchQuery
+from workers import jobs
 
-from ..core import Page, fail, library, page_arg, role_required, store, submit_job
+from ..core import (
+    MAX_SHOWN_CHARS,
+    Page,
+    bad_request,
+    fail,
+    get_or_404,
+    library,
+    page_arg,
+    role_required,
+    store,
+)
 from ..i18n import translate as _
+from ..serializers import document_dict
+from ..uploads import pasted_document, read_uploads
 
 bp = Blueprint("library", __name__, url_prefix="/library")
-
-MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
-MAX_FILES = 500
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-def document_dict(doc: Document) -> dict[str, Any]:
-    return {
-        "id": doc.id,
-        "title": doc.title,
-        "text": doc.text,
-        "source": doc.source,
-        "metadata": doc.metadata,
-    }
-
-
-def read_uploads(files: list[FileStorage]) -> tuple[list[Document], list[DocumentError]]:
-    """Documents in uploaded files. Zips go through ``tracker.documents``, which refuses
-    absolute or ``..`` member paths, nested zips and zip bombs; bad files are errors."""
-    docs: list[Document] = []
-    errors: list[DocumentError] = []
-    for storage in files[:MAX_FILES]:
-        # The client's file name is only a label and an id (never a path on disk).
-        name = (storage.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
-        data = storage.read()
-        if not data:
-            errors.append(DocumentError(name, "empty file"))
-            continue
-        for item in read_bytes(data, name):
-            (errors if isinstance(item, DocumentError) else docs).append(item)
-    if len(files) > MAX_FILES:
-        errors.append(
-            DocumentError("upload", f"more than {MAX_FILES} files: the rest were ignored")
-        )
-    return docs, errors
-
-
-def pasted_document(form: Any, prefix: str | None) -> Document | None:
-    """The pasted text of a form; without an id given, one made from ``prefix`` and the
-    time (``prefix=None``: left empty, the worker names it by its content)."""
-    text = (form.get("text") or "").strip()
-    if not text:
-        return None
-    title = (form.get("title") or "").strip()[:300]
-    doc_id = (form.get("doc_id") or "").strip()[:200] or (new_id(prefix) if prefix else "")
-    return Document(id=doc_id, text=text, title=title or text.splitlines()[0][:80], source="paste")
 
 
 @bp.get("/")
@@ -101,7 +62,8 @@ def upload() -> Any:
             "library/upload.html", suffixes=SUPPORTED_SUFFIXES, errors=errors
         ), 400
     # Fingerprinting runs on a worker: a large upload never holds this request.
-    job_id = submit_job("ingest", [document_dict(d) for d in docs])
+    with bad_request():
+        job_id = jobs.submit_ingest([document_dict(d) for d in docs])
     flash(_("{n} works queued for import.", n=len(docs)), "info")
     for err in errors[:20]:
         flash(_("Skipped {source}: {message}", source=err.source, message=err.message), "error")
@@ -112,10 +74,7 @@ def upload() -> Any:
 
 @bp.get("/<id:mother_id>")
 def show(mother_id: str) -> Any:
-    try:
-        mother = store().get_mother(mother_id)
-    except (NotFound, KeyError):
-        fail(404, f"no work {mother_id!r}")
+    mother = get_or_404(store().get_mother, mother_id, f"no work {mother_id!r}")
     query = MatchQuery(mother_id=mother_id, limit=20)
     matches = store().query_matches(query)
     total = store().count_matches(query)

@@ -7,15 +7,23 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
-from tracker.store import VERDICTS, NotFound
+from tracker.rules import check_note, check_verdict
+from tracker.store import VERDICTS, Match
 
-from ..core import Page, fail, parse_match_filters, role_required, store, work_choices
+from ..core import (
+    Page,
+    bad_request,
+    get_or_404,
+    parse_match_filters,
+    role_required,
+    safe_next,
+    store,
+    work_choices,
+)
 from ..highlight import segments
 from ..i18n import translate as _
 
 bp = Blueprint("matches", __name__)
-
-MAX_NOTE = 10_000
 
 
 @bp.get("/")
@@ -55,23 +63,21 @@ def dashboard() -> Any:
     )
 
 
-def _get(match_id: str) -> Any:
-    try:
-        return store().get_match(match_id)
-    except (NotFound, KeyError):
-        fail(404, "no such match")
+def _get(match_id: str) -> Match:
+    return get_or_404(store().get_match, match_id, "no such match")
 
 
 @bp.get("/matches/<id:match_id>")
 def detail(match_id: str) -> Any:
     match = _get(match_id)
+    # The evidence view still shows the match when its suspect or work was deleted.
     try:
         suspect = store().get_suspect(match.suspect_id)
-    except (NotFound, KeyError):
+    except KeyError:
         suspect = None
     try:
         mother = store().get_mother(match.mother_id)
-    except (NotFound, KeyError):
+    except KeyError:
         mother = None
     passages = sorted(match.passages, key=lambda p: p.suspect_start)
     numbered = list(enumerate(passages, 1))
@@ -101,16 +107,11 @@ def detail(match_id: str) -> Any:
 @role_required("analyst")
 def verdict(match_id: str) -> Any:
     match = _get(match_id)
-    verdict = request.form.get("verdict") or match.verdict
-    if verdict not in VERDICTS:
-        fail(400, f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
-    note = request.form.get("note")
-    if note is not None and len(note) > MAX_NOTE:
-        fail(400, f"note longer than {MAX_NOTE} characters")
+    with bad_request():
+        verdict = check_verdict(request.form.get("verdict") or match.verdict)
+        note = check_note(request.form.get("note"))
     store().set_verdict(match_id, verdict, note)
     labels = {"pending": _("Pending"), "confirmed": _("Confirmed"), "dismissed": _("Dismissed")}
     flash(_("Verdict saved: {verdict}.", verdict=labels[verdict]), "info")
-    back = request.form.get("next", "")
-    if back.startswith("/") and not back.startswith(("//", "/\\")):
-        return redirect(back)
-    return redirect(url_for("matches.detail", match_id=match_id))
+    detail_url = url_for("matches.detail", match_id=match_id)
+    return redirect(safe_next(request.form.get("next"), detail_url))

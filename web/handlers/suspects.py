@@ -2,67 +2,29 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
-from tracker.store import MatchQuery, NotFound
+from tracker.rules import check_url
+from tracker.store import MatchQuery
+from workers import jobs
 
-from ..core import Page, fail, job_status, page_arg, role_required, store, submit_job
+from ..core import (
+    MAX_SHOWN_CHARS,
+    Page,
+    bad_request,
+    get_or_404,
+    job_status,
+    page_arg,
+    role_required,
+    store,
+)
 from ..i18n import translate as _
-from .library import MAX_SHOWN_CHARS, pasted_document, read_uploads
+from ..uploads import MAX_URLS, parse_urls, pasted_document, read_uploads, text_item
 
 bp = Blueprint("suspects", __name__)
-
-MAX_URLS = 1000
-JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-
-
-def check_url(url: str) -> str:
-    """An http(s) URL with a host, else ``ValueError`` saying why."""
-    url = url.strip()
-    if len(url) > 2048:
-        raise ValueError(f"URL longer than 2048 characters: {url[:60]}…")
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        raise ValueError(f"not a valid URL: {url!r}") from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {url!r}")
-    return url
-
-
-def parse_urls(block: str) -> tuple[list[str], list[str]]:
-    """URLs of a text area (one a line; blank lines and # comments skipped)."""
-    urls: list[str] = []
-    errors: list[str] = []
-    seen: set[str] = set()
-    for line in block.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            url = check_url(line)
-        except ValueError as exc:
-            errors.append(str(exc))
-            continue
-        if url not in seen:
-            seen.add(url)
-            urls.append(url)
-    return urls, errors
-
-
-def text_item(doc: Any, url: str = "") -> dict[str, Any]:
-    item: dict[str, Any] = {"title": doc.title, "text": doc.text}
-    if doc.id:
-        item["id"] = doc.id
-    url = url or str((doc.metadata or {}).get("url") or "")
-    if url:
-        item["url"] = url
-    return item
 
 
 @bp.get("/suspects/")
@@ -114,7 +76,8 @@ def submit() -> Any:
             "suspects/new.html", suffixes=SUPPORTED_SUFFIXES, errors=errors, form=request.form
         ), 400
     # Fetching and matching run on a worker; the page follows the job.
-    job_id = submit_job("check", texts=texts or None, urls=urls or None)
+    with bad_request():
+        job_id = jobs.submit_check(texts=texts, urls=urls)
     flash(_("{n} suspects queued for checking.", n=len(texts) + len(urls)), "info")
     for err in errors[:20]:
         flash(_("Skipped {source}: {message}", source=err.source, message=err.message), "error")
@@ -123,10 +86,7 @@ def submit() -> Any:
 
 @bp.get("/suspects/<id:suspect_id>")
 def show(suspect_id: str) -> Any:
-    try:
-        suspect = store().get_suspect(suspect_id)
-    except (NotFound, KeyError):
-        fail(404, f"no suspect {suspect_id!r}")
+    suspect = get_or_404(store().get_suspect, suspect_id, f"no suspect {suspect_id!r}")
     matches = store().query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
     return render_template(
         "suspects/show.html",
@@ -139,59 +99,11 @@ def show(suspect_id: str) -> Any:
 
 @bp.get("/jobs/<job_id>")
 def job(job_id: str) -> Any:
-    if not JOB_ID_RE.match(job_id):
-        fail(404, "no such job")
     status = job_status(job_id)
     return render_template(
         "job.html",
         job=status,
         job_id=job_id,
-        summary=job_summary(status),
-        kind=job_kind(status, request.args.get("kind", "")),
+        summary=jobs.job_summary(status),
+        kind=jobs.job_kind(status, request.args.get("kind", "")),
     )
-
-
-def job_kind(status: dict[str, Any], hint: str) -> str:
-    result = status.get("result")
-    if isinstance(result, dict):
-        if "ingested" in result:
-            return "ingest"
-        if "results" in result:
-            return "check"
-    return hint if hint in ("ingest", "check") else ""
-
-
-def job_summary(status: dict[str, Any]) -> dict[str, Any]:
-    """A finished job's result in the shape the page shows (see ``workers.jobs``)."""
-    result = status.get("result")
-    if not isinstance(result, dict):
-        return {}
-    rows = []
-    for item in result.get("results") or []:
-        if not isinstance(item, dict):
-            continue
-        matches = item.get("matches")
-        count = len(matches) if isinstance(matches, list) else int(matches or 0)
-        rows.append(
-            {
-                "suspect_id": item.get("suspect_id"),
-                "title": item.get("title") or "",
-                "url": item.get("url") or "",
-                "matches": count,
-            }
-        )
-    problems = [
-        {
-            "source": str(e.get("source") or e.get("url") or ""),
-            "message": str(e.get("error") or e.get("message") or e.get("reason") or ""),
-        }
-        for e in [*(result.get("errors") or []), *(result.get("skipped") or [])]
-        if isinstance(e, dict)
-    ]
-    return {
-        "rows": rows,
-        "problems": problems,
-        "checked": len(rows),
-        "matches": sum(r["matches"] for r in rows),
-        "with_matches": sum(1 for r in rows if r["matches"]),
-    }

@@ -1,0 +1,36 @@
+"""One case's evidence report as an HTTP answer (the export page and the REST API)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from flask import Response
+
+from tracker.reports import build_report
+
+from .core import get_or_404, library
+from .security import REPORT_CSP
+
+MIME = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "pdf": "application/pdf",
+}
+REPORT_FORMATS = ("json", "html", "pdf")
+
+
+def case_name(match_id: str) -> str:
+    """An ASCII file name for a case: ids may hold anything, headers may not."""
+    return "yinji-evidence-" + hashlib.sha256(match_id.encode("utf-8")).hexdigest()[:12]
+
+
+def report_response(match_id: str, fmt: str, *, download: bool) -> Response:
+    body = get_or_404(lambda key: build_report(library(), key, fmt), match_id, "no such match")
+    response = Response(body, content_type=MIME[fmt])
+    disposition = "attachment" if download or fmt == "pdf" else "inline"
+    filename = f"{case_name(match_id)}.{fmt}"
+    response.headers["Content-Disposition"] = f'{disposition}; filename="{filename}"'
+    if fmt == "html":
+        response.headers["Content-Security-Policy"] = REPORT_CSP
+    return response

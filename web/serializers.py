@@ -1,0 +1,71 @@
+"""The JSON shapes of the REST API and of the job payloads the web app sends: one
+module, so a record looks the same in every answer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tracker.documents import Document
+from tracker.store import Match, Mother
+
+from .ids import encode_id
+
+
+# --- JSON shapes ------------------------------------------------------------------------
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": m.id,
+        "ref": encode_id(m.id),
+        "suspect_id": m.suspect_id,
+        "mother_id": m.mother_id,
+        "mother_title": m.mother_title,
+        "suspect_title": m.suspect_title,
+        "suspect_url": m.suspect_url,
+        "domain": m.domain,
+        "score": m.score,
+        "coverage": m.coverage,
+        "mother_coverage": m.mother_coverage,
+        "engine": m.engine,
+        "verdict": m.verdict,
+        "note": m.note,
+        "created_at": iso(m.created_at),
+        "updated_at": iso(m.updated_at),
+    }
+    if passages:
+        out["passages"] = [p.to_dict() for p in m.passages]
+    else:
+        out["passage_count"] = len(m.passages)
+    return out
+
+
+def mother_json(m: Mother, *, text: bool = False) -> dict[str, Any]:
+    """A work; its text only with ``text`` (listings leave it out)."""
+    out: dict[str, Any] = {
+        "id": m.id,
+        "title": m.title,
+        "source": m.source,
+        "characters": m.chars,
+        "ingested_at": iso(m.ingested_at),
+        "metadata": m.metadata,
+    }
+    if text:
+        out["text"] = m.text
+    return out
+
+
+def document_dict(doc: Document) -> dict[str, Any]:
+    """A document as an ingest job item (``tracker.rules.check_document_item``)."""
+    return {
+        "id": doc.id,
+        "title": doc.title,
+        "text": doc.text,
+        "source": doc.source,
+        "metadata": doc.metadata,
+    }
