@@ -380,5 +380,8 @@ def split_documents(
     docs: list[Document] = []
     errors: list[DocumentError] = []
     for item in items:
-        (errors if isinstance(item, DocumentError) else docs).append(item)
+        if isinstance(item, DocumentError):
+            errors.append(item)
+        else:
+            docs.append(item)
     return docs, errors

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Verdict = Literal["pending", "confirmed", "dismissed"]
 VERDICTS: tuple[str, ...] = ("pending", "confirmed", "dismissed")
@@ -27,8 +27,10 @@ ROLES: tuple[str, ...] = ("admin", "analyst", "viewer")
 
 
 # Sort keys of the match dashboard, ``GET /api/v1/matches`` and the stores: the one list.
-SORTS: tuple[str, ...] = ("-score", "score", "-created_at", "created_at", "-coverage", "coverage")
-MatchSort = Literal["score", "-score", "created_at", "-created_at", "coverage", "-coverage"]
+# The type checker reads the Literal; the run-time tuple is taken from it, so the two
+# cannot drift apart (tracker.rules.check_sort checks values against SORTS).
+MatchSort = Literal["-score", "score", "-created_at", "created_at", "-coverage", "coverage"]
+SORTS: tuple[str, ...] = get_args(MatchSort)
 
 
 def utcnow() -> datetime:

@@ -12,10 +12,10 @@ document readers and the stores can use it without import cycles.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-from tracker.records import SORTS, VERDICTS
+from tracker.records import SORTS, VERDICTS, MatchSort
 
 # sitemaps.org and most HTTP servers and proxies cap URLs near 2 kB; a longer "URL" is
 # almost never a page a person wants checked, and it would be kept in every match row.
@@ -115,10 +115,10 @@ def check_note(note: Any) -> str | None:
     return note
 
 
-def check_sort(sort: Any) -> str:
+def check_sort(sort: Any) -> MatchSort:
     if not isinstance(sort, str) or sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
-    return sort
+    return cast(MatchSort, sort)
 
 
 # --- job items --------------------------------------------------------------------------

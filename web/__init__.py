@@ -103,7 +103,7 @@ def _pct(value: float, digits: int = 1) -> str:
 def _lang_url(lang: str) -> str:
     """The current page in another language. Query keys starting with "_" are dropped
     (url_for would read ``_external``/``_scheme`` from a crafted link as options)."""
-    values = {k: v for k, v in request.args.items() if not k.startswith("_")}
+    values: dict[str, Any] = {k: v for k, v in request.args.items() if not k.startswith("_")}
     values.update(request.view_args or {})
     values["lang"] = lang
     return url_for(request.endpoint or "matches.dashboard", **values)

@@ -238,7 +238,7 @@ def parse_match_filters(args: MultiDict[str, str], *, default_per_page: int = 25
         since=since,
         until=until,
         search=(args.get("q") or args.get("search") or "").strip() or None,
-        sort=sort,  # type: ignore[arg-type]
+        sort=sort,
         offset=offset,
         limit=per_page,
     )

@@ -35,7 +35,10 @@ def read_uploads(files: list[FileStorage]) -> tuple[list[Document], list[Documen
             errors.append(DocumentError(name, "empty file"))
             continue
         for item in read_bytes(data, name):
-            (errors if isinstance(item, DocumentError) else docs).append(item)
+            if isinstance(item, DocumentError):
+                errors.append(item)
+            else:
+                docs.append(item)
     if len(files) > MAX_FILES:
         errors.append(
             DocumentError("upload", f"more than {MAX_FILES} files: the rest were ignored")

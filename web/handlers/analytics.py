@@ -22,11 +22,11 @@ def index() -> Any:
         error = str(exc)
         query = parse_match_filters({}).query  # type: ignore[arg-type]
     stats = store().match_stats(replace(query, offset=0))
-    top_works = [
+    top_works: list[tuple[str, int, str | None]] = [
         (title or mid, n, url_for("matches.dashboard", **filter_args(request.args, work=mid)))
         for mid, title, n in stats["top_mothers"]
     ]
-    top_sites = [
+    top_sites: list[tuple[str, int, str | None]] = [
         (domain, n, url_for("matches.dashboard", **filter_args(request.args, domain=domain)))
         for domain, n in stats["top_domains"]
     ]

@@ -105,7 +105,9 @@ def account_password() -> Any:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.account"))
     # Keep this session, end the others (their stamp no longer matches).
-    session["stamp"] = accounts.session_stamp(store().get_user(user.username))
+    changed = store().get_user(user.username)
+    assert changed is not None  # set_password succeeded on this user a moment ago
+    session["stamp"] = accounts.session_stamp(changed)
     flash(_("Password changed."), "info")
     return redirect(url_for("auth.account"))
 
