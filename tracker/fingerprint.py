@@ -11,7 +11,7 @@ Normalization (``Reference``): with ``mode="quantile"`` each letter's deviation 
 cut at its own quantiles in the reference corpus, so every level of every letter
 is about equally likely and fingerprints spread evenly (fewer chance collisions);
 ``mode="fixed"`` cuts it into equal-width bins of ±2 binomial standard deviations,
-the textbook variant. ``bench/bench_fingerprint.py`` measures both.
+the textbook variant. ``bench/bench_core.py`` measures both (spread and collisions).
 
 Everything is vectorized: letters are counted per block with one ``bincount``,
 window counts are differences of prefix sums, and the packing loops over letters,
@@ -192,7 +192,7 @@ class FingerprintParams:
     10, 8, 4 or 2. ``letters``: the letters packed, in order; at most
     ``MAX_LETTERS[levels]`` (19, 21, 32, 64) so the result fits 64 bits.
     ``mode``: "quantile" or "fixed". Defaults were chosen by
-    ``bench/tune_fingerprint.py`` (see docs/FINGERPRINTS.md).
+    measurement (the table and method are in docs/FINGERPRINTS.md).
     """
 
     granularity: int = 24
