@@ -1,0 +1,414 @@
+"""Scale benchmark: libraries of 10 M, 100 M and 1 B characters on the embedded default.
+
+For each size it
+
+1. samples a library of unrelated works from a character bigram model trained on
+   ``../shared/data`` (realistic character, hence pinyin-initial, statistics; many
+   Markov chains sampled side by side with numpy, ~10 M chars/s), written as .jsonl
+   files of ~8 M characters each;
+2. runs ``yinji --data-dir D ingest FILES`` as a user would (its defaults), timed, with
+   the peak RSS of the CLI process;
+3. reads index size from the embedded Redis (``used_memory`` minus the empty server's)
+   and the postings count from ``index stats``; the data folder's bytes;
+4. checks planted 2,000-character suspects in-process (``Library.check_text``, nothing
+   saved): copies of library works (verbatim, an excerpt inside fresh text, homophones,
+   5 % random edits) and negatives (fresh text from the same model), and reports
+   latency p50/p90/p99, recall (the planted mother among the matches) and negatives
+   flagged.
+
+Results go to the ``scale`` section of docs/BENCHMARKS.md with machine and date.
+
+    python bench/bench_scale.py --sizes 10M,100M          # CI does not run this
+    python bench/bench_scale.py --sizes 1B --keep /big/dir # the manual billion run
+
+Texts are generated, never stored in git; ``--keep`` keeps the data folder and files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import contextlib
+
+from bench._common import ROOT, machine, write_section
+
+DATA = ROOT.parent / "shared" / "data"
+WORK_CHARS = 20_000  # one generated work: a long chapter or a news dossier
+FILE_CHARS = 8_000_000  # characters per generated .jsonl file
+SUSPECT_CHARS = 2_000
+
+
+# -- the text model ---------------------------------------------------------------
+def training_text(data: Path = DATA, limit: int = 30_000_000) -> str:
+    """Simplified Chinese from the shared corpus: novels, Lu Xun, laws, Wikipedia."""
+    files = [
+        data / "novels" / "hongloumeng.chapters.jsonl",
+        data / "novels" / "sanguoyanyi.chapters.jsonl",
+        data / "luxun" / "luxun_pieces.jsonl",
+        data / "laws" / "laws_national.jsonl",
+        data / "wiki" / "cmrc2018_paragraphs.simplified.jsonl",
+    ]
+    parts: list[str] = []
+    total = 0
+    for path in files:
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                text = json.loads(line).get("text", "")
+                parts.append(text)
+                total += len(text)
+                if total >= limit:
+                    return "\n".join(parts)
+    if not parts:
+        raise SystemExit(f"no training text under {data} (the shared corpus is needed here)")
+    return "\n".join(parts)
+
+
+@dataclass
+class BigramModel:
+    """P(next char | previous char) as a CSR table of cumulative counts.
+
+    Sampling ``n`` chains at once is one ``searchsorted`` per step: the target
+    ``cum_before[state] + u * total[state]`` falls inside the state's own segment of the
+    global cumulative array, so no per-chain loop is needed."""
+
+    vocab: np.ndarray  # code points, int32
+    indptr: np.ndarray  # segment of each previous char in ``nexts``/``cum``
+    nexts: np.ndarray  # next-char ids, grouped by previous char
+    cum: np.ndarray  # global cumulative counts, float64
+    start_p: np.ndarray  # unigram distribution for chain starts
+
+    @classmethod
+    def train(cls, text: str) -> BigramModel:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        vocab, ids = np.unique(codes, return_inverse=True)
+        ids = ids.astype(np.int64)
+        v = len(vocab)
+        pairs, counts = np.unique(ids[:-1] * v + ids[1:], return_counts=True)
+        prev, nexts = pairs // v, pairs % v
+        indptr = np.zeros(v + 1, dtype=np.int64)
+        np.add.at(indptr, prev + 1, 1)
+        indptr = np.cumsum(indptr)
+        unigram = np.bincount(ids, minlength=v).astype(np.float64)
+        return cls(
+            vocab=vocab.astype(np.int32),
+            indptr=indptr,
+            nexts=nexts.astype(np.int32),
+            cum=np.cumsum(counts.astype(np.float64)),
+            start_p=unigram / unigram.sum(),
+        )
+
+    def sample(self, chains: int, length: int, rng: np.random.Generator) -> np.ndarray:
+        """``chains`` independent texts of ``length`` characters (char ids)."""
+        out = np.empty((chains, length), dtype=np.int32)
+        state = rng.choice(len(self.vocab), size=chains, p=self.start_p)
+        seg_start, seg_end = self.indptr[:-1], self.indptr[1:]
+        before = np.where(seg_start > 0, self.cum[np.maximum(seg_start - 1, 0)], 0.0)
+        total = np.where(seg_end > seg_start, self.cum[np.maximum(seg_end - 1, 0)] - before, 0.0)
+        for t in range(length):
+            out[:, t] = state
+            dead = total[state] == 0  # the corpus's last character: restart the chain
+            u = rng.random(chains)
+            target = before[state] + u * total[state]
+            j = np.searchsorted(self.cum, target, side="right")
+            nxt = self.nexts[np.minimum(j, len(self.nexts) - 1)]
+            if dead.any():
+                nxt[dead] = rng.choice(len(self.vocab), size=int(dead.sum()), p=self.start_p)
+            state = nxt
+        return out
+
+    def texts(self, chains: int, length: int, rng: np.random.Generator) -> list[str]:
+        ids = self.sample(chains, length, rng)
+        codes = self.vocab[ids].astype("<u4")
+        return [row.tobytes().decode("utf-32-le") for row in codes]
+
+
+# -- planted suspects -------------------------------------------------------------
+def homophone_map(vocab: np.ndarray) -> dict[str, str]:
+    from pypinyin import Style, lazy_pinyin
+
+    by_sound: dict[str, list[str]] = {}
+    for code in vocab.tolist():
+        ch = chr(code)
+        if "\u4e00" <= ch <= "\u9fff":
+            by_sound.setdefault(lazy_pinyin(ch, style=Style.NORMAL)[0], []).append(ch)
+    out: dict[str, str] = {}
+    for group in by_sound.values():
+        for i, ch in enumerate(group):
+            if len(group) > 1:
+                out[ch] = group[(i + 1) % len(group)]
+    return out
+
+
+def random_edits(text: str, rate: float, rng: random.Random, pool: str) -> str:
+    return "".join(
+        rng.choice(pool) if "\u4e00" <= ch <= "\u9fff" and rng.random() < rate else ch
+        for ch in text
+    )
+
+
+@dataclass
+class Planted:
+    kind: str
+    text: str
+    mother: str | None  # None: a negative
+
+
+def plant(
+    model: BigramModel,
+    works: dict[str, str],
+    per_kind: int,
+    rng: np.random.Generator,
+) -> list[Planted]:
+    """Copies of library works and negatives, each SUSPECT_CHARS long."""
+    prng = random.Random(int(rng.integers(1 << 31)))
+    homo = homophone_map(model.vocab)
+    pool = "".join(c for c in map(chr, model.vocab.tolist()) if "\u4e00" <= c <= "\u9fff")[:3000]
+    ids = sorted(works)
+    fresh = iter(model.texts(per_kind * 3, SUSPECT_CHARS, rng))
+    cases: list[Planted] = []
+    for kind in ("verbatim", "excerpt", "homophones", "edits5"):
+        for _ in range(per_kind):
+            wid = prng.choice(ids)
+            work = works[wid]
+            start = prng.randrange(0, len(work) - SUSPECT_CHARS)
+            copy = work[start : start + SUSPECT_CHARS]
+            if kind == "excerpt":
+                host = next(fresh)
+                part = copy[:600]
+                text = host[:700] + part + host[700 : SUSPECT_CHARS - 600]
+            elif kind == "homophones":
+                text = "".join(homo.get(c, c) if prng.random() < 0.3 else c for c in copy)
+            elif kind == "edits5":
+                text = random_edits(copy, 0.05, prng, pool)
+            else:
+                text = copy
+            cases.append(Planted(kind, text, wid))
+    for _ in range(per_kind * 2):
+        cases.append(Planted("negative", next(fresh), None))
+    return cases
+
+
+# -- one size ---------------------------------------------------------------------
+@dataclass
+class SizeResult:
+    chars: int
+    works: int
+    ingest_seconds: float = 0.0
+    ingest_rss_mb: float = 0.0
+    postings: int = 0
+    redis_bytes: int = 0
+    data_bytes: int = 0
+    check_rss_mb: float = 0.0
+    latency: dict[str, list[float]] = field(default_factory=dict)
+    found: dict[str, list[bool]] = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+
+
+def folder_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(root) / name).stat().st_size
+    return total
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9}.get(text[-1:], 1)
+    return int(float(text.rstrip("KMBG")) * scale)
+
+
+def generate_library(
+    model: BigramModel, chars: int, folder: Path, rng: np.random.Generator, keep_works: int
+) -> tuple[list[Path], dict[str, str]]:
+    """Write works of WORK_CHARS to .jsonl files; return the files and a sample of works
+    (the ones suspects are planted from)."""
+    n_works = max(1, chars // WORK_CHARS)
+    per_file = max(1, FILE_CHARS // WORK_CHARS)
+    kept: dict[str, str] = {}
+    keep_ids = set(rng.choice(n_works, size=min(keep_works, n_works), replace=False).tolist())
+    files: list[Path] = []
+    done = 0
+    batch = 512  # chains sampled side by side
+    fh = None
+    while done < n_works:
+        take = min(batch, n_works - done)
+        for text in model.texts(take, WORK_CHARS, rng):
+            if done % per_file == 0:
+                if fh:
+                    fh.close()
+                files.append(folder / f"works-{len(files):05d}.jsonl")
+                fh = files[-1].open("w", encoding="utf-8")
+            wid = f"w{done:08d}"
+            assert fh is not None
+            fh.write(
+                json.dumps(
+                    {"id": wid, "title": f"生成作品 {done}", "text": text}, ensure_ascii=False
+                )
+                + "\n"
+            )
+            if done in keep_ids:
+                kept[wid] = text
+            done += 1
+    if fh:
+        fh.close()
+    return files, kept
+
+
+def run_size(
+    model: BigramModel, chars: int, work_dir: Path, per_kind: int, seed: int, engine: str | None
+) -> SizeResult:
+    rng = np.random.default_rng(seed)
+    src, data = work_dir / "src", work_dir / "data"
+    src.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    files, kept = generate_library(model, chars, src, rng, keep_works=per_kind * 4)
+    print(f"  generated {chars:,} chars in {len(files)} files ({time.perf_counter() - t0:.0f} s)")
+    res = SizeResult(chars=chars, works=max(1, chars // WORK_CHARS))
+    cmd = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", *map(str, files)]
+    env = dict(os.environ)
+    if engine:
+        env["YINJI_ENGINE"] = engine
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    res.ingest_seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"ingest failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    res.ingest_rss_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    print(f"  ingest {res.ingest_seconds:.0f} s: {chars / res.ingest_seconds / 1e6:.2f} M chars/s")
+
+    from tracker.config import Settings
+    from tracker.library import Library
+
+    settings = replace(Settings.from_env(), data_dir=data)
+    lib = Library.open(settings)
+    try:
+        stats = lib.index_stats()
+        res.stats = stats
+        eng_stats = next(iter(stats["engines"].values()), {})
+        res.postings = int(eng_stats.get("postings", 0))
+        info = lib.redis.info("memory")
+        res.redis_bytes = int(info["used_memory"]) - int(info.get("used_memory_startup", 0))
+        res.data_bytes = folder_bytes(data)
+        cases = plant(model, kept, per_kind, rng)
+        for case in cases[:10]:  # warm-up: caches, connections
+            lib.check_text(case.text)
+        for case in cases:
+            t = time.perf_counter()
+            result = lib.check_text(case.text)
+            ms = (time.perf_counter() - t) * 1000
+            group = "negative" if case.mother is None else "copy"
+            res.latency.setdefault(group, []).append(ms)
+            ids = {m.mother_id for m in result.matches}
+            hit = bool(ids) if case.mother is None else case.mother in ids
+            res.found.setdefault(case.kind, []).append(hit)
+        res.check_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    finally:
+        lib.close()
+    return res
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+def human(n: float) -> str:
+    for unit, div in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= div:
+            return f"{n / div:g} {unit}"
+    return str(int(n))
+
+
+def table(results: list[SizeResult]) -> str:
+    rows = [
+        "| library | works | ingest M chars/s | postings | index bytes/posting | data folder | "
+        "ingest RSS | check p50 / p90 / p99 ms (copies) | p50 / p99 ms (negatives) | recall "
+        "(verbatim / excerpt / homophones / edits5) | negatives flagged |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        copies, negs = r.latency.get("copy", []), r.latency.get("negative", [])
+        recall = " / ".join(
+            f"{np.mean(r.found.get(k, [0])):.2f}"
+            for k in ("verbatim", "excerpt", "homophones", "edits5")
+        )
+        flagged = r.found.get("negative", [])
+        rows.append(
+            f"| {human(r.chars)} | {r.works:,} | {r.chars / r.ingest_seconds / 1e6:.2f} | "
+            f"{r.postings:,} | {r.redis_bytes / max(r.postings, 1):.1f} | "
+            f"{r.data_bytes / 2**30:.2f} GiB | {r.ingest_rss_mb:.0f} MB | "
+            f"{pct(copies, 50):.1f} / {pct(copies, 90):.1f} / {pct(copies, 99):.1f} | "
+            f"{pct(negs, 50):.1f} / {pct(negs, 99):.1f} | {recall} | "
+            f"{sum(flagged)} of {len(flagged)} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10M,100M", help="library sizes, e.g. 1M,10M,100M,1B")
+    ap.add_argument("--per-kind", type=int, default=50, help="planted suspects per kind")
+    ap.add_argument("--engine", default=None, help="engine (default: the library default)")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: temp)")
+    ap.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
+    ap.add_argument("--label", default="", help="what this run measures (goes into the heading)")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    model = BigramModel.train(training_text())
+    took = time.perf_counter() - t0
+    print(f"model: {len(model.vocab):,} chars, {len(model.nexts):,} bigrams ({took:.0f} s)")
+    results: list[SizeResult] = []
+    base = args.keep or Path(tempfile.mkdtemp(prefix="yinji-scale-"))
+    try:
+        for size in args.sizes.split(","):
+            chars = parse_size(size)
+            print(f"library of {human(chars)} characters")
+            folder = base / size.strip()
+            if folder.exists():
+                shutil.rmtree(folder)
+            results.append(run_size(model, chars, folder, args.per_kind, args.seed, args.engine))
+            print(table(results[-1:]))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    body = (
+        f"## Scale: libraries of {', '.join(human(r.chars) for r in results)} characters"
+        f"{' — ' + args.label if args.label else ''}\n\n"
+        f"{date.today().isoformat()}, {machine()}. "
+        f"`python bench/bench_scale.py --sizes {args.sizes}`: "
+        f"works of {WORK_CHARS:,} characters sampled from a character bigram model of "
+        f"`../shared/data`; {args.per_kind} planted {SUSPECT_CHARS:,}-character suspects per kind "
+        f"and {args.per_kind * 2} negatives; ingest through the CLI with its defaults; checks "
+        "in-process without saving. Index bytes per posting = Redis `used_memory` above the empty "
+        "server's, divided by postings.\n\n" + table(results)
+    )
+    print(body)
+    if not args.no_write:
+        name = "scale" + (f"-{args.label}" if args.label else "")
+        write_section(name, body, ROOT / "docs" / "BENCHMARKS.md")
+
+
+if __name__ == "__main__":
+    main()
