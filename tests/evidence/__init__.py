@@ -1,0 +1,1 @@
+"""Tests of tracker.evidence (the evidence log, timestamps, captures and bundles)."""

@@ -1,0 +1,1 @@
+"""Evidence that holds up: an append-only, signed, timestamped record of what Yinji saw."""
