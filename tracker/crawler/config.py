@@ -1,0 +1,51 @@
+"""``CrawlerConfig``: every limit and policy of the crawler, in one frozen dataclass."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracker.config import Settings
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+DEFAULT_USER_AGENT = "YinjiBot/0.1 (+copyright tracking)"
+
+
+@dataclass(frozen=True)
+class CrawlerConfig:
+    """Crawler settings. Times are seconds; ``from_settings`` reads ``Settings``."""
+
+    connect_timeout: float = 5.0
+    read_timeout: float = 15.0  # per socket read, not for the whole body
+    total_timeout: float = 60.0  # one fetch(): all hops, retries, backoff, body
+    max_bytes: int = 5 * 1024 * 1024  # decoded body cap
+    max_redirects: int = 5
+    user_agent: str = DEFAULT_USER_AGENT
+    min_interval: float = 1.0  # per host, between request starts
+    retries: int = 2  # extra attempts after the first one
+    backoff_factor: float = 0.5  # sleeps factor * 2**attempt (0.5 s, 1 s, ...)
+    retry_statuses: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+    max_retry_after: float = 30.0  # a longer Retry-After gives up at once (reschedule instead)
+    respect_robots: bool = True
+    robots_ttl: float = 3600.0
+    robots_error_ttl: float = 300.0  # a 5xx/unreachable robots.txt is retried sooner
+    robots_max_bytes: int = 512 * 1024  # RFC 9309: parse at least 500 KiB, ignore the rest
+    max_crawl_delay: float = 30.0  # cap on a robots.txt Crawl-delay
+    allow_private: bool = False
+    # Escape hatch consulted for each address the rules would refuse: return True to allow
+    # it anyway (a loopback test server, an internal mirror) without opening everything.
+    allow_address: Callable[[IPAddress, int], bool] | None = None
+    # host, port -> IP strings; defaults to socket.getaddrinfo (tests inject a fake DNS).
+    resolver: Callable[[str, int], Sequence[str]] | None = None
+    ca_certs: str | None = None  # CA bundle for https (default: the system store)
+    accept_language: str = "zh-CN,zh;q=0.9,zh-TW;q=0.8,en;q=0.5"
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlerConfig:
+        values: dict[str, Any] = {"allow_private": settings.allow_private_urls}
+        values.update(overrides)
+        return cls(**values)
