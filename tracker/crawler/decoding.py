@@ -14,6 +14,7 @@ import codecs
 import logging
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -143,21 +144,135 @@ def _codec_for_label(label: str) -> str | None:
     return name
 
 
+Decoded = tuple[str, str]  # (text, Python codec name)
+
+
+class _Reading(NamedTuple):
+    """A strict decoding and its common-character ratio."""
+
+    text: str
+    codec: str
+    ratio: float
+
+    @property
+    def decoded(self) -> Decoded:
+        return self.text, self.codec
+
+    @property
+    def clearly_chinese(self) -> bool:
+        return self.ratio >= CJK_RATIO_THRESHOLD
+
+
+def decode_html(body: bytes, content_type_header: str | None = None) -> Decoded:
+    """Decode a page to text; returns ``(text, codec_name)``. Never raises.
+
+    ``content_type_header`` is the HTTP ``Content-Type`` value if there was one. The
+    steps, in order (each named below):
+
+    1. ``_decode_bom``: a byte-order mark decides.
+    2. ``_decode_declared``: declared charsets (HTTP header, then XML declaration and
+       <meta>), each accepted only if it strict-decodes and is plausible.
+    3. UTF-8, strictly.
+    4. ``_detect``: GB18030 or Big5 by common-character ratio (``_best_chinese``), an
+       almost-clean reading, charset_normalizer biased to CJK candidates, and last the
+       least damaged reading.
+    """
+    if not body:
+        return "", "utf-8"
+    with_bom = _decode_bom(body)
+    if with_bom is not None:
+        return with_bom
+    utf8 = _strict(body, "utf-8")
+    declared = _decode_declared(body, content_type_header, utf8)
+    if declared is not None:
+        return declared
+    if utf8 is not None:
+        return utf8, "utf-8"
+    return _detect(body)
+
+
+# --- step 1: byte-order mark ------------------------------------------------------------
+def _decode_bom(body: bytes) -> Decoded | None:
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(codec, errors="replace"), codec
+    return None
+
+
+# --- step 2: declared labels --------------------------------------------------------------
 def _declared_labels(body: bytes, content_type_header: str | None) -> list[str]:
+    """The charset labels a page declares, in the order they are trusted."""
     labels: list[str] = []
     if content_type_header:
-        match = _HEADER_CHARSET_RE.search(content_type_header)
-        if match:
-            labels.append(match.group(1))
+        header = _HEADER_CHARSET_RE.search(content_type_header)
+        if header:
+            labels.append(header.group(1))
     head = body[:16384]  # pirate pages often bury <meta> after long scripts
-    match = _XML_DECL_RE.match(head)
-    if match:
-        labels.append(match.group(1).decode("ascii"))
+    xml = _XML_DECL_RE.match(head)
+    if xml:
+        labels.append(xml.group(1).decode("ascii"))
     labels.extend(m.group(1).decode("ascii") for m in _META_CHARSET_RE.finditer(head))
     return labels
 
 
-def _decode_family(body: bytes, codecs_: Sequence[str]) -> tuple[str, str] | None:
+def _decode_declared(
+    body: bytes, content_type_header: str | None, utf8: str | None
+) -> Decoded | None:
+    """The first declared label that is accepted (``utf8``: the strict UTF-8 reading)."""
+    for label in _declared_labels(body, content_type_header):
+        codec = _codec_for_label(label)
+        if codec is None:
+            continue
+        decoded = _decode_as_declared(body, codec, utf8)
+        if decoded is not None:
+            return decoded
+    return None
+
+
+def _decode_as_declared(body: bytes, codec: str, utf8: str | None) -> Decoded | None:
+    """``body`` read as the declared ``codec``, or None when the label is not believed."""
+    if codec == "utf-8":
+        return None if utf8 is None else (utf8, "utf-8")
+    if utf8 is not None and not utf8.isascii():
+        # Legacy-encoded Chinese is practically never valid UTF-8 by accident.
+        return None
+    if codec == "cp1252" or codec not in _MULTIBYTE_NAMES:
+        return _decode_single_byte_label(body, codec)
+    if codec in ("gb18030", "big5hkscs"):
+        return _decode_chinese_label(body, codec)
+    text = _strict(body, codec)
+    return None if text is None else (text, codec)
+
+
+def _decode_single_byte_label(body: bytes, codec: str) -> Decoded | None:
+    # Latin-1 decodes anything: reject the label if the bytes are clearly Chinese.
+    chinese = _best_chinese(body)
+    if chinese is not None and chinese.clearly_chinese:
+        return None
+    return _decode_family(body, _WESTERN_CODECS if codec == "cp1252" else (codec,))
+
+
+def _decode_chinese_label(body: bytes, codec: str) -> Decoded | None:
+    """A GB or Big5 label; the other family wins when only its reading is Chinese."""
+    own, other = (_GB_CODECS, _BIG5_CODECS) if codec == "gb18030" else (_BIG5_CODECS, _GB_CODECS)
+    decoded = _decode_family(body, own)
+    if decoded is None:
+        return None
+    ratio = cjk_ratio(decoded[0])
+    if ratio < CJK_RATIO_THRESHOLD:
+        # GB and Big5 bytes decode as each other; a template copied across sites
+        # often keeps the wrong label. Trust the text over the label.
+        sibling = _decode_family(body, other)
+        if sibling is not None:
+            sibling_ratio = cjk_ratio(sibling[0])
+            if sibling_ratio >= CJK_RATIO_THRESHOLD and sibling_ratio > ratio:
+                return sibling
+    return decoded
+
+
+# --- strict decoding per family and best-Chinese scoring ----------------------------------
+def _decode_family(body: bytes, codecs_: Sequence[str]) -> Decoded | None:
+    """The first codec of a family that decodes ``body`` strictly."""
     for codec in codecs_:
         text = _strict(body, codec)
         if text is not None:
@@ -165,86 +280,38 @@ def _decode_family(body: bytes, codecs_: Sequence[str]) -> tuple[str, str] | Non
     return None
 
 
-def _best_chinese(body: bytes) -> tuple[str, str, float] | None:
+def _best_chinese(body: bytes) -> _Reading | None:
     """The better of the GB and Big5 strict decodings, by common-character ratio
     (GB wins ties: most pirate sites are mainland ones)."""
-    best: tuple[str, str, float] | None = None
+    best: _Reading | None = None
     for family in (_GB_CODECS, _BIG5_CODECS):
         decoded = _decode_family(body, family)
         if decoded is None:
             continue
         ratio = cjk_ratio(decoded[0])
-        if best is None or ratio > best[2]:
-            best = (decoded[0], decoded[1], ratio)
+        if best is None or ratio > best.ratio:
+            best = _Reading(decoded[0], decoded[1], ratio)
     return best
 
 
-def decode_html(body: bytes, content_type_header: str | None = None) -> tuple[str, str]:
-    """Decode a page to text; returns ``(text, codec_name)``.
-
-    Order: BOM; declared charsets (HTTP header, then XML declaration and <meta>), each
-    accepted only if it strict-decodes and is plausible; UTF-8; then detection that
-    picks GB18030 or Big5 by common-character ratio, with charset_normalizer (biased
-    to CJK candidates) for the rest.
-    """
-    if not body:
-        return "", "utf-8"
-    for bom, codec in _BOMS:
-        if body.startswith(bom):
-            return body[len(bom) :].decode(codec, errors="replace"), codec
-
-    utf8 = _strict(body, "utf-8")
-    utf8_non_ascii = utf8 is not None and not utf8.isascii()
-    for label in _declared_labels(body, content_type_header):
-        codec = _codec_for_label(label)
-        if codec is None:
-            continue
-        if codec == "utf-8":
-            if utf8 is not None:
-                return utf8, "utf-8"
-            continue
-        if utf8_non_ascii:
-            # Legacy-encoded Chinese is practically never valid UTF-8 by accident.
-            continue
-        if codec == "cp1252" or codec not in _MULTIBYTE_NAMES:
-            # Latin-1 decodes anything: reject the label if the bytes are clearly Chinese.
-            chinese = _best_chinese(body)
-            if chinese is not None and chinese[2] >= CJK_RATIO_THRESHOLD:
-                continue
-            decoded = _decode_family(body, _WESTERN_CODECS if codec == "cp1252" else (codec,))
-            if decoded is not None:
-                return decoded
-            continue
-        if codec in ("gb18030", "big5hkscs"):
-            own, other = (
-                (_GB_CODECS, _BIG5_CODECS) if codec == "gb18030" else (_BIG5_CODECS, _GB_CODECS)
-            )
-            decoded = _decode_family(body, own)
-            if decoded is None:
-                continue
-            ratio = cjk_ratio(decoded[0])
-            if ratio < CJK_RATIO_THRESHOLD:
-                # GB and Big5 bytes decode as each other; a template copied across sites
-                # often keeps the wrong label. Trust the text over the label.
-                sibling = _decode_family(body, other)
-                if sibling is not None:
-                    sibling_ratio = cjk_ratio(sibling[0])
-                    if sibling_ratio >= CJK_RATIO_THRESHOLD and sibling_ratio > ratio:
-                        return sibling
-            return decoded
-        text = _strict(body, codec)
-        if text is not None:
-            return text, codec
-
-    if utf8 is not None:
-        return utf8, "utf-8"
-    return _detect(body)
-
-
-def _detect(body: bytes) -> tuple[str, str]:
+# --- step 4: detection and fallback ---------------------------------------------------------
+def _detect(body: bytes) -> Decoded:
+    """No believable declaration and not UTF-8: find the charset from the bytes."""
     chinese = _best_chinese(body)
-    if chinese is not None and chinese[2] >= CJK_RATIO_THRESHOLD:
-        return chinese[0], chinese[1]
+    if chinese is not None and chinese.clearly_chinese:
+        return chinese.decoded
+    almost = _almost_clean(body)
+    if almost is not None:
+        return almost
+    guessed = _guess_charset(body, chinese)
+    if guessed is not None:
+        return guessed
+    if chinese is not None:
+        return chinese.decoded
+    return _least_damaged(body)
+
+
+def _almost_clean(body: bytes) -> Decoded | None:
     # Almost clean: a stray byte or a cut multibyte character must not send a UTF-8 or
     # GBK page to statistical guessing (which may then pick a wrong family).
     for codec in ("utf-8", "gb18030", "big5hkscs"):
@@ -253,26 +320,31 @@ def _detect(body: bytes) -> tuple[str, str]:
             continue
         if codec == "utf-8" or cjk_ratio(lenient) >= CJK_RATIO_THRESHOLD:
             return lenient, codec
+    return None
+
+
+def _guess_charset(body: bytes, chinese: _Reading | None) -> Decoded | None:
+    """charset_normalizer's guess among CJK codecs and windows-1252; a GB/Big5 guess
+    uses our own Chinese reading. None when it has no guess (or fails)."""
     guess = None
     try:
         from charset_normalizer import from_bytes
 
-        guess = from_bytes(
-            body,
-            cp_isolation=_DETECT_CANDIDATES,
-        ).best()
+        guess = from_bytes(body, cp_isolation=_DETECT_CANDIDATES).best()
     except Exception as exc:  # detection is best effort; never fail the crawl on it
         log.debug("charset_normalizer failed: %s", exc)
-    if guess is not None:
-        codec = _codec_for_label(guess.encoding) or guess.encoding
-        if codec in ("gb18030", "big5hkscs") and chinese is not None:
-            return chinese[0], chinese[1]
-        text = _strict(body, codec)
-        if text is None:
-            text = body.decode(codec, errors="replace")
-        return text, codec
-    if chinese is not None:
-        return chinese[0], chinese[1]
+    if guess is None:
+        return None
+    codec = _codec_for_label(guess.encoding) or guess.encoding
+    if codec in ("gb18030", "big5hkscs") and chinese is not None:
+        return chinese.decoded
+    text = _strict(body, codec)
+    if text is None:
+        text = body.decode(codec, errors="replace")
+    return text, codec
+
+
+def _least_damaged(body: bytes) -> Decoded:
     # Nothing decodes cleanly: keep the reading with the fewest replacement characters.
     candidates = [(body.decode(c, errors="replace"), c) for c in ("utf-8", "gb18030", "big5hkscs")]
     return min(candidates, key=lambda tc: (tc[0].count("\ufffd"), -cjk_ratio(tc[0])))
