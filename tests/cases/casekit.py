@@ -1,0 +1,42 @@
+"""Helpers of the case tests (not a test module): stores filled with a few matches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracker.records import Match, Mother, Passage, Suspect
+from tracker.store import SqliteStore
+
+
+def add_match(
+    store: SqliteStore,
+    suspect_id: str,
+    mother_id: str,
+    url: str,
+    *,
+    title: str = "",
+    score: float = 0.9,
+) -> Match:
+    """A mother, a crawled suspect at ``url`` and their (pending) match."""
+    try:
+        store.get_mother(mother_id)
+    except KeyError:
+        store.put_mother(Mother(id=mother_id, title=title or f"作品{mother_id}", text="正文" * 50))
+    store.put_suspect(Suspect(id=suspect_id, text="正文" * 40, url=url, source="crawl"))
+    match = Match(
+        suspect_id=suspect_id,
+        mother_id=mother_id,
+        score=score,
+        coverage=0.8,
+        mother_coverage=0.5,
+        passages=[Passage(0, 40, 0, 40, 0.98)],
+        mother_title=title or f"作品{mother_id}",
+        suspect_url=url,
+    )
+    store.put_matches(suspect_id, [match])
+    return store.get_match(match.id)
+
+
+def library_store(data_dir: Path) -> SqliteStore:
+    """The document store a ``Settings(data_dir=...)`` opens."""
+    return SqliteStore(data_dir / "yinji.sqlite3")

@@ -1,0 +1,288 @@
+"""``yinji verdict`` and ``yinji case ...``: commands of the ``yinji`` CLI registered
+through the entry-point group ``yinji.commands`` (see ``tracker.cli._YinjiGroup``)::
+
+    case = "tracker.cases.cli:case"
+    verdict = "tracker.cases.cli:verdict"
+
+They read the data folder the parent group was given (``yinji --data-dir X case list``)
+from ``ctx.obj["data_dir"]``, as every command does. Each command is a thin wrapper
+over ``tracker.cases`` functions, which the web routes and Celery tasks call too.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracker.config import SettingError, Settings
+
+from .model import STATES, CaseError
+
+
+def _settings(ctx: click.Context) -> Settings:
+    try:
+        return Settings.from_env((ctx.obj or {}).get("data_dir"))
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _case_settings() -> Any:
+    from .settings import CaseSettings
+
+    try:
+        return CaseSettings.from_env()
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _who(by: str | None) -> str:
+    if by:
+        return by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
+@contextmanager
+def _service(ctx: click.Context) -> Iterator[Any]:
+    from .service import CaseService
+    from .store import open_case_store
+
+    settings = _settings(ctx)
+    store = open_case_store(settings)
+    try:
+        yield CaseService(store, settings)
+    finally:
+        store.close()
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Workflow refusals and unknown ids as one clear line, exit 1, no traceback."""
+    from tracker.records import NotFound
+
+    try:
+        yield
+    except CaseError as exc:
+        raise click.ClickException(str(exc)) from None
+    except NotFound as exc:
+        raise click.ClickException(str(exc.args[0] if exc.args else exc)) from None
+
+
+_by_option = click.option("--by", default=None, help="Who acts [default: cli:<login name>].")
+_note_option = click.option("--note", default=None, help="A note kept in the case history.")
+
+
+# --- verdict -------------------------------------------------------------------------------
+@click.command()
+@click.argument("suspect_id")
+@click.argument("mother_id")
+@click.argument("verdict", type=click.Choice(["confirmed", "dismissed", "pending"]))
+@_note_option
+@_by_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def verdict(
+    ctx: click.Context,
+    suspect_id: str,
+    mother_id: str,
+    verdict: str,
+    note: str | None,
+    by: str | None,
+    as_json: bool,
+) -> None:
+    """Give the match SUSPECT_ID × MOTHER_ID a verdict; a confirmed match with a URL
+    joins the case of its work and domain (opened when needed)."""
+    from tracker.records import NotFound
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, open_store(svc.settings) as matches, _errors():
+        try:
+            result = svc.apply_verdict(
+                matches, suspect_id, mother_id, verdict, who=_who(by), note=note
+            )
+        except NotFound:
+            raise click.ClickException(
+                f"no match of suspect {suspect_id!r} with work {mother_id!r}"
+            ) from None
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(f"{suspect_id} × {mother_id}: {result.message}")
+
+
+# --- case ----------------------------------------------------------------------------------
+@click.group()
+def case() -> None:
+    """Takedown cases: one work copied on one site, from notice to removal."""
+
+
+@case.command("list")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of cases on stdout.")
+@click.option("--state", type=click.Choice(STATES), default=None)
+@click.option("--domain", default=None, help="Only cases on this domain.")
+@click.option("--work", default=None, help="Only cases of this work (mother id).")
+@click.option(
+    "--no-sync", is_flag=True, help="Do not first file confirmed matches that have no case."
+)
+@click.pass_context
+def case_list(
+    ctx: click.Context,
+    as_json: bool,
+    state: str | None,
+    domain: str | None,
+    work: str | None,
+    no_sync: bool,
+) -> None:
+    """List cases, newest first. Confirmed matches that have no case yet (confirmed in
+    the web app, say) are filed first."""
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, _errors():
+        if not no_sync:
+            with open_store(svc.settings) as matches:
+                svc.sync(matches)
+        cases = svc.list(state=state, domain=domain, work=work)
+    if as_json:
+        click.echo(json.dumps([c.to_dict() for c in cases], ensure_ascii=False, indent=2))
+        return
+    for c in cases:
+        click.echo(
+            f"{c.id:<16} {c.state:<12} {c.domain:<28} {len(c.urls):>4} URL(s)  "
+            f"{c.work_title or c.work}"
+        )
+    click.echo(f"{len(cases)} case(s)", err=True)
+
+
+@case.command("show")
+@click.argument("case_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
+    """A case with its URLs and its history."""
+    from .model import verify_chain
+
+    with _service(ctx) as svc, _errors():
+        c = svc.get(case_id)
+        events = svc.history(case_id)
+    problems = verify_chain(events)
+    if as_json:
+        out = c.to_dict()
+        out["history"] = [e.to_dict() for e in events]
+        out["history_problems"] = problems
+        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"case {c.id}: {c.state}  {c.domain}  {c.work_title or c.work} ({c.work})")
+    for u in c.urls:
+        checked = u.last_checked_at.isoformat() if u.last_checked_at else "never"
+        click.echo(f"  {u.status:<8} {u.url}  (last check: {checked} {u.last_outcome})")
+    for e in events:
+        move = f"{e.from_state} → {e.to_state}" if e.to_state else ""
+        click.echo(f"  #{e.seq} {e.at.isoformat()} {e.who}: {e.kind} {move} {e.note}".rstrip())
+    for p in problems:
+        click.echo(f"history problem: {p}", err=True)
+
+
+@case.command("set-state")
+@click.argument("case_id")
+@click.argument("state", type=click.Choice(STATES))
+@_note_option
+@_by_option
+@click.pass_context
+def case_set_state(
+    ctx: click.Context, case_id: str, state: str, note: str | None, by: str | None
+) -> None:
+    """Move a case by hand (disputed, closed, ...); illegal moves are refused."""
+    with _service(ctx) as svc, _errors():
+        c = svc.transition(case_id, state, who=_who(by), note=note or "")
+    click.echo(f"case {c.id}: {c.state}")
+
+
+@case.command("mark-sent")
+@click.argument("case_ids", nargs=-1, required=True)
+@_note_option
+@_by_option
+@click.pass_context
+def case_mark_sent(
+    ctx: click.Context, case_ids: tuple[str, ...], note: str | None, by: str | None
+) -> None:
+    """Record that the notice of CASE_ID(s) was sent (by you, outside Yinji)."""
+    with _service(ctx) as svc, _errors():
+        for cid in case_ids:
+            c = svc.mark_sent(cid, who=_who(by), note=note or "", data={"channel": "manual"})
+            click.echo(f"case {c.id}: {c.state}")
+
+
+@case.command("note")
+@click.argument("case_id")
+@click.argument("text")
+@_by_option
+@click.pass_context
+def case_note(ctx: click.Context, case_id: str, text: str, by: str | None) -> None:
+    """Add a note to a case's history."""
+    with _service(ctx) as svc, _errors():
+        svc.add_note(case_id, text, who=_who(by))
+    click.echo(f"case {case_id}: note added")
+
+
+# --- profile -------------------------------------------------------------------------------
+@case.group("profile")
+def profile() -> None:
+    """The rights holder named in every notice (once per library)."""
+
+
+@profile.command("set")
+@click.option("--name", default=None, help="Rights holder (person or company).")
+@click.option("--contact", default=None, help="Contact person or department.")
+@click.option("--email", default=None)
+@click.option("--phone", default=None)
+@click.option("--address", default=None)
+@click.option(
+    "--attach",
+    "attach",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A proof-of-ownership file (repeatable).",
+)
+@click.option("--detach", multiple=True, help="Remove the attachment of this file name.")
+@click.pass_context
+def profile_set(
+    ctx: click.Context,
+    attach: tuple[Path, ...],
+    detach: tuple[str, ...],
+    **fields: str | None,
+) -> None:
+    """Set fields of the profile (the others stay as they are)."""
+    with _service(ctx) as svc, _errors():
+        prof = svc.set_profile(**fields)
+        for path in attach:
+            prof = svc.add_attachment(path.name, path.read_bytes())
+        for name in detach:
+            prof = svc.remove_attachment(name)
+    click.echo(json.dumps(prof.to_dict(), ensure_ascii=False, indent=2))
+    missing = prof.missing()
+    if missing:
+        click.echo(f"still missing for a notice: {', '.join(missing)}", err=True)
+
+
+@profile.command("show")
+@click.pass_context
+def profile_show(ctx: click.Context) -> None:
+    """Print the profile as JSON."""
+    with _service(ctx) as svc:
+        prof = svc.profile()
+    click.echo(json.dumps(prof.to_dict(), ensure_ascii=False, indent=2))
+
+
+def main() -> None:  # pragma: no cover - for `python -m tracker.cases.cli`
+    case(sys.argv[1:])

@@ -1,0 +1,492 @@
+"""The case workflow: every change the CLI, the web routes and the Celery tasks make to
+cases goes through ``CaseService`` (commands stay thin).
+
+- ``apply_verdict`` sets a match's verdict in the library's store and files a confirmed
+  match into the case of its work and domain (opening one when needed); withdrawing a
+  confirmation takes the URL out of an open case again.
+- ``sync`` files every confirmed match that has no case yet (matches confirmed through
+  a path that did not call ``apply_verdict``).
+- ``transition`` / ``mark_sent`` move a case through the state machine of
+  ``tracker.cases.model``; illegal moves raise ``IllegalTransition``.
+- Each change is appended to the case's hash-chained history and, when the evidence
+  log (``tracker.evidence``) offers ``record_case_event``, mirrored there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import mimetypes
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tracker.records import Match, MatchQuery, NotFound, match_id
+from tracker.rules import check_note, check_verdict, domain_of, normalize_domain
+
+from .model import (
+    ACTIVE_STATES,
+    STATES,
+    Attachment,
+    Case,
+    CaseError,
+    CaseEvent,
+    CaseURL,
+    ConcurrentUpdate,
+    Profile,
+    check_state,
+    check_transition,
+    now,
+)
+from .store import CaseStore
+
+if TYPE_CHECKING:
+    from tracker.config import Settings
+    from tracker.store import Store
+
+log = logging.getLogger(__name__)
+
+PROFILE_KEY = "profile"
+MAX_WHO = 200
+MAX_ATTACHMENTS = 20
+
+
+def check_who(who: Any) -> str:
+    if not isinstance(who, str) or not who.strip():
+        raise CaseError(f"who must be a non-empty name, got {who!r}")
+    if len(who) > MAX_WHO:
+        raise CaseError(f"who longer than {MAX_WHO} characters")
+    return who.strip()
+
+
+def case_id_for(work: str, domain: str, generation: int = 1) -> str:
+    """Deterministic ids: a redelivered task files into the same case, never a twin."""
+    base = (
+        "c" + hashlib.sha1(f"{work}\x1f{domain}".encode(), usedforsecurity=False).hexdigest()[:10]
+    )
+    return base if generation == 1 else f"{base}-{generation}"
+
+
+def evidence_hook() -> Callable[..., Any] | None:
+    """``tracker.evidence.record_case_event(settings, case_id, event_dict) -> str`` when
+    the evidence log provides it; None otherwise (the case history, a hash-chained audit
+    table, is then the only record)."""
+    try:
+        import tracker.evidence as evidence
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("tracker.evidence",):
+            log.warning("tracker.evidence cannot be imported (%s): case history only", exc)
+        return None
+    except ImportError as exc:
+        log.warning("tracker.evidence cannot be imported (%s): case history only", exc)
+        return None
+    hook = getattr(evidence, "record_case_event", None)
+    return hook if callable(hook) else None
+
+
+@dataclass
+class VerdictResult:
+    match: Match
+    case: Case | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suspect_id": self.match.suspect_id,
+            "mother_id": self.match.mother_id,
+            "verdict": self.match.verdict,
+            "note": self.match.note,
+            "case_id": self.case.id if self.case else None,
+            "case_state": self.case.state if self.case else None,
+            "message": self.message,
+        }
+
+
+class CaseService:
+    """Cases over one ``CaseStore``; ``settings`` lets events reach the evidence log."""
+
+    def __init__(self, store: CaseStore, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.listeners: list[Callable[[Case, CaseEvent], None]] = []
+
+    # --- reading ----------------------------------------------------------------------
+    def get(self, case_id: str) -> Case:
+        return self.store.get_case(case_id)
+
+    def list(
+        self, *, state: str | None = None, domain: str | None = None, work: str | None = None
+    ) -> list[Case]:
+        states = [check_state(state)] if state else None
+        return self.store.list_cases(
+            states=states, domain=normalize_domain(domain) if domain else None, work=work
+        )
+
+    def history(self, case_id: str) -> list[CaseEvent]:
+        self.store.get_case(case_id)  # NotFound for an unknown id
+        return self.store.list_events(case_id)
+
+    def active_case(self, work: str, domain: str) -> Case | None:
+        for cid in reversed(self.store.case_ids_for(work, domain)):
+            case = self.store.get_case(cid)
+            if case.state in ACTIVE_STATES:
+                return case
+        return None
+
+    # --- writing ----------------------------------------------------------------------
+    def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
+        hook = evidence_hook() if self.settings is not None else None
+        for ev in events:
+            if hook is not None:
+                try:
+                    ref = hook(self.settings, case.id, ev.to_dict())
+                except Exception as exc:  # the audit table keeps the event regardless
+                    log.warning("evidence log refused event %s/%s: %s", case.id, ev.seq, exc)
+                else:
+                    if ref:
+                        ev.evidence_ref = str(ref)
+                        self.store.set_evidence_ref(case.id, ev.seq, str(ref))
+            for listener in self.listeners:
+                try:
+                    listener(case, ev)
+                except Exception as exc:  # an alert that fails must not undo the change
+                    log.warning("case listener failed on %s: %s", case.id, exc)
+
+    def update(self, case_id: str, change: Callable[[Case], list[CaseEvent]]) -> Case:
+        """Apply ``change`` (which mutates the case and returns the events describing
+        it) with optimistic concurrency: on a concurrent write, re-read and re-apply."""
+        for _attempt in range(20):
+            case = self.store.get_case(case_id)
+            version = case.version
+            events = change(case)
+            if not events:
+                return case
+            case.updated_at = now()
+            try:
+                saved = self.store.update_case(case, version, events)
+            except ConcurrentUpdate:
+                continue
+            self._emit(saved, events)
+            return saved
+        raise ConcurrentUpdate(f"case {case_id}: too many concurrent updates")
+
+    def _state_change(
+        self, case: Case, to_state: str, who: str, note: str, data: dict[str, Any] | None = None
+    ) -> CaseEvent:
+        check_transition(case.id, case.state, to_state)
+        at = now()
+        event = CaseEvent(
+            case_id=case.id,
+            kind="transition",
+            who=who,
+            note=note,
+            from_state=case.state,
+            to_state=to_state,
+            data=data or {},
+            at=at,
+        )
+        case.state = to_state
+        case.state_changed_at = at
+        if to_state == "notice_sent" and case.notice_sent_at is None:
+            case.notice_sent_at = at
+        if to_state == "removed":
+            case.removed_at = at
+        return event
+
+    def transition(
+        self,
+        case_id: str,
+        to_state: str,
+        *,
+        who: str,
+        note: str = "",
+        data: dict[str, Any] | None = None,
+    ) -> Case:
+        """Move a case to ``to_state`` (IllegalTransition when the machine forbids it)."""
+        who = check_who(who)
+        note = check_note(note) or ""
+        check_state(to_state)
+        return self.update(case_id, lambda c: [self._state_change(c, to_state, who, note, data)])
+
+    def mark_sent(
+        self, case_id: str, *, who: str, note: str = "", data: dict[str, Any] | None = None
+    ) -> Case:
+        """The notice went out (sent by SMTP or by the user). From ``notice_sent`` it
+        records another notice (a reminder) without changing the state."""
+        who = check_who(who)
+        note = check_note(note) or ""
+
+        def change(case: Case) -> list[CaseEvent]:
+            if case.state == "notice_sent":
+                return [
+                    CaseEvent(
+                        case.id, "notice", who, note, "notice_sent", "notice_sent", data or {}
+                    )
+                ]
+            return [self._state_change(case, "notice_sent", who, note, {"notice": data or {}})]
+
+        return self.update(case_id, change)
+
+    def add_note(self, case_id: str, note: str, *, who: str) -> Case:
+        who = check_who(who)
+        text = check_note(note)
+        if not text:
+            raise CaseError("note must not be empty")
+        return self.update(case_id, lambda c: [CaseEvent(c.id, "note", who, text)])
+
+    def record(
+        self, case_id: str, kind: str, *, who: str, note: str = "", data: dict[str, Any]
+    ) -> Case:
+        """Append an event without changing the case (a notice generated, ...)."""
+        who = check_who(who)
+        return self.update(case_id, lambda c: [CaseEvent(c.id, kind, who, note, data=data)])
+
+    # --- filing matches -----------------------------------------------------------------
+    def open_case(
+        self,
+        *,
+        work: str,
+        domain: str,
+        who: str,
+        work_title: str = "",
+        kind: str = "page",
+        note: str = "",
+        metadata: dict[str, Any] | None = None,
+    ) -> Case:
+        """The active case of (work, domain), opened when there is none."""
+        who = check_who(who)
+        domain = normalize_domain(domain)
+        if not work or not domain:
+            raise CaseError("a case needs a work and a domain")
+        for _attempt in range(20):
+            found = self.active_case(work, domain)
+            if found is not None:
+                return found
+            generation = len(self.store.case_ids_for(work, domain)) + 1
+            case = Case(
+                id=case_id_for(work, domain, generation),
+                work=work,
+                domain=domain,
+                work_title=work_title,
+                kind=kind,  # type: ignore[arg-type]
+                metadata=metadata or {},
+            )
+            event = CaseEvent(case.id, "created", who, note, None, "open", {"kind": kind})
+            if self.store.create_case(case, [event]):
+                self._emit(case, [event])
+                return case
+        raise ConcurrentUpdate(f"could not open a case for {work!r} on {domain}")
+
+    def file_match(self, match: Match, *, who: str, note: str = "") -> Case | None:
+        """Put a confirmed match's URL into its case; None when the match has no URL
+        (a pasted text has no page to take down)."""
+        url = match.suspect_url
+        domain = normalize_domain(match.domain) or domain_of(url)
+        if not url or not domain:
+            return None
+        case = self.open_case(
+            work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
+        )
+
+        def change(c: Case) -> list[CaseEvent]:
+            if match.mother_id not in c.mother_ids:
+                c.mother_ids.append(match.mother_id)
+            if not c.work_title and match.mother_title:
+                c.work_title = match.mother_title
+            existing = c.url(url)
+            if existing is not None:
+                return []
+            c.urls.append(
+                CaseURL(
+                    url=url,
+                    suspect_id=match.suspect_id,
+                    mother_id=match.mother_id,
+                    score=match.score,
+                    coverage=match.coverage,
+                )
+            )
+            data = {"url": url, "suspect_id": match.suspect_id, "mother_id": match.mother_id}
+            data["match_id"] = match.id
+            return [CaseEvent(c.id, "url_added", who, note, data=data)]
+
+        return self.update(case.id, change)
+
+    def unfile_match(self, match: Match, *, who: str, note: str = "") -> Case | None:
+        """A confirmation withdrawn: drop the URL from the active case that holds it
+        while no notice has gone out; an open case left without URLs is closed."""
+        domain = normalize_domain(match.domain) or domain_of(match.suspect_url)
+        if not match.suspect_url or not domain:
+            return None
+        case = self.active_case(match.mother_id, domain)
+        if case is None or case.url(match.suspect_url) is None:
+            return None
+        if case.state != "open":
+            # A notice named this URL: the history must say so; a person decides.
+            self.record(
+                case.id,
+                "note",
+                who=who,
+                note=note or "verdict withdrawn after a notice was sent",
+                data={"url": match.suspect_url, "verdict": match.verdict},
+            )
+            return self.get(case.id)
+
+        def change(c: Case) -> list[CaseEvent]:
+            before = len(c.urls)
+            c.urls = [u for u in c.urls if u.url != match.suspect_url]
+            if len(c.urls) == before:
+                return []
+            events = [
+                CaseEvent(
+                    c.id,
+                    "url_removed",
+                    who,
+                    note,
+                    data={"url": match.suspect_url, "verdict": match.verdict},
+                )
+            ]
+            if not c.urls:
+                events.append(
+                    self._state_change(c, "closed", who, "no confirmed URL left in the case")
+                )
+            return events
+
+        return self.update(case.id, change)
+
+    def apply_verdict(
+        self,
+        matches: Store,
+        suspect_id: str,
+        mother_id: str,
+        verdict: str,
+        *,
+        who: str,
+        note: str | None = None,
+    ) -> VerdictResult:
+        """Set the verdict of the match (suspect, mother) in the library's store and
+        keep the cases in step. NotFound for an unknown match."""
+        verdict = check_verdict(verdict)
+        note = check_note(note)
+        who = check_who(who)
+        mid = match_id(suspect_id, mother_id)
+        before = matches.get_match(mid)  # NotFound for an unknown pair
+        match = matches.set_verdict(mid, verdict, note)
+        case: Case | None = None
+        if verdict == "confirmed":
+            case = self.file_match(match, who=who, note=note or "")
+            message = (
+                f"confirmed; case {case.id} ({case.state})"
+                if case
+                else "confirmed; the suspect has no URL, so no case was opened"
+            )
+        else:
+            if before.verdict == "confirmed":
+                case = self.unfile_match(match, who=who, note=note or "")
+            message = f"{verdict}" + (f"; case {case.id} ({case.state})" if case else "")
+        return VerdictResult(match, case, message)
+
+    def sync(self, matches: Store, *, who: str = "system:sync", page: int = 500) -> int:
+        """File every confirmed match with a URL that no case holds yet; returns how
+        many URLs were added."""
+        added = 0
+        held = {(u.url, u.mother_id or c.work) for c in self.store.list_cases() for u in c.urls}
+        offset = 0
+        while True:
+            batch = matches.query_matches(
+                MatchQuery(verdict="confirmed", sort="created_at", offset=offset, limit=page)
+            )
+            for m in batch:
+                key = (m.suspect_url, m.mother_id)
+                if m.suspect_url and key not in held and self.file_match(m, who=who):
+                    held.add((m.suspect_url, m.mother_id))
+                    added += 1
+            if len(batch) < page:
+                return added
+            offset += page
+
+    # --- the rights holder ----------------------------------------------------------------
+    def profile(self) -> Profile:
+        return Profile.from_dict(self.store.get_meta(PROFILE_KEY))
+
+    def set_profile(self, *, who: str = "", **fields: str | None) -> Profile:
+        """Change the given fields (None: keep) of the rights-holder profile."""
+        allowed = {"name", "contact", "email", "phone", "address"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise CaseError(f"unknown profile field(s): {', '.join(sorted(unknown))}")
+        profile = self.profile()
+        for key, value in fields.items():
+            if value is None:
+                continue
+            if not isinstance(value, str) or len(value) > 2000:
+                raise CaseError(f"profile {key} must be text of at most 2000 characters")
+            if key == "email" and value.strip() and "@" not in value:
+                raise CaseError(f"profile email is not an e-mail address: {value!r}")
+            setattr(profile, key, value.strip())
+        profile.updated_at = now()
+        self.store.set_meta(PROFILE_KEY, profile.to_dict())
+        return profile
+
+    def add_attachment(self, name: str, data: bytes, content_type: str | None = None) -> Profile:
+        """Add (or replace, by file name) a proof-of-ownership file."""
+        name = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+        if not name or any(ord(ch) < 0x20 for ch in name):
+            raise CaseError(f"attachment needs a plain file name, got {name!r}")
+        if not data:
+            raise CaseError(f"attachment {name} is empty")
+        profile = self.profile()
+        others = [a for a in profile.attachments if a.name != name]
+        if len(others) >= MAX_ATTACHMENTS:
+            raise CaseError(f"at most {MAX_ATTACHMENTS} attachments")
+        try:
+            key = self.store.put_blob(data)
+        except ValueError as exc:
+            raise CaseError(f"attachment {name}: {exc}") from None
+        ctype = content_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        profile.attachments = [*others, Attachment(name, key, len(data), ctype)]
+        profile.updated_at = now()
+        self.store.set_meta(PROFILE_KEY, profile.to_dict())
+        return profile
+
+    def remove_attachment(self, name: str) -> Profile:
+        profile = self.profile()
+        kept = [a for a in profile.attachments if a.name != name]
+        if len(kept) == len(profile.attachments):
+            raise CaseError(f"no attachment named {name!r}")
+        profile.attachments = kept
+        profile.updated_at = now()
+        self.store.set_meta(PROFILE_KEY, profile.to_dict())
+        return profile
+
+    def attachment_files(self, profile: Profile | None = None) -> list[tuple[str, bytes, str]]:
+        """(file name, bytes, content type) of each proof-of-ownership file."""
+        out = []
+        for a in (profile or self.profile()).attachments:
+            try:
+                out.append((a.name, self.store.get_blob(a.sha256), a.content_type))
+            except NotFound:
+                log.warning("attachment %s (%s) is missing from the blob store", a.name, a.sha256)
+        return out
+
+    # --- batches --------------------------------------------------------------------------
+    def batch(self, case_ids: Iterable[str]) -> list[Case]:
+        """The cases of one notice: at least one, all on one domain (one platform)."""
+        cases = [self.get(cid) for cid in dict.fromkeys(case_ids)]
+        if not cases:
+            raise CaseError("name at least one case")
+        domains = sorted({c.domain for c in cases})
+        if len(domains) > 1:
+            raise CaseError(
+                f"a notice goes to one platform; these cases are on {', '.join(domains)}"
+            )
+        closed = [c.id for c in cases if c.state == "closed"]
+        if closed:
+            raise CaseError(f"closed case(s) cannot be noticed: {', '.join(closed)}")
+        return cases
+
+
+def summary_counts(cases: Iterable[Case]) -> dict[str, int]:
+    counts = dict.fromkeys(STATES, 0)
+    for c in cases:
+        counts[c.state] += 1
+    return counts
