@@ -35,6 +35,7 @@ from tracker.crawler import (
     CrawlerConfig,
     CrawlError,
     HTTPStatusError,
+    InvalidURL,
     NotText,
     Page,
     RobotsDisallowed,
@@ -47,6 +48,7 @@ from tracker.crawler import (
     extract,
     is_public_address,
 )
+from tracker.rules import MAX_URL_LENGTH, check_url
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -446,8 +448,34 @@ def test_guard_refuses_private_addresses_before_connecting(
 def test_guard_refuses_schemes_and_credentials(
     make_crawler: Callable[..., Crawler], net: list[Any], url: str
 ) -> None:
-    with pytest.raises(Blocked):
+    # The URL rule (tracker.rules.check_url) refuses them before any DNS or connection.
+    with pytest.raises(InvalidURL):
         make_crawler(allow_private=True).fetch(url)
+    assert net == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "",
+        "   ",
+        "ftp://example.com/file",
+        "http://user:secret@example.com/",
+        "http://exa\nmple.com/",
+        "http://example.com:99999/",
+        "http:///no-host",
+        "https://example.com/" + "a" * MAX_URL_LENGTH,
+    ],
+)
+def test_the_crawler_applies_the_one_url_rule(
+    make_crawler: Callable[..., Crawler], net: list[Any], url: str
+) -> None:
+    """Every URL tracker.rules.check_url refuses, the crawler refuses with its message."""
+    with pytest.raises(ValueError) as rule:
+        check_url(url)
+    with pytest.raises(InvalidURL) as crawled:
+        make_crawler(allow_private=True).check_url(url)
+    assert crawled.value.reason == str(rule.value)
     assert net == []
 
 
@@ -474,7 +502,9 @@ def test_guard_checks_every_redirect_hop(
     crawler = make_crawler(allow_private=False, allow_address=allow)
     assert crawler.fetch(site.url("/ok")).status == 200
     for path, location in targets.items():
-        with pytest.raises(Blocked) as info:
+        # file: fails the URL rule itself; the others pass it and fail the address check.
+        refusal = InvalidURL if location.startswith("file:") else Blocked
+        with pytest.raises(refusal) as info:
             crawler.fetch(site.url(path))
         assert info.value.url.startswith(location.split("/")[0])
         assert len(site.arrivals(path)) == 1

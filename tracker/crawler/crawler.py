@@ -89,9 +89,12 @@ class Crawler:
         )
 
     def check_url(self, url: str) -> str:
-        """Run only the SSRF guard (DNS is the only traffic); return the normalised URL.
+        """The URL rule and the SSRF guard without fetching; return the normalised URL.
 
-        Lets the web app refuse a bad submission at once instead of in a worker; the
-        fetch checks again anyway (DNS answers change).
+        DNS is the only traffic. Raises ``InvalidURL`` (``tracker.rules.check_url``
+        refused it, or a bad host name), ``Blocked`` (a non-public address), or
+        ``Unreachable``/``Timeout`` when the name does not resolve. The web app and
+        the job API check only the URL's shape (``tracker.rules.check_url``); this full
+        guard runs when a worker fetches, and again on every redirect hop.
         """
         return prepare(url, self.config, Deadline(self.config.total_timeout)).url

@@ -40,11 +40,12 @@ class CrawlError(Exception):
 
 
 class InvalidURL(CrawlError):
-    """The URL cannot be parsed or has no host."""
+    """The URL fails ``tracker.rules.check_url`` (not http(s), no host, credentials,
+    control characters, too long, bad port) or its host name or port is invalid."""
 
 
 class Blocked(CrawlError):
-    """Refused by the SSRF guard (scheme, credentials, non-public address)."""
+    """Refused by the SSRF guard: the host is or resolves to a non-public address."""
 
 
 class RobotsDisallowed(CrawlError):

@@ -1,9 +1,10 @@
 """The SSRF guard: turn a URL into a validated ``Target`` before any connection is made.
 
-Only http/https, no credentials in URLs; the host is resolved once per hop and refused
-if ANY address is non-public, and the connection then goes to that validated IP (with
-the original Host header and SNI), so a DNS answer cannot change between the check and
-the connect. The fetcher calls ``prepare`` again on every redirect hop.
+The URL must pass ``tracker.rules.check_url`` (only http/https, no credentials); the
+host is resolved once per hop and refused if ANY address is non-public, and the
+connection then goes to that validated IP (with the original Host header and SNI), so a
+DNS answer cannot change between the check and the connect. The fetcher calls
+``prepare`` again on every redirect hop.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from tracker.crawler.config import CrawlerConfig, IPAddress
 from tracker.crawler.errors import Blocked, InvalidURL, Timeout, Unreachable
 from tracker.crawler.ratelimit import Deadline
+from tracker.rules import check_url
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -75,21 +77,20 @@ class Target:
 
 
 def prepare(url: str, config: CrawlerConfig, deadline: Deadline) -> Target:
-    """Validate ``url`` and resolve its host; raise ``Blocked``/``InvalidURL``."""
-    raw = url.strip()
-    if not raw or any(ord(c) < 0x20 or ord(c) == 0x7F for c in raw):
-        raise InvalidURL(url, "empty URL or control characters in URL")
+    """Validate ``url`` and resolve its host; raise ``InvalidURL``/``Blocked``.
+
+    The URL's shape is ``tracker.rules.check_url`` (the one URL rule: http/https with a
+    host, no credentials, no control characters, at most ``MAX_URL_LENGTH``); its
+    ``ValueError`` becomes ``InvalidURL``. The guard adds what only a fetcher needs: a
+    valid host name and port, and the address check.
+    """
     try:
-        parts = urlsplit(raw)
-        port = parts.port
+        checked = check_url(url)
     except ValueError as exc:
-        raise InvalidURL(url, f"invalid URL ({exc})") from exc
+        raise InvalidURL(url, str(exc)) from None
+    parts = urlsplit(checked)
+    port = parts.port  # check_url has parsed it
     scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
-        raise Blocked(url, f"scheme {scheme or '(none)'!r} is not allowed (http/https only)")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        # user@host is a classic parser-confusion trick and would leak credentials.
-        raise Blocked(url, "credentials in URLs are not allowed")
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise InvalidURL(url, "URL has no host")
