@@ -22,7 +22,6 @@ goes on. The rules:
 from __future__ import annotations
 
 import io
-import json
 import os
 import posixpath
 import re
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from tracker.rules import default_title
+from tracker.rules import check_id, check_metadata, default_title, parse_json
 
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_ZIP_TOTAL_BYTES = 1024 * 1024 * 1024
@@ -222,6 +221,15 @@ def read_bytes(
             raise InputError(f"{name}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
     except InputError as exc:
         yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
+    except Exception as exc:  # any failure of one file is that file's error, never the batch's
+        yield DocumentError(name, unexpected(exc))
+
+
+def unexpected(exc: BaseException) -> str:
+    """The message of an error no reader rule foresaw (a parser bug, a recursion limit,
+    memory): its type and text, so the item is reported instead of sinking the batch."""
+    text = str(exc)[:200]
+    return f"cannot read ({type(exc).__name__}{': ' + text if text else ''})"
 
 
 def decode_html_bytes(data: bytes, name: str) -> str:
@@ -241,45 +249,60 @@ def decode_html_bytes(data: bytes, name: str) -> str:
 
 
 def _read_jsonl(data: bytes, name: str) -> Iterator[Document | DocumentError]:
-    try:
-        text = decode_text(data, name)
-    except InputError as exc:
-        yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
-        return
-    for lineno, line in enumerate(text.splitlines(), 1):
+    """Lines are decoded one by one (a line in another encoding is that line's
+    problem, not the file's); a UTF-16 file (BOM) is decoded whole."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            lines: Iterable[str | bytes] = decode_text(data, name).splitlines()
+        except InputError as exc:
+            yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
+            return
+    else:
+        lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    found = False
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        found = True
         where = f"{name}:{lineno}"
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield DocumentError(where, f"invalid JSON ({exc.msg})")
-            continue
-        if not isinstance(obj, dict):
-            yield DocumentError(where, "expected a JSON object")
-            continue
-        doc_id, body = obj.get("id"), obj.get("text")
-        if doc_id is None or (isinstance(doc_id, str) and not doc_id.strip()):
-            yield DocumentError(where, "missing 'id'")
-            continue
-        if not isinstance(body, str):
-            yield DocumentError(where, "missing 'text' (a string)")
-            continue
-        if not body.strip():
-            yield DocumentError(where, f"empty document {doc_id!r}")
-            continue
-        if len(body) > MAX_DOCUMENT_BYTES:
-            yield DocumentError(where, f"document {doc_id!r} larger than the limit")
-            continue
-        title = obj.get("title")
-        meta = {k: v for k, v in obj.items() if k not in ("id", "title", "text")}
-        yield Document(
-            id=str(doc_id),
-            text=body,
-            title=str(title) if title is not None else default_title(body),
-            source=where,
-            metadata=meta,
-        )
+            text = line if isinstance(line, str) else decode_text(line, where)
+            yield jsonl_document(text, where)
+        except ValueError as exc:  # InputError included
+            yield DocumentError(where, str(exc).removeprefix(f"{where}: "))
+        except Exception as exc:  # one line's failure is that line's error
+            yield DocumentError(where, unexpected(exc))
+    if not found:
+        yield DocumentError(name, "empty file: no JSON lines")
+
+
+def jsonl_document(line: str | bytes, where: str) -> Document:
+    """The document of one ``.jsonl`` line; ``ValueError`` naming ``where`` when the
+    line is not a valid document (the rules of ``tracker.rules``: id, JSON values)."""
+    obj = parse_json(line, where)
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected a JSON object")
+    if obj.get("id") is None:
+        raise ValueError(f"{where}: missing 'id'")
+    doc_id = check_id(obj["id"], where)
+    body = obj.get("text")
+    if not isinstance(body, str):
+        raise ValueError(f"{where}: missing 'text' (a string)")
+    if not body.strip():
+        raise ValueError(f"{where}: empty document {doc_id!r}")
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"{where}: document {doc_id!r} larger than the limit")
+    title = obj.get("title")
+    if title is not None and not isinstance(title, str | int | float):
+        raise ValueError(f"{where}: 'title' must be a string")
+    meta = check_metadata({k: v for k, v in obj.items() if k not in ("id", "title", "text")}, where)
+    return Document(
+        id=doc_id,
+        text=body,
+        title=str(title) if title is not None and str(title).strip() else default_title(body),
+        source=where,
+        metadata=meta,
+    )
 
 
 def _safe_member_name(member: str) -> bool:
@@ -333,6 +356,9 @@ def _read_zip(data: bytes, name: str) -> Iterator[Document | DocumentError]:
                     continue
             except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
                 yield DocumentError(where, f"cannot read member ({exc})")
+                continue
+            except Exception as exc:  # zlib errors, lying headers: this member's error
+                yield DocumentError(where, unexpected(exc))
                 continue
             yield from read_bytes(body, where)
 

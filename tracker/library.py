@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tracker.config import Settings
-from tracker.documents import Document, DocumentError, clean_text
+from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
-from tracker.rules import domain_of
+from tracker.rules import check_metadata, domain_of
 from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
@@ -156,10 +156,23 @@ class Library:
         report = IngestReport()
         batch: list[Document] = []
         done = 0
+        seen: dict[str, str] = {}  # id -> where it came from, in this call
         for item in documents:
             if isinstance(item, DocumentError):
                 report.errors.append(item)
                 continue
+            if item.id in seen:
+                # Two versions of one work in one batch: which one wins would depend on
+                # batching; the later one is refused, by name.
+                report.errors.append(
+                    DocumentError(
+                        item.source or item.id,
+                        f"duplicate id {item.id!r} in this batch (first at {seen[item.id]}): "
+                        "skipped",
+                    )
+                )
+                continue
+            seen[item.id] = item.source or "an earlier item"
             batch.append(item)
             if len(batch) >= batch_size:
                 self._ingest_batch(batch, eng, report)
@@ -180,6 +193,22 @@ class Library:
         fresh: list[tuple[int, np.ndarray]] = []
         for doc in docs:
             try:
+                fps = eng.mother_fingerprints(doc.text)
+                mother = Mother(
+                    id=doc.id,
+                    title=doc.title,
+                    text=doc.text,
+                    source=doc.source,
+                    metadata=check_metadata(doc.metadata or {}, doc.source or doc.id),
+                )
+            except Exception as exc:  # this document's failure, not the batch's
+                where = doc.source or doc.id
+                message = str(exc).removeprefix(f"{where}: ")
+                if not isinstance(exc, ValueError):
+                    message = unexpected(exc)
+                report.errors.append(DocumentError(where, message))
+                continue
+            try:
                 old = self.store.get_mother(doc.id)
             except KeyError:
                 old = None
@@ -188,16 +217,7 @@ class Library:
                 if blob is not None:
                     stale.append((old.seq, eng.from_bytes(blob)))
                 report.replaced += 1
-            fps = eng.mother_fingerprints(doc.text)
-            mother = self.store.put_mother(
-                Mother(
-                    id=doc.id,
-                    title=doc.title,
-                    text=doc.text,
-                    source=doc.source,
-                    metadata=doc.metadata,
-                )
-            )
+            mother = self.store.put_mother(mother)
             self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
             fresh.append((mother.seq, fps))
             report.ingested += 1

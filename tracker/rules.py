@@ -12,6 +12,8 @@ document readers and the stores can use it without import cycles.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -23,6 +25,15 @@ MAX_URL_LENGTH = 2048
 MAX_NOTE_LENGTH = 10_000
 TITLE_LENGTH = 80  # a title made from a text's first line is cut to this many characters
 URL_SCHEMES = ("http", "https")
+# Ids appear in URL paths (/library/<id>, /api/v1/mothers/<id>), percent-encoded: a
+# Chinese character takes 9 bytes there, and servers and proxies cap a request line
+# near 4-8 kB. 256 characters keep every id reachable from the web and the API.
+MAX_ID_LENGTH = 256
+# JSON of an item (a .jsonl line, an API document): nesting and size bounds, so one
+# hostile value cannot exhaust the stack or memory of a reader, a store or a client.
+MAX_JSON_DEPTH = 64
+MAX_METADATA_BYTES = 1024 * 1024
+_INT64 = 2**63
 
 
 def _prefix(where: str, message: str) -> str:
@@ -121,6 +132,103 @@ def check_sort(sort: Any) -> MatchSort:
     return cast(MatchSort, sort)
 
 
+# --- ids and JSON values -----------------------------------------------------------------
+def check_id(value: Any, where: str = "", what: str = "id") -> str:
+    """A document id: a string or a whole number (JSON ids may be numbers), stripped,
+    non-empty, at most ``MAX_ID_LENGTH`` characters, no control characters.
+    Objects, lists, booleans and null are refused (never stored as their repr)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        kind = "null" if value is None else type(value).__name__
+        raise ValueError(_prefix(where, f"'{what}' must be a string or a number, got {kind}"))
+    text = str(value).strip()
+    if not text:
+        raise ValueError(_prefix(where, f"'{what}' must not be blank"))
+    if len(text) > MAX_ID_LENGTH:
+        raise ValueError(
+            _prefix(where, f"'{what}' longer than {MAX_ID_LENGTH} characters ({len(text)})")
+        )
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise ValueError(_prefix(where, f"control characters in '{what}' {text[:60]!r}"))
+    return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed (NaN and Infinity are not JSON numbers)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def parse_json(text: str | bytes, where: str = "") -> Any:
+    """Parse one JSON document strictly: NaN/Infinity and out-of-range floats refused,
+    nesting deeper than ``MAX_JSON_DEPTH`` refused, integers of more than 4300 digits
+    refused (Python's limit). Any failure is a ``ValueError`` naming ``where``, never
+    a ``RecursionError`` or a crash."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise ValueError(_prefix(where, f"invalid JSON ({exc.msg})")) from None
+    except RecursionError:
+        raise ValueError(
+            _prefix(where, f"JSON nested deeper than {MAX_JSON_DEPTH} levels: refused")
+        ) from None
+    except (ValueError, OverflowError) as exc:  # huge integers, NaN, 1e999
+        reason = str(exc)
+        if "digits" in reason:
+            reason = "a number of more than 4300 digits"
+        raise ValueError(_prefix(where, f"invalid JSON ({reason})")) from None
+    check_json_value(value, where)
+    return value
+
+
+def check_json_value(value: Any, where: str = "", *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """A JSON-shaped value every store and every JSON client can hold: dicts with string
+    keys, lists, strings, booleans, null, finite floats and integers of 64 bits, nested
+    at most ``max_depth`` deep. Walked without recursion. Returns ``value``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                raise ValueError(_prefix(where, f"nested deeper than {max_depth} levels"))
+            if isinstance(item, dict):
+                for key in item:
+                    if not isinstance(key, str):
+                        raise ValueError(_prefix(where, f"object key {key!r} is not a string"))
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        elif isinstance(item, int):
+            if not -_INT64 <= item < _INT64:
+                raise ValueError(_prefix(where, "integer out of the 64-bit range"))
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(_prefix(where, "NaN and Infinity are not valid JSON"))
+        else:
+            raise ValueError(_prefix(where, f"{type(item).__name__} is not a JSON value"))
+    return value
+
+
+def check_metadata(value: Any, where: str = "") -> dict[str, Any]:
+    """Metadata of a document: a JSON object (``check_json_value``) of at most
+    ``MAX_METADATA_BYTES`` as JSON."""
+    if not isinstance(value, dict):
+        raise ValueError(_prefix(where, "'metadata' must be an object"))
+    check_json_value(value, where)
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            _prefix(where, f"metadata of {size} bytes is over the {MAX_METADATA_BYTES} limit")
+        )
+    return value
+
+
 # --- job items --------------------------------------------------------------------------
 def _id_value(value: Any) -> bool:
     """JSON ids may be numbers; ``true`` is not an id."""
@@ -136,17 +244,16 @@ def check_text_item(item: Any, where: str = "") -> dict[str, str]:
     if not isinstance(text, str) or not text.strip():
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
     out = {"text": text}
-    for key in ("id", "title", "url"):
+    for key in ("title", "url"):
         value = item.get(key)
         if value is None or value == "":
             continue
         if not _id_value(value):
             raise ValueError(_prefix(where, f"'{key}' must be a string"))
         out[key] = str(value)
-    if "id" in out:
-        out["id"] = out["id"].strip()
-        if not out["id"]:
-            raise ValueError(_prefix(where, "'id' must not be blank"))
+    doc_id = item.get("id")
+    if doc_id is not None and doc_id != "":
+        out["id"] = check_id(doc_id, where)
     if "url" in out:
         out["url"] = check_url(out["url"], f"{where}.url" if where else "url")
     return out
@@ -162,9 +269,9 @@ def check_document_item(item: Any, where: str = "", *, source: str = "") -> dict
     kept in the metadata, as the ``.jsonl`` reader keeps them."""
     if not isinstance(item, dict):
         raise ValueError(_prefix(where, "expected an object with 'id' and 'text'"))
-    doc_id = item.get("id")
-    if not _id_value(doc_id) or not str(doc_id).strip():
+    if item.get("id") is None:
         raise ValueError(_prefix(where, "missing 'id' (a non-empty string)"))
+    doc_id = check_id(item["id"], where)
     text = item.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
@@ -179,9 +286,9 @@ def check_document_item(item: Any, where: str = "", *, source: str = "") -> dict
         raise ValueError(_prefix(where, "'source' must be a string"))
     extra = {k: v for k, v in item.items() if k not in DOCUMENT_FIELDS}
     return {
-        "id": str(doc_id).strip(),
+        "id": doc_id,
         "title": title or default_title(text),
         "text": text,
         "source": given_source or source or where,
-        "metadata": {**(metadata or {}), **extra},
+        "metadata": check_metadata({**(metadata or {}), **extra}, where),
     }

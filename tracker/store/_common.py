@@ -92,7 +92,9 @@ def domain_bounds(rdomain: str) -> tuple[str, str]:
 
 # --- JSON -----------------------------------------------------------------------
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Strict JSON: NaN and Infinity raise ``ValueError`` (no store holds what a JSON
+    client could not read back)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def json_normalize(value: Any) -> Any:

@@ -1,0 +1,175 @@
+"""Issue 10: one bad input never sinks a batch. The hostile corpus comes from
+``tests/hostile.py`` (made here, in tmp_path; nothing of it is in git)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hostile import GOOD_TEXT, hostile_jsonl
+from textgen import work
+
+from tracker.config import Settings
+from tracker.documents import Document, DocumentError, iter_documents, read_bytes
+from tracker.library import Library
+from tracker.rules import MAX_ID_LENGTH, check_document_item, check_id, parse_json
+from tracker.store import Mother, open_store
+
+
+def _yinji(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture()
+def lib(tmp_path, redis_client):
+    settings = Settings(data_dir=tmp_path, redis_prefix="rel")
+    library = Library(settings, open_store(settings), redis_client)
+    yield library
+    library.store.close()
+
+
+def test_every_hostile_line_is_its_own_error_and_good_lines_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.jsonl"
+    cases = hostile_jsonl(path)
+    items = list(iter_documents([path]))
+    assert len(items) == len(cases)
+    for lineno, (case, item) in enumerate(zip(cases, items, strict=True), 1):
+        if case.error is None:
+            assert isinstance(item, Document) and item.id == case.doc_id, case.label
+        else:
+            assert isinstance(item, DocumentError), case.label
+            assert item.source == f"{path}:{lineno}" and case.error in item.message, (
+                case.label,
+                item.message,
+            )
+
+
+def test_the_same_bytes_read_from_memory_give_the_same_answers(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    cases = hostile_jsonl(path, depth=5000)
+    items = list(read_bytes(path.read_bytes(), "upload.jsonl"))
+    assert [isinstance(i, Document) for i in items] == [c.error is None for c in cases]
+
+
+def test_a_reader_failure_nobody_foresaw_is_that_files_error(monkeypatch, tmp_path) -> None:
+    import tracker.documents as documents
+
+    def broken(data: bytes, name: str) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(documents, "docx_text", broken)
+    (tmp_path / "a.docx").write_bytes(b"PK whatever")
+    (tmp_path / "b.txt").write_text(GOOD_TEXT, encoding="utf-8")
+    items = list(iter_documents([tmp_path / "a.docx", tmp_path / "b.txt"]))
+    assert isinstance(items[0], DocumentError) and "RecursionError" in items[0].message
+    assert isinstance(items[1], Document) and items[1].id == "b"
+
+
+def test_an_empty_jsonl_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_bytes(b"\n  \n")
+    (err,) = list(iter_documents([tmp_path / "empty.jsonl"]))
+    assert isinstance(err, DocumentError) and "empty file" in err.message
+
+
+def test_one_id_rule_for_readers_and_the_api() -> None:
+    assert check_id(" 12 ") == "12" and check_id(7) == "7"
+    for bad, reason in [
+        ({"a": 1}, "got dict"),
+        (True, "got bool"),
+        ([1], "got list"),
+        (None, "got null"),
+        (" \t", "must not be blank"),
+        ("x" * (MAX_ID_LENGTH + 1), "longer than"),
+        ("a\x00b", "control characters"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            check_id(bad, "line 3")
+        line = json.dumps({"id": bad, "text": "正文"})
+        (item,) = list(read_bytes(line.encode(), "x.jsonl"))
+        assert isinstance(item, DocumentError), bad
+        with pytest.raises(ValueError):
+            check_document_item({"id": bad, "text": "正文"}, "documents[0]")
+
+
+def test_parse_json_refuses_what_a_store_or_client_cannot_hold() -> None:
+    assert parse_json('{"a": [1, 2.5, "x"]}') == {"a": [1, 2.5, "x"]}
+    for text, reason in [
+        ("[" * 100_000 + "]" * 100_000, "nested"),
+        ("[" * 65 + "]" * 65, "nested"),
+        ("1" * 5000, "4300 digits"),
+        ('{"x": NaN}', "NaN"),
+        ('{"x": Infinity}', "Infinity"),
+        ('{"x": 1e400}', "out of range"),
+        ('{"x": 123456789012345678901234567890}', "64-bit"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            parse_json(text, "body")
+
+
+def test_metadata_with_nan_never_reaches_a_store(lib: Library) -> None:
+    bad = Document(id="nan", text=work(1, 30), metadata={"score": math.nan})
+    good = Document(id="ok", text=work(2, 30), metadata={"score": 0.5})
+    report = lib.ingest([bad, good])
+    assert report.ingested == 1 and [e.source for e in report.errors] == ["nan"]
+    assert "NaN" in report.errors[0].message
+    with pytest.raises(ValueError):
+        lib.store.put_mother(Mother(id="m", title="t", text="x", metadata={"x": math.inf}))
+    with pytest.raises(ValueError):
+        lib.store.set_meta("k", {"x": math.nan})
+
+
+def test_duplicate_ids_in_one_batch_are_errors_and_leave_no_orphan_postings(lib: Library) -> None:
+    first = Document(id="dup", text=work(3, 40), source="a.jsonl:1")
+    second = Document(id="dup", text=work(4, 40), source="a.jsonl:2")
+    other = Document(id="other", text=work(5, 40), source="a.jsonl:3")
+    report = lib.ingest([first, second, other])
+    assert report.ingested == 2
+    (err,) = report.errors
+    assert err.source == "a.jsonl:2" and "duplicate id 'dup'" in err.message
+    assert "a.jsonl:1" in err.message
+    assert lib.store.get_mother("dup").text == first.text
+    stats = lib.engine().stats()
+    seq_dup = lib.store.get_mother("dup").seq
+    seq_other = lib.store.get_mother("other").seq
+    expected = sum(
+        len(lib.engine().from_bytes(lib.store.get_fingerprints(s, "daguan") or b""))
+        for s in (seq_dup, seq_other)
+    )
+    assert stats["postings"] == expected
+
+
+def test_cli_ingest_stores_every_good_item_of_a_hostile_run(tmp_path: Path) -> None:
+    hostile = tmp_path / "hostile.jsonl"
+    cases = hostile_jsonl(hostile)
+    (tmp_path / "novel.txt").write_text(work(7, 60), encoding="utf-8")
+    data = tmp_path / "data"
+    r = _yinji(data, "ingest", str(hostile), str(tmp_path / "novel.txt"))
+    good = [c.doc_id for c in cases if c.error is None]
+    bad = [c for c in cases if c.error is not None]
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"ingested {len(good) + 1} documents" in r.stderr
+    assert f"{len(bad)} errors" in r.stderr
+    store = open_store(Settings(data_dir=data))
+    try:
+        assert store.count_mothers() == len(good) + 1
+        assert store.get_mother("novel").text == work(7, 60)
+    finally:
+        store.close()
+
+    # check goes on after a bad line: every good line is checked, every bad one reported
+    r = _yinji(data, "check", "--json", "--no-save", str(hostile))
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    ids = [json.loads(line)["suspect_id"] for line in r.stdout.splitlines()]
+    assert ids == good
+    assert f"checked {len(good)} suspects; {len(bad)} errors" in r.stderr
