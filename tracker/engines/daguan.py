@@ -9,7 +9,8 @@ fingerprints it shares, each weighted by 1/df (rarer fingerprints say more).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,62 +66,143 @@ class DaguanEngine(Engine):
     def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         self.index.remove(items)
 
-    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
-
     def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
+        hits = self._suspect_hits(text)
+        if hits is None:
+            return []
+        common = boilerplate_windows(
+            hits.df_pos,
+            span=max(1, self.params.stride // self.query_stride),
+            stop_df=self.index.stop_df,
+        )
+        pairs = window_mother_pairs(hits, keep=~common)
+        if pairs is None:
+            return []
+        seqs, strength, ranked = rank_mothers(pairs, hits.df_fp, self.min_hits)
+        evidence = evidence_by_mother(pairs, hits.starts)
+        common_starts = hits.starts[common]
+        return [
+            Candidate(int(seqs[i]), float(strength[i]), evidence(int(seqs[i])), common_starts)
+            for i in ranked[:limit]
+        ]
+
+    def _suspect_hits(self, text: str) -> SuspectHits | None:
+        """The suspect's dense windows and the postings of their fingerprints, or None when
+        no window's fingerprint is indexed."""
+        # Dense (every ``query_stride`` initials): whichever way a copy is shifted, each
+        # sparse mother window inside it meets a suspect window starting at its letter.
         dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
         fps, inverse = np.unique(dense.values, return_inverse=True)
         fp_index, seqs, _stopped = self.index.lookup(fps)
         if seqs.size == 0:
-            return []
-        # Postings per dense window: window w has the postings of its fingerprint.
+            return None
         df_fp = np.bincount(fp_index, minlength=fps.size)
-        df_pos = df_fp[inverse]
-        # Mothers hold a shared passage at arbitrary phases of their sparse windows, so
-        # one exact window's df undercounts boilerplate by up to the stride. Summing df
-        # over a stride of consecutive dense windows counts each such mother once.
-        s = max(1, self.params.stride // self.query_stride)
-        csum = np.concatenate([[0], np.cumsum(df_pos)])
-        n = df_pos.size
-        back = csum[np.arange(1, n + 1)] - csum[np.maximum(np.arange(1, n + 1) - s, 0)]
-        fwd = csum[np.minimum(np.arange(n) + s, n)] - csum[np.arange(n)]
-        common_pos = np.maximum(back, fwd) > self.index.stop_df
-        # (position, seq) pairs of windows that are not common.
-        order = np.argsort(fp_index, kind="stable")
-        fp_sorted, seq_sorted = fp_index[order], seqs[order]
-        starts_fp = np.searchsorted(fp_sorted, np.arange(fps.size))
-        pos = np.flatnonzero(~common_pos & (df_pos > 0))
-        if pos.size == 0:
-            return []
-        reps = df_pos[pos]
-        pair_pos = np.repeat(pos, reps)
-        within = np.arange(pair_pos.size) - np.repeat(np.cumsum(reps) - reps, reps)
-        pair_seq = seq_sorted[starts_fp[inverse[pair_pos]] + within]
-        pair_fp = inverse[pair_pos]
-        # Strength: distinct fingerprints shared, each weighted by 1/df.
-        key = np.unique(pair_seq.astype(np.int64) << 32 | pair_fp.astype(np.int64))
-        k_seq = (key >> 32).astype(np.int64)
-        k_fp = (key & 0xFFFFFFFF).astype(np.int64)
-        uniq_seqs, which = np.unique(k_seq, return_inverse=True)
-        hits = np.bincount(which)
-        strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
-        ranked = [i for i in np.argsort(-strength, kind="stable") if hits[i] >= self.min_hits]
-        common = dense.starts[common_pos]
-        out: list[Candidate] = []
-        pair_order = np.argsort(pair_seq, kind="stable")
-        ps_sorted = pair_seq[pair_order]
-        for i in ranked[:limit]:
-            seq = int(uniq_seqs[i])
-            lo = np.searchsorted(ps_sorted, seq, side="left")
-            hi = np.searchsorted(ps_sorted, seq, side="right")
-            # Suspect window starts (in initials) that hit this mother: the evidence.
-            positions = np.unique(dense.starts[pair_pos[pair_order[lo:hi]]])
-            out.append(Candidate(seq, float(strength[i]), positions, common))
-        return out
-
-    def clear(self) -> None:
-        self.index.clear()
+        return SuspectHits(
+            starts=dense.starts,
+            inverse=inverse,
+            fp_index=fp_index,
+            seqs=seqs,
+            df_fp=df_fp,
+            df_pos=df_fp[inverse],
+        )
 
     def stats(self) -> dict[str, Any]:
-        return {"engine": self.name, "params": self.params.to_dict(), **self.index.stats()}
+        stats = self.index.stats()
+        return {
+            "engine": self.name,
+            "params": self.params.to_dict(),
+            "keys": stats["buckets"],
+            **stats,
+        }
+
+
+@dataclass
+class SuspectHits:
+    """A suspect's dense windows and the postings their fingerprints found.
+
+    ``starts[w]``: where window ``w`` starts (in initials); ``inverse[w]``: its distinct
+    fingerprint; ``fp_index``/``seqs``: the postings as parallel arrays, mother
+    ``seqs[i]`` holds distinct fingerprint ``fp_index[i]``; ``df_fp[f]``: how many mothers
+    hold distinct fingerprint ``f``; ``df_pos[w]``: the same for window ``w``'s."""
+
+    starts: np.ndarray
+    inverse: np.ndarray
+    fp_index: np.ndarray
+    seqs: np.ndarray
+    df_fp: np.ndarray
+    df_pos: np.ndarray
+
+
+@dataclass
+class HitPairs:
+    """One row per (suspect window, mother) hit: ``pos`` the window, ``seq`` the mother,
+    ``fp`` the window's distinct fingerprint."""
+
+    pos: np.ndarray
+    seq: np.ndarray
+    fp: np.ndarray
+
+
+def boilerplate_windows(df_pos: np.ndarray, *, span: int, stop_df: int) -> np.ndarray:
+    """Which suspect windows (``df_pos``: postings per window) are boilerplate: more than
+    ``stop_df`` mothers within ``span`` consecutive windows before or after them."""
+    # Mothers hold a shared passage at arbitrary phases of their sparse windows, so
+    # one exact window's df undercounts boilerplate by up to the stride. Summing df
+    # over a stride of consecutive dense windows counts each such mother once.
+    csum = np.concatenate([[0], np.cumsum(df_pos)])
+    n = df_pos.size
+    ends = np.arange(1, n + 1)
+    back = csum[ends] - csum[np.maximum(ends - span, 0)]
+    fwd = csum[np.minimum(np.arange(n) + span, n)] - csum[np.arange(n)]
+    return np.asarray(np.maximum(back, fwd) > stop_df)
+
+
+def window_mother_pairs(hits: SuspectHits, *, keep: np.ndarray) -> HitPairs | None:
+    """Every (window, mother) hit of the windows selected by ``keep``, or None if none."""
+    df_pos = hits.df_pos
+    pos = np.flatnonzero(keep & (df_pos > 0))
+    if pos.size == 0:
+        return None
+    # Postings grouped by fingerprint: those of distinct fingerprint f start at first[f].
+    order = np.argsort(hits.fp_index, kind="stable")
+    first = np.searchsorted(hits.fp_index[order], np.arange(hits.df_fp.size))
+    seq_sorted = hits.seqs[order]
+    # Window w repeated once per posting of its fingerprint, ``within`` counting them.
+    reps = df_pos[pos]
+    pair_pos = np.repeat(pos, reps)
+    within = np.arange(pair_pos.size) - np.repeat(np.cumsum(reps) - reps, reps)
+    pair_fp = hits.inverse[pair_pos]
+    return HitPairs(pos=pair_pos, seq=seq_sorted[first[pair_fp] + within], fp=pair_fp)
+
+
+def rank_mothers(
+    pairs: HitPairs, df_fp: np.ndarray, min_hits: int
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """``(seqs, strength, ranked)``: the mothers hit, each one's strength (distinct
+    fingerprints shared, each weighted by 1/df: rarer fingerprints say more), and the
+    indexes into both of the mothers with at least ``min_hits`` distinct fingerprints,
+    strongest first (ties: smaller seq first)."""
+    # One key per distinct (mother, fingerprint): a fingerprint repeated in the suspect
+    # counts once.
+    key = np.unique(pairs.seq.astype(np.int64) << 32 | pairs.fp.astype(np.int64))
+    k_seq = (key >> 32).astype(np.int64)
+    k_fp = (key & 0xFFFFFFFF).astype(np.int64)
+    seqs, which = np.unique(k_seq, return_inverse=True)
+    hits = np.bincount(which)
+    strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
+    ranked = [int(i) for i in np.argsort(-strength, kind="stable") if hits[i] >= min_hits]
+    return seqs, strength, ranked
+
+
+def evidence_by_mother(pairs: HitPairs, starts: np.ndarray) -> Callable[[int], np.ndarray]:
+    """A function giving, for a mother, the sorted distinct suspect window starts (in
+    initials) that hit it: the evidence the verifier checks passages against."""
+    order = np.argsort(pairs.seq, kind="stable")
+    seq_sorted = pairs.seq[order]
+
+    def evidence(seq: int) -> np.ndarray:
+        lo = np.searchsorted(seq_sorted, seq, side="left")
+        hi = np.searchsorted(seq_sorted, seq, side="right")
+        return np.unique(starts[pairs.pos[order[lo:hi]]])
+
+    return evidence

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -117,7 +118,6 @@ class MinHashEngine(WindowedEngine):
         check_normalization(normalization)
         self.normalization = normalization
         d = _DEFAULTS[normalization]
-        self.base = f"{prefix}:{self.name}"
         self.shingle = d["shingle"] if shingle is None else shingle
         self.num_perm = d["num_perm"] if num_perm is None else num_perm
         self.hasher = MinHasher(
@@ -189,78 +189,93 @@ class MinHashEngine(WindowedEngine):
             pipe.delete(self._sig_key(seq))
         pipe.execute()
 
-    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
-
     def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
         prepared = self.hasher.prepare(text)
         spans = self.spans(prepared)
         sigs = self._signatures(prepared, spans)
         if len(sigs) == 0:
             return []
-        # seq -> {(suspect row, mother row)} that share a band bucket.
-        met: dict[int, set[tuple[int, int]]] = defaultdict(set)
-        common: list[int] = []  # suspect rows in buckets of many mothers: boilerplate
+        meetings = self._meet(sigs)
+        if not meetings.met:
+            return []
+        shortlist = meetings.shortlist(self.max_candidates)
+        mother_rows = self._read_rows({seq: meetings.mother_rows(seq) for seq in shortlist})
+        scored = [
+            score
+            for seq in shortlist
+            if (score := self._score(seq, sigs, meetings.met[seq], mother_rows[seq])) is not None
+        ]
+        scored.sort(key=lambda x: (-x.jaccard, x.seq))
+        if self.normalization != "initials":
+            # Positions would be in normalized characters, not the verifier's initials.
+            return [Candidate(x.seq, x.jaccard) for x in scored[:limit]]
+        common = span_evidence([spans[q] for q in meetings.common], self.window)
+        return [
+            Candidate(x.seq, x.jaccard, self._evidence(spans, x.good), common)
+            for x in scored[:limit]
+        ]
+
+    def _meet(self, sigs: np.ndarray) -> Meetings:
+        """Which mother rows share an LSH band bucket with each suspect row."""
+        meetings = Meetings()
         for q, found in enumerate(self.lsh.query_many(sigs)):
             if len({id_ >> ROW_BITS for id_ in found}) > self.common_df:
-                common.append(q)
+                meetings.common.append(q)
                 continue  # like a stop word: says nothing about any one mother
             for id_ in found:
-                met[id_ >> ROW_BITS].add((q, id_ & ROW_MASK))
-        if not met:
-            return []
-        # Score the mothers met by the most suspect rows only (bounded work per suspect).
-        votes = {seq: len({q for q, _ in pairs}) for seq, pairs in met.items()}
-        seqs = sorted(votes, key=lambda s: (-votes[s], s))[: self.max_candidates]
-        # Read only the mother rows that met the suspect: GETRANGE of one row each, not
-        # the whole signature blob (a long chapter holds hundreds of window rows).
+                meetings.met[id_ >> ROW_BITS].add((q, id_ & ROW_MASK))
+        return meetings
+
+    def _read_rows(self, wanted: dict[int, list[int]]) -> dict[int, dict[int, np.ndarray]]:
+        """Signatures of the wanted rows of each mother (``seq -> rows``), by row; a row
+        missing (the mother removed meanwhile) is left out."""
+        # GETRANGE of one row each, not the whole signature blob: a long chapter holds
+        # hundreds of window rows, of which a suspect meets a few.
         size = 4 * self.num_perm
-        wanted = [(seq, sorted({r for _, r in met[seq]})) for seq in seqs]
         pipe = self.redis.pipeline(transaction=False)
-        for seq, mrows in wanted:
+        for seq, mrows in wanted.items():
             for r in mrows:
                 pipe.getrange(self._sig_key(seq), r * size, (r + 1) * size - 1)
         replies = iter(pipe.execute())
-        scored: list[tuple[int, float, list[int]]] = []
-        for seq, mrows in wanted:
+        out: dict[int, dict[int, np.ndarray]] = {}
+        for seq, mrows in wanted.items():
             got = {r: blob for r in mrows if len(blob := next(replies)) == size}
-            if not got:
-                continue  # removed meanwhile
-            mother = {r: np.frombuffer(b, dtype="<u4") for r, b in got.items()}
-            best = 0.0
-            good: set[int] = set()
-            for q, r in met[seq]:
-                if r not in mother:
-                    continue
-                j = float(np.count_nonzero(sigs[q] == mother[r])) / self.num_perm
-                best = max(best, j)
-                if j >= self.min_jaccard:
-                    good.add(q)
-            if best >= self.min_jaccard:
-                scored.append((seq, best, sorted(good)))
-        scored.sort(key=lambda x: (-x[1], x[0]))
-        if self.normalization != "initials":
-            # Positions would be in normalized characters, not the verifier's initials.
-            return [Candidate(seq, j) for seq, j, _ in scored[:limit]]
-        common_pos = span_evidence([spans[q] for q in common], self.window)
-        out = []
-        for seq, j, good in scored[:limit]:
-            # Evidence from the windows that met the mother; the page row (row 0) spans
-            # the whole suspect and a page Jaccard of 0.2 is no near-duplicate, so it
-            # counts only when no window met (a suspect shorter than a window).
-            rows = [q for q in good if q > 0] or good
-            out.append(
-                Candidate(seq, j, span_evidence([spans[q] for q in rows], self.window), common_pos)
-            )
+            out[seq] = {r: np.frombuffer(b, dtype="<u4") for r, b in got.items()}
         return out
 
-    def clear(self) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for n, key in enumerate(self.redis.scan_iter(match=f"{self.base}:*", count=1000), 1):
-            pipe.delete(key)
-            if n % 1000 == 0:
-                pipe.execute()
-        pipe.execute()
+    def _score(
+        self,
+        seq: int,
+        sigs: np.ndarray,
+        met: set[tuple[int, int]],
+        mother: dict[int, np.ndarray],
+    ) -> Scored | None:
+        """A mother's best estimated Jaccard over the (suspect row, mother row) pairs that
+        met, and the suspect rows meeting it with at least ``min_jaccard``; None when it
+        scores below ``min_jaccard`` (it met the suspect by chance in a bucket) or none of
+        its rows could be read."""
+        if not mother:
+            return None  # removed meanwhile
+        best = 0.0
+        good: set[int] = set()
+        for q, r in met:
+            if r not in mother:
+                continue
+            j = float(np.count_nonzero(sigs[q] == mother[r])) / self.num_perm
+            best = max(best, j)
+            if j >= self.min_jaccard:
+                good.add(q)
+        if best < self.min_jaccard:
+            return None
+        return Scored(seq, best, sorted(good))
+
+    def _evidence(self, spans: list[tuple[int, int]], good: list[int]) -> np.ndarray:
+        """Positions covering the suspect windows that met a mother well enough."""
+        # The page row (row 0) spans the whole suspect and a page Jaccard of 0.2 is no
+        # near-duplicate, so it counts only when no window met (a suspect shorter than a
+        # window).
+        rows = [q for q in good if q > 0] or good
+        return span_evidence([spans[q] for q in rows], self.window)
 
     def stats(self) -> dict[str, Any]:
         mothers = signatures = keys = 0
@@ -278,6 +293,7 @@ class MinHashEngine(WindowedEngine):
             "normalization": self.normalization,
             "mothers": mothers,
             "signatures": signatures,
+            "fingerprints": signatures,
             "keys": keys,
             "num_perm": self.num_perm,
             "bands": self.bands,
@@ -285,3 +301,33 @@ class MinHashEngine(WindowedEngine):
             "shingle": self.shingle,
             "window": [self.window_gap, self.window_min, self.window_max],
         }
+
+
+@dataclass
+class Meetings:
+    """Suspect rows and mother rows that share an LSH band bucket: ``met[seq]`` holds the
+    ``(suspect row, mother row)`` pairs of mother ``seq``; ``common`` the suspect rows in
+    buckets of many mothers (boilerplate), which count for no mother."""
+
+    met: dict[int, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
+    common: list[int] = field(default_factory=list)
+
+    def shortlist(self, size: int) -> list[int]:
+        """The ``size`` mothers met by the most suspect rows (ties: smaller seq first):
+        only those are scored, so the work per suspect is bounded."""
+        votes = {seq: len({q for q, _ in pairs}) for seq, pairs in self.met.items()}
+        return sorted(votes, key=lambda s: (-votes[s], s))[:size]
+
+    def mother_rows(self, seq: int) -> list[int]:
+        """The rows of mother ``seq`` that met the suspect, sorted."""
+        return sorted({r for _, r in self.met[seq]})
+
+
+@dataclass
+class Scored:
+    """A mother's score: its best estimated Jaccard and the suspect rows that met it with
+    at least the engine's ``min_jaccard`` (sorted)."""
+
+    seq: int
+    jaccard: float
+    good: list[int]

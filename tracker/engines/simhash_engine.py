@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -123,7 +124,6 @@ class SimHashEngine(WindowedEngine):
         d = _DEFAULTS[normalization]
         self.k = k
         self.window_k = d["window_k"] if window_k is None else window_k
-        self.base = f"{prefix}:{self.name}"
         self.pages = RedisHammingIndex(redis, self.base, name="pages", k=k, blocks=blocks)
         self.windows = RedisHammingIndex(
             redis,
@@ -182,50 +182,27 @@ class SimHashEngine(WindowedEngine):
         windows among mothers' windows (within ``window_k``)."""
         return self.pages.query_many(fps[:1]) + self.windows.query_many(fps[1:])
 
-    def candidates(self, text: str, *, limit: int = 20) -> list[tuple[int, float]]:
-        return [(c.seq, c.strength) for c in self.candidates_with_evidence(text, limit=limit)]
-
     def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
         stream = self.stream(text)
         spans = self.spans(stream)
         fps = self._fingerprints(stream, spans)
         if len(fps) == 0:
             return []
-        rows: dict[int, set[int]] = defaultdict(set)  # mother rows found, per mother
-        hit_spans: dict[int, set[int]] = defaultdict(set)  # suspect rows that found them
-        common: list[int] = []  # suspect rows near the rows of many mothers: boilerplate
-        for q, hits in enumerate(self._lookup(fps)):
-            seqs = {id_ >> ROW_BITS for id_, _dist in hits}
-            if len(seqs) > self.common_df:
-                common.append(q)
-                continue  # like a stop word: says nothing about any one mother
-            for id_, _dist in hits:
-                seq = id_ >> ROW_BITS
-                rows[seq].add(id_ & ROW_MASK)
-                hit_spans[seq].add(q)
-        ranked = sorted(rows, key=lambda s: (-len(rows[s]), s))[:limit]
+        tally = tally_hits(self._lookup(fps), self.common_df)
+        ranked = tally.ranked(limit)
         if self.normalization != "initials":
             # The verifier's positions are initials; mapping normalized characters to them
             # is not worth it for the legacy mode: no evidence, no passage filtering.
-            return [Candidate(seq, float(len(rows[seq]))) for seq in ranked]
-        common_pos = span_evidence([spans[q] for q in common], self.window)
+            return [Candidate(seq, tally.strength(seq)) for seq in ranked]
+        common = span_evidence([spans[q] for q in tally.common], self.window)
         return [
-            Candidate(
-                seq,
-                float(len(rows[seq])),
-                span_evidence([spans[q] for q in sorted(hit_spans[seq])], self.window),
-                common_pos,
-            )
+            Candidate(seq, tally.strength(seq), self._evidence(spans, tally.found[seq]), common)
             for seq in ranked
         ]
 
-    def clear(self) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        for n, key in enumerate(self.redis.scan_iter(match=f"{self.base}:*", count=1000), 1):
-            pipe.delete(key)
-            if n % 1000 == 0:
-                pipe.execute()
-        pipe.execute()
+    def _evidence(self, spans: list[tuple[int, int]], rows: set[int]) -> np.ndarray:
+        """Positions covering the suspect rows (their spans) that found a mother."""
+        return span_evidence([spans[q] for q in sorted(rows)], self.window)
 
     def stats(self) -> dict[str, Any]:
         keys = sum(1 for _ in self.redis.scan_iter(match=f"{self.base}:*", count=1000))
@@ -240,3 +217,38 @@ class SimHashEngine(WindowedEngine):
             "ngram": self.ngram,
             "window": [self.window_gap, self.window_min, self.window_max],
         }
+
+
+@dataclass
+class HitTally:
+    """What the suspect's rows found, per mother: ``rows[seq]`` the mother rows (page or
+    windows) found, ``found[seq]`` the suspect rows that found them; ``common`` the suspect
+    rows near the rows of many mothers (boilerplate), which count for no mother."""
+
+    rows: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    found: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    common: list[int] = field(default_factory=list)
+
+    def strength(self, seq: int) -> float:
+        """Distinct mother rows found: roughly the number of copied window steps."""
+        return float(len(self.rows[seq]))
+
+    def ranked(self, limit: int) -> list[int]:
+        """The ``limit`` mothers with the most rows found (ties: smaller seq first)."""
+        return sorted(self.rows, key=lambda s: (-len(self.rows[s]), s))[:limit]
+
+
+def tally_hits(hits_per_row: list[list[tuple[int, int]]], common_df: int) -> HitTally:
+    """Count the index hits ``(id, distance)`` of each suspect row per mother; a row whose
+    hits span more than ``common_df`` mothers is boilerplate instead."""
+    tally = HitTally()
+    for q, hits in enumerate(hits_per_row):
+        seqs = {id_ >> ROW_BITS for id_, _dist in hits}
+        if len(seqs) > common_df:
+            tally.common.append(q)
+            continue  # like a stop word: says nothing about any one mother
+        for id_, _dist in hits:
+            seq = id_ >> ROW_BITS
+            tally.rows[seq].add(id_ & ROW_MASK)
+            tally.found[seq].add(q)
+    return tally
