@@ -22,7 +22,8 @@ def add_match(
         store.get_mother(mother_id)
     except KeyError:
         store.put_mother(Mother(id=mother_id, title=title or f"作品{mother_id}", text="正文" * 50))
-    store.put_suspect(Suspect(id=suspect_id, text="正文" * 40, url=url, source="crawl"))
+    raw = f"<html><body>{url}</body></html>".encode()
+    store.put_suspect(Suspect(id=suspect_id, text="正文" * 40, url=url, source="crawl", raw=raw))
     match = Match(
         suspect_id=suspect_id,
         mother_id=mother_id,

@@ -235,6 +235,107 @@ def case_note(ctx: click.Context, case_id: str, text: str, by: str | None) -> No
     click.echo(f"case {case_id}: note added")
 
 
+# --- notices ---------------------------------------------------------------------------------
+@contextmanager
+def _library(settings: Settings) -> Iterator[Any]:
+    from tracker.library import Library
+
+    lib = Library.open(settings)
+    try:
+        yield lib
+    finally:
+        lib.close()
+
+
+def _prepare_notice(
+    svc: Any,
+    lib: Any,
+    case_ids: tuple[str, ...],
+    lang: str,
+    to: tuple[str, ...],
+    with_evidence: bool,
+) -> tuple[Any, dict[str, tuple[str, bytes]]]:
+    from .notices import build_notice, collect_evidence
+
+    cases = svc.batch(case_ids)
+    evidence = collect_evidence(lib, cases) if with_evidence else {}
+    notice = build_notice(
+        svc,
+        case_ids,
+        lang,
+        matches=lib.store,
+        to=", ".join(to) or None,
+        evidence_files={url: name for url, (name, _) in evidence.items()},
+    )
+    return notice, evidence
+
+
+@case.command("notice")
+@click.argument("case_ids", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["docx", "pdf", "eml"]), required=True)
+@click.option("--lang", type=click.Choice(["zh", "en"]), required=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--to", multiple=True, help="Recipient (the platform's abuse address); repeatable.")
+@click.option(
+    "--evidence-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="pdf/docx: also write each URL's evidence report (PDF) here and name it in the notice.",
+)
+@click.option("--no-evidence", is_flag=True, help="eml: do not attach the evidence reports.")
+@_by_option
+@click.pass_context
+def case_notice(
+    ctx: click.Context,
+    case_ids: tuple[str, ...],
+    fmt: str,
+    lang: str,
+    output: Path,
+    to: tuple[str, ...],
+    evidence_dir: Path | None,
+    no_evidence: bool,
+    by: str | None,
+) -> None:
+    """Write the takedown notice of CASE_ID (or of several cases on one platform)."""
+    import hashlib
+
+    from .notices import render
+
+    settings = _settings(ctx)
+    with _service(ctx) as svc, _errors():
+        svc.batch(case_ids)  # refuse bad ids before starting the library
+        with_evidence = (fmt == "eml" and not no_evidence) or evidence_dir is not None
+        with _library(settings) as lib:
+            notice, evidence = _prepare_notice(svc, lib, case_ids, lang, to, with_evidence)
+        options: dict[str, Any] = {}
+        if fmt == "eml":
+            smtp = _case_settings().smtp
+            files = [(name, data, "application/pdf") for name, data in evidence.values()]
+            options = {
+                "sender": smtp.sender if smtp and smtp.sender else None,
+                "to": list(to),
+                "attachments": files + svc.attachment_files(notice.profile),
+            }
+        data = render(notice, fmt, **options)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(data)
+        if evidence_dir is not None and fmt != "eml":
+            evidence_dir.mkdir(parents=True, exist_ok=True)
+            for name, blob in evidence.values():
+                (evidence_dir / name).write_bytes(blob)
+        record = {
+            "action": "generated",
+            "format": fmt,
+            "lang": lang,
+            "reference": notice.reference,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "cases": notice.case_ids,
+        }
+        for cid in notice.case_ids:
+            svc.record(cid, "notice", who=_who(by), data=record)
+    click.echo(f"{output}: {fmt} notice {notice.reference} ({len(notice.urls)} URL(s))", err=True)
+
+
 # --- profile -------------------------------------------------------------------------------
 @case.group("profile")
 def profile() -> None:

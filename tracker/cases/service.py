@@ -218,11 +218,8 @@ class CaseService:
 
         def change(case: Case) -> list[CaseEvent]:
             if case.state == "notice_sent":
-                return [
-                    CaseEvent(
-                        case.id, "notice", who, note, "notice_sent", "notice_sent", data or {}
-                    )
-                ]
+                again, sent = "notice_sent", {"action": "sent", **(data or {})}
+                return [CaseEvent(case.id, "notice", who, note, again, again, sent)]
             return [self._state_change(case, "notice_sent", who, note, {"notice": data or {}})]
 
         return self.update(case_id, change)
