@@ -1,0 +1,1 @@
+"""Tests of tracker.crawler, one module per part of the package."""
