@@ -119,11 +119,7 @@ def _index(engine: Engine) -> dict[int, np.ndarray]:
     return prints
 
 
-def test_fingerprints_round_trip(engine: Engine) -> None:
-    fps = engine.mother_fingerprints(MOTHERS[11])
-    assert fps.dtype == engine.dtype and fps.ndim == 1 and len(fps) > 1
-    assert np.array_equal(engine.from_bytes(fps.tobytes()), fps)
-    assert len(engine.mother_fingerprints("")) == 0
+def test_punctuation_only_has_no_fingerprints(engine: Engine) -> None:
     assert len(engine.mother_fingerprints("，。 ")) == 0
 
 
@@ -163,47 +159,17 @@ def test_strengths(engine: Engine) -> None:
         assert 1 <= part < whole
 
 
-def test_limit_and_order(engine: Engine) -> None:
-    _index(engine)
-    mixed = MOTHERS[11] + MOTHERS[12][:800] + MOTHERS[13][:400]
-    cands = engine.candidates(mixed, limit=20)
-    seqs = [s for s, _ in cands]
-    assert seqs[0] == 11 and 12 in seqs
-    strengths = [x for _, x in cands]
-    assert strengths == sorted(strengths, reverse=True)
-    assert len(engine.candidates(mixed, limit=1)) == 1
-
-
-def test_add_idempotent_remove_clear_stats(engine: Engine, redis_client: Any) -> None:
+def test_stats_count_what_was_indexed(engine: Engine) -> None:
+    # The generic contract (idempotent add, remove, clear, stats keys) is in
+    # tests/test_engine_contract.py; here the engine-specific counts.
     prints = _index(engine)
-    keys_before = sorted(redis_client.scan_iter(match="*"))
     stats = engine.stats()
-    engine.add([(12, prints[12]), (13, prints[13])])
-    assert sorted(redis_client.scan_iter(match="*")) == keys_before
-    assert engine.stats() == stats
-    assert all(k.decode().startswith(f"yinji:{engine.name}:") for k in keys_before)
     if isinstance(engine, SimHashEngine):
         assert stats["fingerprints"] == sum(len(p) for p in prints.values())
     else:
+        assert isinstance(engine, MinHashEngine)
         assert stats["mothers"] == 5
         assert stats["signatures"] == sum(len(p) for p in prints.values()) // engine.num_perm
-    assert stats["keys"] == len(keys_before)
-
-    engine.remove([(12, prints[12])])
-    engine.remove([(12, prints[12])])  # missing postings are ignored
-    assert 12 not in dict(engine.candidates(MOTHERS[12]))
-    assert engine.candidates(MOTHERS[13])[0][0] == 13
-
-    redis_client.set("yinji:daguan:keep", b"1")
-    other = type(engine)(redis_client, "other", normalization=engine.normalization)
-    other.add([(1, prints[11])])
-    engine.clear()
-    assert engine.candidates(MOTHERS[13]) == []
-    assert redis_client.get("yinji:daguan:keep") == b"1"
-    assert other.candidates(MOTHERS[11])[0][0] == 1
-    remaining = {k.decode().split(":")[0] for k in redis_client.scan_iter(match="*")}
-    assert remaining == {"other", "yinji"}
-    assert not list(redis_client.scan_iter(match=f"yinji:{engine.name}:*"))
 
 
 @pytest.mark.parametrize("norm", ["initials", "chars"])
