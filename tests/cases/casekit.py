@@ -41,3 +41,51 @@ def add_match(
 def library_store(data_dir: Path) -> SqliteStore:
     """The document store a ``Settings(data_dir=...)`` opens."""
     return SqliteStore(data_dir / "yinji.sqlite3")
+
+
+class SmtpSink:
+    """An aiosmtpd server on 127.0.0.1 that keeps what it receives (a context manager);
+    with ``auth`` it asks for that (user, password) (AUTH allowed without TLS: loopback)."""
+
+    def __init__(self, auth: tuple[str, str] | None = None) -> None:
+        self.messages: list[dict[str, object]] = []
+        self.auth = auth
+        self.logins: list[str] = []
+
+    def __enter__(self) -> SmtpSink:
+        import socket
+
+        from aiosmtpd.controller import Controller
+        from aiosmtpd.smtp import AuthResult
+
+        sink = self
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                sink.messages.append(
+                    {
+                        "from": envelope.mail_from,
+                        "to": list(envelope.rcpt_tos),
+                        "data": envelope.original_content or envelope.content,
+                    }
+                )
+                return "250 OK"
+
+        def authenticator(server, session, envelope, mechanism, data):
+            ok = (data.login.decode(), data.password.decode()) == sink.auth
+            if ok:
+                sink.logins.append(data.login.decode())
+            return AuthResult(success=ok, handled=False)
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        kwargs: dict[str, object] = {}
+        if self.auth is not None:
+            kwargs = {"authenticator": authenticator, "auth_require_tls": False}
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port, **kwargs)
+        self.controller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.controller.stop()

@@ -247,29 +247,6 @@ def _library(settings: Settings) -> Iterator[Any]:
         lib.close()
 
 
-def _prepare_notice(
-    svc: Any,
-    lib: Any,
-    case_ids: tuple[str, ...],
-    lang: str,
-    to: tuple[str, ...],
-    with_evidence: bool,
-) -> tuple[Any, dict[str, tuple[str, bytes]]]:
-    from .notices import build_notice, collect_evidence
-
-    cases = svc.batch(case_ids)
-    evidence = collect_evidence(lib, cases) if with_evidence else {}
-    notice = build_notice(
-        svc,
-        case_ids,
-        lang,
-        matches=lib.store,
-        to=", ".join(to) or None,
-        evidence_files={url: name for url, (name, _) in evidence.items()},
-    )
-    return notice, evidence
-
-
 @case.command("notice")
 @click.argument("case_ids", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["docx", "pdf", "eml"]), required=True)
@@ -299,14 +276,16 @@ def case_notice(
     """Write the takedown notice of CASE_ID (or of several cases on one platform)."""
     import hashlib
 
-    from .notices import render
+    from .notices import prepare_notice, render
 
     settings = _settings(ctx)
     with _service(ctx) as svc, _errors():
         svc.batch(case_ids)  # refuse bad ids before starting the library
         with_evidence = (fmt == "eml" and not no_evidence) or evidence_dir is not None
         with _library(settings) as lib:
-            notice, evidence = _prepare_notice(svc, lib, case_ids, lang, to, with_evidence)
+            notice, evidence = prepare_notice(
+                svc, lib, case_ids, lang, to=to, with_evidence=with_evidence
+            )
         options: dict[str, Any] = {}
         if fmt == "eml":
             smtp = _case_settings().smtp
@@ -334,6 +313,40 @@ def case_notice(
         for cid in notice.case_ids:
             svc.record(cid, "notice", who=_who(by), data=record)
     click.echo(f"{output}: {fmt} notice {notice.reference} ({len(notice.urls)} URL(s))", err=True)
+
+
+@case.command("send")
+@click.argument("case_ids", nargs=-1, required=True)
+@click.option("--to", multiple=True, required=True, help="The platform's address; repeatable.")
+@click.option("--lang", type=click.Choice(["zh", "en"]), required=True)
+@click.option("--no-evidence", is_flag=True, help="Do not attach the evidence reports.")
+@_by_option
+@click.pass_context
+def case_send(
+    ctx: click.Context,
+    case_ids: tuple[str, ...],
+    to: tuple[str, ...],
+    lang: str,
+    no_evidence: bool,
+    by: str | None,
+) -> None:
+    """E-mail the notice of CASE_ID(s) by SMTP ($YINJI_SMTP_URL) and mark them sent."""
+    from .mail import send_notice
+
+    smtp = _case_settings().smtp
+    if smtp is None:
+        raise click.ClickException(
+            "YINJI_SMTP_URL is not set: write the notice with `yinji case notice ... "
+            "--format eml`, send it yourself, then `yinji case mark-sent CASE_ID`"
+        )
+    settings = _settings(ctx)
+    with _service(ctx) as svc, _errors():
+        svc.batch(case_ids)
+        with _library(settings) as lib:
+            message_id, sent = send_notice(
+                svc, lib, smtp, case_ids, lang, to=to, who=_who(by), with_evidence=not no_evidence
+            )
+    click.echo(f"sent {message_id} to {', '.join(to)}; notice_sent: {', '.join(sent)}")
 
 
 # --- profile -------------------------------------------------------------------------------

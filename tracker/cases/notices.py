@@ -343,6 +343,32 @@ def collect_evidence(library: Any, cases: Sequence[Case]) -> dict[str, tuple[str
     return out
 
 
+def prepare_notice(
+    svc: CaseService,
+    library: Any,
+    case_ids: Iterable[str],
+    lang: str,
+    *,
+    to: Sequence[str] = (),
+    with_evidence: bool = True,
+) -> tuple[Notice, dict[str, tuple[str, bytes]]]:
+    """The notice of ``case_ids`` with the facts of the library (fetch times, page
+    hashes) and, ``with_evidence``, the evidence report of each URL (``{url: (file
+    name, PDF bytes)}``), which the notice names."""
+    case_ids = list(case_ids)
+    cases = svc.batch(case_ids)
+    evidence = collect_evidence(library, cases) if with_evidence else {}
+    notice = build_notice(
+        svc,
+        case_ids,
+        lang,
+        matches=library.store,
+        to=", ".join(to) or None,
+        evidence_files={url: name for url, (name, _) in evidence.items()},
+    )
+    return notice, evidence
+
+
 # --- PDF ------------------------------------------------------------------------------------
 def render_pdf(notice: Notice) -> bytes:
     """A4 PDF with the CJK font embedded (see ``tracker.cases.fonts``)."""
