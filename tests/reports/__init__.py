@@ -1,0 +1,1 @@
+"""Tests of tracker.reports (data, HTML, PDF, list exports)."""
