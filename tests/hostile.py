@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,12 +101,65 @@ def zip_of(members: dict[str, bytes], *, level: int = 6) -> bytes:
 
 
 def zip_bomb(path: Path, *, members: int = 1000, size: int = 1024 * 1024 - 1) -> Path:
-    """The README's bomb: ``members`` members of ``size`` bytes each (zeros in a .txt),
-    every member under the old 1 MiB ratio floor. About 1 KiB per member on disk."""
-    chunk = b"0" * size
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+    """The README's bomb: ``members`` members of ``size`` bytes of "0" each in .txt files,
+    every one under the old 1 MiB ratio floor (about 1 KiB per member on disk). The
+    member is deflated once and its bytes repeated, written with ``struct``: quick."""
+    body = b"0" * size
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflated = packer.compress(body) + packer.flush()
+    crc = zlib.crc32(body)
+    central = []
+    with path.open("wb") as fh:
         for i in range(members):
-            zf.writestr(f"part{i:05d}.txt", chunk)
+            name = f"part{i:05d}.txt".encode()
+            offset = fh.tell()
+            fh.write(
+                struct.pack(
+                    "<IHHHHHIIIHH",
+                    0x04034B50,
+                    20,
+                    0,
+                    8,
+                    0,
+                    0,
+                    crc,
+                    len(deflated),
+                    size,
+                    len(name),
+                    0,
+                )
+                + name
+                + deflated
+            )
+            central.append(
+                struct.pack(
+                    "<IHHHHHHIIIHHHHHII",
+                    0x02014B50,
+                    20,
+                    20,
+                    0,
+                    8,
+                    0,
+                    0,
+                    crc,
+                    len(deflated),
+                    size,
+                    len(name),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0o100644 << 16,
+                    offset,
+                )
+                + name
+            )
+        start = fh.tell()
+        directory = b"".join(central)
+        fh.write(directory)
+        fh.write(
+            struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, members, members, len(directory), start, 0)
+        )
     return path
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hostile import GOOD_TEXT, hostile_jsonl
+from hostile import GOOD_TEXT, hostile_jsonl, zip_bomb, zip_of
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document, DocumentError, iter_documents, read_bytes
+from tracker.config import ReadLimits, SettingError, Settings
+from tracker.documents import Document, DocumentError, iter_documents, read_bytes, read_path
 from tracker.library import Library
 from tracker.rules import MAX_ID_LENGTH, check_document_item, check_id, parse_json
 from tracker.store import Mother, open_store
@@ -63,7 +64,7 @@ def test_the_same_bytes_read_from_memory_give_the_same_answers(tmp_path: Path) -
 def test_a_reader_failure_nobody_foresaw_is_that_files_error(monkeypatch, tmp_path) -> None:
     import tracker.documents as documents
 
-    def broken(data: bytes, name: str) -> str:
+    def broken(data: bytes, name: str, *args: object) -> str:
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(documents, "docx_text", broken)
@@ -173,3 +174,86 @@ def test_cli_ingest_stores_every_good_item_of_a_hostile_run(tmp_path: Path) -> N
     ids = [json.loads(line)["suspect_id"] for line in r.stdout.splitlines()]
     assert ids == good
     assert f"checked {len(good)} suspects; {len(bad)} errors" in r.stderr
+
+
+# --- item 3: zip limits and the path reader ---------------------------------------------
+def test_the_readme_zip_bomb_is_refused_by_name(tmp_path: Path) -> None:
+    bomb = zip_bomb(tmp_path / "bomb.zip")  # 1,000 members of 1 MiB - 1 byte: 1.1 MB
+    assert bomb.stat().st_size < 2 * 1024 * 1024
+    (err,) = list(iter_documents([bomb]))
+    assert isinstance(err, DocumentError) and err.source == str(bomb)
+    assert "over the 268435456 bytes allowed per archive" in err.message
+    (err,) = list(read_bytes(bomb.read_bytes(), "upload.zip"))
+    assert err.source == "upload.zip" and "refused" in err.message
+
+
+def test_every_zip_member_takes_the_ratio_test(tmp_path: Path) -> None:
+    # 600 KiB of one character: under the old 1 MiB floor, about 1000x compressed.
+    data = zip_of({"a.txt": GOOD_TEXT.encode(), "flat.txt": b"0" * 600_000})
+    items = list(read_bytes(data, "x.zip"))
+    assert [type(i).__name__ for i in items] == ["Document", "DocumentError"]
+    assert items[1].source == "x.zip!flat.txt" and "zip bomb" in items[1].message
+    # a small member is no bomb, whatever its ratio
+    data = zip_of({"tiny.txt": "好".encode() * 1300})
+    assert isinstance(next(read_bytes(data, "y.zip")), Document)
+
+
+def test_zip_member_count_and_budget_are_limits(tmp_path: Path) -> None:
+    members = {f"m{i}.txt": f"第{i}篇\n{GOOD_TEXT}".encode() for i in range(6)}
+    data = zip_of(members)
+    (err,) = list(read_bytes(data, "many.zip", limits=ReadLimits(max_zip_members=5)))
+    assert "6 members, over the 5 allowed" in err.message and err.source == "many.zip"
+    budget = sum(len(v) for v in members.values()) - 1
+    (err,) = list(read_bytes(data, "big.zip", limits=ReadLimits(max_zip_bytes=budget)))
+    assert "allowed per archive" in err.message
+    assert len(list(read_bytes(data, "ok.zip", limits=ReadLimits(max_zip_bytes=budget + 1)))) == 6
+
+
+def test_the_archive_budget_is_a_setting(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("YINJI_MAX_ZIP_MB", "1")
+    assert ReadLimits.from_env().max_zip_bytes == 1024 * 1024
+    data = zip_of({f"m{i}.txt": ("字" * 200_000).encode() for i in range(2)}, level=9)
+    (err,) = list(read_bytes(data, "two.zip"))
+    assert "YINJI_MAX_ZIP_MB" in err.message
+    monkeypatch.setenv("YINJI_MAX_ZIP_MB", "lots")
+    with pytest.raises(SettingError, match="YINJI_MAX_ZIP_MB"):
+        ReadLimits.from_env()
+
+
+def test_read_path_streams_a_jsonl_and_labels_it(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path = tmp_path / "saved-upload.bin"
+    line = json.dumps({"id": "x", "text": "字" * 50_000}, ensure_ascii=False).encode()
+    with path.open("wb") as fh:
+        for i in range(300):  # 45 MB
+            fh.write(line.replace(b'"x"', f'"d{i}"'.encode()) + b"\n")
+    tracemalloc.start()
+    try:
+        count = sum(1 for item in read_path(path, "books.jsonl") if isinstance(item, Document))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 300
+    assert peak < 10 * 1024 * 1024  # the file is 45 MB: it was never held whole
+    first = next(read_path(path, "books.jsonl"))
+    assert first.source == "books.jsonl:1"
+
+
+def test_read_path_skips_an_overlong_line_without_holding_it(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    small = ReadLimits(max_document_bytes=1000)
+    long_line = json.dumps({"id": "big", "text": "x" * (small.max_line_bytes + 1)})
+    path.write_text(f"{long_line}\n{json.dumps({'id': 'ok', 'text': '正文'})}\n")
+    items = list(read_path(path, limits=small))
+    assert isinstance(items[0], DocumentError) and "line longer than" in items[0].message
+    assert isinstance(items[1], Document) and items[1].id == "ok"
+
+
+def test_read_path_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    (err,) = list(read_path(fifo))
+    assert "not a regular file (a FIFO)" in err.message
+    (err,) = list(read_path(tmp_path, "folder.txt"))
+    assert "not a regular file (a folder)" in err.message

@@ -124,8 +124,11 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
     from tracker.documents import iter_documents
 
     progress = _Progress("ingest")
+    settings = _settings(ctx)
     with _open_library(ctx) as lib:
-        report = lib.ingest(iter_documents(paths), engine=engine, progress=progress)
+        report = lib.ingest(
+            iter_documents(paths, limits=settings.read_limits), engine=engine, progress=progress
+        )
     progress.close()
     for err in report.errors:
         click.echo(f"skipped {err}", err=True)
@@ -154,12 +157,14 @@ def check(
 
     errors: list[DocumentError] = []
     count = 0
+    limits = _settings(ctx).read_limits
     with _open_library(ctx) as lib:
         try:
             lib.matcher(engine)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-        for res in lib.check(iter_documents(paths), engine=engine, save=not no_save, errors=errors):
+        documents = iter_documents(paths, limits=limits)
+        for res in lib.check(documents, engine=engine, save=not no_save, errors=errors):
             count += 1
             if as_json:
                 sys.stdout.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")

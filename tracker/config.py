@@ -18,6 +18,16 @@ and production share one code path):
 - ``YINJI_ENGINE``: default fingerprint engine (``daguan``, ``simhash`` or ``minhash``).
 - ``YINJI_SECRET_KEY``: Flask session secret (generated and kept in the data folder if unset).
 - ``YINJI_ALLOW_PRIVATE_URLS``: ``1`` lets the crawler fetch private/loopback addresses.
+- ``YINJI_AUTO_REBUILD_MAX_POSTINGS``: when the index is found missing or behind the
+  store, a library of at most this many stored fingerprints (postings) rebuilds it by
+  itself; a bigger one refuses to check until ``yinji index rebuild`` has run (default
+  5,000,000: a few seconds of work; 0 never rebuilds by itself).
+
+``ReadLimits`` (every reader of files, archives and uploads):
+
+- ``YINJI_MAX_DOCUMENT_MB``: largest document, and largest file read whole (default 64).
+- ``YINJI_MAX_ZIP_MB``: total expanded bytes of one archive's members (default 256).
+- ``YINJI_MAX_ZIP_MEMBERS``: files in one archive (default 10,000).
 
 ``WorkerSettings`` (the Celery workers):
 
@@ -127,6 +137,35 @@ def env_time(name: str, default: tuple[int, int]) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Bounds of the document readers (``tracker.documents``), in bytes and members."""
+
+    max_document_bytes: int = 64 * MIB
+    max_zip_bytes: int = 256 * MIB
+    max_zip_members: int = 10_000
+    # Expanded / compressed above this on a member of more than 4 KiB: a zip bomb
+    # (text compresses 3-5x, zeros about 1000x).
+    max_zip_ratio: int = 200
+
+    @classmethod
+    def from_env(cls) -> ReadLimits:
+        return cls(
+            max_document_bytes=env_int("YINJI_MAX_DOCUMENT_MB", 64, minimum=1, maximum=4096) * MIB,
+            max_zip_bytes=env_int("YINJI_MAX_ZIP_MB", 256, minimum=1, maximum=1024 * 1024) * MIB,
+            max_zip_members=env_int("YINJI_MAX_ZIP_MEMBERS", 10_000, minimum=1),
+        )
+
+    @property
+    def max_line_bytes(self) -> int:
+        """Longest .jsonl line: a document of the largest size, escaped (a CJK character
+        is 3 bytes of UTF-8), plus its metadata."""
+        return 4 * self.max_document_bytes + MIB
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path("yinji-data"))
@@ -138,6 +177,8 @@ class Settings:
     engine: str = "daguan"
     secret_key: str | None = None
     allow_private_urls: bool = False
+    auto_rebuild_max_postings: int = 5_000_000
+    read_limits: ReadLimits = field(default_factory=ReadLimits)
 
     @classmethod
     def from_env(cls, data_dir: str | os.PathLike[str] | None = None) -> Settings:
@@ -153,6 +194,8 @@ class Settings:
             engine=env_str("YINJI_ENGINE", "daguan"),
             secret_key=env_optional_str("YINJI_SECRET_KEY"),
             allow_private_urls=env_bool("YINJI_ALLOW_PRIVATE_URLS"),
+            auto_rebuild_max_postings=env_int("YINJI_AUTO_REBUILD_MAX_POSTINGS", 5_000_000),
+            read_limits=ReadLimits.from_env(),
         )
 
     def with_(self, **changes: object) -> Settings:

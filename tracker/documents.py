@@ -2,21 +2,31 @@
 
 Every reader yields ``Document`` objects or ``DocumentError`` objects, never raises for
 bad input: one bad file, line or zip member is reported with its name and the rest
-goes on. The rules:
+goes on (any exception while reading one item becomes that item's error). The rules:
 
 - ``.jsonl``: one JSON object per line with ``id``, ``title`` (optional) and ``text``;
-  other fields are kept as metadata. Blank lines are skipped.
+  other fields are kept as metadata. Blank lines are skipped; a file without any line
+  is an error. JSON is parsed strictly (``tracker.rules.parse_json``: no NaN/Infinity,
+  bounded nesting and numbers) and ids follow ``tracker.rules.check_id``. Each line is
+  decoded on its own, so a line in a stray encoding is that line's error.
 - ``.txt``: one document per file, id = file stem, title = first non-empty line
   (at most 80 chars). Encoding: BOM, else strict UTF-8, else GB18030, else Big5;
   bytes that decode as none of these are an error.
 - ``.html``/``.htm``: title and main text extracted (trafilatura, lxml fallback).
 - ``.docx``: the paragraphs of ``word/document.xml`` (no extra dependency).
-- ``.zip``: its members, read by the same rules. Members with absolute paths or
-  ``..`` are refused, as are archives whose members expand past the size limit or
-  compress suspiciously well (zip bombs); nested zips are not opened.
+- ``.zip``: its members, read by the same rules, within the archive's budget
+  (``tracker.config.ReadLimits``): at most ``max_zip_members`` members (10,000) and
+  ``max_zip_bytes`` expanded in all (256 MiB), checked on the declared sizes before
+  anything is read and on the bytes really read; a member expanding more than 200
+  times (above 4 KiB) is a zip bomb. Members with absolute paths or ``..`` are
+  refused; nested zips are not opened.
 - Folders: every file of a known type below them, in sorted order.
 - Files with NUL bytes in a text format, empty documents and documents over
-  ``MAX_DOCUMENT_BYTES`` are errors naming the file.
+  ``max_document_bytes`` (64 MiB) are errors naming the file.
+
+``read_path(path, name)`` reads a file on disk without holding it whole (a .jsonl line
+by line, a .zip member by member); ``read_bytes(data, name)`` reads bytes in memory.
+Both take the type from ``name``'s suffix.
 """
 
 from __future__ import annotations
@@ -25,19 +35,22 @@ import io
 import os
 import posixpath
 import re
+import stat
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
+from tracker.config import ReadLimits
 from tracker.rules import check_id, check_metadata, default_title, parse_json
 
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-MAX_ZIP_TOTAL_BYTES = 1024 * 1024 * 1024
-MAX_ZIP_MEMBERS = 100_000
-MAX_ZIP_RATIO = 200  # uncompressed / compressed above this on a big member: a bomb
+# The defaults of ``tracker.config.ReadLimits`` (each can be changed by its variable).
+MAX_DOCUMENT_BYTES = ReadLimits.max_document_bytes
+MAX_ZIP_TOTAL_BYTES = ReadLimits.max_zip_bytes
+MAX_ZIP_MEMBERS = ReadLimits.max_zip_members
+MAX_ZIP_RATIO = ReadLimits.max_zip_ratio
 SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".html", ".htm", ".docx", ".zip")
 
 
@@ -171,13 +184,17 @@ def extract_html(html: str) -> tuple[str, str]:
     return title.strip(), text.strip()
 
 
-def docx_text(data: bytes, name: str) -> str:
+def docx_text(data: bytes, name: str, limits: ReadLimits | None = None) -> str:
+    limits = limits or ReadLimits.from_env()
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             info = zf.getinfo("word/document.xml")
-            if info.file_size > MAX_DOCUMENT_BYTES:
-                raise InputError(f"{name}: document.xml too large")
-            xml = zf.read(info)
+            if info.file_size > limits.max_document_bytes or _bomb_like(info, limits):
+                raise InputError(f"{name}: document.xml too large or compressed like a zip bomb")
+            with zf.open(info) as fh:
+                xml = fh.read(info.file_size + 1)
+            if len(xml) > info.file_size:
+                raise InputError(f"{name}: document.xml larger than its header says")
     except (zipfile.BadZipFile, KeyError) as exc:
         raise InputError(f"{name}: not a valid .docx file ({exc})") from None
     ns = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -191,38 +208,139 @@ def docx_text(data: bytes, name: str) -> str:
     return "\n".join(paragraphs).strip()
 
 
-def read_bytes(
-    data: bytes, name: str, *, default_id: str | None = None
-) -> Iterator[Document | DocumentError]:
-    """Documents in one file's bytes; ``name`` gives the type by its suffix."""
-    suffix = posixpath.splitext(name.lower())[1]
+def _suffix(name: str) -> str:
+    return posixpath.splitext(name.lower())[1]
+
+
+def _stem(name: str) -> str:
     # "archive.zip!dir/file.txt" -> "file": the id comes from the member's own name.
     member = name.rsplit("!", 1)[-1].replace("\\", "/")
-    stem = posixpath.splitext(posixpath.basename(member))[0]
-    doc_id = default_id or stem
+    return posixpath.splitext(posixpath.basename(member))[0]
+
+
+def read_bytes(
+    data: bytes,
+    name: str,
+    *,
+    default_id: str | None = None,
+    limits: ReadLimits | None = None,
+) -> Iterator[Document | DocumentError]:
+    """Documents in one file's bytes; ``name`` gives the type by its suffix."""
+    limits = limits or ReadLimits.from_env()
+    suffix = _suffix(name)
+    if suffix == ".jsonl":
+        yield from _read_jsonl(io.BytesIO(data), name, limits)
+    elif suffix == ".zip":
+        yield from _read_zip(io.BytesIO(data), name, limits)
+    else:
+        yield from _read_single(data, name, default_id or _stem(name), limits)
+
+
+def _read_single(
+    data: bytes, name: str, doc_id: str, limits: ReadLimits
+) -> Iterator[Document | DocumentError]:
+    """A file that holds one document (.txt .html .htm .docx)."""
+    suffix = _suffix(name)
     try:
-        if len(data) > MAX_DOCUMENT_BYTES and suffix != ".zip" and suffix != ".jsonl":
-            raise InputError(f"{name}: larger than {MAX_DOCUMENT_BYTES} bytes")
-        if suffix == ".jsonl":
-            yield from _read_jsonl(data, name)
-        elif suffix == ".txt":
+        if len(data) > limits.max_document_bytes:
+            raise InputError(f"{name}: larger than {limits.max_document_bytes} bytes")
+        if suffix == ".txt":
             text = decode_text(data, name)
             _check_text(text, name)
             yield Document(id=doc_id, text=text, title=default_title(text), source=name)
         elif suffix in (".html", ".htm"):
             yield html_to_document(decode_html_bytes(data, name), doc_id, name)
         elif suffix == ".docx":
-            text = docx_text(data, name)
+            text = docx_text(data, name, limits)
             _check_text(text, name)
             yield Document(id=doc_id, text=text, title=default_title(text), source=name)
-        elif suffix == ".zip":
-            yield from _read_zip(data, name)
         else:
             raise InputError(f"{name}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
     except InputError as exc:
         yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
     except Exception as exc:  # any failure of one file is that file's error, never the batch's
         yield DocumentError(name, unexpected(exc))
+
+
+def read_path(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    default_id: str | None = None,
+    limits: ReadLimits | None = None,
+) -> Iterator[Document | DocumentError]:
+    """Documents in one file on disk, read without holding it whole in memory: a .jsonl
+    line by line, a .zip member by member (each bounded), other files whole after a
+    size check. ``name`` labels the documents and errors and gives the type by its
+    suffix (an upload saved under a temporary name keeps its client name); default: the
+    path. Only a regular file is read: a FIFO, a device or a folder is an error, found
+    before anything is read (the check is made on the opened file, so swapping the
+    path meanwhile does not help)."""
+    limits = limits or ReadLimits.from_env()
+    label = name if name is not None else str(path)
+    suffix = _suffix(label)
+    if suffix not in SUPPORTED_SUFFIXES:
+        yield DocumentError(label, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
+        return
+    try:
+        fh = open_regular(path, label)
+    except InputError as exc:
+        yield DocumentError(label, str(exc).removeprefix(f"{label}: "))
+        return
+    with fh:
+        try:
+            if suffix == ".jsonl":
+                yield from _read_jsonl(fh, label, limits)
+            elif suffix == ".zip":
+                yield from _read_zip(fh, label, limits)
+            else:
+                size = os.fstat(fh.fileno()).st_size
+                if size > limits.max_document_bytes:
+                    yield DocumentError(
+                        label,
+                        f"file of {size} bytes is over the {limits.max_document_bytes}-byte "
+                        "document limit (YINJI_MAX_DOCUMENT_MB)",
+                    )
+                    return
+                data = fh.read(limits.max_document_bytes + 1)  # a file growing meanwhile
+                yield from _read_single(data, label, default_id or _stem(label), limits)
+        except OSError as exc:
+            yield DocumentError(label, f"cannot read ({exc.strerror or exc})")
+
+
+def open_regular(path: str | os.PathLike[str], label: str | None = None) -> io.BufferedReader:
+    """``path`` opened for reading if it is a regular file; else ``InputError`` naming
+    ``label``. Opened without blocking (a FIFO would block ``open`` until a writer
+    comes), then checked with ``fstat`` on the open file."""
+    label = label if label is not None else str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file or folder") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot open ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{label}: not a regular file ({_kind(st.st_mode)}): refused")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def unexpected(exc: BaseException) -> str:
@@ -248,26 +366,54 @@ def decode_html_bytes(data: bytes, name: str) -> str:
     return decode_text(data, name)
 
 
-def _read_jsonl(data: bytes, name: str) -> Iterator[Document | DocumentError]:
+def _lines(fh: BinaryIO, limit: int) -> Iterator[bytes | None]:
+    """The lines of a binary stream, each at most ``limit`` bytes; a longer line is
+    skipped without being held in memory and yields None in its place."""
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # drop the rest of this line
+                rest = fh.readline(1024 * 1024)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _read_jsonl(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document | DocumentError]:
     """Lines are decoded one by one (a line in another encoding is that line's
     problem, not the file's); a UTF-16 file (BOM) is decoded whole."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    head = fh.read(3)
+    lines: Iterable[str | bytes | None]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        data = head + fh.read(limits.max_zip_bytes + 1)
+        if len(data) > limits.max_zip_bytes:
+            yield DocumentError(name, "UTF-16 .jsonl file over the size limit: refused")
+            return
         try:
-            lines: Iterable[str | bytes] = decode_text(data, name).splitlines()
+            lines = decode_text(data, name).splitlines()
         except InputError as exc:
             yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
             return
     else:
-        lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+        first = head.removeprefix(b"\xef\xbb\xbf")
+        lines = _lines(_Prefixed(first, fh), limits.max_line_bytes)
     found = False
     for lineno, line in enumerate(lines, 1):
+        where = f"{name}:{lineno}"
+        if line is None:
+            found = True
+            yield DocumentError(where, f"line longer than {limits.max_line_bytes} bytes: skipped")
+            continue
         if not line.strip():
             continue
         found = True
-        where = f"{name}:{lineno}"
         try:
             text = line if isinstance(line, str) else decode_text(line, where)
-            yield jsonl_document(text, where)
+            yield jsonl_document(text, where, limits)
         except ValueError as exc:  # InputError included
             yield DocumentError(where, str(exc).removeprefix(f"{where}: "))
         except Exception as exc:  # one line's failure is that line's error
@@ -276,9 +422,38 @@ def _read_jsonl(data: bytes, name: str) -> Iterator[Document | DocumentError]:
         yield DocumentError(name, "empty file: no JSON lines")
 
 
-def jsonl_document(line: str | bytes, where: str) -> Document:
+class _Prefixed(io.RawIOBase):
+    """A binary stream with ``prefix`` put back in front (bytes already read)."""
+
+    def __init__(self, prefix: bytes, fh: BinaryIO) -> None:
+        self._prefix = prefix
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> bytes:
+        if self._prefix:
+            if b"\n" in self._prefix:
+                cut = self._prefix.index(b"\n") + 1
+                if size is not None and 0 <= size < cut:
+                    cut = size
+                line, self._prefix = self._prefix[:cut], self._prefix[cut:]
+                return line
+            line, self._prefix = self._prefix, b""
+            if size is None or size < 0:
+                return line + self._fh.readline()
+            if size <= len(line):
+                line, self._prefix = line[:size], line[size:]
+                return line
+            return line + self._fh.readline(size - len(line))
+        return self._fh.readline(-1 if size is None else size)
+
+
+def jsonl_document(line: str | bytes, where: str, limits: ReadLimits | None = None) -> Document:
     """The document of one ``.jsonl`` line; ``ValueError`` naming ``where`` when the
     line is not a valid document (the rules of ``tracker.rules``: id, JSON values)."""
+    limits = limits or ReadLimits.from_env()
     obj = parse_json(line, where)
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected a JSON object")
@@ -290,7 +465,7 @@ def jsonl_document(line: str | bytes, where: str) -> Document:
         raise ValueError(f"{where}: missing 'text' (a string)")
     if not body.strip():
         raise ValueError(f"{where}: empty document {doc_id!r}")
-    if len(body) > MAX_DOCUMENT_BYTES:
+    if len(body) > limits.max_document_bytes:
         raise ValueError(f"{where}: document {doc_id!r} larger than the limit")
     title = obj.get("title")
     if title is not None and not isinstance(title, str | int | float):
@@ -312,21 +487,45 @@ def _safe_member_name(member: str) -> bool:
     return ".." not in parts
 
 
-def _read_zip(data: bytes, name: str) -> Iterator[Document | DocumentError]:
+def _bomb_like(info: zipfile.ZipInfo, limits: ReadLimits) -> bool:
+    """Expands more than ``max_zip_ratio`` times its compressed size (members of at most
+    4 KiB are exempt: deflate's own overhead makes their ratio meaningless, and the
+    archive's budget bounds them anyway)."""
+    return info.file_size > 4096 and info.file_size > limits.max_zip_ratio * max(
+        info.compress_size, 1
+    )
+
+
+def _read_zip(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document | DocumentError]:
+    """The members of an archive, each read within the archive's budget: at most
+    ``max_zip_members`` members, at most ``max_zip_bytes`` expanded in all (declared
+    sizes checked before anything is read, bytes really read counted as they come)."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
         yield DocumentError(name, f"not a valid zip file ({exc})")
+        return
+    except Exception as exc:
+        yield DocumentError(name, unexpected(exc))
         return
     with zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > MAX_ZIP_MEMBERS:
-            yield DocumentError(name, f"too many members ({len(infos)} > {MAX_ZIP_MEMBERS})")
+        if len(infos) > limits.max_zip_members:
+            yield DocumentError(
+                name,
+                f"archive of {len(infos)} members, over the {limits.max_zip_members} allowed "
+                "(YINJI_MAX_ZIP_MEMBERS): refused",
+            )
             return
         declared = sum(i.file_size for i in infos)
-        if declared > MAX_ZIP_TOTAL_BYTES:
-            yield DocumentError(name, f"expands to {declared} bytes, over the limit: refused")
+        if declared > limits.max_zip_bytes:
+            yield DocumentError(
+                name,
+                f"archive expands to {declared} bytes, over the {limits.max_zip_bytes} bytes "
+                "allowed per archive (YINJI_MAX_ZIP_MB; a zip bomb?): refused",
+            )
             return
+        budget = limits.max_zip_bytes
         for info in sorted(infos, key=lambda i: i.filename):
             where = f"{name}!{info.filename}"
             if not _safe_member_name(info.filename):
@@ -338,33 +537,37 @@ def _read_zip(data: bytes, name: str) -> Iterator[Document | DocumentError]:
                 continue
             if not lower.endswith(SUPPORTED_SUFFIXES) or posixpath.basename(lower).startswith("."):
                 continue  # unrelated files in an archive (images, __MACOSX) are skipped silently
-            if info.file_size > MAX_DOCUMENT_BYTES or (
-                info.file_size > 1024 * 1024
-                and info.compress_size
-                and info.file_size / info.compress_size > MAX_ZIP_RATIO
-            ):
+            single = not lower.endswith(".jsonl")
+            if (single and info.file_size > limits.max_document_bytes) or _bomb_like(info, limits):
                 yield DocumentError(
                     where, "member too large or compressed like a zip bomb: refused"
                 )
                 continue
             try:
                 # Read at most the declared size + 1: a lying header cannot blow memory.
-                with zf.open(info) as fh:
-                    body = fh.read(min(info.file_size, MAX_DOCUMENT_BYTES) + 1)
-                if len(body) > info.file_size:
-                    yield DocumentError(where, "member larger than its header says: refused")
-                    continue
+                with zf.open(info) as member:
+                    body = member.read(min(info.file_size, budget) + 1)
             except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
                 yield DocumentError(where, f"cannot read member ({exc})")
                 continue
             except Exception as exc:  # zlib errors, lying headers: this member's error
                 yield DocumentError(where, unexpected(exc))
                 continue
-            yield from read_bytes(body, where)
+            budget -= len(body)
+            if len(body) > info.file_size:
+                yield DocumentError(where, "member larger than its header says: refused")
+                continue
+            if budget < 0:
+                yield DocumentError(where, "archive expands past its budget: refused")
+                return
+            yield from read_bytes(body, where, limits=limits)
 
 
-def iter_documents(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Document | DocumentError]:
+def iter_documents(
+    paths: Iterable[str | os.PathLike[str]], *, limits: ReadLimits | None = None
+) -> Iterator[Document | DocumentError]:
     """Documents from files and folders, in order; errors as ``DocumentError`` values."""
+    limits = limits or ReadLimits.from_env()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -374,30 +577,9 @@ def iter_documents(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Document
             if not files:
                 yield DocumentError(str(path), "folder holds no supported files")
             for p in files:
-                yield from _read_path(p)
+                yield from read_path(p, default_id=p.stem, limits=limits)
         else:
-            yield from _read_path(path)
-
-
-def _read_path(path: Path) -> Iterator[Document | DocumentError]:
-    name = str(path)
-    if not path.exists():
-        yield DocumentError(name, "no such file or folder")
-        return
-    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        yield DocumentError(name, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
-        return
-    try:
-        size = path.stat().st_size
-        limit = MAX_ZIP_TOTAL_BYTES if path.suffix.lower() in (".zip", ".jsonl") else None
-        if size > (limit or MAX_DOCUMENT_BYTES):
-            yield DocumentError(name, f"file of {size} bytes is over the size limit")
-            return
-        data = path.read_bytes()
-    except OSError as exc:
-        yield DocumentError(name, f"cannot read ({exc.strerror or exc})")
-        return
-    yield from read_bytes(data, name, default_id=path.stem)
+            yield from read_path(path, default_id=path.stem, limits=limits)
 
 
 def split_documents(
