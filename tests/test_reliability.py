@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile import GOOD_TEXT, hostile_jsonl, zip_bomb, zip_of
+from hostile import GOOD_TEXT, hostile_folder, hostile_jsonl, zip_bomb, zip_of
 from textgen import work
 
 from tracker.config import ReadLimits, SettingError, Settings
@@ -257,3 +257,42 @@ def test_read_path_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     assert "not a regular file (a FIFO)" in err.message
     (err,) = list(read_path(tmp_path, "folder.txt"))
     assert "not a regular file (a folder)" in err.message
+
+
+# --- item 5: folders ----------------------------------------------------------------------
+def test_a_folder_gives_its_regular_files_only_and_names_what_it_skipped(tmp_path: Path) -> None:
+    folder = hostile_folder(tmp_path / "works", tmp_path / "elsewhere")
+    items = list(iter_documents([folder.root]))  # would hang on the FIFO or /dev/zero
+    docs = [i for i in items if isinstance(i, Document)]
+    assert sorted(d.id for d in docs) == sorted(folder.good)
+    assert all("root:x:0:0" not in d.text for d in docs)
+    errors = {Path(e.source).name: e.message for e in items if isinstance(e, DocumentError)}
+    assert set(errors) == set(folder.refused)
+    for name, reason in folder.refused.items():
+        assert reason in errors[name], (name, errors[name])
+
+
+def test_a_device_or_fifo_argument_is_refused_before_reading(tmp_path: Path) -> None:
+    fifo = tmp_path / "p.jsonl"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    items = list(iter_documents([fifo, tmp_path / "zero.txt", Path("/dev/zero")]))
+    assert "not a regular file (a FIFO)" in items[0].message
+    assert "not a regular file (a character device)" in items[1].message
+    assert "unsupported file type" in items[2].message
+
+
+def test_the_size_cap_comes_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "huge.txt"
+    with big.open("wb") as fh:  # sparse: 5 GB on paper, nothing on disk
+        fh.truncate(5 * 1024**3)
+    (err,) = list(iter_documents([big]))
+    assert "over the 67108864-byte document limit" in err.message
+
+
+def test_cli_ingest_of_a_hostile_folder(tmp_path: Path) -> None:
+    folder = hostile_folder(tmp_path / "works", tmp_path / "elsewhere")
+    r = _yinji(tmp_path / "data", "ingest", str(folder.root))
+    assert r.returncode == 0, r.stderr
+    assert f"ingested {len(folder.good)} documents" in r.stderr
+    assert "escape.txt: symbolic link to" in r.stderr and "pipe.txt: not a regular" in r.stderr

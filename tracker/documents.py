@@ -566,20 +566,71 @@ def _read_zip(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document 
 def iter_documents(
     paths: Iterable[str | os.PathLike[str]], *, limits: ReadLimits | None = None
 ) -> Iterator[Document | DocumentError]:
-    """Documents from files and folders, in order; errors as ``DocumentError`` values."""
+    """Documents from files and folders, in order; errors as ``DocumentError`` values.
+
+    A path given is read if it is a regular file (a link to one included: it was
+    named on purpose). Inside a folder only regular files within the folder are read:
+    a symbolic link whose target lies outside it (a file such as /etc/passwd, a device,
+    another folder) is skipped and reported; links to folders are not followed;
+    FIFOs, devices and sockets with a document suffix are reported, never opened."""
     limits = limits or ReadLimits.from_env()
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            files = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES
-            )
-            if not files:
-                yield DocumentError(str(path), "folder holds no supported files")
-            for p in files:
-                yield from read_path(p, default_id=p.stem, limits=limits)
+        try:
+            is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+        except OSError:
+            is_dir = False  # read_path names the problem
+        if is_dir:
+            yield from _read_folder(path, limits)
         else:
             yield from read_path(path, default_id=path.stem, limits=limits)
+
+
+def _within(target: str, root: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | DocumentError]:
+    root = os.path.realpath(folder)
+    found: list[tuple[str, Path, str | None]] = []  # (sort key, path, refusal)
+    walk_errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(
+        folder, followlinks=False, onerror=walk_errors.append
+    ):
+        for name in dirnames:
+            link = Path(dirpath, name)
+            if link.is_symlink():
+                target = os.path.realpath(link)
+                where = "outside the folder" if not _within(target, root) else "inside the folder"
+                found.append(
+                    (str(link), link, f"symbolic link to a folder {where} ({target}): not followed")
+                )
+        for name in filenames:
+            p = Path(dirpath, name)
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError as exc:
+                found.append((str(p), p, f"cannot read ({exc.strerror or exc})"))
+                continue
+            if stat.S_ISLNK(mode):
+                target = os.path.realpath(p)
+                if not _within(target, root):
+                    found.append(
+                        (str(p), p, f"symbolic link to {target}, outside the folder: skipped")
+                    )
+                    continue
+            if p.suffix.lower() in SUPPORTED_SUFFIXES:
+                found.append((str(p), p, None))
+    for exc in walk_errors:
+        name = exc.filename if exc.filename is not None else str(folder)
+        found.append((str(name), Path(name), f"cannot read folder ({exc.strerror or exc})"))
+    if not any(refusal is None for _, _, refusal in found):
+        yield DocumentError(str(folder), "folder holds no supported files")
+    for _, p, refusal in sorted(found, key=lambda item: item[0]):
+        if refusal is not None:
+            yield DocumentError(str(p), refusal)
+        else:
+            yield from read_path(p, default_id=p.stem, limits=limits)
 
 
 def split_documents(
