@@ -89,3 +89,71 @@ class SmtpSink:
 
     def __exit__(self, *exc: object) -> None:
         self.controller.stop()
+
+
+class PageServer:
+    """A local HTTP server (127.0.0.1, a free port) serving ``pages``: path → (status,
+    body bytes, content type); the test changes ``pages`` while it runs. ``hosts``
+    maps a Host header to its own pages dict (two sites on one server). Every request
+    is kept in ``requests`` as (host, path). POSTs go to ``on_post``."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, tuple[int, bytes, str]] = {}
+        self.hosts: dict[str, dict[str, tuple[int, bytes, str]]] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.posts: list[dict[str, object]] = []
+        self.post_statuses: list[int] = []  # answers to the next POSTs (then 200)
+
+    def __enter__(self) -> PageServer:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+                server.requests.append((host, self.path))
+                pages = server.hosts.get(host, server.pages)
+                status, body, ctype = pages.get(self.path, (404, b"not found", "text/plain"))
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                server.posts.append({"headers": dict(self.headers), "body": body})
+                status = server.post_statuses.pop(0) if server.post_statuses else 200
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def html(title: str, body: str, *, encoding: str = "utf-8", extra: str = "") -> bytes:
+    """A page whose main text is ``body`` (paragraphs per line)."""
+    paras = "".join(f"<p>{line}</p>" for line in body.splitlines() if line.strip())
+    doc = (
+        f'<html><head><meta charset="{encoding}"><title>{title}</title></head>'
+        f"<body><h1>{title}</h1><div id='content'>{paras}</div>{extra}</body></html>"
+    )
+    return doc.encode(encoding)

@@ -349,6 +349,57 @@ def case_send(
     click.echo(f"sent {message_id} to {', '.join(to)}; notice_sent: {', '.join(sent)}")
 
 
+# --- removal checks ---------------------------------------------------------------------------
+def _crawler(settings: Settings) -> Any:
+    """The crawler the workers use: SSRF guard per YINJI_ALLOW_PRIVATE_URLS, per-host
+    interval per YINJI_CRAWL_MIN_INTERVAL."""
+    from tracker.config import WorkerSettings
+    from tracker.crawler import Crawler, CrawlerConfig
+
+    try:
+        interval = WorkerSettings.from_env().crawl_min_interval
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
+    overrides = {} if interval is None else {"min_interval": interval}
+    return Crawler(CrawlerConfig.from_settings(settings, **overrides))
+
+
+@case.command("recheck")
+@click.argument("case_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per case on stdout.")
+@_by_option
+@click.pass_context
+def case_recheck(ctx: click.Context, case_id: str | None, as_json: bool, by: str | None) -> None:
+    """Re-crawl CASE_ID's URLs now (default: every case with a notice sent, still online
+    or removed). 404/410, a vanished host or a page that no longer matches → removed."""
+    from .alerts import Alerter
+    from .recheck import recheck_cases
+
+    settings = _settings(ctx)
+    alerter = Alerter(_case_settings())
+    with _service(ctx) as svc, _errors():
+        ids = [svc.get(case_id).id] if case_id else None
+        with _library(settings) as lib, _crawler(settings) as crawler:
+            results = recheck_cases(
+                svc,
+                crawler=crawler,
+                library=lib,
+                case_ids=ids,
+                who=by or "system:recheck",
+                on_removed=alerter.case_removed,
+            )
+    for res in results:
+        if as_json:
+            click.echo(json.dumps(res.to_dict(), ensure_ascii=False))
+            continue
+        move = f"{res.before} → {res.after}" if res.changed else res.after
+        click.echo(f"{res.case_id}: {move}")
+        for chk in res.checks:
+            status = chk.http_status if chk.http_status is not None else "-"
+            click.echo(f"  {chk.outcome:<8} {status!s:>4} {chk.url} {chk.reason}".rstrip())
+    click.echo(f"re-checked {len(results)} case(s)", err=True)
+
+
 # --- profile -------------------------------------------------------------------------------
 @case.group("profile")
 def profile() -> None:

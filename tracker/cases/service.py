@@ -170,9 +170,11 @@ class CaseService:
             return saved
         raise ConcurrentUpdate(f"case {case_id}: too many concurrent updates")
 
-    def _state_change(
+    def state_event(
         self, case: Case, to_state: str, who: str, note: str, data: dict[str, Any] | None = None
     ) -> CaseEvent:
+        """Move ``case`` (in memory) to ``to_state`` and return the event saying so;
+        IllegalTransition when the state machine forbids it. For ``update`` callbacks."""
         check_transition(case.id, case.state, to_state)
         at = now()
         event = CaseEvent(
@@ -206,7 +208,7 @@ class CaseService:
         who = check_who(who)
         note = check_note(note) or ""
         check_state(to_state)
-        return self.update(case_id, lambda c: [self._state_change(c, to_state, who, note, data)])
+        return self.update(case_id, lambda c: [self.state_event(c, to_state, who, note, data)])
 
     def mark_sent(
         self, case_id: str, *, who: str, note: str = "", data: dict[str, Any] | None = None
@@ -220,7 +222,7 @@ class CaseService:
             if case.state == "notice_sent":
                 again, sent = "notice_sent", {"action": "sent", **(data or {})}
                 return [CaseEvent(case.id, "notice", who, note, again, again, sent)]
-            return [self._state_change(case, "notice_sent", who, note, {"notice": data or {}})]
+            return [self.state_event(case, "notice_sent", who, note, {"notice": data or {}})]
 
         return self.update(case_id, change)
 
@@ -344,7 +346,7 @@ class CaseService:
             ]
             if not c.urls:
                 events.append(
-                    self._state_change(c, "closed", who, "no confirmed URL left in the case")
+                    self.state_event(c, "closed", who, "no confirmed URL left in the case")
                 )
             return events
 

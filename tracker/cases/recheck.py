@@ -1,0 +1,216 @@
+"""Removal checks: re-crawl the URLs of a case and move it by what the pages show.
+
+Each URL is fetched through ``tracker.crawler.Crawler`` (SSRF guard, robots.txt, rate
+limit; ``YINJI_ALLOW_PRIVATE_URLS=1`` for local servers) and classified:
+
+- ``gone``: HTTP 404 or 410, or the host no longer resolves (NXDOMAIN);
+- ``changed``: the page answers but the check against the library finds no copy of the
+  case's work in it any more (the text was taken down, the URL now shows something else);
+- ``matching``: the copy is still there;
+- ``error``: anything else (timeout, 5xx, robots.txt, refused address): nothing is
+  concluded and the state does not move.
+
+Then the case moves: every URL gone or changed → ``removed``; a URL still matching after a
+notice → ``still_online``; a URL matching again in a ``removed`` case → re-opened
+(``open``). Each fetch is a ``recheck`` event in the history (time, HTTP status, outcome,
+the SHA-256 of the bytes served, which are kept as a blob) and the state change a
+``transition`` event, written together.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .model import RECHECK_STATES, Case, CaseEvent, check_transition, now
+from .service import CaseService
+
+log = logging.getLogger(__name__)
+
+GONE_STATUSES = frozenset({404, 410})
+WHO = "system:recheck"
+
+
+@dataclass
+class URLCheck:
+    url: str
+    outcome: str  # gone, changed, matching, error
+    http_status: int | None = None
+    reason: str = ""
+    fetched_at: datetime = field(default_factory=now)
+    sha256: str | None = None
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "outcome": self.outcome,
+            "http_status": self.http_status,
+            "reason": self.reason,
+            "fetched_at": self.fetched_at.isoformat(timespec="milliseconds"),
+            "sha256": self.sha256,
+            "score": None if self.score is None else round(self.score, 4),
+        }
+
+
+@dataclass
+class RecheckResult:
+    case_id: str
+    before: str
+    after: str
+    checks: list[URLCheck]
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "before": self.before,
+            "after": self.after,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def _dns_gone(exc: Any) -> bool:
+    cause = exc.__cause__
+    if isinstance(cause, socket.gaierror):
+        return cause.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", -2))
+    return not exc.transient and "has no addresses" in exc.reason
+
+
+def check_url(
+    url: str,
+    mother_ids: Iterable[str],
+    *,
+    crawler: Any,
+    library: Any,
+    keep: Callable[[bytes], str] | None = None,
+) -> URLCheck:
+    """Fetch ``url`` and classify it against ``mother_ids`` (see the module docstring).
+    ``keep`` stores the raw bytes served and returns their key (sha256)."""
+    from tracker.crawler import CrawlError, HTTPStatusError, Unreachable
+
+    try:
+        page = crawler.crawl_page(url)
+    except HTTPStatusError as exc:
+        outcome = "gone" if exc.status in GONE_STATUSES else "error"
+        return URLCheck(url, outcome, exc.status, str(exc))
+    except Unreachable as exc:
+        return URLCheck(url, "gone" if _dns_gone(exc) else "error", None, str(exc))
+    except CrawlError as exc:
+        return URLCheck(url, "error", getattr(exc, "status", None), str(exc))
+    sha = None
+    if keep is not None and page.raw:
+        try:
+            sha = keep(page.raw)
+        except ValueError as exc:  # too large to keep: the hash still says what was served
+            log.warning("re-crawl of %s not kept: %s", url, exc)
+    if sha is None and page.raw:
+        import hashlib
+
+        sha = hashlib.sha256(page.raw).hexdigest()
+    wanted = set(mother_ids)
+    text = page.text or ""
+    if not text.strip():
+        return URLCheck(url, "changed", page.status, "the page has no text", page.fetched_at, sha)
+    result = library.check_text(text)
+    hits = [m.score for m in result.matches if m.mother_id in wanted]
+    if hits:
+        return URLCheck(url, "matching", page.status, "", page.fetched_at, sha, max(hits))
+    return URLCheck(
+        url, "changed", page.status, "no copy of the work found", page.fetched_at, sha, 0.0
+    )
+
+
+def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str]:
+    """(state, note) after the checks applied to ``case.urls``."""
+    matching = [c.url for c in checks if c.outcome == "matching"]
+    if matching:
+        if case.state == "removed":
+            return "open", f"page is back: {matching[0]}"
+        if case.state == "notice_sent":
+            return "still_online", f"still online: {matching[0]}"
+        return case.state, ""
+    concluded = [c for c in checks if c.outcome in ("gone", "changed")]
+    all_removed = bool(case.urls) and all(u.status == "removed" for u in case.urls)
+    movable = case.state in ("open", "notice_sent", "still_online", "disputed")
+    if concluded and all_removed and movable:
+        gone = sum(1 for c in concluded if c.outcome == "gone")
+        return "removed", f"{gone} gone, {len(concluded) - gone} changed"
+    return case.state, ""
+
+
+def recheck_case(
+    svc: CaseService,
+    case_id: str,
+    *,
+    crawler: Any,
+    library: Any,
+    who: str = WHO,
+    on_removed: Callable[[Case], None] | None = None,
+) -> RecheckResult:
+    """Re-crawl every URL of the case now and move it (see the module docstring)."""
+    case = svc.get(case_id)
+    mother_ids = case.mother_ids or [case.work]
+    checks = [
+        check_url(u.url, mother_ids, crawler=crawler, library=library, keep=svc.store.put_blob)
+        for u in case.urls
+    ]
+    by_url = {c.url: c for c in checks}
+    before = case.state
+
+    def change(c: Case) -> list[CaseEvent]:
+        events: list[CaseEvent] = []
+        for u in c.urls:
+            chk = by_url.get(u.url)
+            if chk is None:
+                continue
+            u.last_checked_at = chk.fetched_at
+            u.last_http_status = chk.http_status
+            u.last_outcome = chk.outcome if not chk.reason else f"{chk.outcome}: {chk.reason}"
+            if chk.outcome in ("gone", "changed"):
+                u.status = "removed"
+            elif chk.outcome == "matching":
+                u.status = "online"
+            events.append(CaseEvent(c.id, "recheck", who, data=chk.to_dict()))
+        state, note = _next_state(c, checks)
+        if state != c.state:
+            check_transition(c.id, c.state, state)
+            events.append(svc.state_event(c, state, who, note))
+        return events
+
+    saved = svc.update(case_id, change) if checks else case
+    if saved.state == "removed" and before != "removed" and on_removed is not None:
+        try:
+            on_removed(saved)
+        except Exception as exc:  # an alert failing must not fail the check
+            log.warning("removal alert of case %s failed: %s", case_id, exc)
+    return RecheckResult(case_id, before, saved.state, checks)
+
+
+def recheck_cases(
+    svc: CaseService,
+    *,
+    crawler: Any,
+    library: Any,
+    case_ids: Iterable[str] | None = None,
+    who: str = WHO,
+    on_removed: Callable[[Case], None] | None = None,
+) -> list[RecheckResult]:
+    """Re-check the given cases, or every case whose state asks for it (notice sent,
+    still online, removed: did it go, did it come back?). The daily beat task calls this."""
+    ids = (
+        list(case_ids)
+        if case_ids is not None
+        else [c.id for c in svc.store.list_cases(states=list(RECHECK_STATES))]
+    )
+    return [
+        recheck_case(svc, cid, crawler=crawler, library=library, who=who, on_removed=on_removed)
+        for cid in ids
+    ]
