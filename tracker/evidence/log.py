@@ -1,0 +1,830 @@
+"""The append-only evidence log: every capture, check and verdict is a record (leaf) of an
+RFC 6962 Merkle tree, and signed tree heads commit to all records up to a size.
+
+A record's bytes (what is hashed, kept verbatim, and exported as ``log/NNNNNN.json``)
+are the canonical JSON (``tracker.evidence.canonical``) of::
+
+    {"kind": "capture", "logged_at": "2024-11-22T08:30:05.123Z",
+     "payload": {...}, "version": "yinji-log-entry/1"}
+
+and its leaf hash is ``SHA-256(0x00 || bytes)``. Kinds (``KINDS``): ``capture`` (a page
+fetched, see ``Capture``), ``submission`` (a text handed in, not fetched), ``check`` (the
+matches found for a suspect), ``verdict`` (a person's decision on a match),
+``case_state`` (what was done about it: notice sent, taken down, …) and ``export`` (the
+hashes of report files put in a bundle).
+
+Two backends keep the same tables: ``SqliteBackend`` (``evidence.sqlite3`` in the data
+folder; triggers abort any UPDATE or DELETE) and ``MongoBackend`` (collections
+``evidence_*``; see ``tracker.evidence.mongo``). Neither is trusted to be honest:
+``EvidenceLog.audit`` recomputes every leaf hash from the stored bytes, every stored tree
+node from the leaves, and every stored tree head's root, and checks each signature and
+timestamp token. Rewriting a record changes the root of every later tree head, which
+the signatures, the timestamp tokens and every bundle already handed out pin.
+
+Appends from several processes are safe: a record's index is the log's size at the
+moment it is inserted, under the database's uniqueness guarantee (sqlite ``BEGIN
+IMMEDIATE``; MongoDB's unique ``_id``, retried on conflict), so indexes never repeat and
+never leave a gap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tracker.records import Match
+from tracker.rules import check_verdict
+
+from .blobs import BlobStore, FileBlobStore
+from .canonical import canonical_json, format_time, ms_from_time, parse_json_object, parse_time
+from .capture import Capture, Submission
+from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead, public_key_from_pem
+from .merkle import MemoryTree, ProofError, consistency_proof, inclusion_proof, leaf_hash
+from .merkle import node_hash as merkle_node
+from .merkle import root_hash as merkle_root
+from .settings import EvidenceSettings
+from .tsa import TokenError, TSAClient, TSAError, load_certificates, verify_response
+
+if TYPE_CHECKING:
+    from tracker.config import Settings
+
+ENTRY_VERSION = "yinji-log-entry/1"
+KINDS = ("capture", "submission", "check", "verdict", "case_state", "export")
+SQLITE_FILE = "evidence.sqlite3"
+
+
+class EvidenceError(Exception):
+    """The evidence log cannot do what was asked (the message says why)."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One record: its position (leaf index), its exact bytes and their leaf hash."""
+
+    index: int
+    data: bytes
+    leaf_hash: bytes
+
+    @property
+    def envelope(self) -> dict[str, Any]:
+        return parse_json_object(self.data, f"log record {self.index}")
+
+    @property
+    def kind(self) -> str:
+        return str(self.envelope["kind"])
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        payload = self.envelope["payload"]
+        assert isinstance(payload, dict)
+        return payload
+
+    @property
+    def logged_at(self) -> datetime:
+        return parse_time(self.envelope["logged_at"], f"log record {self.index}")
+
+
+def encode_entry(kind: str, payload: Mapping[str, Any], logged_at: datetime) -> bytes:
+    if kind not in KINDS:
+        raise EvidenceError(f"unknown record kind {kind!r} (one of {', '.join(KINDS)})")
+    if not isinstance(payload, Mapping):
+        raise EvidenceError(f"a {kind} record's payload must be an object")
+    return canonical_json(
+        {
+            "kind": kind,
+            "logged_at": format_time(logged_at),
+            "payload": dict(payload),
+            "version": ENTRY_VERSION,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The outcome of asking a TSA for a token for one tree head."""
+
+    head_id: int
+    at: datetime
+    tsa_url: str
+    response: bytes | None  # the TimeStampResp (DER), when granted and verified
+    error: str | None  # why there is no token
+
+    @property
+    def ok(self) -> bool:
+        return self.response is not None
+
+
+@dataclass(frozen=True)
+class HeadRecord:
+    """A stored signed tree head, with its timestamp (if any)."""
+
+    id: int
+    signed: SignedTreeHead
+    stamps: tuple[Stamp, ...] = ()
+
+    @property
+    def head(self) -> TreeHead:
+        return self.signed.head
+
+    @property
+    def token(self) -> bytes | None:
+        """The first verified TimeStampResp for this head, or None (unstamped)."""
+        return next((s.response for s in self.stamps if s.response is not None), None)
+
+    @property
+    def stamp_error(self) -> str | None:
+        if self.token is not None or not self.stamps:
+            return None
+        return self.stamps[-1].error
+
+
+@dataclass
+class AuditReport:
+    """What ``EvidenceLog.audit`` found; ``ok`` when ``problems`` is empty."""
+
+    size: int = 0
+    heads: int = 0
+    stamped_heads: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# --------------------------------------------------------------------------- backends
+
+
+class Backend(Protocol):
+    """Storage of one evidence log. Append-only: nothing is ever updated or deleted."""
+
+    def size(self) -> int: ...
+
+    def append(
+        self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
+    ) -> int:
+        """Insert a record at index = current size (atomically); return the index."""
+        ...
+
+    def entry(self, index: int) -> tuple[bytes, bytes] | None:
+        """(data, leaf hash) of a record, or None."""
+        ...
+
+    def entries(self, lo: int, hi: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """(index, data, leaf hash) of records lo <= index < hi, in order."""
+        ...
+
+    def find(
+        self, suspect_id: str, mother_id: str | None, kinds: Sequence[str] | None
+    ) -> list[int]:
+        """Indexes of the records about a suspect (and, when given, a mother: records
+        naming that mother or none), in order."""
+        ...
+
+    def get_node(self, level: int, index: int) -> bytes | None: ...
+
+    def put_node(self, level: int, index: int, value: bytes) -> None:
+        """Insert if absent (values are deterministic: a concurrent insert is the same)."""
+        ...
+
+    def nodes(self) -> Iterator[tuple[int, int, bytes]]: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def put_meta_once(self, key: str, value: str) -> str:
+        """Set ``key`` if unset; return the value now stored (maybe another process's)."""
+        ...
+
+    def add_head(self, signed: SignedTreeHead) -> int: ...
+
+    def heads(self) -> list[tuple[int, SignedTreeHead]]:
+        """All stored heads, oldest first."""
+        ...
+
+    def latest_head(self) -> tuple[int, SignedTreeHead] | None: ...
+
+    def add_stamp(self, stamp: Stamp) -> None: ...
+
+    def stamps(self, head_id: int) -> list[Stamp]: ...
+
+    def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leaves (
+    idx INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    suspect_id TEXT,
+    mother_id TEXT,
+    data BLOB NOT NULL,
+    leaf_hash BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leaves_subject ON leaves (suspect_id, mother_id);
+CREATE TABLE IF NOT EXISTS nodes (
+    level INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    hash BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS heads (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    size INTEGER NOT NULL,
+    root_hash BLOB NOT NULL,
+    timestamp_ms INTEGER NOT NULL,
+    log_id TEXT NOT NULL,
+    signature BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stamps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    head_id INTEGER NOT NULL REFERENCES heads (id),
+    at TEXT NOT NULL,
+    tsa_url TEXT NOT NULL,
+    response BLOB,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS stamps_head ON stamps (head_id);
+"""
+_TABLES = ("meta", "leaves", "nodes", "heads", "stamps")
+
+
+class SqliteBackend:
+    """The log in one sqlite file; UPDATE and DELETE are refused by triggers."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self.db = sqlite3.connect(
+            str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        with self._lock:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA recursive_triggers=ON")  # REPLACE fires DELETE triggers
+            self.db.executescript(_SCHEMA)
+            for table in _TABLES:
+                for op in ("UPDATE", "DELETE"):
+                    self.db.execute(
+                        f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} "
+                        f"BEFORE {op} ON {table} BEGIN SELECT RAISE(ABORT, "
+                        f"'the evidence log is append-only: {table} rows cannot be "
+                        f"{'changed' if op == 'UPDATE' else 'deleted'}'); END"
+                    )
+
+    def size(self) -> int:
+        with self._lock:
+            row = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM leaves").fetchone()
+        return int(row[0])
+
+    def append(
+        self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
+    ) -> int:
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM leaves").fetchone()
+                index = int(row[0])
+                self.db.execute(
+                    "INSERT INTO leaves (idx, kind, suspect_id, mother_id, data, leaf_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (index, kind, suspect_id, mother_id, data, leaf),
+                )
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        return index
+
+    def entry(self, index: int) -> tuple[bytes, bytes] | None:
+        with self._lock:
+            row = self.db.execute(
+                "SELECT data, leaf_hash FROM leaves WHERE idx = ?", (index,)
+            ).fetchone()
+        return (bytes(row[0]), bytes(row[1])) if row else None
+
+    def entries(self, lo: int, hi: int) -> Iterator[tuple[int, bytes, bytes]]:
+        step = 2000
+        for start in range(lo, hi, step):
+            with self._lock:
+                rows = self.db.execute(
+                    "SELECT idx, data, leaf_hash FROM leaves WHERE idx >= ? AND idx < ? "
+                    "ORDER BY idx",
+                    (start, min(hi, start + step)),
+                ).fetchall()
+            for idx, data, leaf in rows:
+                yield int(idx), bytes(data), bytes(leaf)
+
+    def find(
+        self, suspect_id: str, mother_id: str | None, kinds: Sequence[str] | None
+    ) -> list[int]:
+        sql = "SELECT idx FROM leaves WHERE suspect_id = ?"
+        args: list[Any] = [suspect_id]
+        if mother_id is not None:
+            sql += " AND (mother_id IS NULL OR mother_id = ?)"
+            args.append(mother_id)
+        if kinds:
+            sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            args.extend(kinds)
+        with self._lock:
+            rows = self.db.execute(sql + " ORDER BY idx", args).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def get_node(self, level: int, index: int) -> bytes | None:
+        with self._lock:
+            row = self.db.execute(
+                "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, index)
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def put_node(self, level: int, index: int, value: bytes) -> None:
+        with self._lock:
+            self.db.execute(
+                "INSERT OR IGNORE INTO nodes (level, idx, hash) VALUES (?, ?, ?)",
+                (level, index, value),
+            )
+
+    def nodes(self) -> Iterator[tuple[int, int, bytes]]:
+        with self._lock:
+            rows = self.db.execute("SELECT level, idx, hash FROM nodes").fetchall()
+        for level, idx, value in rows:
+            yield int(level), int(idx), bytes(value)
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def put_meta_once(self, key: str, value: str) -> str:
+        with self._lock:
+            self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        stored = self.get_meta(key)
+        assert stored is not None
+        return stored
+
+    def add_head(self, signed: SignedTreeHead) -> int:
+        h = signed.head
+        with self._lock:
+            cur = self.db.execute(
+                "INSERT INTO heads (size, root_hash, timestamp_ms, log_id, signature) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (h.size, h.root_hash, h.timestamp_ms, h.log_id, signed.signature),
+            )
+        assert cur.lastrowid is not None
+        return int(cur.lastrowid)
+
+    @staticmethod
+    def _head(row: Any) -> tuple[int, SignedTreeHead]:
+        hid, size, root, ts, log_id, sig = row
+        return int(hid), SignedTreeHead(
+            TreeHead(int(size), bytes(root), int(ts), log_id), bytes(sig)
+        )
+
+    def heads(self) -> list[tuple[int, SignedTreeHead]]:
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT id, size, root_hash, timestamp_ms, log_id, signature FROM heads ORDER BY id"
+            ).fetchall()
+        return [self._head(r) for r in rows]
+
+    def latest_head(self) -> tuple[int, SignedTreeHead] | None:
+        with self._lock:
+            row = self.db.execute(
+                "SELECT id, size, root_hash, timestamp_ms, log_id, signature FROM heads "
+                "ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+        return self._head(row) if row else None
+
+    def add_stamp(self, stamp: Stamp) -> None:
+        with self._lock:
+            self.db.execute(
+                "INSERT INTO stamps (head_id, at, tsa_url, response, error) VALUES (?, ?, ?, ?, ?)",
+                (stamp.head_id, format_time(stamp.at), stamp.tsa_url, stamp.response, stamp.error),
+            )
+
+    def stamps(self, head_id: int) -> list[Stamp]:
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT head_id, at, tsa_url, response, error FROM stamps WHERE head_id = ? "
+                "ORDER BY id",
+                (head_id,),
+            ).fetchall()
+        return [
+            Stamp(int(h), parse_time(at), url, bytes(resp) if resp is not None else None, err)
+            for h, at, url, resp, err in rows
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+
+# --------------------------------------------------------------------------- the log
+
+
+class _Nodes:
+    """Perfect-subtree hashes of the log's first ``size`` leaves, read from the backend's
+    node table and filled in (from the leaves) where missing."""
+
+    def __init__(self, backend: Backend, size: int) -> None:
+        self.backend = backend
+        self.size = size
+
+    def perfect(self, level: int, index: int) -> bytes:
+        if (index + 1) << level > self.size:
+            raise ProofError(f"subtree {level}/{index} is not complete in {self.size} leaves")
+        if level == 0:
+            found = self.backend.entry(index)
+            if found is None:
+                raise EvidenceError(f"evidence log record {index} is missing")
+            return found[1]
+        value = self.backend.get_node(level, index)
+        if value is None:
+            value = merkle_node(
+                self.perfect(level - 1, 2 * index), self.perfect(level - 1, 2 * index + 1)
+            )
+            self.backend.put_node(level, index, value)
+        return value
+
+
+class EvidenceLog:
+    """The append-only, signed, timestamped evidence log (see the module docstring)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        key: SigningKey,
+        blobs: BlobStore,
+        *,
+        tsa: TSAClient | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.key = key
+        self.blobs = blobs
+        self.tsa = tsa
+        self.clock = clock
+        self._on_close = on_close
+        stored = backend.put_meta_once("public_key", self.key.public_pem().decode("ascii"))
+        stored_key = public_key_from_pem(stored.encode("ascii"), "the log's public key")
+        if stored_key.public_bytes_raw() != self.key.public_key.public_bytes_raw():
+            from .keys import key_id_of
+
+            raise EvidenceKeyError(
+                f"this evidence log is signed by key {key_id_of(stored_key)[:16]}…, but this "
+                f"process has key {self.key.key_id[:16]}… ({self.key.source}); give every "
+                "process the same key (YINJI_EVIDENCE_KEY)"
+            )
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | Path,
+        *,
+        mongo_db: Any | None = None,
+        evidence: EvidenceSettings | None = None,
+        key: SigningKey | None = None,
+        tsa: TSAClient | None = None,
+    ) -> EvidenceLog:
+        """The log of a data folder (``evidence.sqlite3``, blobs under
+        ``evidence/blobs``), or, with ``mongo_db`` (a pymongo ``Database``), in its
+        ``evidence_*`` collections with blobs in GridFS. The key and the TSA come from
+        ``evidence`` (default: ``EvidenceSettings.from_env()``) unless given."""
+        evidence = evidence or EvidenceSettings.from_env()
+        data_dir = Path(data_dir)
+        key = key or SigningKey.load(data_dir, evidence.key)
+        if tsa is None and evidence.tsa_url:
+            trusted = load_certificates(evidence.tsa_ca) if evidence.tsa_ca else []
+            tsa = TSAClient(evidence.tsa_url, timeout=evidence.tsa_timeout, trusted=trusted)
+        backend: Backend
+        blobs: BlobStore
+        if mongo_db is not None:
+            from .blobs import GridFSBlobStore
+            from .mongo import MongoBackend
+
+            backend = MongoBackend(mongo_db)
+            blobs = GridFSBlobStore(mongo_db)
+        else:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            backend = SqliteBackend(data_dir / SQLITE_FILE)
+            blobs = FileBlobStore.in_data_dir(data_dir)
+        try:
+            return cls(backend, key, blobs, tsa=tsa)
+        except BaseException:
+            backend.close()
+            raise
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, evidence: EvidenceSettings | None = None
+    ) -> EvidenceLog:
+        """The log beside the library ``settings`` describe: MongoDB when ``mongo_uri``
+        is set (its own client, closed by ``close``), else the data folder."""
+        if settings.mongo_uri:
+            import pymongo
+
+            client: Any = pymongo.MongoClient(settings.mongo_uri, tz_aware=True)
+            try:
+                log = cls.open(
+                    settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
+                )
+            except BaseException:
+                client.close()
+                raise
+            log._on_close = client.close
+            return log
+        return cls.open(settings.data_dir, evidence=evidence)
+
+    def close(self) -> None:
+        self.backend.close()
+        if self._on_close is not None:
+            self._on_close()
+
+    def __enter__(self) -> EvidenceLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def key_id(self) -> str:
+        return self.key.key_id
+
+    def public_key_pem(self) -> bytes:
+        return self.key.public_pem()
+
+    # -- appending -------------------------------------------------------------------
+    def append(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        suspect_id: str | None = None,
+        mother_id: str | None = None,
+    ) -> LogEntry:
+        """Add a record; returns it with its leaf index and hash. ``suspect_id`` and
+        ``mother_id`` index it for ``entries`` (default: the payload's own fields)."""
+        data = encode_entry(kind, payload, self.clock())
+        leaf = leaf_hash(data)
+        suspect_id = suspect_id if suspect_id is not None else payload.get("suspect_id")
+        mother_id = mother_id if mother_id is not None else payload.get("mother_id")
+        index = self.backend.append(data, leaf, kind, suspect_id, mother_id)
+        self._complete_nodes(index)
+        return LogEntry(index, data, leaf)
+
+    def _complete_nodes(self, index: int) -> None:
+        """Store the perfect subtrees the new leaf completes (a cache: proofs fill in
+        any missing one themselves, so a crash here loses nothing)."""
+        nodes = _Nodes(self.backend, index + 1)
+        level, i = 0, index
+        while i & 1:
+            level += 1
+            i >>= 1
+            nodes.perfect(level, i)
+
+    def record_capture(self, capture: Capture) -> LogEntry:
+        """A fetched page (``Capture``: fill it with ``Capture.build``)."""
+        return self.append("capture", capture.to_json(), suspect_id=capture.suspect_id)
+
+    def record_submission(self, submission: Submission) -> LogEntry:
+        """A text handed in (pasted or uploaded), not fetched."""
+        return self.append("submission", submission.to_json(), suspect_id=submission.suspect_id)
+
+    def record_check(
+        self,
+        *,
+        suspect_id: str,
+        matches: Sequence[Match],
+        engine: str,
+        checked_at: datetime | None = None,
+        suspect_text: str | None = None,
+        mother_texts: Mapping[str, str] | None = None,
+        capture_index: int | None = None,
+    ) -> LogEntry:
+        """The result of checking a suspect: every match with its scores and passages
+        (also when nothing matched). The texts, when given, are recorded by SHA-256 so
+        the offsets are bound to exact texts; ``capture_index`` names the capture record
+        the suspect text came from."""
+        mother_texts = mother_texts or {}
+
+        def sha(text: str | None) -> str | None:
+            return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+        payload = {
+            "capture_index": capture_index,
+            "checked_at": format_time(checked_at or self.clock()),
+            "engine": engine,
+            "matches": [
+                {
+                    "coverage": round(float(m.coverage), 4),
+                    "mother_coverage": round(float(m.mother_coverage), 4),
+                    "mother_id": m.mother_id,
+                    "mother_text_sha256": sha(mother_texts.get(m.mother_id)),
+                    "mother_title": m.mother_title,
+                    "passages": [p.to_dict() for p in m.passages],
+                    "score": round(float(m.score), 4),
+                }
+                for m in matches
+            ],
+            "suspect_id": suspect_id,
+            "suspect_text_sha256": sha(suspect_text),
+        }
+        return self.append("check", payload, suspect_id=suspect_id)
+
+    def record_verdict(
+        self,
+        *,
+        suspect_id: str,
+        mother_id: str,
+        verdict: str,
+        note: str | None = None,
+        by: str | None = None,
+        at: datetime | None = None,
+    ) -> LogEntry:
+        """A person's decision on a match (``pending``, ``confirmed``, ``dismissed``)."""
+        payload = {
+            "at": format_time(at or self.clock()),
+            "by": by,
+            "mother_id": mother_id,
+            "note": note,
+            "suspect_id": suspect_id,
+            "verdict": check_verdict(verdict),
+        }
+        return self.append("verdict", payload)
+
+    def record_case_state(
+        self,
+        *,
+        suspect_id: str,
+        state: str,
+        mother_id: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+        by: str | None = None,
+        at: datetime | None = None,
+    ) -> LogEntry:
+        """What was done about a case (``notice_sent``, ``taken_down``, …; free text
+        for the state, ``detail`` any JSON object)."""
+        if not isinstance(state, str) or not state.strip():
+            raise EvidenceError("a case state must be a non-empty string")
+        payload = {
+            "at": format_time(at or self.clock()),
+            "by": by,
+            "detail": dict(detail or {}),
+            "mother_id": mother_id,
+            "state": state.strip(),
+            "suspect_id": suspect_id,
+        }
+        return self.append("case_state", payload)
+
+    # -- reading ---------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.backend.size()
+
+    def entry(self, index: int) -> LogEntry:
+        found = self.backend.entry(index)
+        if found is None:
+            raise EvidenceError(f"the evidence log has no record {index} (size {self.size})")
+        return LogEntry(index, found[0], found[1])
+
+    def entries(
+        self,
+        *,
+        suspect_id: str,
+        mother_id: str | None = None,
+        kinds: Sequence[str] | None = None,
+    ) -> list[LogEntry]:
+        """Records about a suspect, oldest first; with ``mother_id``, only those that
+        name that mother or no mother (captures, checks)."""
+        return [self.entry(i) for i in self.backend.find(suspect_id, mother_id, kinds)]
+
+    # -- tree heads and proofs ------------------------------------------------------------
+    def root(self, size: int | None = None) -> bytes:
+        size = self.size if size is None else size
+        return merkle_root(_Nodes(self.backend, size), size)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        return inclusion_proof(_Nodes(self.backend, size), index, size)
+
+    def consistency_proof(self, first: int, second: int) -> list[bytes]:
+        return consistency_proof(_Nodes(self.backend, second), first, second)
+
+    def head(self, head_id: int) -> HeadRecord:
+        for hid, signed in self.backend.heads():
+            if hid == head_id:
+                return HeadRecord(hid, signed, tuple(self.backend.stamps(hid)))
+        raise EvidenceError(f"the evidence log has no tree head {head_id}")
+
+    def heads(self) -> list[HeadRecord]:
+        return [
+            HeadRecord(hid, signed, tuple(self.backend.stamps(hid)))
+            for hid, signed in self.backend.heads()
+        ]
+
+    def tree_head(self, *, fresh: bool = False) -> HeadRecord:
+        """A signed head covering every record: the latest stored one when the log has
+        not grown since (unless ``fresh``), else a new one, signed, stored and, when a
+        TSA is configured, timestamped. A TSA failure loses nothing: the head is kept,
+        unstamped, with the error (``HeadRecord.stamp_error``); ``stamp_pending`` retries."""
+        size = self.size
+        latest = self.backend.latest_head()
+        if latest is not None and latest[1].head.size == size and not fresh:
+            return self.head(latest[0])
+        now_ms = ms_from_time(self.clock())
+        if latest is not None:
+            now_ms = max(now_ms, latest[1].head.timestamp_ms)
+        head = TreeHead(size, self.root(size), now_ms, self.key.key_id)
+        signed = self.key.sign_head(head)
+        head_id = self.backend.add_head(signed)
+        if self.tsa is not None:
+            self._stamp(head_id, signed)
+        return self.head(head_id)
+
+    def _stamp(self, head_id: int, signed: SignedTreeHead) -> Stamp:
+        assert self.tsa is not None
+        try:
+            response, _info = self.tsa.stamp(signed.head.encode())
+            stamp = Stamp(head_id, self.clock(), self.tsa.url, response, None)
+        except TSAError as exc:
+            stamp = Stamp(head_id, self.clock(), self.tsa.url, None, str(exc))
+        self.backend.add_stamp(stamp)
+        return stamp
+
+    def stamp_pending(self) -> list[Stamp]:
+        """Ask the TSA again for every head that has no token yet; returns the attempts."""
+        if self.tsa is None:
+            return []
+        done = []
+        for record in self.heads():
+            if record.token is None:
+                done.append(self._stamp(record.id, record.signed))
+        return done
+
+    # -- audit ---------------------------------------------------------------------------
+    def audit(self, *, trusted_tsa: Sequence[Any] | None = None) -> AuditReport:
+        """Recompute everything from the stored record bytes and compare (see the
+        module docstring). Reads the whole log."""
+        report = AuditReport()
+        size = self.size
+        report.size = size
+        tree = MemoryTree()
+        for index, data, stored_leaf in self.backend.entries(0, size):
+            if index != tree.size:
+                report.problems.append(f"record {tree.size} is missing")
+                return report
+            actual = leaf_hash(data)
+            if actual != stored_leaf:
+                report.problems.append(
+                    f"record {index}: its bytes no longer hash to its stored leaf hash"
+                )
+            tree.append(actual)
+            try:
+                envelope = parse_json_object(data, f"record {index}")
+                if envelope.get("kind") not in KINDS or envelope.get("version") != ENTRY_VERSION:
+                    raise ValueError("unknown kind or version")
+            except ValueError as exc:
+                report.problems.append(f"record {index}: not a valid record ({exc})")
+        for level, idx, value in self.backend.nodes():
+            if (idx + 1) << level > size:
+                report.problems.append(
+                    f"stored node {level}/{idx} covers records that do not exist"
+                )
+            elif tree.perfect(level, idx) != value:
+                report.problems.append(f"stored node {level}/{idx} disagrees with the records")
+        trusted = list(trusted_tsa or (self.tsa.trusted if self.tsa else []))
+        for record in self.heads():
+            report.heads += 1
+            head = record.head
+            name = f"tree head {record.id} (size {head.size})"
+            if head.size > size:
+                report.problems.append(f"{name} covers records that do not exist")
+                continue
+            if tree.root(head.size) != head.root_hash:
+                report.problems.append(
+                    f"{name}: its root no longer matches the records: the log was rewritten"
+                )
+            if not record.signed.verify(self.key.public_key):
+                report.problems.append(f"{name}: the signature does not verify")
+            for stamp in record.stamps:
+                if stamp.response is None:
+                    continue
+                try:
+                    verify_response(stamp.response, data=head.encode(), trusted=trusted)
+                except TokenError as exc:
+                    report.problems.append(f"{name}: its timestamp token fails: {exc}")
+            if record.token is not None:
+                report.stamped_heads += 1
+        return report
