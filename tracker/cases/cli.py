@@ -400,6 +400,34 @@ def case_recheck(ctx: click.Context, case_id: str | None, as_json: bool, by: str
     click.echo(f"re-checked {len(results)} case(s)", err=True)
 
 
+@case.command("digest")
+@click.option("--hours", type=click.IntRange(min=1), default=24, show_default=True)
+@click.option("--send", is_flag=True, help="Also deliver it (webhook, e-mail) as configured.")
+@click.pass_context
+def case_digest(ctx: click.Context, hours: int, send: bool) -> None:
+    """Print the digest of the last HOURS as JSON (the beat sends it daily)."""
+    from tracker.store import open_store
+
+    from .alerts import Alerter, digest_data
+
+    alerter = Alerter(_case_settings()) if send else None
+    with _service(ctx) as svc, open_store(svc.settings) as matches:
+        digest = digest_data(svc, matches, hours=hours)
+    click.echo(json.dumps(digest, ensure_ascii=False, indent=2))
+    if alerter is not None:
+        if not alerter.enabled:
+            raise click.ClickException(
+                "no alert channel: set YINJI_ALERT_WEBHOOK_URL (and _SECRET) or "
+                "YINJI_ALERT_EMAIL with YINJI_SMTP_URL"
+            )
+        deliveries = alerter.daily_digest(digest)
+        for d in deliveries:
+            status = "delivered" if d.ok else f"FAILED: {d.error}"
+            click.echo(f"{d.channel}: {status} ({d.attempts} attempt(s))", err=True)
+        if not all(d.ok for d in deliveries):
+            ctx.exit(1)
+
+
 # --- profile -------------------------------------------------------------------------------
 @case.group("profile")
 def profile() -> None:
