@@ -428,6 +428,61 @@ def case_digest(ctx: click.Context, hours: int, send: bool) -> None:
             ctx.exit(1)
 
 
+# --- books --------------------------------------------------------------------------------------
+@case.command("book")
+@click.argument("url")
+@click.option(
+    "--max-pages",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Pages fetched for the whole book (index, chapters and their next pages).",
+)
+@click.option("--no-save", is_flag=True, help="Check the chapters without storing them.")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")
+@_by_option
+@click.pass_context
+def case_book(
+    ctx: click.Context, url: str, max_pages: int, no_save: bool, as_json: bool, by: str | None
+) -> None:
+    """Crawl a pirate book from its index URL (chapter list, "下一页" pages; same host,
+    robots.txt and rate limits honoured), check every chapter and file one case for
+    the book. The daily watch does the same for `yinji watch add URL --book`."""
+    from .books import monitor_book
+
+    settings = _settings(ctx)
+    with (
+        _service(ctx) as svc,
+        _errors(),
+        _library(settings) as lib,
+        _crawler(settings) as crawler,
+    ):
+        report = monitor_book(
+            url,
+            crawler=crawler,
+            library=lib,
+            svc=None if no_save else svc,
+            max_pages=max_pages,
+            save=not no_save,
+            who=by or "system:book",
+        )
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        return
+    for ch in report.chapters:
+        best = max(ch.matches, key=lambda m: m["score"]) if ch.matches else None
+        found = f"{best['score']:.2f} {best['title']}" if best else (ch.error or "no match")
+        click.echo(f"{ch.n:>4} {len(ch.pages)}p {ch.url}  {found}")
+    more = " (budget reached: more chapters not fetched)" if report.truncated else ""
+    click.echo(
+        f"{len(report.chapters)} chapter(s), {len(report.matched)} matching, "
+        f"{report.pages_fetched} page(s) fetched{more}",
+        err=True,
+    )
+    if report.case is not None:
+        click.echo(f"case {report.case.id} ({report.case.state})", err=True)
+
+
 # --- profile -------------------------------------------------------------------------------
 @case.group("profile")
 def profile() -> None:
