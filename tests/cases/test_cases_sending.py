@@ -56,7 +56,7 @@ def test_send_by_smtp_marks_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     last = shown["history"][-1]
     assert last["who"] == "alice" and last["to_state"] == "notice_sent"
     assert last["data"]["notice"]["channel"] == "smtp"
-    assert last["data"]["notice"]["message_id"] == msg["Message-ID"]
+    assert last["data"]["notice"]["message_id"] == msg["Message-ID"].strip()
 
 
 def test_without_smtp_download_and_mark_sent(tmp_path: Path, monkeypatch) -> None:

@@ -58,9 +58,11 @@ def _service(ctx: click.Context) -> Iterator[Any]:
 
     settings = _settings(ctx)
     store = open_case_store(settings)
+    svc = CaseService(store, settings)
     try:
-        yield CaseService(store, settings)
+        yield svc
     finally:
+        svc.close()
         store.close()
 
 

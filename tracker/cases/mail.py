@@ -74,7 +74,7 @@ def send_message(cfg: SmtpConfig, msg: EmailMessage, *, to: Sequence[str] = ()) 
         raise MailError(f"{where}: {exc}") from None
     if refused:
         raise MailError(f"{where} refused recipient(s): {', '.join(sorted(refused))}")
-    return str(msg["Message-ID"] or "")
+    return str(msg["Message-ID"] or "").strip()
 
 
 def send_notice(

@@ -8,8 +8,9 @@ cases goes through ``CaseService`` (commands stay thin).
   a path that did not call ``apply_verdict``).
 - ``transition`` / ``mark_sent`` move a case through the state machine of
   ``tracker.cases.model``; illegal moves raise ``IllegalTransition``.
-- Each change is appended to the case's hash-chained history and, when the evidence
-  log (``tracker.evidence``) offers ``record_case_event``, mirrored there.
+- Each change is appended to the case's hash-chained history and mirrored into the
+  evidence log of ``tracker.evidence`` (see ``tracker.cases.evidence_link``); verdicts
+  given here are ``verdict`` records of that log.
 """
 
 from __future__ import annotations
@@ -67,23 +68,6 @@ def case_id_for(work: str, domain: str, generation: int = 1) -> str:
     return base if generation == 1 else f"{base}-{generation}"
 
 
-def evidence_hook() -> Callable[..., Any] | None:
-    """``tracker.evidence.record_case_event(settings, case_id, event_dict) -> str`` when
-    the evidence log provides it; None otherwise (the case history, a hash-chained audit
-    table, is then the only record)."""
-    try:
-        import tracker.evidence as evidence
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("tracker.evidence",):
-            log.warning("tracker.evidence cannot be imported (%s): case history only", exc)
-        return None
-    except ImportError as exc:
-        log.warning("tracker.evidence cannot be imported (%s): case history only", exc)
-        return None
-    hook = getattr(evidence, "record_case_event", None)
-    return hook if callable(hook) else None
-
-
 @dataclass
 class VerdictResult:
     match: Match
@@ -106,9 +90,16 @@ class CaseService:
     """Cases over one ``CaseStore``; ``settings`` lets events reach the evidence log."""
 
     def __init__(self, store: CaseStore, settings: Settings | None = None) -> None:
+        from .evidence_link import EvidenceLink
+
         self.store = store
         self.settings = settings
+        self.evidence = EvidenceLink(settings)
         self.listeners: list[Callable[[Case, CaseEvent], None]] = []
+
+    def close(self) -> None:
+        """Close the evidence log this service opened (the store is the caller's)."""
+        self.evidence.close()
 
     # --- reading ----------------------------------------------------------------------
     def get(self, case_id: str) -> Case:
@@ -135,17 +126,15 @@ class CaseService:
 
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
-        hook = evidence_hook() if self.settings is not None else None
         for ev in events:
-            if hook is not None:
-                try:
-                    ref = hook(self.settings, case.id, ev.to_dict())
-                except Exception as exc:  # the audit table keeps the event regardless
-                    log.warning("evidence log refused event %s/%s: %s", case.id, ev.seq, exc)
-                else:
-                    if ref:
-                        ev.evidence_ref = str(ref)
-                        self.store.set_evidence_ref(case.id, ev.seq, str(ref))
+            try:
+                ref = self.evidence.case_event(case, ev)
+            except Exception as exc:  # the case history keeps the event regardless
+                log.warning("evidence log refused event %s/%s: %s", case.id, ev.seq, exc)
+            else:
+                if ref:
+                    ev.evidence_ref = ref
+                    self.store.set_evidence_ref(case.id, ev.seq, ref)
             for listener in self.listeners:
                 try:
                     listener(case, ev)
@@ -370,6 +359,10 @@ class CaseService:
         mid = match_id(suspect_id, mother_id)
         before = matches.get_match(mid)  # NotFound for an unknown pair
         match = matches.set_verdict(mid, verdict, note)
+        try:
+            self.evidence.verdict(suspect_id, mother_id, verdict, note, who)
+        except Exception as exc:
+            log.warning("evidence log refused the verdict on %s: %s", mid, exc)
         case: Case | None = None
         if verdict == "confirmed":
             case = self.file_match(match, who=who, note=note or "")
