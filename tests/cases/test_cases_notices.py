@@ -46,7 +46,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[CaseService, object, list[str]]]:
     svc.apply_verdict(lib, "t", "w2", "confirmed", who="alice")
     svc.set_profile(**HOLDER)
     svc.add_attachment("著作权登记证书.pdf", b"%PDF-1.4 proof of ownership")
-    yield svc, lib, [c.id for c in svc.list()]
+    yield svc, lib, [c.id for c in svc.list_cases()]
     store.close()
     lib.close()  # type: ignore[attr-defined]
 
@@ -56,7 +56,7 @@ def _flat(text: str) -> str:
 
 
 def _required(lang: str, svc: CaseService) -> list[str]:
-    urls = [u.url for c in svc.list() for u in c.urls]
+    urls = [u.url for c in svc.list_cases() for u in c.urls]
     common = [HOLDER["name"], HOLDER["address"], HOLDER["email"], "春山记", "Winter River", *urls]
     if lang == "zh":
         return [*common, "第十四条", "初步证明材料", "著作权登记证书.pdf", "SHA-256"]

@@ -111,7 +111,7 @@ def test_noticed_pages_gone_or_changed_mean_removed_and_back_reopens(env) -> Non
         ("removed", "open"),
     ]
     # DNS gone: the host does not resolve any more.
-    other = next(x for x in svc.list() if x.id != cid)
+    other = next(x for x in svc.list_cases() if x.id != cid)
     svc.mark_sent(other.id, who="alice")
     result = recheck_case(svc, other.id, crawler=crawler, library=lib)
     assert result.checks[0].outcome == "gone" and result.after == "removed"

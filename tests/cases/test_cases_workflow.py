@@ -51,7 +51,7 @@ def test_confirmed_matches_group_by_work_and_domain(cstore: CaseStore, lib) -> N
     for sid, mid in [("s1", "w1"), ("s2", "w1"), ("s3", "w1"), ("s4", "w2")]:
         r = svc.apply_verdict(lib, sid, mid, "confirmed", who="alice", note="checked by hand")
         assert r.match.verdict == "confirmed" and r.case is not None
-    cases = {(c.work, c.domain): c for c in svc.list()}
+    cases = {(c.work, c.domain): c for c in svc.list_cases()}
     assert set(cases) == {
         ("w1", "pirate.example"),
         ("w1", "other.example"),
@@ -71,8 +71,8 @@ def test_confirmed_matches_group_by_work_and_domain(cstore: CaseStore, lib) -> N
     assert history[0].who == "alice" and history[1].note == "checked by hand"
     assert verify_chain(history) == []
     # Filters.
-    assert {c.domain for c in svc.list(domain="pirate.example")} == {"pirate.example"}
-    assert [c.work for c in svc.list(work="w2")] == ["w2"]
+    assert {c.domain for c in svc.list_cases(domain="pirate.example")} == {"pirate.example"}
+    assert [c.work for c in svc.list_cases(work="w2")] == ["w2"]
 
 
 def test_state_machine_and_history(cstore: CaseStore, lib) -> None:
@@ -175,7 +175,7 @@ def test_sync_files_matches_confirmed_elsewhere(cstore: CaseStore, lib) -> None:
     lib.set_verdict("t\x1fw1", "confirmed")
     assert svc.sync(lib, page=2) == 3
     assert svc.sync(lib) == 0
-    (c,) = svc.list()
+    (c,) = svc.list_cases()
     assert len(c.urls) == 3
 
 

@@ -154,7 +154,7 @@ def case_list(
         if not no_sync:
             with open_store(svc.settings) as matches:
                 svc.sync(matches)
-        cases = svc.list(state=state, domain=domain, work=work)
+        cases = svc.list_cases(state=state, domain=domain, work=work)
     if as_json:
         click.echo(json.dumps([c.to_dict() for c in cases], ensure_ascii=False, indent=2))
         return

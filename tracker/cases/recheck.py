@@ -153,7 +153,7 @@ def recheck_case(
     crawler: Any,
     library: Any,
     who: str = WHO,
-    on_removed: Callable[[Case], None] | None = None,
+    on_removed: Callable[[Case], object] | None = None,
 ) -> RecheckResult:
     """Re-crawl every URL of the case now and move it (see the module docstring)."""
     case = svc.get(case_id)
@@ -201,7 +201,7 @@ def recheck_cases(
     library: Any,
     case_ids: Iterable[str] | None = None,
     who: str = WHO,
-    on_removed: Callable[[Case], None] | None = None,
+    on_removed: Callable[[Case], object] | None = None,
 ) -> list[RecheckResult]:
     """Re-check the given cases, or every case whose state asks for it (notice sent,
     still online, removed: did it go, did it come back?). The daily beat task calls this."""

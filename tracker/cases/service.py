@@ -105,7 +105,7 @@ class CaseService:
     def get(self, case_id: str) -> Case:
         return self.store.get_case(case_id)
 
-    def list(
+    def list_cases(
         self, *, state: str | None = None, domain: str | None = None, work: str | None = None
     ) -> list[Case]:
         states = [check_state(state)] if state else None
