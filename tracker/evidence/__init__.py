@@ -1,1 +1,111 @@
-"""Evidence that holds up: an append-only, signed, timestamped record of what Yinji saw."""
+"""Evidence that holds up: an append-only, signed, timestamped record of what Yinji saw,
+and bundles anyone can verify without Yinji. For lawyers: ``docs/EVIDENCE.md``.
+
+The package depends on no ``Library``: callers hand it what it needs (ids, texts,
+matches, report bytes), so ``tracker.library``, the crawler, the CLI and the web app can
+all call it. Importing it starts nothing and opens nothing.
+
+Public API
+----------
+Opening the log (one per process; it is safe for several processes to append)::
+
+    from tracker.evidence import EvidenceLog
+
+    log = EvidenceLog.from_settings(settings)      # tracker.config.Settings: MongoDB when
+                                                   # mongo_uri is set, else the data folder
+    log = EvidenceLog.open(data_dir)               # evidence.sqlite3 + evidence/blobs/
+    log = EvidenceLog.open(data_dir, mongo_db=db)  # evidence_* collections + GridFS
+    ...
+    log.close()                                    # or: with EvidenceLog.open(...) as log:
+
+The key (``YINJI_EVIDENCE_KEY`` or ``evidence-ed25519.pem`` in the data folder) and the
+TSA (``YINJI_TSA_URL``, ``YINJI_TSA_CA``, ``YINJI_TSA_TIMEOUT``) come from
+``EvidenceSettings.from_env()`` unless passed in.
+
+Recording (each call appends one record and returns its ``LogEntry``: ``index``,
+``data``, ``leaf_hash``)::
+
+    capture = Capture.build(log.blobs, suspect_id=..., requested_url=..., final_url=...,
+                            http_status=..., headers=..., body=raw_bytes, fetched_at=...,
+                            crawler_version=..., redirects=[RedirectHop(url, status, location)],
+                            resolved_ip=..., tls=TLSInfo.from_der(cert_der), text=...,
+                            screenshot=png_bytes or None, screenshot_none_reason=...)
+    log.record_capture(capture)                                   # a page fetched
+    log.record_submission(Submission.build(log.blobs, suspect_id=..., source="text",
+                                           received_at=..., text=...))  # handed in, not fetched
+    log.record_check(suspect_id=..., matches=[Match, ...], engine="daguan",
+                     suspect_text=..., mother_texts={mother_id: text}, capture_index=...)
+    log.record_verdict(suspect_id=..., mother_id=..., verdict="confirmed", note=..., by=user)
+    log.record_case_state(suspect_id=..., mother_id=..., state="notice_sent", detail={...})
+
+Reading, proving, auditing::
+
+    log.entries(suspect_id=..., mother_id=...)   # records about a suspect / one match
+    log.tree_head()                              # signed (and timestamped) head of the log
+    log.inclusion_proof(index, size); log.consistency_proof(first, second)
+    log.stamp_pending()                          # retry the TSA for unstamped heads
+    log.audit()                                  # recompute everything; .ok, .problems
+
+Bundles (``yinji evidence export`` / ``verify``)::
+
+    export_bundle(log, "case.zip", suspect_id=..., mother_id=...,
+                  reports={"report.pdf": pdf_bytes, "report.html": html_bytes})
+    result = verify_bundle("case.zip")           # .ok, .altered, .missing, .unproven,
+    print(result.summary())                      # .unexpected, .problems; BundleError if hostile
+"""
+
+from __future__ import annotations
+
+from .blobs import BlobCorrupt, BlobMissing, BlobStore, FileBlobStore, GridFSBlobStore
+from .bundle import (
+    BundleError,
+    ExportResult,
+    Limits,
+    VerifyResult,
+    export_bundle,
+    read_bundle,
+    verify_bundle,
+)
+from .canonical import canonical_json
+from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
+from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead
+from .log import KINDS, AuditReport, EvidenceError, EvidenceLog, HeadRecord, LogEntry
+from .settings import EvidenceSettings
+from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
+
+__all__ = [
+    "KINDS",
+    "AuditReport",
+    "BlobCorrupt",
+    "BlobInfo",
+    "BlobMissing",
+    "BlobStore",
+    "BundleError",
+    "Capture",
+    "CaptureError",
+    "EvidenceError",
+    "EvidenceKeyError",
+    "EvidenceLog",
+    "EvidenceSettings",
+    "ExportResult",
+    "FileBlobStore",
+    "GridFSBlobStore",
+    "HeadRecord",
+    "Limits",
+    "LogEntry",
+    "RedirectHop",
+    "SignedTreeHead",
+    "SigningKey",
+    "Submission",
+    "TLSInfo",
+    "TSAClient",
+    "TSAError",
+    "TimestampInfo",
+    "TokenError",
+    "TreeHead",
+    "VerifyResult",
+    "canonical_json",
+    "export_bundle",
+    "read_bundle",
+    "verify_bundle",
+]
