@@ -298,3 +298,32 @@ def test_mongo_audit_finds_an_edited_record(no_env: None, tmp_path: Path) -> Non
     assert f"{expected}: the log was rewritten" in problems
     assert parse_json_object(log.entry(3).data, "x")["payload"]["state"] == "NOTED"
     log.close()
+
+
+def test_from_settings_opens_the_data_folder_or_mongodb(
+    tmp_path: Path, no_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracker.config import Settings
+
+    evidence = EvidenceSettings()
+    with EvidenceLog.from_settings(Settings(data_dir=tmp_path / "d"), evidence=evidence) as log:
+        log.record_case_state(suspect_id="s", state="noted")
+    assert (tmp_path / "d" / "evidence.sqlite3").is_file()
+    assert (tmp_path / "d" / "evidence-ed25519.pem").is_file()
+
+    mongomock = pytest.importorskip("mongomock")
+    import pymongo
+
+    from .conftest import mongo_db
+
+    mongo_db()  # enables mongomock's GridFS
+    client = mongomock.MongoClient()
+    closed: list[bool] = []
+    monkeypatch.setattr(client, "close", lambda: closed.append(True))
+    monkeypatch.setattr(pymongo, "MongoClient", lambda uri, **kw: client)
+    settings = Settings(data_dir=tmp_path / "m", mongo_uri="mongodb://db.invalid", mongo_db="y")
+    with EvidenceLog.from_settings(settings, evidence=evidence) as log:
+        log.record_case_state(suspect_id="s", state="noted")
+        assert log.size == 1
+    assert closed == [True]
+    assert client["y"]["evidence_leaves"].count_documents({}) == 1
