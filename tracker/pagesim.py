@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
-from tracker.hamming_index import popcount
+from tracker.indexes.hamming import popcount
 from tracker.simhash import hamming, simhash_features
 
 __all__ = [

@@ -275,13 +275,13 @@ def simhash(
         if bits != 64:
             raise ValueError("mfonda fingerprints are 64-bit")
         raw = data if isinstance(data, bytes) else data.encode("utf-8")
-        words = mfonda_features(raw)
-        hashes = _fnv1_64_many(words).reshape(-1, 1)
+        tokens = mfonda_features(raw)
+        hashes = _fnv1_64_many(tokens).reshape(-1, 1)
         if weights == "tf":
             return _mfonda_fingerprint(hashes)
         return (
-            _weighted(hashes, [w.decode("ascii") for w in words], weights, idf)
-            if words
+            _weighted(hashes, [w.decode("ascii") for w in tokens], weights, idf)
+            if tokens
             else 0xFFFFFFFFFFFFFFFF
         )
     lanes = _lanes(bits)
@@ -404,11 +404,11 @@ def simhash_spans(
     block = 1 << 16
     long_spans = ~short & (gram_hi - starts > block)
     for k in np.flatnonzero(long_spans):
-        a, b = int(starts[k]), int(gram_hi[k])
+        first, stop = int(starts[k]), int(gram_hi[k])
         counts = np.zeros(64 * lanes, dtype=np.int64)
-        for c in range(a, b, block):
-            counts += _bit_matrix(hashes[c : min(c + block, b)]).sum(axis=0, dtype=np.int64)
-        fp = _pack(2 * counts - (b - a) >= 0)
+        for c in range(first, stop, block):
+            counts += _bit_matrix(hashes[c : min(c + block, stop)]).sum(axis=0, dtype=np.int64)
+        fp = _pack(2 * counts - (stop - first) >= 0)
         out[k] = np.uint64(fp) if lanes == 1 else fp
     short = short | long_spans
     order = np.argsort(starts, kind="stable")
@@ -437,9 +437,9 @@ def simhash_spans(
                 for k, row in zip(sel, packed, strict=True):
                     out[k] = int.from_bytes(row.tobytes(), "little")
         i = j
-    for k in np.flatnonzero(short & ~long_spans):
-        s, e = spans[k]
-        out[k] = simhash(norm[s:e], features=f"char{n}", bits=bits)
+    for one in np.flatnonzero(short & ~long_spans).tolist():
+        s, e = spans[one]
+        out[one] = simhash(norm[s:e], features=f"char{n}", bits=bits)
     return out
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
-from tracker.index import RedisInvertedIndex
+from tracker.indexes.inverted import RedisInvertedIndex
 
 
 class DaguanEngine(Engine):

@@ -55,7 +55,8 @@ from tracker.engines.windows import (
     check_normalization,
     span_evidence,
 )
-from tracker.minhash import MinHasher, RedisLSH, choose_bands
+from tracker.indexes.lsh import RedisLSH, choose_bands
+from tracker.minhash import MinHasher
 
 # Per normalization: shingle, window gap, window min length, window max length, anchor n,
 # permutations, LSH threshold, min Jaccard. Chars: the original engine, unchanged (its
@@ -162,7 +163,7 @@ class MinHashEngine(WindowedEngine):
         return f"{self.base}:sig:{seq}"
 
     # -- index ----------------------------------------------------------------------------
-    def _postings(self, items: Sequence[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+    def _entries(self, items: Sequence[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
         out = []
         for seq, fps in items:
             rows = self._rows(fps)
@@ -174,7 +175,7 @@ class MinHashEngine(WindowedEngine):
     def add(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         if not items:
             return
-        self.lsh.insert_many(self._postings(items))
+        self.lsh.add(self._entries(items))
         pipe = self.redis.pipeline(transaction=False)
         for seq, fps in items:
             pipe.set(self._sig_key(seq), self._rows(fps).astype("<u4").tobytes())
@@ -183,7 +184,7 @@ class MinHashEngine(WindowedEngine):
     def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         if not items:
             return
-        self.lsh.remove_many(self._postings(items))
+        self.lsh.remove(self._entries(items))
         pipe = self.redis.pipeline(transaction=False)
         for seq, _ in items:
             pipe.delete(self._sig_key(seq))

@@ -1,5 +1,5 @@
 """SimHash engine: 64-bit SimHashes of a whole text and of its windows, in a Redis
-permuted-table Hamming index (``tracker.hamming_index``).
+permuted-table Hamming index (``tracker.indexes.hamming``).
 
 Text normalization (``normalization=``):
 
@@ -26,7 +26,7 @@ content-defined rather than at fixed offsets so that a copied passage produces *
 windows in the suspect as in the mother whatever the offset it lands at; so suspects use
 the very same windows as mothers and an untouched copied window is found at distance 0.
 
-Two Redis permuted-table Hamming indexes (``tracker.hamming_index``), because the Hamming
+Two Redis permuted-table Hamming indexes (``tracker.indexes.hamming``), because the Hamming
 radius that pays depends on the span: page rows are looked up within ``k`` (3) of other
 page rows, so a page with scattered light edits still meets its mother; window rows within
 ``window_k`` of other window rows. On the initials windows a copied window is found at
@@ -62,7 +62,7 @@ from tracker.engines.windows import (
     check_normalization,
     span_evidence,
 )
-from tracker.hamming_index import RedisHammingIndex
+from tracker.indexes.hamming import RedisHammingIndex
 from tracker.simhash import simhash_spans
 
 # Per normalization: ngram, window gap, window min length, window max length, anchor n-gram.
@@ -161,21 +161,29 @@ class SimHashEngine(WindowedEngine):
         return (np.int64(seq) << np.int64(ROW_BITS)) | np.arange(count, dtype=np.int64)
 
     def add(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        pages, windows = self._entries(items)
+        self.pages.add(pages)
+        self.windows.add(windows)
+
+    def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        pages, windows = self._entries(items)
+        self.pages.remove(pages)
+        self.windows.remove(windows)
+
+    def _entries(
+        self, items: Sequence[tuple[int, np.ndarray]]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The Hamming index entries ``(seq << 20 | row, fingerprint)`` of mothers: page
+        rows (row 0) for the page index, the others for the window index."""
         if not items:
-            return
+            return [], []
         ids = np.concatenate([self._ids(seq, len(fps)) for seq, fps in items])
         fps = np.concatenate([np.asarray(fps, dtype=np.uint64) for _, fps in items])
         page = (ids & ROW_MASK) == 0
-        self.pages.add(ids[page], fps[page])
-        self.windows.add(ids[~page], fps[~page])
-
-    def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
-        if not items:
-            return
-        ids = np.concatenate([self._ids(seq, len(fps)) for seq, fps in items])
-        page = (ids & ROW_MASK) == 0
-        self.pages.remove(ids[page])
-        self.windows.remove(ids[~page])
+        return (
+            list(zip(ids[page].tolist(), fps[page].tolist(), strict=True)),
+            list(zip(ids[~page].tolist(), fps[~page].tolist(), strict=True)),
+        )
 
     def _lookup(self, fps: np.ndarray) -> list[list[tuple[int, int]]]:
         """Hits of each suspect row: the page row among mothers' page rows (within ``k``),

@@ -1,4 +1,7 @@
-"""The Redis inverted index: fingerprint -> mothers (by seq).
+"""The Redis inverted index: fingerprint -> mothers (by seq), the daguan engine's index.
+
+Entries (``tracker.indexes.base.Index``) are ``(seq, fingerprints)``: a mother and the
+uint64 array of its fingerprints; a *posting* is one (fingerprint, seq) pair.
 
 Layout, chosen for memory (about 12–16 bytes a posting, see docs/BENCHMARKS.md):
 
@@ -15,15 +18,18 @@ Layout, chosen for memory (about 12–16 bytes a posting, see docs/BENCHMARKS.md
   (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
   matches on its own; queries skip it. ``index rebuild`` recomputes stop markers.
 
-Every command touches one key, so the index works unchanged on Redis Cluster
-(the bucket Lua script declares its one key). Writes are grouped per bucket and
-pipelined: one script call per touched bucket per batch. Adds and removes are
-idempotent, so a redelivered ingest task writes no duplicate posting.
+Every write touches one key, so the index works unchanged on Redis Cluster: the bucket
+Lua scripts declare their one key (on a cluster they are sent as EVAL, which redis-py's
+cluster pipeline routes by that key; it refuses pipelined Script objects). Lookups read
+many buckets in one Lua call on a single server only; on a cluster they are pipelined
+HGETs, each routed to its bucket's node. Writes are grouped per bucket and pipelined:
+one script call per touched bucket per batch. Adds and removes are idempotent, so a
+redelivered ingest task writes no duplicate posting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -125,10 +131,10 @@ class RedisInvertedIndex:
         self.prefix = prefix
         self.bucket_bits = bucket_bits
         self.stop_df = stop_df
+        self._cluster = type(redis).__name__ == "RedisCluster"
         self._add = redis.register_script(_ADD_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
-        self._cluster = type(redis).__name__ == "RedisCluster"
 
     # -- addressing -----------------------------------------------------------
     def bucket_key(self, bucket: int) -> str:
@@ -169,36 +175,35 @@ class RedisInvertedIndex:
         ends = np.concatenate([bounds, [buckets.size]]).tolist()
         return {int(buckets[a]): blob[8 * a : 8 * z] for a, z in zip(starts, ends, strict=True)}
 
-    def add(self, items: Sequence[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
+    def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Add postings ``(seq, fingerprints)``; returns how many were new."""
-        grouped = self._grouped(items)
-        added = 0
-        pipe = self.redis.pipeline(transaction=False)
-        pending = 0
-        for bucket, blob in grouped.items():
-            self._add(keys=[self.bucket_key(bucket)], args=[self.stop_df, blob], client=pipe)
-            pending += 1
-            if pending >= chunk:
-                added += sum(int(x) for x in pipe.execute())
-                pending = 0
-        if pending:
-            added += sum(int(x) for x in pipe.execute())
-        return added
+        return self._write(self._add, items, [self.stop_df], chunk)
 
-    def remove(self, items: Sequence[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
-        grouped = self._grouped(items)
-        removed = 0
+    def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
+        """Remove postings ``(seq, fingerprints)``; returns how many there were."""
+        return self._write(self._remove, items, [], chunk)
+
+    def _write(
+        self, script: Any, items: Iterable[tuple[int, np.ndarray]], args: list[Any], chunk: int
+    ) -> int:
+        """Run a bucket script once per touched bucket (its postings packed as the last
+        argument), ``chunk`` calls per pipeline; the sum of the scripts' counts."""
+        total = 0
         pipe = self.redis.pipeline(transaction=False)
         pending = 0
-        for bucket, blob in grouped.items():
-            self._remove(keys=[self.bucket_key(bucket)], args=[blob], client=pipe)
+        for bucket, blob in self._grouped(items).items():
+            key = self.bucket_key(bucket)
+            if self._cluster:
+                pipe.execute_command("EVAL", script.script, 1, key, *args, blob)
+            else:
+                script(keys=[key], args=[*args, blob], client=pipe)
             pending += 1
             if pending >= chunk:
-                removed += sum(int(x) for x in pipe.execute())
+                total += sum(int(x) for x in pipe.execute())
                 pending = 0
         if pending:
-            removed += sum(int(x) for x in pipe.execute())
-        return removed
+            total += sum(int(x) for x in pipe.execute())
+        return total
 
     # -- reads ----------------------------------------------------------------
     def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -212,7 +217,7 @@ class RedisInvertedIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
         buckets, fields = self.locate(fps)
         field_bytes = fields.astype(">u4").tobytes()
-        if self._cluster:
+        if self._cluster:  # buckets live on several nodes: one HGET each, routed
             pipe = self.redis.pipeline(transaction=False)
             for i, b in enumerate(buckets.tolist()):
                 pipe.hget(self.bucket_key(b), field_bytes[4 * i : 4 * i + 4])
@@ -244,6 +249,7 @@ class RedisInvertedIndex:
 
     # -- maintenance ----------------------------------------------------------
     def clear(self) -> int:
+        """Delete every bucket of this index; returns how many keys."""
         return delete_matching(self.redis, f"{self.prefix}:b:*")
 
     def stats(self) -> dict[str, Any]:

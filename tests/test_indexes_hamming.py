@@ -1,4 +1,4 @@
-"""tracker.hamming_index: permuted-table search must equal a brute-force scan."""
+"""tracker.indexes.hamming: permuted-table search must equal a brute-force scan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tracker.hamming_index import (
+from tracker.indexes.hamming import (
     HammingLayout,
     MemoryHammingIndex,
     RedisHammingIndex,
@@ -21,6 +21,10 @@ def _flip(fp: int, d: int, rng: np.random.Generator) -> int:
     for b in rng.choice(64, size=d, replace=False):
         fp ^= 1 << int(b)
     return fp
+
+
+def _entries(ids: np.ndarray, fps: np.ndarray) -> list[tuple[int, int]]:
+    return list(zip(ids.tolist(), fps.tolist(), strict=True))
 
 
 def _dataset(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -70,7 +74,7 @@ def test_layout(k: int, blocks: int | None) -> None:
 def test_memory_index_equals_brute_force(k: int, blocks: int | None) -> None:
     ids, fps, queries = _dataset(20000, k, seed=k)
     idx = MemoryHammingIndex(k, blocks)
-    idx.add(ids, fps)
+    assert idx.add(_entries(ids, fps)) == len(ids)
     assert len(idx) == len(ids)
     many = idx.query_many(queries)
     total = 0
@@ -93,10 +97,10 @@ def test_memory_index_changes() -> None:
     ids, fps, queries = _dataset(3000, 3, seed=9)
     idx = MemoryHammingIndex(3)
     half = len(ids) // 2
-    idx.add(ids[:half], fps[:half])
+    idx.add(_entries(ids[:half], fps[:half]))
     idx.query(int(queries[0]))  # builds the directory, later changes must refresh it
-    idx.add(ids[half:], fps[half:])
-    idx.add(ids[:100], fps[:100])  # idempotent
+    idx.add(_entries(ids[half:], fps[half:]))
+    assert idx.add(_entries(ids[:100], fps[:100])) == 0  # idempotent
     assert len(idx) == len(ids)
     for q in queries[:10].tolist():
         assert idx.query(q) == brute_force(ids, fps, q, 3)
@@ -104,20 +108,22 @@ def test_memory_index_changes() -> None:
     fps2 = fps.copy()
     q0 = int(queries[0])
     fps2[:50] = q0
-    idx.add(ids[:50], fps2[:50])
+    assert idx.add(_entries(ids[:50], fps2[:50])) == 50
     keep = np.ones(len(ids), dtype=bool)
     keep[100:300] = False
-    idx.remove(ids[100:300])
-    idx.remove([10**12])  # unknown: ignored
+    assert idx.remove(_entries(ids[100:300], fps[100:300])) == 200
+    assert idx.remove([(10**12, 1)]) == 0  # unknown: ignored
+    # an id under another fingerprint is another entry: not removed
+    assert idx.remove([(int(ids[0]), int(fps[0]))]) == 0
     assert len(idx) == keep.sum()
     for q in queries.tolist():
         assert idx.query(q) == brute_force(ids[keep], fps2[keep], q, 3)
     got = dict(idx.query(q0))
     assert all(got[i] == 0 for i in ids[:50].tolist())
     # the same id twice in one call: the last fingerprint wins
-    idx.add([ids[0], ids[0]], [0, 12345])
+    idx.add([(int(ids[0]), 0), (int(ids[0]), 12345)])
     assert (int(ids[0]), 0) in idx.query(12345)
-    idx.clear()
+    assert idx.clear() == keep.sum()
     assert len(idx) == 0 and idx.query(q0) == []
     assert idx.query_many([]) == []
 
@@ -125,18 +131,18 @@ def test_memory_index_changes() -> None:
 def test_memory_index_small_and_empty() -> None:
     idx = MemoryHammingIndex(3)
     assert idx.query(5) == [] and idx.query_many([1, 2]) == [[], []]
-    idx.add([1], [0b111])
+    idx.add([(1, 0b111)])
     assert idx.query(0) == [(1, 3)]
     assert idx.query(0, 2) == []
     with pytest.raises(ValueError):
-        idx.add([-1], [0])
+        idx.add([(-1, 0)])
 
 
 # -- Redis ---------------------------------------------------------------------------------
 def test_redis_index_equals_brute_force(redis_client: Any) -> None:
     ids, fps, queries = _dataset(3000, 3, seed=21)
     idx = RedisHammingIndex(redis_client, "yinji:test", name="fp", k=3)
-    idx.add(ids, fps)
+    assert idx.add(_entries(ids, fps)) == len(ids)
     assert len(idx) == len(ids)
     many = idx.query_many(queries)
     for q, got in zip(queries.tolist(), many, strict=True):
@@ -159,18 +165,20 @@ def test_redis_index_equals_brute_force(redis_client: Any) -> None:
 def test_redis_index_idempotent_moves_and_removes(redis_client: Any) -> None:
     ids, fps, queries = _dataset(1500, 3, seed=5)
     idx = RedisHammingIndex(redis_client, "yinji:test", k=3)
-    idx.add(ids, fps)
+    idx.add(_entries(ids, fps))
     pattern = f"{idx.base}:t*"
     before = {k: redis_client.smembers(k) for k in redis_client.scan_iter(match=pattern)}
-    idx.add(ids[:500], fps[:500])
+    assert idx.add(_entries(ids[:500], fps[:500])) == 0
     after = {k: redis_client.smembers(k) for k in redis_client.scan_iter(match=pattern)}
     assert before == after
     # move ids onto a query and remove others
     q0 = int(queries[0])
     fps2 = fps.copy()
     fps2[:20] = q0
-    idx.add(ids[:20], fps2[:20])
-    idx.remove([*ids[50:150].tolist(), 999999999])
+    assert idx.add(_entries(ids[:20], fps2[:20])) == 20
+    assert idx.remove([*_entries(ids[50:150], fps[50:150]), (999999999, 1)]) == 100
+    # an id under another fingerprint is another entry: not removed
+    assert idx.remove([(int(ids[0]), int(fps[0]))]) == 0
     keep = np.ones(len(ids), dtype=bool)
     keep[50:150] = False
     assert len(idx) == keep.sum()
@@ -178,7 +186,7 @@ def test_redis_index_idempotent_moves_and_removes(redis_client: Any) -> None:
     for q in queries.tolist():
         assert idx.query(q) == brute_force(ids[keep], fps2[keep], q, 3)
     # removing everything leaves no bucket behind (empty sets vanish)
-    idx.remove(ids)
+    idx.remove(_entries(ids, fps2))
     assert list(redis_client.scan_iter(match=pattern)) == []
     assert len(idx) == 0
 
@@ -187,8 +195,8 @@ def test_redis_index_clear_only_its_keys(redis_client: Any) -> None:
     redis_client.set("yinji:other", b"x")
     a = RedisHammingIndex(redis_client, "yinji:test", name="a")
     b = RedisHammingIndex(redis_client, "yinji:test", name="b")
-    a.add([1, 2], [5, 6])
-    b.add([1], [5])
+    a.add([(1, 5), (2, 6)])
+    b.add([(1, 5)])
     assert a.clear() > 0
     assert a.query(5) == [] and b.query(5) == [(1, 0)]
     assert redis_client.get("yinji:other") == b"x"

@@ -14,9 +14,11 @@ Default layout: ``blocks = k + 1``, i.e. ``k + 1`` tables whose prefix is one bl
 holds about ``n / 2**16``; larger collections can use more blocks, e.g. ``blocks=6`` gives
 ``C(6, 3) = 20`` tables with 32-bit prefixes (the paper's choice for billions).
 
-Both indexes map an integer id (``>= 0``, below ``2**63``) to one fingerprint: adding an id
-again with the same fingerprint changes nothing, with another fingerprint moves it. Query
-results are ``[(id, distance)]`` sorted by distance then id.
+Both indexes map an integer id (``>= 0``, below ``2**63``) to one fingerprint: their
+entries (``tracker.indexes.base.Index``) are ``(id, fingerprint)``. Adding an id again with
+the same fingerprint changes nothing, with another fingerprint moves it; removing an entry
+removes the id only if it holds that fingerprint. ``add``/``remove`` count ids added or
+moved / removed. Query results are ``[(id, distance)]`` sorted by distance then id.
 """
 
 from __future__ import annotations
@@ -66,13 +68,11 @@ def _as_ids(ids: Iterable[int] | np.ndarray) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def _pairs(
-    ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Validated (ids, fps); for an id given twice the last fingerprint wins."""
-    id_arr, fp_arr = _as_ids(ids), _as_u64(fps)
-    if len(id_arr) != len(fp_arr):
-        raise ValueError("ids and fps differ in length")
+def _pairs(items: Iterable[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (ids, fps) of entries; for an id given twice the last fingerprint wins."""
+    entries = list(items)
+    id_arr = _as_ids([i for i, _ in entries])
+    fp_arr = _as_u64([f for _, f in entries])
     if len(id_arr) > 1:
         # keep the last occurrence of each id
         rev_ids = id_arr[::-1]
@@ -211,22 +211,21 @@ class MemoryHammingIndex:
         return self._ids.copy(), self._fps.copy()
 
     # -- changes -------------------------------------------------------------------------
-    def add(self, ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray) -> None:
-        id_arr, fp_arr = _pairs(ids, fps)
+    def add(self, items: Iterable[tuple[int, int]]) -> int:
+        """Index ``(id, fingerprint)`` entries; returns how many ids were added or moved."""
+        id_arr, fp_arr = _pairs(items)
         if len(id_arr) == 0:
-            return
-        pos = np.searchsorted(self._ids, id_arr)
-        found = pos < len(self._ids)
-        found[found] = self._ids[pos[found]] == id_arr[found]
-        same = found.copy()
-        same[found] = self._fps[pos[found]] == fp_arr[found]
-        moved = found & ~same
+            return 0
+        held = self._held(id_arr)
+        same = held.copy()
+        same[held] = self._fps[np.searchsorted(self._ids, id_arr[held])] == fp_arr[held]
+        moved = held & ~same
         if moved.any():
-            self.remove(id_arr[moved])
+            self._drop(id_arr[moved])
         new = ~same
         id_arr, fp_arr = id_arr[new], fp_arr[new]
         if len(id_arr) == 0:
-            return
+            return 0
         ins = np.searchsorted(self._ids, id_arr)
         self._ids = np.insert(self._ids, ins, id_arr)
         self._fps = np.insert(self._fps, ins, fp_arr)
@@ -237,23 +236,52 @@ class MemoryHammingIndex:
             self._keys[t] = np.insert(self._keys[t], at, pk[order])
             self._tids[t] = np.insert(self._tids[t], at, id_arr[order])
         self._flat = None
+        return len(id_arr)
 
-    def remove(self, ids: Iterable[int] | np.ndarray) -> None:
-        """Forget these ids (unknown ids are ignored)."""
-        id_arr = np.unique(_as_ids(ids))
+    def remove(self, items: Iterable[tuple[int, int]]) -> int:
+        """Forget the ids of these entries that hold the entry's fingerprint (others are
+        ignored); returns how many."""
+        id_arr, fp_arr = _pairs(items)
+        held = self._held(id_arr)
+        held[held] = self._fps[np.searchsorted(self._ids, id_arr[held])] == fp_arr[held]
+        return self._drop(id_arr[held])
+
+    def _held(self, id_arr: np.ndarray) -> np.ndarray:
+        """Which of these ids are indexed."""
+        pos = np.searchsorted(self._ids, id_arr)
+        found = pos < len(self._ids)
+        found[found] = self._ids[pos[found]] == id_arr[found]
+        return found
+
+    def _drop(self, ids: np.ndarray) -> int:
+        """Forget these ids (unknown ids are ignored); returns how many were known."""
+        id_arr = np.unique(ids)
         if len(id_arr) == 0 or len(self._ids) == 0:
-            return
+            return 0
         keep = ~np.isin(self._ids, id_arr, assume_unique=True)
-        if keep.all():
-            return
+        dropped = int(len(keep) - np.count_nonzero(keep))
+        if dropped == 0:
+            return 0
         self._ids, self._fps = self._ids[keep], self._fps[keep]
         for t in range(len(self._keys)):
             k = ~np.isin(self._tids[t], id_arr)
             self._keys[t], self._tids[t] = self._keys[t][k], self._tids[t][k]
         self._flat = None
+        return dropped
 
-    def clear(self) -> None:
-        self.__init__(self.k, self.layout.blocks)  # type: ignore[misc]
+    def clear(self) -> int:
+        """Forget every id; returns how many there were."""
+        n = len(self._ids)
+        self._drop(self._ids)
+        return n
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "ids": len(self),
+            "k": self.k,
+            "blocks": self.layout.blocks,
+            "tables": len(self.layout.tables),
+        }
 
     # -- queries -------------------------------------------------------------------------
     def _prepare(self) -> tuple[np.ndarray, np.ndarray, int]:
@@ -412,14 +440,15 @@ class RedisHammingIndex:
         return [found[i] for i in ids]
 
     # -- changes -------------------------------------------------------------------------
-    def add(
-        self, ids: Iterable[int] | np.ndarray, fps: Iterable[int] | np.ndarray, batch: int = 20000
-    ) -> None:
-        id_arr, fp_arr = _pairs(ids, fps)
-        for s in range(0, len(id_arr), batch):
+    def add(self, items: Iterable[tuple[int, int]], *, batch: int = 20000) -> int:
+        """Index ``(id, fingerprint)`` entries; returns how many ids were added or moved."""
+        id_arr, fp_arr = _pairs(items)
+        return sum(
             self._add_batch(id_arr[s : s + batch].tolist(), fp_arr[s : s + batch].tolist())
+            for s in range(0, len(id_arr), batch)
+        )
 
-    def _add_batch(self, ids: list[int], fps: list[int]) -> None:
+    def _add_batch(self, ids: list[int], fps: list[int]) -> int:
         old = self._lookup(ids)
         adds: dict[str, list[bytes]] = defaultdict(list)
         rems: dict[str, list[bytes]] = defaultdict(list)
@@ -436,7 +465,7 @@ class RedisHammingIndex:
                 adds[self.bucket_key(fp, t)].append(member)
             idmap[self._id_key(i)][str(i)] = fp.to_bytes(8, "big")
         if not adds:
-            return
+            return 0
         pipe = self.redis.pipeline(transaction=False)
         for key, members in rems.items():
             pipe.srem(key, *members)
@@ -445,28 +474,35 @@ class RedisHammingIndex:
         for key, mapping in idmap.items():
             pipe.hset(key, mapping=mapping)
         pipe.execute()
+        return sum(len(m) for m in idmap.values())
 
-    def remove(self, ids: Iterable[int] | np.ndarray, batch: int = 20000) -> None:
-        """Forget these ids (unknown ids are ignored)."""
-        id_list = np.unique(_as_ids(ids)).tolist()
-        for s in range(0, len(id_list), batch):
-            chunk = id_list[s : s + batch]
-            rems: dict[str, list[bytes]] = defaultdict(list)
-            dels: dict[str, list[str]] = defaultdict(list)
-            for i, fp in zip(chunk, self._lookup(chunk), strict=True):
-                if fp is None:
-                    continue
-                for t in range(len(self.layout.tables)):
-                    rems[self.bucket_key(fp, t)].append(self._member(fp, i))
-                dels[self._id_key(i)].append(str(i))
-            if not dels:
-                continue
-            pipe = self.redis.pipeline(transaction=False)
-            for key, members in rems.items():
-                pipe.srem(key, *members)
-            for key, fields in dels.items():
-                pipe.hdel(key, *fields)
-            pipe.execute()
+    def remove(self, items: Iterable[tuple[int, int]], *, batch: int = 20000) -> int:
+        """Forget the ids of these entries that hold the entry's fingerprint (others are
+        ignored); returns how many."""
+        id_arr, fp_arr = _pairs(items)
+        return sum(
+            self._remove_batch(id_arr[s : s + batch].tolist(), fp_arr[s : s + batch].tolist())
+            for s in range(0, len(id_arr), batch)
+        )
+
+    def _remove_batch(self, ids: list[int], fps: list[int]) -> int:
+        rems: dict[str, list[bytes]] = defaultdict(list)
+        dels: dict[str, list[str]] = defaultdict(list)
+        for i, fp, held in zip(ids, fps, self._lookup(ids), strict=True):
+            if held != fp:
+                continue  # not indexed, or under another fingerprint: not this entry
+            for t in range(len(self.layout.tables)):
+                rems[self.bucket_key(fp, t)].append(self._member(fp, i))
+            dels[self._id_key(i)].append(str(i))
+        if not dels:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for key, members in rems.items():
+            pipe.srem(key, *members)
+        for key, fields in dels.items():
+            pipe.hdel(key, *fields)
+        pipe.execute()
+        return sum(len(f) for f in dels.values())
 
     def clear(self) -> int:
         """Delete every key of this index (SCAN on its prefix); returns how many."""
@@ -481,6 +517,14 @@ class RedisHammingIndex:
     def get(self, ids: Sequence[int]) -> list[int | None]:
         """Fingerprints of these ids (None when not indexed)."""
         return self._lookup([int(i) for i in ids])
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "ids": len(self),
+            "k": self.k,
+            "blocks": self.layout.blocks,
+            "tables": len(self.layout.tables),
+        }
 
     # -- queries -------------------------------------------------------------------------
     def query(self, fp: int, k: int | None = None) -> list[tuple[int, int]]:
@@ -513,7 +557,8 @@ class RedisHammingIndex:
                         hits[from_bytes(m[8:], "big")] = d
             return [sorted(h.items(), key=lambda x: (x[1], x[0])) for h in found]
         rec = np.dtype([("fp", ">u8"), ("id", ">i8")])
-        chunks, owners = [], []
+        chunks: list[bytes] = []
+        owners: list[np.ndarray] = []
         for r, members in enumerate(replies):
             if members:
                 chunks.append(b"".join(members))
@@ -522,8 +567,8 @@ class RedisHammingIndex:
             return [[] for _ in qs]
         arr = np.frombuffer(b"".join(chunks), dtype=rec)
         owner = np.concatenate(owners)
-        d = popcount(arr["fp"].astype(np.uint64) ^ np.array(qs, dtype=np.uint64)[owner])
-        hit = d <= k
+        dist = popcount(arr["fp"].astype(np.uint64) ^ np.array(qs, dtype=np.uint64)[owner])
+        hit = dist <= k
         return _group_results(
-            owner[hit], arr["id"][hit].astype(np.int64), d[hit].astype(np.int64), len(qs)
+            owner[hit], arr["id"][hit].astype(np.int64), dist[hit].astype(np.int64), len(qs)
         )

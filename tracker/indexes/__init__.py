@@ -1,0 +1,16 @@
+"""The indexes behind the engines, all following one small protocol
+(``tracker.indexes.base.Index``: ``add``, ``remove``, ``clear``, ``stats`` over entries
+``(id, key)``):
+
+- ``tracker.indexes.inverted``: ``RedisInvertedIndex``, fingerprint -> mothers, in bucketed
+  Redis hashes (the daguan engine);
+- ``tracker.indexes.hamming``: ``RedisHammingIndex`` (and ``MemoryHammingIndex``), 64-bit
+  fingerprints within a Hamming distance, in permuted tables (the simhash engine);
+- ``tracker.indexes.lsh``: ``RedisLSH``, MinHash signatures by LSH band (the minhash engine).
+
+Import the module you need: each engine loads only its own index.
+"""
+
+from tracker.indexes.base import Index
+
+__all__ = ["Index"]
