@@ -301,11 +301,35 @@ class SqliteBackend:
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (index, kind, suspect_id, mother_id, data, leaf),
                 )
+                self._complete_nodes(index, leaf)
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
         return index
+
+    def _complete_nodes(self, index: int, leaf: bytes) -> None:
+        """Inside the append's transaction: store the perfect subtrees the new leaf
+        completes (one commit per record instead of one per node)."""
+        level, i, value = 0, index, leaf
+        while i & 1:
+            if level == 0:
+                row = self.db.execute(
+                    "SELECT leaf_hash FROM leaves WHERE idx = ?", (i - 1,)
+                ).fetchone()
+            else:
+                row = self.db.execute(
+                    "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, i - 1)
+                ).fetchone()
+            if row is None:
+                return  # a hole in the cache: proofs fill it in when they need it
+            value = merkle_node(bytes(row[0]), value)
+            level += 1
+            i >>= 1
+            self.db.execute(
+                "INSERT OR IGNORE INTO nodes (level, idx, hash) VALUES (?, ?, ?)",
+                (level, i, value),
+            )
 
     def entry(self, index: int) -> tuple[bytes, bytes] | None:
         with self._lock:
