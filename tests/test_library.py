@@ -79,7 +79,7 @@ def test_index_is_derived_and_rebuild_repairs_it(lib):
     lib.ingest(_mothers(3))
     probe = work(102, 60)[:900]
     assert lib.check_text(probe).matches
-    lib.engine().clear()  # as if the index were lost in a crash
+    lib.engine().clear()  # postings gone behind the library's back (not a Redis loss)
     assert lib.check_text(probe).matches == []
     info = lib.rebuild_index()
     assert info["mothers"] == 3

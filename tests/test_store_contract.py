@@ -753,6 +753,52 @@ def test_meta_json_values(store: Store) -> None:
         store.set_meta("bad", object())
 
 
+def test_meta_init_raise_delete_and_prefix_listing(store: Store) -> None:
+    assert store.init_meta("token", "first") == "first"
+    assert store.init_meta("token", "second") == "first"  # set once, then kept
+    assert store.raise_meta("gen", 3) == 3
+    assert store.raise_meta("gen", 2) == 3  # never lowered
+    assert store.raise_meta("gen", 7) == 7 and store.get_meta("gen") == 7
+    store.set_meta("w:1", {"pid": 1})
+    store.set_meta("w:2", {"pid": 2})
+    store.set_meta("w%", "not under w:")
+    store.set_meta("x:1", 0)
+    assert store.meta_items("w:") == {"w:1": {"pid": 1}, "w:2": {"pid": 2}}
+    store.delete_meta("w:1")
+    store.delete_meta("never-set")
+    assert store.meta_items("w:") == {"w:2": {"pid": 2}} and store.get_meta("w:1") is None
+    assert store.meta_items("nothing:") == {}
+
+
+# --- issue 10: replacing a mother tells who displaced what ------------------------------
+def test_put_mother_stores_its_fingerprints_in_the_same_write(store: Store) -> None:
+    a = store.put_mother(mother("a"), fingerprints={"daguan": b"\x01" * 8, "simhash": b"\x02"})
+    assert store.get_fingerprints(a.seq, "daguan") == b"\x01" * 8
+    assert store.get_fingerprints(a.seq, "simhash") == b"\x02"
+    assert store.fingerprint_totals("daguan") == (1, 8)
+    assert store.fingerprint_totals("minhash") == (0, 0)
+
+
+def test_replace_mother_returns_the_version_it_displaced(store: Store) -> None:
+    first, replaced = store.replace_mother(mother("a", text="一"), {"daguan": b"old-fps!"})
+    assert replaced is None
+    second, replaced = store.replace_mother(mother("a", text="二"), {"daguan": b"new-fps!"})
+    assert replaced is not None and replaced.seq == first.seq
+    assert replaced.fingerprints == {"daguan": b"old-fps!"}
+    assert store.get_fingerprints(first.seq, "daguan") is None  # deleted with the version
+    assert store.get_fingerprints(second.seq, "daguan") == b"new-fps!"
+    assert store.current_seqs([first.seq, second.seq, 999]) == {second.seq}
+    assert store.fingerprint_totals("daguan") == (1, 8)
+    assert store.fingerprint_totals("daguan", after_seq=second.seq) == (0, 0)
+    assert store.last_seq() == second.seq
+    third = store.put_mother(mother("b"))
+    assert [m.id for m in store.iter_mothers(after_seq=second.seq)] == ["b"]
+    assert store.last_seq() == third.seq
+    store.delete_mother("a")
+    assert store.current_seqs([second.seq]) == set()
+    assert store.fingerprint_totals("daguan") == (0, 0)
+
+
 # --- lifecycle -----------------------------------------------------------------------
 def test_data_persists_across_reopen(backend: Backend) -> None:
     first = backend.open()
@@ -820,6 +866,30 @@ def test_sqlite_concurrent_writes_from_threads(tmp_path: Path) -> None:
     assert store.count_matches(MatchQuery()) == 640
     assert store.count_matches(MatchQuery(mother_id="shared")) == 320
     assert all(store.get_meta(f"thread-{t}") == 39 for t in range(8))
+    store.close()
+
+
+def test_sqlite_concurrent_replacements_each_learn_what_they_displaced(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "swap.sqlite3")
+    results: list[tuple[int, int | None]] = []
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        for i in range(15):
+            stored, replaced = store.replace_mother(mother("same", text=f"{n}-{i}"))
+            with lock:
+                results.append((stored.seq, replaced.seq if replaced else None))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    displaced = [old for _, old in results if old is not None]
+    # Every version but the last was displaced exactly once, and by exactly one writer.
+    final = store.get_mother("same").seq
+    assert sorted(displaced) == sorted(seq for seq, _ in results if seq != final)
+    assert sum(old is None for _, old in results) == 1
     store.close()
 
 

@@ -7,8 +7,11 @@ and summaries go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,25 @@ class _YinjiGroup(click.Group):
 
         return {ep.name: ep for ep in entry_points(group="yinji.commands")}
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an outage or environment failure (Redis or MongoDB down,
+        data folder read-only or full, index out of step) is said in one message with
+        what to do, and exit status 1, instead of a traceback."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            from tracker.errors import describe_failure, with_notes
+
+            settings = None
+            with contextlib.suppress(SettingError):
+                settings = Settings.from_env((ctx.obj or {}).get("data_dir"))
+            message = describe_failure(exc, settings)
+            if message is None:
+                raise
+            raise click.ClickException(with_notes(message, exc)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
 
@@ -98,6 +120,31 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     """音迹 Yinji: find which of your works were copied, how much, and where."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
+    _exit_cleanly_on_signals()
+
+
+def _exit_cleanly_on_signals() -> None:
+    """SIGTERM and SIGHUP end the command like Ctrl-C: through ``finally`` and ``with``
+    blocks and atexit, so the library closes and an embedded Redis server this
+    process started is stopped (Python's default would end at once and leak it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) in (
+            signal.SIG_DFL,
+            None,
+        ):
+            signal.signal(getattr(signal, name), stop)
+
+
+def _say_repairs(lib: Any) -> None:
+    for note in lib.repairs:
+        click.echo(f"note: {note}", err=True)
+    lib.repairs.clear()
 
 
 def _engine_option(f: Any) -> Any:
@@ -129,9 +176,12 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
         report = lib.ingest(
             iter_documents(paths, limits=settings.read_limits), engine=engine, progress=progress
         )
+        _say_repairs(lib)
     progress.close()
     for err in report.errors:
         click.echo(f"skipped {err}", err=True)
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
     rate = report.characters / report.seconds if report.seconds else 0.0
     click.echo(
         f"ingested {report.ingested} documents ({report.replaced} replaced), "
@@ -163,6 +213,7 @@ def check(
             lib.matcher(engine)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
+        _say_repairs(lib)
         documents = iter_documents(paths, limits=limits)
         for res in lib.check(documents, engine=engine, save=not no_save, errors=errors):
             count += 1
@@ -303,6 +354,7 @@ def index_stats(ctx: click.Context) -> None:
     """Sizes of the store and of each engine's index, as JSON."""
     with _open_library(ctx) as lib:
         click.echo(json.dumps(lib.index_stats(), ensure_ascii=False, indent=2, default=str))
+        _say_repairs(lib)
 
 
 @index.command("configure")

@@ -3,13 +3,19 @@
 A library is a store (documents, results) plus a Redis connection holding each
 engine's index. The store is the source of truth; the index is derived data:
 
-- ingest writes the mother and its fingerprints to the store first, then the index;
-- ``rebuild_index`` recreates an engine's index from the stored fingerprints, which
-  repairs any crash between the two writes.
+- ingest writes the mother and its fingerprints to the store first (one write), then
+  the index of every engine the library has;
+- ``rebuild_index`` recreates an engine's index from the stored fingerprints;
+- the library knows when the two disagree (``tracker.index_health``: a token, a
+  generation and writer marks kept on both sides): before a check it repairs a
+  partial index, rebuilds a lost or behind one by itself when that is at most
+  ``Settings.auto_rebuild_max_postings`` postings of work, and otherwise raises
+  ``IndexOutOfSync`` (run ``yinji index rebuild``) instead of answering "no match".
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,11 +27,13 @@ import numpy as np
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
+from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.rules import check_metadata, domain_of
 from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
+VERIFY_INTERVAL = 1.0  # seconds a verified index is trusted before it is verified again
 T = TypeVar("T")
 
 
@@ -36,6 +44,7 @@ class IngestReport:
     characters: int = 0
     errors: list[DocumentError] = field(default_factory=list)
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +53,7 @@ class IngestReport:
             "characters": self.characters,
             "errors": [{"source": e.source, "message": e.message} for e in self.errors],
             "seconds": round(self.seconds, 3),
+            "warnings": list(self.warnings),
         }
 
 
@@ -83,6 +93,10 @@ class Library:
         self._engines: dict[str, Engine] = {}
         self._cache = PreparedCache()
         self.policy = MatchPolicy()
+        self.tracker = IndexTracker(store, redis, settings.redis_prefix)
+        self.repairs: list[str] = []  # what was repaired by itself (the CLI says it)
+        self._verified: dict[str, float] = {}  # engine -> monotonic time found usable
+        self._verify_lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> Library:
@@ -149,11 +163,61 @@ class Library:
         batch_size: int = 256,
         progress: Progress | None = None,
     ) -> IngestReport:
-        """Add or replace mothers; bad items are reported in ``errors`` and skipped."""
+        """Add or replace mothers; bad items are reported in ``errors`` and skipped.
+
+        Every engine the library has an index of gets the new mothers (an engine's
+        index missing them would answer "no match" for them). An ingest is marked in
+        the store while it runs (``tracker.index_health``), so if it dies between its
+        store and index writes, the next check repairs the index."""
         started = time.perf_counter()
         eng = self.engine(engine)
         self._note_engine(eng.name)
+        engines = [self.engine(name) for name in self.indexed_engines()]
         report = IngestReport()
+        for e in engines:
+            self._prepare_for_writes(e, report)
+        mark = self.tracker.begin_write([e.name for e in engines])
+        try:
+            self._ingest_all(documents, engines, report, batch_size, progress, mark)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                self.tracker.fail_write(mark)
+            exc.add_note(
+                f"{report.ingested} documents were stored before this ({report.replaced} "
+                "replaced); the rest were not: ingest them again."
+            )
+            raise
+        self.tracker.end_write(mark)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _prepare_for_writes(self, eng: Engine, report: IngestReport) -> None:
+        """Before an ingest: the engine's index usable (repaired if it can be), and
+        marked with the store's token when it is new."""
+        try:
+            health = self.ensure_index(eng.name)
+        except IndexOutOfSync as exc:
+            # The store takes the documents anyway (it is the truth); checks refuse
+            # until the index is rebuilt.
+            report.warnings.append(str(exc))
+            return
+        if health.state == "empty" and not self.tracker.adopt(eng.name):
+            # Redis holds another store's index under this prefix (an old redis.db):
+            # this store has no fingerprints yet, so clearing it is free.
+            self.rebuild_index(eng.name)
+            self.repairs.append(
+                f"the {eng.name} index held another library's data: cleared before ingest"
+            )
+
+    def _ingest_all(
+        self,
+        documents: Iterable[Document | DocumentError],
+        engines: list[Engine],
+        report: IngestReport,
+        batch_size: int,
+        progress: Progress | None,
+        mark: str,
+    ) -> None:
         batch: list[Document] = []
         done = 0
         seen: dict[str, str] = {}  # id -> where it came from, in this call
@@ -175,103 +239,230 @@ class Library:
             seen[item.id] = item.source or "an earlier item"
             batch.append(item)
             if len(batch) >= batch_size:
-                self._ingest_batch(batch, eng, report)
+                self._ingest_batch(batch, engines, report)
+                self.tracker.heartbeat(mark)
                 done += len(batch)
                 batch = []
                 if progress:
                     progress(done, None)
         if batch:
-            self._ingest_batch(batch, eng, report)
+            self._ingest_batch(batch, engines, report)
             done += len(batch)
             if progress:
                 progress(done, None)
-        report.seconds = time.perf_counter() - started
-        return report
 
-    def _ingest_batch(self, docs: list[Document], eng: Engine, report: IngestReport) -> None:
-        stale: list[tuple[int, np.ndarray]] = []
-        fresh: list[tuple[int, np.ndarray]] = []
-        for doc in docs:
-            try:
-                fps = eng.mother_fingerprints(doc.text)
-                mother = Mother(
-                    id=doc.id,
-                    title=doc.title,
-                    text=doc.text,
-                    source=doc.source,
-                    metadata=check_metadata(doc.metadata or {}, doc.source or doc.id),
+    def _ingest_batch(
+        self, docs: list[Document], engines: list[Engine], report: IngestReport
+    ) -> None:
+        stale: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
+        fresh: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
+        by_name = {e.name: e for e in engines}
+        try:
+            for doc in docs:
+                try:
+                    fps = {e.name: e.mother_fingerprints(doc.text) for e in engines}
+                    mother = Mother(
+                        id=doc.id,
+                        title=doc.title,
+                        text=doc.text,
+                        source=doc.source,
+                        metadata=check_metadata(doc.metadata or {}, doc.source or doc.id),
+                    )
+                except Exception as exc:  # this document's failure, not the batch's
+                    where = doc.source or doc.id
+                    message = str(exc).removeprefix(f"{where}: ")
+                    if not isinstance(exc, ValueError):
+                        message = unexpected(exc)
+                    report.errors.append(DocumentError(where, message))
+                    continue
+                # One store write: the mother with its fingerprints, and which version
+                # it displaced (decided atomically, so two writers of one id each
+                # remove exactly the version they displaced).
+                stored, replaced = self.store.replace_mother(
+                    mother, {name: f.tobytes() for name, f in fps.items()}
                 )
-            except Exception as exc:  # this document's failure, not the batch's
-                where = doc.source or doc.id
-                message = str(exc).removeprefix(f"{where}: ")
-                if not isinstance(exc, ValueError):
-                    message = unexpected(exc)
-                report.errors.append(DocumentError(where, message))
-                continue
-            try:
-                old = self.store.get_mother(doc.id)
-            except KeyError:
-                old = None
-            if old is not None:
-                blob = self.store.get_fingerprints(old.seq, eng.name)
-                if blob is not None:
-                    stale.append((old.seq, eng.from_bytes(blob)))
-                report.replaced += 1
-            mother = self.store.put_mother(mother)
-            self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
-            fresh.append((mother.seq, fps))
-            report.ingested += 1
-            report.characters += len(doc.text)
-        # Store first, index second: a crash here leaves the index behind the store,
-        # and `yinji index rebuild` brings it back.
+                if replaced is not None:
+                    report.replaced += 1
+                    for name, blob in replaced.fingerprints.items():
+                        if name in by_name:
+                            stale[name].append((replaced.seq, by_name[name].from_bytes(blob)))
+                        else:  # an engine this process does not write: still clean it
+                            other = self.engine(name)
+                            other.remove([(replaced.seq, other.from_bytes(blob))])
+                for name, f in fps.items():
+                    fresh[name].append((stored.seq, f))
+                report.ingested += 1
+                report.characters += len(doc.text)
+        finally:
+            # Store first, index second (also when a store write failed half-way: what
+            # was stored gets indexed). A crash before this line leaves the writer mark
+            # behind, and the next check re-adds these mothers.
+            for eng in engines:
+                self._index_writes(eng, stale[eng.name], fresh[eng.name])
+
+    def _index_writes(
+        self,
+        eng: Engine,
+        stale: list[tuple[int, np.ndarray]],
+        fresh: list[tuple[int, np.ndarray]],
+    ) -> None:
+        if not stale and not fresh:
+            return
         if stale:
             eng.remove(stale)
-        eng.add(fresh)
+        if fresh:
+            eng.add(fresh)
+            # A concurrent writer may have replaced (or someone deleted) one of these
+            # mothers between our store write and our index write, and removed the
+            # postings before we added them: take back what is no longer current.
+            current = self.store.current_seqs(seq for seq, _ in fresh)
+            gone = [(seq, f) for seq, f in fresh if seq not in current]
+            if gone:
+                eng.remove(gone)
+        self.tracker.bump(eng.name)
 
     def delete_mother(self, mother_id: str) -> bool:
+        """Delete a mother from the store, then its postings from every index (a crash
+        in between leaves postings of a deleted seq, which checks ignore)."""
         try:
             mother = self.store.get_mother(mother_id)
         except KeyError:
             return False
-        for name in self.indexed_engines():
-            blob = self.store.get_fingerprints(mother.seq, name)
-            if blob is not None:
+        blobs = {
+            name: blob
+            for name in self.indexed_engines()
+            if (blob := self.store.get_fingerprints(mother.seq, name)) is not None
+        }
+        deleted = self.store.delete_mother(mother_id)
+        if deleted is None:
+            return False  # deleted meanwhile by someone else, who cleans up
+        if deleted.seq == mother.seq:
+            for name, blob in blobs.items():
                 eng = self.engine(name)
                 eng.remove([(mother.seq, eng.from_bytes(blob))])
-        self.store.delete_mother(mother_id)
         return True
 
     def rebuild_index(
         self, engine: str | None = None, *, progress: Progress | None = None
     ) -> dict[str, Any]:
-        """Recreate an engine's index from the store (fingerprints recomputed if missing)."""
+        """Recreate an engine's index from the store (fingerprints recomputed if missing).
+        One rebuild per engine at a time (a Redis lock); checks meanwhile wait for it."""
         eng = self.engine(engine)
         started = time.perf_counter()
-        eng.clear()
-        total = self.store.count_mothers()
-        done = 0
-        batch: list[tuple[int, np.ndarray]] = []
-        for mother in self.store.iter_mothers():
-            blob = self.store.get_fingerprints(mother.seq, eng.name)
-            if blob is None:
-                fps = eng.mother_fingerprints(mother.text)
-                self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
-            else:
-                fps = eng.from_bytes(blob)
-            batch.append((mother.seq, fps))
-            if len(batch) >= 256:
+        with self.tracker.lock(eng.name) as refresh:
+            dead_before = self.tracker.dead_writers(eng.name)
+            self.tracker.begin_rebuild(eng.name)
+            eng.clear()
+            total = self.store.count_mothers()
+            done = 0
+            batch: list[tuple[int, np.ndarray]] = []
+            for mother in self.store.iter_mothers():
+                blob = self.store.get_fingerprints(mother.seq, eng.name)
+                if blob is None:
+                    fps = eng.mother_fingerprints(mother.text)
+                    self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
+                else:
+                    fps = eng.from_bytes(blob)
+                batch.append((mother.seq, fps))
+                if len(batch) >= 256:
+                    eng.add(batch)
+                    refresh()
+                    done += len(batch)
+                    batch = []
+                    if progress:
+                        progress(done, total)
+            if batch:
                 eng.add(batch)
                 done += len(batch)
-                batch = []
                 if progress:
                     progress(done, total)
+            self._note_engine(eng.name)
+            self.tracker.finish_rebuild(eng.name, dead_before)
+        self._verified[eng.name] = time.monotonic()
+        return {"engine": eng.name, "mothers": done, "seconds": time.perf_counter() - started}
+
+    # -- index health -----------------------------------------------------------------
+    def index_health(self, engine: str | None = None) -> Health:
+        """Whether an engine's index agrees with the store (see ``tracker.index_health``)."""
+        return self.tracker.health(self.engine(engine).name)
+
+    def ensure_index(self, engine: str | None = None, *, wait: float = 60.0) -> Health:
+        """The engine's index, usable: verified (at most once a second per engine),
+        repaired or rebuilt by itself when that is cheap, else ``IndexOutOfSync``.
+        A rebuild running elsewhere is waited for up to ``wait`` seconds."""
+        eng = self.engine(engine)
+        last = self._verified.get(eng.name)
+        if last is not None and time.monotonic() - last < VERIFY_INTERVAL:
+            return Health(eng.name, "ok")
+        with self._verify_lock:
+            health = self.tracker.health(eng.name)
+            if health.state == "rebuilding":
+                self.tracker.wait_unlocked(eng.name, wait)
+                health = self.tracker.health(eng.name)
+                if health.state == "rebuilding":
+                    raise IndexOutOfSync(
+                        eng.name, health.reason, "Wait for that rebuild to finish, then try again."
+                    )
+            if health.state == "partial":
+                self._repair_partial(eng, health)
+            elif health.state in ("lost", "behind", "unknown"):
+                self._rebuild_by_itself(eng, health)
+            self._verified[eng.name] = time.monotonic()
+            return health
+
+    def _too_big(self, eng: Engine, health: Health, postings: int) -> IndexOutOfSync | None:
+        limit = self.settings.auto_rebuild_max_postings
+        if self.store.read_only:
+            return IndexOutOfSync(
+                eng.name,
+                health.reason,
+                "The data folder is read-only, so it cannot be repaired here: run "
+                f"`yinji index rebuild --engine {eng.name}` where it is writable.",
+            )
+        if postings > limit:
+            return IndexOutOfSync(
+                eng.name,
+                f"{health.reason}; repairing it means indexing {postings} postings, more than "
+                f"the {limit} done by itself (YINJI_AUTO_REBUILD_MAX_POSTINGS)",
+            )
+        return None
+
+    def _repair_partial(self, eng: Engine, health: Health) -> None:
+        """Re-add the mothers stored after the dead writers began (idempotent adds)."""
+        floor = min(int(m.get("floor", 0)) for m in health.dead_writers.values())
+        _, nbytes = self.store.fingerprint_totals(eng.name, after_seq=floor)
+        refusal = self._too_big(eng, health, nbytes // eng.dtype.itemsize)
+        if refusal is not None:
+            raise refusal
+        batch: list[tuple[int, np.ndarray]] = []
+        added = 0
+        for mother in self.store.iter_mothers(after_seq=floor):
+            blob = self.store.get_fingerprints(mother.seq, eng.name)
+            if blob is None:
+                continue
+            batch.append((mother.seq, eng.from_bytes(blob)))
+            if len(batch) >= 256:
+                eng.add(batch)
+                added += len(batch)
+                batch = []
         if batch:
             eng.add(batch)
-            done += len(batch)
-            if progress:
-                progress(done, total)
-        self._note_engine(eng.name)
-        return {"engine": eng.name, "mothers": done, "seconds": time.perf_counter() - started}
+            added += len(batch)
+        self.tracker.forget_writers(eng.name, health.dead_writers)
+        self.repairs.append(
+            f"the {eng.name} index was partial ({health.reason}): re-added {added} mothers"
+        )
+
+    def _rebuild_by_itself(self, eng: Engine, health: Health) -> None:
+        _, nbytes = self.store.fingerprint_totals(eng.name)
+        refusal = self._too_big(eng, health, nbytes // eng.dtype.itemsize)
+        if refusal is not None:
+            raise refusal
+        info = self.rebuild_index(eng.name)
+        self.repairs.append(
+            f"the {eng.name} index was {health.state} ({health.reason}): rebuilt it from "
+            f"the store ({info['mothers']} mothers)"
+        )
 
     # -- suspects -------------------------------------------------------------
     def check_text(self, text: str, *, engine: str | None = None) -> MatchResult:
@@ -303,6 +494,8 @@ class Library:
                 f"engine {eng.name!r} has no index in this library (indexed: "
                 f"{', '.join(indexed)}); run `yinji index rebuild --engine {eng.name}` first"
             )
+        # Nor may a lost or partial index answer "no match": repaired, or refused.
+        self.ensure_index(eng.name)
         return Matcher(self.store, eng, policy=self.policy, cache=self._cache)
 
     def _match(self, suspect: Suspect, engine: str | None) -> MatchResult:
@@ -368,9 +561,13 @@ class Library:
         return done
 
     def index_stats(self) -> dict[str, Any]:
+        """Sizes of the store and of each engine's index, with each index's health."""
         out: dict[str, Any] = {"mothers": self.store.count_mothers(), "engines": {}}
         for name in self.indexed_engines():
-            out["engines"][name] = self.engine(name).stats()
+            out["engines"][name] = {
+                **self.engine(name).stats(),
+                "health": self.tracker.health(name).to_dict(),
+            }
         return out
 
 

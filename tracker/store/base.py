@@ -6,7 +6,8 @@ The records it stores live in ``tracker.records`` (re-exported here for the adap
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -37,8 +38,10 @@ __all__ = [
     "Mother",
     "NotFound",
     "Passage",
+    "Replaced",
     "Role",
     "Store",
+    "StoreError",
     "Suspect",
     "User",
     "Verdict",
@@ -48,13 +51,49 @@ __all__ = [
 ]
 
 
+class StoreError(RuntimeError):
+    """The store cannot do what was asked for a reason outside the input: its folder
+    is read-only or full, its server is unreachable. The message names the folder or
+    server, the cause, and what to do."""
+
+
+@dataclass
+class Replaced:
+    """The version of a mother that ``replace_mother`` replaced: its seq and the
+    fingerprints it had (engine -> blob), so the caller can take them out of the index."""
+
+    seq: int
+    fingerprints: dict[str, bytes] = field(default_factory=dict)
+
+
 class Store(ABC):
     """Documents and results. Implementations: ``SqliteStore``, ``MongoStore``."""
 
+    #: True when the store was opened read-only (a read-only data folder): reads work,
+    #: every write raises ``StoreError``.
+    read_only: bool = False
+
     # --- mothers -------------------------------------------------------------
+    def put_mother(
+        self, mother: Mother, *, fingerprints: Mapping[str, bytes] | None = None
+    ) -> Mother:
+        """Insert or replace by ``mother.id``; assigns and returns a fresh ``seq``.
+        ``fingerprints`` (engine -> blob) are stored with it, in the same write."""
+        return self.replace_mother(mother, fingerprints)[0]
+
     @abstractmethod
-    def put_mother(self, mother: Mother) -> Mother:
-        """Insert or replace by ``mother.id``; assigns and returns a fresh ``seq``."""
+    def replace_mother(
+        self, mother: Mother, fingerprints: Mapping[str, bytes] | None = None
+    ) -> tuple[Mother, Replaced | None]:
+        """``put_mother`` that also returns the version it replaced (None for a new id),
+        decided atomically: of two writers of one id, each learns exactly the version
+        it displaced, so neither leaves index postings of a dead version behind.
+        The new version and its ``fingerprints`` are stored together; the replaced
+        version's fingerprints are deleted and returned."""
+
+    @abstractmethod
+    def current_seqs(self, seqs: Iterable[int]) -> set[int]:
+        """Which of ``seqs`` are the seq of a current mother (cheap: no texts read)."""
 
     @abstractmethod
     def get_mother(self, mother_id: str) -> Mother:
@@ -86,8 +125,14 @@ class Store(ABC):
     def count_mothers(self, *, search: str | None = None) -> int: ...
 
     @abstractmethod
-    def iter_mothers(self, *, batch_size: int = 500) -> Iterator[Mother]:
-        """Every mother, in seq order (for index rebuild and re-checks)."""
+    def iter_mothers(self, *, batch_size: int = 500, after_seq: int = 0) -> Iterator[Mother]:
+        """Every mother whose seq is above ``after_seq``, in seq order (for index
+        rebuild, repairs and re-checks)."""
+
+    @abstractmethod
+    def last_seq(self) -> int:
+        """The last seq handed out (0 before the first mother): every mother stored
+        after this call gets a larger one."""
 
     @abstractmethod
     def mothers_since(self, since: datetime) -> list[Mother]:
@@ -100,6 +145,12 @@ class Store(ABC):
 
     @abstractmethod
     def get_fingerprints(self, seq: int, engine: str) -> bytes | None: ...
+
+    @abstractmethod
+    def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
+        """(mothers with stored fingerprints for ``engine``, total bytes of them), of
+        seqs above ``after_seq``: the size of a rebuild of that engine's index, without
+        reading the blobs."""
 
     # --- suspects ------------------------------------------------------------
     @abstractmethod
@@ -190,6 +241,24 @@ class Store(ABC):
     @abstractmethod
     def set_meta(self, key: str, value: Any) -> None:
         """``value`` must be JSON-serialisable."""
+
+    @abstractmethod
+    def init_meta(self, key: str, value: Any) -> Any:
+        """Set ``key`` to ``value`` unless it is set; return the value it has then
+        (atomic: of two callers, both get the first one's value)."""
+
+    @abstractmethod
+    def raise_meta(self, key: str, value: int) -> int:
+        """Set the integer ``key`` to ``max(current, value)`` atomically (missing: 0);
+        return the value it has then. A key raised this way is only ever written by
+        ``raise_meta`` (``get_meta`` reads it)."""
+
+    @abstractmethod
+    def delete_meta(self, key: str) -> None: ...
+
+    @abstractmethod
+    def meta_items(self, prefix: str) -> dict[str, Any]:
+        """Every meta key starting with ``prefix``, with its value."""
 
     # --- lifecycle -----------------------------------------------------------
     @abstractmethod

@@ -13,9 +13,10 @@ mongomock fails on it with pymongo >= 4.10.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +47,7 @@ from .base import (
     Mother,
     NotFound,
     Passage,
+    Replaced,
     Store,
     Suspect,
     User,
@@ -55,6 +57,7 @@ from .base import (
 
 _CHUNK = 1000  # values per $in list
 _SEQ_COUNTER = "mother_seq"
+_UNSIZED_BLOB = 1024 * 1024
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -246,7 +249,9 @@ class MongoStore(Store):
         )
         return int(doc["value"])
 
-    def put_mother(self, mother: Mother) -> Mother:
+    def replace_mother(
+        self, mother: Mother, fingerprints: Mapping[str, bytes] | None = None
+    ) -> tuple[Mother, Replaced | None]:
         check_id(mother.id, "mother id")
         stored = Mother(
             id=mother.id,
@@ -257,6 +262,11 @@ class MongoStore(Store):
             ingested_at=to_utc(mother.ingested_at),
             seq=self._next_seq(),
         )
+        # Fingerprints of the new seq first: a crash after this leaves blobs of a seq no
+        # mother has (never read), never a mother without its fingerprints.
+        for engine, data in (fingerprints or {}).items():
+            self.put_fingerprints(stored.seq, engine, data)
+        # One atomic replace decides which version this write displaced.
         old = self.mothers.find_one_and_replace(
             {"_id": stored.id},
             {
@@ -272,10 +282,27 @@ class MongoStore(Store):
             return_document=ReturnDocument.BEFORE,
             projection={"seq": 1},
         )
+        replaced: Replaced | None = None
         if old is not None and old.get("seq") != stored.seq:
+            old_seq = int(old["seq"])
+            replaced = Replaced(
+                old_seq,
+                {
+                    doc["engine"]: bytes(doc["data"])
+                    for doc in self.fingerprints.find({"seq": old_seq})
+                },
+            )
             # The replaced version's fingerprints are dead weight now.
-            self.fingerprints.delete_many({"seq": old["seq"]})
-        return stored
+            self.fingerprints.delete_many({"seq": old_seq})
+        return stored, replaced
+
+    def current_seqs(self, seqs: Iterable[int]) -> set[int]:
+        wanted = sorted({int(s) for s in seqs})
+        found: set[int] = set()
+        for i in range(0, len(wanted), _CHUNK):
+            cursor = self.mothers.find({"seq": {"$in": wanted[i : i + _CHUNK]}}, {"seq": 1})
+            found.update(int(doc["seq"]) for doc in cursor)
+        return found
 
     def get_mother(self, mother_id: str) -> Mother:
         doc = self.mothers.find_one({"_id": mother_id})
@@ -329,10 +356,10 @@ class MongoStore(Store):
     def count_mothers(self, *, search: str | None = None) -> int:
         return self.mothers.count_documents(self._mother_filter(search))
 
-    def iter_mothers(self, *, batch_size: int = 500) -> Iterator[Mother]:
+    def iter_mothers(self, *, batch_size: int = 500, after_seq: int = 0) -> Iterator[Mother]:
         # Keyset pagination on seq: no cursor stays open while the caller works
         # (server cursors time out after 10 minutes of idleness).
-        last = 0
+        last = int(after_seq)
         while True:
             docs = list(
                 self.mothers.find({"seq": {"$gt": last}})
@@ -355,9 +382,23 @@ class MongoStore(Store):
     def put_fingerprints(self, seq: int, engine: str, data: bytes) -> None:
         self.fingerprints.replace_one(
             {"seq": int(seq), "engine": engine},
-            {"seq": int(seq), "engine": engine, "data": bytes(data)},
+            {"seq": int(seq), "engine": engine, "data": bytes(data), "size": len(data)},
             upsert=True,
         )
+
+    def last_seq(self) -> int:
+        doc = self.counters.find_one({"_id": _SEQ_COUNTER})
+        return 0 if doc is None else int(doc["value"])
+
+    def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
+        count = total = 0
+        flt = {"engine": engine, "seq": {"$gt": int(after_seq)}}
+        for doc in self.fingerprints.find(flt, {"size": 1}):
+            count += 1
+            # Blobs written before sizes were kept count as 1 MiB: an estimate on the
+            # safe side (a rebuild judged too big to run by itself is asked for).
+            total += int(doc.get("size", _UNSIZED_BLOB))
+        return count, total
 
     def get_fingerprints(self, seq: int, engine: str) -> bytes | None:
         doc = self.fingerprints.find_one({"seq": int(seq), "engine": engine})
@@ -645,6 +686,34 @@ class MongoStore(Store):
         # Kept as JSON text: exactly what was given comes back (keys with "." or
         # "$", big ints, nested lists), the same as in the sqlite adapter.
         self.meta.replace_one({"_id": key}, {"value": dumps(value)}, upsert=True)
+
+    def init_meta(self, key: str, value: Any) -> Any:
+        text = dumps(value)
+        # A concurrent upsert may insert it first (DuplicateKeyError): its value stands.
+        with contextlib.suppress(DuplicateKeyError):
+            self.meta.update_one({"_id": key}, {"$setOnInsert": {"value": text}}, upsert=True)
+        doc = self.meta.find_one({"_id": key})
+        return json.loads(doc["value"]) if doc is not None else value
+
+    def raise_meta(self, key: str, value: int) -> int:
+        value = int(value)
+        # Only a document holding less (or none) is written: one atomic conditional
+        # upsert; when a larger value is there the upsert's insert collides on _id.
+        with contextlib.suppress(DuplicateKeyError):
+            self.meta.update_one(
+                {"_id": key, "n": {"$lt": value}},
+                {"$set": {"n": value, "value": dumps(value)}},
+                upsert=True,
+            )
+        doc = self.meta.find_one({"_id": key})
+        return value if doc is None else int(doc.get("n", json.loads(doc["value"])))
+
+    def delete_meta(self, key: str) -> None:
+        self.meta.delete_one({"_id": key})
+
+    def meta_items(self, prefix: str) -> dict[str, Any]:
+        cursor = self.meta.find({"_id": {"$regex": "^" + re.escape(prefix)}}).sort("_id", ASCENDING)
+        return {doc["_id"]: json.loads(doc["value"]) for doc in cursor}
 
 
 __all__ = ["MongoStore"]

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from .base import (
     Mother,
     NotFound,
     Passage,
+    Replaced,
     Store,
     Suspect,
     User,
@@ -396,10 +397,13 @@ class SqliteStore(Store):
         self._local = threading.local()
 
     # --- mothers ---------------------------------------------------------------
-    def put_mother(self, mother: Mother) -> Mother:
+    def replace_mother(
+        self, mother: Mother, fingerprints: Mapping[str, bytes] | None = None
+    ) -> tuple[Mother, Replaced | None]:
         check_id(mother.id, "mother id")
         stored_at = to_utc(mother.ingested_at)
         metadata = json_normalize(mother.metadata or {})
+        replaced: Replaced | None = None
         with self._tx() as c:
             # The counter only ever grows, so a seq is never handed out twice, even
             # after the mother holding it was deleted.
@@ -408,7 +412,16 @@ class SqliteStore(Store):
             ).fetchone()[0]
             old = c.execute("SELECT seq FROM mothers WHERE id = ?", (mother.id,)).fetchone()
             if old is not None:
-                # The old version's fingerprints are dead weight now.
+                # The old version's fingerprints go (returned, for the index).
+                replaced = Replaced(
+                    old["seq"],
+                    {
+                        row["engine"]: bytes(row["data"])
+                        for row in c.execute(
+                            "SELECT engine, data FROM fingerprints WHERE seq = ?", (old["seq"],)
+                        )
+                    },
+                )
                 c.execute("DELETE FROM fingerprints WHERE seq = ?", (old["seq"],))
             # Upsert (not delete + insert): the row keeps its identity, only the seq
             # and the content change; matches refer to the id and stay.
@@ -427,7 +440,14 @@ class SqliteStore(Store):
                     _t(stored_at),
                 ),
             )
-        return Mother(
+            c.executemany(
+                "INSERT INTO fingerprints(seq, engine, data) VALUES (?, ?, ?)",
+                [
+                    (seq, engine, sqlite3.Binary(bytes(data)))
+                    for engine, data in (fingerprints or {}).items()
+                ],
+            )
+        stored = Mother(
             id=mother.id,
             title=mother.title,
             text=mother.text,
@@ -436,6 +456,17 @@ class SqliteStore(Store):
             ingested_at=stored_at,
             seq=seq,
         )
+        return stored, replaced
+
+    def current_seqs(self, seqs: Iterable[int]) -> set[int]:
+        wanted = sorted({int(s) for s in seqs})
+        found: set[int] = set()
+        conn = self._conn()
+        for chunk in _chunks(wanted):
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(f"SELECT seq FROM mothers WHERE seq IN ({marks})", chunk)
+            found.update(row[0] for row in rows)
+        return found
 
     def get_mother(self, mother_id: str) -> Mother:
         row = (
@@ -505,10 +536,10 @@ class SqliteStore(Store):
         where, params = self._mother_where(search)
         return self._conn().execute(f"SELECT count(*) FROM mothers{where}", params).fetchone()[0]
 
-    def iter_mothers(self, *, batch_size: int = 500) -> Iterator[Mother]:
+    def iter_mothers(self, *, batch_size: int = 500, after_seq: int = 0) -> Iterator[Mother]:
         # Keyset pagination: each batch is one short read, so no transaction stays
         # open while the caller works (a long reader would stall WAL checkpoints).
-        last = 0
+        last = int(after_seq)
         while True:
             # Connection looked up per batch: the generator may be resumed on
             # another thread than the one that started it.
@@ -541,6 +572,25 @@ class SqliteStore(Store):
                 "ON CONFLICT(seq, engine) DO UPDATE SET data = excluded.data",
                 (int(seq), engine, sqlite3.Binary(bytes(data))),
             )
+
+    def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
+        # length() of a BLOB reads its size from the record header, not the blob.
+        row = (
+            self._conn()
+            .execute(
+                "SELECT count(*), coalesce(sum(length(data)), 0) FROM fingerprints "
+                "WHERE engine = ? AND seq > ?",
+                (engine, int(after_seq)),
+            )
+            .fetchone()
+        )
+        return int(row[0]), int(row[1])
+
+    def last_seq(self) -> int:
+        row = (
+            self._conn().execute("SELECT value FROM counters WHERE name = 'mother_seq'").fetchone()
+        )
+        return 0 if row is None else int(row[0])
 
     def get_fingerprints(self, seq: int, engine: str) -> bytes | None:
         row = (
@@ -866,6 +916,38 @@ class SqliteStore(Store):
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, text),
             )
+
+    def init_meta(self, key: str, value: Any) -> Any:
+        text = dumps(value)
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
+            row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row["value"])
+
+    def raise_meta(self, key: str, value: int) -> int:
+        with self._tx() as c:
+            row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            current = int(json.loads(row["value"])) if row is not None else 0
+            if int(value) > current:
+                current = int(value)
+                c.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, dumps(current)),
+                )
+        return current
+
+    def delete_meta(self, key: str) -> None:
+        with self._tx() as c:
+            c.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+    def meta_items(self, prefix: str) -> dict[str, Any]:
+        # A range on the primary key, not LIKE (whose wildcards the prefix may hold).
+        rows = self._conn().execute(
+            "SELECT key, value FROM meta WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, prefix + "\U0010ffff"),
+        )
+        return {r["key"]: json.loads(r["value"]) for r in rows if r["key"].startswith(prefix)}
 
 
 __all__ = ["SqliteStore"]

@@ -1,0 +1,381 @@
+"""Issue 10: a lost index never answers "no match". The store and the Redis index know
+when they disagree (``tracker.index_health``); the library repairs or refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from textgen import work
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.index_health import WRITER_PREFIX, IndexOutOfSync
+from tracker.library import Library
+from tracker.store import Mother, open_store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _open(tmp_path: Path, redis, **settings) -> Library:
+    s = Settings(data_dir=tmp_path, redis_prefix="ih", **settings)
+    return Library(s, open_store(s), redis)
+
+
+@pytest.fixture()
+def lib(tmp_path, redis_client):
+    library = _open(tmp_path, redis_client)
+    yield library
+    library.store.close()
+
+
+def _works(n: int = 4) -> list[Document]:
+    return [Document(id=f"w{i}", title=f"作品{i}", text=work(400 + i, 50)) for i in range(n)]
+
+
+def _probe(i: int = 2) -> str:
+    return work(400 + i, 50)[200:1100]
+
+
+def _lose_redis(redis) -> None:
+    redis.flushall()  # as when redis.db is lost or Redis restarts without its data
+
+
+def _fresh(lib: Library) -> None:
+    lib._verified.clear()  # the next check verifies again at once (no 1 s grace)
+
+
+def test_a_lost_index_is_rebuilt_by_itself_when_small(lib: Library) -> None:
+    lib.ingest(_works())
+    assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
+    _lose_redis(lib.redis)
+    _fresh(lib)
+    assert lib.index_health().state == "lost"
+    assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
+    assert any("rebuilt it from the store (4 mothers)" in note for note in lib.repairs)
+    assert lib.index_health().state == "ok"
+
+
+def test_a_lost_index_too_big_to_rebuild_is_refused(tmp_path, redis_client) -> None:
+    lib = _open(tmp_path, redis_client, auto_rebuild_max_postings=10)
+    try:
+        lib.ingest(_works())
+        _lose_redis(redis_client)
+        _fresh(lib)
+        with pytest.raises(IndexOutOfSync, match=r"Run `yinji index rebuild --engine daguan`"):
+            lib.check_text(_probe())
+        info = lib.rebuild_index()
+        assert info["mothers"] == 4
+        assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
+    finally:
+        lib.store.close()
+
+
+def test_redis_behind_the_store_is_found(tmp_path, redis_client) -> None:
+    lib = _open(tmp_path, redis_client, auto_rebuild_max_postings=0)
+    try:
+        lib.ingest(_works(2))
+        # Redis restarted from a snapshot taken before the last ingest: its generation
+        # counter is older than the store's, and the postings of that ingest are gone.
+        state = lib.tracker.state_key("daguan")
+        before = int(redis_client.hget(state, "gen"))
+        lib.ingest([Document(id="late", text=work(777, 50))])
+        lib.engine().remove(
+            [(lib.store.get_mother("late").seq, lib.engine().mother_fingerprints(work(777, 50)))]
+        )
+        redis_client.hset(state, "gen", before)
+        _fresh(lib)
+        health = lib.index_health()
+        assert health.state == "behind" and "older snapshot" in health.reason
+        with pytest.raises(IndexOutOfSync, match="lost recent index writes"):
+            lib.check_text(work(777, 50)[100:900])
+    finally:
+        lib.store.close()
+
+
+def test_an_ingest_cut_off_from_redis_is_repaired_at_the_next_check(lib: Library, monkeypatch):
+    import redis
+
+    lib.ingest(_works(2))
+    eng = lib.engine()
+    real_add = eng.add
+
+    def broken(items):
+        raise redis.exceptions.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(eng, "add", broken)
+    late = [Document(id=f"late{i}", text=work(600 + i, 50)) for i in range(3)]
+    with pytest.raises(redis.exceptions.ConnectionError) as caught:
+        lib.ingest(late)
+    assert "3 documents were stored before this" in "\n".join(caught.value.__notes__)
+    monkeypatch.setattr(eng, "add", real_add)
+    assert lib.store.count_mothers() == 5  # stored, not indexed
+    marks = lib.store.meta_items(WRITER_PREFIX)
+    assert len(marks) == 1 and next(iter(marks.values()))["failed"] is True
+    _fresh(lib)
+    assert lib.index_health().state == "partial"
+    found = lib.check_text(work(601, 50)[100:900]).matches
+    assert [m.mother_id for m in found] == ["late1"]
+    assert any("re-added 3 mothers" in note for note in lib.repairs)
+    assert lib.store.meta_items(WRITER_PREFIX) == {}
+
+
+def test_a_writer_killed_mid_ingest_is_found_by_its_dead_pid(lib: Library) -> None:
+    lib.ingest(_works(2))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that is gone
+    key = lib.tracker.begin_write(["daguan"])
+    mark = lib.store.get_meta(key)
+    lib.store.set_meta(key, {**mark, "pid": child.pid})
+    # what it stored before dying, never indexed:
+    lib.store.put_mother(
+        Mother(id="orphan", title="t", text=work(650, 50)),
+        fingerprints={"daguan": lib.engine().mother_fingerprints(work(650, 50)).tobytes()},
+    )
+    _fresh(lib)
+    assert lib.index_health().state == "partial"
+    assert [m.mother_id for m in lib.check_text(work(650, 50)[:800]).matches] == ["orphan"]
+
+
+def test_a_live_writer_is_not_a_problem(lib: Library) -> None:
+    lib.ingest(_works(2))
+    key = lib.tracker.begin_write(["daguan"])  # this process: alive, heartbeat now
+    _fresh(lib)
+    assert lib.index_health().state == "ok"
+    lib.tracker.end_write(key)
+
+
+def test_a_library_from_before_tracking_is_rebuilt_once(lib: Library) -> None:
+    lib.ingest(_works())
+    for key in ("index:daguan:token", "index:daguan:gen"):
+        lib.store.delete_meta(key)
+    lib.redis.delete(lib.tracker.state_key("daguan"))
+    _fresh(lib)
+    assert lib.index_health().state == "unknown"
+    assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
+    assert lib.index_health().state == "ok"
+
+
+def test_another_stores_index_under_the_same_prefix_is_not_trusted(tmp_path, redis_client):
+    first = _open(tmp_path / "a", redis_client)
+    first.ingest(_works())
+    first.store.close()
+    # A new, empty store meets the old Redis (an old redis.db kept, the sqlite file not).
+    second = _open(tmp_path / "b", redis_client)
+    try:
+        report = second.ingest([Document(id="new", text=work(900, 50))])
+        assert report.ingested == 1
+        assert any("another library" in note for note in second.repairs)
+        # the old store's postings are gone, the new work is found
+        assert second.engine().stats()["postings"] == len(
+            second.engine().from_bytes(
+                second.store.get_fingerprints(second.store.get_mother("new").seq, "daguan")
+            )
+        )
+        assert [m.mother_id for m in second.check_text(work(900, 50)[:900]).matches] == ["new"]
+    finally:
+        second.store.close()
+
+
+def test_a_rebuild_elsewhere_is_waited_for_then_refused(lib: Library) -> None:
+    lib.ingest(_works(2))
+    lib.tracker.begin_rebuild("daguan")
+    lib.redis.set(lib.tracker.lock_key("daguan"), "other-host:1:x", px=60_000)
+    _fresh(lib)
+    with pytest.raises(IndexOutOfSync, match="another process is rebuilding it"):
+        lib.ensure_index(wait=0.3)
+    with pytest.raises(IndexOutOfSync, match="rebuilding it"):
+        lib.rebuild_index()
+    lib.redis.delete(lib.tracker.lock_key("daguan"))
+    assert [m.mother_id for m in lib.check_text(work(401, 50)[:900]).matches] == ["w1"]
+
+
+def _postings_match_the_store(lib: Library) -> bool:
+    eng = lib.engine()
+    expected = 0
+    for mother in lib.store.iter_mothers():
+        blob = lib.store.get_fingerprints(mother.seq, eng.name)
+        expected += len(eng.from_bytes(blob)) if blob else 0
+    return eng.stats()["postings"] == expected
+
+
+def test_two_ingests_of_the_same_ids_at_once_leave_no_orphan_postings(tmp_path, redis_client):
+    libs = [_open(tmp_path, redis_client) for _ in range(2)]
+    try:
+        errors: list[BaseException] = []
+
+        def run(k: int) -> None:
+            try:
+                for round_ in range(4):
+                    docs = [
+                        Document(id=f"same{i}", text=work(1000 + 10 * round_ + k + i, 20))
+                        for i in range(6)
+                    ]
+                    libs[k].ingest(docs, batch_size=2)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert libs[0].store.count_mothers() == 6
+        assert _postings_match_the_store(libs[0])
+    finally:
+        for library in libs:
+            library.store.close()
+
+
+def test_delete_removes_the_postings_and_the_store_row(lib: Library) -> None:
+    lib.ingest(_works(3))
+    assert lib.delete_mother("w1") is True
+    assert _postings_match_the_store(lib)
+    assert lib.check_text(work(401, 50)[:900]).matches == []
+
+
+# --- the command line ----------------------------------------------------------------------
+def _yinji(data: Path, *args: str, env: dict[str, str] | None = None, **kw):
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
+        **kw,
+    )
+
+
+def _match_counts(stdout: str) -> list[int]:
+    return [len(json.loads(line)["matches"]) for line in stdout.splitlines()]
+
+
+def test_the_issue_repro_lost_redis_db(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    library, suspects = REPO / "examples" / "library.jsonl", REPO / "examples" / "suspects.jsonl"
+    assert _yinji(data, "ingest", str(library)).returncode == 0
+    r = _yinji(data, "check", "--json", "--no-save", str(suspects))
+    expected = _match_counts(r.stdout)
+    assert sum(expected) == 3
+    (data / "redis.db").unlink()
+    r = _yinji(data, "check", "--json", "--no-save", str(suspects))
+    assert r.returncode == 0 and _match_counts(r.stdout) == expected
+    assert "rebuilt it from the store" in r.stderr
+
+    (data / "redis.db").unlink()
+    r = _yinji(
+        data,
+        "check",
+        "--json",
+        str(suspects),
+        env={"YINJI_AUTO_REBUILD_MAX_POSTINGS": "0"},
+    )
+    assert r.returncode == 1 and r.stdout == ""
+    assert "yinji index rebuild" in r.stderr and "Traceback" not in r.stderr
+    assert _yinji(data, "index", "rebuild").returncode == 0
+    r = _yinji(data, "check", "--json", str(suspects))
+    assert _match_counts(r.stdout) == expected
+
+
+def test_an_unreachable_redis_url_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(work(1, 20), encoding="utf-8")
+    for args in (["ingest", str(tmp_path / "a.txt")], ["check", str(tmp_path / "a.txt")]):
+        r = _yinji(tmp_path / "d", *args, env={"YINJI_REDIS_URL": "redis://127.0.0.1:1/0"})
+        assert r.returncode == 1, r.stderr
+        assert "Traceback" not in r.stderr
+        assert "127.0.0.1:1" in r.stderr and "YINJI_REDIS_URL" in r.stderr
+
+
+def test_an_unreachable_mongo_uri_is_a_clear_error(tmp_path: Path) -> None:
+    r = _yinji(
+        tmp_path / "d",
+        "index",
+        "stats",
+        env={"YINJI_MONGO_URI": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300"},
+    )
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "MongoDB at mongodb://127.0.0.1:1" in r.stderr and "YINJI_MONGO_URI" in r.stderr
+
+
+def _embedded_pid(data: Path) -> int | None:
+    from tracker.redis_client import embedded_server_pid
+
+    return embedded_server_pid(Settings(data_dir=data))
+
+
+def test_redis_killed_mid_ingest_is_said_and_the_next_check_repairs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    books = tmp_path / "books.jsonl"
+    with books.open("w", encoding="utf-8") as fh:
+        for i in range(1500):
+            fh.write(json.dumps({"id": f"b{i}", "text": work(5000 + i, 12)}, ensure_ascii=False))
+            fh.write("\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", str(books)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        # Wait until the ingest has stored something, then kill its Redis server.
+        deadline = time.monotonic() + 120
+        pid = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            pid = _embedded_pid(data)
+            if pid and (data / "yinji.sqlite3").exists():
+                store = open_store(Settings(data_dir=data))
+                try:
+                    stored = store.count_mothers()
+                finally:
+                    store.close()
+                if stored >= 50:
+                    break
+            time.sleep(0.05)
+        assert pid is not None and proc.poll() is None, "the ingest ended before the kill"
+        os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert "embedded Redis server" in err and "documents were stored before this" in err
+    store = open_store(Settings(data_dir=data))
+    try:
+        stored_ids = [m.id for m in store.iter_mothers()]
+    finally:
+        store.close()
+    last = stored_ids[-1]
+    text = work(5000 + int(last[1:]), 12)
+    probe = tmp_path / "probe.txt"
+    probe.write_text(text, encoding="utf-8")
+    r = _yinji(data, "check", "--json", "--no-save", str(probe))
+    assert r.returncode == 0, r.stderr
+    assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == [last]
+    assert "index was" in r.stderr  # repaired (partial) or rebuilt (lost), and said so
+
+
+def test_the_mongo_store_keeps_the_same_marks(tmp_path, redis_client) -> None:
+    mongomock = pytest.importorskip("mongomock")
+    from tracker.store.mongo import MongoStore
+
+    settings = Settings(data_dir=tmp_path, redis_prefix="ihm", auto_rebuild_max_postings=10)
+    lib = Library(settings, MongoStore(mongomock.MongoClient()), redis_client)
+    lib.ingest(_works(3))
+    assert lib.index_health().state == "ok"
+    _lose_redis(redis_client)
+    _fresh(lib)
+    with pytest.raises(IndexOutOfSync, match="Redis holds none of it"):
+        lib.check_text(_probe())
+    lib.rebuild_index()
+    assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]

