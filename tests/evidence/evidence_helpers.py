@@ -103,6 +103,13 @@ def refresh_lists(files: dict[str, bytes]) -> None:
             m["size"] = len(files[m["name"]])
     manifest["members"] = [m for m in manifest["members"] if m["name"] in files]
     files["manifest.json"] = json.dumps(manifest, indent=2).encode()
+    fix_sums(files)
+
+
+def fix_sums(files: dict[str, bytes]) -> None:
+    """Rewrite SHA256SUMS for the files as they are now."""
+    import hashlib
+
     files["SHA256SUMS"] = "".join(
         f"{hashlib.sha256(files[n]).hexdigest()}  {n}\n" for n in sorted(files) if n != "SHA256SUMS"
     ).encode()

@@ -32,6 +32,7 @@ from .evidence_helpers import (
     REPORTS,
     TEXT,
     edit,
+    fix_sums,
     flip,
     members,
     record_case,
@@ -427,3 +428,30 @@ def test_the_commands_of_verify_txt_work(
         text=True,
     )
     assert ts.returncode != 0 and "Verification: FAILED" in ts.stdout
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda m: m.__setitem__("members", ["capture/00000000/body.html"]),
+        lambda m: m["members"][0].__setitem__("proof", "record 0"),
+        lambda m: m["members"][0].__setitem__("proof", {"leaf_index": "0", "path": []}),
+        lambda m: m["members"][0].__setitem__("proof", {"leaf_index": 0, "path": "payload"}),
+        lambda m: m["members"][0].__setitem__("size", "12"),
+        lambda m: m.__setitem__("records", [7]),
+        lambda m: m["records"][0].__setitem__("proof", ["proofs/00000000.json"]),
+        lambda m: m.__setitem__("members", [*m["members"], m["members"][0]]),
+        lambda m: m.__setitem__("format", "something else"),
+    ],
+)
+def test_a_hostile_manifest_is_reported_not_a_crash(bundle: bytes, mutate: Any) -> None:
+    def change(files: dict[str, bytes]) -> None:
+        manifest = json.loads(files["manifest.json"])
+        mutate(manifest)
+        files["manifest.json"] = json.dumps(manifest).encode()
+        fix_sums(files)
+
+    result = check(edit(bundle, change))
+    assert not result.ok
+    assert "manifest.json" in result.altered
+    assert any(p.startswith("manifest.json cannot be read") for p in result.problems)

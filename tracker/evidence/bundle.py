@@ -449,6 +449,33 @@ def _safe_name(name: str) -> bool:
     return all(p not in ("", ".", "..") for p in parts)
 
 
+def _check_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The manifest's members (by name) and records, after checking their shapes: a
+    manifest is written by whoever made the zip, so nothing in it is taken on trust."""
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise ValueError(f"not a {BUNDLE_FORMAT} manifest")
+    members, records = manifest.get("members"), manifest.get("records")
+    if not isinstance(members, list) or not isinstance(records, list):
+        raise ValueError("members and records must be lists")
+    listed: dict[str, Any] = {}
+    for m in members:
+        ok = isinstance(m, dict) and isinstance(m.get("name"), str)
+        ok = ok and isinstance(m.get("sha256"), str) and isinstance(m.get("size"), int)
+        proof = m.get("proof") if isinstance(m, dict) else None
+        if proof is not None:
+            ok = ok and isinstance(proof, dict) and isinstance(proof.get("leaf_index"), int)
+            path = proof.get("path") if isinstance(proof, dict) else None
+            ok = ok and isinstance(path, list) and all(isinstance(k, str) for k in path)
+        if not ok or m["name"] in listed:
+            raise ValueError(f"a malformed member entry {m!r}")
+        listed[m["name"]] = m
+    for r in records:
+        ok = isinstance(r, dict) and isinstance(r.get("leaf_index"), int)
+        if not ok or not isinstance(r.get("file"), str) or not isinstance(r.get("proof"), str):
+            raise ValueError(f"a malformed record entry {r!r}")
+    return listed, records
+
+
 def read_bundle(
     source: str | Path | IO[bytes], limits: Limits = Limits()
 ) -> tuple[dict[str, bytes | None], str]:
@@ -531,11 +558,8 @@ def verify_bundle(
         return result
     try:
         manifest = parse_json_object(manifest_bytes, MANIFEST)
-        if manifest.get("format") != BUNDLE_FORMAT:
-            raise CanonicalError(f"{MANIFEST}: not a {BUNDLE_FORMAT} manifest")
-        listed = {m["name"]: m for m in manifest["members"]}
-        record_list = list(manifest["records"])
-    except (CanonicalError, KeyError, TypeError) as exc:
+        listed, record_list = _check_manifest(manifest)
+    except (CanonicalError, KeyError, TypeError, ValueError) as exc:
         result._flag(result.altered, MANIFEST, f"{MANIFEST} cannot be read: {exc}")
         return result
 
@@ -650,10 +674,19 @@ def verify_bundle(
     exports = [r for r in proven.values() if r.get("kind") == "export"]
     named_by_export: dict[str, str | None] = {}
     for record in exports:
-        for name, info in (record.get("payload", {}).get("files") or {}).items():
+        payload = record.get("payload")
+        files = payload.get("files") if isinstance(payload, dict) else None
+        indexes = payload.get("records") if isinstance(payload, dict) else None
+        if not isinstance(files, dict) or not isinstance(indexes, list):
+            result.problems.append("the export record lists no files or records")
+            continue
+        for name, info in files.items():
             named_by_export[name] = info.get("sha256") if isinstance(info, dict) else None
-        for index in record.get("payload", {}).get("records") or []:
-            name = f"log/{int(index):08d}.json"
+        for index in indexes:
+            if not isinstance(index, int):
+                result.problems.append(f"the export record names a record {index!r}")
+                continue
+            name = f"log/{index:08d}.json"
             if name not in members:
                 result._flag(
                     result.missing, name, f"{name} is named by the export record but missing"
