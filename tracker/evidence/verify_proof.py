@@ -80,13 +80,13 @@ def main(argv: list[str]) -> int:
 
     proven: dict[int, dict[str, object]] = {}
     for record in manifest.get("records", []):
-        index, name, proof_name = record["leaf_index"], record["file"], record["proof"]
         try:
+            index, name, proof_name = record["leaf_index"], record["file"], record["proof"]
             data = (folder / name).read_bytes()
             proof = json.loads((folder / proof_name).read_text(encoding="utf-8"))
             path = [bytes.fromhex(h) for h in proof["audit_path"]]
-        except (OSError, ValueError, KeyError) as exc:
-            report(False, f"{name}: cannot read it or its proof ({exc})")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            report(False, f"record {record!r}: cannot read it or its proof ({exc})")
             continue
         leaf = leaf_hash(data)
         same_tree = proof.get("tree_size") == size and proof.get("root_hash") == root.hex()
@@ -97,14 +97,14 @@ def main(argv: list[str]) -> int:
             proven[index] = json.loads(data.decode("utf-8"))
 
     for member in manifest.get("members", []):
-        check = member.get("proof")
+        check = member.get("proof") if isinstance(member, dict) else None
         if not check:
             continue
-        name, index = member["name"], check["leaf_index"]
         try:
+            name, index = member["name"], check["leaf_index"]
             digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        except OSError as exc:
-            report(False, f"{name}: cannot read it ({exc})")
+        except (OSError, KeyError, TypeError) as exc:
+            report(False, f"member {member!r}: cannot read it ({exc})")
             continue
         if index not in proven:
             report(False, f"{name}: record {index}, which names it, is not proven")
