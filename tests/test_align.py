@@ -1,7 +1,8 @@
+import numpy as np
 import opencc
 from textgen import homophones, random_edits, work
 
-from tracker.align import AlignParams, align
+from tracker.align import AlignParams, align, align_prepared, prepare
 from tracker.pinyin import initials
 
 
@@ -75,3 +76,34 @@ def test_min_passage_parameter():
     a = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=40))
     b = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=80))
     assert len(a.passages) == 1 and b.passages == []
+
+
+def test_boilerplate_without_evidence_of_its_own_is_dropped():
+    # A passage whose suspect span is mostly "common" (windows many mothers share) is
+    # kept only when the engine's evidence for this mother covers enough of it.
+    mother = work(12, 40)
+    excerpt = mother[300:700]
+    host = work(13, 20)
+    suspect_text = host[:300] + excerpt + host[300:]
+    suspect, prepared = prepare(suspect_text), prepare(mother, index=True)
+    lo = len(initials(host[:300]))
+    hi = lo + len(initials(excerpt))
+    window = 24
+    inside = np.arange(lo, hi - window + 1, dtype=np.int64)  # windows covering the copy
+    none = np.zeros(0, dtype=np.int64)
+
+    def passages(evidence: np.ndarray | None, common: np.ndarray | None) -> int:
+        a = align_prepared(
+            suspect, prepared, evidence=evidence, common=common, evidence_window=window
+        )
+        return len(a.passages)
+
+    assert passages(None, None) == 1  # no evidence at all: nothing is filtered
+    assert passages(inside, inside) == 1  # common, but supported by hits of its own
+    assert passages(none, inside) == 0  # common and unsupported: boilerplate
+    assert passages(none, none) == 1  # unsupported but not common: a real copy
+    assert passages(none, None) == 0  # common unknown counts as common
+    # Evidence must cover min_passage (40) initials of the passage: 10 windows of 24
+    # starting at consecutive initials cover 33, 20 cover 43.
+    assert passages(inside[:10], inside) == 0
+    assert passages(inside[:20], inside) == 1

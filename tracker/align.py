@@ -96,8 +96,9 @@ def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
 
 def seeds(
     suspect: Prepared, mother: Prepared, max_occurrences: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """All (suspect pos, mother pos) pairs with equal k-grams, sorted by diagonal then pos."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All (suspect pos, mother pos) pairs with equal k-grams, sorted by diagonal then pos,
+    with how often each pair's k-gram occurs in the mother."""
     if mother.sorted_grams is None or mother.order is None:
         mother.order = np.argsort(mother.grams, kind="stable")
         mother.sorted_grams = mother.grams[mother.order]
@@ -146,18 +147,64 @@ def _runs(s_pos: np.ndarray, m_pos: np.ndarray, occ: np.ndarray, k: int) -> np.n
 
 def _coverage(intervals: list[tuple[int, int]]) -> int:
     """Length of the union of half-open intervals."""
+    ordered = sorted(intervals)
+    if not ordered:
+        return 0
     total = 0
-    cur_a = cur_b = None
-    for a, b in sorted(intervals):
-        if cur_b is None or a > cur_b:
-            if cur_b is not None:
-                total += cur_b - cur_a  # type: ignore[operator]
-            cur_a, cur_b = a, b
+    start, end = ordered[0]
+    for a, b in ordered[1:]:
+        if a > end:
+            total += end - start
+            start, end = a, b
         else:
-            cur_b = max(cur_b, b)
-    if cur_b is not None:
-        total += cur_b - cur_a  # type: ignore[operator]
-    return total
+            end = max(end, b)
+    return total + end - start
+
+
+# A run of shared initials: suspect start, suspect end, mother start, mother end (ends
+# exclusive, in initials).
+Run = tuple[int, int, int, int]
+
+
+@dataclass
+class _Cluster:
+    """A passage in the making: the runs joined so far and the span they cover."""
+
+    s_start: int
+    s_end: int
+    m_start: int
+    m_end: int
+    runs: list[Run]
+    diag: int  # mother - suspect offset of the latest anchor-length run
+
+    @classmethod
+    def start(cls, run: Run) -> _Cluster:
+        sa, sb, ma, mb = run
+        return cls(sa, sb, ma, mb, [run], ma - sa)
+
+    def join(self, run: Run, anchor: int) -> None:
+        sa, sb, ma, mb = run
+        self.s_end = max(self.s_end, sb)
+        self.m_start = min(self.m_start, ma)
+        self.m_end = max(self.m_end, mb)
+        self.runs.append(run)
+        if sb - sa >= anchor:
+            self.diag = ma - sa  # a long run sets the diagonal later short runs follow
+
+    def holds(self, run: Run) -> bool:
+        """Whether the run lies inside this cluster's span in both texts."""
+        return (
+            self.s_start <= run[0]
+            and run[1] <= self.s_end
+            and self.m_start <= run[2]
+            and run[3] <= self.m_end
+        )
+
+    def similarity(self) -> float:
+        """Mean share of the cluster's span covered by its runs, in suspect and mother."""
+        s_cov = _coverage([(r[0], r[1]) for r in self.runs]) / (self.s_end - self.s_start)
+        m_cov = _coverage([(r[2], r[3]) for r in self.runs]) / (self.m_end - self.m_start)
+        return (s_cov + m_cov) / 2.0
 
 
 def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float:
@@ -198,14 +245,92 @@ class Alignment:
         return self.mother_copied / self.mother_initials if self.mother_initials else 0.0
 
 
-@dataclass
-class _Cluster:
-    s_start: int
-    s_end: int
-    m_start: int
-    m_end: int
-    runs: list[tuple[int, int, int, int]]
-    diag: int  # mother - suspect offset of the latest anchor-length run
+def _runs_in_suspect_order(suspect: Prepared, mother: Prepared, p: AlignParams) -> np.ndarray:
+    """Steps 1 and 2: the runs of shared k-grams (see ``_runs``), by suspect start."""
+    s_pos, m_pos, occ = seeds(suspect, mother, p.max_occurrences)
+    runs = _runs(s_pos, m_pos, occ, p.k)
+    return runs[np.argsort(runs[:, 0], kind="stable")]
+
+
+def _cluster_for(
+    clusters: list[_Cluster], run: Run, unique: int, p: AlignParams
+) -> _Cluster | None:
+    """The cluster this run joins, or None: among the clusters that end within
+    ``max_gap`` before it in the suspect, the one whose diagonal it continues best."""
+    sa, sb, ma, _mb = run
+    best: _Cluster | None = None
+    best_gap = math.inf
+    # Only the last few clusters can be within max_gap in the suspect.
+    for c in reversed(clusters[-8:]):
+        s_gap = sa - c.s_end
+        if s_gap > p.max_gap:
+            continue
+        on_diagonal = abs((ma - sa) - c.diag) <= p.max_drift
+        if not on_diagonal:
+            # Off the diagonal only a long run that occurs once in the mother may
+            # join: a reordered sentence near the passage, not a stock phrase.
+            if sb - sa < p.anchor or unique > 1:
+                continue
+            if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
+                continue
+        # Prefer the cluster that continues this run's diagonal.
+        gap = abs((ma - c.m_end) - s_gap)
+        if gap < best_gap:
+            best, best_gap = c, gap
+    return best
+
+
+def _cluster_runs(runs: np.ndarray, p: AlignParams) -> tuple[list[_Cluster], list[Run]]:
+    """Step 3: join runs (in suspect order) into clusters; also the short runs unique in
+    the mother that joined none (candidates for ``_fill_in``)."""
+    clusters: list[_Cluster] = []
+    leftovers: list[Run] = []
+    for sa, sb, ma, mb, unique in runs.tolist():
+        run = (sa, sb, ma, mb)
+        best = _cluster_for(clusters, run, unique, p)
+        if best is not None:
+            best.join(run, p.anchor)
+        elif sb - sa >= p.anchor:
+            clusters.append(_Cluster.start(run))
+        elif unique == 1:
+            # A short shared phrase may extend a passage, never start one; if it is
+            # unique in the mother it may still fill a hole inside one (below).
+            leftovers.append(run)
+    return clusters, leftovers
+
+
+def _fill_in(clusters: list[_Cluster], leftovers: list[Run]) -> None:
+    """A short run unique in the mother that lies inside a passage in both texts is part
+    of it (a short sentence of a reordered paragraph)."""
+    for run in leftovers:
+        for c in clusters:
+            if c.holds(run):
+                c.runs.append(run)
+                break
+
+
+def _mostly_common(
+    c: _Cluster,
+    p: AlignParams,
+    evidence: np.ndarray | None,
+    common: np.ndarray | None,
+    window: int,
+) -> bool:
+    """Whether a cluster is mostly text many mothers share (``common``) with too little
+    evidence of its own: boilerplate must not make a match on its own."""
+    supported = _span_share(evidence, window, c) * (c.s_end - c.s_start)
+    return supported < p.min_passage and _span_share(common, window, c) >= 0.5
+
+
+def _passage(c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float) -> Passage:
+    """The cluster as a passage, in characters of the original texts."""
+    return Passage(
+        suspect_start=int(suspect.offsets[c.s_start]),
+        suspect_end=int(suspect.offsets[c.s_end - 1]) + 1,
+        mother_start=int(mother.offsets[c.m_start]),
+        mother_end=int(mother.offsets[c.m_end - 1]) + 1,
+        similarity=round(similarity, 4),
+    )
 
 
 def align_prepared(
@@ -217,98 +342,39 @@ def align_prepared(
     common: np.ndarray | None = None,
     evidence_window: int = 24,
 ) -> Alignment:
-    """Copied passages between two prepared texts, in suspect order.
+    """Copied passages between two prepared texts, in suspect order (the steps of the
+    module docstring).
 
     ``evidence``: suspect positions (in initials) where the engine found index hits
-    for this mother that are not stop words. When given, a passage with no such
-    hit inside it is dropped: it consists only of text that many mothers share
-    (legal boilerplate, stock formulas) and must not make a match on its own.
+    for this mother that are not stop words; ``common``: those of hits many mothers
+    share; each stands for ``evidence_window`` initials. When evidence is given, a
+    passage mostly made of common text with too little evidence of its own is dropped:
+    legal boilerplate and stock formulas must not make a match on their own.
     """
     p = params or AlignParams()
     result = Alignment([], 0, 0, suspect.n, mother.n, 0.0)
-    s_pos, m_pos, occ = seeds(suspect, mother, p.max_occurrences)
-    runs = _runs(s_pos, m_pos, occ, p.k)
+    runs = _runs_in_suspect_order(suspect, mother, p)
     if runs.shape[0] == 0:
         return result
-    runs = runs[np.argsort(runs[:, 0], kind="stable")]
-    clusters: list[_Cluster] = []
-    leftovers: list[tuple[int, int, int, int]] = []
-    for sa, sb, ma, mb, unique in runs.tolist():
-        best: _Cluster | None = None
-        best_gap = math.inf
-        # Only the last few clusters can be within max_gap in the suspect.
-        for c in reversed(clusters[-8:]):
-            s_gap = sa - c.s_end
-            if s_gap > p.max_gap:
-                continue
-            on_diagonal = abs((ma - sa) - c.diag) <= p.max_drift
-            if not on_diagonal:
-                # Off the diagonal only a long run that occurs once in the mother may
-                # join: a reordered sentence near the passage, not a stock phrase.
-                if sb - sa < p.anchor or unique > 1:
-                    continue
-                if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
-                    continue
-            # Prefer the cluster that continues this run's diagonal.
-            gap = abs((ma - c.m_end) - s_gap)
-            if gap < best_gap:
-                best, best_gap = c, gap
-        if best is None:
-            if sb - sa < p.anchor:
-                # A short shared phrase may extend a passage, never start one; if it is
-                # unique in the mother it may still fill a hole inside one (below).
-                if unique == 1:
-                    leftovers.append((sa, sb, ma, mb))
-                continue
-            clusters.append(_Cluster(sa, sb, ma, mb, [(sa, sb, ma, mb)], ma - sa))
-        else:
-            best.s_end = max(best.s_end, sb)
-            best.m_start = min(best.m_start, ma)
-            best.m_end = max(best.m_end, mb)
-            best.runs.append((sa, sb, ma, mb))
-            if sb - sa >= p.anchor:
-                best.diag = ma - sa
-    # Fill-in: a short run unique in the mother that lies inside a passage in both
-    # texts is part of it (a short sentence of a reordered paragraph).
-    for run in leftovers:
-        for c in clusters:
-            if (
-                c.s_start <= run[0]
-                and run[1] <= c.s_end
-                and c.m_start <= run[2]
-                and run[3] <= c.m_end
-            ):
-                c.runs.append(run)
-                break
+    clusters, leftovers = _cluster_runs(runs, p)
+    _fill_in(clusters, leftovers)
+    # Step 4: keep the clusters long and similar enough (and not boilerplate).
     s_spans: list[tuple[int, int]] = []
     m_spans: list[tuple[int, int]] = []
     weighted = 0.0
     for c in clusters:
         s_len = c.s_end - c.s_start
-        m_len = c.m_end - c.m_start
-        if min(s_len, m_len) < p.min_passage:
+        if min(s_len, c.m_end - c.m_start) < p.min_passage:
             continue
-        s_cov = _coverage([(r[0], r[1]) for r in c.runs]) / s_len
-        m_cov = _coverage([(r[2], r[3]) for r in c.runs]) / m_len
-        similarity = (s_cov + m_cov) / 2.0
+        similarity = c.similarity()
         if similarity < p.min_similarity:
             continue
-        if evidence is not None:
-            supported = _span_share(evidence, evidence_window, c) * s_len
-            if supported < p.min_passage and _span_share(common, evidence_window, c) >= 0.5:
-                continue  # mostly text many mothers share, and too little of its own
+        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+            continue
         s_spans.append((c.s_start, c.s_end))
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len
-        result.passages.append(
-            Passage(
-                suspect_start=int(suspect.offsets[c.s_start]),
-                suspect_end=int(suspect.offsets[c.s_end - 1]) + 1,
-                mother_start=int(mother.offsets[c.m_start]),
-                mother_end=int(mother.offsets[c.m_end - 1]) + 1,
-                similarity=round(similarity, 4),
-            )
-        )
+        result.passages.append(_passage(c, suspect, mother, similarity))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)
