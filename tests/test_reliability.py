@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -296,3 +299,97 @@ def test_cli_ingest_of_a_hostile_folder(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert f"ingested {len(folder.good)} documents" in r.stderr
     assert "escape.txt: symbolic link to" in r.stderr and "pipe.txt: not a regular" in r.stderr
+
+
+# --- item 4: read-only and full data folders ----------------------------------------------
+@contextlib.contextmanager
+def _read_only(folder: Path) -> Iterator[None]:
+    """``folder`` read-only for the commands run meanwhile: permissions when not root,
+    a read-only bind mount when root (root writes through permissions)."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
+        for p in modes:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot make a read-only folder here: {mounted.stderr.decode()}")
+    try:
+        r = subprocess.run(
+            ["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True, text=True
+        )
+        if r.returncode != 0:
+            pytest.skip(f"cannot remount read-only: {r.stderr}")
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_read_only_library_can_still_be_read(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    source = work(20, 40)
+    (tmp_path / "w.txt").write_text(source, encoding="utf-8")
+    (tmp_path / "copy.txt").write_text(work(21, 5) + source[100:800], encoding="utf-8")
+    assert _yinji(data, "ingest", str(tmp_path / "w.txt")).returncode == 0
+    with _read_only(data):
+        r = _yinji(data, "check", "--json", "--no-save", str(tmp_path / "copy.txt"))
+        assert r.returncode == 0, r.stderr
+        assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == ["w"]
+        r = _yinji(data, "index", "stats")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["engines"]["daguan"]["health"]["state"] == "ok"
+        r = _yinji(data, "list")
+        assert r.returncode == 0 and r.stdout.startswith("w\t"), r.stderr
+        for args in (["ingest", str(tmp_path / "copy.txt")], ["check", str(tmp_path / "copy.txt")]):
+            r = _yinji(data, *args)
+            assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+            assert f"the data folder {data} is read-only" in r.stderr
+    assert not list(data.glob("*.tmp*"))
+
+
+def test_a_full_data_folder_is_said_and_loses_nothing_silently(tmp_path: Path) -> None:
+    import resource
+
+    data = tmp_path / "data"
+    books = tmp_path / "books.jsonl"
+    with books.open("w", encoding="utf-8") as fh:
+        for i in range(400):
+            fh.write(json.dumps({"id": f"b{i}", "text": work(300 + i, 30)}, ensure_ascii=False))
+            fh.write("\n")
+    (tmp_path / "first.txt").write_text(work(299, 5), encoding="utf-8")
+    assert _yinji(data, "ingest", str(tmp_path / "first.txt")).returncode == 0
+    limit = (data / "yinji.sqlite3").stat().st_size + 400_000
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    r = subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", str(books)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"the data folder {data} is full" in r.stderr
+    stored_note = re.search(r"(\d+) documents were stored before this", r.stderr)
+    assert stored_note, r.stderr
+    store = open_store(Settings(data_dir=data))
+    try:
+        ids = [m.id for m in store.iter_mothers()]
+    finally:
+        store.close()
+    assert ids[0] == "first" and 0 < len(ids) - 1 == int(stored_note.group(1)) < 400
+    assert ids[1:] == [f"b{i}" for i in range(len(ids) - 1)]  # in order, none missing
+    # Everything stored can be found (the index is repaired if the failure cut it short).
+    probe = tmp_path / "probe.txt"
+    probe.write_text(work(300 + len(ids) - 2, 30)[50:700], encoding="utf-8")
+    r = _yinji(data, "check", "--json", "--no-save", str(probe))
+    assert r.returncode == 0, r.stderr
+    assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == [ids[-1]]

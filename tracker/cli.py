@@ -328,6 +328,20 @@ def reference_build(paths: tuple[Path, ...], output: Path) -> None:
     click.echo(f"reference of {ref.chars} characters written to {output}", err=True)
 
 
+@main.command("list")
+@click.option("--search", default=None, help="Part of an id or a title.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0)
+@click.pass_context
+def list_works(ctx: click.Context, search: str | None, limit: int, offset: int) -> None:
+    """List the mother corpus, newest first: id, characters, title (tab-separated)."""
+    with _open_library(ctx) as lib:
+        total = lib.store.count_mothers(search=search)
+        for m in lib.store.list_mothers(search=search, offset=offset, limit=limit, with_text=False):
+            click.echo(f"{m.id}\t{m.chars}\t{m.title}")
+    click.echo(f"{total} works" + (f" matching {search!r}" if search else ""), err=True)
+
+
 @main.group()
 def index() -> None:
     """The engines' indexes (derived from the store)."""

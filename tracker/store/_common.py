@@ -6,6 +6,7 @@ the normalised values into SQL or into a MongoDB filter.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 from dataclasses import dataclass, replace
@@ -107,6 +108,32 @@ def json_normalize(value: Any) -> Any:
 def check_id(value: str, what: str) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+
+
+# --- storage failures ---------------------------------------------------------------
+def storage_problem(exc: BaseException, where: str) -> str | None:
+    """The cause, in words, of a sqlite or file-system error on ``where``; None when
+    it is none of the known environment problems."""
+    text = str(exc).lower()
+    number = getattr(exc, "errno", None)
+    if type(exc).__module__ == "sqlite3":  # sqlite3.OperationalError, DatabaseError
+        if "disk is full" in text or "disk i/o" in text:
+            return f"{where} is full (or the disk failed): free space, then run the command again"
+        if "readonly" in text or "read-only" in text:
+            return f"{where} is read-only: make it writable, or use only reading commands"
+        if "unable to open" in text:
+            return f"{where} cannot be opened (missing, or no permission to read it)"
+        if "locked" in text or "busy" in text:
+            return f"{where} stayed locked by another process: try again when it is done"
+        if "malformed" in text or "not a database" in text:
+            return f"{where} is damaged ({exc}): restore it from a backup"
+        return None
+    if isinstance(exc, OSError):
+        if number in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return f"{where} is full ({exc.strerror}): free space, then run the command again"
+        if number in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return f"{where} is not writable ({exc.strerror}): make it writable"
+    return None
 
 
 # --- records ----------------------------------------------------------------------

@@ -189,7 +189,14 @@ class MongoStore(Store):
 
     def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
         if isinstance(uri_or_client, str):
-            self._client: Any = pymongo.MongoClient(uri_or_client, tz_aware=True)
+            # A server that does not answer fails in seconds (pymongo waits 30 s), unless
+            # the URI says otherwise.
+            options: dict[str, Any] = (
+                {}
+                if "serverselectiontimeoutms" in uri_or_client.lower()
+                else {"serverSelectionTimeoutMS": 10_000}
+            )
+            self._client: Any = pymongo.MongoClient(uri_or_client, tz_aware=True, **options)
             self._owns_client = True
         else:
             self._client = uri_or_client

@@ -9,6 +9,8 @@ Several processes (CLI, Celery worker, Flask app) can therefore share the file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sqlite3
@@ -19,6 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tracker.rules import check_verdict
 
@@ -35,6 +38,7 @@ from ._common import (
     prepare_suspect,
     reverse_domain,
     sort_of,
+    storage_problem,
     to_utc,
 )
 from .base import (
@@ -46,6 +50,7 @@ from .base import (
     Passage,
     Replaced,
     Store,
+    StoreError,
     Suspect,
     User,
     WatchItem,
@@ -312,24 +317,85 @@ class SqliteStore(Store):
             # in-memory database: refuse instead of losing data silently.
             raise ValueError("SqliteStore needs a file path (use a temporary file in tests)")
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._pid = os.getpid()
         self._closed = False
-        self._init_schema()
+        self._uri: str | None = None  # set when opened read-only
+        self.read_only = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._init_schema()
+        except (sqlite3.Error, OSError) as exc:
+            if not self._cannot_write(exc):
+                raise self._failure(exc) from exc
+            self._open_read_only(exc)
+
+    # --- read-only and storage failures --------------------------------------------
+    def _cannot_write(self, exc: BaseException) -> bool:
+        """The folder or the file refuses writes (read-only mount, permissions)."""
+        text = str(exc).lower()
+        if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return self.path.exists()
+        if not self.path.exists():
+            return False
+        return (
+            "readonly" in text
+            or "read-only" in text
+            or not os.access(self.path.parent, os.W_OK)
+            or not os.access(self.path, os.W_OK)
+            or ("unable to open" in text and not os.access(self.path.parent, os.W_OK))
+        )
+
+    def _open_read_only(self, cause: BaseException) -> None:
+        """Open the file for reading only: ``mode=ro`` (which reads a WAL left by a
+        writer), else ``immutable=1`` (a WAL database in a folder where its -shm file
+        cannot be made). Every write then raises ``StoreError``."""
+        self.close()
+        self._closed = False
+        self.read_only = True
+        base = "file:" + quote(str(self.path.resolve()))
+        for uri in (f"{base}?mode=ro", f"{base}?immutable=1"):
+            self._uri = uri
+            self._local = threading.local()
+            try:
+                version = self._conn().execute("PRAGMA user_version").fetchone()[0]
+                self._conn().execute("SELECT count(*) FROM mothers").fetchone()
+            except sqlite3.Error:
+                self.close()
+                self._closed = False
+                continue
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {version}, newer than this code "
+                    f"({SCHEMA_VERSION})"
+                )
+            return
+        raise StoreError(
+            f"the data folder {self.path.parent} is not writable ({cause}) and "
+            f"{self.path.name} cannot be read either"
+        ) from cause
+
+    def _failure(self, exc: BaseException) -> BaseException:
+        """``StoreError`` naming the folder and the cause for a known storage problem
+        (full, read-only, unreadable), else ``exc`` itself."""
+        cause = storage_problem(exc, f"the data folder {self.path.parent}")
+        return StoreError(f"{cause} ({exc})") if cause else exc
 
     # --- connections -----------------------------------------------------------
     def _open(self) -> _Connection:
         conn = sqlite3.connect(
-            self.path,
+            self._uri or self.path,
             timeout=BUSY_TIMEOUT_MS / 1000,
             isolation_level=None,  # autocommit; transactions are explicit (see _tx)
             check_same_thread=False,  # close() may run on another thread
             factory=_Connection,
+            uri=self._uri is not None,
         )
         conn.row_factory = sqlite3.Row
+        if self._uri is not None:
+            return conn
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # WAL makes a commit an append; NORMAL skips the fsync per commit (the WAL is
         # synced at checkpoints): durable against a crash of the process, and bulk
@@ -361,14 +427,28 @@ class SqliteStore(Store):
     def _tx(self) -> Iterator[_Connection]:
         """One write transaction. IMMEDIATE takes the write lock up front, so a
         concurrent writer waits on busy_timeout instead of failing mid-way."""
+        if self.read_only:
+            raise StoreError(
+                f"the data folder {self.path.parent} is read-only: this library can be "
+                "read (check --no-save, index stats, list) but not changed here"
+            )
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._failure(exc) from exc
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            # Also when COMMIT itself fails (disk full): nothing of it stays, and the
+            # connection is ready for the next transaction.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._failure(exc) from exc
             raise
-        conn.execute("COMMIT")
 
     def _init_schema(self) -> None:
         conn = self._conn()
