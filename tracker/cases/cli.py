@@ -186,11 +186,24 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
         return
     click.echo(f"case {c.id}: {c.state}  {c.domain}  {c.work_title or c.work} ({c.work})")
     for u in c.urls:
-        checked = u.last_checked_at.isoformat() if u.last_checked_at else "never"
-        click.echo(f"  {u.status:<8} {u.url}  (last check: {checked} {u.last_outcome})")
+        checked = (
+            f"{u.last_checked_at.isoformat(timespec='seconds')} {u.last_outcome}"
+            if u.last_checked_at
+            else "never"
+        )
+        click.echo(f"  {u.status:<8} {u.url}  (last check: {checked})")
     for e in events:
-        move = f"{e.from_state} → {e.to_state}" if e.to_state else ""
-        click.echo(f"  #{e.seq} {e.at.isoformat()} {e.who}: {e.kind} {move} {e.note}".rstrip())
+        what = e.kind
+        if e.kind in ("transition", "created"):
+            what = f"{e.kind} {e.from_state or '-'} → {e.to_state}"
+        elif e.kind == "notice":
+            what = f"notice {e.data.get('action', '')} {e.data.get('format', '')}".rstrip()
+        elif e.kind == "recheck":
+            what = f"recheck {e.data.get('outcome')} {e.data.get('url')}"
+        elif e.kind in ("url_added", "url_removed"):
+            what = f"{e.kind} {e.data.get('url')}"
+        line = f"  #{e.seq} {e.at.isoformat(timespec='seconds')} {e.who}: {what}"
+        click.echo(f"{line}  {e.note}".rstrip())
     for p in problems:
         click.echo(f"history problem: {p}", err=True)
 
