@@ -42,9 +42,7 @@ class DaguanEngine(Engine):
         if isinstance(reference, dict):
             reference = Reference.from_json(reference)
         self.fingerprinter = Fingerprinter(params, reference)
-        self.index = RedisInvertedIndex(
-            redis, f"{prefix}:{self.name}", bucket_bits=bucket_bits, stop_df=stop_df
-        )
+        self.index = RedisInvertedIndex(redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df)
         self.min_hits = min_hits
         self.query_stride = query_stride
 
@@ -70,6 +68,8 @@ class DaguanEngine(Engine):
         hits = self._suspect_hits(text)
         if hits is None:
             return []
+        # Windows whose fingerprints many mothers hold are boilerplate: they make no
+        # candidate, but the verifier learns where they are (``Candidate.common``).
         common = boilerplate_windows(
             hits.df_pos,
             span=max(1, self.params.stride // self.query_stride),

@@ -19,12 +19,12 @@ shingles.
 
 Index (all keys under ``f"{prefix}:minhash:"``):
 
-- ``lsh:b{band}:{hash}``: ``RedisLSH`` band buckets of the ids ``seq << 20 | row``, bands
-  and rows chosen by ``choose_bands(num_perm, threshold)`` (threshold 0.2 with 64
-  permutations: 28 bands of 2 rows, so a window pair with Jaccard 0.2 meets in a bucket
-  with probability ~0.68, 0.3 with ~0.93, 0.5 with ~1.0; a window straddling the edge of
-  a copy or holding a few edits still meets its mother window; chars mode keeps the
-  original 128 permutations at threshold 0.3: 37 bands of 3 rows);
+- ``lsh:b{band}:{hash}``: ``RedisLSH`` (``tracker.indexes.lsh``) band buckets of the ids
+  ``seq << 20 | row``, bands and rows chosen by ``choose_bands(num_perm, threshold)``
+  (threshold 0.2 with 64 permutations: 28 bands of 2 rows, so a window pair with Jaccard
+  0.2 meets in a bucket with probability ~0.68, 0.3 with ~0.93, 0.5 with ~1.0; a window
+  straddling the edge of a copy or holding a few edits still meets its mother window;
+  chars mode keeps the original 128 permutations at threshold 0.3: 37 bands of 3 rows);
 - ``sig:{seq}``: the mother's signatures (row-major), to score candidates.
 
 ``candidates`` queries every suspect row; the mothers found by the most suspect rows
@@ -201,11 +201,11 @@ class MinHashEngine(WindowedEngine):
             return []
         shortlist = meetings.shortlist(self.max_candidates)
         mother_rows = self._read_rows({seq: meetings.mother_rows(seq) for seq in shortlist})
-        scored = [
-            score
-            for seq in shortlist
-            if (score := self._score(seq, sigs, meetings.met[seq], mother_rows[seq])) is not None
-        ]
+        scored: list[Scored] = []
+        for seq in shortlist:
+            score = self._score(seq, sigs, meetings.met[seq], mother_rows[seq])
+            if score is not None:
+                scored.append(score)
         scored.sort(key=lambda x: (-x.jaccard, x.seq))
         if self.normalization != "initials":
             # Positions would be in normalized characters, not the verifier's initials.
