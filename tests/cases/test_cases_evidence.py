@@ -64,3 +64,48 @@ def test_history_alone_when_the_log_cannot_open(tmp_path: Path, monkeypatch, cap
     svc.close()
     store.close()
     lib.close()
+
+
+def test_recheck_captures_the_page_in_the_log(tmp_path: Path, redis_client: object) -> None:
+    from casekit import PageServer, html
+    from textgen import work
+
+    from tracker.cases.recheck import recheck_case
+    from tracker.crawler import Crawler, CrawlerConfig
+    from tracker.documents import Document
+    from tracker.library import Library
+    from tracker.records import Suspect
+    from tracker.store import SqliteStore
+
+    text = work(7, 50)
+    settings = Settings(data_dir=tmp_path / "data")
+    lib = Library(settings, SqliteStore(tmp_path / "data" / "yinji.sqlite3"), redis_client)
+    lib.ingest([Document(id="w1", text=text, title="春山记")])
+    store = SqliteCaseStore(tmp_path / "c.sqlite3", blob_dir=tmp_path / "b")
+    svc = CaseService(store, settings)
+    crawler = Crawler(CrawlerConfig(allow_private=True, min_interval=0, retries=0))
+    page = html("第一章", text[:800])
+    with PageServer() as server:
+        server.pages["/a.html"] = (200, page, "text/html; charset=utf-8")
+        lib.check_suspect(Suspect(id="s1", text=text[:800], url=server.url("/a.html")))
+        c = svc.apply_verdict(lib.store, "s1", "w1", "confirmed", who="alice").case
+        assert c is not None
+        svc.mark_sent(c.id, who="alice")
+        result = recheck_case(svc, c.id, crawler=crawler, library=lib)
+    (check,) = result.checks
+    assert check.outcome == "matching" and check.capture is not None
+    index = int(check.capture.removeprefix("evidence:"))
+    with evidence_log.EvidenceLog.from_settings(settings) as log:
+        entry = log.entry(index)
+        assert entry.kind == "capture" and entry.payload["suspect_id"] == "s1"
+        assert entry.payload["http_status"] == 200
+        tail = [(e.kind, e.payload.get("state")) for e in log.entries(suspect_id="s1")][-3:]
+        assert tail == [
+            ("capture", None),
+            ("case_state", "recheck_matching"),
+            ("case_state", "still_online"),
+        ]
+    crawler.close()
+    svc.close()
+    store.close()
+    lib.store.close()

@@ -112,6 +112,33 @@ class EvidenceLink:
             indexes.append(str(entry.index))
         return "evidence:" + ",".join(indexes)
 
+    def capture(self, suspect_id: str, page: Any) -> str | None:
+        """Record a re-crawled page (a ``tracker.crawler.Page``) as a capture of the
+        suspect: the bytes served, headers, status, time and extracted text."""
+        if not suspect_id:
+            return None
+        evlog = self._open()
+        if evlog is None:
+            return None
+        from tracker import __version__
+        from tracker.evidence import Capture
+
+        capture = Capture.build(
+            evlog.blobs,
+            suspect_id=suspect_id,
+            requested_url=page.url,
+            final_url=page.final_url or page.url,
+            http_status=page.status,
+            headers=page.headers,
+            body=page.raw,
+            fetched_at=page.fetched_at,
+            crawler_version=f"yinji {__version__} (case re-check)",
+            body_content_decoded=True,
+            text=page.text,
+            screenshot_none_reason="re-check: no screenshot taken",
+        )
+        return f"evidence:{evlog.record_capture(capture).index}"
+
     def verdict(
         self, suspect_id: str, mother_id: str, verdict: str, note: str | None, by: str
     ) -> str | None:

@@ -44,6 +44,7 @@ class URLCheck:
     fetched_at: datetime = field(default_factory=now)
     sha256: str | None = None
     score: float | None = None
+    capture: str | None = None  # the evidence-log record of the page served
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class URLCheck:
             "fetched_at": self.fetched_at.isoformat(timespec="milliseconds"),
             "sha256": self.sha256,
             "score": None if self.score is None else round(self.score, 4),
+            "evidence_capture": self.capture,
         }
 
 
@@ -91,9 +93,11 @@ def check_url(
     crawler: Any,
     library: Any,
     keep: Callable[[bytes], str] | None = None,
+    capture: Callable[[Any], str | None] | None = None,
 ) -> URLCheck:
     """Fetch ``url`` and classify it against ``mother_ids`` (see the module docstring).
-    ``keep`` stores the raw bytes served and returns their key (sha256)."""
+    ``keep`` stores the raw bytes served and returns their key (sha256); ``capture``
+    records the page in the evidence log and returns the record's reference."""
     from tracker.crawler import CrawlError, HTTPStatusError, Unreachable
 
     try:
@@ -115,17 +119,23 @@ def check_url(
         import hashlib
 
         sha = hashlib.sha256(page.raw).hexdigest()
+    ref = None
+    if capture is not None:
+        try:
+            ref = capture(page)
+        except Exception as exc:  # the case history still records the re-crawl
+            log.warning("re-crawl of %s not captured in the evidence log: %s", url, exc)
     wanted = set(mother_ids)
     text = page.text or ""
     if not text.strip():
-        return URLCheck(url, "changed", page.status, "the page has no text", page.fetched_at, sha)
+        empty = "the page has no text"
+        return URLCheck(url, "changed", page.status, empty, page.fetched_at, sha, None, ref)
     result = library.check_text(text)
     hits = [m.score for m in result.matches if m.mother_id in wanted]
     if hits:
-        return URLCheck(url, "matching", page.status, "", page.fetched_at, sha, max(hits))
-    return URLCheck(
-        url, "changed", page.status, "no copy of the work found", page.fetched_at, sha, 0.0
-    )
+        return URLCheck(url, "matching", page.status, "", page.fetched_at, sha, max(hits), ref)
+    reason = "no copy of the work found"
+    return URLCheck(url, "changed", page.status, reason, page.fetched_at, sha, 0.0, ref)
 
 
 def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str]:
@@ -159,7 +169,14 @@ def recheck_case(
     case = svc.get(case_id)
     mother_ids = case.mother_ids or [case.work]
     checks = [
-        check_url(u.url, mother_ids, crawler=crawler, library=library, keep=svc.store.put_blob)
+        check_url(
+            u.url,
+            mother_ids,
+            crawler=crawler,
+            library=library,
+            keep=svc.store.put_blob,
+            capture=lambda page, sid=u.suspect_id: svc.evidence.capture(sid, page),
+        )
         for u in case.urls
     ]
     by_url = {c.url: c for c in checks}
