@@ -156,6 +156,13 @@ def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str]:
     return case.state, ""
 
 
+def _capturer(svc: CaseService, suspect_id: str) -> Callable[[Any], str | None]:
+    def capture(page: Any) -> str | None:
+        return svc.evidence.capture(suspect_id, page)
+
+    return capture
+
+
 def recheck_case(
     svc: CaseService,
     case_id: str,
@@ -175,7 +182,7 @@ def recheck_case(
             crawler=crawler,
             library=library,
             keep=svc.store.put_blob,
-            capture=lambda page, sid=u.suspect_id: svc.evidence.capture(sid, page),
+            capture=_capturer(svc, u.suspect_id),
         )
         for u in case.urls
     ]
