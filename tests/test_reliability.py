@@ -8,13 +8,23 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile import GOOD_TEXT, hostile_folder, hostile_jsonl, zip_bomb, zip_of
+from hostile import (
+    GOOD_TEXT,
+    big5_html_declared_gb2312,
+    hostile_folder,
+    hostile_jsonl,
+    utf16_without_bom,
+    zip_bomb,
+    zip_of,
+)
 from textgen import work
 
 from tracker.config import ReadLimits, SettingError, Settings
@@ -393,3 +403,104 @@ def test_a_full_data_folder_is_said_and_loses_nothing_silently(tmp_path: Path) -
     r = _yinji(data, "check", "--json", "--no-save", str(probe))
     assert r.returncode == 0, r.stderr
     assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == [ids[-1]]
+
+
+# --- item 6: the low ones ------------------------------------------------------------------
+def test_html_uses_the_crawlers_decoder(tmp_path: Path) -> None:
+    from tracker.crawler import decode_html
+
+    text = "第一章 山雨欲來，天色漸暗，城門外的驛道上行人稀少。老掌櫃收起幌子，望著遠處的煙塵。" * 3
+    page = big5_html_declared_gb2312(text)
+    crawled, codec = decode_html(page)
+    assert codec.startswith("big5") and text[:20] in crawled
+    (doc,) = list(read_bytes(page, "page.html"))
+    assert isinstance(doc, Document) and text[:30] in doc.text
+
+
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_utf16_without_bom_is_text(tmp_path: Path, big_endian: bool) -> None:
+    for name, body in [
+        ("a.txt", GOOD_TEXT),
+        ("b.txt", "第一章山雨欲来天色渐暗城门外的驿道上行人稀少老掌柜收起幌子望着远处的烟尘"),
+        ("c.txt", "Chapter one\nPlain ASCII text, written by a Windows tool.\n"),
+        ("d.html", f"<html><body><article><p>{GOOD_TEXT}</p></article></body></html>"),
+    ]:
+        (doc,) = list(read_bytes(utf16_without_bom(body, big_endian=big_endian), name))
+        assert isinstance(doc, Document), (name, doc)
+        assert "山雨欲来" in doc.text or body.strip() == doc.text.strip()
+    (err,) = list(read_bytes(b"\x00\x01\x02\x03\xff\xfe\x00\x00", "bin.txt"))
+    assert "binary file" in err.message
+
+
+def test_cli_delete_list_and_empty_jsonl(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for i in range(2):
+        (tmp_path / f"w{i}.txt").write_text(work(30 + i, 30), encoding="utf-8")
+    r = _yinji(data, "ingest", str(tmp_path / "w0.txt"), str(tmp_path / "w1.txt"))
+    assert r.returncode == 0, r.stderr
+    r = _yinji(data, "delete", "w0", "nope")
+    assert r.returncode == 1 and "deleted w0" in r.stderr and "no work with id 'nope'" in r.stderr
+    r = _yinji(data, "list")
+    assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["w1"]
+    (tmp_path / "copy.txt").write_text(work(30, 30)[100:800], encoding="utf-8")
+    r = _yinji(data, "check", "--json", "--no-save", str(tmp_path / "copy.txt"))
+    assert json.loads(r.stdout)["matches"] == []
+    stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
+    store = open_store(Settings(data_dir=data))
+    try:
+        seq = store.get_mother("w1").seq
+        assert stats["postings"] == len(store.get_fingerprints(seq, "daguan") or b"") // 8
+    finally:
+        store.close()
+    (tmp_path / "empty.jsonl").write_text("\n\n", encoding="utf-8")
+    r = _yinji(data, "ingest", str(tmp_path / "empty.jsonl"))
+    assert r.returncode == 1 and "empty.jsonl: empty file" in r.stderr
+
+
+def _server_pid(data: Path) -> int | None:
+    from tracker.redis_client import embedded_server_pid
+
+    return embedded_server_pid(Settings(data_dir=data))
+
+
+def _ingest_then_kill(tmp_path: Path, data: Path, sig: int) -> subprocess.Popen[str]:
+    books = tmp_path / "books.jsonl"
+    with books.open("w", encoding="utf-8") as fh:
+        for i in range(3000):
+            fh.write(json.dumps({"id": f"k{i}", "text": work(9000 + i, 8)}, ensure_ascii=False))
+            fh.write("\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", str(books)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and _server_pid(data) is None:
+        time.sleep(0.05)
+    time.sleep(0.5)  # well inside the ingest
+    assert proc.poll() is None, "the ingest ended before the signal"
+    proc.send_signal(sig)
+    proc.communicate(timeout=120)
+    return proc
+
+
+def test_a_terminated_cli_stops_its_redis_server(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = _ingest_then_kill(tmp_path, data, signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert _server_pid(data) is None
+
+
+def test_a_killed_clis_redis_server_is_stopped_by_the_next_command(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _ingest_then_kill(tmp_path, data, signal.SIGKILL)
+    pid = _server_pid(data)
+    try:
+        assert pid is not None  # nothing could stop it: SIGKILL leaves no chance
+        r = _yinji(data, "list")
+        assert r.returncode == 0, r.stderr
+        assert _server_pid(data) is None
+    finally:
+        if pid is not None and _server_pid(data) == pid:
+            os.kill(pid, signal.SIGKILL)

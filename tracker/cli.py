@@ -328,6 +328,24 @@ def reference_build(paths: tuple[Path, ...], output: Path) -> None:
     click.echo(f"reference of {ref.chars} characters written to {output}", err=True)
 
 
+@main.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.pass_context
+def delete(ctx: click.Context, ids: tuple[str, ...]) -> None:
+    """Delete works from the mother corpus, with their postings in every index and
+    their matches. Exit status 1 if an id was not found."""
+    missing = 0
+    with _open_library(ctx) as lib:
+        for mother_id in ids:
+            if lib.delete_mother(mother_id):
+                click.echo(f"deleted {mother_id}", err=True)
+            else:
+                missing += 1
+                click.echo(f"no work with id {mother_id!r}", err=True)
+    if missing:
+        ctx.exit(1)
+
+
 @main.command("list")
 @click.option("--search", default=None, help="Part of an id or a title.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)

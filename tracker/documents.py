@@ -97,6 +97,10 @@ def decode_text(data: bytes, name: str = "<input>") -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", errors="replace")
     if b"\x00" in data:
+        # UTF-16 without a BOM (Windows tools write it): ASCII in it is half NULs.
+        utf16 = _utf16_without_bom(data, min_score=0.95)
+        if utf16 is not None:
+            return utf16
         raise InputError(f"{name}: binary file (contains NUL bytes), not text")
     # A file cut out of a longer UTF-8 text may start inside a character.
     head = 0
@@ -119,11 +123,45 @@ def decode_text(data: bytes, name: str = "<input>") -> str:
         if encoding == "utf-8":
             return text  # strict UTF-8 of non-ASCII bytes is never an accident
         decoded.append(text)
+    # Chinese in UTF-16 without a BOM has no NUL byte; GB18030 then reads its bytes as
+    # ASCII punctuation and stray Han characters. Taken only when it reads as Chinese
+    # clearly better than every other reading.
+    utf16 = _utf16_without_bom(data, min_score=0.97)
+    if utf16 is not None and _han_share(utf16) > max((_han_share(t) for t in decoded), default=0):
+        return utf16
     if not decoded:
         raise InputError(f"{name}: not valid UTF-8, GB18030 or Big5 text")
     # GB18030 accepts almost any byte string, Big5 bytes included: keep the reading
     # that looks most like Chinese text.
     return max(decoded, key=_plausibility)
+
+
+def _utf16_without_bom(data: bytes, *, min_score: float) -> str | None:
+    """``data`` read as UTF-16 (little or big endian) when one reading decodes strictly,
+    has no control characters but line breaks and tabs, and is at least ``min_score``
+    plausible Chinese or ASCII text; else None."""
+    if len(data) < 2 or len(data) % 2:
+        return None
+    best: tuple[float, str] | None = None
+    for codec in ("utf-16-le", "utf-16-be"):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if any(ch < " " and ch not in "\n\r\t" for ch in text):
+            continue
+        score = _plausibility(text)
+        if score >= min_score and (best is None or score > best[0]):
+            best = (score, text)
+    return best[1] if best else None
+
+
+def _han_share(text: str) -> float:
+    """Share of the non-blank characters that are Han (CJK unified ideographs)."""
+    chars = [ch for ch in text if not ch.isspace()]
+    if not chars:
+        return 0.0
+    return sum("\u4e00" <= ch <= "\u9fff" for ch in chars) / len(chars)
 
 
 def _plausibility(text: str) -> float:
@@ -351,19 +389,19 @@ def unexpected(exc: BaseException) -> str:
 
 
 def decode_html_bytes(data: bytes, name: str) -> str:
-    """HTML bytes to text, honouring a BOM or a declared charset, else detecting it."""
+    """HTML bytes to text with the crawler's decoder (``tracker.crawler.decode_html``:
+    BOM, declared charsets checked against the bytes, GB/Big5 detection), so an
+    uploaded page reads exactly as the same page crawled; UTF-16 without a BOM is
+    recognised here first."""
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise InputError(f"{name}: binary file (contains NUL bytes), not HTML")
-    head = data[:4096].decode("ascii", errors="replace")
-    declared = re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-]+)", head, re.I)
-    if declared:
-        enc = declared.group(1).lower()
-        enc = {"gb2312": "gb18030", "gbk": "gb18030"}.get(enc, enc)
-        try:
-            return data.decode(enc)
-        except (LookupError, UnicodeDecodeError):
-            pass  # a wrong declaration is common on pirate sites: detect instead
-    return decode_text(data, name)
+        utf16 = _utf16_without_bom(data, min_score=0.95)
+        if utf16 is None:
+            raise InputError(f"{name}: binary file (contains NUL bytes), not HTML")
+        return utf16
+    from tracker.crawler import decode_html
+
+    text, _codec = decode_html(data)
+    return text
 
 
 def _lines(fh: BinaryIO, limit: int) -> Iterator[bytes | None]:

