@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tracker.crawler.fetch import REDIRECT_STATUSES
     from tracker.crawler.guard import DEFAULT_PORTS, is_public_address
     from tracker.crawler.ratelimit import HostRateLimiter
-    from tracker.crawler.results import FetchResult, Page
+    from tracker.crawler.results import CRAWLER_VERSION, FetchResult, Page, Redirect
 
 # exported name -> the submodule that defines it
 _EXPORTS = {
@@ -57,6 +57,8 @@ _EXPORTS = {
     "IPAddress": "config",
     "FetchResult": "results",
     "Page": "results",
+    "Redirect": "results",
+    "CRAWLER_VERSION": "results",
     "CrawlError": "errors",
     "InvalidURL": "errors",
     "Blocked": "errors",
@@ -80,6 +82,7 @@ _EXPORTS = {
 
 __all__ = [
     "CJK_RATIO_THRESHOLD",
+    "CRAWLER_VERSION",
     "DEFAULT_PORTS",
     "DEFAULT_USER_AGENT",
     "REDIRECT_STATUSES",
@@ -95,6 +98,7 @@ __all__ = [
     "InvalidURL",
     "NotText",
     "Page",
+    "Redirect",
     "RobotsDisallowed",
     "Timeout",
     "TooLarge",

@@ -8,6 +8,7 @@ decoding (``decoding``) and main-text extraction (``extraction``).
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.decoding import decode_html
@@ -61,8 +62,13 @@ class Crawler:
             headers=response.headers,
             body=response.body,
             content_type=mime_of(response.headers.get("content-type")),
-            redirects=redirects,
+            redirects=[hop.url for hop in redirects],
+            fetched_at=response.received_at or datetime.now(UTC),
             elapsed=time.monotonic() - started,
+            hops=redirects,
+            header_pairs=response.header_pairs,
+            resolved_ip=response.peer_ip,
+            peer_cert=response.peer_cert,
         )
 
     def crawl_page(self, url: str) -> Page:
@@ -86,6 +92,10 @@ class Crawler:
             title=title,
             text=main,
             fetched_at=result.fetched_at,
+            redirects=list(result.hops),
+            header_pairs=result.header_pairs,
+            resolved_ip=result.resolved_ip,
+            peer_cert=result.peer_cert,
         )
 
     def check_url(self, url: str) -> str:

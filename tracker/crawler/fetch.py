@@ -10,6 +10,7 @@ the ``CrawlError`` hierarchy. Nothing here decodes charsets or extracts text.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import logging
 import time
 import zlib
@@ -45,6 +46,7 @@ from tracker.crawler.errors import (
 )
 from tracker.crawler.guard import Target, prepare
 from tracker.crawler.ratelimit import Deadline, HostRateLimiter
+from tracker.crawler.results import Redirect
 
 log = logging.getLogger(__name__)
 
@@ -160,10 +162,16 @@ def _parse_retry_after(value: str | None) -> float | None:
 
 @dataclass
 class Response:
+    """One HTTP response, with what evidence needs about the connection it came on."""
+
     status: int
-    headers: dict[str, str]
-    body: bytes
+    headers: dict[str, str]  # lower-case names, repeated headers joined with ", "
+    body: bytes  # content-decoded (gzip/deflate removed)
     location: str | None = None
+    header_pairs: tuple[tuple[str, str], ...] = ()  # as received: order, repeats, case
+    peer_ip: str | None = None  # the address the connection actually went to
+    peer_cert: bytes | None = None  # https: the server certificate presented (DER)
+    received_at: datetime | None = None  # when the status line and headers arrived (UTC)
 
 
 def _map_error(url: str, exc: Exception) -> CrawlError:
@@ -188,6 +196,25 @@ def _short(exc: BaseException) -> str:
     if ": " in text and text.startswith(("HTTPConnection", "<urllib3", "HTTPSConnection")):
         text = text.split(": ", 1)[1]
     return text[:200]
+
+
+def _peer(resp: Any, address: IPAddress) -> tuple[str, bytes | None]:
+    """The peer address of the response's socket and, for TLS, the certificate the
+    server presented (DER). The address falls back to the one we connected to."""
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    ip = str(address)
+    cert: bytes | None = None
+    if sock is None:
+        return ip, None
+    with contextlib.suppress(OSError, IndexError, TypeError):
+        ip = str(sock.getpeername()[0]).split("%", 1)[0]
+    getpeercert = getattr(sock, "getpeercert", None)
+    if getpeercert is not None:
+        try:
+            cert = getpeercert(binary_form=True) or None
+        except (OSError, ValueError):
+            cert = None
+    return ip, cert
 
 
 def _headers_dict(headers: Any) -> dict[str, str]:
@@ -227,15 +254,16 @@ class Fetcher:
         max_bytes: int,
         truncate: bool,
         max_redirects: int | None = None,
-    ) -> tuple[Target, Response, list[str]]:
+    ) -> tuple[Target, Response, list[Redirect]]:
         """GET ``url``, following up to ``max_redirects`` redirects (default: the
-        config's); returns the final hop's target, its response and the redirect chain.
+        config's); returns the final hop's target, its response and the redirect chain
+        (every hop that answered with a redirect, in order).
 
         ``robots`` (the robots.txt check) runs on every hop before connecting; the time
         it takes is added to the deadline. Raises a ``CrawlError`` subclass.
         """
         limit = self.config.max_redirects if max_redirects is None else max_redirects
-        redirects: list[str] = []
+        redirects: list[Redirect] = []
         current = url
         for hop in range(limit + 1):
             target = prepare(current, self.config, deadline)  # every hop, before connecting
@@ -246,11 +274,11 @@ class Fetcher:
             response = self._get(target, deadline, text_only, max_bytes, truncate)
             if response.location is None:
                 return target, response, redirects
-            redirects.append(target.url)
+            redirects.append(Redirect(target.url, response.status, response.location))
             if hop == limit:
                 break
             current = urljoin(target.url, response.location)
-        raise TooManyRedirects(url, f"more than {limit} redirects (last: {redirects[-1]})")
+        raise TooManyRedirects(url, f"more than {limit} redirects (last: {redirects[-1].url})")
 
     def _get(
         self,
@@ -343,11 +371,20 @@ class Fetcher:
 
         complete = False
         try:
+            received_at = datetime.now(UTC)
             status = resp.status
             headers = _headers_dict(resp.headers)
+            pairs = tuple((str(k), str(v)) for k, v in resp.headers.items())
+            peer_ip, peer_cert = _peer(resp, address)
+
+            def response(body: bytes, location: str | None = None) -> Response:
+                return Response(
+                    status, headers, body, location, pairs, peer_ip, peer_cert, received_at
+                )
+
             location = headers.get("location")
             if status in REDIRECT_STATUSES and location:
-                return Response(status, headers, b"", location=_fix_header_url(location))
+                return response(b"", _fix_header_url(location))
             if status >= 300:
                 reason = f"HTTP {status} {resp.reason or ''}".strip()
                 retry_after = _parse_retry_after(headers.get("retry-after"))
@@ -358,7 +395,7 @@ class Fetcher:
             body, complete = self._read_body(resp, target, deadline, max_bytes, truncate)
             if text_only and mime in _SNIFF_MIMES and _looks_binary(body):
                 raise NotText(target.url, f"binary body (content type {mime or 'absent'!r})")
-            return Response(status, headers, body)
+            return response(body)
         except (HTTPError, OSError) as exc:
             raise _map_error(target.url, exc) from exc
         finally:

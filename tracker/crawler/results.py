@@ -1,14 +1,37 @@
 """What the crawler returns: ``FetchResult`` (bytes of one resource) and ``Page`` (a
-decoded, extracted page that becomes a ``Suspect``)."""
+decoded, extracted page that becomes a ``Suspect``, and a ``tracker.evidence.Capture``).
+
+Both keep what a court needs about the fetch, as it happened: the URL asked, every
+redirect hop (URL, status, ``Location``), the final URL, the address the connection
+actually went to, the status and headers as received (order and repeats kept), the body,
+the time the response arrived (UTC) and, for https, the certificate the server
+presented (DER; ``Page.tls_info()`` gives its subject and SHA-256 fingerprint).
+"""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from tracker import __version__
 from tracker.records import Suspect
+
+if TYPE_CHECKING:
+    from tracker.evidence import BlobStore, Capture, TLSInfo
+
+CRAWLER_VERSION = f"yinji {__version__} crawler"
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """One hop that answered with a redirect: the URL asked, its status, the Location sent."""
+
+    url: str
+    status: int
+    location: str
 
 
 @dataclass
@@ -24,6 +47,10 @@ class FetchResult:
     redirects: list[str] = field(default_factory=list)  # URLs that answered with a redirect
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     elapsed: float = 0.0
+    hops: list[Redirect] = field(default_factory=list)  # each redirect: url, status, location
+    header_pairs: tuple[tuple[str, str], ...] = ()  # as received: order, repeats, name case
+    resolved_ip: str | None = None  # the address the final response came from
+    peer_cert: bytes | None = None  # https: the certificate the server presented, DER
 
 
 @dataclass
@@ -39,12 +66,74 @@ class Page:
     html: str
     title: str
     text: str
-    fetched_at: datetime
+    fetched_at: datetime  # when the final response arrived, UTC
+    redirects: list[Redirect] = field(default_factory=list)
+    header_pairs: tuple[tuple[str, str], ...] = ()
+    resolved_ip: str | None = None
+    peer_cert: bytes | None = None  # DER, https only
+    screenshot: bytes | None = None  # full-page PNG of the rendered page, when taken
+    screenshot_none_reason: str | None = None  # why there is none ("no screenshot: ...")
+
+    @property
+    def content_decoded(self) -> bool:
+        """True when the server sent the body compressed: ``raw`` is the decompressed
+        bytes (what a browser renders), not the bytes on the wire."""
+        encoding = self.headers.get("content-encoding", "").strip().lower()
+        return encoding not in ("", "identity", "none")
+
+    def tls_info(self) -> TLSInfo | None:
+        """Subject, issuer, validity and SHA-256 fingerprint of the certificate the
+        server presented (None for http)."""
+        if not self.peer_cert:
+            return None
+        from tracker.evidence import TLSInfo
+
+        return TLSInfo.from_der(self.peer_cert)
+
+    def suspect_id(self) -> str:
+        """The id ``to_suspect`` gives by default: sha1 of the final URL."""
+        final = self.final_url or self.url
+        return hashlib.sha1(final.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+    def to_capture(
+        self,
+        blobs: BlobStore,
+        suspect_id: str | None = None,
+        *,
+        crawler_version: str = CRAWLER_VERSION,
+    ) -> Capture:
+        """The evidence record of this fetch (``tracker.evidence.Capture``): stores the
+        body, the extracted text and the screenshot in ``blobs`` and returns the record,
+        ready for ``EvidenceLog.record_capture``. ``suspect_id`` defaults to the id
+        ``to_suspect`` gives."""
+        from tracker.evidence import Capture, RedirectHop
+
+        reason = self.screenshot_none_reason
+        if self.screenshot is None and reason is None:
+            reason = "no screenshot: screenshots are off"
+        return Capture.build(
+            blobs,
+            suspect_id=suspect_id or self.suspect_id(),
+            requested_url=self.url,
+            redirects=[RedirectHop(h.url, h.status, h.location) for h in self.redirects],
+            final_url=self.final_url or self.url,
+            resolved_ip=self.resolved_ip,
+            http_status=self.status,
+            headers=self.header_pairs or tuple(self.headers.items()),
+            body=self.raw,
+            body_content_decoded=self.content_decoded,
+            fetched_at=self.fetched_at,
+            tls=self.tls_info(),
+            text=self.text,
+            screenshot=self.screenshot,
+            screenshot_none_reason=None if self.screenshot else reason,
+            crawler_version=crawler_version,
+        )
 
     def to_suspect(self, id: str | None = None) -> Suspect:
         """The store record; the id defaults to sha1(final_url) so a re-crawl replaces it."""
         final = self.final_url or self.url
-        suspect_id = id or hashlib.sha1(final.encode("utf-8"), usedforsecurity=False).hexdigest()
+        suspect_id = id or self.suspect_id()
         return Suspect(
             id=suspect_id,
             text=self.text,
