@@ -389,9 +389,24 @@ def test_admin_deletes_a_work(system: WebSystem) -> None:
 
 def test_empty_upload_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
-    response = client.post("/library/upload", data={"csrf_token": csrf(client, "/library/upload")})
+    # A browser sends an empty, nameless file part for a file input left empty.
+    response = client.post(
+        "/library/upload",
+        data={"csrf_token": csrf(client, "/library/upload"), "files": (io.BytesIO(b""), "")},
+        content_type="multipart/form-data",
+    )
     assert response.status_code == 400
-    assert "nothing to import" in response.get_data(as_text=True)
+    page = response.get_data(as_text=True)
+    assert "没有选择文件，也没有粘贴文本" in page
+    assert "empty file" not in page and "upload:" not in page
+    response = client.post(
+        "/library/upload?lang=en", data={"csrf_token": csrf(client, "/library/upload")}
+    )
+    assert response.status_code == 400
+    assert "no file chosen and no text pasted" in response.get_data(as_text=True)
+    client.get("/library/?lang=zh")
+    # An empty file is passed over at once; a binary one fails in the job: both are in
+    # the job's result, and on its page after the reload.
     response = client.post(
         "/library/upload",
         data={
@@ -400,9 +415,12 @@ def test_empty_upload_is_refused(system: WebSystem) -> None:
         },
         content_type="multipart/form-data",
     )
-    assert response.status_code == 400
-    text = response.get_data(as_text=True)
-    assert "empty.txt" in text and "bin.txt" in text
+    assert response.status_code == 302
+    result = wait_job(client, job_id_of(response))["result"]
+    assert result["skipped"] == [{"source": "empty.txt", "message": "empty file"}]
+    assert [e["source"] for e in result["errors"]] == ["bin.txt"]
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "empty.txt" in page and "空文件" in page and "bin.txt" in page
 
 
 # --- suspects and jobs -------------------------------------------------------------------------

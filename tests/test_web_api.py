@@ -112,10 +112,12 @@ def test_mothers_multipart(system: WebSystem) -> None:
     )
     assert response.status_code == 202
     body = response.get_json()
-    assert body["documents"] == 1 and body["errors"][0]["source"] == "bad.txt"
-    assert (
-        wait_job(client, body["job_id"], headers=auth(system, "analyst"))["result"]["ingested"] == 1
-    )
+    # Files are read by the job: the request only receives them.
+    assert body["files"] == 2 and body["errors"] == []
+    result = wait_job(client, body["job_id"], headers=auth(system, "analyst"))["result"]
+    assert result["ingested"] == 1
+    assert [e["source"] for e in result["errors"]] == ["bad.txt"]
+    assert "binary" in result["errors"][0]["message"]
 
 
 @pytest.mark.parametrize(

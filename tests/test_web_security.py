@@ -19,6 +19,8 @@ from test_web_helpers import (
     check_text,
     csrf,
     ingest,
+    job_id_of,
+    wait_job,
     web_system,
 )
 from textgen import work
@@ -280,22 +282,29 @@ def _zip(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
+def _upload_job(system: WebSystem, client: Any, files: list[tuple[Any, str]]) -> dict[str, Any]:
+    """Upload files to the library; the finished job's status (its page is checked too)."""
+    response = client.post(
+        "/library/upload",
+        data={"csrf_token": csrf(client, "/library/upload"), "files": files},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 302, response.status_code
+    status = wait_job(client, job_id_of(response))
+    status["page"] = client.get(response.headers["Location"]).get_data(as_text=True)
+    return status
+
+
 def test_hostile_zip_paths_are_refused(system: WebSystem) -> None:
     client = system.client("analyst")
     data = _zip(
         {"../../etc/evil.txt": work(911, 5).encode(), "/abs/evil2.txt": work(912, 5).encode()}
     )
-    response = client.post(
-        "/library/upload",
-        data={
-            "csrf_token": csrf(client, "/library/upload"),
-            "files": (io.BytesIO(data), "evil.zip"),
-        },
-        content_type="multipart/form-data",
-    )
-    assert response.status_code == 400
-    page = response.get_data(as_text=True)
-    assert "unsafe path in zip" in page
+    status = _upload_job(system, client, [(io.BytesIO(data), "evil.zip")])
+    assert status["state"] == "SUCCESS" and status["result"]["ingested"] == 0
+    messages = [e["message"] for e in status["result"]["errors"]]
+    assert len(messages) == 2 and all("unsafe path in zip" in m for m in messages)
+    assert "unsafe path in zip" in status["page"]
     assert system.store.count_mothers(search="evil2") == 0
     assert not (system.settings.data_dir.parent / "etc").exists()
 
@@ -303,16 +312,10 @@ def test_hostile_zip_paths_are_refused(system: WebSystem) -> None:
 def test_zip_bomb_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
     data = _zip({"bomb.txt": b"a" * (8 * 1024 * 1024)})  # 8 MB of one byte: ratio > 200
-    response = client.post(
-        "/library/upload",
-        data={
-            "csrf_token": csrf(client, "/library/upload"),
-            "files": (io.BytesIO(data), "bomb.zip"),
-        },
-        content_type="multipart/form-data",
-    )
-    assert response.status_code == 400
-    assert "zip bomb" in response.get_data(as_text=True)
+    status = _upload_job(system, client, [(io.BytesIO(data), "bomb.zip")])
+    assert status["result"]["ingested"] == 0
+    assert "zip bomb" in status["result"]["errors"][0]["message"]
+    assert "zip bomb" in status["page"]
 
 
 def test_oversize_upload_is_413(system: WebSystem, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ from .core import can, current_user, is_api, json_error, state
 from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, translate
 from .ids import IdConverter, encode_id
 from .security import csrf_ok, init_security, load_secret_key
+from .uploads import init_uploads
 
 # Endpoints reachable without signing in.
 PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
@@ -58,6 +59,7 @@ def create_app(
     app.extensions["yinji"] = LibraryHandle(settings)
 
     init_security(app)
+    init_uploads(app)
     _init_templates(app)
     _init_auth(app)
     _init_errors(app)

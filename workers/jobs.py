@@ -9,17 +9,25 @@ progress of a URL job is the share of its URLs done, whichever workers did them.
 
 ``job_status(id)`` returns::
 
-    {"id": str, "state": "PENDING|STARTED|PROGRESS|SUCCESS|FAILURE|RETRY",
+    {"id": str, "kind": "check|ingest|report|rebuild"|None (a task not submitted here),
+     "state": "PENDING|STARTED|PROGRESS|SUCCESS|FAILURE|RETRY",
      "progress": float 0..1, "done": int|None, "total": int|None,
      "result": JSON or None (set when the job has finished), "error": str|None}
 
 Results by kind:
 
 - check: ``{"results": [{"suspect_id", "title", "url", "matches": [{"mother_id",
-  "title", "score", "coverage", "passages": [...]}]}], "skipped": [{"url",
-  "final_url", "reason"}], "errors": [{"source", "error"}]}``. A URL that cannot be
-  crawled (404, robots.txt, private address) is an error entry, not a failed job.
-- ingest: ``{"ingested", "replaced", "characters", "seconds", "errors": [...]}``.
+  "title", "score", "coverage", "passages": [...]}]}], "skipped": [{"source", "url"?,
+  "final_url"?, "reason"}], "errors": [{"source", "error"}]}``. A URL that cannot be
+  crawled (404, robots.txt, private address) or a file that cannot be read is an error
+  entry, not a failed job; ``skipped`` holds near-duplicate pages and what the
+  submitter passed over (an unsupported file, a bad URL line).
+- ingest: ``{"ingested", "replaced", "characters", "seconds", "skipped": [{"source",
+  "message"}], "errors": [{"source", "message"}]}``.
+
+Uploaded files travel as references to ``<data dir>/uploads/`` (``workers.spool``),
+and job items too large for a message (``INLINE_BYTES``) are spooled the same way: a
+task message stays small whatever the size of the upload.
 - report: ``{"match_id", "format", "size", "content_type", "filename"}``; the bytes come
   from ``report_content(job_id)``.
 - rebuild: ``{"engine", "mothers", "seconds"}``.
@@ -47,6 +55,7 @@ from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
 from workers.app import QUEUES, app_settings, get_celery, worker_settings
 from workers.payloads import unique
+from workers.spool import FORMATS, Spool
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,10 @@ PING_TIMEOUT = 1.0  # seconds to wait for a worker to answer ensure_worker's pin
 READY_TIMEOUT = 30.0  # seconds an in-process worker may take to start consuming
 MAX_DEPTH = 4  # fan-out levels job_status follows (job -> check_urls -> crawl_url ...)
 PROGRESS = "PROGRESS"  # the custom state of Task.update_state (not in celery.states)
+INLINE_BYTES = 256 * 1024  # job items above this size (JSON) are spooled, not sent inline
+UPLOAD_TASK_FILES = 50  # uploaded files per task
+UPLOAD_TASK_BYTES = 64 * 1024 * 1024  # bytes of uploaded files per task
+MAX_SKIPPED = 1000  # passed-over items a job record lists
 
 
 class UnknownJob(KeyError):
@@ -69,8 +82,18 @@ def _job_key(app: Celery, job_id: str) -> str:
     return f"{app_settings(app).redis_prefix}:job:{job_id}"
 
 
-def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, str]]) -> str:
-    """Record the job, then send its tasks ``(name, args, kwargs, total, label)``."""
+# (task name, args, kwargs, items it handles, label)
+TaskSpec = tuple[str, list[Any], dict[str, Any], int, str]
+
+
+def _submit(
+    kind: str,
+    tasks: list[TaskSpec],
+    skipped: list[dict[str, str]] | None = None,
+) -> str:
+    """Record the job, then send its tasks ``(name, args, kwargs, total, label)``.
+    ``skipped``: items the submitter passed over (``{"source", "message"}``), kept in
+    the record and reported in the job's result."""
     app = get_celery()
     job_id = str(uuid.uuid4())
     entries = []
@@ -87,12 +110,21 @@ def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, st
                 "label": label,
             }
         )
-    record = {
+    record: dict[str, Any] = {
         "id": job_id,
         "kind": kind,
         "created": utcnow().isoformat(),
         "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
     }
+    if skipped:
+        record["skipped"] = [
+            {"source": str(s.get("source", ""))[:300], "message": str(s.get("message", ""))[:500]}
+            for s in skipped[:MAX_SKIPPED]
+        ]
+        if len(skipped) > MAX_SKIPPED:
+            record["skipped"].append(
+                {"source": "…", "message": f"{len(skipped) - MAX_SKIPPED} more not listed"}
+            )
     _client(app).set(
         _job_key(app, job_id), json.dumps(record), ex=worker_settings(app).result_expires
     )
@@ -101,41 +133,115 @@ def _submit(kind: str, tasks: list[tuple[str, list[Any], dict[str, Any], int, st
     return job_id
 
 
-def submit_check(*, texts: list[dict] | None = None, urls: list[str] | None = None) -> str:
-    """Check texts (``{id?, title?, text, url?}``) and/or crawl and check URLs; the
-    suspects and matches are stored. Raises ``ValueError`` naming the first bad item
-    (the rules are ``tracker.rules.check_text_item`` and ``check_url``)."""
-    if not texts and not urls:
-        raise ValueError("nothing to check: give texts or urls")
+def spool() -> Spool:
+    """The upload folder of the job app's data folder (``workers.spool``)."""
+    return Spool(app_settings(get_celery()).data_dir)
+
+
+def _inline_or_spooled(items: list[dict[str, Any]], name: str) -> list[dict[str, Any]] | dict:
+    """``items`` as they go into a message: inline when small, else a reference to a
+    spooled JSON Lines file (a message never carries megabytes of text)."""
+    size = sum(len(json.dumps(item, ensure_ascii=False).encode("utf-8")) for item in items)
+    if size <= INLINE_BYTES:
+        return items
+    return spool().write_items(items, name)
+
+
+def _checked_uploads(uploads: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    out = []
+    files = spool()
+    for i, ref in enumerate(uploads or []):
+        files.path(ref)  # UploadError (a ValueError) for a malformed reference
+        if ref.get("format") not in FORMATS or not isinstance(ref.get("sha256"), str):
+            raise ValueError(f"uploads[{i}]: not an upload reference")
+        out.append({k: ref[k] for k in ("upload", "sha256", "size", "name", "format")})
+    return out
+
+
+def _upload_groups(refs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Uploads split into tasks of at most ``UPLOAD_TASK_FILES`` files and (unless one
+    file is larger) ``UPLOAD_TASK_BYTES`` bytes, so several workers share a big upload."""
+    groups: list[list[dict[str, Any]]] = []
+    size = 0
+    for ref in refs:
+        if (
+            not groups
+            or len(groups[-1]) >= UPLOAD_TASK_FILES
+            or (size + int(ref["size"]) > UPLOAD_TASK_BYTES and groups[-1])
+        ):
+            groups.append([])
+            size = 0
+        groups[-1].append(ref)
+        size += int(ref["size"])
+    return groups
+
+
+def _upload_label(group: list[dict[str, Any]]) -> str:
+    first = str(group[0].get("name") or "upload")
+    return first if len(group) == 1 else f"{first} +{len(group) - 1}"
+
+
+def submit_check(
+    *,
+    texts: list[dict] | None = None,
+    urls: list[str] | None = None,
+    uploads: list[dict[str, Any]] | None = None,
+    skipped: list[dict[str, str]] | None = None,
+) -> str:
+    """Check texts (``{id?, title?, text, url?}``), uploaded files (``workers.spool``
+    references) and/or crawl and check URLs; the suspects and matches are stored.
+    Raises ``ValueError`` naming the first bad item (the rules are
+    ``tracker.rules.check_text_item`` and ``check_url``): callers that accept some
+    items and pass over others check them first and give the others as ``skipped``."""
+    refs = _checked_uploads(uploads)
+    if not texts and not urls and not refs:
+        raise ValueError("nothing to check: give texts, urls or files")
     texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts or [])]
     urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls or [])]
-    tasks: list[tuple[str, list[Any], dict[str, Any], int, str]] = []
+    tasks: list[TaskSpec] = []
     if texts:
-        tasks.append(("yinji.check.check_texts", [texts], {}, len(texts), "texts"))
+        payload = _inline_or_spooled(texts, "texts.jsonl")
+        if isinstance(payload, dict):
+            refs.insert(0, payload)
+        else:
+            tasks.append(("yinji.check.check_texts", [payload], {}, len(texts), "texts"))
+    for group in _upload_groups(refs):
+        tasks.append(("yinji.check.check_uploads", [group], {}, len(group), _upload_label(group)))
     if urls:
         urls = unique(urls)
         tasks.append(("yinji.check.check_urls", [urls], {}, len(urls), "urls"))
-    return _submit("check", tasks)
+    return _submit("check", tasks, skipped)
 
 
-def submit_ingest(documents: list[dict]) -> str:
-    """Add or replace mothers ``{id, title?, text, metadata?}``. Big lists are split into
-    tasks of ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given
-    twice keeps its last version."""
-    if not documents:
+def submit_ingest(
+    documents: list[dict] | None = None,
+    *,
+    uploads: list[dict[str, Any]] | None = None,
+    skipped: list[dict[str, str]] | None = None,
+) -> str:
+    """Add or replace mothers ``{id, title?, text, metadata?}`` and the works of
+    uploaded files (``workers.spool`` references). Big lists are split into tasks of
+    ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
+    keeps its last version. Raises ``ValueError`` naming the first bad item."""
+    refs = _checked_uploads(uploads)
+    if not documents and not refs:
         raise ValueError("no documents to ingest")
-    checked = [check_document_item(d, f"documents[{i}]") for i, d in enumerate(documents)]
+    checked = [check_document_item(d, f"documents[{i}]") for i, d in enumerate(documents or [])]
     latest = {d["id"]: d for d in checked}  # last version of each id
     docs = list(latest.values())
     size = worker_settings(get_celery()).ingest_chunk
-    chunks = [docs[i : i + size] for i in range(0, len(docs), size)]
-    return _submit(
-        "ingest",
-        [
-            ("yinji.ingest.ingest_batch", [chunk], {}, len(chunk), f"documents {i * size}+")
-            for i, chunk in enumerate(chunks)
-        ],
-    )
+    tasks: list[TaskSpec] = []
+    for i in range(0, len(docs), size):
+        chunk = docs[i : i + size]
+        payload = _inline_or_spooled(chunk, f"documents-{i}.jsonl")
+        if isinstance(payload, dict):
+            name, args = "yinji.ingest.ingest_uploads", [[payload]]
+        else:
+            name, args = "yinji.ingest.ingest_batch", [payload]
+        tasks.append((name, args, {}, len(chunk), f"documents {i}+"))
+    for group in _upload_groups(refs):
+        tasks.append(("yinji.ingest.ingest_uploads", [group], {}, len(group), _upload_label(group)))
+    return _submit("ingest", tasks, skipped)
 
 
 def submit_report(match_id: str, fmt: str) -> str:
@@ -249,9 +355,11 @@ def _node(app: Celery, entry: dict[str, Any], meta: dict[str, Any], depth: int) 
 _STATES = ("PENDING", "STARTED", "PROGRESS", "SUCCESS", "FAILURE", "RETRY")
 
 
-def _check_result(node: _Node) -> dict[str, Any]:
+def _check_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = [
+        {"source": s.get("source"), "reason": s.get("message")} for s in passed_over
+    ]
     errors: list[dict[str, Any]] = []
     for leaf in node.leaves:
         if isinstance(leaf.get("results"), list):  # check_texts
@@ -263,6 +371,7 @@ def _check_result(node: _Node) -> dict[str, Any]:
             elif leaf.get("skipped"):
                 skipped.append(
                     {
+                        "source": leaf["url"],
                         "url": leaf["url"],
                         "final_url": leaf.get("final_url"),
                         "reason": leaf["skipped"],
@@ -277,12 +386,13 @@ def _check_result(node: _Node) -> dict[str, Any]:
     return {"results": results, "skipped": skipped, "errors": errors}
 
 
-def _ingest_result(node: _Node) -> dict[str, Any]:
+def _ingest_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ingested": 0,
         "replaced": 0,
         "characters": 0,
         "seconds": 0.0,
+        "skipped": [{"source": s.get("source"), "message": s.get("message")} for s in passed_over],
         "errors": [],
     }
     for leaf in node.leaves:
@@ -302,9 +412,11 @@ def job_status(job_id: str) -> dict:
     """The state, progress and (when finished) result of a job; see the module doc."""
     app = get_celery()
     raw = _client(app).get(_job_key(app, job_id))
+    passed_over: list[dict[str, Any]] = []
     if raw is not None:
         record = json.loads(raw)
         kind, entries = record.get("kind"), record["tasks"]
+        passed_over = [s for s in record.get("skipped") or [] if isinstance(s, dict)]
     else:
         # Not submitted through this module (a scheduled run, a child task): a task id.
         meta = _metas(app, [job_id])[job_id]
@@ -319,9 +431,9 @@ def job_status(job_id: str) -> dict:
     result: Any = None
     if state == states.SUCCESS:
         if kind == "check":
-            result = _check_result(node)
+            result = _check_result(node, passed_over)
         elif kind == "ingest":
-            result = _ingest_result(node)
+            result = _ingest_result(node, passed_over)
         elif len(node.leaves) == 1:
             result = _strip(node.leaves[0])
         else:
@@ -339,6 +451,7 @@ def job_status(job_id: str) -> dict:
         progress = round(min(1.0, node.done / node.total), 4) if node.total else 0.0
     return {
         "id": job_id,
+        "kind": kind,
         "state": state,
         "progress": progress,
         "done": done,
@@ -349,8 +462,10 @@ def job_status(job_id: str) -> dict:
 
 
 def job_kind(status: dict[str, Any], hint: str = "") -> str:
-    """``ingest`` or ``check`` for a job whose result shows which it is, else ``hint``
-    when it is one of them (a job still running), else ""."""
+    """``ingest`` or ``check``: the kind the job was submitted as, else what its
+    result shows, else ``hint`` when it is one of them, else ""."""
+    if status.get("kind") in ("ingest", "check"):
+        return str(status["kind"])
     result = status.get("result")
     if isinstance(result, dict):
         if "ingested" in result:
@@ -360,9 +475,22 @@ def job_kind(status: dict[str, Any], hint: str = "") -> str:
     return hint if hint in ("ingest", "check") else ""
 
 
+def _problems(entries: Any) -> list[dict[str, str]]:
+    """Error or skipped entries of any kind of job as ``{"source", "message"}``."""
+    return [
+        {
+            "source": str(e.get("source") or e.get("url") or ""),
+            "message": str(e.get("error") or e.get("message") or e.get("reason") or ""),
+        }
+        for e in entries or []
+        if isinstance(e, dict)
+    ]
+
+
 def job_summary(status: dict[str, Any]) -> dict[str, Any]:
     """A finished job's result as the job page shows it: one row per checked suspect
-    with its match count, and the problems (errors, skipped URLs)."""
+    with its match count, the items that failed (``errors``) and those passed over
+    (``skipped``), each ``{"source", "message"}``, for checks and imports alike."""
     result = status.get("result")
     if not isinstance(result, dict):
         return {}
@@ -380,17 +508,13 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
                 "matches": count,
             }
         )
-    problems = [
-        {
-            "source": str(e.get("source") or e.get("url") or ""),
-            "message": str(e.get("error") or e.get("message") or e.get("reason") or ""),
-        }
-        for e in [*(result.get("errors") or []), *(result.get("skipped") or [])]
-        if isinstance(e, dict)
-    ]
+    errors = _problems(result.get("errors"))
+    skipped = _problems(result.get("skipped"))
     return {
         "rows": rows,
-        "problems": problems,
+        "errors": errors,
+        "skipped": skipped,
+        "problems": errors + skipped,
         "checked": len(rows),
         "matches": sum(r["matches"] for r in rows),
         "with_matches": sum(1 for r in rows if r["matches"]),
@@ -433,7 +557,7 @@ def ensure_worker(settings: Settings | None = None) -> bool:
     app = get_celery()
     if settings is not None:
         if getattr(app, "yinji_settings", None) is None and not app.configured:
-            app.yinji_settings = settings  # type: ignore[attr-defined]
+            app.yinji_settings = settings
         elif app_settings(app) != settings:
             log.warning("ensure_worker: the job app has other settings; using the app's")
     with _inprocess_lock:

@@ -7,7 +7,6 @@ status code that fits. Ids in paths are URL-safe base64 (see ``web.ids``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
@@ -28,36 +27,37 @@ from ..core import (
     store,
 )
 from ..evidence import REPORT_FORMATS, report_response
+from ..jsonbody import JsonBodyError, clean, parse_body
 from ..openapi import openapi_document
-from ..serializers import document_dict, match_json, mother_json
-from ..uploads import MAX_URLS, read_uploads
+from ..serializers import match_json, mother_json
+from ..uploads import MAX_URLS, claim, spooled_uploads
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
-
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 MAX_DOCUMENTS = 10_000
 
 
 def _json_body() -> Any:
+    """The parsed body (``web.jsonbody.parse_body``: a body that cannot be read is a
+    400 naming why). Items in it are cleaned one by one by the handlers."""
     if not request.is_json:
         fail(415, "send JSON with 'Content-Type: application/json'")
-    body = request.get_json(silent=True)
-    if body is None:
-        fail(400, "the request body is not valid JSON")
-    return _no_surrogates(body)
+    try:
+        return parse_body(request.get_data())
+    except JsonBodyError as exc:
+        fail(400, str(exc))
 
 
-def _no_surrogates(value: Any) -> Any:
-    """JSON may spell lone UTF-16 surrogates ("\\ud800"), which no UTF-8 store can hold:
-    replace them (U+FFFD) here instead of failing later in a worker."""
-    if isinstance(value, str):
-        return _SURROGATES.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_no_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
-    return value
+def _problem(where: str, exc: ValueError) -> dict[str, str]:
+    return {"source": where, "message": str(exc).removeprefix(f"{where}: ")}
+
+
+def _rejected(message: str, errors: list[dict[str, str]]) -> Any:
+    """400: nothing in the request was usable; the first problem is in the message."""
+    first = f"{errors[0]['source']}: {errors[0]['message']}" if errors else ""
+    response = jsonify({"error": f"{message}; {first}" if first else message, "errors": errors})
+    response.status_code = 400
+    return response
 
 
 def _int_arg(name: str, default: int, hi: int) -> int:
@@ -85,9 +85,9 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
     for i, item in enumerate(items):
         where = f"documents[{i}]"
         try:
-            docs.append(check_document_item(item, where, source="api"))
+            docs.append(check_document_item(clean(item, where), where, source="api"))
         except ValueError as exc:
-            errors.append({"source": where, "message": str(exc).removeprefix(f"{where}: ")})
+            errors.append(_problem(where, exc))
     return docs, errors
 
 
@@ -95,26 +95,26 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
 @bp.post("/mothers")
 @role_required("analyst")
 def mothers_add() -> Any:
-    errors: list[dict[str, Any]]
+    """JSON ``{"documents": [...]}`` or multipart files. Bad items and files are
+    listed in ``errors`` (and in the job's ``skipped``); the rest are imported."""
     if request.mimetype == "multipart/form-data":
         files = request.files.getlist("files") or request.files.getlist("file")
-        if not files:
-            fail(400, "multipart upload without files: send them in the 'files' field")
-        uploaded, doc_errors = read_uploads(files)
-        docs = [document_dict(d) for d in uploaded]
-        errors = [{"source": e.source, "message": e.message} for e in doc_errors]
-    else:
-        body = _json_body()
-        items = body.get("documents") if isinstance(body, dict) else body
-        if items is None:
-            fail(400, 'send {"documents": [{"id": ..., "title": ..., "text": ...}]}')
-        docs, errors = _documents_from_json(items)
+        refs, errors = spooled_uploads(files)
+        if not refs:
+            return _rejected("no file to import: send them in the 'files' field", errors)
+        with bad_request():
+            job_id = jobs.submit_ingest(uploads=refs, skipped=errors)
+        claim(refs)
+        return _accepted(job_id, files=len(refs), errors=errors)
+    body = _json_body()
+    items = body.get("documents") if isinstance(body, dict) else body
+    if items is None:
+        fail(400, 'send {"documents": [{"id": ..., "title": ..., "text": ...}]}')
+    docs, errors = _documents_from_json(items)
     if not docs:
-        response = jsonify({"error": "no valid document to import", "errors": errors})
-        response.status_code = 400
-        return response
+        return _rejected("no valid document to import", errors)
     with bad_request():
-        job_id = jobs.submit_ingest(docs)
+        job_id = jobs.submit_ingest(docs, skipped=errors)
     return _accepted(job_id, documents=len(docs), errors=errors)
 
 
@@ -160,6 +160,8 @@ def _accepted(job_id: str, **extra: Any) -> Any:
 @bp.post("/checks")
 @role_required("analyst")
 def checks() -> Any:
+    """JSON ``{"texts": [...], "urls": [...]}``. A bad text or URL is listed in
+    ``errors`` (and in the job's ``skipped``); the others are checked."""
     body = _json_body()
     if not isinstance(body, dict):
         fail(400, 'send an object: {"texts": [...]} and/or {"urls": [...]}')
@@ -174,11 +176,25 @@ def checks() -> Any:
         )
     if len(urls) > MAX_URLS or len(texts) > MAX_DOCUMENTS:
         fail(413, f"at most {MAX_URLS} URLs and {MAX_DOCUMENTS} texts per request")
+    errors: list[dict[str, str]] = []
+    clean_texts, clean_urls = [], []
+    for i, item in enumerate(texts):
+        where = f"texts[{i}]"
+        try:
+            clean_texts.append(check_text_item(clean(item, where), where))
+        except ValueError as exc:
+            errors.append(_problem(where, exc))
+    for i, url in enumerate(urls):
+        where = f"urls[{i}]"
+        try:
+            clean_urls.append(check_url(clean(url, where), where))
+        except ValueError as exc:
+            errors.append(_problem(where, exc))
+    if not clean_texts and not clean_urls:
+        return _rejected("no valid text or URL to check", errors)
     with bad_request():
-        clean_texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts)]
-        clean_urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls)]
-        job_id = jobs.submit_check(texts=clean_texts, urls=clean_urls)
-    return _accepted(job_id, texts=len(clean_texts), urls=len(clean_urls))
+        job_id = jobs.submit_check(texts=clean_texts, urls=clean_urls, skipped=errors)
+    return _accepted(job_id, texts=len(clean_texts), urls=len(clean_urls), errors=errors)
 
 
 @bp.get("/jobs/<job_id>")
@@ -227,6 +243,7 @@ def matches_patch(match_id: str) -> Any:
         fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only verdict and note")
     match = _match(match_id)
     with bad_request():
+        body = clean(body)
         verdict = check_verdict(body.get("verdict", match.verdict))
         note = check_note(body.get("note"))
     return jsonify(match_json(store().set_verdict(match_id, verdict, note)))

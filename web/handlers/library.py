@@ -23,7 +23,7 @@ from ..core import (
 )
 from ..i18n import translate as _
 from ..serializers import document_dict
-from ..uploads import pasted_document, read_uploads
+from ..uploads import claim, flash_skipped, pasted_document, spooled_uploads
 
 bp = Blueprint("library", __name__, url_prefix="/library")
 
@@ -49,26 +49,26 @@ def upload_form() -> Any:
 @bp.post("/upload")
 @role_required("analyst")
 def upload() -> Any:
-    docs, errors = read_uploads(request.files.getlist("files"))
+    refs, skipped = spooled_uploads(request.files.getlist("files"))
     pasted = pasted_document(request.form, "work")
-    if pasted is not None:
-        docs.insert(0, pasted)
-    if not docs:
+    docs = [document_dict(pasted)] if pasted is not None else []
+    if not refs and not docs:
+        errors = [DocumentError(s["source"], s["message"]) for s in skipped]
         if not errors:
-            errors.append(
-                DocumentError("upload", "nothing to import: paste a text or choose files")
-            )
+            errors.append(DocumentError("", "no file chosen and no text pasted"))
         return render_template(
             "library/upload.html", suffixes=SUPPORTED_SUFFIXES, errors=errors
         ), 400
-    # Fingerprinting runs on a worker: a large upload never holds this request.
+    # Reading and fingerprinting run on a worker: a large upload never holds this
+    # request, and the files go to the job as references (see web.uploads).
     with bad_request():
-        job_id = jobs.submit_ingest([document_dict(d) for d in docs])
-    flash(_("{n} works queued for import.", n=len(docs)), "info")
-    for err in errors[:20]:
-        flash(_("Skipped {source}: {message}", source=err.source, message=err.message), "error")
-    if len(errors) > 20:
-        flash(_("… and {n} more skipped files.", n=len(errors) - 20), "error")
+        job_id = jobs.submit_ingest(docs, uploads=refs, skipped=skipped)
+    claim(refs)
+    flash(
+        _("Import queued: {files} files, {texts} pasted texts.", files=len(refs), texts=len(docs)),
+        "info",
+    )
+    flash_skipped(skipped)
     return redirect(url_for("suspects.job", job_id=job_id, kind="ingest"))
 
 

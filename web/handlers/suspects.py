@@ -22,7 +22,15 @@ from ..core import (
     store,
 )
 from ..i18n import translate as _
-from ..uploads import MAX_URLS, parse_urls, pasted_document, read_uploads, text_item
+from ..uploads import (
+    MAX_URLS,
+    claim,
+    flash_skipped,
+    parse_urls,
+    pasted_document,
+    spooled_uploads,
+    text_item,
+)
 
 bp = Blueprint("suspects", __name__)
 
@@ -50,37 +58,48 @@ def new() -> Any:
 @role_required("analyst")
 def submit() -> Any:
     urls, url_errors = parse_urls(request.form.get("urls", ""))
-    errors = [DocumentError("URL", e) for e in url_errors]
-    docs, file_errors = read_uploads(request.files.getlist("files"))
-    errors += file_errors
+    skipped = [{"source": "URL", "message": e} for e in url_errors]
+    refs, file_skipped = spooled_uploads(request.files.getlist("files"))
+    skipped += file_skipped
     pasted = pasted_document(request.form, None)
-    texts = [text_item(d) for d in docs]
+    texts = []
     if pasted is not None:
         page_url = (request.form.get("url") or "").strip()
         if page_url:
             try:
                 page_url = check_url(page_url)
             except ValueError as exc:
-                errors.append(DocumentError("URL", str(exc)))
+                skipped.append({"source": "URL", "message": str(exc)})
                 page_url = ""
-        texts.insert(0, text_item(pasted, page_url))
+        texts.append(text_item(pasted, page_url))
     if len(urls) > MAX_URLS:
-        errors.append(DocumentError("URL", f"at most {MAX_URLS} URLs at once"))
+        skipped.append(
+            {"source": "URL", "message": f"at most {MAX_URLS} URLs at once: the rest were ignored"}
+        )
         urls = urls[:MAX_URLS]
-    if not urls and not texts:
+    if not urls and not texts and not refs:
+        errors = [DocumentError(s["source"], s["message"]) for s in skipped]
         if not errors:
             errors.append(
-                DocumentError("input", "nothing to check: enter URLs, paste a text or choose files")
+                DocumentError("", "nothing to check: enter URLs, paste a text or choose files")
             )
         return render_template(
             "suspects/new.html", suffixes=SUPPORTED_SUFFIXES, errors=errors, form=request.form
         ), 400
-    # Fetching and matching run on a worker; the page follows the job.
+    # Fetching, reading files and matching run on a worker; the page follows the job.
     with bad_request():
-        job_id = jobs.submit_check(texts=texts, urls=urls)
-    flash(_("{n} suspects queued for checking.", n=len(texts) + len(urls)), "info")
-    for err in errors[:20]:
-        flash(_("Skipped {source}: {message}", source=err.source, message=err.message), "error")
+        job_id = jobs.submit_check(texts=texts, urls=urls, uploads=refs, skipped=skipped)
+    claim(refs)
+    flash(
+        _(
+            "Check queued: {urls} URLs, {files} files, {texts} pasted texts.",
+            urls=len(urls),
+            files=len(refs),
+            texts=len(texts),
+        ),
+        "info",
+    )
+    flash_skipped(skipped)
     return redirect(url_for("suspects.job", job_id=job_id, kind="check"))
 
 

@@ -8,11 +8,15 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tracker.documents import DocumentError
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
-from workers.payloads import suspect_from_item, unique
+from workers.app import app_settings
+from workers.payloads import suspect_from_item, unique, upload_suspects
+from workers.spool import Spool
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.crawl import check_item, crawl_outcome
+from workers.tasks.ingest import with_uploads
 
 LAST_RUN_META = "workers:check_new_mothers:last_run"
 
@@ -59,6 +63,33 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
             results.append(check_item(library.check_suspect(suspect, engine=engine)))
         progress(i + 1)
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
+
+
+@shared_task(name="yinji.check.check_uploads", **TASK_OPTIONS)
+def check_uploads(
+    self: Task, uploads: list[dict[str, Any]], engine: str | None = None
+) -> dict[str, Any]:
+    """Check the documents of uploaded files (``workers.spool`` references) as
+    suspects, like ``check_texts``; a file or document that cannot be read is an entry
+    of ``errors``. The files are deleted when the task has finished."""
+    return with_uploads(self, uploads, lambda: _check_uploads(self, uploads, engine))
+
+
+def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> dict[str, Any]:
+    library = rt(task).library
+    spool = Spool(app_settings(task.app).data_dir)
+    progress = Progress(task, total=len(uploads))
+    progress.start()
+    results: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for i, ref in enumerate(uploads):
+        for suspect in upload_suspects(spool, ref):
+            if isinstance(suspect, DocumentError):
+                errors.append({"source": suspect.source, "error": suspect.message})
+            else:
+                results.append(check_item(library.check_suspect(suspect, engine=engine)))
+        progress(i + 1)
+    return {"checked": len(results), "results": results, "errors": errors, "total": len(uploads)}
 
 
 @shared_task(name="yinji.check.check_urls", **TASK_OPTIONS)

@@ -1,0 +1,85 @@
+"""Reading JSON request bodies without letting one hostile value sink a request.
+
+``json.loads`` alone turns a body nested a thousand levels deep into a
+``RecursionError`` and a 5,000-digit integer into a ``ValueError`` for the whole
+body. Here:
+
+- ``parse_body`` parses leniently where one value is the problem: an integer too long
+  for Python is read as one outside the 64-bit range and ``NaN``/``Infinity`` as
+  floats, so that the value's own item fails ``tracker.rules.check_json_value``
+  instead of the request. What cannot be parsed at all (not JSON, not UTF-8, nested
+  deeper than the parser can go) is a ``JsonBodyError``, answered 400 with the cause.
+- ``clean`` checks one item with ``tracker.rules.check_json_value`` (depth at most
+  ``MAX_JSON_DEPTH``, finite numbers, 64-bit integers; a ``ValueError`` naming where)
+  and replaces lone surrogates by U+FFFD (no UTF-8 store can hold them). The API
+  cleans each item of a batch on its own, so a bad item is that item's error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tracker.rules import MAX_JSON_DEPTH, check_json_value
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_OUT_OF_RANGE = 2**64  # any integer outside the 64-bit range fails check_json_value
+
+
+class JsonBodyError(ValueError):
+    """The body is not JSON this API can read; the message says why."""
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        return -_OUT_OF_RANGE if text.startswith("-") else _OUT_OF_RANGE
+
+
+def parse_body(raw: bytes) -> Any:
+    """The JSON value of a request body (UTF-8, a BOM allowed)."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise JsonBodyError(
+            f"the request body is not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+    try:
+        return json.loads(text, parse_int=_int)
+    except RecursionError:
+        raise JsonBodyError(
+            f"the JSON body is nested too deeply: refused (at most {MAX_JSON_DEPTH} levels)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise JsonBodyError(
+            f"the request body is not valid JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno})"
+        ) from None
+
+
+def clean(value: Any, where: str = "") -> Any:
+    """``value`` checked by ``tracker.rules.check_json_value`` (``ValueError`` naming
+    ``where``), as a copy with lone surrogates replaced."""
+    check_json_value(value, where)
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:  # no recursion; the depth is bounded by the check above
+        item, parent, key = stack.pop()
+        if isinstance(item, str):
+            parent[key] = _SURROGATES.sub("\ufffd", item)
+        elif isinstance(item, list):
+            out_list: list[Any] = [None] * len(item)
+            parent[key] = out_list
+            stack.extend((v, out_list, i) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            out_dict: dict[str, Any] = {}
+            parent[key] = out_dict
+            for k, v in item.items():
+                k = _SURROGATES.sub("\ufffd", k)
+                out_dict[k] = None
+                stack.append((v, out_dict, k))
+        else:
+            parent[key] = item
+    return root[0]
