@@ -505,3 +505,23 @@ def test_healthz_shows_no_exception_text(
         "error": "the redis does not answer; see the server log",
     }
     assert secret in caplog.text  # the operator still finds out why
+
+
+# --- sessions and sign-in throttling --------------------------------------------------------------
+def test_session_cookie_is_dead_after_logout(system: WebSystem) -> None:
+    client = system.client("viewer")
+    assert client.get("/matches").status_code == 200
+    stolen = client.get_cookie("yinji_session")
+    assert stolen is not None
+    copy = system.app.test_client()
+    copy.set_cookie("yinji_session", stolen.value)
+    assert copy.get("/matches").status_code == 200  # a copy works while signed in
+    response = client.post("/logout", data={"csrf_token": csrf(client, "/matches")})
+    assert response.status_code == 302
+    # The copy made before signing out is refused: the session ended on the server.
+    response = copy.get("/matches")
+    assert response.status_code == 302 and "/login" in response.headers["Location"]
+    assert copy.get("/api/v1/matches").status_code == 401
+    # Another session of the same user goes on.
+    other = system.client("viewer")
+    assert other.get("/matches").status_code == 200

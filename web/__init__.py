@@ -22,6 +22,7 @@ from .core import can, current_user, is_api, json_error, state
 from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, translate
 from .ids import IdConverter, encode_id
 from .security import csrf_ok, init_security, load_secret_key
+from .sessions import SESSION_ID, session_alive
 from .uploads import init_uploads
 
 # Endpoints reachable without signing in.
@@ -135,11 +136,19 @@ def _init_auth(app: Flask) -> None:
             g.user, g.token_auth = user, True
         elif session.get("user"):
             user = state().library.store.get_user(session["user"])
-            # The stamp ends sessions of a deleted user or after a password change.
-            if user is not None and session.get("stamp") == session_stamp(user):
+            # The stamp ends sessions of a deleted user or after a password change; the
+            # registered session id, a session that was signed out (web.sessions).
+            if (
+                user is not None
+                and session.get("stamp") == session_stamp(user)
+                and session_alive(session.get(SESSION_ID), user.username)
+            ):
                 g.user = user
             else:
+                lang = session.get("lang")
                 session.clear()
+                if lang:
+                    session["lang"] = lang
         if endpoint in PUBLIC_ENDPOINTS:
             pass
         elif g.user is None:

@@ -21,6 +21,7 @@ from .. import accounts
 from ..core import current_user, fail, role_required, safe_next, store
 from ..i18n import translate as _
 from ..security import csrf_token
+from ..sessions import SESSION_ID, end_session, open_session
 
 bp = Blueprint("auth", __name__)
 
@@ -62,11 +63,13 @@ def login() -> Any:
         ), 401
     throttle.succeeded(_address(), username)
     lang = session.get("lang")
+    end_session(session.get(SESSION_ID))
     session.clear()  # a fresh session on sign-in: no fixation of a planted cookie
     if lang:
         session["lang"] = lang
     session["user"] = user.username
     session["stamp"] = accounts.session_stamp(user)
+    session[SESSION_ID] = open_session(user.username)
     session.permanent = True
     csrf_token()
     return redirect(_safe_next(request.form.get("next")))
@@ -75,6 +78,7 @@ def login() -> Any:
 @bp.post("/logout")
 def logout() -> Any:
     lang = session.get("lang")
+    end_session(session.get(SESSION_ID))  # a copy of this cookie is dead too
     session.clear()
     if lang:
         session["lang"] = lang
