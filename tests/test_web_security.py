@@ -525,3 +525,56 @@ def test_session_cookie_is_dead_after_logout(system: WebSystem) -> None:
     # Another session of the same user goes on.
     other = system.client("viewer")
     assert other.get("/matches").status_code == 200
+
+
+def test_junk_names_cannot_flush_the_throttle() -> None:
+    from web.security import LoginThrottle
+
+    throttle = LoginThrottle()
+    for _ in range(10):
+        throttle.failed("203.0.113.5", "alice")
+    assert throttle.blocked("198.51.100.1", "Alice")  # the name, from any address
+    # A spray of 20,000 junk names from many addresses fills the table many times over.
+    for i in range(20_000):
+        throttle.failed(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", f"junk-{i}")
+    assert throttle.blocked("198.51.100.1", "alice")  # the target's counter survived
+    assert len(throttle._names) <= throttle.max_entries
+    assert len(throttle._addresses) <= throttle.max_entries
+    throttle.succeeded("203.0.113.5", "alice")
+    assert not throttle.blocked("198.51.100.1", "alice")
+
+
+def test_one_address_spraying_names_is_throttled() -> None:
+    from web.security import LoginThrottle
+
+    throttle = LoginThrottle(address_limit=50)
+    for i in range(50):
+        assert not throttle.blocked("192.0.2.7", f"name-{i}")
+        throttle.failed("192.0.2.7", f"name-{i}")
+    assert throttle.blocked("192.0.2.7", "a-new-name")
+    assert not throttle.blocked("192.0.2.8", "a-new-name")
+
+
+def test_throttle_survives_a_flood_through_the_web(system: WebSystem) -> None:
+    from web.security import LoginThrottle
+
+    small = LoginThrottle(max_entries=20)
+    system.app.extensions["yinji.throttle"] = small
+    try:
+        client = system.app.test_client()
+        token = csrf(client, "/login")
+
+        def attempt(name: str, address: str) -> int:
+            return client.post(
+                "/login",
+                data={"username": name, "password": "wrong-one", "csrf_token": token},
+                environ_base={"REMOTE_ADDR": address},
+            ).status_code
+
+        for _ in range(10):
+            assert attempt("carol", "203.0.113.9") == 401
+        for i in range(60):  # three times the table, one name and address each
+            assert attempt(f"junk{i}", f"198.51.100.{i}") == 401
+        assert attempt("carol", "192.0.2.1") == 429
+    finally:
+        system.app.extensions["yinji.throttle"] = LoginThrottle()

@@ -9,6 +9,7 @@ import os
 import secrets
 import threading
 import time
+from collections import OrderedDict, deque
 from pathlib import Path
 
 from flask import Flask, Response, request, session
@@ -91,39 +92,78 @@ def set_security_headers(response: Response) -> Response:
 
 
 class LoginThrottle:
-    """Failed logins per (address, username): after ``limit`` failures within
-    ``window`` seconds further attempts are refused until the window passes.
-    In memory, per process: enough to stop password guessing against one server."""
+    """Failed sign-ins, counted per username and per client address in two bounded
+    tables (in memory, per process: enough to stop password guessing against one
+    server).
 
-    def __init__(self, limit: int = 10, window: float = 900.0) -> None:
-        self.limit = limit
+    - A name with ``name_limit`` failures within ``window`` seconds is refused from
+      every address (guessing one user's password from many addresses).
+    - An address with ``address_limit`` failures within the window is refused for
+      every name (spraying many names from one address).
+
+    Each table keeps at most ``max_entries`` keys. When one is full, the entry dropped
+    is the stalest one that is not blocked: the junk names of a spraying attack (one
+    failure each) go first, and a blocked entry is never dropped while its window
+    lasts, so flooding the table cannot reset the counter of the name under attack.
+    If every entry is blocked, a new key is not counted in that table (the other
+    table still counts it)."""
+
+    def __init__(
+        self,
+        name_limit: int = 10,
+        address_limit: int = 50,
+        window: float = 900.0,
+        max_entries: int = 10_000,
+    ) -> None:
+        self.name_limit = name_limit
+        self.address_limit = address_limit
         self.window = window
-        self._failures: dict[tuple[str, str], list[float]] = {}
+        self.max_entries = max_entries
+        self._names: OrderedDict[str, deque[float]] = OrderedDict()
+        self._addresses: OrderedDict[str, deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
-        times = [t for t in self._failures.get(key, []) if now - t < self.window]
-        if times:
-            self._failures[key] = times
-        else:
-            self._failures.pop(key, None)
-        return times
+    def _count(self, times: deque[float] | None, now: float) -> int:
+        return sum(1 for t in times or () if now - t < self.window)
 
     def blocked(self, address: str, username: str) -> bool:
         with self._lock:
-            return len(self._recent((address, username.lower()), time.monotonic())) >= self.limit
+            now = time.monotonic()
+            return (
+                self._count(self._names.get(username.lower()), now) >= self.name_limit
+                or self._count(self._addresses.get(address), now) >= self.address_limit
+            )
 
     def failed(self, address: str, username: str) -> None:
-        key = (address, username.lower())
         with self._lock:
             now = time.monotonic()
-            self._failures[key] = [*self._recent(key, now), now]
-            if len(self._failures) > 10_000:  # bounded memory under a spraying attack
-                self._failures.clear()
+            self._record(self._names, username.lower(), self.name_limit, now)
+            self._record(self._addresses, address, self.address_limit, now)
 
     def succeeded(self, address: str, username: str) -> None:
+        """The user's own counter ends; the address's does not (an attacker signing in
+        to an account of their own must not reset the count of their guesses)."""
         with self._lock:
-            self._failures.pop((address, username.lower()), None)
+            self._names.pop(username.lower(), None)
+
+    def _record(
+        self, table: OrderedDict[str, deque[float]], key: str, limit: int, now: float
+    ) -> None:
+        times = table.get(key)
+        if times is None:
+            if len(table) >= self.max_entries and not self._evict(table, limit, now):
+                return
+            times = table[key] = deque(maxlen=limit)
+        times.append(now)
+        table.move_to_end(key)  # the table is ordered by last failure, stalest first
+
+    def _evict(self, table: OrderedDict[str, deque[float]], limit: int, now: float) -> bool:
+        """Drop the stalest entry that is not blocked; False when all are blocked."""
+        for key, times in table.items():
+            if self._count(times, now) < limit:
+                del table[key]
+                return True
+        return False
 
 
 def init_security(app: Flask) -> None:
