@@ -578,3 +578,46 @@ def test_throttle_survives_a_flood_through_the_web(system: WebSystem) -> None:
         assert attempt("carol", "192.0.2.1") == 429
     finally:
         system.app.extensions["yinji.throttle"] = LoginThrottle()
+
+
+# --- 413 names the limit that was passed ----------------------------------------------------------
+def test_413_names_the_limit_that_was_passed(
+    system: WebSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = system.client("analyst")
+    token = csrf(client, "/suspects/new")
+    monkeypatch.setitem(system.app.config, "MAX_FORM_MEMORY_SIZE", 16 * 1024)
+    # A pasted text over the form-field limit, far below the request limit (200 MB).
+    response = client.post(
+        "/suspects/new?lang=en",
+        data={"csrf_token": token, "text": "字" * 20_000},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 413
+    page = response.get_data(as_text=True)
+    assert "pasted text or form field is over its limit of 16 KB" in page
+    assert "200 MB" not in page
+    # Too many files at once: the parts limit, named.
+    monkeypatch.setitem(system.app.config, "MAX_FORM_PARTS", 30)
+    response = client.post(
+        "/library/upload?lang=en",
+        data={
+            "csrf_token": token,
+            "files": [(io.BytesIO(b"text"), f"f{i}.txt") for i in range(40)],
+        },
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 413
+    assert "too many files or fields in one form: at most 30" in response.get_data(as_text=True)
+    # Over the request limit: that limit, in the page's language.
+    monkeypatch.setitem(system.app.config, "MAX_CONTENT_LENGTH", 64 * 1024)
+    response = client.post(
+        "/library/upload?lang=zh",
+        data={"csrf_token": token, "files": (io.BytesIO(b"x" * 100_000), "big.txt")},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 413
+    assert "每次请求最多 64 KB" in response.get_data(as_text=True)
+    assert not (system.settings.data_dir / "uploads").exists() or not any(
+        (system.settings.data_dir / "uploads").iterdir()
+    )

@@ -23,7 +23,9 @@ from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, 
 from .ids import IdConverter, encode_id
 from .security import csrf_ok, init_security, load_secret_key
 from .sessions import SESSION_ID, session_alive
-from .uploads import init_uploads
+from .uploads import FORM_FIELDS, MAX_FILES, init_uploads, spooled_count
+
+MIB = 1024 * 1024
 
 # Endpoints reachable without signing in.
 PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
@@ -44,10 +46,12 @@ def create_app(
         SECRET_KEY=load_secret_key(settings),
         TESTING=testing,
         # One request's body: uploads of many works at once, zips included.
-        MAX_CONTENT_LENGTH=max_mb * 1024 * 1024,
+        MAX_CONTENT_LENGTH=max_mb * MIB,
         # Pasted text arrives as a form field; werkzeug's default (500 kB) is too small
         # for a novel chapter pasted whole.
-        MAX_FORM_MEMORY_SIZE=64 * 1024 * 1024,
+        MAX_FORM_MEMORY_SIZE=64 * MIB,
+        # Parts of one form: every file is one; room for MAX_FILES files and the fields.
+        MAX_FORM_PARTS=MAX_FILES + FORM_FIELDS,
         SESSION_COOKIE_NAME="yinji_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -176,6 +180,44 @@ def _init_auth(app: Flask) -> None:
     app.jinja_env.globals["role_at_least"] = role_at_least
 
 
+def _size(limit: int) -> str:
+    return f"{limit // MIB} MB" if limit >= MIB else f"{max(1, limit // 1024)} KB"
+
+
+def _too_large(app: Flask) -> tuple[str, dict[str, Any]]:
+    """The 413 message naming the limit that was passed: the request's size
+    (``YINJI_MAX_UPLOAD_MB``), one form field's (a pasted text), or the number of
+    parts of a form (files and fields). Werkzeug raises the same error for all three:
+    the request's size is known from its length; of the other two, a form cut short
+    after (nearly) as many files as it may have parts passed the parts limit (the
+    forms of this app have a handful of fields), else a field was too large."""
+    request_limit = app.config["MAX_CONTENT_LENGTH"]
+    field_limit = app.config["MAX_FORM_MEMORY_SIZE"]
+    parts_limit = app.config["MAX_FORM_PARTS"]
+    length = request.content_length
+    per_request = (
+        "upload too large: the limit is {size} per request",
+        {"size": _size(request_limit)},
+    )
+    if length is not None and length > request_limit:
+        return per_request
+    if request.mimetype == "multipart/form-data":
+        files = spooled_count()
+        if length is not None and files >= parts_limit - min(FORM_FIELDS, parts_limit // 2):
+            return ("too many files or fields in one form: at most {n}", {"n": parts_limit})
+        if length is not None:
+            return (
+                "a pasted text or form field is over its limit of {size}",
+                {"size": _size(field_limit)},
+            )
+    if request.mimetype == "application/x-www-form-urlencoded" and (length or 0) > field_limit:
+        return (
+            "a pasted text or form field is over its limit of {size}",
+            {"size": _size(field_limit)},
+        )
+    return per_request
+
+
 def _init_errors(app: Flask) -> None:
     messages = {
         400: "The request was not understood.",
@@ -191,9 +233,9 @@ def _init_errors(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:
         code = exc.code or 500
-        if code == 413:
-            limit = app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
-            message = f"upload too large: the limit is {limit} MB per request"
+        params: dict[str, Any] = {}
+        if code == 413 and type(exc).__name__ != "ApiError":
+            message, params = _too_large(app)
         elif exc.description and type(exc).__name__ == "ApiError":
             message = exc.description
         elif code == 404 and is_api():
@@ -201,10 +243,11 @@ def _init_errors(app: Flask) -> None:
         else:
             message = messages.get(code, exc.name)
         if is_api():
-            response = json_error(code, message)
+            response = json_error(code, message.format(**params) if params else message)
         else:
+            text = translate(message, **params)
             response = app.make_response(
-                (render_template("error.html", code=code, message=translate(message)), code)
+                (render_template("error.html", code=code, message=text), code)
             )
         valid = getattr(exc, "valid_methods", None)
         if code == 405 and valid:
