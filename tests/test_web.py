@@ -85,9 +85,10 @@ def test_pages_redirect_to_login_when_signed_out(system: WebSystem) -> None:
 
 
 def test_every_route_requires_sign_in(system: WebSystem) -> None:
-    """Walk the URL map: only the login page, /healthz and static files are public."""
+    """Walk the URL map: only the login page, /healthz, static files and the OpenAPI
+    document (it holds no data) are public."""
     client = system.client()
-    public = {"auth.login", "health.healthz", "static"}
+    public = {"auth.login", "health.healthz", "static", "api.openapi"}
     checked = 0
     for rule in system.app.url_map.iter_rules():
         if rule.endpoint in public:

@@ -28,7 +28,9 @@ from .uploads import FORM_FIELDS, MAX_FILES, init_uploads, spooled_count
 MIB = 1024 * 1024
 
 # Endpoints reachable without signing in.
-PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
+# The OpenAPI document describes the API's shape and holds no data: public, so that
+# clients and tools can read it before they have a token (docs/API.md).
+PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static", "api.openapi"}
 
 
 def create_app(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker import __version__
+API_VERSION = "1"
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -101,7 +101,9 @@ def openapi_document(server: str = "") -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "音迹 Yinji API",
-            "version": __version__,
+            # The API's version, not the software's: this document is public, and like
+            # the Server header it names no version an attacker could look up.
+            "version": API_VERSION,
             "description": "Content-copyright fingerprint tracking for Chinese text: upload "
             "works, check suspect pages, review matches, download evidence reports.",
         },
@@ -309,7 +311,8 @@ def openapi_document(server: str = "") -> dict[str, Any]:
             },
             "/api/v1/openapi.json": {
                 "get": {
-                    "summary": "This document",
+                    "summary": "This document (no authentication: it holds no data)",
+                    "security": [],
                     "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1")},
                 },
             },
@@ -365,8 +368,25 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 "JobAccepted": {
                     "type": "object",
                     "required": ["job_id", "status_url"],
-                    "properties": {"job_id": {"type": "string"}, "status_url": {"type": "string"}},
+                    "properties": {
+                        "job_id": {"type": "string"},
+                        "status_url": {"type": "string"},
+                        "documents": {"type": "integer", "description": "JSON items queued"},
+                        "files": {"type": "integer", "description": "Files queued"},
+                        "texts": {"type": "integer"},
+                        "urls": {"type": "integer"},
+                        "errors": {
+                            "type": "array",
+                            "description": "Items passed over (also the job's 'skipped')",
+                            "items": _ref("Problem"),
+                        },
+                    },
                     "additionalProperties": True,
+                },
+                "Problem": {
+                    "type": "object",
+                    "required": ["source", "message"],
+                    "properties": {"source": {"type": "string"}, "message": {"type": "string"}},
                 },
                 "Job": {
                     "type": "object",
