@@ -245,7 +245,11 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
     page.set_input_files("input[name=files]", str(suspect_file))
     shot(page, "04-submit-suspects")
     page.click("button[type=submit].primary")
+    page.wait_for_selector("#job-state")
+    # The badge names the state in Chinese, also while the script updates it.
+    assert page.inner_text("#job-state") in ("排队中", "进行中", "重试中", "已完成")
     page.wait_for_selector("#job-summary", timeout=120_000)
+    assert page.inner_text("#job-heading") == "检测完成"
     shot(page, "05-check-job")
     summary = page.inner_text("#job-summary")
     assert "3 个疑似页面" in summary, summary

@@ -66,7 +66,13 @@
         .then(function (job) {
           if (typeof job.progress === "number") bar.value = job.progress;
           if (job.total) text.textContent = (job.done || 0) + " / " + job.total;
-          if (job.state) state.textContent = job.state;
+          if (job.state && /^[A-Z]+$/.test(job.state)) {
+            // The page carries each state's name in its language (data-label-*):
+            // never show the raw state ("PROGRESS") to a reader.
+            var label = box.getAttribute("data-label-" + job.state.toLowerCase());
+            state.textContent = label || state.textContent;
+            state.className = "badge state-" + job.state.toLowerCase();
+          }
           if (job.state === "SUCCESS" || job.state === "FAILURE" || job.error ||
               (job.progress === 1 && job.result)) {
             window.location.reload();
