@@ -1,16 +1,23 @@
 """What a new user meets in the web admin: job pages that keep what was skipped and
 failed and say when the job is over (in the page's language, never a raw state), the
-empty form."""
+empty form, the 404 page's language toggle, raw Chinese in a query string.
+(Phone widths are checked in a real browser: tests/e2e.)"""
 
 from __future__ import annotations
 
 import io
+import json
 import re
+import socket
+import threading
+from typing import Any
 
 import pytest
 from test_web_helpers import (
     WebSystem,
+    check_text,
     csrf,
+    ingest,
     job_id_of,
     wait_job,
     web_system,
@@ -110,3 +117,59 @@ def test_empty_check_form_says_nothing_was_given(system: WebSystem) -> None:
     page = response.get_data(as_text=True)
     assert "没有可检测的内容：请输入网址、粘贴文本或选择文件" in page
     assert "empty file" not in page and "upload:" not in page
+
+
+def test_404_page_has_a_language_toggle(system: WebSystem) -> None:
+    client = system.client("viewer")
+    response = client.get("/no/such/page?x=1")
+    assert response.status_code == 404
+    page = response.get_data(as_text=True)
+    assert '<a href="/no/such/page?x=1&amp;lang=en" hreflang="en"' in page
+    english = client.get("/no/such/page?x=1&lang=en")
+    assert english.status_code == 404 and "Not found." in english.get_data(as_text=True)
+    assert 'hreflang="zh"' in english.get_data(as_text=True)
+    # Signed out too; and a path that looks like another site stays on this one.
+    anonymous = system.client().get("//evil.example/x").get_data(as_text=True)
+    links = re.findall(r'<a href="([^"]*)" hreflang=', anonymous)
+    assert links and all(link.startswith("/") and not link.startswith("//") for link in links)
+
+
+def _raw_get(port: int, target: str, token: str) -> str:
+    """A GET whose request line carries raw UTF-8 (as curl sends ``?q=旧书店``)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    return data.decode("utf-8", "replace")
+
+
+def test_raw_chinese_in_a_query_string_finds_matches(system: WebSystem) -> None:
+    from web.cli import make_http_server
+
+    client = system.client("analyst")
+    ingest(client, [{"id": "bookshop", "title": "旧书店的猫", "text": WORK}])
+    check_text(
+        client, "转载：" + WORK[30:600], title="旧书店 第一章", url="http://pirate.example/1"
+    )
+    server = make_http_server(system.app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        token = system.tokens["viewer"]
+        raw = _raw_get(server.server_port, "/api/v1/matches?q=旧书店&passages=0", token)
+        encoded = _raw_get(
+            server.server_port, "/api/v1/matches?q=%E6%97%A7%E4%B9%A6%E5%BA%97&passages=0", token
+        )
+        works = _raw_get(server.server_port, "/api/v1/mothers?q=旧书店", token)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    body: dict[str, Any] = json.loads(raw.split("\r\n\r\n", 1)[1])
+    assert body["total"] >= 1 and body["matches"][0]["mother_id"] == "bookshop"
+    assert raw.split("\r\n\r\n", 1)[1] == encoded.split("\r\n\r\n", 1)[1]
+    assert '"bookshop"' in works

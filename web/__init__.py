@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from flask import Flask, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import HTTPException
@@ -111,11 +112,16 @@ def _pct(value: float, digits: int = 1) -> str:
 
 def _lang_url(lang: str) -> str:
     """The current page in another language. Query keys starting with "_" are dropped
-    (url_for would read ``_external``/``_scheme`` from a crafted link as options)."""
+    (url_for would read ``_external``/``_scheme`` from a crafted link as options).
+    A URL no route matches (the 404 page) links to the same path, which is made
+    site-relative: ``//evil.example/`` would otherwise be a link to another site."""
     values: dict[str, Any] = {k: v for k, v in request.args.items() if not k.startswith("_")}
-    values.update(request.view_args or {})
     values["lang"] = lang
-    return url_for(request.endpoint or "matches.dashboard", **values)
+    if request.endpoint is None:
+        path = "/" + request.path.lstrip("/\\")
+        return quote(path, safe="/-._~!$'()*+,;:@") + "?" + urlencode(values)
+    values.update(request.view_args or {})
+    return url_for(request.endpoint, **values)
 
 
 def _init_auth(app: Flask) -> None:

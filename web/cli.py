@@ -10,6 +10,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -21,6 +22,8 @@ DEMO_DIR = Path(__file__).parent / "demo"
 DEMO_USER = "demo"
 DEMO_PASSWORD = "yinji-demo"
 SERVER_NAME = "Yinji"  # the Server header: no software versions
+# Every printable ASCII character except space: only bytes above 0x7F get encoded.
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -52,6 +55,16 @@ class QuietRequestHandler(WSGIRequestHandler):
 
     def version_string(self) -> str:
         return SERVER_NAME
+
+    def make_environ(self) -> Any:
+        """Werkzeug's environ, with raw (not percent-encoded) UTF-8 in the request line
+        read right: ``GET /matches?q=旧书店`` as clients such as curl send it. The
+        request line arrives as latin-1 text and werkzeug encodes it to UTF-8 once
+        more, so ``q`` became mojibake and found nothing. Percent-encoding the bytes
+        above 0x7F first gives werkzeug what a browser would have sent."""
+        if any(ord(c) > 0x7F for c in self.path):
+            self.path = quote(self.path.encode("latin-1", "replace"), safe=_URL_SAFE)
+        return super().make_environ()
 
 
 def make_http_server(app: Any, host: str, port: int) -> BaseWSGIServer:
