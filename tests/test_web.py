@@ -608,6 +608,13 @@ def test_export_csv_and_json(system: WebSystem, seeded: dict[str, Any]) -> None:
     data = client.get("/exports/matches.json?domain=pirate-two.example").get_json()
     assert data["count"] == len(data["matches"]) >= 1
     assert {m["domain"] for m in data["matches"]} == {"m.pirate-two.example"}
+    # Printable match ids: the reference of /matches/<ref> (no U+001F separator).
+    assert encode_id(seeded["match_a"]) in [r["match_id"] for r in rows]
+    assert encode_id(seeded["match_b"]) in [m["match_id"] for m in data["matches"]]
+    for body in (response.data, client.get("/exports/matches.json").data):
+        text = body.decode("utf-8-sig")
+        assert all(c.isprintable() or c in "\r\n" for c in text) and "\\u001f" not in text
+    assert client.get(f"/matches/{rows[0]['match_id']}").status_code == 200
     assert client.get("/exports/matches.csv?verdict=bogus").status_code == 400
     page = client.get("/exports/?work=work-a").get_data(as_text=True)
     assert "exports/matches.csv?work=work-a" in page

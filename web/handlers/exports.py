@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from flask import Blueprint, Response, render_template, request
 
@@ -13,6 +13,7 @@ from tracker.store import Match, MatchQuery
 
 from ..core import MAX_EXPORT, bad_request, fail, parse_match_filters, store, work_choices
 from ..evidence import MIME, REPORT_FORMATS, report_response
+from ..ids import encode_id
 
 bp = Blueprint("exports", __name__, url_prefix="/exports")
 
@@ -29,10 +30,31 @@ def all_matches(query: MatchQuery, limit: int = MAX_EXPORT) -> Iterator[Match]:
         offset += batch
 
 
+class PrintableMatch:
+    """A match whose ``id`` is its reference (``web.ids.encode_id``: URL-safe base64,
+    as in ``/matches/<ref>`` and ``/api/v1/matches/<ref>``); every other attribute is
+    the match's. A match id is ``suspect_id + U+001F + mother_id``: the separator is
+    invisible or garbage in a spreadsheet, and no printable separator would be
+    unambiguous (ids may hold any character). The suspect and work ids have their own
+    columns."""
+
+    def __init__(self, match: Match) -> None:
+        self._match = match
+        self.id = encode_id(match.id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._match, name)
+
+
+def printable(matches: Iterable[Match]) -> Iterator[Match]:
+    for m in matches:
+        yield cast(Match, PrintableMatch(m))
+
+
 def list_response(fmt: str) -> Response:
     with bad_request():
         query = parse_match_filters(request.args).query
-    body = render_match_list(all_matches(replace(query, offset=0)), fmt)
+    body = render_match_list(printable(all_matches(replace(query, offset=0))), fmt)
     response = Response(body, content_type=MIME[fmt])
     response.headers["Content-Disposition"] = f'attachment; filename="yinji-matches.{fmt}"'
     return response
