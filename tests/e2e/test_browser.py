@@ -47,6 +47,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 USER, PASSWORD = "admin", "e2e-password-1"
+ADMIN: dict[str, str] = {}  # the admin's API token, filled by app_server
+PHONE = {"width": 375, "height": 812}  # an iPhone X/11 Pro sized viewport
 
 sys.path.insert(0, str(ROOT / "tests"))
 from textgen import work  # noqa: E402
@@ -138,14 +140,16 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("YINJI_DATA_DIR", None)
     cli = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data)]
-    subprocess.run(
+    added = subprocess.run(
         [*cli, "user", "add", USER, "--role", "admin", "--password", PASSWORD],
         env=env,
         cwd=ROOT,
         check=True,
         capture_output=True,
+        text=True,
         timeout=120,
     )
+    ADMIN["token"] = added.stdout.strip().splitlines()[-1]  # stdout is not a TTY: the token
     port = _free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "e2e-server.log", "wb")  # noqa: SIM115
@@ -324,3 +328,158 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
 
     # no script errors and no CSP violations on any page
     assert page.console_errors == [], page.console_errors
+
+
+# --- phones ----------------------------------------------------------------------------------
+def _api(base: str, method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Authorization": f"Bearer {ADMIN['token']}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def _wait_job(base: str, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while True:
+        status = _api(base, "GET", f"/api/v1/jobs/{job_id}")
+        if status["state"] in ("SUCCESS", "FAILURE"):
+            return status
+        assert time.monotonic() < deadline, status
+        time.sleep(0.3)
+
+
+@pytest.fixture()
+def phone(chromium: str) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(
+            locale="zh-CN", viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True
+        )
+        pg = context.new_page()
+        pg.set_default_timeout(30_000)
+        try:
+            yield pg
+        finally:
+            context.close()
+            browser.close()
+
+
+def _overflow(page: Any) -> dict[str, Any]:
+    """How wide the page is against the screen, and the first elements sticking out."""
+    return page.evaluate(
+        """(width) => {
+          const out = [];
+          for (const el of document.querySelectorAll('body *')) {
+            const r = el.getBoundingClientRect();
+            if (r.right > width + 0.5 && r.width > 0) {
+              out.push(el.tagName.toLowerCase() + (el.className ? '.' + el.className : '') +
+                       ' right=' + Math.round(r.right));
+            }
+          }
+          return {scrollWidth: document.scrollingElement.scrollWidth,
+                  innerWidth: window.innerWidth,
+                  offenders: out.slice(0, 8)};
+        }""",
+        PHONE["width"],
+    )
+
+
+def test_every_page_fits_a_phone(phone: Any, app_server: str, tmp_path: Path) -> None:
+    """At 375 px no page scrolls sideways: the navigation and the user menu fit the
+    header, and wide tables scroll inside their card."""
+    base = app_server
+    # A library and a checked suspect of its own, through the API.
+    job = _api(
+        base,
+        "POST",
+        "/api/v1/mothers",
+        {
+            "documents": [
+                {
+                    "id": "phone-work",
+                    "title": "手机上看的一部很长很长的作品标题",
+                    "text": work(8201, 20),
+                }
+            ]
+        },
+    )
+    _wait_job(base, job["job_id"])
+    job = _api(
+        base,
+        "POST",
+        "/api/v1/checks",
+        {
+            "texts": [
+                {
+                    "title": "盗版页面：手机上看的一部很长很长的作品标题 第一章 无弹窗 全文阅读",
+                    "url": "https://www.a-very-long-pirate-domain-name.example/book/12345/chapter-1.html",
+                    "text": "最新章节。" + work(8201, 20)[20:700],
+                }
+            ]
+        },
+    )
+    checked = _wait_job(base, job["job_id"])
+    suspect_id = checked["result"]["results"][0]["suspect_id"]
+    match = _api(base, "GET", f"/api/v1/matches?suspect={suspect_id}&passages=0")["matches"][0]
+
+    page = phone
+    page.goto(base + "/login")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(base + "/matches")
+    pages = {
+        "dashboard": "/matches",
+        "detail": f"/matches/{match['ref']}",
+        "library": "/library/",
+        "upload": "/library/upload",
+        "work": "/library/cGhvbmUtd29yaw",
+        "suspects": "/suspects/",
+        "submit": "/suspects/new",
+        "suspect": "/suspects/" + _b64(suspect_id),
+        "job": f"/jobs/{job['job_id']}",
+        "analytics": "/analytics",
+        "export": "/exports/",
+        "users": "/users",
+        "account": "/account",
+        "not-found": "/no/such/page",
+        # English labels are longer: the header must still fit.
+        "dashboard-en": "/matches?lang=en",
+        "job-en": f"/jobs/{job['job_id']}",
+        "detail-en": f"/matches/{match['ref']}",
+    }
+    problems = {}
+    for name, path in pages.items():
+        page.goto(base + path)
+        page.wait_for_load_state("load")
+        page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
+        found = _overflow(page)
+        # A mobile browser widens its layout viewport to fit a page that is too wide:
+        # the page must fit the phone's width itself, not a zoomed-out one.
+        if found["scrollWidth"] > found["innerWidth"] or found["innerWidth"] != PHONE["width"]:
+            problems[name] = found
+    # The navigation is usable: every link visible and at least 32 px tall to tap.
+    page.goto(base + "/matches")
+    for link in page.locator("nav.mainnav a").all():
+        box = link.bounding_box()
+        assert box is not None and box["height"] >= 32 and box["x"] >= 0, box
+        assert box["x"] + box["width"] <= PHONE["width"] + 0.5, box
+    # Signed out: the login page too.
+    page.context.clear_cookies()
+    page.goto(base + "/login")
+    page.screenshot(path=str(ARTIFACTS / "phone-login.png"), full_page=True)
+    found = _overflow(page)
+    if found["scrollWidth"] > found["innerWidth"]:
+        problems["login"] = found
+    assert problems == {}, problems
+
+
+def _b64(value: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(value.encode()).rstrip(b"=").decode()
