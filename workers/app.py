@@ -92,7 +92,7 @@ def app_settings(app: Celery) -> Settings:
     settings = getattr(app, "yinji_settings", None)
     if settings is None:
         settings = Settings.from_env()
-        app.yinji_settings = settings  # type: ignore[attr-defined]
+        app.yinji_settings = settings
     return settings
 
 
@@ -100,7 +100,7 @@ def worker_settings(app: Celery) -> WorkerSettings:
     ws = getattr(app, "yinji_worker_settings", None)
     if ws is None:
         ws = WorkerSettings.from_env()
-        app.yinji_worker_settings = ws  # type: ignore[attr-defined]
+        app.yinji_worker_settings = ws
     return ws
 
 
@@ -147,7 +147,7 @@ def make_celery(
         task_cls=task_cls or "celery.app.task:Task",
         set_as_current=False,
     )
-    app.yinji_settings = settings  # type: ignore[attr-defined]
+    app.yinji_settings = settings
     app.conf.update(
         task_serializer="json",
         result_serializer="json",

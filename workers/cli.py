@@ -82,7 +82,7 @@ def worker(
         raise click.UsageError(
             f"unknown queue(s) {', '.join(unknown)}; choose from {', '.join(QUEUES)}"
         )
-    celery_app.yinji_settings = settings  # type: ignore[attr-defined]
+    celery_app.yinji_settings = settings
     celery_app.set_default()
     import socket
 
@@ -115,7 +115,7 @@ def beat(ctx: click.Context, loglevel: str) -> None:
     settings = _settings(ctx)
     from workers.app import celery_app
 
-    celery_app.yinji_settings = settings  # type: ignore[attr-defined]
+    celery_app.yinji_settings = settings
     celery_app.set_default()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     celery_app.Beat(
