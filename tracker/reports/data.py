@@ -1,19 +1,40 @@
 """The evidence report's data: ``report_data`` gathers everything a report shows, as a
 typed, JSON-serialisable structure (the JSON report itself; the HTML and PDF renderers
-read the same structure)."""
+read the same structure).
+
+Honesty rules the renderers rely on:
+
+- Every passage carries two similarities: on pinyin initials (what the engines match
+  on, ``similarity`` / ``initials_similarity``) and on the characters themselves
+  (``char_similarity``, from the record when the aligner gave one, else computed with
+  ``tracker.textdiff``), and the character diff that marks what differs.
+- A passage the aligner split into segment pairs (a reordered copy) lists them in
+  ``segments``, each with its own offsets, texts, similarities and diff.
+- The timeline (imported, fetched or submitted, checked, verdict) uses only times that
+  were recorded; a time that is not known is reported missing, a pasted text has no
+  fetch time, and times in an impossible order are flagged in ``timeline_problems``.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
 from tracker import __version__
 from tracker.records import Match, Mother, NotFound, Suspect
+from tracker.textdiff import char_diff
 
 if TYPE_CHECKING:
+    from tracker.evidence import Capture, EvidenceLog, Submission
     from tracker.library import Library
+
+# Suspect sources whose text was fetched from the web (the rest was handed in).
+FETCHED_SOURCES = frozenset({"crawl", "book", "recheck"})
+SUBMITTED_NOTE = "提交的文本，未抓取 / submitted text, not fetched"
+MISSING = "未记录 / not recorded"
 
 VERDICT_LABELS = {
     "pending": "待审核 / Pending",
@@ -45,11 +66,56 @@ class SuspectInfo(TypedDict):
     url: str
     domain: str
     source: str
-    fetched_at: str | None
+    fetched: bool  # fetched from the web (False: a text handed in)
+    fetched_at: str | None  # None for a text handed in: it was never fetched
+    received_at: str | None  # a text handed in: when Yinji received it
     checked_at: str | None
     characters: int | None
     sha256: str | None  # of the extracted text, UTF-8
     raw_sha256: str | None  # of the raw page bytes as fetched, when kept
+
+
+class CaptureInfo(TypedDict):
+    """The evidence log's capture of the page (``tracker.evidence.Capture``)."""
+
+    log_index: int | None
+    requested_url: str
+    redirects: list[str]  # "301 http://a -> /b", in order
+    final_url: str
+    resolved_ip: str | None
+    http_status: int
+    fetched_at: str
+    body_sha256: str
+    body_size: int
+    text_sha256: str | None
+    tls_subject: str | None
+    tls_fingerprint_sha256: str | None
+    screenshot_sha256: str | None
+    screenshot_none_reason: str | None
+    crawler_version: str
+
+
+class DiffData(TypedDict):
+    """Character diff of a passage (``tracker.textdiff``): spans per side as
+    ``[start, end, kind, detail]``, offsets relative to the passage text."""
+
+    suspect: list[list[Any]]
+    mother: list[list[Any]]
+    counts: dict[str, int]
+
+
+class SegmentData(TypedDict):
+    """One aligned pair of segments inside a passage (a reordered copy has several)."""
+
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    initials_similarity: float | None
+    char_similarity: float | None
+    suspect_text: str | None
+    mother_text: str | None
+    diff: DiffData | None
 
 
 class PassageData(TypedDict):
@@ -60,9 +126,23 @@ class PassageData(TypedDict):
     suspect_end: int
     mother_start: int
     mother_end: int
-    similarity: float
+    similarity: float  # on pinyin initials (the engines' measure); = initials_similarity
+    initials_similarity: float
+    char_similarity: float | None  # on the characters; None when a text is missing
+    char_similarity_source: Literal["record", "computed"] | None
     suspect_text: str | None
     mother_text: str | None
+    diff: DiffData | None  # the whole passage's character diff (None: a text is missing)
+    segments: list[SegmentData]  # the aligned segment pairs, when the aligner gave them
+
+
+class TimelineEvent(TypedDict):
+    """One step of the evidence's history, in the order they must have happened."""
+
+    event: Literal["imported", "fetched", "submitted", "checked", "verdict"]
+    label: str  # bilingual
+    at: str | None  # ISO 8601 UTC; None: not recorded (never guessed)
+    note: str  # where the time comes from, or why there is none
 
 
 class ReportData(TypedDict):
@@ -84,6 +164,9 @@ class ReportData(TypedDict):
     created_at: str | None
     updated_at: str | None
     passages: list[PassageData]
+    capture: CaptureInfo | None
+    timeline: list[TimelineEvent]
+    timeline_problems: list[str]  # times in an impossible order (shown loudly)
     warnings: list[str]
 
 
@@ -109,12 +192,24 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def report_data(library: Library, match_id: str) -> ReportData:
+def report_data(
+    library: Library,
+    match_id: str,
+    *,
+    evidence: EvidenceLog | None = None,
+    capture: Capture | None = None,
+    submission: Submission | None = None,
+    verdict_at: datetime | None = None,
+) -> ReportData:
     """Everything a report shows, as JSON-serialisable data (the JSON report itself).
 
     Raises ``tracker.store.NotFound`` (a ``KeyError``) when the match does not exist.
     The mother or suspect may have been deleted since (a confirmed match is kept as
     evidence): their texts are then missing and the report says so.
+
+    ``evidence`` (a ``tracker.evidence.EvidenceLog``) supplies the page's latest
+    capture (or submission), the check time and the time of the verdict; ``capture``,
+    ``submission`` and ``verdict_at`` give them directly and take precedence.
     """
     store = library.store
     match: Match = store.get_match(match_id)
@@ -128,14 +223,23 @@ def report_data(library: Library, match_id: str) -> ReportData:
         suspect = store.get_suspect(match.suspect_id)
     except (NotFound, KeyError):
         suspect = None
+    found = _from_log(evidence, match) if evidence is not None else _Logged()
+    capture = capture or found.capture
+    submission = submission or found.submission
+    verdict_at = verdict_at or found.verdict_at
+    suspect_info = _suspect_info(match, suspect, capture, submission)
+    work = _work_info(match, mother)
+    timeline = _timeline(match, work, suspect_info, suspect, found, verdict_at)
+    problems = _timeline_problems(timeline, iso_utc(match.created_at))
+    capture_info = _capture_info(capture, found.capture_index if capture is found.capture else None)
     return {
         "report": "yinji-evidence",
-        "version": 1,
+        "version": 2,
         "generator": f"音迹 Yinji {__version__}",
         "generated_at": iso_utc(datetime.now(UTC)),
         "match_id": match.id,
-        "work": _work_info(match, mother),
-        "suspect": _suspect_info(match, suspect),
+        "work": work,
+        "suspect": suspect_info,
         "score": round(float(match.score), 4),
         "coverage": round(float(match.coverage), 4),
         "mother_coverage": round(float(match.mother_coverage), 4),
@@ -145,12 +249,105 @@ def report_data(library: Library, match_id: str) -> ReportData:
         "created_at": iso_utc(match.created_at),
         "updated_at": iso_utc(match.updated_at),
         "passages": _passages(match, mother, suspect),
-        "warnings": _warnings(match, mother, suspect),
+        "capture": capture_info,
+        "timeline": timeline,
+        "timeline_problems": problems,
+        "warnings": _warnings(match, mother, suspect, found),
     }
 
 
-def _warnings(match: Match, mother: Mother | None, suspect: Suspect | None) -> list[str]:
+class _Logged:
+    """What the evidence log says about a match (each None when it has no record)."""
+
+    def __init__(self) -> None:
+        self.capture: Capture | None = None
+        self.capture_index: int | None = None
+        self.submission: Submission | None = None
+        self.checked_at: datetime | None = None
+        self.verdict_at: datetime | None = None
+        self.error: str | None = None
+
+
+def _from_log(log: EvidenceLog, match: Match) -> _Logged:
+    from tracker.evidence import Capture, Submission
+
+    found = _Logged()
+    try:
+        entries = log.entries(suspect_id=match.suspect_id, mother_id=match.mother_id)
+        sources: dict[int, Capture | Submission] = {}
+        check_source: int | None = None  # the capture/submission the last check used
+        last_source: int | None = None
+        for entry in entries:  # oldest first: the last of each kind wins
+            kind, payload = entry.kind, entry.payload
+            if kind == "capture":
+                sources[entry.index] = Capture.from_json(payload)
+                last_source = entry.index
+            elif kind == "submission":
+                sources[entry.index] = Submission.from_json(payload)
+                last_source = entry.index
+            elif kind == "check" and any(
+                m.get("mother_id") == match.mother_id for m in payload.get("matches", [])
+            ):
+                found.checked_at = _parse(payload.get("checked_at"))
+                named = payload.get("capture_index")
+                check_source = named if isinstance(named, int) else last_source
+            elif kind == "verdict" and payload.get("mother_id") == match.mother_id:
+                # The time of the decision the report shows (a later pending resets it).
+                if payload.get("verdict") == match.verdict and match.verdict != "pending":
+                    found.verdict_at = _parse(payload.get("at"))
+                else:
+                    found.verdict_at = None
+        chosen = check_source if check_source in sources else last_source
+        if chosen is not None:
+            source = sources[chosen]
+            if isinstance(source, Capture):
+                found.capture, found.capture_index = source, chosen
+            else:
+                found.submission = source
+    except Exception as exc:  # a damaged log must not stop the report: it says so
+        found = _Logged()
+        found.error = f"{type(exc).__name__}: {exc}"
+    return found
+
+
+def _parse(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _capture_info(capture: Capture | None, index: int | None) -> CaptureInfo | None:
+    if capture is None:
+        return None
+    return {
+        "log_index": index,
+        "requested_url": capture.requested_url,
+        "redirects": [f"{h.status} {h.url} -> {h.location}" for h in capture.redirects],
+        "final_url": capture.final_url,
+        "resolved_ip": capture.resolved_ip,
+        "http_status": capture.http_status,
+        "fetched_at": iso_utc(capture.fetched_at),
+        "body_sha256": capture.body.sha256,
+        "body_size": capture.body.size,
+        "text_sha256": capture.text.sha256 if capture.text else None,
+        "tls_subject": capture.tls.subject if capture.tls else None,
+        "tls_fingerprint_sha256": capture.tls.fingerprint_sha256 if capture.tls else None,
+        "screenshot_sha256": capture.screenshot.sha256 if capture.screenshot else None,
+        "screenshot_none_reason": capture.screenshot_none_reason,
+        "crawler_version": capture.crawler_version,
+    }
+
+
+def _warnings(
+    match: Match, mother: Mother | None, suspect: Suspect | None, found: _Logged
+) -> list[str]:
     warnings: list[str] = []
+    if found.error:
+        warnings.append(f"证据日志无法读取 / The evidence log could not be read: {found.error}")
     if mother is None:
         warnings.append("作品已从作品库删除，无法显示原文 / The work was deleted from the library.")
     elif mother.ingested_at > match.updated_at:
@@ -164,9 +361,91 @@ def _warnings(match: Match, mother: Mother | None, suspect: Suspect | None) -> l
     return warnings
 
 
+def _diff(suspect_text: str | None, mother_text: str | None) -> DiffData | None:
+    if suspect_text is None or mother_text is None:
+        return None
+    diff = char_diff(suspect_text, mother_text)
+    return {
+        "suspect": [span.to_json() for span in diff.suspect],
+        "mother": [span.to_json() for span in diff.mother],
+        "counts": diff.counts(),
+    }
+
+
+def _ratio(diff: DiffData | None, stext: str | None, mtext: str | None) -> float | None:
+    if diff is None or stext is None or mtext is None:
+        return None
+    total = len(stext) + len(mtext)
+    return round(2.0 * diff["counts"]["same"] / total, 4) if total else 1.0
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return None if value is None else round(float(value), 4)
+    except (TypeError, ValueError):
+        return None
+
+
+def _segment_offsets(item: Any) -> tuple[int, int, int, int, Any, Any] | None:
+    """A segment pair from the aligner, as an object with offset attributes, a dict or
+    a (suspect_start, suspect_end, mother_start, mother_end[, similarity]) tuple."""
+    names = ("suspect_start", "suspect_end", "mother_start", "mother_end")
+    try:
+        if isinstance(item, dict):
+            values = [int(item[n]) for n in names]
+            sim, char = item.get("similarity"), item.get("char_similarity")
+        elif isinstance(item, list | tuple):
+            values = [int(v) for v in item[:4]]
+            sim, char = (item[4] if len(item) > 4 else None), None
+        else:
+            values = [int(getattr(item, n)) for n in names]
+            sim, char = getattr(item, "similarity", None), getattr(item, "char_similarity", None)
+    except (KeyError, AttributeError, TypeError, ValueError, IndexError):
+        return None
+    if len(values) != 4:
+        return None
+    return values[0], values[1], values[2], values[3], sim, char
+
+
+def _segments(
+    raw: Iterable[Any] | None, mother: Mother | None, suspect: Suspect | None
+) -> list[SegmentData]:
+    segments: list[SegmentData] = []
+    for item in raw or ():
+        found = _segment_offsets(item)
+        if found is None:
+            continue
+        ss, se, ms, me, sim, char = found
+        stext = suspect.text[ss:se] if suspect else None
+        mtext = mother.text[ms:me] if mother else None
+        diff = _diff(stext, mtext)
+        segments.append(
+            {
+                "suspect_start": ss,
+                "suspect_end": se,
+                "mother_start": ms,
+                "mother_end": me,
+                "initials_similarity": _number(sim),
+                "char_similarity": (
+                    _number(char) if char is not None else _ratio(diff, stext, mtext)
+                ),
+                "suspect_text": stext,
+                "mother_text": mtext,
+                "diff": diff,
+            }
+        )
+    return segments
+
+
 def _passages(match: Match, mother: Mother | None, suspect: Suspect | None) -> list[PassageData]:
     passages: list[PassageData] = []
     for n, p in enumerate(sorted(match.passages, key=lambda p: p.suspect_start), 1):
+        stext = suspect.text[p.suspect_start : p.suspect_end] if suspect else None
+        mtext = mother.text[p.mother_start : p.mother_end] if mother else None
+        diff = _diff(stext, mtext)
+        recorded = _number(getattr(p, "char_similarity", None))
+        char = recorded if recorded is not None else _ratio(diff, stext, mtext)
+        initials = round(float(p.similarity), 4)
         passages.append(
             {
                 "n": n,
@@ -174,9 +453,16 @@ def _passages(match: Match, mother: Mother | None, suspect: Suspect | None) -> l
                 "suspect_end": p.suspect_end,
                 "mother_start": p.mother_start,
                 "mother_end": p.mother_end,
-                "similarity": round(float(p.similarity), 4),
-                "suspect_text": suspect.text[p.suspect_start : p.suspect_end] if suspect else None,
-                "mother_text": mother.text[p.mother_start : p.mother_end] if mother else None,
+                "similarity": initials,
+                "initials_similarity": initials,
+                "char_similarity": char,
+                "char_similarity_source": (
+                    "record" if recorded is not None else "computed" if char is not None else None
+                ),
+                "suspect_text": stext,
+                "mother_text": mtext,
+                "diff": diff,
+                "segments": _segments(getattr(p, "segments", None), mother, suspect),
             }
         )
     return passages
@@ -193,20 +479,168 @@ def _work_info(match: Match, mother: Mother | None) -> WorkInfo:
     }
 
 
-def _suspect_info(match: Match, suspect: Suspect | None) -> SuspectInfo:
+def _is_fetched(suspect: Suspect | None, capture: Capture | None) -> bool:
+    if capture is not None:
+        return True
+    if suspect is None:
+        return False
+    return (
+        suspect.source in FETCHED_SOURCES
+        or bool(suspect.raw)
+        or "final_url" in (suspect.metadata or {})
+    )
+
+
+def _suspect_info(
+    match: Match,
+    suspect: Suspect | None,
+    capture: Capture | None,
+    submission: Submission | None,
+) -> SuspectInfo:
+    fetched = _is_fetched(suspect, capture) and submission is None
+    fetched_at: str | None = None
+    received_at: str | None = None
+    if capture is not None:
+        fetched_at = iso_utc(capture.fetched_at)
+    elif fetched and suspect is not None:
+        fetched_at = iso_utc(suspect.fetched_at)
+    if not fetched:
+        if submission is not None:
+            received_at = iso_utc(submission.received_at)
+        elif suspect is not None:
+            # The record's time of a text handed in is when it was received.
+            received_at = iso_utc(suspect.fetched_at)
     return {
         "id": match.suspect_id,
         "title": suspect.title if suspect else match.suspect_title,
         "url": suspect.url if suspect else match.suspect_url,
         "domain": (suspect.domain if suspect else "") or match.domain,
         "source": suspect.source if suspect else "",
-        "fetched_at": iso_utc(suspect.fetched_at) if suspect else None,
-        "checked_at": iso_utc(suspect.checked_at or match.updated_at)
-        if suspect
-        else iso_utc(match.updated_at),
+        "fetched": fetched,
+        "fetched_at": fetched_at,
+        "received_at": received_at,
+        "checked_at": iso_utc(suspect.checked_at) if suspect and suspect.checked_at else None,
         "characters": len(suspect.text) if suspect else None,
         "sha256": _sha256(suspect.text) if suspect else None,
         "raw_sha256": hashlib.sha256(suspect.raw).hexdigest()
         if suspect is not None and suspect.raw
         else None,
     }
+
+
+_ORDER_LABELS = {
+    "imported": "作品入库 / work imported",
+    "fetched": "页面抓取 / page fetched",
+    "submitted": "文本提交 / text submitted",
+    "checked": "检测 / checked",
+    "verdict": "审核结论 / verdict",
+}
+
+
+def _timeline(
+    match: Match,
+    work: WorkInfo,
+    suspect: SuspectInfo,
+    record: Suspect | None,
+    found: _Logged,
+    verdict_at: datetime | None,
+) -> list[TimelineEvent]:
+    """Imported, fetched (or submitted), checked, verdict: recorded times only."""
+    events: list[TimelineEvent] = [
+        {
+            "event": "imported",
+            "label": _ORDER_LABELS["imported"],
+            "at": work["ingested_at"],
+            "note": "作品库记录 / library record" if work["ingested_at"] else MISSING,
+        }
+    ]
+    if suspect["fetched"]:
+        events.append(
+            {
+                "event": "fetched",
+                "label": _ORDER_LABELS["fetched"],
+                "at": suspect["fetched_at"],
+                "note": (
+                    ("证据日志抓取记录 / evidence log capture" if found.capture else "")
+                    or ("疑似页面记录 / suspect record" if suspect["fetched_at"] else MISSING)
+                ),
+            }
+        )
+    else:
+        events.append(
+            {
+                "event": "submitted",
+                "label": _ORDER_LABELS["submitted"],
+                "at": suspect["received_at"],
+                "note": SUBMITTED_NOTE,
+            }
+        )
+    checked = found.checked_at
+    checked_at = iso_utc(checked) if checked else suspect["checked_at"]
+    if checked is None and checked_at is None and record is None:
+        # The suspect record is gone: the match's first check time is still recorded.
+        checked_at = iso_utc(match.created_at)
+    events.append(
+        {
+            "event": "checked",
+            "label": _ORDER_LABELS["checked"],
+            "at": checked_at,
+            "note": (
+                "证据日志检测记录 / evidence log check"
+                if checked
+                else "疑似页面记录 / suspect record"
+                if suspect["checked_at"]
+                else "首次检测 / first check of this match"
+                if checked_at
+                else MISSING
+            ),
+        }
+    )
+    events.append(_verdict_event(match, suspect, verdict_at))
+    return events
+
+
+def _verdict_event(
+    match: Match, suspect: SuspectInfo, verdict_at: datetime | None
+) -> TimelineEvent:
+    label = _ORDER_LABELS["verdict"]
+    if match.verdict == "pending":
+        return {"event": "verdict", "label": label, "at": None, "note": "待审核 / pending"}
+    if verdict_at is not None:
+        note = "证据日志审核记录 / evidence log verdict"
+        return {"event": "verdict", "label": label, "at": iso_utc(verdict_at), "note": note}
+    # Without the log, the match's last update is the verdict's time only when no check
+    # came after it (a re-check also updates the match).
+    checked = suspect["checked_at"]
+    updated = iso_utc(match.updated_at)
+    if checked is not None and updated > checked:
+        note = "审核记录更新时间 / when the verdict was last changed"
+        return {"event": "verdict", "label": label, "at": updated, "note": note}
+    note = f"{MISSING}（之后曾重新检测 / re-checked since）"
+    return {"event": "verdict", "label": label, "at": None, "note": note}
+
+
+def _timeline_problems(timeline: list[TimelineEvent], first_check: str | None) -> list[str]:
+    """Recorded times in an impossible order: a check before its work was imported or
+    its page fetched (or text submitted), a verdict before the match's first check."""
+    at = {e["event"]: e["at"] for e in timeline}
+    problems = []
+
+    def before(first: str, a: str | None, then: str, b: str | None, why: str = "") -> None:
+        if a is not None and b is not None and a > b:
+            problems.append(
+                f"时间顺序矛盾 / Times contradict each other: {_ORDER_LABELS[then]} {b} "
+                f"is before {_ORDER_LABELS[first]} {a}{why}"
+            )
+
+    before(
+        "imported",
+        at.get("imported"),
+        "checked",
+        at.get("checked"),
+        " (the work was re-imported after this check, or a clock was wrong)",
+    )
+    before("fetched", at.get("fetched"), "checked", at.get("checked"))
+    before("submitted", at.get("submitted"), "checked", at.get("checked"))
+    before("checked", first_check, "verdict", at.get("verdict"), " (the match's first check)")
+    return problems

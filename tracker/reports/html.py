@@ -13,6 +13,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from tracker.reports.data import VERDICT_LABELS, ReportData
+from tracker.reports.view import MARKS, fmt_similarity, passage_rows
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -38,6 +39,16 @@ th{background:#f1f3f8;width:14rem;font-weight:600}
 .verdict-dismissed{color:#555}
 .meta{color:#555;font-size:.9rem}
 .hash{font-family:monospace;font-size:.85rem;word-break:break-all}
+.alarm{background:#fde2e1;border:2px solid #a4161a;color:#7a0d10;font-weight:700;
+padding:.6rem .8rem}
+.timeline th{width:auto}
+mark{padding:0 .05em;border-radius:2px;color:inherit}
+.m-homophone{background:#ffc9c9;text-decoration:underline}
+.m-variant{background:#c7dcff;text-decoration:underline}
+.m-edit{background:#ffd8a8;text-decoration:underline}
+.m-inserted{background:#fff3a3}
+.m-deleted{background:#e2e2e2;text-decoration:line-through}
+.legend mark{margin-right:.4rem}
 """
 
 
@@ -68,4 +79,11 @@ def render_html(data: ReportData) -> str:
 
     # The stylesheet is our constant (not data): marked safe so it is not entity-escaped,
     # which would also change the hash the web app's CSP allows it by.
-    return _template().render(d=data, css=Markup(REPORT_CSS), labels=VERDICT_LABELS)
+    return _template().render(
+        d=data,
+        css=Markup(REPORT_CSS),
+        labels=VERDICT_LABELS,
+        marks=MARKS,
+        rows=passage_rows,
+        sim=fmt_similarity,
+    )
