@@ -596,12 +596,12 @@ def _timeline(
             ),
         }
     )
-    events.append(_verdict_event(match, suspect, verdict_at))
+    events.append(_verdict_event(match, record, verdict_at))
     return events
 
 
 def _verdict_event(
-    match: Match, suspect: SuspectInfo, verdict_at: datetime | None
+    match: Match, record: Suspect | None, verdict_at: datetime | None
 ) -> TimelineEvent:
     label = _ORDER_LABELS["verdict"]
     if match.verdict == "pending":
@@ -611,13 +611,16 @@ def _verdict_event(
         return {"event": "verdict", "label": label, "at": iso_utc(verdict_at), "note": note}
     # Without the log, the match's last update is the verdict's time only when no check
     # came after it (a re-check also updates the match).
-    checked = suspect["checked_at"]
-    updated = iso_utc(match.updated_at)
-    if checked is not None and updated > checked:
+    checked = record.checked_at if record is not None else None
+    if checked is not None and _utc(match.updated_at) > _utc(checked):
         note = "审核记录更新时间 / when the verdict was last changed"
-        return {"event": "verdict", "label": label, "at": updated, "note": note}
+        return {"event": "verdict", "label": label, "at": iso_utc(match.updated_at), "note": note}
     note = f"{MISSING}（之后曾重新检测 / re-checked since）"
     return {"event": "verdict", "label": label, "at": None, "note": note}
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def _timeline_problems(timeline: list[TimelineEvent], first_check: str | None) -> list[str]:

@@ -1,10 +1,15 @@
 """The PDF evidence report (A4), built with reportlab in named steps: fonts, styles,
-header, metadata tables, passages, footer, document.
+header, timeline, metadata tables, passages, footer, document, PDF/A.
 
-The PDF uses reportlab's built-in CID font ``STSong-Light`` (Adobe's Asian font pack
-metrics, resolved by the PDF viewer), so Chinese renders with no font file to ship and
-the text layer stays extractable. Text is escaped for reportlab's paragraph markup.
-reportlab is imported on first render.
+Every glyph is set in the one CJK TrueType font of ``tracker.fonts``, embedded as a
+subset (``FontFile2``) with a ``ToUnicode`` map: the report looks the same on every
+reader, nothing is left to the reader's font substitution (which is how "C opyright"
+falls apart), and the text layer stays extractable. No base-14 font is referenced (the
+canvas's initial font is ours too). Headings keep with what follows them.
+
+The finished file is made PDF/A-2b by ``pdfa.make_pdfa`` (XMP metadata with the
+``pdfaid`` schema, an sRGB output intent, a document ID). Text is escaped for
+reportlab's paragraph markup. reportlab is imported on first render.
 """
 
 from __future__ import annotations
@@ -15,39 +20,48 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.reports.data import VERDICT_LABELS, PassageData, ReportData, clean_text
+from tracker.fonts import register_cjk_font
+from tracker.reports.data import VERDICT_LABELS, ReportData, clean_text
+from tracker.reports.view import MARKS, Piece, Row, fmt_similarity, passage_rows
 
 if TYPE_CHECKING:
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.platypus import Flowable, Paragraph, Table
 
-PDF_FONT = "STSong-Light"
 _CHUNK = 360  # characters of one table row of a passage: rows split across pages, cells don't
 _LINE = "#bbbbcc"
 _SHADE = "#f1f3f8"
+# Marks of differing characters: a background colour, and for print in black and white
+# an underline (substituted) or a strike-through (only in the original).
+_MARK_STYLE = {
+    "homophone": ("#ffc9c9", "u"),
+    "variant": ("#c7dcff", "u"),
+    "edit": ("#ffd8a8", "u"),
+    "inserted": ("#fff3a3", ""),
+    "deleted": ("#e2e2e2", "strike"),
+}
 
 
-def render_pdf(data: ReportData) -> bytes:
-    """The PDF evidence report (A4), Chinese text in the STSong-Light CID font."""
-    _register_fonts()
-    kit = _Kit.make()
+def render_pdf(data: ReportData, *, pdfa: bool = True) -> bytes:
+    """The PDF evidence report (A4) with its CJK font embedded; PDF/A-2b unless
+    ``pdfa`` is False (or pikepdf is missing: the report then says so in a log line)."""
+    font = register_cjk_font()
+    kit = _Kit.make(font)
     story = [
         *_header(data, kit),
+        *_timeline(data, kit),
         *_metadata_tables(data, kit),
         *_passages(data, kit),
     ]
-    return _build(story, data)
+    pdf = _build(story, data, font)
+    if pdfa:
+        from tracker.reports.pdfa import make_pdfa
+
+        pdf = make_pdfa(pdf, title=_title(data), author="音迹 Yinji", subject=_subject(data))
+    return pdf
 
 
-# --- fonts and styles ---------------------------------------------------------------------
-def _register_fonts() -> None:
-    from reportlab.pdfbase import pdfmetrics
-    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
-
-    if PDF_FONT not in pdfmetrics.getRegisteredFontNames():
-        pdfmetrics.registerFont(UnicodeCIDFont(PDF_FONT))
-
-
+# --- text and styles --------------------------------------------------------------------
 def _pdf_escape(text: str) -> str:
     from xml.sax.saxutils import escape
 
@@ -55,9 +69,34 @@ def _pdf_escape(text: str) -> str:
     return escape(clean_text(text)).replace("\n", "<br/>")
 
 
-def _chunks(text: str, n: int) -> list[str]:
-    size = max(1, math.ceil(len(text) / n)) if text else 1
-    return [text[i * size : (i + 1) * size] for i in range(n)]
+def _piece_markup(piece: Piece) -> str:
+    text = _pdf_escape(piece.text)
+    if not piece.mark or not text:
+        return text
+    colour, decoration = _MARK_STYLE[piece.mark]
+    if decoration:
+        text = f"<{decoration}>{text}</{decoration}>"
+    return f'<font backColor="{colour}">{text}</font>'
+
+
+def _split_pieces(pieces: tuple[Piece, ...] | None, n: int) -> list[str]:
+    """The marked text cut into ``n`` markup chunks of about equal length (a long
+    passage becomes several table rows: a table cell cannot split across pages)."""
+    if pieces is None:
+        return ["—"] + [""] * (n - 1)
+    total = sum(len(p.text) for p in pieces)
+    size = max(1, math.ceil(total / n)) if total else 1
+    chunks: list[list[Piece]] = [[] for _ in range(n)]
+    position = 0
+    for piece in pieces:
+        text = piece.text
+        while text:
+            index = min(n - 1, position // size)
+            room = (index + 1) * size - position if index < n - 1 else len(text)
+            part, text = text[:room], text[room:]
+            chunks[index].append(Piece(part, piece.mark))
+            position += len(part)
+    return ["".join(_piece_markup(p) for p in chunk) for chunk in chunks]
 
 
 @dataclass(frozen=True)
@@ -69,11 +108,13 @@ class _Kit:
     body: ParagraphStyle
     small: ParagraphStyle
     warn: ParagraphStyle
+    alarm: ParagraphStyle
     grid: Any  # TableStyle of the key/value tables
     page_width: float  # usable width between the margins
+    font: str  # the registered CJK font
 
     @classmethod
-    def make(cls) -> _Kit:
+    def make(cls, font: str) -> _Kit:
         from reportlab.lib import colors
         from reportlab.lib.enums import TA_LEFT
         from reportlab.lib.pagesizes import A4
@@ -85,7 +126,7 @@ class _Kit:
             # wordWrap CJK: Chinese has no spaces, lines may break between any characters.
             return ParagraphStyle(
                 name,
-                fontName=PDF_FONT,
+                fontName=font,
                 fontSize=size,
                 leading=size * 1.45,
                 wordWrap="CJK",
@@ -94,25 +135,40 @@ class _Kit:
             )
 
         return cls(
-            h1=style("h1", 16, spaceAfter=4 * mm),
+            h1=style("h1", 16, spaceAfter=3 * mm),
             h2=style(
                 "h2",
                 12,
                 spaceBefore=5 * mm,
                 spaceAfter=2 * mm,
+                keepWithNext=1,  # a heading never ends a page without what follows it
                 textColor=colors.HexColor("#1d2330"),
             ),
             body=style("body", 9.5),
             small=style("small", 8, textColor=colors.HexColor("#555555")),
-            warn=style("warn", 9.5, textColor=colors.HexColor("#8a5a00")),
+            warn=style("warn", 9.5, textColor=colors.HexColor("#8a5a00"), spaceBefore=1 * mm),
+            alarm=style(
+                "alarm",
+                10.5,
+                textColor=colors.HexColor("#7a0d10"),
+                backColor=colors.HexColor("#fde2e1"),
+                borderColor=colors.HexColor("#a4161a"),
+                borderWidth=1,
+                borderPadding=2 * mm,
+                spaceBefore=3 * mm,
+                spaceAfter=3 * mm,
+            ),
             grid=TableStyle(
                 [
+                    # Tables set their cells' font even around paragraphs: ours, not Helvetica.
+                    ("FONTNAME", (0, 0), (-1, -1), font),
                     ("GRID", (0, 0), (-1, -1), 0.5, colors.HexColor(_LINE)),
                     ("BACKGROUND", (0, 0), (0, -1), colors.HexColor(_SHADE)),
                     ("VALIGN", (0, 0), (-1, -1), "TOP"),
                 ]
             ),
             page_width=A4[0] - 30 * mm,
+            font=font,
         )
 
     def p(self, text: Any, style: ParagraphStyle | None = None) -> Paragraph:
@@ -120,6 +176,12 @@ class _Kit:
         from reportlab.platypus import Paragraph
 
         return Paragraph(_pdf_escape("" if text is None else str(text)), style or self.body)
+
+    def markup(self, markup: str, style: ParagraphStyle | None = None) -> Paragraph:
+        """A paragraph of markup built here from escaped text (the passage marks)."""
+        from reportlab.platypus import Paragraph
+
+        return Paragraph(markup, style or self.body)
 
     def kv_table(self, rows: list[tuple[str, Any]]) -> Table:
         """A two-column table of labels and values; an empty value shows as "—"."""
@@ -145,8 +207,21 @@ def _header(d: ReportData, kit: _Kit) -> list[Flowable]:
             kit.small,
         ),
     ]
+    story += [kit.p(text, kit.alarm) for text in d["timeline_problems"]]
     story += [kit.p(text, kit.warn) for text in d["warnings"]]
     return story
+
+
+def _timeline(d: ReportData, kit: _Kit) -> list[Flowable]:
+    """Imported, fetched (or submitted), checked, verdict: recorded times only."""
+    from reportlab.lib.units import mm
+    from reportlab.platypus import Table
+
+    rows = [[kit.p("事件 Event"), kit.p("时间 Time (UTC)"), kit.p("依据 Source")]]
+    rows += [[kit.p(e["label"]), kit.p(e["at"] or "—"), kit.p(e["note"])] for e in d["timeline"]]
+    table = Table(rows, colWidths=[48 * mm, 45 * mm, kit.page_width - 93 * mm], repeatRows=1)
+    table.setStyle(kit.grid)
+    return [kit.p("时间线 / Timeline", kit.h2), table]
 
 
 def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
@@ -180,13 +255,22 @@ def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
                 ("标题 Title", s["title"]),
                 ("网址 URL", s["url"]),
                 ("站点 Site", s["domain"]),
-                ("抓取时间 Fetched at", s["fetched_at"]),
+                (
+                    ("抓取时间 Fetched at", s["fetched_at"])
+                    if s["fetched"]
+                    else (
+                        "抓取时间 Fetched at",
+                        "提交的文本，未抓取 / submitted text, not fetched"
+                        + (f" (收到 received {s['received_at']})" if s["received_at"] else ""),
+                    )
+                ),
                 ("检测时间 Checked at", s["checked_at"]),
                 ("字数 Characters", s["characters"]),
                 ("文本 SHA-256 Text", s["sha256"]),
                 *raw_page,
             ]
         ),
+        *_capture(d, kit),
         kit.p("相似度 / Similarity", kit.h2),
         kit.kv_table(
             [
@@ -200,23 +284,67 @@ def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
     ]
 
 
-def _passage_rows(ps: PassageData, kit: _Kit) -> list[list[Paragraph]]:
-    """One passage as table rows: a table cell cannot split across pages, so a long
-    passage becomes several rows (offsets and similarity on the first)."""
-    stext = ps["suspect_text"] if ps["suspect_text"] is not None else "—"
-    mtext = ps["mother_text"] if ps["mother_text"] is not None else "—"
-    n = max(1, math.ceil(max(len(stext), len(mtext)) / _CHUNK))
-    rows = []
-    for i, (sc, mc) in enumerate(zip(_chunks(stext, n), _chunks(mtext, n), strict=True)):
-        label = f"{ps['n']}\n{ps['similarity']:.2f}" if i == 0 else ""
-        head_s = f"[{ps['suspect_start']}–{ps['suspect_end']})\n" if i == 0 else ""
-        head_m = f"[{ps['mother_start']}–{ps['mother_end']})\n" if i == 0 else ""
-        rows.append([kit.p(label, kit.small), kit.p(head_s + sc), kit.p(head_m + mc)])
-    return rows
+def _capture(d: ReportData, kit: _Kit) -> list[Flowable]:
+    """The evidence log's capture of the page, when there is one."""
+    c = d["capture"]
+    if c is None:
+        return []
+    tls = f"{c['tls_subject']}\nSHA-256 {c['tls_fingerprint_sha256']}" if c["tls_subject"] else None
+    log_record = c["log_index"] if c["log_index"] is not None else "—"
+    return [
+        kit.p("页面抓取记录 / Page capture", kit.h2),
+        kit.kv_table(
+            [
+                ("请求网址 Requested URL", c["requested_url"]),
+                *[(f"跳转 Redirect {i}", hop) for i, hop in enumerate(c["redirects"], 1)],
+                ("最终网址 Final URL", c["final_url"]),
+                ("服务器地址 Server address", c["resolved_ip"]),
+                ("HTTP 状态 Status", c["http_status"]),
+                ("抓取时间 Fetched at", c["fetched_at"]),
+                ("页面 SHA-256 Body", f"{c['body_sha256']} ({c['body_size']} bytes)"),
+                ("文本 SHA-256 Text", c["text_sha256"]),
+                ("TLS 证书 Certificate", tls),
+                ("截图 Screenshot", c["screenshot_sha256"] or c["screenshot_none_reason"]),
+                ("证据日志记录 Log record", f"{log_record} | {c['crawler_version']}"),
+            ]
+        ),
+    ]
+
+
+def _row_cells(row: Row, kit: _Kit) -> list[list[Paragraph]]:
+    """One passage row as table rows: a long passage becomes several (offsets and
+    similarities on the first)."""
+    length = max(
+        sum(len(p.text) for p in row.suspect or ()), sum(len(p.text) for p in row.mother or ())
+    )
+    n = max(1, math.ceil(length / _CHUNK))
+    cells = []
+    for i, (sc, mc) in enumerate(
+        zip(_split_pieces(row.suspect, n), _split_pieces(row.mother, n), strict=True)
+    ):
+        if i == 0:
+            label = (
+                f"{row.label}\n字符 chars {fmt_similarity(row.char_similarity)}"
+                f"\n首字母 initials {fmt_similarity(row.initials_similarity)}"
+            )
+            head_s = _pdf_escape(row.suspect_range) + "<br/>"
+            head_m = _pdf_escape(row.mother_range) + "<br/>"
+        else:
+            label, head_s, head_m = "", "", ""
+        cells.append([kit.p(label, kit.small), kit.markup(head_s + sc), kit.markup(head_m + mc)])
+    return cells
+
+
+def _legend(kit: _Kit) -> Paragraph:
+    marks = " ".join(_piece_markup(Piece(label, name)) for name, label in MARKS)
+    return kit.markup(
+        "标记 Marks: " + marks + " | 相似度 Similarity: 字符 characters / 首字母 pinyin initials",
+        kit.small,
+    )
 
 
 def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
-    """The copied passages side by side, then the note on offsets."""
+    """The copied passages side by side with their marks, then the note on offsets."""
     from reportlab.lib import colors
     from reportlab.lib.units import mm
     from reportlab.platypus import Spacer, Table, TableStyle
@@ -226,12 +354,15 @@ def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
     ]
     last_rows: list[int] = []
     for ps in d["passages"]:
-        rows += _passage_rows(ps, kit)
-        last_rows.append(len(rows) - 1)
-    text_width = (kit.page_width - 12 * mm) / 2
-    table = Table(rows, colWidths=[12 * mm, text_width, text_width], repeatRows=1)
+        for row in passage_rows(ps):
+            rows += _row_cells(row, kit)
+            last_rows.append(len(rows) - 1)
+    label_width = 24 * mm
+    text_width = (kit.page_width - label_width) / 2
+    table = Table(rows, colWidths=[label_width, text_width, text_width], repeatRows=1)
     line = colors.HexColor(_LINE)
     cmds: list[Any] = [
+        ("FONTNAME", (0, 0), (-1, -1), kit.font),
         ("BOX", (0, 0), (-1, -1), 0.5, line),
         ("LINEAFTER", (0, 0), (-2, -1), 0.5, line),
         ("LINEBELOW", (0, 0), (-1, 0), 0.5, line),
@@ -243,18 +374,31 @@ def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
     table.setStyle(TableStyle(cmds))
     return [
         kit.p("抄袭段落对照 / Copied passages side by side", kit.h2),
+        _legend(kit),
+        Spacer(1, 2 * mm),
         table,
         Spacer(1, 3 * mm),
         kit.p(
             "偏移为字符位置（Unicode 码点，起点含、终点不含）/ Offsets are character positions "
-            "(Unicode code points, start inclusive, end exclusive). 相似度 Similarity ∈ [0, 1].",
+            "(Unicode code points, start inclusive, end exclusive). 相似度 Similarity ∈ [0, 1]: "
+            "字符相似度 = 2 × 相同字符数 / 两段总字数 (characters in common); 首字母相似度 is "
+            "measured on the pinyin initials the engines match on, so a homophone copy scores "
+            "high there and lower on characters.",
             kit.small,
         ),
     ]
 
 
 # --- footer and document ---------------------------------------------------------------
-def _footer(d: ReportData) -> Callable[[Any, Any], None]:
+def _title(d: ReportData) -> str:
+    return clean_text(f"证据报告 Evidence report — {d['work']['title']}")
+
+
+def _subject(d: ReportData) -> str:
+    return clean_text(d["match_id"].replace("\x1f", " / "))
+
+
+def _footer(d: ReportData, font: str) -> Callable[[Any, Any], None]:
     """Draws the generator, time and page number at the bottom of every page."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
@@ -262,9 +406,8 @@ def _footer(d: ReportData) -> Callable[[Any, Any], None]:
 
     def footer(canvas: Any, doc: Any) -> None:
         canvas.saveState()
-        canvas.setFont(PDF_FONT, 8)
+        canvas.setFont(font, 8)
         canvas.setFillColor(colors.HexColor("#777777"))
-        # "·" is not in the STSong-Light repertoire: plain separators in the PDF.
         canvas.drawString(15 * mm, 10 * mm, f"音迹 Yinji | {d['generated_at']}")
         canvas.drawRightString(A4[0] - 15 * mm, 10 * mm, f"{doc.page}")
         canvas.restoreState()
@@ -272,7 +415,7 @@ def _footer(d: ReportData) -> Callable[[Any, Any], None]:
     return footer
 
 
-def _build(story: list[Flowable], d: ReportData) -> bytes:
+def _build(story: list[Flowable], d: ReportData, font: str) -> bytes:
     """Lay the story out on A4 pages with the document metadata and the footer."""
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.units import mm
@@ -286,11 +429,13 @@ def _build(story: list[Flowable], d: ReportData) -> bytes:
         rightMargin=15 * mm,
         topMargin=15 * mm,
         bottomMargin=18 * mm,
-        title=clean_text(f"证据报告 Evidence report — {d['work']['title']}"),
+        title=_title(d),
         author="音迹 Yinji",
-        subject=clean_text(d["match_id"].replace("\x1f", " / ")),
+        subject=_subject(d),
         creator=d["generator"],
+        lang="zh-CN",
+        initialFontName=font,  # never a base-14 font, not even the canvas's initial one
     )
-    footer = _footer(d)
+    footer = _footer(d, font)
     doc.build(story, onFirstPage=footer, onLaterPages=footer)
     return out.getvalue()
