@@ -206,6 +206,19 @@ def _postings_match_the_store(lib: Library) -> bool:
     return eng.stats()["postings"] == expected
 
 
+def _orphan_seqs(lib: Library) -> set[int]:
+    """Seqs with postings in the daguan index that are no current mother."""
+    import numpy as np
+
+    seen: set[int] = set()
+    pattern = f"{lib.settings.redis_prefix}:daguan:b:*"
+    for key in lib.redis.scan_iter(match=pattern, count=1000):
+        for value in lib.redis.hvals(key):
+            if len(value) % 4 == 0:
+                seen.update(np.frombuffer(value, dtype="<u4").tolist())
+    return seen - lib.store.current_seqs(seen)
+
+
 def test_two_ingests_of_the_same_ids_at_once_leave_no_orphan_postings(tmp_path, redis_client):
     libs = [_open(tmp_path, redis_client) for _ in range(2)]
     try:
@@ -379,3 +392,44 @@ def test_the_mongo_store_keeps_the_same_marks(tmp_path, redis_client) -> None:
         lib.check_text(_probe())
     lib.rebuild_index()
     assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
+
+
+def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
+    """Two processes opening one data folder at once start one embedded Redis server,
+    not two (which would each take half the writes, and one's would be lost)."""
+    data = tmp_path / "data"
+    versions = []
+    for v, seed in enumerate((50_000, 60_000)):
+        path = tmp_path / f"v{v}.jsonl"
+        texts = {f"d{i}": work(seed + i, 8) for i in range(300)}
+        path.write_text(
+            "".join(
+                json.dumps({"id": k, "text": t}, ensure_ascii=False) + "\n"
+                for k, t in texts.items()
+            ),
+            encoding="utf-8",
+        )
+        versions.append((path, texts))
+    assert _yinji(data, "ingest", str(versions[0][0])).returncode == 0
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", str(p)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for p, _ in (versions[1], versions[0])
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    lib = Library.open(Settings(data_dir=data))
+    try:
+        assert _orphan_seqs(lib) == set()
+        for mother in lib.store.iter_mothers():
+            assert mother.text in (versions[0][1][mother.id], versions[1][1][mother.id])
+            found = [m.mother_id for m in lib.check_text(mother.text).matches]
+            assert mother.id in found
+    finally:
+        lib.close()

