@@ -404,7 +404,7 @@ def decode_html_bytes(data: bytes, name: str) -> str:
     return text
 
 
-def _lines(fh: BinaryIO, limit: int) -> Iterator[bytes | None]:
+def _lines(fh: BinaryIO | io.RawIOBase, limit: int) -> Iterator[bytes | None]:
     """The lines of a binary stream, each at most ``limit`` bytes; a longer line is
     skipped without being held in memory and yields None in its place."""
     while True:
@@ -659,9 +659,10 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
                     continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 found.append((str(p), p, None))
-    for exc in walk_errors:
-        name = exc.filename if exc.filename is not None else str(folder)
-        found.append((str(name), Path(name), f"cannot read folder ({exc.strerror or exc})"))
+    for problem in walk_errors:
+        name = problem.filename if problem.filename is not None else str(folder)
+        reason = problem.strerror or problem
+        found.append((str(name), Path(name), f"cannot read folder ({reason})"))
     if not any(refusal is None for _, _, refusal in found):
         yield DocumentError(str(folder), "folder holds no supported files")
     for _, p, refusal in sorted(found, key=lambda item: item[0]):
