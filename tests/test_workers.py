@@ -787,7 +787,10 @@ def test_docker_compose_file() -> None:
     assert "container_name" not in services["worker"]  # `--scale worker=4` needs that
     assert "ports" not in services["worker"]
     assert services["worker"]["command"] == ["worker"]  # the image's entry point is yinji
-    assert set(compose["volumes"]) >= {"mongo-data", "redis-data"}
+    assert set(compose["volumes"]) >= {"mongo-data", "redis-data", "yinji-data"}
+    # Uploads travel as references into the data folder: web, workers and beat share it.
+    for name in ("web", "worker", "beat"):
+        assert "yinji-data:/data" in services[name]["volumes"], name
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "FROM python:3.11-slim" in dockerfile and "USER " in dockerfile
     assert 'ENTRYPOINT ["yinji"]' in dockerfile
