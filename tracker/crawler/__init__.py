@@ -16,6 +16,9 @@ server at import. Guarantees, all per ``CrawlerConfig`` (see docs/CRAWLER.md):
 - Chinese-aware decoding (``decoding.decode_html``): GBK, GB18030 and Big5 pages are
   read right even when they declare nothing or declare the wrong charset.
 - Main-text extraction (``extraction.extract``).
+- Evidence (``results.Page.to_capture``): the redirect hops, the address connected to,
+  headers as received, the TLS certificate presented, the response time; an optional
+  full-page screenshot through headless Chromium (``screenshot``), under the same guard.
 
 The names below are loaded on first use (PEP 562), so ``import tracker.crawler.decoding``
 or ``from tracker.crawler import CrawlError`` does not pay for urllib3.
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from tracker.crawler.guard import DEFAULT_PORTS, is_public_address
     from tracker.crawler.ratelimit import HostRateLimiter
     from tracker.crawler.results import CRAWLER_VERSION, FetchResult, Page, Redirect
+    from tracker.crawler.screenshot import Screenshot, Screenshotter
 
 # exported name -> the submodule that defines it
 _EXPORTS = {
@@ -59,6 +63,8 @@ _EXPORTS = {
     "Page": "results",
     "Redirect": "results",
     "CRAWLER_VERSION": "results",
+    "Screenshot": "screenshot",
+    "Screenshotter": "screenshot",
     "CrawlError": "errors",
     "InvalidURL": "errors",
     "Blocked": "errors",
@@ -100,6 +106,8 @@ __all__ = [
     "Page",
     "Redirect",
     "RobotsDisallowed",
+    "Screenshot",
+    "Screenshotter",
     "Timeout",
     "TooLarge",
     "TooManyRedirects",

@@ -1,4 +1,17 @@
-"""``CrawlerConfig``: every limit and policy of the crawler, in one frozen dataclass."""
+"""``CrawlerConfig``: every limit and policy of the crawler, in one frozen dataclass.
+
+``from_settings`` also reads the crawler's own environment variables (with the strict
+parsers of ``tracker.config``; a bad value is a ``SettingError`` naming it):
+
+- ``YINJI_SCREENSHOTS``: ``off`` (default), ``auto`` (a full-page PNG of each crawled
+  page when the worker has Chromium and Playwright, else the capture says why not) or
+  ``on`` (as ``auto``, but a crawler without a browser refuses to start).
+- ``YINJI_SCREENSHOT_TIMEOUT``: seconds for one screenshot, browser start included
+  (default 30).
+- ``YINJI_CHROMIUM``: the Chromium executable (default ``/usr/bin/chromium``, then
+  ``chromium`` / ``chromium-browser`` / ``google-chrome`` on the PATH, then
+  Playwright's own build).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +26,7 @@ if TYPE_CHECKING:
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_USER_AGENT = "YinjiBot/0.1 (+copyright tracking)"
+SCREENSHOT_MODES = ("off", "auto", "on")
 
 
 @dataclass(frozen=True)
@@ -43,9 +57,32 @@ class CrawlerConfig:
     resolver: Callable[[str, int], Sequence[str]] | None = None
     ca_certs: str | None = None  # CA bundle for https (default: the system store)
     accept_language: str = "zh-CN,zh;q=0.9,zh-TW;q=0.8,en;q=0.5"
+    screenshots: str = "off"  # off / auto / on (see the module docstring)
+    screenshot_timeout: float = 30.0  # one screenshot, browser start included
+    screenshot_max_requests: int = 150  # subresources one screenshot may fetch
+    browser_path: str | None = None  # Chromium; None: looked for (see the docstring)
+
+    def __post_init__(self) -> None:
+        if self.screenshots not in SCREENSHOT_MODES:
+            raise ValueError(
+                f"screenshots must be one of {', '.join(SCREENSHOT_MODES)}, "
+                f"got {self.screenshots!r}"
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlerConfig:
-        values: dict[str, Any] = {"allow_private": settings.allow_private_urls}
+        from tracker.config import SettingError, env_float, env_optional_str, env_str
+
+        mode = env_str("YINJI_SCREENSHOTS", "off").lower()
+        if mode not in SCREENSHOT_MODES:
+            raise SettingError(
+                f"YINJI_SCREENSHOTS must be one of {', '.join(SCREENSHOT_MODES)}, got {mode!r}"
+            )
+        values: dict[str, Any] = {
+            "allow_private": settings.allow_private_urls,
+            "screenshots": mode,
+            "screenshot_timeout": env_float("YINJI_SCREENSHOT_TIMEOUT", 30.0, minimum=1.0),
+            "browser_path": env_optional_str("YINJI_CHROMIUM"),
+        }
         values.update(overrides)
         return cls(**values)

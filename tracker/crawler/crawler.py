@@ -8,8 +8,10 @@ decoding (``decoding``) and main-text extraction (``extraction``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
+from tracker.config import SettingError
 from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.decoding import decode_html
 from tracker.crawler.extraction import extract, normalise_text
@@ -18,6 +20,7 @@ from tracker.crawler.guard import prepare
 from tracker.crawler.ratelimit import Deadline, HostRateLimiter
 from tracker.crawler.results import FetchResult, Page
 from tracker.crawler.robots import RobotsCache
+from tracker.crawler.screenshot import Screenshotter, find_browser, unavailable
 
 
 class Crawler:
@@ -28,6 +31,15 @@ class Crawler:
         self._limiter = HostRateLimiter(self.config.min_interval)
         self._fetcher = Fetcher(self.config, self._limiter)
         self._robots = RobotsCache(self.config, self._fetcher, self._limiter)
+        self._screenshots = Screenshotter(self.config)
+        if self.config.screenshots == "on":
+            why = unavailable(self.config)
+            if why is None and find_browser(self.config) is None:
+                why = "no Chromium found (set YINJI_CHROMIUM)"
+            if why is not None:
+                raise SettingError(
+                    f"YINJI_SCREENSHOTS=on but {why.removeprefix('no screenshot: ')}"
+                )
 
     # -- lifecycle --
     def close(self) -> None:
@@ -71,8 +83,11 @@ class Crawler:
             peer_cert=response.peer_cert,
         )
 
-    def crawl_page(self, url: str) -> Page:
-        """Fetch, decode and extract: the ready-to-store suspect page."""
+    def crawl_page(self, url: str, *, screenshot: bool | None = None) -> Page:
+        """Fetch, decode and extract: the ready-to-store suspect page, with what its
+        capture needs (``Page.to_capture``). A full-page screenshot is taken when the
+        config's ``screenshots`` allows it (``screenshot=False`` skips it for this page;
+        ``True`` takes one even when the mode is ``off``)."""
         result = self.fetch(url)
         content_type = result.headers.get("content-type")
         text, encoding = decode_html(result.body, content_type)
@@ -81,7 +96,7 @@ class Crawler:
             title, main = "", normalise_text(text)
         else:
             title, main = extract(text, result.final_url)
-        return Page(
+        page = Page(
             url=url,
             final_url=result.final_url,
             status=result.status,
@@ -97,6 +112,20 @@ class Crawler:
             resolved_ip=result.resolved_ip,
             peer_cert=result.peer_cert,
         )
+        self._screenshot(page, screenshot)
+        return page
+
+    def _screenshot(self, page: Page, wanted: bool | None) -> None:
+        if wanted is False:
+            page.screenshot_none_reason = "no screenshot: not asked for this page"
+            return
+        shooter = self._screenshots
+        if wanted and self.config.screenshots == "off":
+            shooter = Screenshotter(replace(self.config, screenshots="auto"))
+        shot = shooter.take(page)
+        page.screenshot, page.screenshot_none_reason = shot.png, shot.reason
+        if shot.png is None and shot.reason is None:
+            page.screenshot_none_reason = "no screenshot: the browser returned no image"
 
     def check_url(self, url: str) -> str:
         """The URL rule and the SSRF guard without fetching; return the normalised URL.
