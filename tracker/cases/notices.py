@@ -371,13 +371,13 @@ def prepare_notice(
 
 # --- PDF ------------------------------------------------------------------------------------
 def render_pdf(notice: Notice) -> bytes:
-    """A4 PDF with the CJK font embedded (see ``tracker.cases.fonts``)."""
+    """A4 PDF with the CJK font embedded (see ``tracker.fonts``)."""
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
     from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
 
-    from .fonts import register_cjk_font
+    from tracker.fonts import register_cjk_font
 
     font = register_cjk_font()
     wrap = "CJK" if notice.lang == "zh" else None
