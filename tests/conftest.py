@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Crawls in tests take no screenshots unless a test asks (a browser start per crawl
+# would slow the suite; the screenshot tests set the mode themselves).
+os.environ.setdefault("YINJI_SCREENSHOTS", "off")
 
 
 @pytest.fixture(scope="session")

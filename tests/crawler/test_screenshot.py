@@ -109,6 +109,8 @@ def test_without_a_browser_the_capture_says_why(
 def test_screenshot_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings()
     monkeypatch.delenv("YINJI_SCREENSHOTS", raising=False)
+    assert CrawlerConfig.from_settings(settings).screenshots == "auto"  # when a browser is there
+    monkeypatch.setenv("YINJI_SCREENSHOTS", "Off")
     assert CrawlerConfig.from_settings(settings).screenshots == "off"
     monkeypatch.setenv("YINJI_SCREENSHOTS", "AUTO")
     monkeypatch.setenv("YINJI_SCREENSHOT_TIMEOUT", "12.5")

@@ -3,7 +3,7 @@
 ``from_settings`` also reads the crawler's own environment variables (with the strict
 parsers of ``tracker.config``; a bad value is a ``SettingError`` naming it):
 
-- ``YINJI_SCREENSHOTS``: ``off`` (default), ``auto`` (a full-page PNG of each crawled
+- ``YINJI_SCREENSHOTS``: ``off``, ``auto`` (the default: a full-page PNG of each crawled
   page when the worker has Chromium and Playwright, else the capture says why not) or
   ``on`` (as ``auto``, but a crawler without a browser refuses to start).
 - ``YINJI_SCREENSHOT_TIMEOUT``: seconds for one screenshot, browser start included
@@ -73,7 +73,7 @@ class CrawlerConfig:
     def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlerConfig:
         from tracker.config import SettingError, env_float, env_optional_str, env_str
 
-        mode = env_str("YINJI_SCREENSHOTS", "off").lower()
+        mode = env_str("YINJI_SCREENSHOTS", "auto").lower()
         if mode not in SCREENSHOT_MODES:
             raise SettingError(
                 f"YINJI_SCREENSHOTS must be one of {', '.join(SCREENSHOT_MODES)}, got {mode!r}"
