@@ -706,6 +706,7 @@ def test_app_configuration_from_environment(
 
     monkeypatch.setenv("YINJI_VISIBILITY_TIMEOUT", "120")
     monkeypatch.setenv("YINJI_RECRAWL_AT", "01:15")
+    monkeypatch.setenv("YINJI_CASE_RECHECK_AT", "06:05")
     settings = Settings.from_env(tmp_path).with_(redis_url="redis://redis.internal:6379/0")
     conf = make_celery(settings).conf
     assert conf.broker_url == conf.result_backend == "redis://redis.internal:6379/0"
@@ -719,10 +720,18 @@ def test_app_configuration_from_environment(
         "ingest",
         "reports",
         "index",
+        "cases",
     }
     assert conf.task_routes["yinji.crawl.*"] == {"queue": "crawl"}
+    assert conf.task_routes["yinji.cases.*"] == {"queue": "cases"}
     recrawl = conf.beat_schedule["recrawl-watchlist"]["schedule"]
     assert recrawl.hour == {1} and recrawl.minute == {15}
+    recheck = conf.beat_schedule["recheck-cases"]
+    assert recheck["task"] == "yinji.cases.recheck_cases"
+    assert recheck["schedule"].hour == {6} and recheck["schedule"].minute == {5}
+    digest = conf.beat_schedule["daily-digest"]
+    assert digest["task"] == "yinji.cases.daily_digest"
+    assert digest["schedule"].hour == {7} and digest["schedule"].minute == {0}
     assert not (tmp_path / "redis.db").exists()  # a production URL starts no embedded server
 
 
@@ -749,6 +758,10 @@ def test_watch_commands(tmp_path: Path) -> None:
     assert runner.invoke(main, [*base, "watch", "add", "https://a.example/x"]).exit_code == 0
     added = runner.invoke(main, [*base, "watch", "add", "https://b.example/", "--site"])
     assert added.exit_code == 0
+    book = runner.invoke(main, [*base, "watch", "add", "https://c.example/book/7/", "--book"])
+    assert book.exit_code == 0 and "watching book" in book.output
+    both = runner.invoke(main, [*base, "watch", "add", "https://d.example/", "--site", "--book"])
+    assert both.exit_code != 0 and "not both" in both.output
     bad = runner.invoke(main, [*base, "watch", "add", "file:///etc/passwd"])
     assert bad.exit_code != 0
     listed = runner.invoke(main, [*base, "watch", "list", "--json"])
@@ -756,12 +769,14 @@ def test_watch_commands(tmp_path: Path) -> None:
     assert {(r["url"], r["kind"]) for r in rows} == {
         ("https://a.example/x", "url"),
         ("https://b.example/", "site"),
+        ("https://c.example/book/7/", "book"),
     }
     assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code == 0
     assert runner.invoke(main, [*base, "watch", "remove", "https://a.example/x"]).exit_code != 0
     listed = runner.invoke(main, [*base, "watch", "list", "--json"])
     assert [json.loads(line)["url"] for line in listed.stdout.splitlines()] == [
-        "https://b.example/"
+        "https://b.example/",
+        "https://c.example/book/7/",
     ]
     assert not (tmp_path / "d" / "redis.db").exists()  # the watch list needs no Redis
 
@@ -828,3 +843,159 @@ def test_job_summary_and_kind_read_finished_results() -> None:
     running = {"state": "PROGRESS", "result": None}
     assert job_summary(running) == {}
     assert job_kind(running, "ingest") == "ingest" and job_kind(running, "evil") == ""
+    assert job_kind({"kind": "recheck", "state": "PENDING"}) == "recheck"
+    assert job_kind({"result": {"rechecked": 1, "results": []}}) == "recheck"
+    assert job_kind(running, "recheck") == "recheck"
+
+
+def test_submit_recheck_rejects_bad_case_ids() -> None:
+    from workers import jobs
+
+    for bad in ("c1", [1], [""], []):
+        with pytest.raises(ValueError, match="case"):
+            jobs.submit_recheck(bad)  # type: ignore[arg-type]
+
+
+# --- takedown tasks: book watch, removal checks, alerts, digest -----------------------------
+@dataclass
+class Hook:
+    """A local webhook receiver: every POST kept (headers, body); answers 200."""
+
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> Hook:
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                hook.posts.append({"headers": dict(self.headers), "body": body})
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def events(self) -> list[str]:
+        return [p["headers"]["X-Yinji-Event"] for p in self.posts]
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@pytest.mark.slow
+def test_book_watch_removal_check_alerts_and_digest(
+    installation_factory: Callable[[Path], Installation],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an in-process worker: a watched book (index, chapter list, a chapter split over
+    a next page) becomes one case; its new matches alert once (not again when the book
+    is crawled again); the daily re-check finds the noticed pages gone, moves the case
+    to removed and alerts; the digest says so. Alerts go to a local webhook, signed."""
+    from tracker.cases import CaseService, open_case_store
+    from tracker.cases.alerts import verify_signature
+    from tracker.store import WatchItem
+    from workers import jobs
+
+    hook = Hook().start()
+    secret = "hook-secret"
+    for name, value in {
+        "YINJI_ALLOW_PRIVATE_URLS": "1",
+        "YINJI_CRAWL_MIN_INTERVAL": "0",
+        "YINJI_ALERT_WEBHOOK_URL": hook.url,
+        "YINJI_ALERT_WEBHOOK_SECRET": secret,
+        "YINJI_ALERT_MIN_SCORE": "0.3",
+        "YINJI_ALERT_RETRIES": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    half = len(EXCERPT) // 2
+    index = page(
+        "某书最新章节", UNRELATED_3, ["/book/7/1.html", "/book/7/2.html", "/book/7/3.html"]
+    )
+    s = Site(
+        {
+            "/book/7/": index.replace("/book/7/1.html</a>", "第一章</a>")
+            .replace("/book/7/2.html</a>", "第二章</a>")
+            .replace("/book/7/3.html</a>", "第三章</a>"),
+            "/book/7/1.html": page("第一章", EXCERPT[:half], ["/book/7/1_2.html"]).replace(
+                "/book/7/1_2.html</a>", "下一页</a>"
+            ),
+            "/book/7/1_2.html": page("第一章（二）", EXCERPT[half:]),
+            "/book/7/2.html": page("第二章", UNRELATED_2),
+            "/book/7/3.html": page("第三章", _copy("第三章", EXCERPT_2)),
+        }
+    ).start()
+    try:
+        inst = installation_factory(tmp_path / "yinji-data")
+        with inst.store() as store:
+            store.put_watch(WatchItem(url=s.url("/book/7/"), kind="book"))  # type: ignore[arg-type]
+        jobs.ensure_worker(inst.settings)
+        run = inst.app.send_task("yinji.crawl.recrawl_watchlist")
+        assert len(run.get(timeout=60)["fanout"]) == 1
+        status, _ = wait_job(run.id, timeout=60)
+        assert status["state"] == "SUCCESS", status
+        book = status["result"]
+        assert book["matched_chapters"] == 2 and book["case_id"], book
+        assert [len(c["pages"]) for c in book["chapters"]] == [2, 1, 1]  # 1 + its next page
+        svc = CaseService(open_case_store(inst.settings), inst.settings)
+        try:
+            case = svc.get(book["case_id"])
+            assert case.kind == "book" and case.domain == "127.0.0.1"
+            assert sorted(u.url for u in case.urls) == [
+                s.url("/book/7/1.html"),
+                s.url("/book/7/3.html"),
+            ]
+            # The chapters' matches were new: one match.new alert, signed.
+            wait_until(lambda: "match.new" in hook.events(), 30, "the new-match alert")
+            [alert] = [p for p in hook.posts if p["headers"]["X-Yinji-Event"] == "match.new"]
+            headers = alert["headers"]
+            assert verify_signature(
+                secret, alert["body"], headers["X-Yinji-Timestamp"], headers["X-Yinji-Signature"]
+            )
+            assert len(json.loads(alert["body"])["data"]["matches"]) == 2
+            # The book again: the same matches are not new, no second alert.
+            assert len(book["alerted"]) == 2
+            again = inst.app.send_task("yinji.crawl.crawl_book", args=[s.url("/book/7/")])
+            second = again.get(timeout=60)
+            assert second["case_id"] == case.id and second["alerted"] == []
+
+            # The notice went out; then the pages went down.
+            svc.mark_sent(case.id, who="test")
+            s.pages.pop("/book/7/1.html")
+            s.pages["/book/7/3.html"] = page("第三章", "本章节已删除。" * 10)
+            result = inst.app.send_task("yinji.cases.recheck_cases").get(timeout=60)
+            assert result["rechecked"] == 1 and result["errors"] == []
+            [res] = result["results"]
+            assert (res["before"], res["after"]) == ("notice_sent", "removed")
+            assert sorted(c["outcome"] for c in res["checks"]) == ["changed", "gone"]
+            assert svc.get(case.id).state == "removed"
+            removed = [p for p in hook.posts if p["headers"]["X-Yinji-Event"] == "case.removed"]
+            assert len(removed) == 1
+            assert json.loads(removed[0]["body"])["data"]["case_id"] == case.id
+            unknown = inst.app.send_task("yinji.cases.recheck_cases", args=[["c-nope"]])
+            assert unknown.get(timeout=30)["errors"][0]["source"] == "c-nope"
+
+            digest = inst.app.send_task("yinji.cases.daily_digest").get(timeout=30)
+            assert digest["digest"]["cases_by_state"]["removed"] == 1
+            assert [d["ok"] for d in digest["deliveries"]] == [True]
+            assert hook.events()[-1] == "digest.daily"
+        finally:
+            svc.close()
+            svc.store.close()
+    finally:
+        s.stop()
+        hook.stop()

@@ -9,8 +9,8 @@
   message until its task has finished; a worker that dies loses nothing, the message
   is delivered again after ``YINJI_VISIBILITY_TIMEOUT``. Every task is idempotent
   (see ``workers.tasks._base.once``) so a second delivery does no double work.
-- Queues by domain: ``crawl``, ``check``, ``ingest``, ``reports``, ``index`` (and
-  ``default``); a worker started without ``--queues`` consumes all of them.
+- Queues by domain: ``crawl``, ``check``, ``ingest``, ``reports``, ``index``, ``cases``
+  (and ``default``); a worker started without ``--queues`` consumes all of them.
 
 ``celery_init_app(flask_app)`` follows Flask's Celery example: the tasks run inside the
 Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
@@ -36,9 +36,10 @@ TASK_MODULES = (
     "workers.tasks.check",
     "workers.tasks.reports",
     "workers.tasks.index",
+    "workers.tasks.cases",
 )
 DEFAULT_QUEUE = "default"
-QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index")
+QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases")
 # Task names are "yinji.<domain>.<function>"; the domain is the queue.
 TASK_ROUTES = {f"yinji.{q}.*": {"queue": q} for q in QUEUES if q != DEFAULT_QUEUE}
 

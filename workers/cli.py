@@ -26,9 +26,18 @@ def _settings(ctx: click.Context) -> Settings:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
     try:
         WorkerSettings.from_env()
+        _case_settings_from_env()  # alerts and SMTP: refuse to start with a bad value
         return Settings.from_env()
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _case_settings_from_env() -> None:
+    from tracker.cases.settings import CaseSettings
+    from workers.schedule import CaseSchedule
+
+    CaseSettings.from_env()
+    CaseSchedule.from_env()
 
 
 @click.command()
@@ -44,7 +53,7 @@ def _settings(ctx: click.Context) -> Settings:
     "--queues",
     default=None,
     help="Comma-separated queues to consume [default: all: "
-    "default,crawl,check,ingest,reports,index].",
+    "default,crawl,check,ingest,reports,index,cases].",
 )
 @click.option(
     "-l",
@@ -111,7 +120,8 @@ def worker(
 )
 @click.pass_context
 def beat(ctx: click.Context, loglevel: str) -> None:
-    """Run the scheduler (daily watch-list re-crawl and check of new mothers). Run one."""
+    """Run the scheduler (daily watch-list re-crawl, check of new mothers, re-check of
+    noticed cases, digest). Run one."""
     settings = _settings(ctx)
     from workers.app import celery_app
 
@@ -140,19 +150,31 @@ def _store(ctx: click.Context) -> Any:
 @click.option(
     "--site", is_flag=True, help="Watch a site: its start page and the same-host links on it."
 )
+@click.option(
+    "--book",
+    is_flag=True,
+    help="Watch a pirate book: URL is its index page; every chapter (and its next pages) "
+    "is checked and the book is one case on its domain.",
+)
 @click.pass_context
-def watch_add(ctx: click.Context, url: str, site: bool) -> None:
+def watch_add(ctx: click.Context, url: str, site: bool, book: bool) -> None:
     """Add (or re-activate) URL."""
     from tracker.rules import check_url
     from tracker.store import WatchItem
 
+    if site and book:
+        raise click.UsageError("choose --site or --book, not both")
     try:
         url = check_url(url)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="URL") from None
+    kind: Any = "site" if site else "book" if book else "url"
     with _store(ctx) as store:
-        store.put_watch(WatchItem(url=url, kind="site" if site else "url"))
-    click.echo(f"watching {'site' if site else 'url'} {url}", err=True)
+        # A book item is re-crawled by the crawl_book task (tracker.cases.books). The
+        # stores keep the kind as text; tracker.records.WatchItem.kind lists "url" and
+        # "site" only so far, hence the Any.
+        store.put_watch(WatchItem(url=url, kind=kind))
+    click.echo(f"watching {kind} {url}", err=True)
 
 
 @watch.command("list")

@@ -9,7 +9,7 @@ progress of a URL job is the share of its URLs done, whichever workers did them.
 
 ``job_status(id)`` returns::
 
-    {"id": str, "kind": "check|ingest|report|rebuild"|None (a task not submitted here),
+    {"id": str, "kind": "check|ingest|report|rebuild|recheck"|None (a task not submitted here),
      "state": "PENDING|STARTED|PROGRESS|SUCCESS|FAILURE|RETRY",
      "progress": float 0..1, "done": int|None, "total": int|None,
      "result": JSON or None (set when the job has finished), "error": str|None}
@@ -31,6 +31,8 @@ task message stays small whatever the size of the upload.
 - report: ``{"match_id", "format", "size", "content_type", "filename"}``; the bytes come
   from ``report_content(job_id)``.
 - rebuild: ``{"engine", "mothers", "seconds"}``.
+- recheck: ``{"rechecked", "results": [{"case_id", "before", "after", "checks": [...]}],
+  "errors": [{"source", "error"}]}`` (``tracker.cases.recheck.RecheckResult``).
 
 ``job_status`` raises ``UnknownJob`` (a ``KeyError``) for an id that was never
 submitted or has expired.
@@ -262,6 +264,22 @@ def submit_rebuild(engine: str | None = None) -> str:
     return _submit("rebuild", [("yinji.index.rebuild_index", [engine], {}, 1, engine or "")])
 
 
+def submit_recheck(case_ids: list[str] | None = None) -> str:
+    """Re-crawl the URLs of takedown cases now (``tracker.cases.recheck``): the given
+    case ids, or (None) every case whose state asks for it, as the daily run does."""
+    if case_ids is not None:
+        if not isinstance(case_ids, list) or not all(
+            isinstance(c, str) and c.strip() for c in case_ids
+        ):
+            raise ValueError("case_ids must be a list of case ids")
+        case_ids = unique([c.strip() for c in case_ids])
+        if not case_ids:
+            raise ValueError("case_ids must name at least one case")
+    total = len(case_ids) if case_ids else 1
+    label = ", ".join(case_ids[:3]) if case_ids else "due cases"
+    return _submit("recheck", [("yinji.cases.recheck_cases", [case_ids], {}, total, label)])
+
+
 # --- following -----------------------------------------------------------------------
 @dataclass
 class _Node:
@@ -461,18 +479,23 @@ def job_status(job_id: str) -> dict:
     }
 
 
+PAGE_KINDS = ("ingest", "check", "recheck")
+
+
 def job_kind(status: dict[str, Any], hint: str = "") -> str:
-    """``ingest`` or ``check``: the kind the job was submitted as, else what its
-    result shows, else ``hint`` when it is one of them, else ""."""
-    if status.get("kind") in ("ingest", "check"):
+    """``ingest``, ``check`` or ``recheck``: the kind the job was submitted as, else
+    what its result shows, else ``hint`` when it is one of them, else ""."""
+    if status.get("kind") in PAGE_KINDS:
         return str(status["kind"])
     result = status.get("result")
     if isinstance(result, dict):
         if "ingested" in result:
             return "ingest"
+        if "rechecked" in result:
+            return "recheck"
         if "results" in result:
             return "check"
-    return hint if hint in ("ingest", "check") else ""
+    return hint if hint in PAGE_KINDS else ""
 
 
 def _problems(entries: Any) -> list[dict[str, str]]:

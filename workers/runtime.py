@@ -17,14 +17,15 @@ from tracker.library import LibraryHandle
 from workers.app import app_settings, worker_settings
 
 if TYPE_CHECKING:  # imported on first use: a web process never needs the crawler
+    from tracker.cases import CaseService
     from tracker.crawler import Crawler
     from tracker.pagesim import NearDuplicateFilter
 
 
 class Runtime(LibraryHandle):
-    """The library handle of a worker process with its crawler and near-duplicate
-    filter: ``LibraryHandle.resource`` opens them on first use and closes them with
-    the library."""
+    """The library handle of a worker process with its crawler, near-duplicate filter
+    and case service: ``LibraryHandle.resource`` opens them on first use and closes
+    them with the library."""
 
     def __init__(self, settings: Settings, ws: WorkerSettings) -> None:
         super().__init__(settings)
@@ -56,6 +57,22 @@ class Runtime(LibraryHandle):
         return NearDuplicateFilter(
             redis=self.library.redis, prefix=self.settings.redis_prefix, name="crawl"
         )
+
+    @property
+    def cases(self) -> CaseService:
+        """The takedown cases of this installation (``tracker.cases``): the same store
+        the CLI and the web app use, with the evidence log beside the library."""
+        return self.resource("cases", self._make_cases, close=_close_cases)
+
+    def _make_cases(self) -> CaseService:
+        from tracker.cases import CaseService, open_case_store
+
+        return CaseService(open_case_store(self.settings), self.settings)
+
+
+def _close_cases(svc: CaseService) -> None:
+    svc.close()
+    svc.store.close()
 
 
 _runtimes: dict[Settings, Runtime] = {}

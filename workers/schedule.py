@@ -1,9 +1,14 @@
-"""The beat schedule: two daily runs, at times set by environment variables.
+"""The beat schedule: four daily runs, at times set by environment variables.
 
 - ``YINJI_RECRAWL_AT`` (default ``03:00``): ``recrawl_watchlist`` re-crawls every active
-  watch-list URL and site.
+  watch-list URL, site and book.
 - ``YINJI_CHECK_MOTHERS_AT`` (default ``04:30``, after the re-crawl): ``check_new_mothers``
   checks the stored suspects again when works were ingested since its last run.
+- ``YINJI_CASE_RECHECK_AT`` (default ``05:30``): ``recheck_cases`` re-crawls the URLs of
+  every case with a notice sent, still online or removed (did the page go, did it come
+  back?), moves the cases and sends the ``case.removed`` alerts.
+- ``YINJI_DIGEST_AT`` (default ``07:00``, after the re-check): ``daily_digest`` sends the
+  digest of the last 24 hours (new matches, cases by state, removals).
 
 Times are in ``YINJI_TIMEZONE`` (default UTC). Run exactly one ``yinji beat``: two would
 send every run twice (harmless, the tasks are idempotent per run, but wasted work).
@@ -11,15 +16,35 @@ send every run twice (harmless, the tasks are idempotent per run, but wasted wor
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from celery.schedules import crontab
 
-from tracker.config import WorkerSettings
+from tracker.config import WorkerSettings, env_time
 
 
-def beat_schedule(ws: WorkerSettings | None = None) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class CaseSchedule:
+    """The daily times of the takedown runs (read with ``tracker.config``'s strict
+    parser: a value that is not ``HH:MM`` stops the process naming the variable)."""
+
+    recheck_at: tuple[int, int] = (5, 30)
+    digest_at: tuple[int, int] = (7, 0)
+
+    @classmethod
+    def from_env(cls) -> CaseSchedule:
+        return cls(
+            recheck_at=env_time("YINJI_CASE_RECHECK_AT", (5, 30)),
+            digest_at=env_time("YINJI_DIGEST_AT", (7, 0)),
+        )
+
+
+def beat_schedule(
+    ws: WorkerSettings | None = None, cs: CaseSchedule | None = None
+) -> dict[str, dict[str, Any]]:
     ws = ws or WorkerSettings.from_env()
+    cs = cs or CaseSchedule.from_env()
     recrawl_h, recrawl_m = ws.recrawl_at
     check_h, check_m = ws.check_mothers_at
     return {
@@ -30,5 +55,13 @@ def beat_schedule(ws: WorkerSettings | None = None) -> dict[str, dict[str, Any]]
         "check-new-mothers": {
             "task": "yinji.check.check_new_mothers",
             "schedule": crontab(hour=check_h, minute=check_m),
+        },
+        "recheck-cases": {
+            "task": "yinji.cases.recheck_cases",
+            "schedule": crontab(hour=cs.recheck_at[0], minute=cs.recheck_at[1]),
+        },
+        "daily-digest": {
+            "task": "yinji.cases.daily_digest",
+            "schedule": crontab(hour=cs.digest_at[0], minute=cs.digest_at[1]),
         },
     }

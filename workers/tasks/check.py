@@ -15,6 +15,7 @@ from workers.app import app_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from workers.tasks.cases import alert_new_matches_since
 from workers.tasks.crawl import check_item, crawl_outcome
 from workers.tasks.ingest import with_uploads
 
@@ -33,7 +34,10 @@ def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str,
         suspect = library.store.get_suspect(suspect_id)
     except NotFound:
         raise ValueError(f"unknown suspect {suspect_id!r}") from None
-    return check_item(library.check_suspect(suspect, engine=engine))
+    started = utcnow()
+    result = check_item(library.check_suspect(suspect, engine=engine))
+    alert_new_matches_since(task, started, [suspect.id])
+    return result
 
 
 @shared_task(name="yinji.check.check_texts", **TASK_OPTIONS)
@@ -51,6 +55,7 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
     library = rt(task).library
     progress = Progress(task, total=len(texts))
     progress.start()
+    started = utcnow()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     for i, item in enumerate(texts):
@@ -62,6 +67,7 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
         else:
             results.append(check_item(library.check_suspect(suspect, engine=engine)))
         progress(i + 1)
+    alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
 
 
@@ -80,6 +86,7 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
     progress.start()
+    started = utcnow()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     for i, ref in enumerate(uploads):
@@ -89,6 +96,7 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
             else:
                 results.append(check_item(library.check_suspect(suspect, engine=engine)))
         progress(i + 1)
+    alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(uploads)}
 
 
@@ -135,6 +143,9 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
     if new:
         # recheck_suspects reports 0 of the total first, as Progress.start would.
         rechecked = library.recheck_suspects(engine=engine, progress=Progress(task, total=None))
+        # Every suspect was checked again: the matches created since the start are new
+        # (a match found again keeps its first created_at).
+        alert_new_matches_since(task, started)
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
         store.set_meta(LAST_RUN_META, started.isoformat())

@@ -1,4 +1,5 @@
-"""Crawl tasks (queue ``crawl``): one page, one watched site, the daily watch-list run."""
+"""Crawl tasks (queue ``crawl``): one page, one watched site, one watched pirate book,
+the daily watch-list run."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from celery import Task, shared_task
 
+from tracker.config import env_int
 from tracker.crawler import CrawlError
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
 from workers.app import worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from workers.tasks.cases import alert_new_matches_since
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +85,9 @@ def crawl_and_check(
                 title=suspect.title,
             ), page
     if check:
+        started = utcnow()
         matches = check_item(library.check_suspect(suspect))["matches"]
+        alert_new_matches_since(task, started, [suspect.id])
     else:
         library.store.put_suspect(suspect)
         matches = None
@@ -177,10 +182,58 @@ def _crawl_site(task: Task, url: str, limit: int | None, check: bool) -> dict[st
     return {"fanout": children, "results": [start], "total": len(children) + 1}
 
 
+def book_max_pages() -> int:
+    """``YINJI_BOOK_MAX_PAGES``: pages fetched per watched book and run (index,
+    chapters and their next pages), default ``tracker.cases.books.DEFAULT_MAX_PAGES``."""
+    from tracker.cases.books import DEFAULT_MAX_PAGES
+
+    return env_int("YINJI_BOOK_MAX_PAGES", DEFAULT_MAX_PAGES, minimum=1)
+
+
+@shared_task(name="yinji.crawl.crawl_book", **TASK_OPTIONS)
+def crawl_book(self: Task, url: str, max_pages: int | None = None) -> dict[str, Any]:
+    """A watched pirate book: ``tracker.cases.books.monitor_book`` follows the index's
+    chapter list and the chapters' next pages (same host, robots.txt and rate limits,
+    at most ``max_pages`` fetches, default ``YINJI_BOOK_MAX_PAGES``), checks every
+    chapter (stored as suspects) and files one case for the book on its domain.
+    Result: the book report (``BookReport.to_dict()``) with ``alerted`` (the new matches
+    the ``match.new`` alert was sent for), or ``{"url", "error"}`` when the book cannot
+    be read (index unreachable, no chapter list)."""
+    return once(self, lambda: _crawl_book(self, url, max_pages))
+
+
+def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
+    from tracker.cases.books import BookError, monitor_book
+
+    runtime = rt(task)
+    Progress(task, total=1).start()
+    started = utcnow()
+    try:
+        report = monitor_book(
+            url,
+            crawler=runtime.crawler,
+            library=runtime.library,
+            svc=runtime.cases,
+            max_pages=max_pages or book_max_pages(),
+        )
+    except BookError as exc:
+        return {"url": url, "error": str(exc), "total": 1}
+    alerted = alert_new_matches_since(task, started, [c.suspect_id for c in report.chapters])
+    return {**report.to_dict(), "alerted": alerted, "total": 1}
+
+
+WATCH_TASKS = {
+    "url": "yinji.crawl.crawl_url",
+    "site": "yinji.crawl.crawl_site",
+    "book": "yinji.crawl.crawl_book",
+}
+
+
 @shared_task(name="yinji.crawl.recrawl_watchlist", **TASK_OPTIONS)
 def recrawl_watchlist(self: Task) -> dict[str, Any]:
     """Daily: every active watch-list item again (``url``: ``crawl_url``; ``site``:
-    ``crawl_site``), fanned out so that all workers share the load."""
+    ``crawl_site``; ``book``: ``crawl_book``), fanned out so that all workers share the
+    load."""
     return once(self, lambda: _recrawl(self))
 
 
@@ -192,12 +245,7 @@ def _recrawl(task: Task) -> dict[str, Any]:
     children = fanout(
         task,
         [
-            (
-                "yinji.crawl.crawl_site" if item.kind == "site" else "yinji.crawl.crawl_url",
-                [item.url],
-                {},
-                item.url,
-            )
+            (WATCH_TASKS.get(item.kind, WATCH_TASKS["url"]), [item.url], {}, item.url)
             for item in items
         ],
     )
