@@ -330,7 +330,10 @@ def test_openapi_document(system: WebSystem) -> None:
     assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     # every API route of the app is described
     rules = {r.rule for r in system.app.url_map.iter_rules() if r.rule.startswith("/api/")}
-    described = {p.replace("{id}", "<id>").replace("{job_id}", "<job_id>") for p in paths}
+    described = {
+        p.replace("{id}", "<id>").replace("{job_id}", "<job_id>").replace("{case_id}", "<case_id>")
+        for p in paths
+    }
     for rule in rules:
         normalised = (
             rule.replace("<id:mother_id>", "<id>")

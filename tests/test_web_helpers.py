@@ -87,11 +87,13 @@ def wait_job(
         time.sleep(0.1)
 
 
-def start_system(data_dir: Path) -> WebSystem:
+def start_system(data_dir: Path, **changes: Any) -> WebSystem:
+    """``changes``: other ``Settings`` fields (``allow_private_urls=True`` lets the
+    worker's crawler fetch the test's local servers)."""
     from web import accounts, create_app
     from workers import jobs
 
-    settings = Settings(data_dir=data_dir)
+    settings = Settings(data_dir=data_dir, **changes)
     app = create_app(settings, testing=True)
     jobs.ensure_worker(settings)
     system = WebSystem(settings=settings, app=app)
@@ -107,12 +109,13 @@ def stop_system(system: WebSystem) -> None:
     shutdown(system.app, system.settings)
 
 
-def web_system() -> Callable[..., Iterator[WebSystem]]:
-    """A module-scoped ``system`` fixture (assign it to a name in the test module)."""
+def web_system(**changes: Any) -> Callable[..., Iterator[WebSystem]]:
+    """A module-scoped ``system`` fixture (assign it to a name in the test module);
+    ``changes`` are ``Settings`` fields (see ``start_system``)."""
 
     @pytest.fixture(scope="module")
     def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebSystem]:
-        s = start_system(tmp_path_factory.mktemp("web") / "data")
+        s = start_system(tmp_path_factory.mktemp("web") / "data", **changes)
         try:
             yield s
         finally:

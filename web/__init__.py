@@ -72,9 +72,31 @@ def create_app(
     _init_auth(app)
     _init_errors(app)
 
-    from .handlers import analytics, api, auth, exports, health, library, matches, suspects
+    from .handlers import (
+        analytics,
+        api,
+        auth,
+        cases,
+        cases_api,
+        exports,
+        health,
+        library,
+        matches,
+        suspects,
+    )
 
-    for module in (auth, health, library, suspects, matches, analytics, exports, api):
+    for module in (
+        auth,
+        health,
+        library,
+        suspects,
+        matches,
+        cases,
+        analytics,
+        exports,
+        api,
+        cases_api,
+    ):
         app.register_blueprint(module.bp)
 
     # Jobs submitted from this app go to the Celery app of these settings (the same
@@ -101,9 +123,21 @@ def _init_templates(app: Flask) -> None:
         LANGUAGE_NAMES=LANGUAGE_NAMES,
         encode_id=encode_id,
         filter_args=filter_args,
+        args_with=_args_with,
         lang_url=_lang_url,
     )
     app.jinja_env.filters.update(when=fmt_time, safe_href=safe_http_url, pct=_pct)
+
+
+def _args_with(args: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """``args`` (query parameters) with ``changes``; a change to None or "" drops it."""
+    out = dict(args)
+    for key, value in changes.items():
+        if value is None or value == "":
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
 
 
 def _pct(value: float, digits: int = 1) -> str:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, g, jsonify, request
@@ -118,7 +118,7 @@ class ApiError(HTTPException):
         self.code = status
 
 
-def fail(status: int, message: str) -> None:
+def fail(status: int, message: str) -> NoReturn:
     raise ApiError(status, message)
 
 

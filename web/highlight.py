@@ -3,14 +3,28 @@
 The templates print each segment through Jinja's autoescape and wrap passage segments
 in ``<mark>``: the highlighting is built around escaped text, never by inserting
 markup into the (hostile) text itself.
+
+Inside a passage, the characters that differ between the suspect and the work
+(homophones, traditional or variant forms, other characters, characters only on one
+side) are cut out as ``pieces`` with their mark, from the character diff of
+``tracker.textdiff`` that the evidence reports use too (``diff_marks``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 FULL_TEXT_LIMIT = 200_000  # longer texts show the passages with some context only
 CONTEXT = 400
+
+
+# The marks of differing characters, in legend order (css class d-<mark>).
+MARKS: tuple[str, ...] = ("homophone", "variant", "edit", "inserted", "deleted")
+
+Mark = tuple[int, int, str]  # (start, end, mark) in a whole text, end exclusive
 
 
 @dataclass
@@ -18,6 +32,72 @@ class Segment:
     text: str
     passage: int | None = None  # passage number (1-based) when this is copied text
     gap: bool = False  # text left out between excerpts
+    # A passage's text cut along the differing characters: (text, mark), mark "" for
+    # characters that are the same on both sides. Empty when there are no marks.
+    pieces: list[tuple[str, str]] = field(default_factory=list)
+
+
+def span_mark(span: list[Any] | tuple[Any, ...]) -> str:
+    """The mark of a ``tracker.textdiff`` span ``[start, end, kind, detail]``: "" for
+    the same characters, the detail of a substitution (homophone, variant, edit),
+    else its kind (inserted: only in the suspect; deleted: only in the work)."""
+    kind = span[2]
+    if kind == "same":
+        return ""
+    if kind == "substituted":
+        return str((span[3] if len(span) > 3 else "") or "edit")
+    return str(kind)
+
+
+def diff_marks(passages: Iterable[Mapping[str, Any]]) -> tuple[list[Mark], list[Mark]]:
+    """The marks of both texts (suspect, work) from the evidence report's passages
+    (``tracker.reports.data.report_data(...)["passages"]``): each passage's character
+    diff, or its segment pairs' diffs when the aligner split it (a reordered copy),
+    moved from passage-relative to whole-text offsets. Overlaps (two passages over the
+    same characters) keep the first mark."""
+    side: dict[str, list[Mark]] = {"suspect": [], "mother": []}
+    for p in passages:
+        for pair in p.get("segments") or [p]:
+            diff = pair.get("diff")
+            if not diff:
+                continue
+            for name in ("suspect", "mother"):
+                base = int(pair[f"{name}_start"])
+                for span in diff[name]:
+                    mark = span_mark(span)
+                    if mark:
+                        side[name].append((base + int(span[0]), base + int(span[1]), mark))
+    return _disjoint(side["suspect"]), _disjoint(side["mother"])
+
+
+def _disjoint(marks: list[Mark]) -> list[Mark]:
+    out: list[Mark] = []
+    for start, end, mark in sorted(marks):
+        if out and start < out[-1][1]:
+            start = out[-1][1]
+        if start < end:
+            out.append((start, end, mark))
+    return out
+
+
+def _pieces(
+    text: str, start: int, end: int, marks: list[Mark], ends: list[int]
+) -> list[tuple[str, str]]:
+    """``text[start:end]`` cut along ``marks`` (sorted, disjoint; ``ends`` their ends)."""
+    out: list[tuple[str, str]] = []
+    pos = start
+    i = bisect.bisect_right(ends, start)
+    while i < len(marks) and marks[i][0] < end:
+        a, b, mark = max(marks[i][0], start), min(marks[i][1], end), marks[i][2]
+        if a > pos:
+            out.append((text[pos:a], ""))
+        if b > a:
+            out.append((text[a:b], mark))
+        pos = max(pos, b)
+        i += 1
+    if pos < end:
+        out.append((text[pos:end], ""))
+    return out
 
 
 def segments(
@@ -26,12 +106,14 @@ def segments(
     *,
     full_limit: int = FULL_TEXT_LIMIT,
     context: int = CONTEXT,
+    marks: list[Mark] | None = None,
 ) -> list[Segment]:
     """Split ``text`` at the passages ``(start, end, number)``.
 
     Overlapping passages are clipped so every character is printed once; a passage
     clipped to nothing still gets an (empty) segment so its anchor exists. Texts
-    longer than ``full_limit`` are shown as excerpts around the passages.
+    longer than ``full_limit`` are shown as excerpts around the passages. ``marks``
+    (``diff_marks``) cut each passage into ``pieces``.
     """
     n = len(text)
     clean: list[tuple[int, int, int]] = []
@@ -56,6 +138,7 @@ def segments(
             windows = [(0, min(n, full_limit))]
 
     out: list[Segment] = []
+    ends = [m[1] for m in marks] if marks else []
     cursor_span = 0
     for wi, (lo, hi) in enumerate(windows):
         if lo > 0 and (wi == 0 or lo > windows[wi - 1][1]):
@@ -65,7 +148,8 @@ def segments(
             start, end, number = clean[cursor_span]
             if start > pos:
                 out.append(Segment(text[pos:start]))
-            out.append(Segment(text[start:end], passage=number))
+            pieces = _pieces(text, start, end, marks, ends) if marks else []
+            out.append(Segment(text[start:end], passage=number, pieces=pieces))
             pos = max(pos, end)
             cursor_span += 1
         if pos < hi:

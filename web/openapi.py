@@ -86,12 +86,357 @@ MATCH_FILTERS: list[dict[str, Any]] = [
     },
 ]
 
+CASE_STATES = ["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
+CASE_ID_PARAM = {
+    "name": "case_id",
+    "in": "path",
+    "required": True,
+    "description": "A case id as Yinji gives it (`c` + 10 hex digits, `-2`… for a later "
+    "case of the same work and site), as it is",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+}
+CASE_FILTERS: list[dict[str, Any]] = [
+    {"name": "state", "in": "query", "schema": {"enum": CASE_STATES}},
+    {
+        "name": "domain",
+        "in": "query",
+        "description": "The site (exact host) of the cases",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "work",
+        "in": "query",
+        "description": "The work of the cases (a mother id, or a book's work key)",
+        "schema": {"type": "string"},
+    },
+    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
+    {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 0, "maximum": 200, "default": 50},
+    },
+]
+
+
+def _case_paths(job_accepted: dict[str, Any]) -> dict[str, Any]:
+    """The paths of ``/api/v1/cases`` (``web/handlers/cases_api.py``)."""
+    detail = _json(_ref("CaseDetail"), "The case with its history")
+    not_found = _error("No such case")
+    refused = _error("The state machine refuses this move (the message lists the allowed ones)")
+    return {
+        "/api/v1/cases": {
+            "get": {
+                "summary": "Takedown cases, newest first (items as `yinji case list --json`)",
+                "parameters": CASE_FILTERS,
+                "responses": {
+                    "200": _json(_ref("CaseList"), "Cases"),
+                    "400": _error("Bad filter"),
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/cases/sites": {
+            "get": {
+                "summary": "Removal figures per site: removals, removal rate, median days "
+                "from the first notice to the removal",
+                "parameters": [
+                    {
+                        "name": "work",
+                        "in": "query",
+                        "description": "Only the cases of this work",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "responses": {"200": _json(_ref("SiteStatsList"), "Figures"), **ERRORS},
+            },
+        },
+        "/api/v1/cases/{case_id}": {
+            "parameters": [CASE_ID_PARAM],
+            "get": {
+                "summary": "One case with its history (as `yinji case show --json`)",
+                "responses": {"200": detail, "404": not_found, **ERRORS},
+            },
+        },
+        "/api/v1/cases/{case_id}/transitions": {
+            "parameters": [CASE_ID_PARAM],
+            "post": {
+                "summary": "Move a case (analyst); `notice_sent` records a notice sent "
+                "outside Yinji (again from notice_sent: a reminder)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["to"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "to": {"enum": CASE_STATES},
+                                    "note": {"type": "string", "maxLength": 10000},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": detail,
+                    "400": _error("Bad state or note"),
+                    "404": not_found,
+                    "409": refused,
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/cases/{case_id}/notes": {
+            "parameters": [CASE_ID_PARAM],
+            "post": {
+                "summary": "Add a note to the case's history (analyst)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["note"],
+                                "additionalProperties": False,
+                                "properties": {"note": {"type": "string", "maxLength": 10000}},
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": detail,
+                    "400": _error("Empty or bad note"),
+                    "404": not_found,
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/cases/{case_id}/recheck": {
+            "parameters": [CASE_ID_PARAM],
+            "post": {
+                "summary": "Re-crawl the case's URLs now (analyst); runs as a job",
+                "responses": {
+                    "202": job_accepted,
+                    "400": _error("The case has no URL"),
+                    "404": not_found,
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/cases/{case_id}/notice": {
+            "parameters": [CASE_ID_PARAM],
+            "get": {
+                "summary": "The takedown notice's text (preview; nothing is recorded)",
+                "parameters": [
+                    {
+                        "name": "lang",
+                        "in": "query",
+                        "schema": {"enum": ["zh", "en"], "default": "zh"},
+                    }
+                ],
+                "responses": {
+                    "200": _json(_ref("NoticePreview"), "The notice"),
+                    "400": _error(
+                        "Bad language, no profile yet, or a template left out a required element"
+                    ),
+                    "404": not_found,
+                    **ERRORS,
+                },
+            },
+            "post": {
+                "summary": "The notice as a file (analyst): PDF, DOCX or e-mail (EML, with "
+                "the evidence reports and proofs of ownership attached); recorded in the "
+                "case's history with its SHA-256",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["format", "lang"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "format": {"enum": ["pdf", "docx", "eml"]},
+                                    "lang": {"enum": ["zh", "en"]},
+                                    "to": {
+                                        "type": "array",
+                                        "items": {"type": "string", "format": "email"},
+                                    },
+                                    "evidence": {"type": "boolean", "default": True},
+                                    "cases": {
+                                        "type": "array",
+                                        "description": "More cases on the same site: one "
+                                        "notice for all",
+                                        "items": {"type": "string"},
+                                    },
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "The notice file",
+                        "content": {
+                            "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+                            "application/vnd.openxmlformats-officedocument."
+                            "wordprocessingml.document": {
+                                "schema": {"type": "string", "format": "binary"}
+                            },
+                            "message/rfc822": {"schema": {"type": "string", "format": "binary"}},
+                        },
+                    },
+                    "400": _error(
+                        "Bad input, no profile yet, a closed case, cases on several sites"
+                    ),
+                    "404": not_found,
+                    **ERRORS,
+                },
+            },
+        },
+    }
+
+
 ID_PARAM = {
     "in": "path",
     "required": True,
     "description": "URL-safe base64 (no padding) of the UTF-8 id; for a match, of "
     "suspect_id + U+001F + mother_id (the match's `ref` field)",
     "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+}
+
+
+CASE_URL = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string"},
+        "suspect_id": {"type": "string"},
+        "mother_id": {"type": "string"},
+        "score": {"type": "number"},
+        "coverage": {"type": "number"},
+        "added_at": {"type": ["string", "null"], "format": "date-time"},
+        "status": {"enum": ["online", "removed", "unknown"]},
+        "last_checked_at": {"type": ["string", "null"], "format": "date-time"},
+        "last_http_status": {"type": ["integer", "null"]},
+        "last_outcome": {"type": "string"},
+        "label": {"type": "string"},
+    },
+}
+_TIME = {"type": ["string", "null"], "format": "date-time"}
+CASE_SCHEMAS: dict[str, Any] = {
+    "Case": {
+        "type": "object",
+        "description": "A takedown case: one work copied on one site (the shape of "
+        "`yinji case list --json`)",
+        "required": ["id", "state", "work", "domain", "urls"],
+        "properties": {
+            "id": {"type": "string"},
+            "state": {"enum": CASE_STATES},
+            "kind": {"enum": ["page", "book"]},
+            "work": {"type": "string"},
+            "work_title": {"type": "string"},
+            "mother_ids": {"type": "array", "items": {"type": "string"}},
+            "domain": {"type": "string"},
+            "urls": {"type": "array", "items": {"type": "string"}},
+            "url_details": {"type": "array", "items": CASE_URL},
+            "created_at": _TIME,
+            "updated_at": _TIME,
+            "state_changed_at": _TIME,
+            "notice_sent_at": _TIME,
+            "removed_at": _TIME,
+            "metadata": {"type": "object"},
+            "version": {"type": "integer"},
+        },
+    },
+    "CaseEvent": {
+        "type": "object",
+        "description": "One entry of a case's hash-chained history",
+        "properties": {
+            "case_id": {"type": "string"},
+            "seq": {"type": "integer"},
+            "kind": {
+                "enum": [
+                    "created",
+                    "transition",
+                    "url_added",
+                    "url_removed",
+                    "recheck",
+                    "notice",
+                    "note",
+                    "book",
+                ]
+            },
+            "who": {"type": "string"},
+            "note": {"type": "string"},
+            "from_state": {"type": ["string", "null"]},
+            "to_state": {"type": ["string", "null"]},
+            "data": {"type": "object"},
+            "at": {"type": "string", "format": "date-time"},
+            "prev_hash": {"type": "string"},
+            "hash": {"type": "string"},
+            "evidence_ref": {"type": ["string", "null"]},
+        },
+    },
+    "CaseDetail": {
+        "allOf": [
+            _ref("Case"),
+            {
+                "type": "object",
+                "properties": {
+                    "history": {"type": "array", "items": _ref("CaseEvent")},
+                    "history_problems": {
+                        "type": "array",
+                        "description": "Empty when every hash and link of the history checks",
+                        "items": {"type": "string"},
+                    },
+                },
+            },
+        ]
+    },
+    "CaseList": {
+        "type": "object",
+        "properties": {
+            "total": {"type": "integer"},
+            "offset": {"type": "integer"},
+            "limit": {"type": "integer"},
+            "cases": {"type": "array", "items": _ref("Case")},
+        },
+    },
+    "SiteStats": {
+        "type": "object",
+        "properties": {
+            "domain": {"type": "string"},
+            "cases": {"type": "integer"},
+            "noticed": {"type": "integer"},
+            "removed": {"type": "integer"},
+            "removed_after_notice": {"type": "integer"},
+            "removal_rate": {"type": ["number", "null"]},
+            "median_days_to_removal": {"type": ["number", "null"]},
+            "by_state": {"type": "object", "additionalProperties": {"type": "integer"}},
+        },
+    },
+    "SiteStatsList": {
+        "type": "object",
+        "properties": {
+            "sites": {"type": "array", "items": _ref("SiteStats")},
+            "all": _ref("SiteStats"),
+        },
+    },
+    "NoticePreview": {
+        "type": "object",
+        "properties": {
+            "reference": {"type": "string"},
+            "lang": {"enum": ["zh", "en"]},
+            "platform": {"type": "string"},
+            "date": {"type": "string"},
+            "subject": {"type": "string"},
+            "text": {"type": "string", "description": "The template's light markup"},
+            "plain_text": {"type": "string", "description": "As the body of an e-mail"},
+            "case_ids": {"type": "array", "items": {"type": "string"}},
+            "urls": {"type": "array", "items": {"type": "string"}},
+        },
+    },
 }
 
 
@@ -105,7 +450,8 @@ def openapi_document(server: str = "") -> dict[str, Any]:
             # the Server header it names no version an attacker could look up.
             "version": API_VERSION,
             "description": "Content-copyright fingerprint tracking for Chinese text: upload "
-            "works, check suspect pages, review matches, download evidence reports.",
+            "works, check suspect pages, review matches, download evidence reports, follow "
+            "takedown cases from the notice to the removal.",
         },
         "servers": [{"url": server or "/"}],
         "security": [{"bearerAuth": []}],
@@ -274,7 +620,11 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         },
                     },
                     "responses": {
-                        "200": _json(_ref("Match"), "Updated match"),
+                        "200": _json(
+                            _ref("Match"),
+                            "Updated match, with case_id and case_state: the case a "
+                            "confirmed match with a URL joined (null otherwise)",
+                        ),
                         "400": _error("Bad verdict or note"),
                         "404": _error("No such match"),
                         **ERRORS,
@@ -309,6 +659,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                     },
                 },
             },
+            **_case_paths(job_accepted),
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",
@@ -451,6 +802,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "passages": {"type": "array", "items": _ref("Passage")},
                     },
                 },
+                **CASE_SCHEMAS,
                 "MatchList": {
                     "type": "object",
                     "properties": {

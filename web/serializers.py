@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tracker.cases import Case, CaseEvent
 from tracker.documents import Document
 from tracker.store import Match, Mother
 
@@ -69,3 +70,20 @@ def document_dict(doc: Document) -> dict[str, Any]:
         "source": doc.source,
         "metadata": doc.metadata,
     }
+
+
+def case_json(case: Case) -> dict[str, Any]:
+    """A takedown case: exactly the shape of ``yinji case list --json``
+    (``tracker.cases.Case.to_dict``: id, state, kind, work, work_title, mother_ids,
+    domain, urls, url_details, times, metadata, version)."""
+    return case.to_dict()
+
+
+def case_detail_json(case: Case, events: list[CaseEvent]) -> dict[str, Any]:
+    """A case with its history, as ``yinji case show --json`` prints it."""
+    from tracker.cases.model import verify_chain
+
+    out = case.to_dict()
+    out["history"] = [e.to_dict() for e in events]
+    out["history_problems"] = verify_chain(events)
+    return out

@@ -1,4 +1,5 @@
-"""Charts: matches over time, most-copied works, most-copying sites, verdicts."""
+"""Charts: matches over time, most-copied works, most-copying sites, verdicts; and the
+takedown figures per site (removal rate, days to removal) of the cases."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import Any
 
 from flask import Blueprint, render_template, request, url_for
 
+from tracker.cases import Case
+
+from ..casework import cases, site_stats, totals
 from ..charts import bar_list, time_chart, verdict_chart
 from ..core import filter_args, parse_match_filters, store, work_choices
 
@@ -30,8 +34,20 @@ def index() -> Any:
         (domain, n, url_for("matches.dashboard", **filter_args(request.args, domain=domain)))
         for domain, n in stats["top_domains"]
     ]
+
+    # Cases of the work and site filters (a site also covers its sub-domains, as for
+    # matches); the figures are over each case's whole life, not the date range.
+    def wanted(c: Case) -> bool:
+        if query.mother_id and query.mother_id not in (c.work, *c.mother_ids):
+            return False
+        d = query.domain
+        return not d or c.domain == d or c.domain.endswith("." + d)
+
+    removals = site_stats([c for c in cases().list_cases() if wanted(c)])
     return render_template(
         "analytics.html",
+        removals=removals,
+        removals_all=totals(removals),
         error=error,
         args=request.args,
         timeline=time_chart(stats["by_day"]),

@@ -15,6 +15,7 @@ from tracker.rules import check_document_item, check_note, check_text_item, chec
 from tracker.store import Match
 from workers import jobs
 
+from ..casework import set_verdict
 from ..core import (
     MAX_PAGE,
     bad_request,
@@ -27,7 +28,7 @@ from ..core import (
     store,
 )
 from ..evidence import REPORT_FORMATS, report_response
-from ..jsonbody import JsonBodyError, clean, parse_body
+from ..jsonbody import clean, request_json
 from ..openapi import openapi_document
 from ..serializers import match_json, mother_json
 from ..uploads import MAX_URLS, claim, spooled_uploads
@@ -38,14 +39,8 @@ MAX_DOCUMENTS = 10_000
 
 
 def _json_body() -> Any:
-    """The parsed body (``web.jsonbody.parse_body``: a body that cannot be read is a
-    400 naming why). Items in it are cleaned one by one by the handlers."""
-    if not request.is_json:
-        fail(415, "send JSON with 'Content-Type: application/json'")
-    try:
-        return parse_body(request.get_data())
-    except JsonBodyError as exc:
-        fail(400, str(exc))
+    """The parsed body (``web.jsonbody.request_json``)."""
+    return request_json()
 
 
 def _problem(where: str, exc: ValueError) -> dict[str, str]:
@@ -246,7 +241,13 @@ def matches_patch(match_id: str) -> Any:
         body = clean(body)
         verdict = check_verdict(body.get("verdict", match.verdict))
         note = check_note(body.get("note"))
-    return jsonify(match_json(store().set_verdict(match_id, verdict, note)))
+    # Through the case workflow: a confirmed match with a URL joins its case, and the
+    # evidence log records the verdict (once).
+    result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
+    out = match_json(result.match)
+    out["case_id"] = result.case.id if result.case else None
+    out["case_state"] = result.case.state if result.case else None
+    return jsonify(out)
 
 
 # --- reports ------------------------------------------------------------------------------

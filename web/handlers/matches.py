@@ -7,20 +7,23 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from tracker.reports.data import report_data
 from tracker.rules import check_note, check_verdict
 from tracker.store import VERDICTS, Match
 
+from ..casework import case_state_labels, cases, set_verdict
 from ..core import (
     Page,
     bad_request,
     get_or_404,
+    library,
     parse_match_filters,
     role_required,
     safe_next,
     store,
     work_choices,
 )
-from ..highlight import segments
+from ..highlight import MARKS, diff_marks, segments
 from ..i18n import translate as _
 
 bp = Blueprint("matches", __name__)
@@ -79,26 +82,52 @@ def detail(match_id: str) -> Any:
         mother = store().get_mother(match.mother_id)
     except KeyError:
         mother = None
-    passages = sorted(match.passages, key=lambda p: p.suspect_start)
-    numbered = list(enumerate(passages, 1))
+    # The passages as the evidence report has them (tracker.reports.data: both
+    # similarities, the character diff of tracker.textdiff, segment pairs), numbered
+    # in suspect order like the report.
+    passages = get_or_404(
+        lambda key: report_data(library(), key)["passages"], match_id, "no such match"
+    )
+    suspect_marks, mother_marks = diff_marks(passages)
     suspect_segments = (
-        segments(suspect.text, [(p.suspect_start, p.suspect_end, n) for n, p in numbered])
+        segments(
+            suspect.text,
+            [(p["suspect_start"], p["suspect_end"], p["n"]) for p in passages],
+            marks=suspect_marks,
+        )
         if suspect
         else []
     )
     mother_segments = (
-        segments(mother.text, [(p.mother_start, p.mother_end, n) for n, p in numbered])
+        segments(
+            mother.text,
+            [(p["mother_start"], p["mother_end"], p["n"]) for p in passages],
+            marks=mother_marks,
+        )
         if mother
         else []
     )
+    counts = dict.fromkeys(MARKS, 0)
+    for start, end, mark in suspect_marks:
+        if mark != "deleted":
+            counts[mark] += end - start
+    counts["deleted"] = sum(end - start for start, end, mark in mother_marks if mark == "deleted")
+    filed = [
+        c
+        for c in (cases().list_cases(domain=match.domain) if match.domain else [])
+        if match.suspect_url and c.url(match.suspect_url) is not None
+    ]
     return render_template(
         "matches/detail.html",
         match=match,
         suspect=suspect,
         mother=mother,
-        passages=numbered,
+        passages=passages,
         suspect_segments=suspect_segments,
         mother_segments=mother_segments,
+        marks=MARKS,
+        mark_counts=counts,
+        cases=filed,
         verdicts=VERDICTS,
     )
 
@@ -110,8 +139,13 @@ def verdict(match_id: str) -> Any:
     with bad_request():
         verdict = check_verdict(request.form.get("verdict") or match.verdict)
         note = check_note(request.form.get("note"))
-    store().set_verdict(match_id, verdict, note)
+    # Through the case workflow (tracker.cases): the match, its case and the evidence
+    # log change together, and the verdict is logged once.
+    result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
     labels = {"pending": _("Pending"), "confirmed": _("Confirmed"), "dismissed": _("Dismissed")}
     flash(_("Verdict saved: {verdict}.", verdict=labels[verdict]), "info")
+    if result.case is not None:
+        state = _(case_state_labels()[result.case.state])
+        flash(_("Case {id}: {state}.", id=result.case.id, state=state), "info")
     detail_url = url_for("matches.detail", match_id=match_id)
     return redirect(safe_next(request.form.get("next"), detail_url))
