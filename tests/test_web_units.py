@@ -224,9 +224,45 @@ def test_demo_loads_matches(tmp_path: Path) -> None:
         assert len(days) >= 4  # spread over time, for the analytics page
         assert not [m for m in matches if m.suspect_id == "demo-s5"]  # the unrelated page
         assert store.get_user("demo").role == "admin"
+        _assert_honest_times(lib, matches)
     finally:
         lib.close()
     assert _run(data, "demo", "--no-serve").exit_code == 0  # idempotent
+    lib = Library.open(Settings(data_dir=data))
+    try:
+        _assert_honest_times(lib, lib.store.query_matches(MatchQuery(limit=100)))
+    finally:
+        lib.close()
+    from tracker.cases import CaseService, open_case_store
+
+    svc = CaseService(open_case_store(Settings(data_dir=data)))
+    try:
+        # The confirmed page went through the case workflow: one case, once.
+        [case] = svc.list_cases()
+        assert (case.work, case.domain, case.state) == (
+            "starriver-1",
+            "www.free-novel-site.example",
+            "open",
+        )
+        assert [e.kind for e in svc.history(case.id)] == ["created", "url_added"]
+        assert svc.profile().missing() == []  # the notice can be previewed in the demo
+    finally:
+        svc.store.close()
+
+
+def _assert_honest_times(lib: object, matches: list) -> None:
+    """Issue 15: imported < received < checked < verdict for every match of the demo,
+    as the evidence report reads them, with no contradiction flagged."""
+    from tracker.reports.data import report_data
+
+    for m in matches:
+        data = report_data(lib, m.id)  # type: ignore[arg-type]
+        assert data["timeline_problems"] == [], (m.id, data["timeline"])
+        at = {e["event"]: e["at"] for e in data["timeline"]}
+        assert "fetched" not in at  # the demo's texts were never fetched
+        assert at["imported"] < at["submitted"] < at["checked"], at
+        if m.verdict != "pending":
+            assert at["checked"] < at["verdict"], at
 
 
 def test_demo_texts_are_original_and_short() -> None:

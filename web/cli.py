@@ -158,51 +158,102 @@ def serve(ctx: click.Context, host: str, port: int, no_worker: bool) -> None:
 
 
 # --- demo -----------------------------------------------------------------------------------
+DEMO_PROFILE = {
+    "name": "音迹示例出版社 Yinji Demo Press",
+    "contact": "版权部 Rights department",
+    "email": "rights@demo-press.example",
+    "phone": "+86 10 0000 0000",
+    "address": "示例市示例路 1 号 1 Example Road, Example City",
+}
+
+
 def load_demo(settings: Settings) -> dict[str, Any]:
     """Load the sample library and suspects of ``web/demo`` (original texts written for
-    Yinji) and check the suspects; matches are spread over the past two weeks, and two
-    carry a verdict, so every page has something to show. Idempotent."""
-    from tracker.documents import read_bytes
+    Yinji), check the suspects and give two matches their verdict, so that every page
+    has something to show. Idempotent.
+
+    The demo tells a story of the last two weeks, and its recorded times follow the
+    order of events, as a report checks them: the works were imported first (two days
+    before the oldest suspect), each suspect text was received on its day (``days_ago``;
+    the demo's texts were written for it, never fetched: their source is ``demo``, and
+    reports say "submitted text, not fetched"), checked five minutes later (the match's
+    ``created_at``), and the verdicts are given now, through the case workflow
+    (``tracker.cases``), which files the confirmed page into a takedown case."""
+    from dataclasses import replace
+
+    from tracker.cases import CaseService, open_case_store
+    from tracker.documents import Document, read_bytes
     from tracker.library import Library
-    from tracker.store import Suspect, utcnow
+    from tracker.store import NotFound, Suspect, utcnow
     from web import accounts
 
+    lines = (DEMO_DIR / "suspects.jsonl").read_text(encoding="utf-8").splitlines()
+    items = [json.loads(line) for line in lines if line.strip()]
+    now = utcnow()
+    imported_at = now - timedelta(days=max(int(i.get("days_ago", 0)) for i in items) + 2)
     lib = Library.open(settings)
+    cases = CaseService(open_case_store(settings), settings)
     try:
-        report = lib.ingest(read_bytes((DEMO_DIR / "mothers.jsonl").read_bytes(), "mothers.jsonl"))
-        now = utcnow()
+        works = [
+            d
+            for d in read_bytes((DEMO_DIR / "mothers.jsonl").read_bytes(), "mothers.jsonl")
+            if isinstance(d, Document)
+        ]
+        report = lib.ingest(works)
+        # Back-date the import (the story starts before the first suspect): the store
+        # keeps the time given; the index is derived from the store again after it.
+        for doc in works:
+            mother = lib.store.get_mother(doc.id)
+            if mother.ingested_at > imported_at:
+                lib.store.put_mother(replace(mother, ingested_at=imported_at))
+        lib.rebuild_index()
         found = 0
-        lines = (DEMO_DIR / "suspects.jsonl").read_text(encoding="utf-8").splitlines()
-        for line in lines:
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            when = now - timedelta(days=int(item.get("days_ago", 0)), hours=len(line) % 7)
+        for item in items:
+            received = now - timedelta(
+                days=int(item.get("days_ago", 0)), hours=len(item["text"]) % 7
+            )
+            checked = received + timedelta(minutes=5)
             suspect = Suspect(
                 id=item["id"],
                 text=item["text"],
                 title=item["title"],
                 url=item["url"],
-                fetched_at=when,
+                fetched_at=received,  # for a text handed in: when it was received
                 source="demo",
             )
-            # Checked without saving, then stored with the back-dated times: the
-            # analytics page then shows matches over several days.
+            # Checked without saving, then stored with the story's times: the analytics
+            # page shows matches over several days, each after its work was imported.
             result = lib.check_suspect(suspect, save=False)
-            suspect.checked_at = when
+            suspect.checked_at = checked
             for m in result.matches:
-                m.created_at = when
+                m.created_at = checked
             lib.store.put_suspect(suspect)
             lib.store.put_matches(suspect.id, result.matches)
+            found += len(result.matches)
+            verdict = item.get("verdict")
             for m in result.matches:
-                found += 1
-                if item.get("verdict"):
-                    lib.store.set_verdict(m.id, item["verdict"], item.get("note", ""))
+                try:
+                    stored = lib.store.get_match(m.id)
+                except NotFound:
+                    continue
+                if verdict and stored.verdict != verdict:
+                    cases.apply_verdict(
+                        lib.store,
+                        m.suspect_id,
+                        m.mother_id,
+                        verdict,
+                        who=f"web:{DEMO_USER}",
+                        note=item.get("note", ""),
+                    )
+        if cases.profile().missing():
+            cases.set_profile(**DEMO_PROFILE)
         store = lib.store
         if store.get_user(DEMO_USER) is None:
             accounts.create_user(store, DEMO_USER, "admin", DEMO_PASSWORD)
-        return {"works": report.ingested, "suspects": len(lines), "matches": found}
+        return {"works": report.ingested, "suspects": len(items), "matches": found}
     finally:
+        cases.close()
+        cases.store.close()
         lib.close()
 
 
