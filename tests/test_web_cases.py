@@ -293,8 +293,10 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
 ) -> None:
     case = _case_of(system, seeded["b1"], "work-b")
     analyst, admin = system.client("analyst"), system.client("admin")
-    missing = analyst.get(f"/cases/{case.id}/notice?lang=zh")
-    assert missing.status_code == 409 and "profile" in missing.get_data(as_text=True)
+    missing = analyst.get(f"/cases/{case.id}/notice?notice_lang=zh")
+    said = missing.get_data(as_text=True)
+    assert missing.status_code == 200 and 'id="notice-error"' in said and "profile" in said
+    assert 'id="notice-download"' not in said
     assert analyst.get("/cases/profile").status_code == 403
     token = csrf(admin, "/cases/profile")
     saved = admin.post(
@@ -310,11 +312,12 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     profile_html = admin.get("/cases/profile").get_data(as_text=True)
     assert "certificate.pdf" in profile_html and "青简文化有限公司" in profile_html
 
-    zh = analyst.get(f"/cases/{case.id}/notice?lang=zh").get_data(as_text=True)
+    zh = analyst.get(f"/cases/{case.id}/notice?notice_lang=zh").get_data(as_text=True)
     assert "青简文化有限公司" in zh and "秋水集" in zh and "初步证明" in zh
     assert case.urls[0].url in zh and '<h2 class="notice-title">' in zh
-    en = analyst.get(f"/cases/{case.id}/notice?lang=en").get_data(as_text=True)
+    en = analyst.get(f"/cases/{case.id}/notice?notice_lang=en").get_data(as_text=True)
     assert "under penalty of perjury" in en and "good faith belief" in en
+    assert "<h2>下载</h2>" in en  # the English notice in the Chinese page
 
     viewer = system.client("viewer")
     token = csrf(viewer, f"/cases/{case.id}/notice")
@@ -326,20 +329,22 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     )
     token = csrf(analyst, f"/cases/{case.id}/notice")
     pdf = analyst.post(
-        f"/cases/{case.id}/notice", data={"csrf_token": token, "format": "pdf", "lang": "zh"}
+        f"/cases/{case.id}/notice", data={"csrf_token": token, "format": "pdf", "notice_lang": "zh"}
     )
     assert pdf.status_code == 200 and pdf.data.startswith(b"%PDF")
     assert pdf.headers["Content-Disposition"].startswith('attachment; filename="notice-YJ-')
     docx = analyst.post(
-        f"/cases/{case.id}/notice", data={"csrf_token": token, "format": "docx", "lang": "en"}
+        f"/cases/{case.id}/notice",
+        data={"csrf_token": token, "format": "docx", "notice_lang": "en"},
     )
-    assert zipfile.ZipFile(io.BytesIO(docx.data)).namelist()  # a Word (zip) document
+    body = zipfile.ZipFile(io.BytesIO(docx.data)).read("word/document.xml").decode()
+    assert "under penalty of perjury" in body  # the English notice as a Word document
     eml = analyst.post(
         f"/cases/{case.id}/notice",
         data={
             "csrf_token": token,
             "format": "eml",
-            "lang": "zh",
+            "notice_lang": "zh",
             "to": "copyright@platform.example",
             "evidence": ["1", "0"],
         },

@@ -270,6 +270,7 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
     # open the evidence view of the pasted page; passages are linked across sides
     page.locator("a.suspect-title", has_text="无弹窗").first.click()
     page.wait_for_selector("#suspect-text mark.passage")
+    assert page.locator("#diff-legend li").count() == 6  # same + five kinds of difference
     page.locator("#suspect-text mark.passage").first.click()
     assert "active" in (
         page.locator("#mother-text mark.passage").first.get_attribute("class") or ""
@@ -317,10 +318,25 @@ def test_full_flow(page: Any, app_server: str, pirate_site: str, tmp_path: Path)
     assert "confirmed" in exported and "已向平台提交下架通知" in exported
     assert exported.count("\n") == 2  # header + the one confirmed match
 
+    # the confirmed page is a takedown case: the board, the case, its notice preview
+    page.click("nav.mainnav >> text=案件")
+    page.wait_for_selector("a.case-title")
+    shot(page, "13-cases")
+    page.click("a.case-title")
+    page.wait_for_selector("#case-urls")
+    assert "www.pirate-novels.example" in page.inner_text("#case-urls")
+    assert page.locator("#case-history tbody tr").count() >= 2  # created, URL added
+    shot(page, "14-case")
+    page.click("#notice-zh")
+    page.wait_for_selector("#notice-error")  # no rights-holder profile yet: said plainly
+    shot(page, "15-notice-needs-profile")
+
     # analytics, and the English UI
     page.goto(base + "/analytics")
     page.wait_for_selector("svg.chart")
+    assert page.locator("#removals").count() == 1
     shot(page, "10-analytics")
+
     page.click("text=English")
     page.wait_for_selector("text=Matches over time")
     page.goto(base + "/matches")
@@ -426,6 +442,12 @@ def test_every_page_fits_a_phone(phone: Any, app_server: str, tmp_path: Path) ->
     checked = _wait_job(base, job["job_id"])
     suspect_id = checked["result"]["results"][0]["suspect_id"]
     match = _api(base, "GET", f"/api/v1/matches?suspect={suspect_id}&passages=0")["matches"][0]
+    # Confirmed through the API: the long-named pirate site's page becomes a case.
+    confirmed = _api(
+        base, "PATCH", f"/api/v1/matches/{match['ref']}", {"verdict": "confirmed", "note": "确认"}
+    )
+    case_id = confirmed["case_id"]
+    assert case_id
 
     page = phone
     page.goto(base + "/login")
@@ -433,6 +455,17 @@ def test_every_page_fits_a_phone(phone: Any, app_server: str, tmp_path: Path) ->
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit].primary")
     page.wait_for_url(base + "/matches")
+    # A rights-holder profile (admin), so that the notice pages show a notice.
+    page.goto(base + "/cases/profile")
+    for name, value in {
+        "name": "手机测试出版有限公司 Phone Test Publishing Co., Ltd.",
+        "contact": "版权部",
+        "email": "rights@phone-test-publishing.example",
+        "address": "北京市海淀区中关村大街一号 一座 十层 No. 1 Zhongguancun Street",
+    }.items():
+        page.fill(f"#profile-form [name={name}]", value)
+    page.click("#profile-form button[type=submit]")
+    page.wait_for_selector(".flash-info")
     pages = {
         "dashboard": "/matches",
         "detail": f"/matches/{match['ref']}",
@@ -447,11 +480,18 @@ def test_every_page_fits_a_phone(phone: Any, app_server: str, tmp_path: Path) ->
         "export": "/exports/",
         "users": "/users",
         "account": "/account",
+        "cases": "/cases",
+        "case": f"/cases/{case_id}",
+        "notice": f"/cases/{case_id}/notice?notice_lang=zh",
+        "profile": "/cases/profile",
         "not-found": "/no/such/page",
         # English labels are longer: the header must still fit.
         "dashboard-en": "/matches?lang=en",
         "job-en": f"/jobs/{job['job_id']}",
         "detail-en": f"/matches/{match['ref']}",
+        "cases-en": "/cases",
+        "case-en": f"/cases/{case_id}",
+        "notice-en": f"/cases/{case_id}/notice?notice_lang=en",
     }
     problems = {}
     for name, path in pages.items():

@@ -169,17 +169,18 @@ def recheck(case_id: str) -> Any:
 
 # --- notices -------------------------------------------------------------------------------
 def _lang() -> str:
-    lang = request.values.get("lang") or "zh"
+    """The notice's language (``notice_lang``; ``lang`` is the page's own language)."""
+    lang = request.values.get("notice_lang") or "zh"
     if lang not in NOTICE_LANGS:
-        fail(400, f"lang must be one of {', '.join(NOTICE_LANGS)}, got {lang!r}")
+        fail(400, f"notice_lang must be one of {', '.join(NOTICE_LANGS)}, got {lang!r}")
     return lang
 
 
 @bp.get("/cases/<case_id>/notice")
 def notice(case_id: str) -> Any:
     """The notice's text laid out as HTML (its blocks: title, sections, list items),
-    with the download buttons. A refusal (no profile yet, a template that leaves out a
-    required element) is shown on the page."""
+    with the download buttons. What keeps it from being written (no profile yet, a
+    template that leaves out a required element) is said on the page."""
     case = get_case(case_id)
     lang = _lang()
     rendered, error = None, None
@@ -196,7 +197,7 @@ def notice(case_id: str) -> Any:
         langs=NOTICE_LANGS,
         formats=NOTICE_FORMATS,
         labels=case_state_labels(),
-    ), (200 if error is None else 409)
+    )
 
 
 @bp.post("/cases/<case_id>/notice")
