@@ -15,7 +15,8 @@ import zipfile
 from typing import Any
 
 import pytest
-from test_web_helpers import (
+from textgen import work
+from webkit import (
     PASSWORD,
     ROLE_USERS,
     WebSystem,
@@ -27,7 +28,6 @@ from test_web_helpers import (
     wait_job,
     web_system,
 )
-from textgen import work
 
 from web.ids import encode_id
 

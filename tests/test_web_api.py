@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from test_web_helpers import WebSystem, wait_job, web_system
 from textgen import work
+from webkit import WebSystem, wait_job, web_system
 
 from web.ids import encode_id
 

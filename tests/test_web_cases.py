@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_web_helpers import WebSystem, check_text, csrf, ingest, job_id_of, wait_job, web_system
 from textgen import HOMOPHONES, homophones, work
+from webkit import WebSystem, check_text, csrf, ingest, job_id_of, wait_job, web_system
 
 from web.ids import encode_id
 

@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from test_web_helpers import (
+from textgen import work
+from webkit import (
     XSS_IMG,
     XSS_SCRIPT,
     WebSystem,
@@ -23,7 +24,6 @@ from test_web_helpers import (
     wait_job,
     web_system,
 )
-from textgen import work
 
 from tracker.config import Settings
 from tracker.store import Suspect
@@ -127,7 +127,7 @@ def test_job_page_escapes_titles(system: WebSystem, hostile: dict[str, Any]) -> 
         },
     )
     location = response.headers["Location"]
-    from test_web_helpers import job_id_of, wait_job
+    from webkit import job_id_of, wait_job
 
     wait_job(client, job_id_of(response))
     assert_escaped(client.get(location).get_data(as_text=True), "job page")

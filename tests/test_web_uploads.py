@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_web_helpers import WebSystem, csrf, job_id_of, wait_job, web_system
 from textgen import work
+from webkit import WebSystem, csrf, job_id_of, wait_job, web_system
 
 from workers.app import get_celery
 

@@ -13,7 +13,8 @@ import threading
 from typing import Any
 
 import pytest
-from test_web_helpers import (
+from textgen import work
+from webkit import (
     WebSystem,
     check_text,
     csrf,
@@ -22,7 +23,6 @@ from test_web_helpers import (
     wait_job,
     web_system,
 )
-from textgen import work
 
 system = web_system()
 

@@ -942,7 +942,7 @@ def test_book_watch_removal_check_alerts_and_digest(
     try:
         inst = installation_factory(tmp_path / "yinji-data")
         with inst.store() as store:
-            store.put_watch(WatchItem(url=s.url("/book/7/"), kind="book"))  # type: ignore[arg-type]
+            store.put_watch(WatchItem(url=s.url("/book/7/"), kind="book"))
         jobs.ensure_worker(inst.settings)
         run = inst.app.send_task("yinji.crawl.recrawl_watchlist")
         assert len(run.get(timeout=60)["fanout"]) == 1

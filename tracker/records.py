@@ -141,10 +141,11 @@ class User:
 
 @dataclass
 class WatchItem:
-    """A URL or site the scheduler re-crawls."""
+    """A URL, site or pirate book the scheduler re-crawls (a book: its index page,
+    followed chapter by chapter by ``tracker.cases.books.monitor_book``)."""
 
     url: str
-    kind: Literal["url", "site"] = "url"
+    kind: Literal["url", "site", "book"] = "url"
     added_at: datetime = field(default_factory=utcnow)
     last_crawled_at: datetime | None = None
     active: bool = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -168,11 +168,9 @@ def watch_add(ctx: click.Context, url: str, site: bool, book: bool) -> None:
         url = check_url(url)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="URL") from None
-    kind: Any = "site" if site else "book" if book else "url"
+    kind: Literal["url", "site", "book"] = "site" if site else "book" if book else "url"
     with _store(ctx) as store:
-        # A book item is re-crawled by the crawl_book task (tracker.cases.books). The
-        # stores keep the kind as text; tracker.records.WatchItem.kind lists "url" and
-        # "site" only so far, hence the Any.
+        # A book item is re-crawled by the crawl_book task (tracker.cases.books).
         store.put_watch(WatchItem(url=url, kind=kind))
     click.echo(f"watching {kind} {url}", err=True)
 
