@@ -1,6 +1,6 @@
 import numpy as np
 
-from tracker.indexes.inverted import RedisInvertedIndex, mix64
+from tracker.indexes.inverted import RESHARD_FIELDS, RedisInvertedIndex, bits_for, mix64
 
 
 def test_mix64_is_a_bijection_on_samples():
@@ -50,7 +50,7 @@ def test_keys_are_single_bucket_hashes_and_clear_only_own(redis_client):
     rng = np.random.default_rng(2)
     idx.add([(1, rng.integers(0, 2**46, 1000, dtype=np.uint64))])
     redis_client.set("other:key", 1)
-    keys = list(redis_client.scan_iter(match="t:daguan:b:*"))
+    keys = list(redis_client.scan_iter(match="t:daguan:b6:*"))
     assert 0 < len(keys) <= 64
     assert all(redis_client.type(k) == b"hash" for k in keys)
     # The compact encoding is what keeps a posting near 12 bytes.
@@ -78,8 +78,74 @@ def test_cluster_paths_give_the_same_answers(redis_client):
         assert idx.add([(s, fps[:5]) for s in range(3, 7)]) == 15
         assert idx.remove([(2, fps[2500:])]) == 500
         answers.append(idx.lookup(probe))
-        contents.append({k: redis_client.hgetall(k) for k in redis_client.scan_iter("t:*")})
+        contents.append({k: redis_client.hgetall(k) for k in redis_client.scan_iter("t:daguan:b*")})
     (a, b) = answers
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
     assert a[1].size > 300 and a[2] == 1  # fps[0] is probed, a stop marker
     assert contents[0] == contents[1]
+
+
+def _everything(idx, fps):
+    fp_index, seqs, stopped = idx.lookup(fps)
+    return sorted(zip(fp_index.tolist(), seqs.tolist(), strict=True)), stopped
+
+
+def test_reshard_keeps_every_posting_both_ways(redis_client):
+    rng = np.random.default_rng(7)
+    fps = rng.integers(0, 2**46, 6000, dtype=np.uint64)
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=6, stop_df=3)
+    idx.add([(1, fps[:4000]), (2, fps[2000:]), *[(s, fps[:3]) for s in range(3, 7)]])
+    probe = np.concatenate([fps, rng.integers(0, 2**46, 500, dtype=np.uint64)])
+    before = _everything(idx, probe)
+    stats_before = idx.stats()
+    for bits in (9, 14, 7):
+        assert idx.reshard(bits) == bits
+        assert _everything(idx, probe) == before
+        stats = idx.stats()
+        assert stats["bucket_bits"] == bits
+        for k in ("fingerprints", "postings", "stop_fingerprints"):
+            assert stats[k] == stats_before[k]
+        # Only the new layout's keys are left.
+        assert len(list(redis_client.scan_iter(match="t:daguan:b*"))) == stats["buckets"]
+    # Another process (constructed before the reshard) sees the new layout on lookup.
+    other = RedisInvertedIndex(redis_client, "t:daguan", stop_df=3)
+    idx.reshard(10)
+    assert _everything(other, probe) == before and other.bucket_bits == 10
+    # And writes there after a reshard land where lookups look.
+    idx.reshard(8)
+    assert other.add([(9, fps[:10])]) == 7  # fps[:3] are stop markers
+    fp_index, seqs, stopped = idx.lookup(fps[:10])
+    assert sorted(fp_index[seqs == 9].tolist()) == list(range(3, 10)) and stopped == 3
+
+
+def test_stats_advise_resharding_and_grow_does_it(redis_client):
+    rng = np.random.default_rng(8)
+    idx = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=6)
+    n = (RESHARD_FIELDS + 50) * 64
+    fps = rng.integers(0, 2**46, n, dtype=np.uint64)
+    idx.add([(1, fps)])
+    stats = idx.stats()
+    assert stats["needs_reshard"] and stats["fields_per_bucket"] > RESHARD_FIELDS
+    assert stats["recommended_bucket_bits"] == bits_for(n) > 6
+    assert "reshard" in stats["advice"]
+    before = _everything(idx, fps[::5])
+    assert idx.grow() == bits_for(n)
+    assert idx.grow() is None
+    stats = idx.stats()
+    assert not stats["needs_reshard"] and stats["fields_per_bucket"] <= RESHARD_FIELDS
+    assert _everything(idx, fps[::5]) == before
+    # Every bucket is compact again.
+    key = next(redis_client.scan_iter(match=f"t:daguan:b{idx.bucket_bits}:*"))
+    assert redis_client.object("encoding", key) in (b"ziplist", b"listpack")
+
+
+def test_legacy_layout_is_read_by_its_old_key_names(redis_client):
+    old = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=14)
+    rng = np.random.default_rng(9)
+    fps = rng.integers(0, 2**46, 50_000, dtype=np.uint64)
+    old.add([(1, fps)])
+    redis_client.hdel("t:daguan:layout", "bits")  # as an index written before layouts were kept
+    assert list(redis_client.scan_iter(match="t:daguan:b:*"))
+    again = RedisInvertedIndex(redis_client, "t:daguan")
+    assert again.bucket_bits == 14
+    assert again.lookup(fps[:100])[1].size == 100

@@ -389,6 +389,26 @@ def index_stats(ctx: click.Context) -> None:
         _say_repairs(lib)
 
 
+@index.command("reshard")
+@_engine_option
+@click.option(
+    "--bits",
+    type=click.IntRange(6, 30),
+    default=None,
+    help="2**BITS buckets (default: what the index's size calls for, see `index stats`).",
+)
+@click.pass_context
+def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> None:
+    """Move the index to more (or fewer) buckets, keeping every posting / 重新分桶."""
+    with _open_library(ctx) as lib:
+        info = lib.reshard_index(engine, bits)
+    click.echo(
+        f"resharded {info['engine']} index to {2 ** info['bucket_bits']} buckets "
+        f"in {info['seconds']:.2f} s / 已重新分桶",
+        err=True,
+    )
+
+
 @index.command("configure")
 @_engine_option
 @click.option("--granularity", type=int, default=None)

@@ -346,6 +346,35 @@ class Library:
             if gone:
                 eng.remove(gone)
         self.tracker.bump(eng.name)
+        self._grow_index(eng)
+
+    def _grow_index(self, eng: Engine) -> None:
+        """Reshard an index whose buckets outgrew Redis' compact encoding (memory per
+        posting would jump ~7x), under the index lock: checks wait for it meanwhile."""
+        needs_growth = getattr(eng, "needs_growth", None)
+        if needs_growth is None or not needs_growth():
+            return
+        try:
+            with self.tracker.lock(eng.name):
+                eng.grow()  # type: ignore[attr-defined]
+        except IndexOutOfSync:
+            pass  # another process holds the lock (resharding or rebuilding): it grows
+
+    def reshard_index(self, engine: str | None = None, bits: int | None = None) -> dict[str, Any]:
+        """Move an engine's index to ``2**bits`` buckets (default: what its size calls
+        for) from the index alone, every posting kept; checks wait for it meanwhile."""
+        eng = self.engine(engine)
+        reshard = getattr(eng, "reshard", None)
+        if reshard is None:
+            raise ValueError(f"the {eng.name} index has no buckets to reshard")
+        started = time.perf_counter()
+        with self.tracker.lock(eng.name):
+            done = reshard(bits)
+        return {
+            "engine": eng.name,
+            "bucket_bits": done,
+            "seconds": time.perf_counter() - started,
+        }
 
     def delete_mother(self, mother_id: str) -> bool:
         """Delete a mother from the store, then its postings from every index (a crash
@@ -392,6 +421,8 @@ class Library:
                 batch.append((mother.seq, fps))
                 if len(batch) >= 256:
                     eng.add(batch)
+                    if getattr(eng, "needs_growth", lambda: False)():
+                        eng.grow()  # type: ignore[attr-defined]  # we hold the lock
                     refresh()
                     done += len(batch)
                     batch = []

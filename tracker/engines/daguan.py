@@ -17,7 +17,7 @@ import numpy as np
 
 from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
-from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.inverted import RESHARD_FIELDS, RedisInvertedIndex, bits_for
 
 
 class DaguanEngine(Engine):
@@ -30,7 +30,7 @@ class DaguanEngine(Engine):
         *,
         params: FingerprintParams | dict[str, Any] | None = None,
         reference: Reference | dict[str, Any] | None = None,
-        bucket_bits: int = 14,
+        bucket_bits: int | None = None,
         stop_df: int = 16,
         min_hits: int = 2,
         query_stride: int = 1,
@@ -63,6 +63,20 @@ class DaguanEngine(Engine):
 
     def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         self.index.remove(items)
+
+    def needs_growth(self) -> bool:
+        """Whether buckets hold more fields than the compact encoding keeps well."""
+        return self.index.fields_estimate() > RESHARD_FIELDS << self.index.refresh()
+
+    def grow(self) -> int | None:
+        """Reshard the index when its buckets outgrew the compact encoding."""
+        return self.index.grow()
+
+    def reshard(self, bits: int | None = None) -> int:
+        """Reshard the index to ``bits`` (default: what its size calls for)."""
+        return self.index.reshard(
+            bits if bits is not None else bits_for(self.index.fields_estimate())
+        )
 
     def candidates_with_evidence(self, text: str, *, limit: int = 20) -> list[Candidate]:
         hits = self._suspect_hits(text)

@@ -38,43 +38,69 @@ from tracker.redis_client import delete_matching
 
 STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
 
-# ARGV[2] packs the bucket's postings as 8-byte records (4-byte field, 4-byte seq):
-# one argument instead of two per posting keeps client-side packing cheap.
+# ARGV[3] packs the bucket's postings as records of (field, 4-byte seq), ARGV[2] the
+# field's width: one argument instead of two per posting keeps client packing cheap.
+# One HMGET reads every touched field and one HSET writes every changed one, so the
+# Lua loop does no Redis call per posting (the loop per posting was the ingest wall).
+# Returns {new postings, new fields}.
 _ADD_SCRIPT = """
 local stop_len = tonumber(ARGV[1]) * 4
-local blob = ARGV[2]
-local n = 0
-for i = 1, #blob, 8 do
-  local f = string.sub(blob, i, i + 3)
-  local s = string.sub(blob, i + 4, i + 7)
-  local v = redis.call('HGET', KEYS[1], f)
-  if not v then
-    redis.call('HSET', KEYS[1], f, s)
-    n = n + 1
-  elseif #v ~= 1 then
-    local found = false
-    for j = 1, #v, 4 do
-      if string.sub(v, j, j + 3) == s then found = true; break end
-    end
-    if not found then
-      if #v + 4 > stop_len then
-        redis.call('HSET', KEYS[1], f, '\\0')
-      else
-        redis.call('HSET', KEYS[1], f, v .. s)
+local fw = tonumber(ARGV[2])
+local rw = fw + 4
+local blob = ARGV[3]
+local fields, seqs, order = {}, {}, {}
+for i = 1, #blob, rw do
+  local f = string.sub(blob, i, i + fw - 1)
+  local s = string.sub(blob, i + fw, i + rw - 1)
+  if seqs[f] == nil then
+    seqs[f] = {}
+    order[#order + 1] = f
+  end
+  local t = seqs[f]
+  t[#t + 1] = s
+end
+local n, nf = 0, 0
+local out = {}
+for a = 1, #order, 4000 do
+  local part = {}
+  for i = a, math.min(a + 3999, #order) do part[#part + 1] = order[i] end
+  local vals = redis.call('HMGET', KEYS[1], unpack(part))
+  for i = 1, #part do
+    local f = part[i]
+    local v = vals[i]
+    local changed = false
+    if not v then v = ''; nf = nf + 1 end
+    if #v ~= 1 then
+      for _, s in ipairs(seqs[f]) do
+        local found = false
+        for j = 1, #v, 4 do
+          if string.sub(v, j, j + 3) == s then found = true; break end
+        end
+        if not found then
+          n = n + 1
+          changed = true
+          if #v + 4 > stop_len then v = '\\0'; break end
+          v = v .. s
+        end
       end
-      n = n + 1
     end
+    if changed then out[#out + 1] = f; out[#out + 1] = v end
   end
 end
-return n
+for a = 1, #out, 8000 do
+  redis.call('HSET', KEYS[1], unpack(out, a, math.min(a + 7999, #out)))
+end
+return {n, nf}
 """
 
 _REMOVE_SCRIPT = """
-local blob = ARGV[1]
-local n = 0
-for i = 1, #blob, 8 do
-  local f = string.sub(blob, i, i + 3)
-  local s = string.sub(blob, i + 4, i + 7)
+local fw = tonumber(ARGV[1])
+local rw = fw + 4
+local blob = ARGV[2]
+local n, nf = 0, 0
+for i = 1, #blob, rw do
+  local f = string.sub(blob, i, i + fw - 1)
+  local s = string.sub(blob, i + fw, i + rw - 1)
   local v = redis.call('HGET', KEYS[1], f)
   if v and #v ~= 1 then
     local kept = {}
@@ -82,23 +108,34 @@ for i = 1, #blob, 8 do
       local p = string.sub(v, j, j + 3)
       if p ~= s then kept[#kept + 1] = p else n = n + 1 end
     end
-    if #kept == 0 then redis.call('HDEL', KEYS[1], f)
+    if #kept == 0 then redis.call('HDEL', KEYS[1], f); nf = nf + 1
     else redis.call('HSET', KEYS[1], f, table.concat(kept)) end
   end
 end
-return n
+return {n, nf}
 """
 
-# Many HGETs in one call: redis-py's per-command cost (~15 us) would otherwise
-# dominate a query of ~2,000 fingerprints. Used only where all keys may go to one
-# server; on Redis Cluster lookups are pipelined HGETs instead.
+# The whole query in one call, keys named inside the script: packing ~2,000 key names
+# and arguments in redis-py cost more than the lookups themselves. ARGV: the layout the
+# client assumed (a reshard since is answered with the stored one, and the client
+# retries), the key prefix, the field width, then the query packed as records of
+# (little-endian uint32 bucket, field). Single server only (its keys are undeclared);
+# on Redis Cluster lookups are pipelined HGETs routed per bucket.
 _LOOKUP_SCRIPT = """
-local fields = ARGV[1]
+local stored = redis.call('HGET', KEYS[1], 'bits')
+if stored and stored ~= ARGV[1] then return {stored} end
+local prefix = ARGV[2]
+local fw = tonumber(ARGV[3])
+local q = ARGV[4]
+local rw = fw + 4
 local out = {}
-for i = 1, #KEYS do
-  out[i] = redis.call('HGET', KEYS[i], string.sub(fields, 4 * i - 3, 4 * i)) or false
+local k = 0
+for i = 1, #q, rw do
+  k = k + 1
+  local b = struct.unpack('<I4', string.sub(q, i, i + 3))
+  out[k] = redis.call('HGET', prefix .. b, string.sub(q, i + 4, i + rw - 1)) or false
 end
-return out
+return {ARGV[1], out}
 """
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -119,37 +156,96 @@ def mix64(values: np.ndarray) -> np.ndarray:
     return z
 
 
+IDENTITY_BITS = 46  # bits of the mixed fingerprint kept: bucket bits + field bits
+LEGACY_BITS = 14  # the fixed layout before resharding: its keys keep their old names
+MIN_BITS = 6
+MAX_BITS = 30
+# Fields per bucket: Redis keeps a hash as a compact listpack up to 512 entries (values
+# <= 64 bytes, i.e. stop_df <= 16); past it every bucket becomes a hashtable and a
+# posting costs ~7x more. A reshard doubles buckets until they hold about TARGET.
+TARGET_FIELDS = 192
+RESHARD_FIELDS = 400
+
+
+def bits_for(fields: int) -> int:
+    """The bucket bits that put about ``TARGET_FIELDS`` fields in a bucket."""
+    bits = MIN_BITS
+    while bits < MAX_BITS and fields > TARGET_FIELDS << bits:
+        bits += 1
+    return bits
+
+
 class RedisInvertedIndex:
-    """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes."""
+    """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes.
+
+    A fingerprint's *identity* is the top ``IDENTITY_BITS`` of its mix; the top
+    ``bucket_bits`` of the identity name the bucket, the rest is the field (stored
+    big-endian in the fewest whole bytes). Both together are the identity, so the
+    index can be resharded to any bucket count from its own contents (``reshard``).
+    The current bucket bits live in Redis (hash ``{prefix}:layout``: ``bits``, and
+    ``fields`` counted by adds) beside the buckets,
+    so every process reads the same layout; ``bucket_bits`` is the layout of a new
+    index (None: the smallest, grown by ``grow`` as postings come).
+    """
 
     def __init__(
-        self, redis: Any, prefix: str, *, bucket_bits: int = 14, stop_df: int = 16
+        self, redis: Any, prefix: str, *, bucket_bits: int | None = None, stop_df: int = 16
     ) -> None:
-        if not 4 <= bucket_bits <= 32:
-            raise ValueError("bucket_bits must be in 4..32")
+        if bucket_bits is not None and not MIN_BITS <= bucket_bits <= MAX_BITS:
+            raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bucket_bits}")
         self.redis = redis
         self.prefix = prefix
-        self.bucket_bits = bucket_bits
+        self.initial_bits = bucket_bits
         self.stop_df = stop_df
         self._cluster = type(redis).__name__ == "RedisCluster"
         self._add = redis.register_script(_ADD_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
+        self.bucket_bits = self._read_layout()
+
+    # -- layout ---------------------------------------------------------------
+    @property
+    def layout_key(self) -> str:
+        return f"{self.prefix}:layout"
+
+    def _read_layout(self) -> int:
+        stored = self.redis.hget(self.layout_key, "bits")
+        if stored is not None:
+            return int(stored)
+        if self.initial_bits is not None:
+            return self.initial_bits
+        # An index written before layouts were stored has 16,384 buckets by old names.
+        legacy = [f"{self.prefix}:b:{b}" for b in range(0, 1 << LEGACY_BITS, 256)]
+        pipe = self.redis.pipeline(transaction=False)
+        for key in legacy:
+            pipe.exists(key)
+        return LEGACY_BITS if any(pipe.execute()) else MIN_BITS
+
+    def refresh(self) -> int:
+        """Re-read the layout (another process may have resharded)."""
+        self.bucket_bits = self._read_layout()
+        return self.bucket_bits
+
+    @property
+    def field_bytes(self) -> int:
+        return field_width(self.bucket_bits)
+
+    def key_prefix(self, bits: int | None = None) -> str:
+        bits = self.bucket_bits if bits is None else bits
+        return f"{self.prefix}:b:" if bits == LEGACY_BITS else f"{self.prefix}:b{bits}:"
 
     # -- addressing -----------------------------------------------------------
-    def bucket_key(self, bucket: int) -> str:
-        return f"{self.prefix}:b:{bucket}"
+    def bucket_key(self, bucket: int, bits: int | None = None) -> str:
+        return f"{self.key_prefix(bits)}{bucket}"
 
-    def locate(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(bucket numbers, 4-byte field values as uint32) of fingerprints."""
-        mixed = mix64(np.asarray(fps, dtype=np.uint64))
-        buckets = (mixed >> np.uint64(64 - self.bucket_bits)).astype(np.int64)
-        fields = ((mixed >> np.uint64(32 - self.bucket_bits)) & np.uint64(0xFFFFFFFF)).astype(">u4")
-        return buckets, fields
+    def locate(self, fps: np.ndarray, bits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(bucket numbers, fields as uint64) of fingerprints."""
+        ident = mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - IDENTITY_BITS)
+        return split_identity(ident, self.bucket_bits if bits is None else bits)
 
     # -- writes ---------------------------------------------------------------
     def _grouped(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[int, bytes]:
-        """bucket -> its postings packed as 8-byte (field, seq) records."""
+        """bucket -> its postings packed as (field, 4-byte seq) records."""
         bucket_parts: list[np.ndarray] = []
         field_parts: list[np.ndarray] = []
         seq_parts: list[np.ndarray] = []
@@ -166,29 +262,42 @@ class RedisInvertedIndex:
         buckets = np.concatenate(bucket_parts)
         order = np.argsort(buckets, kind="stable")
         buckets = buckets[order]
-        records = np.empty(buckets.size, dtype=[("field", ">u4"), ("seq", "<u4")])
-        records["field"] = np.concatenate(field_parts)[order]
-        records["seq"] = np.concatenate(seq_parts)[order]
+        fw = self.field_bytes
+        records = np.empty((buckets.size, fw + 4), dtype=np.uint8)
+        records[:, :fw] = pack_fields(np.concatenate(field_parts)[order], fw)
+        records[:, fw:] = np.concatenate(seq_parts)[order].view(np.uint8).reshape(-1, 4)
         blob = records.tobytes()
+        rw = fw + 4
         bounds = np.flatnonzero(np.diff(buckets)) + 1
         starts = np.concatenate([[0], bounds]).tolist()
         ends = np.concatenate([bounds, [buckets.size]]).tolist()
-        return {int(buckets[a]): blob[8 * a : 8 * z] for a, z in zip(starts, ends, strict=True)}
+        return {int(buckets[a]): blob[rw * a : rw * z] for a, z in zip(starts, ends, strict=True)}
 
     def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Add postings ``(seq, fingerprints)``; returns how many were new."""
-        return self._write(self._add, items, [self.stop_df], chunk)
+        self.refresh()
+        self.redis.hsetnx(self.layout_key, "bits", self.bucket_bits)
+        replies = self._write(self._add, items, [self.stop_df, self.field_bytes], chunk)
+        new_fields = sum(int(r[1]) for r in replies)
+        if new_fields:
+            self.redis.hincrby(self.layout_key, "fields", new_fields)
+        return sum(int(r[0]) for r in replies)
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
-        return self._write(self._remove, items, [], chunk)
+        self.refresh()
+        replies = self._write(self._remove, items, [self.field_bytes], chunk)
+        gone = sum(int(r[1]) for r in replies)
+        if gone:
+            self.redis.hincrby(self.layout_key, "fields", -gone)
+        return sum(int(r[0]) for r in replies)
 
     def _write(
         self, script: Any, items: Iterable[tuple[int, np.ndarray]], args: list[Any], chunk: int
-    ) -> int:
+    ) -> list[Any]:
         """Run a bucket script once per touched bucket (its postings packed as the last
-        argument), ``chunk`` calls per pipeline; the sum of the scripts' counts."""
-        total = 0
+        argument), ``chunk`` calls per pipeline; the scripts' replies."""
+        replies: list[Any] = []
         pipe = self.redis.pipeline(transaction=False)
         pending = 0
         for bucket, blob in self._grouped(items).items():
@@ -199,11 +308,11 @@ class RedisInvertedIndex:
                 script(keys=[key], args=[*args, blob], client=pipe)
             pending += 1
             if pending >= chunk:
-                total += sum(int(x) for x in pipe.execute())
+                replies += pipe.execute()
                 pending = 0
         if pending:
-            total += sum(int(x) for x in pipe.execute())
-        return total
+            replies += pipe.execute()
+        return replies
 
     # -- reads ----------------------------------------------------------------
     def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -215,20 +324,7 @@ class RedisInvertedIndex:
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-        buckets, fields = self.locate(fps)
-        field_bytes = fields.astype(">u4").tobytes()
-        if self._cluster:  # buckets live on several nodes: one HGET each, routed
-            pipe = self.redis.pipeline(transaction=False)
-            for i, b in enumerate(buckets.tolist()):
-                pipe.hget(self.bucket_key(b), field_bytes[4 * i : 4 * i + 4])
-            values = pipe.execute()
-        else:
-            keys = [self.bucket_key(b) for b in buckets.tolist()]
-            values = []
-            for a in range(0, len(keys), 4096):  # bounded argument lists
-                values += self._lookup(
-                    keys=keys[a : a + 4096], args=[field_bytes[4 * a : 4 * (a + 4096)]]
-                )
+        values = self._values(fps)
         stopped = 0
         idx_parts: list[int] = []
         blobs: list[bytes] = []
@@ -247,15 +343,122 @@ class RedisInvertedIndex:
         fp_index = np.repeat(np.asarray(idx_parts, dtype=np.int64), lengths)
         return fp_index, seqs, stopped
 
+    def _values(self, fps: np.ndarray) -> list[Any]:
+        """The stored value (or None) of each fingerprint's field."""
+        for _ in range(3):
+            buckets, fields = self.locate(fps)
+            fw = self.field_bytes
+            packed = pack_fields(fields, fw)
+            if self._cluster:  # buckets live on several nodes: one HGET each, routed
+                pipe = self.redis.pipeline(transaction=False)
+                pipe.hget(self.layout_key, "bits")
+                for b, f in zip(buckets.tolist(), packed, strict=True):
+                    pipe.hget(self.bucket_key(b), f.tobytes())
+                got = pipe.execute()
+                if got[0] is None or int(got[0]) == self.bucket_bits:
+                    return list(got[1:])
+            else:
+                records = np.empty((fps.size, fw + 4), dtype=np.uint8)
+                records[:, :4] = buckets.astype("<u4").view(np.uint8).reshape(-1, 4)
+                records[:, 4:] = packed
+                reply = self._lookup(
+                    keys=[self.layout_key],
+                    args=[self.bucket_bits, self.key_prefix(), fw, records.tobytes()],
+                )
+                if len(reply) == 2:
+                    return list(reply[1])
+            self.refresh()  # resharded meanwhile: ask again with the new layout
+        raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
+
     # -- maintenance ----------------------------------------------------------
     def clear(self) -> int:
-        """Delete every bucket of this index; returns how many keys."""
-        return delete_matching(self.redis, f"{self.prefix}:b:*")
+        """Delete every bucket and the layout of this index; returns how many keys.
+        The next writes start a new index at the initial layout."""
+        n = delete_matching(self.redis, f"{self.prefix}:b*")
+        n += self.redis.delete(self.layout_key)
+        self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
+        return n
+
+    def fields_estimate(self) -> int:
+        """Fingerprints (fields) counted by adds and removes: cheap enough to read after
+        every batch (``stats`` counts them exactly)."""
+        return int(self.redis.hget(self.layout_key, "fields") or 0)
+
+    def advice(self, fields: int | None = None) -> dict[str, Any]:
+        """Whether the buckets are too full (past the compact encoding) or too empty."""
+        fields = self.fields_estimate() if fields is None else fields
+        per_bucket = fields / (1 << self.bucket_bits)
+        wanted = bits_for(fields)
+        needs = per_bucket > RESHARD_FIELDS or (self.bucket_bits > wanted + 1)
+        return {
+            "fields_per_bucket": round(per_bucket, 1),
+            "recommended_bucket_bits": wanted,
+            "needs_reshard": needs,
+            "advice": (
+                f"reshard: yinji index reshard (buckets {1 << self.bucket_bits} -> "
+                f"{1 << wanted}) / 需要重新分桶"
+                if needs
+                else "ok / 分桶合适"
+            ),
+        }
+
+    def grow(self) -> int | None:
+        """Reshard when buckets have grown past ``RESHARD_FIELDS`` fields; the new bits or None."""
+        fields = self.fields_estimate()
+        if fields / (1 << self.refresh()) <= RESHARD_FIELDS:
+            return None
+        return self.reshard(bits_for(fields))
+
+    def reshard(self, bits: int, *, batch: int = 256) -> int:
+        """Move every posting to ``2**bits`` buckets, from the index alone (the bucket
+        and field together are the identity). Callers hold the index lock; lookups
+        meanwhile see the new layout only once every bucket is written. Returns bits."""
+        if not MIN_BITS <= bits <= MAX_BITS:
+            raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bits}")
+        old = self.refresh()
+        if bits == old:
+            return bits
+        old_fw, new_fw = field_width(old), field_width(bits)
+        old_keys = [self.bucket_key(b, old) for b in range(1 << old)]
+        for a in range(0, len(old_keys), batch):
+            part = old_keys[a : a + batch]
+            pipe = self.redis.pipeline(transaction=False)
+            for key in part:
+                pipe.hgetall(key)
+            contents = pipe.execute()
+            ident_parts, value_parts = [], []
+            for i, content in enumerate(contents):
+                if not content:
+                    continue
+                bucket = a + i
+                raw = np.frombuffer(b"".join(content.keys()), dtype=np.uint8)
+                fields = unpack_fields(raw.reshape(-1, old_fw))
+                ident_parts.append((np.uint64(bucket) << np.uint64(IDENTITY_BITS - old)) | fields)
+                value_parts.extend(content.values())
+            if not ident_parts:
+                continue
+            new_b, new_f = split_identity(np.concatenate(ident_parts), bits)
+            packed = pack_fields(new_f, new_fw)
+            groups: dict[int, dict[bytes, bytes]] = {}
+            for b, f, v in zip(new_b.tolist(), packed, value_parts, strict=True):
+                groups.setdefault(b, {})[f.tobytes()] = v
+            pipe = self.redis.pipeline(transaction=False)
+            for b, mapping in groups.items():
+                pipe.hset(self.bucket_key(b, bits), mapping=mapping)
+            pipe.execute()
+        self.redis.hset(self.layout_key, "bits", bits)
+        self.bucket_bits = bits
+        pipe = self.redis.pipeline(transaction=False)
+        for key in old_keys:
+            pipe.unlink(key)
+        pipe.execute()
+        return bits
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0
         nbytes = 0
-        for key in self.redis.scan_iter(match=f"{self.prefix}:b:*", count=1000):
+        self.refresh()
+        for key in self.redis.scan_iter(match=f"{self.key_prefix()}*", count=1000):
             keys += 1
             for v in self.redis.hvals(key):
                 fields += 1
@@ -263,7 +466,7 @@ class RedisInvertedIndex:
                     stopped += 1
                 else:
                     postings += len(v) // 4
-                nbytes += len(v) + 4
+                nbytes += len(v) + self.field_bytes
         return {
             "buckets": keys,
             "fingerprints": fields,
@@ -272,4 +475,28 @@ class RedisInvertedIndex:
             "payload_bytes": nbytes,
             "bucket_bits": self.bucket_bits,
             "stop_df": self.stop_df,
+            **self.advice(fields),
         }
+
+
+def field_width(bits: int) -> int:
+    """Bytes of a field when the bucket takes ``bits`` of the identity."""
+    return -(-(IDENTITY_BITS - bits) // 8)
+
+
+def split_identity(ident: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    shift = np.uint64(IDENTITY_BITS - bits)
+    buckets = (ident >> shift).astype(np.int64)
+    fields = ident & ((np.uint64(1) << shift) - np.uint64(1))
+    return buckets, fields
+
+
+def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
+    """uint64 fields -> rows of their last ``width`` big-endian bytes."""
+    return fields.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width :]
+
+
+def unpack_fields(rows: np.ndarray) -> np.ndarray:
+    full = np.zeros((rows.shape[0], 8), dtype=np.uint8)
+    full[:, 8 - rows.shape[1] :] = rows
+    return full.view(">u8").reshape(-1).astype(np.uint64)
