@@ -1,0 +1,99 @@
+"""Resharding the Daguan index through the library: every posting kept (checks answer
+exactly as before), the index grows by itself during ingest, stats advise, and the
+index's health marks are untouched."""
+
+import json
+
+import pytest
+from textgen import random_edits, work
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.indexes import inverted
+from tracker.library import Library
+
+
+@pytest.fixture()
+def lib(tmp_path, redis_client):
+    settings = Settings(data_dir=tmp_path, redis_prefix="t")
+    from tracker.store import open_store
+
+    library = Library(settings, open_store(settings), redis_client)
+    yield library
+    library.store.close()
+
+
+def _answers(lib, suspects):
+    out = []
+    for text in suspects:
+        result = lib.check_text(text)
+        out.append(
+            [
+                (
+                    m.mother_id,
+                    round(m.score, 6),
+                    [(p.suspect_start, p.suspect_end) for p in m.passages],
+                )
+                for m in result.matches
+            ]
+        )
+    return out
+
+
+def test_reshard_keeps_check_results_and_health(lib):
+    mothers = [Document(id=f"w{i}", title=f"作品{i}", text=work(300 + i, 40)) for i in range(8)]
+    lib.ingest(mothers)
+    suspects = [
+        mothers[1].text[200:1800],
+        work(999, 10) + mothers[5].text[:900],
+        random_edits(mothers[3].text[:1500], 0.05, seed=2),
+        work(4242, 30),
+    ]
+    before = _answers(lib, suspects)
+    assert [bool(a) for a in before] == [True, True, True, False]
+    eng = lib.engine("daguan")
+    stats = lib.index_stats()["engines"]["daguan"]
+    for bits in (12, 7, 14):
+        info = lib.reshard_index("daguan", bits)
+        assert info["bucket_bits"] == bits == eng.index.bucket_bits
+        assert _answers(lib, suspects) == before
+        now = lib.index_stats()["engines"]["daguan"]
+        assert now["postings"] == stats["postings"] and now["fingerprints"] == stats["fingerprints"]
+        assert now["health"]["state"] == "ok"
+    # Another library object (another process) picks the new layout up by itself.
+    lib.reshard_index("daguan", 9)
+    assert _answers(lib, suspects) == before
+
+
+def test_ingest_grows_buckets_and_stats_advise(lib, monkeypatch, redis_client):
+    # Small thresholds so that a small library outgrows its buckets.
+    monkeypatch.setattr(inverted, "RESHARD_FIELDS", 20)
+    monkeypatch.setattr(inverted, "TARGET_FIELDS", 10)
+    import tracker.engines.daguan as daguan
+
+    monkeypatch.setattr(daguan, "RESHARD_FIELDS", 20)
+    mothers = [Document(id=f"w{i}", title=f"作品{i}", text=work(500 + i, 40)) for i in range(6)]
+    lib.ingest(mothers[:1])
+    eng = lib.engine("daguan")
+    first = eng.index.bucket_bits
+    lib.ingest(mothers[1:], batch_size=1)
+    stats = lib.index_stats()["engines"]["daguan"]
+    assert eng.index.bucket_bits > first
+    assert stats["fields_per_bucket"] <= 20 and not stats["needs_reshard"]
+    assert [m.mother_id for m in lib.check_text(mothers[4].text[:1500]).matches] == ["w4"]
+    # Shrink by hand: stats say the buckets are now too full, and how many to use.
+    lib.reshard_index("daguan", inverted.MIN_BITS)
+    stats = lib.index_stats()["engines"]["daguan"]
+    assert stats["needs_reshard"] and "reshard" in stats["advice"]
+    assert stats["recommended_bucket_bits"] > inverted.MIN_BITS
+    json.dumps(stats)
+    lib.reshard_index("daguan")  # the default: what stats recommend
+    stats = lib.index_stats()["engines"]["daguan"]
+    assert not stats["needs_reshard"]
+
+
+def test_lost_index_is_still_detected_after_reshard(lib, redis_client):
+    lib.ingest([Document(id=f"w{i}", title="t", text=work(700 + i, 30)) for i in range(3)])
+    lib.reshard_index("daguan", 11)
+    redis_client.flushall()  # Redis lost: buckets, layout and health marks together
+    assert lib.index_health("daguan").state == "lost"
