@@ -139,13 +139,19 @@ def test_stats_advise_resharding_and_grow_does_it(redis_client):
     assert redis_client.object("encoding", key) in (b"ziplist", b"listpack")
 
 
-def test_legacy_layout_is_read_by_its_old_key_names(redis_client):
-    old = RedisInvertedIndex(redis_client, "t:daguan", bucket_bits=14)
+def test_legacy_layout_is_read_by_its_old_key_names_and_resharded(redis_client):
+    # An index written before layouts were kept: 2**14 buckets of 46-bit identities.
+    redis_client.hset("t:daguan:layout", "layout", "14/46")
+    old = RedisInvertedIndex(redis_client, "t:daguan")
     rng = np.random.default_rng(9)
     fps = rng.integers(0, 2**46, 50_000, dtype=np.uint64)
-    old.add([(1, fps)])
-    redis_client.hdel("t:daguan:layout", "bits")  # as an index written before layouts were kept
+    old.add([(1, fps), (2, fps[:10])])
+    redis_client.hdel("t:daguan:layout", "layout")
     assert list(redis_client.scan_iter(match="t:daguan:b:*"))
     again = RedisInvertedIndex(redis_client, "t:daguan")
-    assert again.bucket_bits == 14
-    assert again.lookup(fps[:100])[1].size == 100
+    assert (again.bucket_bits, again.ident_bits) == (14, 46)
+    before = _everything(again, fps)
+    assert len(before[0]) == 50_010
+    assert again.reshard(9) == 9 and again.ident_bits == 42
+    assert _everything(again, fps) == before
+    assert not list(redis_client.scan_iter(match="t:daguan:b:*"))

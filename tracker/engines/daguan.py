@@ -125,7 +125,7 @@ class DaguanEngine(Engine):
         return {
             "engine": self.name,
             "params": self.params.to_dict(),
-            "keys": stats["buckets"],
+            "keys": stats["buckets"] + int(self.redis.exists(self.index.layout_key)),
             **stats,
         }
 

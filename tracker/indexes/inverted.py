@@ -61,9 +61,9 @@ for i = 1, #blob, rw do
 end
 local n, nf = 0, 0
 local out = {}
-for a = 1, #order, 4000 do
+for a = 1, #order, 2000 do
   local part = {}
-  for i = a, math.min(a + 3999, #order) do part[#part + 1] = order[i] end
+  for i = a, math.min(a + 1999, #order) do part[#part + 1] = order[i] end
   local vals = redis.call('HMGET', KEYS[1], unpack(part))
   for i = 1, #part do
     local f = part[i]
@@ -87,8 +87,8 @@ for a = 1, #order, 4000 do
     if changed then out[#out + 1] = f; out[#out + 1] = v end
   end
 end
-for a = 1, #out, 8000 do
-  redis.call('HSET', KEYS[1], unpack(out, a, math.min(a + 7999, #out)))
+for a = 1, #out, 4000 do
+  redis.call('HSET', KEYS[1], unpack(out, a, math.min(a + 3999, #out)))
 end
 return {n, nf}
 """
@@ -122,7 +122,7 @@ return {n, nf}
 # (little-endian uint32 bucket, field). Single server only (its keys are undeclared);
 # on Redis Cluster lookups are pipelined HGETs routed per bucket.
 _LOOKUP_SCRIPT = """
-local stored = redis.call('HGET', KEYS[1], 'bits')
+local stored = redis.call('HGET', KEYS[1], 'layout')
 if stored and stored ~= ARGV[1] then return {stored} end
 local prefix = ARGV[2]
 local fw = tonumber(ARGV[3])
@@ -156,8 +156,13 @@ def mix64(values: np.ndarray) -> np.ndarray:
     return z
 
 
-IDENTITY_BITS = 46  # bits of the mixed fingerprint kept: bucket bits + field bits
-LEGACY_BITS = 14  # the fixed layout before resharding: its keys keep their old names
+# Bits of the mixed fingerprint kept (bucket bits + field bits). 42 bits put a field in
+# 4 bytes from 1,024 buckets on and in 3 from 262,144 on (a library of ~1 B characters);
+# two of the ~1.4e8 fingerprints of a billion characters share an identity ~2,000 times,
+# each a stray posting of one window, which ranking (two or more hits) and alignment
+# ignore. An index written before layouts were kept used 46 bits and 2**14 buckets.
+IDENTITY_BITS = 42
+LEGACY = (14, 46)
 MIN_BITS = 6
 MAX_BITS = 30
 # Fields per bucket: Redis keeps a hash as a compact listpack up to 512 entries (values
@@ -178,7 +183,7 @@ def bits_for(fields: int) -> int:
 class RedisInvertedIndex:
     """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes.
 
-    A fingerprint's *identity* is the top ``IDENTITY_BITS`` of its mix; the top
+    A fingerprint's *identity* is the top ``ident_bits`` of its mix; the top
     ``bucket_bits`` of the identity name the bucket, the rest is the field (stored
     big-endian in the fewest whole bytes). Both together are the identity, so the
     index can be resharded to any bucket count from its own contents (``reshard``).
@@ -201,47 +206,55 @@ class RedisInvertedIndex:
         self._add = redis.register_script(_ADD_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
-        self.bucket_bits = self._read_layout()
+        self.bucket_bits, self.ident_bits = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
     @property
     def layout_key(self) -> str:
         return f"{self.prefix}:layout"
 
-    def _read_layout(self) -> int:
-        stored = self.redis.hget(self.layout_key, "bits")
+    def _read_layout(self) -> tuple[int, int]:
+        stored = self.redis.hget(self.layout_key, "layout")
         if stored is not None:
-            return int(stored)
+            bits, ident = (int(x) for x in stored.split(b"/"))
+            return bits, ident
         if self.initial_bits is not None:
-            return self.initial_bits
+            return self.initial_bits, IDENTITY_BITS
         # An index written before layouts were stored has 16,384 buckets by old names.
-        legacy = [f"{self.prefix}:b:{b}" for b in range(0, 1 << LEGACY_BITS, 256)]
+        legacy = [f"{self.prefix}:b:{b}" for b in range(0, 1 << LEGACY[0], 256)]
         pipe = self.redis.pipeline(transaction=False)
         for key in legacy:
             pipe.exists(key)
-        return LEGACY_BITS if any(pipe.execute()) else MIN_BITS
+        return LEGACY if any(pipe.execute()) else (MIN_BITS, IDENTITY_BITS)
 
     def refresh(self) -> int:
         """Re-read the layout (another process may have resharded)."""
-        self.bucket_bits = self._read_layout()
+        self.bucket_bits, self.ident_bits = self._read_layout()
         return self.bucket_bits
 
     @property
     def field_bytes(self) -> int:
-        return field_width(self.bucket_bits)
+        return field_width(self.bucket_bits, self.ident_bits)
 
-    def key_prefix(self, bits: int | None = None) -> str:
-        bits = self.bucket_bits if bits is None else bits
-        return f"{self.prefix}:b:" if bits == LEGACY_BITS else f"{self.prefix}:b{bits}:"
+    @property
+    def layout(self) -> str:
+        return f"{self.bucket_bits}/{self.ident_bits}"
+
+    def key_prefix(self, bits: int | None = None, ident: int | None = None) -> str:
+        if bits is None:
+            bits, ident = self.bucket_bits, self.ident_bits
+        if (bits, ident or IDENTITY_BITS) == LEGACY:
+            return f"{self.prefix}:b:"
+        return f"{self.prefix}:b{bits}:"
 
     # -- addressing -----------------------------------------------------------
-    def bucket_key(self, bucket: int, bits: int | None = None) -> str:
-        return f"{self.key_prefix(bits)}{bucket}"
+    def bucket_key(self, bucket: int, bits: int | None = None, ident: int | None = None) -> str:
+        return f"{self.key_prefix(bits, ident)}{bucket}"
 
-    def locate(self, fps: np.ndarray, bits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def locate(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(bucket numbers, fields as uint64) of fingerprints."""
-        ident = mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - IDENTITY_BITS)
-        return split_identity(ident, self.bucket_bits if bits is None else bits)
+        ident = mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - self.ident_bits)
+        return split_identity(ident, self.bucket_bits, self.ident_bits)
 
     # -- writes ---------------------------------------------------------------
     def _grouped(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[int, bytes]:
@@ -276,7 +289,7 @@ class RedisInvertedIndex:
     def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Add postings ``(seq, fingerprints)``; returns how many were new."""
         self.refresh()
-        self.redis.hsetnx(self.layout_key, "bits", self.bucket_bits)
+        self.redis.hsetnx(self.layout_key, "layout", self.layout)
         replies = self._write(self._add, items, [self.stop_df, self.field_bytes], chunk)
         new_fields = sum(int(r[1]) for r in replies)
         if new_fields:
@@ -351,11 +364,11 @@ class RedisInvertedIndex:
             packed = pack_fields(fields, fw)
             if self._cluster:  # buckets live on several nodes: one HGET each, routed
                 pipe = self.redis.pipeline(transaction=False)
-                pipe.hget(self.layout_key, "bits")
+                pipe.hget(self.layout_key, "layout")
                 for b, f in zip(buckets.tolist(), packed, strict=True):
                     pipe.hget(self.bucket_key(b), f.tobytes())
                 got = pipe.execute()
-                if got[0] is None or int(got[0]) == self.bucket_bits:
+                if got[0] is None or got[0].decode() == self.layout:
                     return list(got[1:])
             else:
                 records = np.empty((fps.size, fw + 4), dtype=np.uint8)
@@ -363,7 +376,7 @@ class RedisInvertedIndex:
                 records[:, 4:] = packed
                 reply = self._lookup(
                     keys=[self.layout_key],
-                    args=[self.bucket_bits, self.key_prefix(), fw, records.tobytes()],
+                    args=[self.layout, self.key_prefix(), fw, records.tobytes()],
                 )
                 if len(reply) == 2:
                     return list(reply[1])
@@ -377,6 +390,7 @@ class RedisInvertedIndex:
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
+        self.ident_bits = IDENTITY_BITS
         return n
 
     def fields_estimate(self) -> int:
@@ -411,48 +425,60 @@ class RedisInvertedIndex:
 
     def reshard(self, bits: int, *, batch: int = 256) -> int:
         """Move every posting to ``2**bits`` buckets, from the index alone (the bucket
-        and field together are the identity). Callers hold the index lock; lookups
-        meanwhile see the new layout only once every bucket is written. Returns bits."""
+        and field together are the identity; a legacy 46-bit identity is cut to
+        ``IDENTITY_BITS``, merging the rare postings that then share one). Callers hold
+        the index lock; lookups see the new layout only once every bucket is written,
+        and retry by themselves. Returns bits."""
         if not MIN_BITS <= bits <= MAX_BITS:
             raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bits}")
-        old = self.refresh()
-        if bits == old:
+        old, old_ident = self.refresh(), self.ident_bits
+        ident = IDENTITY_BITS
+        if (bits, ident) == (old, old_ident):
             return bits
-        old_fw, new_fw = field_width(old), field_width(bits)
-        old_keys = [self.bucket_key(b, old) for b in range(1 << old)]
+        old_fw, new_fw = field_width(old, old_ident), field_width(bits, ident)
+        old_keys = [self.bucket_key(b, old, old_ident) for b in range(1 << old)]
         for a in range(0, len(old_keys), batch):
-            part = old_keys[a : a + batch]
             pipe = self.redis.pipeline(transaction=False)
-            for key in part:
+            for key in old_keys[a : a + batch]:
                 pipe.hgetall(key)
             contents = pipe.execute()
             ident_parts, value_parts = [], []
             for i, content in enumerate(contents):
                 if not content:
                     continue
-                bucket = a + i
                 raw = np.frombuffer(b"".join(content.keys()), dtype=np.uint8)
                 fields = unpack_fields(raw.reshape(-1, old_fw))
-                ident_parts.append((np.uint64(bucket) << np.uint64(IDENTITY_BITS - old)) | fields)
+                head = np.uint64(a + i) << np.uint64(old_ident - old)
+                ident_parts.append((head | fields) >> np.uint64(old_ident - ident))
                 value_parts.extend(content.values())
             if not ident_parts:
                 continue
-            new_b, new_f = split_identity(np.concatenate(ident_parts), bits)
+            new_b, new_f = split_identity(np.concatenate(ident_parts), bits, ident)
             packed = pack_fields(new_f, new_fw)
             groups: dict[int, dict[bytes, bytes]] = {}
             for b, f, v in zip(new_b.tolist(), packed, value_parts, strict=True):
-                groups.setdefault(b, {})[f.tobytes()] = v
+                mapping = groups.setdefault(b, {})
+                key = f.tobytes()
+                mapping[key] = v if key not in mapping else self._merge(mapping[key], v)
             pipe = self.redis.pipeline(transaction=False)
             for b, mapping in groups.items():
-                pipe.hset(self.bucket_key(b, bits), mapping=mapping)
+                pipe.hset(self.bucket_key(b, bits, ident), mapping=mapping)
             pipe.execute()
-        self.redis.hset(self.layout_key, "bits", bits)
-        self.bucket_bits = bits
+        self.redis.hset(self.layout_key, "layout", f"{bits}/{ident}")
+        self.bucket_bits, self.ident_bits = bits, ident
         pipe = self.redis.pipeline(transaction=False)
         for key in old_keys:
             pipe.unlink(key)
         pipe.execute()
         return bits
+
+    def _merge(self, a: bytes, b: bytes) -> bytes:
+        """One posting list of two identities cut to one."""
+        if len(a) == 1 or len(b) == 1:
+            return STOP
+        seqs = list(dict.fromkeys(a[i : i + 4] for i in range(0, len(a), 4)))
+        seqs += [s for s in (b[i : i + 4] for i in range(0, len(b), 4)) if s not in seqs]
+        return STOP if len(seqs) > self.stop_df else b"".join(seqs)
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0
@@ -479,13 +505,15 @@ class RedisInvertedIndex:
         }
 
 
-def field_width(bits: int) -> int:
-    """Bytes of a field when the bucket takes ``bits`` of the identity."""
-    return -(-(IDENTITY_BITS - bits) // 8)
+def field_width(bits: int, ident: int = IDENTITY_BITS) -> int:
+    """Bytes of a field when the bucket takes ``bits`` of an ``ident``-bit identity."""
+    return -(-(ident - bits) // 8)
 
 
-def split_identity(ident: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    shift = np.uint64(IDENTITY_BITS - bits)
+def split_identity(
+    ident: np.ndarray, bits: int, ident_bits: int = IDENTITY_BITS
+) -> tuple[np.ndarray, np.ndarray]:
+    shift = np.uint64(ident_bits - bits)
     buckets = (ident >> shift).astype(np.int64)
     fields = ident & ((np.uint64(1) << shift) - np.uint64(1))
     return buckets, fields
