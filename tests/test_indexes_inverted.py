@@ -1,6 +1,12 @@
 import numpy as np
 
-from tracker.indexes.inverted import RESHARD_FIELDS, RedisInvertedIndex, bits_for, mix64
+from tracker.indexes.inverted import (
+    IDENTITY_BITS,
+    RESHARD_FIELDS,
+    RedisInvertedIndex,
+    bits_for,
+    mix64,
+)
 
 
 def test_mix64_is_a_bijection_on_samples():
@@ -152,6 +158,6 @@ def test_legacy_layout_is_read_by_its_old_key_names_and_resharded(redis_client):
     assert (again.bucket_bits, again.ident_bits) == (14, 46)
     before = _everything(again, fps)
     assert len(before[0]) == 50_010
-    assert again.reshard(9) == 9 and again.ident_bits == 42
+    assert again.reshard(9) == 9 and again.ident_bits == IDENTITY_BITS
     assert _everything(again, fps) == before
     assert not list(redis_client.scan_iter(match="t:daguan:b:*"))

@@ -156,12 +156,13 @@ def mix64(values: np.ndarray) -> np.ndarray:
     return z
 
 
-# Bits of the mixed fingerprint kept (bucket bits + field bits). 42 bits put a field in
-# 4 bytes from 1,024 buckets on and in 3 from 262,144 on (a library of ~1 B characters);
-# two of the ~1.4e8 fingerprints of a billion characters share an identity ~2,000 times,
-# each a stray posting of one window, which ranking (two or more hits) and alignment
-# ignore. An index written before layouts were kept used 46 bits and 2**14 buckets.
-IDENTITY_BITS = 42
+# Bits of the mixed fingerprint kept (bucket bits + field bits). 41 bits put a field in
+# 4 bytes from 512 buckets on and in 3 bytes from 2**17 buckets on (a library of ~100 M
+# characters): 11 bytes a posting in the listpack instead of 12. Two of the ~1.4e8
+# fingerprints of a billion characters share an identity ~4,500 times, each a stray
+# posting of one window, which ranking (two or more hits) and alignment ignore.
+# An index written before layouts were kept used 46 bits and 2**14 buckets.
+IDENTITY_BITS = 41
 LEGACY = (14, 46)
 MIN_BITS = 6
 MAX_BITS = 30
