@@ -169,12 +169,16 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
     skipped; the rest goes in.
     """
     from tracker.documents import iter_documents
+    from tracker.library import input_chars
 
     progress = _Progress("ingest")
     settings = _settings(ctx)
     with _open_library(ctx) as lib:
         report = lib.ingest(
-            iter_documents(paths, limits=settings.read_limits), engine=engine, progress=progress
+            iter_documents(paths, limits=settings.read_limits),
+            engine=engine,
+            progress=progress,
+            expected_chars=input_chars(paths),  # sizes a growing index once
         )
         _say_repairs(lib)
     progress.close()

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -188,8 +189,13 @@ class Library:
         engine: str | None = None,
         batch_size: int = 256,
         progress: Progress | None = None,
+        expected_chars: int | None = None,
     ) -> IngestReport:
         """Add or replace mothers; bad items are reported in ``errors`` and skipped.
+
+        ``expected_chars`` (about how many characters are coming, e.g. from file sizes:
+        ``input_chars``) lets a growing index take its final bucket count at the first
+        batch instead of resharding (moving every posting) several times on the way.
 
         Every engine the library has an index of gets the new mothers (an engine's
         index missing them would answer "no match" for them). An ingest is marked in
@@ -204,7 +210,9 @@ class Library:
             self._prepare_for_writes(e, report)
         mark = self.tracker.begin_write([e.name for e in engines])
         try:
-            self._ingest_all(documents, engines, report, batch_size, progress, mark)
+            self._ingest_all(
+                documents, engines, report, batch_size, progress, mark, expected_chars or 0
+            )
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 self.tracker.fail_write(mark)
@@ -243,6 +251,23 @@ class Library:
         batch_size: int,
         progress: Progress | None,
         mark: str,
+        expected_chars: int = 0,
+    ) -> None:
+        writer = _IndexWriter(expected_chars)
+        try:
+            self._ingest_each(documents, engines, report, batch_size, progress, mark, writer)
+        finally:
+            writer.close()  # the last batch's index write, also after a failure
+
+    def _ingest_each(
+        self,
+        documents: Iterable[Document | DocumentError],
+        engines: list[Engine],
+        report: IngestReport,
+        batch_size: int,
+        progress: Progress | None,
+        mark: str,
+        writer: _IndexWriter,
     ) -> None:
         batch: list[Document] = []
         done = 0
@@ -265,20 +290,24 @@ class Library:
             seen[item.id] = item.source or "an earlier item"
             batch.append(item)
             if len(batch) >= batch_size:
-                self._ingest_batch(batch, engines, report)
+                self._ingest_batch(batch, engines, report, writer)
                 self.tracker.heartbeat(mark)
                 done += len(batch)
                 batch = []
                 if progress:
                     progress(done, None)
         if batch:
-            self._ingest_batch(batch, engines, report)
+            self._ingest_batch(batch, engines, report, writer)
             done += len(batch)
             if progress:
                 progress(done, None)
 
     def _ingest_batch(
-        self, docs: list[Document], engines: list[Engine], report: IngestReport
+        self,
+        docs: list[Document],
+        engines: list[Engine],
+        report: IngestReport,
+        writer: _IndexWriter | None = None,
     ) -> None:
         stale: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
         fresh: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
@@ -317,46 +346,75 @@ class Library:
                             other.remove([(replaced.seq, other.from_bytes(blob))])
                 for name, f in fps.items():
                     fresh[name].append((stored.seq, f))
+                if writer is not None:
+                    writer.texts[stored.seq] = len(doc.text)
                 report.ingested += 1
                 report.characters += len(doc.text)
         finally:
             # Store first, index second (also when a store write failed half-way: what
             # was stored gets indexed). A crash before this line leaves the writer mark
             # behind, and the next check re-adds these mothers.
-            for eng in engines:
-                self._index_writes(eng, stale[eng.name], fresh[eng.name])
+            self._index_writes(engines, stale, fresh, writer)
 
     def _index_writes(
         self,
-        eng: Engine,
-        stale: list[tuple[int, np.ndarray]],
-        fresh: list[tuple[int, np.ndarray]],
+        engines: list[Engine],
+        stale: dict[str, list[tuple[int, np.ndarray]]],
+        fresh: dict[str, list[tuple[int, np.ndarray]]],
+        writer: _IndexWriter | None = None,
     ) -> None:
-        if not stale and not fresh:
+        """A batch's index writes. With a ``writer`` the Redis writes run in its thread
+        while the caller fingerprints and stores the next batch (Redis and Python work
+        side by side); the follow-up reads the store, so it runs in this thread when the
+        writer is joined (before the next batch's writes, or at the end)."""
+        todo = [e for e in engines if stale[e.name] or fresh[e.name]]
+        if not todo:
             return
-        if stale:
-            eng.remove(stale)
-        if fresh:
-            eng.add(fresh)
-            # A concurrent writer may have replaced (or someone deleted) one of these
-            # mothers between our store write and our index write, and removed the
-            # postings before we added them: take back what is no longer current.
-            current = self.store.current_seqs(seq for seq, _ in fresh)
-            gone = [(seq, f) for seq, f in fresh if seq not in current]
-            if gone:
-                eng.remove(gone)
-        self.tracker.bump(eng.name)
-        self._grow_index(eng)
+        # Characters still to come after this batch, to size a growing index once.
+        batch_chars = writer.take(fresh) if writer is not None else (0, 0)
 
-    def _grow_index(self, eng: Engine) -> None:
-        """Reshard an index whose buckets outgrew Redis' compact encoding (memory per
-        posting would jump ~7x), under the index lock: checks wait for it meanwhile."""
+        def job() -> None:
+            for eng in todo:
+                if stale[eng.name]:
+                    eng.remove(stale[eng.name])
+                if fresh[eng.name]:
+                    extra = sum(len(f) for _, f in fresh[eng.name])
+                    this, later = batch_chars
+                    if this:
+                        extra += int(extra * later / this)
+                    self._grow_index(eng, extra)
+                    eng.add(fresh[eng.name])
+
+        def finish() -> None:
+            for eng in todo:
+                if fresh[eng.name]:
+                    # A concurrent writer may have replaced (or someone deleted) one of
+                    # these mothers between our store write and our index write, and
+                    # removed the postings before we added them: take back what is no
+                    # longer current.
+                    current = self.store.current_seqs(seq for seq, _ in fresh[eng.name])
+                    gone = [(seq, f) for seq, f in fresh[eng.name] if seq not in current]
+                    if gone:
+                        eng.remove(gone)
+                self.tracker.bump(eng.name)
+
+        if writer is None:
+            job()
+            finish()
+        else:
+            writer.submit(job, finish)
+
+    def _grow_index(self, eng: Engine, extra: int = 0) -> None:
+        """Before adding about ``extra`` fingerprints: reshard an index whose buckets
+        would outgrow Redis' compact encoding (memory per posting would jump ~7x), under
+        the index lock (checks wait for it meanwhile). Sized before the write, a new
+        index starts at its final bucket count and moves nothing."""
         needs_growth = getattr(eng, "needs_growth", None)
-        if needs_growth is None or not needs_growth():
+        if needs_growth is None or not needs_growth(extra):
             return
         try:
             with self.tracker.lock(eng.name):
-                eng.grow()  # type: ignore[attr-defined]
+                eng.grow(extra)  # type: ignore[attr-defined]
         except IndexOutOfSync:
             pass  # another process holds the lock (resharding or rebuilding): it grows
 
@@ -626,6 +684,58 @@ class Library:
                 "health": self.tracker.health(name).to_dict(),
             }
         return out
+
+
+def input_chars(paths: Iterable[Path]) -> int:
+    """About how many characters files and folders hold (UTF-8 Chinese: ~3 bytes a
+    character); a hint for ``Library.ingest``, never a limit."""
+    total = 0
+    for path in paths:
+        files = path.rglob("*") if path.is_dir() else [path]
+        for f in files:
+            with contextlib.suppress(OSError):
+                if f.is_file():
+                    total += f.stat().st_size
+    return total // 3
+
+
+class _IndexWriter:
+    """One batch's index writes at a time, in a thread of their own: while Redis adds
+    batch N (its own process, the socket wait releases the GIL), this process reads,
+    fingerprints and stores batch N+1. ``finish`` (store reads and marks) runs in the
+    caller's thread, whose store connection it needs."""
+
+    def __init__(self, expected_chars: int = 0) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="yinji-index")
+        self._pending: tuple[Future[None], Callable[[], None]] | None = None
+        self.chars_left = expected_chars
+        self.texts: dict[int, int] = {}  # seq -> characters, of the batch being stored
+
+    def take(self, fresh: dict[str, list[tuple[int, np.ndarray]]]) -> tuple[int, int]:
+        """(characters of this batch, characters expected after it)."""
+        seqs = {seq for items in fresh.values() for seq, _ in items}
+        this = sum(self.texts.pop(seq, 0) for seq in seqs)
+        self.texts.clear()
+        self.chars_left = max(0, self.chars_left - this)
+        return this, self.chars_left
+
+    def submit(self, job: Callable[[], None], finish: Callable[[], None]) -> None:
+        self.drain()
+        self._pending = (self._pool.submit(job), finish)
+
+    def drain(self) -> None:
+        if self._pending is None:
+            return
+        future, finish = self._pending
+        self._pending = None
+        future.result()  # the index write's error, raised here
+        finish()
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 @contextlib.contextmanager

@@ -64,13 +64,14 @@ class DaguanEngine(Engine):
     def remove(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         self.index.remove(items)
 
-    def needs_growth(self) -> bool:
-        """Whether buckets hold more fields than the compact encoding keeps well."""
-        return self.index.fields_estimate() > RESHARD_FIELDS << self.index.refresh()
+    def needs_growth(self, extra: int = 0) -> bool:
+        """Whether buckets would hold more fields than the compact encoding keeps well
+        after adding ``extra`` fingerprints."""
+        return self.index.fields_estimate() + extra > RESHARD_FIELDS << self.index.refresh()
 
-    def grow(self) -> int | None:
-        """Reshard the index when its buckets outgrew the compact encoding."""
-        return self.index.grow()
+    def grow(self, extra: int = 0) -> int | None:
+        """Reshard the index before its buckets outgrow the compact encoding."""
+        return self.index.grow(extra)
 
     def reshard(self, bits: int | None = None) -> int:
         """Reshard the index to ``bits`` (default: what its size calls for)."""

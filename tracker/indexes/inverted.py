@@ -417,9 +417,10 @@ class RedisInvertedIndex:
             ),
         }
 
-    def grow(self) -> int | None:
-        """Reshard when buckets have grown past ``RESHARD_FIELDS`` fields; the new bits or None."""
-        fields = self.fields_estimate()
+    def grow(self, extra: int = 0) -> int | None:
+        """Reshard when buckets would hold more than ``RESHARD_FIELDS`` fields after
+        ``extra`` more; the new bits or None. On an empty index this moves nothing."""
+        fields = self.fields_estimate() + extra
         if fields / (1 << self.refresh()) <= RESHARD_FIELDS:
             return None
         return self.reshard(bits_for(fields))
