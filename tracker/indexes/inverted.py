@@ -109,7 +109,44 @@ local prefix = ARGV[4]
 local blob = ARGV[5]
 local rw = fw + 8
 local n, nf = 0, 0
+-- The stored value v (or '' for a new field) with the seqs t (a string or a table of
+-- 4-byte seqs) added: the new value, or nil when nothing changed; counts new postings.
+local function merge(v, t)
+  if #v == 1 then return nil end
+  if type(t) == 'string' then t = {t} end
+  local changed = false
+  for _, s in ipairs(t) do
+    local found = false
+    for j = 1, #v, 4 do
+      if string.sub(v, j, j + 3) == s then found = true; break end
+    end
+    if not found then
+      n = n + 1
+      changed = true
+      if #v + 4 > stop_len then return '\\0' end
+      v = v .. s
+    end
+  end
+  if changed then return v end
+  return nil
+end
 local function flush(key, seqs, order)
+  if #order <= 4 then
+    -- A large library: a batch brings a bucket one or two fields, mostly new ones. One
+    -- HSETNX writes a new field; only a known one is read and rewritten.
+    for _, f in ipairs(order) do
+      local t = seqs[f]
+      if type(t) == 'string' and redis.call('HSETNX', key, f, t) == 1 then
+        n = n + 1; nf = nf + 1
+      else
+        local v = redis.call('HGET', key, f)
+        if not v then v = ''; nf = nf + 1 end
+        local w = merge(v, t)
+        if w then redis.call('HSET', key, f, w) end
+      end
+    end
+    return
+  end
   for a = 1, #order, 2000 do
     local part = {}
     for i = a, math.min(a + 1999, #order) do part[#part + 1] = order[i] end
@@ -118,25 +155,9 @@ local function flush(key, seqs, order)
     for i = 1, #part do
       local f = part[i]
       local v = vals[i]
-      local changed = false
       if not v then v = ''; nf = nf + 1 end
-      if #v ~= 1 then
-        local t = seqs[f]
-        if type(t) == 'string' then t = {t} end
-        for _, s in ipairs(t) do
-          local found = false
-          for j = 1, #v, 4 do
-            if string.sub(v, j, j + 3) == s then found = true; break end
-          end
-          if not found then
-            n = n + 1
-            changed = true
-            if #v + 4 > stop_len then v = '\\0'; break end
-            v = v .. s
-          end
-        end
-      end
-      if changed then out[#out + 1] = f; out[#out + 1] = v end
+      local w = merge(v, seqs[f])
+      if w then out[#out + 1] = f; out[#out + 1] = w end
     end
     if #out > 0 then redis.call('HSET', key, unpack(out)) end
   end
