@@ -3,28 +3,36 @@
 Entries (``tracker.indexes.base.Index``) are ``(seq, fingerprints)``: a mother and the
 uint64 array of its fingerprints; a *posting* is one (fingerprint, seq) pair.
 
-Layout, chosen for memory (about 12–16 bytes a posting, see docs/BENCHMARKS.md):
+Layout, chosen for memory (about 12 bytes a posting at every size, see
+docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
 
-- A fingerprint (uint64) is mixed by a bijective 64-bit hash (splitmix64). Its top
-  ``bucket_bits`` choose a bucket; the next 32 bits are the *field* in that bucket.
-  Daguan fingerprints at the default 4 levels x 23 letters are 46 bits, and
-  ``bucket_bits + 32 >= 46``, so no two fingerprints ever share a (bucket, field).
-- Each bucket is one Redis HASH ``{prefix}:{name}:b:{bucket}``; the value of a field
-  is the packed little-endian uint32 seqs of the mothers having that fingerprint.
-  Small hashes are kept by Redis as a listpack/ziplist (no per-entry pointers);
-  we raise ``hash-max-ziplist-entries`` where we may (the embedded server) and say
-  so in the deployment docs.
+- A fingerprint (uint64) is mixed by a bijective 64-bit hash (splitmix64); its top
+  ``IDENTITY_BITS`` (41) are its *identity*. The identity's top ``bucket_bits`` choose a
+  bucket, the rest is the *field* (big-endian, in the fewest whole bytes: 4 bytes below
+  2**17 buckets, 3 from there on). Bucket and field together are the identity, so the
+  index reshards to any bucket count from its own contents (``reshard``).
+- Each bucket is one Redis HASH ``{prefix}:b{bits}:{bucket}``; the value of a field is
+  the packed little-endian uint32 seqs of the mothers having that fingerprint. Redis
+  keeps a hash as a compact listpack/ziplist (no per-entry pointers) up to 512 entries
+  (``hash-max-ziplist-entries``, values <= 64 bytes): the bucket count grows with the
+  library so that a bucket holds ~192 fields (``TARGET_FIELDS``), resharding before
+  one would pass ``RESHARD_FIELDS``. Past 512 every bucket would become a hashtable and
+  a posting would cost ~7x more (the old fixed 16,384 buckets at 100 M characters).
+- The layout (bucket bits / identity bits) and a field count live in the hash
+  ``{prefix}:layout``; an index written before layouts were kept (2**14 buckets
+  ``{prefix}:b:{bucket}``, 46-bit identities) is read as such and resharded on request.
 - A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
   (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
   matches on its own; queries skip it. ``index rebuild`` recomputes stop markers.
 
-Every write touches one key, so the index works unchanged on Redis Cluster: the bucket
-Lua scripts declare their one key (on a cluster they are sent as EVAL, which redis-py's
-cluster pipeline routes by that key; it refuses pipelined Script objects). Lookups read
-many buckets in one Lua call on a single server only; on a cluster they are pipelined
-HGETs, each routed to its bucket's node. Writes are grouped per bucket and pipelined:
-one script call per touched bucket per batch. Adds and removes are idempotent, so a
-redelivered ingest task writes no duplicate posting.
+Every write touches one key on Redis Cluster: the bucket Lua scripts declare their one
+key (on a cluster they are sent as EVAL, which redis-py's cluster pipeline routes by
+that key; it refuses pipelined Script objects), and lookups are pipelined HGETs, each
+routed to its bucket's node. On a single server, adds and lookups name their keys inside
+one Lua call per ~32,000 postings / per query (packing thousands of keys in redis-py
+was the cost), and check the layout first so that a reshard meanwhile is noticed and
+the call redone. Adds and removes are idempotent, so a redelivered ingest task writes no
+duplicate posting.
 """
 
 from __future__ import annotations
