@@ -341,10 +341,11 @@ def human(n: float) -> str:
 
 def table(results: list[SizeResult]) -> str:
     rows = [
-        "| library | works | ingest M chars/s | postings | index bytes/posting | data folder | "
+        "| library | works | ingest M chars/s | postings | bucket bits | index bytes/posting | "
+        "data folder | "
         "ingest RSS | check p50 / p90 / p99 ms (copies) | p50 / p99 ms (negatives) | recall "
         "(verbatim / excerpt / homophones / edits5) | negatives flagged |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         copies, negs = r.latency.get("copy", []), r.latency.get("negative", [])
@@ -353,9 +354,11 @@ def table(results: list[SizeResult]) -> str:
             for k in ("verbatim", "excerpt", "homophones", "edits5")
         )
         flagged = r.found.get("negative", [])
+        eng = next(iter(r.stats.get("engines", {}).values()), {})
+        bits = eng.get("bucket_bits", "?")  # the old fixed layout: 14
         rows.append(
             f"| {human(r.chars)} | {r.works:,} | {r.chars / r.ingest_seconds / 1e6:.2f} | "
-            f"{r.postings:,} | {r.redis_bytes / max(r.postings, 1):.1f} | "
+            f"{r.postings:,} | {bits} | {r.redis_bytes / max(r.postings, 1):.1f} | "
             f"{r.data_bytes / 2**30:.2f} GiB | {r.ingest_rss_mb:.0f} MB | "
             f"{pct(copies, 50):.1f} / {pct(copies, 90):.1f} / {pct(copies, 99):.1f} | "
             f"{pct(negs, 50):.1f} / {pct(negs, 99):.1f} | {recall} | "
