@@ -97,3 +97,37 @@ def test_lost_index_is_still_detected_after_reshard(lib, redis_client):
     lib.reshard_index("daguan", 11)
     redis_client.flushall()  # Redis lost: buckets, layout and health marks together
     assert lib.index_health("daguan").state == "lost"
+
+
+def _yinji(data_dir, *args):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_reshard_and_stats_advice(tmp_path):
+    data = tmp_path / "data"
+    src = tmp_path / "a.txt"
+    src.write_text(work(11, 60), encoding="utf-8")
+    assert _yinji(data, "ingest", str(src)).returncode == 0
+    suspect = tmp_path / "s.txt"
+    suspect.write_text(work(11, 60)[300:2300], encoding="utf-8")
+    before = _yinji(data, "check", "--json", "--no-save", str(suspect)).stdout
+    assert json.loads(before.splitlines()[0])["matches"]  # the copy is found
+    stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
+    assert stats["bucket_bits"] == inverted.MIN_BITS and not stats["needs_reshard"]
+    r = _yinji(data, "index", "reshard", "--bits", "12")
+    assert r.returncode == 0 and "4096 buckets" in r.stderr, r.stderr
+    stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
+    # 4,096 buckets for a few thousand fingerprints: too empty, and stats say so.
+    assert stats["bucket_bits"] == 12 and stats["needs_reshard"]
+    assert stats["recommended_bucket_bits"] == inverted.MIN_BITS
+    assert _yinji(data, "check", "--json", "--no-save", str(suspect)).stdout == before
+    r = _yinji(data, "index", "reshard", "--bits", "3")
+    assert r.returncode != 0 and "--bits" in r.stderr
