@@ -189,8 +189,8 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
     rate = report.characters / report.seconds if report.seconds else 0.0
     click.echo(
         f"ingested {report.ingested} documents ({report.replaced} replaced), "
-        f"{report.characters} characters in {report.seconds:.2f} s ({rate / 1e6:.2f} M chars/s); "
-        f"{len(report.errors)} errors",
+        f"{report.characters} characters in {report.seconds:.2f} s ({_rate_text(rate)}); "
+        f"{_plural(len(report.errors), 'error')}",
         err=True,
     )
     if report.ingested == 0 and report.errors:
@@ -228,7 +228,7 @@ def check(
                 _print_table(res)
     for err in errors:
         click.echo(f"skipped {err}", err=True)
-    click.echo(f"checked {count} suspects; {len(errors)} errors", err=True)
+    click.echo(f"checked {_plural(count, 'suspect')}; {_plural(len(errors), 'error')}", err=True)
     if count == 0 and errors:
         ctx.exit(1)
 
@@ -449,6 +449,20 @@ def index_configure(
         f"daguan parameters {json.dumps(params)}; index rebuilt ({info['mothers']} mothers)",
         err=True,
     )
+
+
+def _plural(n: int, word: str) -> str:
+    """'1 error', '2 errors' — counts in summaries read as English."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _rate_text(chars_per_second: float) -> str:
+    """A throughput in units that stay readable for small inputs (not '0.00 M chars/s')."""
+    if chars_per_second >= 1e6:
+        return f"{chars_per_second / 1e6:.2f} M chars/s"
+    if chars_per_second >= 1e3:
+        return f"{chars_per_second / 1e3:.1f} k chars/s"
+    return f"{chars_per_second:.0f} chars/s"
 
 
 if __name__ == "__main__":  # pragma: no cover
