@@ -28,6 +28,22 @@ known answer (true mother and, where it is exact, the copied spans in both texts
   independent editions, the truth being the chapters the slice overlaps;
 - negatives: slices of three unrelated novels, laws and traditional Wikipedia.
 
+``--laws N`` (default 400) adds the templated-text suite of ``bench/eval_laws.py``
+(issue #13): N national laws join the library; unrelated laws are negatives
+(``neg-law-law``) and hosts of planted excerpts of library laws (verbatim, homophones,
+traditional, sentence-shuffled), of novel chapters and of shuffled verse-heavy chapter
+windows. The old cases stay as they were (same seed, same suspects); the laws of
+``neg-laws`` and their relatives never enter the library. ``--laws 0`` is the old
+evaluation exactly.
+
+Every reported pair is labelled true (a case's truth), duplicate (the corpus really
+holds the passage elsewhere: ``is_real_copy``; for a law only a relative of the true
+law) or false. ``--features FILE`` writes one JSON line per case and per pair, with the
+features of every passage (``eval_laws.passage_features``), for
+``bench/eval_diagnose.py``; ``--false-pairs FILE`` writes every false pair with its
+passages as markdown. ``--align OPTION=VALUE`` / ``--policy OPTION=VALUE`` verify with
+other ``AlignParams`` / ``MatchPolicy`` values (sweeps, without changing tracker code).
+
 Passage measures follow PAN text alignment (character level, both documents):
 precision = |detected ∩ true| / |detected|, recall = |detected ∩ true| / |true|,
 micro-averaged over the cases of a transformation.
@@ -46,6 +62,17 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+from eval_laws import (
+    OWN_LEVELS,
+    GramTable,
+    LawSuite,
+    WindowTable,
+    build_law_cases,
+    is_law,
+    passage_features,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMERALS = "一二三四五六七八九十百零〇○"
@@ -244,7 +271,9 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
     for _ in range(n):
         cases.append(Case("neg-novels", host(2000), set(), negative=True))
     for d in rng.sample(laws, n):
-        cases.append(Case("neg-laws", d["text"][:3000], set(), negative=True))
+        cases.append(
+            Case("neg-laws", d["text"][:3000], set(), negative=True, extra={"id": d["id"]})
+        )
     for d in rng.sample(drcd, n):
         cases.append(Case("neg-wiki-trad", d["text"], set(), negative=True))
     return mothers, cases
@@ -288,6 +317,7 @@ class EngineRun:
     times: list[float]  # check time per case, ms
     ingest_s: float
     candidates: list[int] = field(default_factory=list)  # candidates verified per case
+    records: list[dict] = field(default_factory=list)  # per case and pair (--features)
 
     @property
     def median_ms(self) -> float:
@@ -335,8 +365,61 @@ def parse_options(pairs: list[str]) -> dict[str, dict]:
     return dict(out)
 
 
-def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case]) -> EngineRun:
-    """Ingest the mothers into a fresh library with this engine, then check every case."""
+def planted_share(case: Case, match) -> float | None:
+    """Share of a match's suspect passages (by length) inside the case's copied span."""
+    if case.s_span is None:
+        return None
+    total = sum(p.suspect_end - p.suspect_start for p in match.passages)
+    inside = sum(overlap((p.suspect_start, p.suspect_end), case.s_span) for p in match.passages)
+    return inside / total if total else 0.0
+
+
+def pair_label(lib, case: Case, match) -> str:
+    """The label of a reported pair: "true" (the case's truth), "dup" (the corpus really
+    holds the passage elsewhere) or "false". A law outside the truth is a duplicate only
+    when it is related to the true law (``eval_laws.LawFamilies``: another version, an
+    implementing rule ...) and its passages lie in the planted copy; any other law is a
+    false pair."""
+    if match.mother_id in case.truth:
+        return "true"
+    if is_law(match.mother_id):
+        inside = planted_share(case, match)
+        related = match.mother_id in case.extra.get("dups", ())
+        return "dup" if related and inside is not None and inside >= 0.5 else "false"
+    return "dup" if is_real_copy(lib, case.text, match) else "false"
+
+
+def make_matcher(lib, engine: str, align: dict, policy: dict):
+    """The library's matcher, or one with other AlignParams / MatchPolicy values."""
+    if not align and not policy:
+        return lib.matcher(engine)
+    from dataclasses import replace
+
+    from tracker.align import AlignParams
+    from tracker.matching import Matcher
+
+    lib.matcher(engine)  # the library's own checks (engine indexed)
+    return Matcher(
+        lib.store,
+        lib.engine(engine),
+        policy=replace(lib.policy, **policy),
+        align_params=AlignParams(**align),
+        cache=lib._cache,
+    )
+
+
+def run_engine(
+    engine: str,
+    options: dict,
+    mothers: list[dict],
+    cases: list[Case],
+    *,
+    table: GramTable | None = None,
+    align: dict | None = None,
+    policy: dict | None = None,
+) -> EngineRun:
+    """Ingest the mothers into a fresh library with this engine, then check every case.
+    With ``table`` every reported pair is recorded with its passages' features."""
     from tracker.config import Settings
     from tracker.documents import Document
     from tracker.library import Library
@@ -344,6 +427,7 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
     rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     times: list[float] = []
     n_cands: list[int] = []
+    records: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = Library.open(Settings(data_dir=Path(tmp)))
         try:
@@ -356,74 +440,245 @@ def run_engine(engine: str, options: dict, mothers: list[dict], cases: list[Case
             )
             ingest_s = time.perf_counter() - t0
             eng = lib.engine(engine)
-            for case in cases:
+            matcher = make_matcher(lib, engine, align or {}, policy or {})
+            wtable = (
+                WindowTable(eng, [m["text"] for m in mothers])
+                if table is not None and hasattr(eng, "fingerprinter")
+                else None
+            )
+            for no, case in enumerate(cases):
                 t = time.perf_counter()
-                result = lib.check_text(case.text, engine=engine)
+                result = matcher.match(case.text)
                 times.append((time.perf_counter() - t) * 1000)
                 n_cands.append(result.candidates)
                 r = rows[case.kind]
                 r["n"] += 1
                 found = {m.mother_id for m in result.matches}
+                labels = [pair_label(lib, case, m) for m in result.matches]
+                # Candidates the verifier saw, asked again outside timing: candidate recall
+                # (the engine's own recall, before alignment) and the passage features.
+                limit = max(
+                    matcher.policy.candidates, len(case.text) // matcher.policy.chars_per_candidate
+                )
+                cands = eng.candidates_with_evidence(case.text, limit=limit)
+                by_seq = lib.store.get_mothers_by_seq(c.seq for c in cands)
+                cand_ids = [by_seq[c.seq].id if c.seq in by_seq else "" for c in cands]
+                if table is not None:
+                    records.extend(
+                        observe(
+                            lib,
+                            eng,
+                            matcher,
+                            no,
+                            case,
+                            result,
+                            labels,
+                            cands,
+                            cand_ids,
+                            table,
+                            wtable,
+                        )
+                    )
                 if case.negative:
                     r["flagged"] += bool(found)
                     continue
                 r["recall"] += bool(found & case.truth)
-                # Candidate recall: was a true mother among the candidates the verifier saw
-                # (the engine's own recall, before alignment); asked again, outside timing.
-                policy = lib.policy  # the matcher's budget grows with the suspect's length
-                limit = max(policy.candidates, len(case.text) // policy.chars_per_candidate)
-                cands = eng.candidates(case.text, limit=limit)
-                by_seq = lib.store.get_mothers_by_seq(seq for seq, _strength in cands)
-                r["cand_recall"] += bool({m.id for m in by_seq.values()} & case.truth)
+                r["cand_recall"] += bool(set(cand_ids) & case.truth)
                 r["pairs"] += len(found)
-                r["true_pairs"] += len(found & case.truth)
                 # The corpus has real duplicates (chapters sharing text, a Wikipedia
-                # paragraph quoting a novel). A pair outside the truth whose mother
-                # passage really holds the suspect passage is a correct find.
-                for m in result.matches:
-                    if m.mother_id not in case.truth and is_real_copy(lib, case.text, m):
-                        r["true_pairs"] += 1
-                        r["corpus_duplicates"] += 1
+                # paragraph quoting a novel): such a pair is a correct find.
+                r["true_pairs"] += sum(label != "false" for label in labels)
+                r["corpus_duplicates"] += sum(label == "dup" for label in labels)
                 if case.s_span and case.m_span:
-                    true_mother = next(iter(case.truth))
-                    det_s = [
-                        (p.suspect_start, p.suspect_end) for m in result.matches for p in m.passages
-                    ]
-                    det_m_true = [
-                        (p.mother_start, p.mother_end)
-                        for m in result.matches
-                        if m.mother_id == true_mother
-                        for p in m.passages
-                    ]
-                    det_m_other = sum(
-                        p.mother_end - p.mother_start
-                        for m in result.matches
-                        if m.mother_id != true_mother
-                        for p in m.passages
-                    )
-                    ds, dm = union_len(det_s), union_len(det_m_true)
-                    hit_s = union_len(
-                        [
-                            (max(a, case.s_span[0]), min(b, case.s_span[1]))
-                            for a, b in det_s
-                            if overlap((a, b), case.s_span)
-                        ]
-                    )
-                    hit_m = union_len(
-                        [
-                            (max(a, case.m_span[0]), min(b, case.m_span[1]))
-                            for a, b in det_m_true
-                            if overlap((a, b), case.m_span)
-                        ]
-                    )
-                    r["det"] += ds + dm + det_m_other
-                    r["hit"] += hit_s + hit_m
-                    r["true"] += (case.s_span[1] - case.s_span[0]) + (
-                        case.m_span[1] - case.m_span[0]
-                    )
+                    add_passage_measures(r, case, result)
         finally:
             lib.close()
-    return EngineRun(engine, options, rows, times, ingest_s, n_cands)
+    return EngineRun(engine, options, rows, times, ingest_s, n_cands, records)
+
+
+def add_passage_measures(r: dict[str, float], case: Case, result) -> None:
+    """PAN character-level passage sums (detected, hit, true) of one case."""
+    assert case.s_span and case.m_span
+    true_mother = next(iter(case.truth))
+    det_s = [(p.suspect_start, p.suspect_end) for m in result.matches for p in m.passages]
+    det_m_true = [
+        (p.mother_start, p.mother_end)
+        for m in result.matches
+        if m.mother_id == true_mother
+        for p in m.passages
+    ]
+    det_m_other = sum(
+        p.mother_end - p.mother_start
+        for m in result.matches
+        if m.mother_id != true_mother
+        for p in m.passages
+    )
+    ds, dm = union_len(det_s), union_len(det_m_true)
+    hit_s = union_len(
+        [
+            (max(a, case.s_span[0]), min(b, case.s_span[1]))
+            for a, b in det_s
+            if overlap((a, b), case.s_span)
+        ]
+    )
+    hit_m = union_len(
+        [
+            (max(a, case.m_span[0]), min(b, case.m_span[1]))
+            for a, b in det_m_true
+            if overlap((a, b), case.m_span)
+        ]
+    )
+    r["det"] += ds + dm + det_m_other
+    r["hit"] += hit_s + hit_m
+    r["true"] += (case.s_span[1] - case.s_span[0]) + (case.m_span[1] - case.m_span[0])
+
+
+def truth_alignment(lib, eng, matcher, case: Case, cands, cand_ids) -> dict | None:
+    """Why a true mother that was a candidate was not reported: its alignment under the
+    matcher's settings, and without the boilerplate filter (no evidence given)."""
+    from tracker.align import align_prepared, prepare
+
+    rank = next((i for i, m in enumerate(cand_ids) if m in case.truth), None)
+    if rank is None:
+        return None
+    mother = lib.store.get_mother(cand_ids[rank])
+    prepared = prepare(case.text, matcher.align_params.k)
+    m_prep = matcher.cache.get(mother, matcher.align_params.k)
+    out = {}
+    for name, evidence, common in (
+        ("verifier", cands[rank].evidence, cands[rank].common),
+        ("no_filter", None, None),
+    ):
+        a = align_prepared(
+            prepared,
+            m_prep,
+            matcher.align_params,
+            evidence=evidence,
+            common=common,
+            evidence_window=getattr(eng, "window", 24),
+        )
+        out[name] = {
+            "copied": a.suspect_copied,
+            "similarity": round(a.similarity, 4),
+            "passages": len(a.passages),
+            "is_copy": matcher.policy.is_copy(a),
+        }
+    out["evidence_windows"] = (
+        int(cands[rank].evidence.size) if cands[rank].evidence is not None else None
+    )
+    return out
+
+
+def observe(
+    lib, eng, matcher, no: int, case: Case, result, labels, cands, cand_ids, table, wtable
+) -> list[dict]:
+    """One record for the case and one per reported pair, with passage features."""
+    from tracker.align import prepare
+
+    truth_rank = next((i for i, m in enumerate(cand_ids) if m in case.truth), None)
+    reported = [m.mother_id for m in result.matches]
+    missed = not case.negative and not (set(reported) & case.truth)
+    out: list[dict] = [
+        {
+            "type": "case",
+            "no": no,
+            "kind": case.kind,
+            "negative": case.negative,
+            "chars": len(case.text),
+            "recalled": bool(set(reported) & case.truth),
+            "flagged": bool(reported) and case.negative,
+            "truth_candidate_rank": truth_rank,
+            "candidates": len(cands),
+            "reported": reported,
+            "labels": labels,
+            "truth": sorted(case.truth),
+            "extra": {k: (sorted(v) if isinstance(v, set) else v) for k, v in case.extra.items()},
+            "truth_alignment": (
+                truth_alignment(lib, eng, matcher, case, cands, cand_ids) if missed else None
+            ),
+        }
+    ]
+    if not result.matches:
+        return out
+    prepared = prepare(case.text, table.k)
+    by_id = {m: c for m, c in zip(cand_ids, cands, strict=True)}
+    window = getattr(eng, "window", 24)
+    windows = wtable.positions(case.text) if wtable is not None else None
+    postings = wtable.postings(case.text) if wtable is not None else None
+    stop_df = wtable.stop_df if wtable is not None else 16
+    s_sorted = np.sort(prepared.grams)
+    candidates = np.zeros(len(table.ids), dtype=bool)
+    for mid in cand_ids:
+        if mid in table.pos:
+            candidates[table.pos[mid]] = True
+    for rank, (m, label) in enumerate(zip(result.matches, labels, strict=True)):
+        mother = lib.store.get_mother(m.mother_id).text
+        cand = by_id.get(m.mother_id)
+        m_sorted = np.sort(prepare(mother, table.k).grams)
+        masks = {
+            key: np.zeros(prepared.n, dtype=bool)
+            for key in ("init", *(f"own{c}" for c in OWN_LEVELS))
+        }
+        masks["wown"] = np.zeros(prepared.n, dtype=np.float64)
+        masks["cwown"] = np.zeros(prepared.n, dtype=np.float64)
+        me = table.pos.get(m.mother_id)
+        win_masks = (
+            wtable.own_masks(postings, me, prepared.n, OWN_LEVELS)
+            if wtable is not None and postings is not None and me is not None
+            else None
+        )
+        passages = [
+            passage_features(
+                case.text,
+                mother,
+                p,
+                m.mother_id,
+                table,
+                s_offsets=prepared.offsets,
+                s_grams=prepared.grams,
+                evidence=cand.evidence if cand else None,
+                common=cand.common if cand else None,
+                window=window,
+                planted=case.s_span,
+                windows=windows,
+                stop_df=stop_df,
+                s_sorted=s_sorted,
+                m_sorted=m_sorted,
+                masks=masks,
+                win_masks=win_masks,
+                candidates=candidates,
+            )
+            | {
+                "suspect_start": p.suspect_start,
+                "suspect_end": p.suspect_end,
+                "mother_start": p.mother_start,
+                "mother_end": p.mother_end,
+            }
+            for p in m.passages
+        ]
+        out.append(
+            {
+                "type": "pair",
+                "no": no,
+                "kind": case.kind,
+                "negative": case.negative,
+                "mother_id": m.mother_id,
+                "label": label,
+                "rank": rank,
+                "score": m.score,
+                "coverage": m.coverage,
+                "candidate_rank": cand_ids.index(m.mother_id) if m.mother_id in cand_ids else None,
+                # Pair totals over the union of its passages (a span reported twice, or
+                # passages that overlap, count once).
+                **{f"pair_{key}": round(float(mask.sum()), 1) for key, mask in masks.items()},
+                **{
+                    f"pair_win_own{c}": int((wm & masks["init"]).sum())
+                    for c, wm in (win_masks or {}).items()
+                },
+                "passages": passages,
+            }
+        )
+    return out
 
 
 def _f(x: float | None) -> str:
@@ -504,6 +759,138 @@ def comparison_table(runs: list[EngineRun], mothers: list[dict], n_cases: int) -
     return "\n".join(lines)
 
 
+def build_law_suite(data: Path, n: int, n_laws: int, cases: list[Case]) -> LawSuite:
+    """The templated-text suite (bench/eval_laws.py) beside the old ``cases``."""
+    import opencc
+
+    hlm = load_jsonl(data / "novels/hongloumeng.chapters.jsonl")
+    sgy = load_jsonl(data / "novels/sanguoyanyi.chapters.jsonl")
+    luxun = load_jsonl(data / "luxun/luxun_pieces.jsonl")
+    laws = load_jsonl(data / "laws/laws_national.jsonl")
+    chapters = hlm + sgy
+    hmap = homophone_map(
+        "".join(d["text"] for d in chapters[:40]) + "".join(d["text"] for d in laws)
+    )
+    exclude = {c.extra["id"] for c in cases if c.kind == "neg-laws"}
+    return build_law_cases(
+        laws,
+        chapters,
+        chapters + luxun,
+        n=n,
+        n_library=n_laws,
+        make_case=lambda kind, text, truth, s_span, m_span, negative, extra: Case(
+            kind, text, truth, s_span, m_span, negative, extra
+        ),
+        hmap=hmap,
+        s2t=opencc.OpenCC("s2t").convert,
+        exclude=exclude,
+    )
+
+
+LAW_NEGATIVES = ("neg-laws", "neg-law-law")
+
+
+def summary(run: EngineRun) -> str:
+    """Negatives flagged (law-vs-law and overall), pair precision, false pairs per kind."""
+    neg_law = [run.rows[k] for k in LAW_NEGATIVES if k in run.rows]
+    law_f, law_n = int(sum(r["flagged"] for r in neg_law)), int(sum(r["n"] for r in neg_law))
+    all_f, all_n = run.flagged()
+    pos = [r for k, r in run.rows.items() if not k.startswith("neg")]
+    pairs, true_pairs = sum(r["pairs"] for r in pos), sum(r["true_pairs"] for r in pos)
+    lines = [
+        f"- negatives flagged, law-vs-law ({' + '.join(LAW_NEGATIVES)}): {law_f} / {law_n}",
+        f"- negatives flagged, overall: {all_f} / {all_n} ({100 * all_f / max(1, all_n):.2f} %)",
+        f"- pair precision, all cases: {true_pairs / max(1, pairs):.4f} "
+        f"({int(pairs - true_pairs)} false of {int(pairs)} pairs)",
+    ]
+    if run.records:
+        false = [x for x in run.records if x["type"] == "pair" and x["label"] == "false"]
+        by_kind: dict[str, int] = defaultdict(int)
+        for x in false:
+            by_kind[x["kind"]] += 1
+        if by_kind:
+            lines.append(
+                "- false pairs by transformation: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(by_kind.items()))
+            )
+    return "\n".join(lines)
+
+
+def _clip(text: str, n: int = 400) -> str:
+    text = text.replace("\n", "⏎").replace("|", "｜")
+    return text if len(text) <= n else text[:n] + f"…(+{len(text) - n})"
+
+
+def false_pairs_report(run: EngineRun) -> str:
+    """Every false pair (and flagged negative) with its passages and their features."""
+    cases = {x["no"]: x for x in run.records if x["type"] == "case"}
+    lines = [f"# False pairs ({run.engine})", ""]
+    for x in run.records:
+        if x["type"] != "pair" or x["label"] != "false":
+            continue
+        c = cases[x["no"]]
+        lines += [
+            f"## case {x['no']} {x['kind']} → `{x['mother_id']}`",
+            "",
+            f"score {x['score']}, coverage {x['coverage']}, rank {x['rank']} of "
+            f"{len(c['reported'])} reported, candidate rank {x['candidate_rank']}; "
+            f"truth {c['truth'] or '(negative)'}"
+            + (f", truth candidate rank {c['truth_candidate_rank']}" if c["truth"] else "")
+            + (f"; host `{c['extra']['host']}`" if "host" in c["extra"] else "")
+            + (f"; suspect `{c['extra']['id']}`" if "id" in c["extra"] else ""),
+            "",
+            "| chars s/m | initials | similarity | char sim | initials sim | verbatim 8-gram "
+            "| cf median | cf≥1 | cf≥3 | unique initials | mothers ≥½ | supported | common "
+            "| in planted |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for p in x["passages"]:
+            lines.append(
+                f"| {p['s_chars']}/{p['m_chars']} | {p['s_init']} | {p['similarity']} | "
+                f"{p['char_sim']} | {p['init_sim']} | {p['verbatim8']} | {p['cf_median']} | "
+                f"{p['cf1']} | {p['cf3']} | {p['unique_init']} | {p['mothers_half']} | "
+                f"{p['supported']} | {p['common']} | {p['planted']} |"
+            )
+        lines.append("")
+        for i, p in enumerate(x["passages"]):
+            lines += [
+                f"{i + 1}. suspect [{p['suspect_start']}:{p['suspect_end']}]: "
+                f"{_clip(p['suspect'])}",
+                f"   mother [{p['mother_start']}:{p['mother_end']}]: {_clip(p['mother'])}",
+            ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def misses_report(run: EngineRun) -> str:
+    """Cases whose truth was not reported: was it a candidate, what was reported instead."""
+    cases = [x for x in run.records if x["type"] == "case" and not x["negative"]]
+    lines = []
+    for c in cases:
+        if c["recalled"]:
+            continue
+        lines.append(
+            f"- case {c['no']} {c['kind']}: truth {c['truth']} candidate rank "
+            f"{c['truth_candidate_rank']} of {c['candidates']}; reported "
+            + (
+                ", ".join(f"`{m}` ({lb})" for m, lb in zip(c["reported"], c["labels"], strict=True))
+                or "nothing"
+            )
+            + (
+                "; truth aligned: "
+                + ", ".join(
+                    f"{name} copied {a['copied']} sim {a['similarity']} passages {a['passages']}"
+                    for name, a in c["truth_alignment"].items()
+                    if isinstance(a, dict)
+                )
+                + f", evidence windows {c['truth_alignment']['evidence_windows']}"
+                if c.get("truth_alignment")
+                else ""
+            )
+        )
+    return "\n".join(lines) or "(none)"
+
+
 def evaluate(args: argparse.Namespace) -> str:
     from tracker.engines import ENGINES
 
@@ -512,16 +899,59 @@ def evaluate(args: argparse.Namespace) -> str:
         if e not in ENGINES:
             raise SystemExit(f"unknown engine {e!r} (choose from {', '.join(ENGINES)} or all)")
     options = parse_options(args.set or [])
-    mothers, cases = build_cases(Path(args.data), args.cases)
+    align = parse_values(args.align or [], "--align")
+    policy = parse_values(args.policy or [], "--policy")
+    data = Path(args.data)
+    mothers, cases = build_cases(data, args.cases)
+    if args.laws:
+        suite = build_law_suite(data, args.cases, args.laws, cases)
+        mothers = mothers + suite.library
+        cases = cases + suite.cases
+    record = bool(args.features or args.false_pairs or args.laws)
+    table = GramTable([m["id"] for m in mothers], [m["text"] for m in mothers]) if record else None
     runs = []
     for e in engines:
-        runs.append(run_engine(e, options.get(e, {}), mothers, cases))
+        runs.append(
+            run_engine(
+                e, options.get(e, {}), mothers, cases, table=table, align=align, policy=policy
+            )
+        )
         print(f"[{e}] done: check median {runs[-1].median_ms:.1f} ms", file=sys.stderr)
+    if args.features:
+        with open(args.features, "w", encoding="utf-8") as f:
+            for run in runs:
+                for x in run.records:
+                    f.write(json.dumps({"engine": run.engine, **x}, ensure_ascii=False) + "\n")
+    if args.false_pairs:
+        Path(args.false_pairs).write_text(
+            "\n\n".join(false_pairs_report(r) for r in runs), encoding="utf-8"
+        )
+    settings = ""
+    if align or policy:
+        settings = f"Verifier settings: align {json.dumps(align)}, policy {json.dumps(policy)}.\n\n"
     if len(runs) == 1:
-        return engine_table(runs[0], mothers, len(cases))
-    out = comparison_table(runs, mothers, len(cases))
+        out = settings + engine_table(runs[0], mothers, len(cases)) + "\n\n" + summary(runs[0])
+        if record:
+            out += "\n\nMissed cases:\n\n" + misses_report(runs[0])
+        return out
+    out = settings + comparison_table(runs, mothers, len(cases))
+    out += "\n\n" + "\n\n".join(f"**{r.engine}**\n\n" + summary(r) for r in runs)
     if args.detail:
         out += "\n\n" + "\n\n".join(engine_table(r, mothers, len(cases)) for r in runs)
+    return out
+
+
+def parse_values(pairs: list[str], flag: str) -> dict:
+    """``OPTION=VALUE`` pairs (values parsed as JSON when they are JSON)."""
+    out: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{flag} expects OPTION=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
     return out
 
 
@@ -543,6 +973,26 @@ def main() -> None:
     )
     ap.add_argument(
         "--detail", action="store_true", help="with several engines, also each engine's table"
+    )
+    ap.add_argument(
+        "--laws",
+        type=int,
+        default=400,
+        help="national laws in the library for the templated-text suite (0: old cases only)",
+    )
+    ap.add_argument("--features", default=None, help="write case and pair records (JSON Lines)")
+    ap.add_argument("--false-pairs", default=None, help="write every false pair (markdown)")
+    ap.add_argument(
+        "--align",
+        action="append",
+        metavar="OPTION=VALUE",
+        help="verify with this AlignParams value (repeatable), e.g. anchor=12",
+    )
+    ap.add_argument(
+        "--policy",
+        action="append",
+        metavar="OPTION=VALUE",
+        help="verify with this MatchPolicy value (repeatable), e.g. min_copied=80",
     )
     ap.add_argument("--out", default=None, help="append the table to this markdown file")
     args = ap.parse_args()
