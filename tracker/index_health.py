@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from tracker.redis_client import process_alive
+
 WRITER_PREFIX = "index-writer:"
 WRITER_LEASE = 3600.0  # seconds without a heartbeat after which a writer is taken for dead
 LOCK_TTL_MS = 10 * 60 * 1000  # a rebuild refreshes its lock at every batch
@@ -88,18 +90,6 @@ def _text(value: Any) -> str | None:
     if value is None:
         return None
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    except OSError:
-        return False
-    return True
 
 
 class IndexTracker:
@@ -248,7 +238,7 @@ class IndexTracker:
                 beat = datetime.fromisoformat(str(mark.get("beat")))
             except ValueError:
                 beat = now - timedelta(seconds=2 * WRITER_LEASE)
-            gone = mark.get("host") == self.host and not _pid_alive(int(mark.get("pid", 0)))
+            gone = mark.get("host") == self.host and not process_alive(int(mark.get("pid", 0)))
             if mark.get("failed") or gone or (now - beat).total_seconds() > WRITER_LEASE:
                 dead[key] = mark
         return dead

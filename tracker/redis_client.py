@@ -243,10 +243,31 @@ def embedded_server_pid(settings: Settings) -> int | None:
     try:
         info = json.loads(registry.read_text(encoding="utf-8"))
         pid = int(Path(info["pidfile"]).read_text().strip())
-        os.kill(pid, 0)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return pid
+    return pid if process_alive(pid) else None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A zombie counts as gone: the daemonized
+    embedded server is reparented to PID 1, and an init that reaps slowly (a
+    container's or a VM's) would otherwise keep every shutdown waiting seconds for a
+    process that has already exited."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs (not Linux): signal 0 said alive
+    # Field 3, after the parenthesised command name (which may contain spaces).
+    state = stat.rpartition(")")[2].split()[:1]
+    return state not in (["Z"], ["X"])
 
 
 def stop_embedded_redis(settings: Settings, timeout: float = 10.0) -> None:
@@ -282,11 +303,9 @@ def _shutdown_pid(pid: int, socket_path: str, timeout: float = 10.0) -> None:
         client.connection_pool.disconnect()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
+        if not process_alive(pid):
             return
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)  # it would not stop: it is ours, do not leak it
 
 
