@@ -86,3 +86,32 @@ def test_nothing_readable_exits_nonzero(tmp_path):
     (tmp_path / "x.txt").write_bytes(b"\x00")
     r = _yinji(tmp_path / "d", "ingest", str(tmp_path / "x.txt"))
     assert r.returncode == 1 and "x.txt" in r.stderr
+
+
+def test_check_against_an_empty_library_is_an_error(tmp_path):
+    # Issue #14: an empty library (or a mistyped --data-dir) answered "no match", exit 0.
+    (tmp_path / "one.txt").write_text(work(3, 20), encoding="utf-8")
+    r = _yinji(tmp_path / "mistyped", "check", "--json", str(tmp_path / "one.txt"))
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert "holds no works" in r.stderr and "mistyped" in r.stderr
+
+
+def test_check_folder_reports_every_file_passed_over(tmp_path):
+    # Issue #14: `yinji check .` skipped a .pdf in the folder without a word.
+    data = tmp_path / "data"
+    lib = tmp_path / "lib.jsonl"
+    lib.write_text(json.dumps({"id": "w", "text": work(5, 40)}, ensure_ascii=False), "utf-8")
+    assert _yinji(data, "ingest", str(lib)).returncode == 0
+    folder = tmp_path / "suspects"
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "config").write_text("[core]", encoding="utf-8")
+    (folder / "a.txt").write_text(work(6, 20), encoding="utf-8")
+    (folder / "real.pdf").write_bytes(b"%PDF-1.4\n")
+    (folder / ".DS_Store").write_bytes(b"\x00\x00")
+    r = _yinji(data, "check", "--json", str(folder))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["suspect_id"] for x in r.stdout.splitlines()] == ["a"]
+    assert "real.pdf: unsupported file type" in r.stderr
+    assert ".DS_Store" not in r.stderr and ".git" not in r.stderr
+    assert f"library: {data.resolve()}" in r.stderr

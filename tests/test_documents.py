@@ -140,9 +140,12 @@ def test_folder_is_walked_in_order(tmp_path):
     (tmp_path / "b" / "2.txt").write_text(work(11, 2), encoding="utf-8")
     (tmp_path / "1.txt").write_text(work(12, 2), encoding="utf-8")
     (tmp_path / "skip.bin").write_bytes(b"\x00")
+    (tmp_path / ".hidden.txt").write_text(work(13, 2), encoding="utf-8")
     items = list(iter_documents([tmp_path]))
     assert [d.id for d in items if isinstance(d, Document)] == ["1", "2"]
-    assert not [e for e in items if isinstance(e, DocumentError)]
+    # A file passed over is said (issue #14); hidden files are not works.
+    (err,) = [e for e in items if isinstance(e, DocumentError)]
+    assert err.source.endswith("skip.bin") and "unsupported file type" in err.message
 
 
 def test_zip_member_ids_come_from_the_member_name():

@@ -173,6 +173,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
 
     progress = _Progress("ingest")
     settings = _settings(ctx)
+    click.echo(f"library: {settings.describe_library()}", err=True)
     with _open_library(ctx) as lib:
         report = lib.ingest(
             iter_documents(paths, limits=settings.read_limits),
@@ -212,7 +213,16 @@ def check(
     errors: list[DocumentError] = []
     count = 0
     limits = _settings(ctx).read_limits
+    settings = _settings(ctx)
+    click.echo(f"library: {settings.describe_library()}", err=True)
     with _open_library(ctx) as lib:
+        if lib.store.count_mothers() == 0:
+            # Checking against nothing would answer "no match" for every suspect: a
+            # silent false negative (an empty or mistyped --data-dir).
+            raise click.ClickException(
+                f"the library {settings.describe_library()} holds no works: ingest some "
+                "first (yinji ingest FILES), or give the right --data-dir / $YINJI_DATA_DIR"
+            )
         try:
             lib.matcher(engine)
         except ValueError as exc:

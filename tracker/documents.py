@@ -610,7 +610,9 @@ def iter_documents(
     named on purpose). Inside a folder only regular files within the folder are read:
     a symbolic link whose target lies outside it (a file such as /etc/passwd, a device,
     another folder) is skipped and reported; links to folders are not followed;
-    FIFOs, devices and sockets with a document suffix are reported, never opened."""
+    FIFOs, devices and sockets with a document suffix are reported, never opened; other
+    files are reported as unsupported; hidden files and folders (.git, .DS_Store) are
+    passed over silently."""
     limits = limits or ReadLimits.from_env()
     for raw in paths:
         path = Path(raw)
@@ -635,6 +637,7 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
     for dirpath, dirnames, filenames in os.walk(
         folder, followlinks=False, onerror=walk_errors.append
     ):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]  # .git, .cache: not works
         for name in dirnames:
             link = Path(dirpath, name)
             if link.is_symlink():
@@ -644,6 +647,8 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
                     (str(link), link, f"symbolic link to a folder {where} ({target}): not followed")
                 )
         for name in filenames:
+            if name.startswith("."):
+                continue  # hidden (.DS_Store, swap files): as in archives, not a work
             p = Path(dirpath, name)
             try:
                 mode = os.lstat(p).st_mode
@@ -659,6 +664,10 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
                     continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 found.append((str(p), p, None))
+            else:
+                # Every file passed over is said: a .pdf among the chapters must not vanish.
+                kinds = ", ".join(SUPPORTED_SUFFIXES)
+                found.append((str(p), p, f"unsupported file type (use {kinds})"))
     for problem in walk_errors:
         name = problem.filename if problem.filename is not None else str(folder)
         reason = problem.strerror or problem
