@@ -115,3 +115,29 @@ def test_check_folder_reports_every_file_passed_over(tmp_path):
     assert "real.pdf: unsupported file type" in r.stderr
     assert ".DS_Store" not in r.stderr and ".git" not in r.stderr
     assert f"library: {data.resolve()}" in r.stderr
+
+
+def test_check_json_include_text_gives_what_offsets_index(tmp_path):
+    # Issue #14: for .html input the offsets point into extracted text --json never showed.
+    import hashlib
+
+    data = tmp_path / "data"
+    text = work(7, 40)
+    lib = tmp_path / "lib.jsonl"
+    lib.write_text(json.dumps({"id": "w", "text": text}, ensure_ascii=False), "utf-8")
+    assert _yinji(data, "ingest", str(lib)).returncode == 0
+    page = tmp_path / "page.html"
+    page.write_text(
+        f"<html><head><title>盗版</title></head><body><p>{text[100:700]}</p></body></html>",
+        encoding="utf-8",
+    )
+    plain = json.loads(_yinji(data, "check", "--json", str(page)).stdout)
+    r = _yinji(data, "check", "--json", "--include-text", str(page))
+    assert r.returncode == 0, r.stderr
+    line = json.loads(r.stdout)
+    assert "text" not in plain and plain["text_sha256"] == line["text_sha256"]
+    assert line["text_sha256"] == hashlib.sha256(line["text"].encode("utf-8")).hexdigest()
+    (m,) = line["matches"]
+    p = m["passages"][0]
+    copied = line["text"][p["suspect_start"] : p["suspect_end"]]
+    assert copied == text[p["mother_start"] : p["mother_end"]]

@@ -202,10 +202,21 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout, one per suspect.")
 @click.option("--no-save", is_flag=True, help="Do not store suspects and matches.")
+@click.option(
+    "--include-text",
+    is_flag=True,
+    help="With --json: add the checked text (what the offsets index into; for .html and "
+    ".docx the extracted text) as 'text'. Every line has its SHA-256 as 'text_sha256'.",
+)
 @_engine_option
 @click.pass_context
 def check(
-    ctx: click.Context, paths: tuple[Path, ...], as_json: bool, no_save: bool, engine: str | None
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    as_json: bool,
+    no_save: bool,
+    include_text: bool,
+    engine: str | None,
 ) -> None:
     """Check suspect documents against the mother corpus."""
     from tracker.documents import DocumentError, iter_documents
@@ -232,7 +243,8 @@ def check(
         for res in lib.check(documents, engine=engine, save=not no_save, errors=errors):
             count += 1
             if as_json:
-                sys.stdout.write(json.dumps(res.to_json(), ensure_ascii=False) + "\n")
+                line = res.to_json(include_text=include_text)
+                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
                 sys.stdout.flush()
             else:
                 _print_table(res)

@@ -71,9 +71,14 @@ class CheckResult:
     def matches(self) -> list[Match]:
         return self.result.matches
 
-    def to_json(self) -> dict[str, Any]:
-        """The CLI's ``--json`` line (see README: exact contract)."""
-        return {
+    def to_json(self, *, include_text: bool = False) -> dict[str, Any]:
+        """The CLI's ``--json`` line (see README: exact contract). ``text_sha256`` is
+        the SHA-256 of the checked text (UTF-8) that the offsets index into: for .html
+        and .docx input the extracted text, not the file; ``include_text`` adds it."""
+        import hashlib
+
+        text = self.suspect.text
+        line: dict[str, Any] = {
             "suspect_id": self.suspect.id,
             "matches": [
                 {
@@ -85,7 +90,11 @@ class CheckResult:
                 }
                 for m in self.matches
             ],
+            "text_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         }
+        if include_text:
+            line["text"] = text
+        return line
 
 
 class Library:
