@@ -177,6 +177,10 @@ def test_user_commands(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     result = _run(data, "user", "add", "ann", "--role", "viewer", "--password", "pw-abcdefg")
     assert result.exit_code != 0 and "already exists" in result.output
+    # Issue #14: `user add alice < /dev/null` warned (GetPassWarning) and aborted.
+    result = _run(data, "user", "add", "alice", "--role", "admin", input="")
+    assert result.exit_code == 2 and "use --password" in result.output
+    assert "Warning" not in result.output
     result = _run(data, "user", "add", "bob", "--password", "short")
     assert result.exit_code != 0 and "at least 8" in result.output
     listing = _run(data, "user", "list").output

@@ -296,7 +296,19 @@ def user_add(ctx: click.Context, username: str, role: str, password: str | None)
     from web import accounts
 
     if password is None:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        # Without a terminal getpass warns (GetPassWarning) and echoes: read the piped
+        # lines plainly, and say what to do when there are none (< /dev/null).
+        terminal = sys.stdin.isatty()
+        try:
+            password = click.prompt(
+                "Password", hide_input=terminal, confirmation_prompt=True, err=True
+            )
+        except click.Abort:
+            if terminal:
+                raise
+            raise click.UsageError(
+                "no password given and no terminal to ask for it: use --password"
+            ) from None
     store = _store(_settings(ctx))
     try:
         token = accounts.create_user(store, username, role, password)
