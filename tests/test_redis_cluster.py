@@ -236,7 +236,10 @@ def test_cli_reports_a_stopped_master_without_traceback(
             r = _yinji(env, data, *args)
             assert r.returncode == 1, r.stderr
             assert "Traceback" not in r.stderr, r.stderr
-            assert r.stderr.startswith("Error: Redis Cluster " + cluster.url), r.stderr
+            # The first line names the library (no password), the next the outage.
+            first, error = r.stderr.splitlines()[:2]
+            assert first.startswith("library: ") and cluster.url in first, r.stderr
+            assert error.startswith("Error: Redis Cluster " + cluster.url), r.stderr
     finally:
         cluster.start_node(2)
 
