@@ -141,3 +141,25 @@ def test_check_json_include_text_gives_what_offsets_index(tmp_path):
     p = m["passages"][0]
     copied = line["text"][p["suspect_start"] : p["suspect_end"]]
     assert copied == text[p["mother_start"] : p["mother_end"]]
+
+
+def test_every_option_has_help_and_tiny_reference_warns(tmp_path):
+    # Issue #14: fingerprint and index configure options had no help; reference build on
+    # 1,076 characters said nothing about the corpus being too small.
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+
+    for command in (("fingerprint",), ("index", "configure"), ("reference", "build")):
+        ctx = main.make_context("yinji", [*command[:-1], "--help"], resilient_parsing=True)
+        group = main
+        for name in command:
+            group = group.get_command(ctx, name)
+        for param in group.params:
+            if param.param_type_name == "option":
+                assert param.help, f"{' '.join(command)} {param.opts} has no help"
+
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(work(4, 10), encoding="utf-8")
+    r = CliRunner().invoke(main, ["reference", "build", str(corpus), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 0 and "corpus too small" in r.output

@@ -277,9 +277,25 @@ def _print_table(res: Any) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--granularity", type=int, default=None, help="Window length in initials.")
 @click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
-@click.option("--levels", type=click.Choice(["10", "8", "4", "2"]), default=None)
-@click.option("--mode", type=click.Choice(["quantile", "fixed"]), default=None)
-@click.option("--reference", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option(
+    "--levels",
+    type=click.Choice(["10", "8", "4", "2"]),
+    default=None,
+    help="Levels per letter count (digits of the packed value): fewer tolerate more "
+    "edits and give more chance hits.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["quantile", "fixed"]),
+    default=None,
+    help="How counts become levels: the reference's quantiles, or fixed cut points.",
+)
+@click.option(
+    "--reference",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Reference distribution (JSON from 'yinji reference build'); default: the shipped one.",
+)
 @click.option("--dense", is_flag=True, help="Every offset (the suspect pass).")
 def fingerprint(
     paths: tuple[Path, ...],
@@ -322,6 +338,11 @@ def fingerprint(
             click.echo(f"{start}\t{end}\t{int(fps.values[i])}")
 
 
+# Below ~8,000 disjoint windows of 24 initials (200 k characters) the per-letter count
+# quantiles of a reference are estimated from a handful of windows per level.
+REFERENCE_MIN_CHARS = 200_000
+
+
 @main.group()
 def reference() -> None:
     """Reference letter distributions."""
@@ -329,7 +350,9 @@ def reference() -> None:
 
 @reference.command("build")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="JSON file to write."
+)
 def reference_build(paths: tuple[Path, ...], output: Path) -> None:
     """Compute a reference distribution from a corpus."""
     from tracker.documents import Document, iter_documents
@@ -352,6 +375,13 @@ def reference_build(paths: tuple[Path, ...], output: Path) -> None:
         raise click.ClickException(str(exc)) from None
     ref.save(output)
     click.echo(f"reference of {ref.chars} characters written to {output}", err=True)
+    if ref.chars < REFERENCE_MIN_CHARS:
+        click.echo(
+            f"warning: corpus too small ({ref.chars} characters; at least "
+            f"{REFERENCE_MIN_CHARS:,} recommended): its letter-count quantiles rest on "
+            "too few windows to be stable. The shipped reference has 12.3 M.",
+            err=True,
+        )
 
 
 @main.command()
@@ -437,12 +467,28 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
 
 @index.command("configure")
 @_engine_option
-@click.option("--granularity", type=int, default=None)
-@click.option("--overlap", type=float, default=None)
-@click.option("--levels", type=click.Choice(["10", "8", "4", "2"]), default=None)
-@click.option("--mode", type=click.Choice(["quantile", "fixed"]), default=None)
+@click.option("--granularity", type=int, default=None, help="Window length in initials.")
+@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
+@click.option(
+    "--levels",
+    type=click.Choice(["10", "8", "4", "2"]),
+    default=None,
+    help="Levels per letter count (digits of the packed value): fewer tolerate more "
+    "edits and give more chance hits.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["quantile", "fixed"]),
+    default=None,
+    help="How counts become levels: the reference's quantiles, or fixed cut points.",
+)
 @click.option("--letters", default=None, help="Letters packed, in order.")
-@click.option("--reference", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option(
+    "--reference",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Reference distribution (JSON from 'yinji reference build'); default: the shipped one.",
+)
 @click.pass_context
 def index_configure(
     ctx: click.Context, engine: str | None, reference: Path | None, **fields: Any
