@@ -256,14 +256,19 @@ def check(
 
 
 def _print_table(res: Any) -> None:
+    """A match table readable in a 100-column terminal: columns by display width (a
+    Chinese character takes two), long ids and titles cut with "…"."""
+    from tracker.terminal import fit
+
     sid = res.suspect.id
     if not res.matches:
         click.echo(f"{sid}: no match")
         return
     click.echo(f"{sid}: {len(res.matches)} match(es)")
-    click.echo(f"  {'score':>6} {'cover':>6}  {'mother':<24} title / passages")
+    click.echo(f"  {'score':>6} {'cover':>6}  {fit('mother', 24)}  title / passages")
     for m in res.matches:
-        click.echo(f"  {m.score:6.3f} {m.coverage:6.1%}  {m.mother_id:<24} {m.mother_title}")
+        row = f"  {m.score:6.3f} {m.coverage:6.1%}  {fit(m.mother_id, 24)}  "
+        click.echo((row + fit(m.mother_title, 56)).rstrip())
         for p in m.passages[:5]:
             click.echo(
                 f"  {'':6} {'':6}  suspect {p.suspect_start}-{p.suspect_end} <- "
