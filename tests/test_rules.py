@@ -69,18 +69,18 @@ def test_domains() -> None:
     assert normalize_domain("") == ""
 
 
-def test_default_title_is_the_first_line_cut_to_80() -> None:
+def test_default_title_is_the_first_line_shortened_to_80() -> None:
     assert default_title("\n\n  第一章 风起  \n正文") == "第一章 风起"
-    assert default_title("字" * 200) == "字" * 80
+    assert default_title("字" * 200) == "字" * 79 + "…"
     assert default_title("   \n  ") == ""
 
 
 def test_the_readers_use_the_same_default_title() -> None:
     text = "\n  第一章 风起云涌" + "字" * 100 + "\n正文。"
     (doc,) = read_bytes(text.encode("utf-8"), "chapter.txt")
-    assert isinstance(doc, Document) and doc.title == default_title(text)
+    assert isinstance(doc, Document) and doc.title == default_title(text, "chapter")
     (line,) = read_bytes(('{"id": "a", "text": "%s"}' % ("字" * 90)).encode(), "a.jsonl")
-    assert isinstance(line, Document) and line.title == "字" * 80
+    assert isinstance(line, Document) and line.title == "字" * 79 + "…"
 
 
 def test_verdict_note_and_sort() -> None:
@@ -151,3 +151,24 @@ def test_document_items() -> None:
     for bad, reason in cases:
         with pytest.raises(ValueError, match=rf"^documents\[1\]: {reason}"):
             check_document_item(bad, "documents[1]")
+
+
+def test_titles_of_files_are_headlines_or_the_file_name() -> None:
+    # Issue #14: .txt titles were the first line cut at 80 characters mid-sentence.
+    from tracker.documents import read_bytes
+    from tracker.rules import default_title, shorten
+
+    body = "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。" * 6
+    headline = "第一回　宴桃园豪杰三结义"
+    assert default_title(headline + "\n" + body, "sgyy-001") == headline
+    assert default_title(body + "\n" + body, "春晓") == "春晓"  # a sentence is no title
+    assert default_title(body, "春晓") == "春晓"  # one line: text, not a title
+    long_line = "话说" + "天下大势分久必合合久必分" * 8 + "\n" + body
+    assert default_title(long_line, "chapter") == "chapter"
+    (doc,) = read_bytes(body.encode("utf-8"), "novels/水浒传 第一回.txt")
+    assert doc.title == "水浒传 第一回" and doc.id
+    # Without a file name (pasted text) the first line, shortened where a word ends, with "…".
+    pasted = default_title("He walked along the river bank " * 5)
+    assert pasted.endswith("…") and len(pasted) <= 80
+    assert pasted[:-1].endswith(("bank", "river", "walked", "along", "the", "He"))
+    assert shorten("短标题") == "短标题"

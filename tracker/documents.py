@@ -9,9 +9,10 @@ goes on (any exception while reading one item becomes that item's error). The ru
   is an error. JSON is parsed strictly (``tracker.rules.parse_json``: no NaN/Infinity,
   bounded nesting and numbers) and ids follow ``tracker.rules.check_id``. Each line is
   decoded on its own, so a line in a stray encoding is that line's error.
-- ``.txt``: one document per file, id = file stem, title = first non-empty line
-  (at most 80 chars). Encoding: BOM, else strict UTF-8, else GB18030, else Big5;
-  bytes that decode as none of these are an error.
+- ``.txt``: one document per file, id = file stem, title = its first line when that is
+  clearly a title (``tracker.rules.default_title``), else the file name. Encoding:
+  BOM, else strict UTF-8, else GB18030, else Big5; bytes that decode as none of these
+  are an error.
 - ``.html``/``.htm``: title and main text extracted (trafilatura, lxml fallback).
 - ``.docx``: the paragraphs of ``word/document.xml`` (no extra dependency).
 - ``.zip``: its members, read by the same rules, within the archive's budget
@@ -39,7 +40,7 @@ import stat
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
@@ -246,6 +247,11 @@ def docx_text(data: bytes, name: str, limits: ReadLimits | None = None) -> str:
     return "\n".join(paragraphs).strip()
 
 
+def _file_stem(name: str) -> str:
+    """A file's name without folder and suffix ("a.zip!书/第一章.txt" → "第一章")."""
+    return PurePath(name.rsplit("!", 1)[-1].replace("\\", "/")).stem
+
+
 def _suffix(name: str) -> str:
     return posixpath.splitext(name.lower())[1]
 
@@ -285,13 +291,15 @@ def _read_single(
         if suffix == ".txt":
             text = decode_text(data, name)
             _check_text(text, name)
-            yield Document(id=doc_id, text=text, title=default_title(text), source=name)
+            title = default_title(text, _file_stem(name))
+            yield Document(id=doc_id, text=text, title=title, source=name)
         elif suffix in (".html", ".htm"):
             yield html_to_document(decode_html_bytes(data, name), doc_id, name)
         elif suffix == ".docx":
             text = docx_text(data, name, limits)
             _check_text(text, name)
-            yield Document(id=doc_id, text=text, title=default_title(text), source=name)
+            title = default_title(text, _file_stem(name))
+            yield Document(id=doc_id, text=text, title=title, source=name)
         else:
             raise InputError(f"{name}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
     except InputError as exc:

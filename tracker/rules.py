@@ -98,13 +98,38 @@ def normalize_domain(value: str) -> str:
 
 
 # --- titles ---------------------------------------------------------------------------
-def default_title(text: str) -> str:
-    """The title of a document given without one: its first non-empty line, cut."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:TITLE_LENGTH]
-    return ""
+HEADLINE_LENGTH = 50  # a first line longer than this is text, not a title
+_SENTENCE_END = tuple("。！？!?…；;，,、：:")  # a line ending so is a sentence, not a title
+
+
+def shorten(text: str, length: int = TITLE_LENGTH) -> str:
+    """``text`` in at most ``length`` characters: cut after the last punctuation mark or
+    space of its final quarter when there is one (never mid-word), and marked "…"."""
+    if len(text) <= length:
+        return text
+    cut = text[: length - 1]
+    breaks = [cut.rfind(ch) for ch in " ，。、；：,.;:！？!?）)》」』"]
+    best = max(breaks)
+    if best >= (length * 3) // 4:
+        cut = cut[: best + 1]
+    return cut.rstrip() + "…"
+
+
+def default_title(text: str, file_name: str | None = None) -> str:
+    """The title of a document given without one.
+
+    From a file (``file_name``: a .txt or .docx, its name without the suffix): its first
+    non-empty line when that is clearly a title (at most ``HEADLINE_LENGTH`` characters,
+    not ending like a sentence, more text after it), else the file name. Without a file
+    (pasted text, a .jsonl line): the first non-empty line, shortened with "…"."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if file_name is not None:
+        headline = (
+            len(lines) > 1 and len(first) <= HEADLINE_LENGTH and not first.endswith(_SENTENCE_END)
+        )
+        return first if headline else shorten(file_name)
+    return shorten(first)
 
 
 # --- verdicts, notes, sort keys ---------------------------------------------------------
