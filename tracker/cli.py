@@ -199,7 +199,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout, one per suspect.")
 @click.option("--no-save", is_flag=True, help="Do not store suspects and matches.")
 @click.option(
@@ -212,14 +212,15 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
 @click.pass_context
 def check(
     ctx: click.Context,
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     as_json: bool,
     no_save: bool,
     include_text: bool,
     engine: str | None,
 ) -> None:
-    """Check suspect documents against the mother corpus."""
-    from tracker.documents import DocumentError, iter_documents
+    """Check suspect documents against the mother corpus: files, folders and URLs
+    (http:// and https:// pages are crawled, captured as evidence and checked)."""
+    from tracker.documents import DocumentError
 
     errors: list[DocumentError] = []
     count = 0
@@ -239,8 +240,7 @@ def check(
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         _say_repairs(lib)
-        documents = iter_documents(paths, limits=limits)
-        for res in lib.check(documents, engine=engine, save=not no_save, errors=errors):
+        for res in _check_inputs(lib, paths, engine, not no_save, limits, errors):
             count += 1
             if as_json:
                 line = res.to_json(include_text=include_text)
@@ -253,6 +253,34 @@ def check(
     click.echo(f"checked {_plural(count, 'suspect')}; {_plural(len(errors), 'error')}", err=True)
     if count == 0 and errors:
         ctx.exit(1)
+
+
+def _check_inputs(
+    lib: Any, args: tuple[str, ...], engine: str | None, save: bool, limits: Any, errors: list
+) -> Any:
+    """Check files, folders and URLs in the order given. A URL (http:// or https://) is
+    crawled and captured (``Library.check_url``); a page that cannot be fetched is that
+    argument's error. Saved checks go into the evidence log."""
+    from tracker.documents import DocumentError, iter_documents
+
+    crawler = None
+    for arg in args:
+        if arg.lower().startswith(("http://", "https://")):
+            from tracker.crawler import Crawler, CrawlerConfig, CrawlError  # only for URLs
+
+            if crawler is None:
+                crawler = Crawler(CrawlerConfig.from_settings(lib.settings))
+            try:
+                yield lib.check_url(arg, engine=engine, save=save, crawler=crawler)
+            except (CrawlError, ValueError) as exc:
+                errors.append(DocumentError(arg, str(exc)))
+            continue
+        for res in lib.check(
+            iter_documents([Path(arg)], limits=limits), engine=engine, save=save, errors=errors
+        ):
+            if save:
+                lib.record_submission(res, engine=engine)
+            yield res
 
 
 def _print_table(res: Any) -> None:

@@ -112,6 +112,7 @@ class Library:
         self._verified: dict[str, float] = {}  # engine -> monotonic time found usable
         self._verify_lock = threading.Lock()
         self._scratch: Path | None = None  # temporary folder of a read-only Redis
+        self._evidence: Any = None  # tracker.evidence.EvidenceLog, opened on first use
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> Library:
@@ -136,6 +137,9 @@ class Library:
         return library
 
     def close(self) -> None:
+        if self._evidence is not None:
+            self._evidence.close()
+            self._evidence = None
         self.store.close()
         from tracker.redis_client import shutdown_embedded
 
@@ -607,6 +611,81 @@ class Library:
             self.store.put_suspect(suspect)
             self.store.put_matches(suspect.id, result.matches)
         return CheckResult(suspect, result)
+
+    def evidence_log(self) -> Any:
+        """The evidence log beside this library (``tracker.evidence.EvidenceLog``:
+        the data folder, or MongoDB with ``mongo_uri``), opened once and closed with it."""
+        if self._evidence is None:
+            from tracker.evidence import EvidenceLog
+
+            self._evidence = EvidenceLog.from_settings(self.settings)
+        return self._evidence
+
+    def check_url(
+        self,
+        url: str,
+        *,
+        engine: str | None = None,
+        save: bool = True,
+        crawler: Any = None,
+    ) -> CheckResult:
+        """Crawl ``url`` (the crawler's SSRF guard, robots.txt and limits apply), check
+        the page like a file and, with ``save``, keep it as evidence: the capture (bytes
+        as served, headers, redirects, IP, TLS certificate, extracted text, screenshot
+        or why none) and the check result go into the evidence log, the check naming
+        its capture. The suspect id is the crawler's (sha1 of the final URL), the same
+        for the CLI, the web app and the workers. Raises ``tracker.crawler.CrawlError``
+        (its message names the URL) when the page cannot be fetched."""
+        if crawler is None:
+            from tracker.crawler import Crawler, CrawlerConfig
+
+            crawler = Crawler(CrawlerConfig.from_settings(self.settings))
+        page = crawler.crawl_page(url)
+        suspect = page.to_suspect()
+        result = self.check_suspect(suspect, engine=engine, save=save)
+        if save:
+            log = self.evidence_log()
+            captured = log.record_capture(page.to_capture(log.blobs, suspect.id))
+            self.record_check(result, engine=engine, capture_index=captured.index)
+        return result
+
+    def record_submission(self, result: CheckResult, *, engine: str | None = None) -> Any:
+        """Keep a stored check of a handed-in text (a file, a paste) as evidence: a
+        submission record ("submitted text, not fetched": no fetch time is claimed),
+        then the check naming it."""
+        from tracker.evidence import Submission
+
+        log = self.evidence_log()
+        suspect = result.suspect
+        log.record_submission(
+            Submission.build(
+                log.blobs,
+                suspect_id=suspect.id,
+                source=suspect.source or "text",
+                received_at=suspect.checked_at or utcnow(),
+                text=suspect.text,
+            )
+        )
+        return self.record_check(result, engine=engine)
+
+    def record_check(
+        self, result: CheckResult, *, engine: str | None = None, capture_index: int | None = None
+    ) -> Any:
+        """Append a stored check to the evidence log, binding its offsets to the exact
+        texts by SHA-256 (the suspect's and each matched work's)."""
+        mother_texts: dict[str, str] = {}
+        for m in result.matches:
+            with contextlib.suppress(NotFound):
+                mother_texts[m.mother_id] = self.store.get_mother(m.mother_id).text
+        return self.evidence_log().record_check(
+            suspect_id=result.suspect.id,
+            matches=result.matches,
+            engine=self.engine(engine).name,
+            checked_at=result.suspect.checked_at,
+            suspect_text=result.suspect.text,
+            mother_texts=mother_texts,
+            capture_index=capture_index,
+        )
 
     def matcher(self, engine: str | None = None) -> Matcher:
         """The query path for an engine; ValueError if this library never indexed it."""

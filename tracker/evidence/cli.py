@@ -1,0 +1,134 @@
+"""``yinji evidence``: export a suspect's evidence bundle, verify one offline, show the
+log's signed tree head (issue #15's command-line contract; registered through the
+``yinji.commands`` entry points, so ``tracker.cli`` imports none of it).
+
+- ``yinji evidence export SUSPECT_ID [--mother MOTHER_ID] -o FILE.zip``: the records of
+  the suspect (of one match with ``--mother``), the captured bytes, inclusion proofs, the
+  signed tree head, its timestamp token, and the PDF and HTML reports of every match.
+- ``yinji evidence verify FILE.zip``: exit 0 and a summary when everything verifies;
+  exit 1 naming each member that is altered, missing, unproven or unexpected.
+- ``yinji evidence head``: the current signed tree head as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+
+from tracker.config import SettingError, Settings
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _settings(ctx: click.Context) -> Settings:
+    root = ctx.find_root()
+    try:
+        return Settings.from_env((root.obj or {}).get("data_dir"))
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def report_file_name(index: int, mother_id: str, suffix: str) -> str:
+    """A bundle member name for a match's report: safe characters only, numbered so two
+    ids that clean to the same text never collide."""
+    cleaned = _UNSAFE.sub("_", mother_id).strip("._-")[:60] or "work"
+    return f"report-{index:02d}-{cleaned}.{suffix}"
+
+
+@click.group()
+def evidence() -> None:
+    """Evidence log: export bundles, verify them offline, show the signed tree head."""
+
+
+@evidence.command("export")
+@click.argument("suspect_id")
+@click.option("--mother", "mother_id", default=None, help="Only the match with this work.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The bundle to write (.zip).",
+)
+@click.pass_context
+def export(ctx: click.Context, suspect_id: str, mother_id: str | None, output: Path) -> None:
+    """Write SUSPECT_ID's evidence bundle (one match with --mother, else all of them)."""
+    from tracker.evidence import EvidenceError, export_bundle
+    from tracker.library import Library
+    from tracker.records import MatchQuery, match_id
+    from tracker.reports import build_report
+
+    with Library.open(_settings(ctx)) as lib:
+        matches = lib.store.query_matches(
+            MatchQuery(suspect_id=suspect_id, mother_id=mother_id, limit=10_000)
+        )
+        if mother_id is not None and not matches:
+            raise click.ClickException(f"no match of suspect {suspect_id!r} with {mother_id!r}")
+        log = lib.evidence_log()
+        reports: dict[str, bytes] = {}
+        for i, m in enumerate(matches, 1):
+            key = match_id(m.suspect_id, m.mother_id)
+            for fmt in ("pdf", "html"):
+                data = build_report(lib, key, fmt, evidence=log)
+                reports[report_file_name(i, m.mother_id, fmt)] = data
+        try:
+            result = export_bundle(
+                log, output, suspect_id=suspect_id, mother_id=mother_id, reports=reports
+            )
+        except EvidenceError as exc:
+            raise click.ClickException(str(exc)) from None
+    stamped = "timestamped" if result.stamped else "not timestamped (no YINJI_TSA_URL)"
+    click.echo(
+        f"wrote {output}: {len(result.members)} files, {len(matches)} match(es), tree head of "
+        f"{result.tree_head.size} records, {stamped}",
+        err=True,
+    )
+
+
+@evidence.command("verify")
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--tsa-ca",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM certificates of trusted timestamp authorities [$YINJI_TSA_CA].",
+)
+@click.pass_context
+def verify(ctx: click.Context, bundle: Path, tsa_ca: Path | None) -> None:
+    """Check BUNDLE offline: every file against its hash, every record against the
+    signed tree head, the timestamp token. Exit 1 naming what fails."""
+    from tracker.evidence import BundleError, verify_bundle
+    from tracker.evidence.settings import EvidenceSettings
+    from tracker.evidence.tsa import TokenError, load_certificates
+
+    try:
+        ca = tsa_ca or EvidenceSettings.from_env().tsa_ca
+        roots = load_certificates(ca) if ca else []
+    except (SettingError, TokenError) as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        result = verify_bundle(bundle, tsa_roots=roots)
+    except BundleError as exc:
+        click.echo(f"FAILED: {bundle}: {exc}")
+        ctx.exit(1)
+    click.echo(result.summary())
+    if not result.ok:
+        ctx.exit(1)
+
+
+@evidence.command("head")
+@click.pass_context
+def head(ctx: click.Context) -> None:
+    """Print the log's current signed tree head (size, root hash, signature) as JSON."""
+    from tracker.evidence import EvidenceLog
+
+    log = EvidenceLog.from_settings(_settings(ctx))
+    try:
+        record = log.tree_head()
+        out = {**record.head.to_json(), "timestamped": record.token is not None}
+    finally:
+        log.close()
+    click.echo(json.dumps(out, ensure_ascii=False))
