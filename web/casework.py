@@ -240,9 +240,7 @@ def notice_file(
     e-mail (EML) with the notice as PDF, each URL's evidence report (``with_evidence``)
     and the proofs of ownership attached. Recorded in each case's history as a notice
     ``generated`` (format, language, reference, SHA-256 of the file)."""
-    import hashlib
-
-    from tracker.cases.notices import CONTENT_TYPES, check_format, prepare_notice, render
+    from tracker.cases.notices import CONTENT_TYPES, generate_notice
     from tracker.cases.settings import CaseSettings
     from tracker.config import SettingError
 
@@ -250,37 +248,27 @@ def notice_file(
 
     svc = cases()
     with case_errors():
-        fmt = check_format(fmt)
-        evidence_wanted = with_evidence and fmt == "eml"
-        notice, evidence = prepare_notice(
-            svc, library(), case_ids, lang, to=to, with_evidence=evidence_wanted
-        )
-        options: dict[str, Any] = {}
+        sender = None
         if fmt == "eml":
             try:
                 smtp = CaseSettings.from_env().smtp
             except SettingError as exc:
                 fail(500, f"the e-mail settings are wrong: {exc}")
                 raise
-            files = [(name, data, "application/pdf") for name, data in evidence.values()]
-            options = {
-                "sender": smtp.sender if smtp and smtp.sender else None,
-                "to": list(to),
-                "attachments": files + svc.attachment_files(notice.profile),
-            }
-        data = render(notice, fmt, **options)
-        digest = hashlib.sha256(data).hexdigest()
-        record = {
-            "action": "generated",
-            "format": fmt,
-            "lang": lang,
-            "reference": notice.reference,
-            "sha256": digest,
-            "cases": notice.case_ids,
-            "channel": "api" if is_api() else "web",
-        }
-        for cid in notice.case_ids:
-            svc.record(cid, "notice", who=actor(), data=record)
+            sender = smtp.sender if smtp and smtp.sender else None
+        made = generate_notice(
+            svc,
+            library(),
+            case_ids,
+            fmt,
+            lang,
+            who=actor(),
+            to=to,
+            with_evidence=with_evidence and fmt == "eml",
+            sender=sender,
+            channel="api" if is_api() else "web",
+        )
+    notice, fmt, data, digest = made.notice, made.fmt, made.data, made.sha256
     return NoticeFile(
         data, f"{notice.filename_stem}.{fmt}", CONTENT_TYPES[fmt], notice.reference, digest
     )

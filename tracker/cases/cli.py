@@ -289,44 +289,32 @@ def case_notice(
     by: str | None,
 ) -> None:
     """Write the takedown notice of CASE_ID (or of several cases on one platform)."""
-    import hashlib
-
-    from .notices import prepare_notice, render
+    from .notices import generate_notice
 
     settings = _settings(ctx)
     with _service(ctx) as svc, _errors():
         svc.batch(case_ids)  # refuse bad ids before starting the library
         with_evidence = (fmt == "eml" and not no_evidence) or evidence_dir is not None
+        smtp = _case_settings().smtp if fmt == "eml" else None
         with _library(settings) as lib:
-            notice, evidence = prepare_notice(
-                svc, lib, case_ids, lang, to=to, with_evidence=with_evidence
+            made = generate_notice(
+                svc,
+                lib,
+                case_ids,
+                fmt,
+                lang,
+                who=_who(by),
+                to=to,
+                with_evidence=with_evidence,
+                sender=smtp.sender if smtp and smtp.sender else None,
             )
-        options: dict[str, Any] = {}
-        if fmt == "eml":
-            smtp = _case_settings().smtp
-            files = [(name, data, "application/pdf") for name, data in evidence.values()]
-            options = {
-                "sender": smtp.sender if smtp and smtp.sender else None,
-                "to": list(to),
-                "attachments": files + svc.attachment_files(notice.profile),
-            }
-        data = render(notice, fmt, **options)
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_bytes(data)
+        output.write_bytes(made.data)
         if evidence_dir is not None and fmt != "eml":
             evidence_dir.mkdir(parents=True, exist_ok=True)
-            for name, blob in evidence.values():
+            for name, blob in made.evidence.values():
                 (evidence_dir / name).write_bytes(blob)
-        record = {
-            "action": "generated",
-            "format": fmt,
-            "lang": lang,
-            "reference": notice.reference,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "cases": notice.case_ids,
-        }
-        for cid in notice.case_ids:
-            svc.record(cid, "notice", who=_who(by), data=record)
+    notice = made.notice
     click.echo(f"{output}: {fmt} notice {notice.reference} ({len(notice.urls)} URL(s))", err=True)
 
 

@@ -527,3 +527,61 @@ def render(notice: Notice, fmt: str, **eml_options: Any) -> bytes:
     if fmt == "docx":
         return render_docx(notice)
     return render_eml(notice, **eml_options)
+
+
+@dataclass
+class GeneratedNotice:
+    """A notice written as a file and recorded in its cases' history."""
+
+    notice: Notice
+    fmt: str
+    data: bytes
+    sha256: str
+    evidence: dict[str, tuple[str, bytes]]  # url -> (file name, report PDF)
+
+
+def generate_notice(
+    svc: CaseService,
+    library: Any,
+    case_ids: Iterable[str],
+    fmt: str,
+    lang: str,
+    *,
+    who: str,
+    to: Sequence[str] = (),
+    with_evidence: bool = False,
+    sender: str | None = None,
+    channel: str | None = None,
+) -> GeneratedNotice:
+    """The one way a notice file is made, for ``yinji case notice`` and the web app:
+    PDF or DOCX, or an e-mail (EML) with the notice as PDF, each URL's evidence report
+    (``with_evidence``) and the proofs of ownership attached. Each case's history gets
+    a notice ``generated`` record (format, language, reference, SHA-256 of the file,
+    the channel when given)."""
+    fmt = check_format(fmt)
+    notice, evidence = prepare_notice(
+        svc, library, case_ids, lang, to=to, with_evidence=with_evidence
+    )
+    options: dict[str, Any] = {}
+    if fmt == "eml":
+        files = [(name, data, "application/pdf") for name, data in evidence.values()]
+        options = {
+            "sender": sender,
+            "to": list(to),
+            "attachments": files + svc.attachment_files(notice.profile),
+        }
+    data = render(notice, fmt, **options)
+    digest = hashlib.sha256(data).hexdigest()
+    record: dict[str, Any] = {
+        "action": "generated",
+        "format": fmt,
+        "lang": lang,
+        "reference": notice.reference,
+        "sha256": digest,
+        "cases": notice.case_ids,
+    }
+    if channel is not None:
+        record["channel"] = channel
+    for cid in notice.case_ids:
+        svc.record(cid, "notice", who=who, data=record)
+    return GeneratedNotice(notice, fmt, data, digest, evidence)
