@@ -672,3 +672,30 @@ def test_job_page_for_ingest_links_library(system: WebSystem) -> None:
     wait_job(client, job)
     page = client.get(response.headers["Location"]).get_data(as_text=True)
     assert "导入 1 部作品" in page
+
+
+def test_evidence_bundle_download(system: WebSystem, seeded: dict[str, Any]) -> None:
+    # Issue #15: the bundle is downloadable from the evidence view and the API too.
+    from tracker.evidence import verify_bundle
+    from tracker.library import CheckResult
+
+    client = system.client("viewer")
+    mid = encode_id(seeded["match_a"])
+    # Checked by a job that kept no evidence record yet: nothing to prove, said so.
+    missing = client.get(f"/exports/reports/{mid}.zip")
+    assert missing.status_code == 404
+    lib = system.library
+    match = lib.store.get_match(seeded["match_a"])
+    suspect = lib.store.get_suspect(match.suspect_id)
+    lib.record_submission(CheckResult(suspect, lib.check_text(suspect.text)))
+    page = client.get(f"/matches/{mid}").get_data(as_text=True)
+    assert f"/exports/reports/{mid}.zip" in page and "证据包" in page
+    bundle = client.get(f"/exports/reports/{mid}.zip")
+    assert bundle.status_code == 200 and bundle.headers["Content-Type"] == "application/zip"
+    assert "attachment" in bundle.headers["Content-Disposition"]
+    result = verify_bundle(io.BytesIO(bundle.data))
+    assert result.ok, result.summary()
+    api = system.app.test_client().get(
+        f"/api/v1/reports/{mid}.zip", headers={"Authorization": f"Bearer {system.tokens['viewer']}"}
+    )
+    assert api.status_code == 200 and verify_bundle(io.BytesIO(api.data)).ok

@@ -649,6 +649,39 @@ class Library:
             self.record_check(result, engine=engine, capture_index=captured.index)
         return result
 
+    def export_evidence(
+        self, out: Any, suspect_id: str, mother_id: str | None = None
+    ) -> tuple[Any, int]:
+        """Write the evidence bundle of ``suspect_id`` (of its match with ``mother_id``
+        only, when given) to ``out`` (a path or a binary file): the log's records, the
+        bytes they name, inclusion proofs, a signed (and with a TSA timestamped) tree
+        head, and the PDF and HTML reports of every match. Returns the
+        ``ExportResult`` and how many matches it covers. ``tracker.evidence.EvidenceError``
+        when the log holds nothing about them, ``NotFound`` for a missing match."""
+        import re
+
+        from tracker.evidence import export_bundle
+        from tracker.records import MatchQuery, match_id
+        from tracker.reports import build_report
+
+        matches = self.store.query_matches(
+            MatchQuery(suspect_id=suspect_id, mother_id=mother_id, limit=10_000)
+        )
+        if mother_id is not None and not matches:
+            raise NotFound(f"no match of suspect {suspect_id!r} with {mother_id!r}")
+        log = self.evidence_log()
+        reports: dict[str, bytes] = {}
+        for i, m in enumerate(matches, 1):
+            # Bundle member names are plain ASCII; the number keeps cleaned ids apart.
+            stem = re.sub(r"[^A-Za-z0-9._-]+", "_", m.mother_id).strip("._-")[:60] or "work"
+            for fmt in ("pdf", "html"):
+                data = build_report(self, match_id(m.suspect_id, m.mother_id), fmt, evidence=log)
+                reports[f"report-{i:02d}-{stem}.{fmt}"] = data
+        result = export_bundle(
+            log, out, suspect_id=suspect_id, mother_id=mother_id, reports=reports
+        )
+        return result, len(matches)
+
     def record_submission(self, result: CheckResult, *, engine: str | None = None) -> Any:
         """Keep a stored check of a handed-in text (a file, a paste) as evidence: a
         submission record ("submitted text, not fetched": no fetch time is claimed),

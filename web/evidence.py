@@ -25,6 +25,28 @@ def case_name(match_id: str) -> str:
     return "yinji-evidence-" + hashlib.sha256(match_id.encode("utf-8")).hexdigest()[:12]
 
 
+def bundle_response(match_id: str) -> Response:
+    """The match's evidence bundle (zip: records, captured bytes, proofs, signed tree
+    head, timestamp, reports), as ``yinji evidence export --mother`` writes it."""
+    import io
+
+    from tracker.evidence import EvidenceError
+
+    from .core import fail
+
+    lib = library()
+    match = get_or_404(lib.store.get_match, match_id, "no such match")
+    sink = io.BytesIO()
+    try:
+        lib.export_evidence(sink, match.suspect_id, match.mother_id)
+    except EvidenceError as exc:
+        # A match checked before the evidence log existed has nothing to prove.
+        fail(404, f"no evidence recorded for this match: {exc}")
+    response = Response(sink.getvalue(), content_type="application/zip")
+    response.headers["Content-Disposition"] = f'attachment; filename="{case_name(match_id)}.zip"'
+    return response
+
+
 def report_response(match_id: str, fmt: str, *, download: bool) -> Response:
     body = get_or_404(lambda key: build_report(library(), key, fmt), match_id, "no such match")
     response = Response(body, content_type=MIME[fmt])

@@ -640,21 +640,27 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                             "name": "format",
                             "in": "path",
                             "required": True,
-                            "schema": {"enum": ["json", "html", "pdf"]},
+                            "schema": {"enum": ["json", "html", "pdf", "zip"]},
+                            "description": "zip: the evidence bundle (records, captured "
+                            "bytes, inclusion proofs, signed tree head, timestamp, reports); "
+                            "verify it offline with 'yinji evidence verify'",
                         },
                     ],
                     "responses": {
                         "200": {
-                            "description": "The report",
+                            "description": "The report or the evidence bundle",
                             "content": {
                                 "application/json": {"schema": {"type": "object"}},
                                 "text/html": {"schema": {"type": "string"}},
                                 "application/pdf": {
                                     "schema": {"type": "string", "format": "binary"}
                                 },
+                                "application/zip": {
+                                    "schema": {"type": "string", "format": "binary"}
+                                },
                             },
                         },
-                        "404": _error("No such match or format"),
+                        "404": _error("No such match or format, or no evidence recorded"),
                         **ERRORS,
                     },
                 },

@@ -13,14 +13,11 @@ log's signed tree head (issue #15's command-line contract; registered through th
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import click
 
 from tracker.config import SettingError, Settings
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -29,13 +26,6 @@ def _settings(ctx: click.Context) -> Settings:
         return Settings.from_env((root.obj or {}).get("data_dir"))
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
-
-
-def report_file_name(index: int, mother_id: str, suffix: str) -> str:
-    """A bundle member name for a match's report: safe characters only, numbered so two
-    ids that clean to the same text never collide."""
-    cleaned = _UNSAFE.sub("_", mother_id).strip("._-")[:60] or "work"
-    return f"report-{index:02d}-{cleaned}.{suffix}"
 
 
 @click.group()
@@ -56,33 +46,18 @@ def evidence() -> None:
 @click.pass_context
 def export(ctx: click.Context, suspect_id: str, mother_id: str | None, output: Path) -> None:
     """Write SUSPECT_ID's evidence bundle (one match with --mother, else all of them)."""
-    from tracker.evidence import EvidenceError, export_bundle
+    from tracker.evidence import EvidenceError
     from tracker.library import Library
-    from tracker.records import MatchQuery, match_id
-    from tracker.reports import build_report
+    from tracker.records import NotFound
 
     with Library.open(_settings(ctx)) as lib:
-        matches = lib.store.query_matches(
-            MatchQuery(suspect_id=suspect_id, mother_id=mother_id, limit=10_000)
-        )
-        if mother_id is not None and not matches:
-            raise click.ClickException(f"no match of suspect {suspect_id!r} with {mother_id!r}")
-        log = lib.evidence_log()
-        reports: dict[str, bytes] = {}
-        for i, m in enumerate(matches, 1):
-            key = match_id(m.suspect_id, m.mother_id)
-            for fmt in ("pdf", "html"):
-                data = build_report(lib, key, fmt, evidence=log)
-                reports[report_file_name(i, m.mother_id, fmt)] = data
         try:
-            result = export_bundle(
-                log, output, suspect_id=suspect_id, mother_id=mother_id, reports=reports
-            )
-        except EvidenceError as exc:
+            result, matches = lib.export_evidence(output, suspect_id, mother_id)
+        except (EvidenceError, NotFound) as exc:
             raise click.ClickException(str(exc)) from None
     stamped = "timestamped" if result.stamped else "not timestamped (no YINJI_TSA_URL)"
     click.echo(
-        f"wrote {output}: {len(result.members)} files, {len(matches)} match(es), tree head of "
+        f"wrote {output}: {len(result.members)} files, {matches} match(es), tree head of "
         f"{result.tree_head.size} records, {stamped}",
         err=True,
     )

@@ -27,7 +27,7 @@ from ..core import (
     role_required,
     store,
 )
-from ..evidence import REPORT_FORMATS, report_response
+from ..evidence import REPORT_FORMATS, bundle_response, report_response
 from ..jsonbody import clean, request_json
 from ..openapi import openapi_document
 from ..serializers import match_json, mother_json
@@ -253,8 +253,10 @@ def matches_patch(match_id: str) -> Any:
 # --- reports ------------------------------------------------------------------------------
 @bp.get("/reports/<id:match_id>.<fmt>")
 def report(match_id: str, fmt: str) -> Response:
+    if fmt == "zip":
+        return bundle_response(match_id)
     if fmt not in REPORT_FORMATS:
-        fail(404, f"reports are .json, .html or .pdf, not .{fmt}")
+        fail(404, f"reports are .json, .html, .pdf or .zip (the evidence bundle), not .{fmt}")
     return report_response(match_id, fmt, download=fmt == "pdf")
 
 

@@ -12,7 +12,7 @@ from tracker.reports import render_match_list
 from tracker.store import Match, MatchQuery
 
 from ..core import MAX_EXPORT, bad_request, fail, parse_match_filters, store, work_choices
-from ..evidence import MIME, REPORT_FORMATS, report_response
+from ..evidence import MIME, REPORT_FORMATS, bundle_response, report_response
 from ..ids import encode_id
 
 bp = Blueprint("exports", __name__, url_prefix="/exports")
@@ -88,6 +88,8 @@ def matches_json() -> Response:
 
 @bp.get("/reports/<id:match_id>.<fmt>")
 def report(match_id: str, fmt: str) -> Response:
+    if fmt == "zip":
+        return bundle_response(match_id)
     if fmt not in REPORT_FORMATS:
-        fail(404, f"reports are html, pdf or json, not {fmt!r}")
+        fail(404, f"reports are html, pdf, json or zip (the evidence bundle), not {fmt!r}")
     return report_response(match_id, fmt, download=request.args.get("download") == "1")
