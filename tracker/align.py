@@ -24,6 +24,7 @@ end exclusive), through the initials' offset maps.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from tracker.fingerprint import letter_indices
 from tracker.pinyin import initial_codes
-from tracker.records import Passage
+from tracker.records import Passage, Segment
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Prepared:
     order: np.ndarray | None = None  # argsort of grams (mothers only)
     sorted_grams: np.ndarray | None = None
     base: int = 0  # position of grams[0] in the whole text (slices of long suspects)
+    # initial -> the character's code point (whole text, like offsets): where two
+    # reordered segment pairs meet, the characters tell which one a shared initial is.
+    chars: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -73,6 +77,7 @@ class Prepared:
             offsets=self.offsets,
             grams=self.grams[start : max(start, end - k + 1)],
             base=self.base + start,
+            chars=self.chars,
         )
 
 
@@ -87,7 +92,8 @@ def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
         for j in range(k):
             grams <<= np.uint64(5)
             grams |= idx[j : n - k + 1 + j]
-    prepared = Prepared(idx=idx.astype(np.uint8), offsets=offsets, grams=grams)
+    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)[offsets] if n else None
+    prepared = Prepared(idx=idx.astype(np.uint8), offsets=offsets, grams=grams, chars=chars)
     if index:
         prepared.order = np.argsort(grams, kind="stable")
         prepared.sorted_grams = grams[prepared.order]
@@ -322,15 +328,120 @@ def _mostly_common(
     return supported < p.min_passage and _span_share(common, window, c) >= 0.5
 
 
-def _passage(c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float) -> Passage:
-    """The cluster as a passage, in characters of the original texts."""
-    return Passage(
-        suspect_start=int(suspect.offsets[c.s_start]),
-        suspect_end=int(suspect.offsets[c.s_end - 1]) + 1,
-        mother_start=int(mother.offsets[c.m_start]),
-        mother_end=int(mother.offsets[c.m_end - 1]) + 1,
-        similarity=round(similarity, 4),
-    )
+@dataclass
+class _Pair:
+    """A segment pair in the making: runs on (nearly) one diagonal, in suspect order."""
+
+    s_start: int
+    s_end: int
+    diag: int  # mother - suspect
+    runs: list[Run]
+
+    @property
+    def m_start(self) -> int:
+        return min(max(r[2], r[2] + self.s_start - r[0]) for r in self.runs)
+
+    @property
+    def m_end(self) -> int:
+        return max(min(r[3], r[3] - (r[1] - self.s_end)) for r in self.runs)
+
+    def similarity(self) -> float:
+        """Mean share of the pair's two spans covered by its runs (clipped to them)."""
+        s_cov, m_cov = [], []
+        for sa, sb, ma, mb in self.runs:
+            lo, hi = max(sa - self.s_start, 0), max(sb - self.s_end, 0)
+            if sb - hi > sa + lo:
+                s_cov.append((sa + lo, sb - hi))
+                m_cov.append((ma + lo, mb - hi))
+        m_len = self.m_end - self.m_start
+        if self.s_end <= self.s_start or m_len <= 0:
+            return 0.0
+        return min(
+            1.0,
+            (_coverage(s_cov) / (self.s_end - self.s_start) + _coverage(m_cov) / m_len) / 2.0,
+        )
+
+
+def _seam(a: _Pair, b: _Pair, suspect: Prepared, mother: Prepared) -> int:
+    """Where pair ``a`` ends and ``b`` begins when their runs overlap in the suspect (a
+    shared initial at the seam may belong to either): the cut that keeps the most equal
+    characters on each side's own diagonal; without characters, the middle."""
+    lo, hi = b.s_start, a.s_end
+    m_chars = mother.chars
+    if suspect.chars is None or m_chars is None:
+        return (lo + hi) // 2
+    pos = np.arange(lo, hi)
+    s = suspect.chars[pos]
+
+    def same(diag: int) -> np.ndarray:
+        m = pos + diag
+        ok = (m >= 0) & (m < m_chars.size)
+        out = np.zeros(pos.size, dtype=np.int64)
+        out[ok] = s[ok] == m_chars[m[ok]]
+        return out
+
+    left, right = same(a.diag), same(b.diag)
+    # Cut t in [lo, hi]: a keeps [lo, t), b keeps [t, hi).
+    keep_a = np.concatenate([[0], np.cumsum(left)])
+    keep_b = np.concatenate([np.cumsum(right[::-1])[::-1], [0]])
+    return lo + int(np.argmax(keep_a + keep_b))
+
+
+def _segment_pairs(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> list[_Pair]:
+    """The cluster's runs regrouped into the pairs that really align: consecutive runs
+    (in suspect order) stay in one pair while they follow its diagonal within
+    ``max_drift`` (edits, short insertions); a run that jumps elsewhere in the mother (a
+    reordered sentence) starts the next one. A run whose suspect stretch lies mostly
+    inside the previous pair (the same words at a second place in the mother) adds
+    nothing; where two pairs overlap at a seam the characters decide (``_seam``)."""
+    pairs: list[_Pair] = []
+    for run in sorted(c.runs, key=lambda r: (r[0], -(r[1] - r[0]))):
+        sa, sb, ma, _mb = run
+        last = pairs[-1] if pairs else None
+        if last is not None:
+            if abs((ma - sa) - last.diag) <= p.max_drift and sa - last.s_end <= p.max_gap:
+                last.runs.append(run)
+                last.s_end = max(last.s_end, sb)
+                if sb - sa >= p.anchor:
+                    last.diag = ma - sa
+                continue
+            if (min(sb, last.s_end) - sa) * 2 >= sb - sa:
+                continue
+        pairs.append(_Pair(sa, sb, ma - sa, [run]))
+    for a, b in itertools.pairwise(pairs):
+        if b.s_start < a.s_end:
+            a.s_end = b.s_start = _seam(a, b, suspect, mother)
+    return [g for g in pairs if g.s_end > g.s_start and g.m_end > g.m_start]
+
+
+def _reordered(segments: list[_Pair]) -> bool:
+    """Whether the segments stand in the mother in another order than in the suspect."""
+    return any(b.m_start < a.m_start for a, b in itertools.pairwise(segments))
+
+
+def _char_span(prepared: Prepared, start: int, end: int) -> tuple[int, int]:
+    return int(prepared.offsets[start]), int(prepared.offsets[end - 1]) + 1
+
+
+def _passage(
+    c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float, p: AlignParams
+) -> Passage:
+    """The cluster as a passage, in characters of the original texts; a reordered one
+    with its segment pairs."""
+    s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
+    m_start, m_end = _char_span(mother, c.m_start, c.m_end)
+    passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
+    pairs = _segment_pairs(c, suspect, mother, p)
+    if len(pairs) > 1 and _reordered(pairs):
+        passage.segments = [
+            Segment(
+                *_char_span(suspect, g.s_start, g.s_end),
+                *_char_span(mother, g.m_start, g.m_end),
+                similarity=round(g.similarity(), 4),
+            )
+            for g in pairs
+        ]
+    return passage
 
 
 def align_prepared(
@@ -374,7 +485,7 @@ def align_prepared(
         s_spans.append((c.s_start, c.s_end))
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len
-        result.passages.append(_passage(c, suspect, mother, similarity))
+        result.passages.append(_passage(c, suspect, mother, similarity, p))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)

@@ -76,8 +76,10 @@ class Suspect:
 
 
 @dataclass
-class Passage:
-    """One copied passage: Python string offsets, end exclusive."""
+class Segment:
+    """One aligned pair inside a reordered passage: this stretch of the suspect is that
+    stretch of the mother, in order (Python string offsets, end exclusive).
+    ``similarity`` is measured on the pinyin initials of the pair alone."""
 
     suspect_start: int
     suspect_end: int
@@ -95,6 +97,45 @@ class Passage:
         }
 
     @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Segment:
+        return cls(
+            int(d["suspect_start"]),
+            int(d["suspect_end"]),
+            int(d["mother_start"]),
+            int(d["mother_end"]),
+            float(d["similarity"]),
+        )
+
+
+@dataclass
+class Passage:
+    """One copied passage: Python string offsets, end exclusive.
+
+    ``segments`` is empty for a passage copied in order. For a reordered copy (the
+    suspect's sentences stand in another order than the mother's) it lists the pairs
+    that really align, in suspect order: the passage's two spans only bound them, and
+    its ``similarity`` says how much of them is covered, not that they read alike."""
+
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    similarity: float
+    segments: list[Segment] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "suspect_start": self.suspect_start,
+            "suspect_end": self.suspect_end,
+            "mother_start": self.mother_start,
+            "mother_end": self.mother_end,
+            "similarity": round(float(self.similarity), 4),
+        }
+        if self.segments:  # only reordered passages carry the key
+            d["segments"] = [s.to_dict() for s in self.segments]
+        return d
+
+    @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Passage:
         return cls(
             int(d["suspect_start"]),
@@ -102,6 +143,7 @@ class Passage:
             int(d["mother_start"]),
             int(d["mother_end"]),
             float(d["similarity"]),
+            [Segment.from_dict(s) for s in d.get("segments") or ()],
         )
 
 
