@@ -139,3 +139,26 @@ def test_html_and_pdf_reports_list_the_pairs(library: Library) -> None:
     pdf = PdfReader(io.BytesIO(build_report(library, match_id("page-2", "work-1"), "pdf")))
     text = "".join(page.extract_text() for page in pdf.pages)
     assert all(f"1.{i}" in text for i in range(1, 5))
+
+
+def test_check_table_lists_the_pairs(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+
+    root = Path(str(tmp_path))
+    (root / "lib.jsonl").write_text(
+        json.dumps({"id": "w", "title": "作品", "text": work(42, 10) + MOTHER}, ensure_ascii=False),
+        encoding="utf-8",
+    )
+    (root / "page.txt").write_text(REVERSED, encoding="utf-8")
+    data = ["--data-dir", str(root / "data")]
+    assert CliRunner().invoke(main, [*data, "ingest", str(root / "lib.jsonl")]).exit_code == 0
+    out = CliRunner().invoke(main, [*data, "check", str(root / "page.txt")]).output
+    assert "4 reordered pairs" in out
+    start = len(work(42, 10)) + MOTHER.index(S[3])  # the last sentence, copied first
+    lines = [ln.strip() for ln in out.splitlines()]
+    assert f"0-{len(S[3])} <- {start}-{start + len(S[3])} (1.00)" in lines

@@ -301,7 +301,13 @@ def _print_table(res: Any) -> None:
             click.echo(
                 f"  {'':6} {'':6}  suspect {p.suspect_start}-{p.suspect_end} <- "
                 f"mother {p.mother_start}-{p.mother_end} (similarity {p.similarity:.2f})"
+                + (f", {len(p.segments)} reordered pairs" if p.segments else "")
             )
+            for g in p.segments[:8]:
+                click.echo(
+                    f"  {'':6} {'':6}    {g.suspect_start}-{g.suspect_end} <- "
+                    f"{g.mother_start}-{g.mother_end} ({g.similarity:.2f})"
+                )
         if len(m.passages) > 5:
             click.echo(f"  {'':15}  ... {len(m.passages) - 5} more passages")
 
