@@ -1,5 +1,6 @@
 """One contract, two adapters: every test here runs against SqliteStore (a file in
-tmp_path) and MongoStore (on mongomock), so the embedded default and production
+tmp_path) and MongoStore (a real pymongo client talking to tests/mongo_wire.py, a
+wire-protocol server on mongomock), so the embedded default and production
 behave the same. A few tests at the end are sqlite-only (threads, processes, speed)
 or about the package itself (lazy pymongo, open_store)."""
 
@@ -55,10 +56,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             opened.append(s)
             return s
     else:
-        mongomock = pytest.importorskip("mongomock")
+        pytest.importorskip("mongomock")
+        import pymongo
+        from mongo_wire import mongo_wire_server
+
         from tracker.store.mongo import MongoStore
 
-        client = mongomock.MongoClient()
+        # A real pymongo client over TCP to a mongomock-backed wire server: the adapter's
+        # commands (bulk writes included) are encoded and answered as with a real mongod.
+        server = mongo_wire_server()
+        client = pymongo.MongoClient(server.__enter__().uri, tz_aware=True)
 
         def make() -> Store:
             s = MongoStore(client, db_name="yinji_test")
@@ -68,6 +75,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     yield Backend(request.param, make)
     for s in opened:
         s.close()
+    if request.param == "mongo":
+        client.close()
+        server.__exit__(None, None, None)
 
 
 @pytest.fixture()

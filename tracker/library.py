@@ -325,6 +325,7 @@ class Library:
         stale: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
         fresh: dict[str, list[tuple[int, np.ndarray]]] = {e.name: [] for e in engines}
         by_name = {e.name: e for e in engines}
+        items: list[tuple[Mother, dict[str, np.ndarray], int]] = []
         try:
             for doc in docs:
                 try:
@@ -343,12 +344,15 @@ class Library:
                         message = unexpected(exc)
                     report.errors.append(DocumentError(where, message))
                     continue
-                # One store write: the mother with its fingerprints, and which version
-                # it displaced (decided atomically, so two writers of one id each
-                # remove exactly the version they displaced).
-                stored, replaced = self.store.replace_mother(
-                    mother, {name: f.tobytes() for name, f in fps.items()}
-                )
+                items.append((mother, fps, len(doc.text)))
+            # One store write for the batch (a few round trips, not a few per mother):
+            # each mother with its fingerprints, and which version it displaced (decided
+            # atomically, so two writers of one id each remove exactly the version they
+            # displaced).
+            results = self.store.replace_mothers(
+                [(m, {name: f.tobytes() for name, f in fps.items()}) for m, fps, _ in items]
+            )
+            for (stored, replaced), (_, fps, chars) in zip(results, items, strict=True):
                 if replaced is not None:
                     report.replaced += 1
                     for name, blob in replaced.fingerprints.items():
@@ -360,13 +364,13 @@ class Library:
                 for name, f in fps.items():
                     fresh[name].append((stored.seq, f))
                 if writer is not None:
-                    writer.texts[stored.seq] = len(doc.text)
+                    writer.texts[stored.seq] = chars
                 report.ingested += 1
-                report.characters += len(doc.text)
+                report.characters += chars
         finally:
-            # Store first, index second (also when a store write failed half-way: what
-            # was stored gets indexed). A crash before this line leaves the writer mark
-            # behind, and the next check re-adds these mothers.
+            # Store first, index second. A store write that failed, or a crash before
+            # this line, leaves the writer mark failed or behind, and the next check
+            # re-adds whatever of this batch the store holds.
             self._index_writes(engines, stale, fresh, writer)
 
     def _index_writes(

@@ -66,6 +66,14 @@ class Replaced:
     fingerprints: dict[str, bytes] = field(default_factory=dict)
 
 
+def check_batch_ids(items: Sequence[tuple[Mother, Any]]) -> None:
+    seen: set[str] = set()
+    for mother, _ in items:
+        if mother.id in seen:
+            raise ValueError(f"mother id {mother.id!r} appears twice in one batch")
+        seen.add(mother.id)
+
+
 class Store(ABC):
     """Documents and results. Implementations: ``SqliteStore``, ``MongoStore``."""
 
@@ -90,6 +98,16 @@ class Store(ABC):
         it displaced, so neither leaves index postings of a dead version behind.
         The new version and its ``fingerprints`` are stored together; the replaced
         version's fingerprints are deleted and returned."""
+
+    def replace_mothers(
+        self, items: Sequence[tuple[Mother, Mapping[str, bytes] | None]]
+    ) -> list[tuple[Mother, Replaced | None]]:
+        """``replace_mother`` for a batch of (mother, fingerprints), results in the same
+        order, with the same guarantees per mother. Adapters override it to write a
+        batch in a few round trips instead of a few per mother (ingest's path); ids
+        within one batch must differ (``ValueError`` names the repeated one)."""
+        check_batch_ids(items)
+        return [self.replace_mother(mother, fps) for mother, fps in items]
 
     @abstractmethod
     def current_seqs(self, seqs: Iterable[int]) -> set[int]:

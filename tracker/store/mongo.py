@@ -7,8 +7,11 @@ Written for a real server first: regex searches are escaped, filters are plain
 server-side queries that indexes can serve, and every multi-document write is a
 sequence of single-document atomic operations ordered so that a crash or a
 concurrent writer leaves a consistent state (no multi-document transactions, which
-need a replica set). ``bulk_write`` with ``UpdateOne`` is avoided on purpose:
-mongomock fails on it with pymongo >= 4.10.
+need a replica set). Ingest writes a batch of mothers in a fixed handful of round
+trips (``replace_mothers``: bulk inserts and a conditional ``bulk_write``), not a few
+per mother. mongomock's own ``bulk_write`` fails on ``ReplaceOne`` with pymongo >= 4.10,
+so the tests talk to this adapter through a real pymongo client and a wire-protocol
+server on mongomock (``tests/mongo_wire.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pymongo
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
-from pymongo.errors import DuplicateKeyError
+from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from tracker.rules import check_verdict
 
@@ -52,12 +55,14 @@ from .base import (
     Suspect,
     User,
     WatchItem,
+    check_batch_ids,
     utcnow,
 )
 
 _CHUNK = 1000  # values per $in list
 _SEQ_COUNTER = "mother_seq"
 _UNSIZED_BLOB = 1024 * 1024
+_DUPLICATE_KEY = 11000
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -302,6 +307,120 @@ class MongoStore(Store):
             # The replaced version's fingerprints are dead weight now.
             self.fingerprints.delete_many({"seq": old_seq})
         return stored, replaced
+
+    @staticmethod
+    def _mother_doc(mother: Mother) -> dict[str, Any]:
+        return {
+            "seq": mother.seq,
+            "title": mother.title,
+            "text": mother.text,
+            "chars": len(mother.text),  # so listings can leave the text out
+            "source": mother.source,
+            "metadata": mother.metadata,
+            "ingested_at": mother.ingested_at,
+        }
+
+    def _take_fingerprints(self, seqs: Sequence[int]) -> dict[int, dict[str, bytes]]:
+        """The fingerprints of replaced versions, read and deleted (a query and a
+        delete per 1,000 seqs)."""
+        out: dict[int, dict[str, bytes]] = {int(s): {} for s in seqs}
+        for i in range(0, len(seqs), _CHUNK):
+            part = [int(s) for s in seqs[i : i + _CHUNK]]
+            for doc in self.fingerprints.find({"seq": {"$in": part}}):
+                out[int(doc["seq"])][doc["engine"]] = bytes(doc["data"])
+            self.fingerprints.delete_many({"seq": {"$in": part}})
+        return out
+
+    def replace_mothers(
+        self, items: Sequence[tuple[Mother, Mapping[str, bytes] | None]]
+    ) -> list[tuple[Mother, Replaced | None]]:
+        """A batch in a fixed number of commands whatever its size (up to 1,000 mothers
+        and 48 MB of fingerprints; more is split by pymongo): one ``$inc`` reserving the
+        batch's seqs, one insert of all fingerprints, one query for the versions the ids
+        have now, one ``bulk_write`` (an insert command for new ids, an update command
+        for the others), and for replacements one query and one delete of the replaced
+        fingerprints. Each replacement is conditional on the version read (``_id`` and
+        ``seq``), so, as with ``find_one_and_replace``, each writer learns exactly the
+        version it displaced; a mother that lost a race to a concurrent writer is
+        written again alone (``replace_mother``)."""
+        check_batch_ids(items)
+        if not items:
+            return []
+        for mother, _ in items:
+            check_id(mother.id, "mother id")
+        n = len(items)
+        # Seqs first: one atomic $inc reserves n values no other writer gets.
+        top = self.counters.find_one_and_update(
+            {"_id": _SEQ_COUNTER},
+            {"$inc": {"value": n}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        first = int(top["value"]) - n + 1
+        stored = [
+            Mother(
+                id=mother.id,
+                title=mother.title,
+                text=mother.text,
+                source=mother.source,
+                metadata=json_normalize(mother.metadata or {}),
+                ingested_at=to_utc(mother.ingested_at),
+                seq=first + i,
+            )
+            for i, (mother, _) in enumerate(items)
+        ]
+        # Fingerprints of the new seqs before the mothers (as in replace_mother): a crash
+        # in between leaves blobs no mother points at, never a mother without them.
+        blobs = [
+            {"seq": m.seq, "engine": engine, "data": bytes(data), "size": len(data)}
+            for m, (_, fps) in zip(stored, items, strict=True)
+            for engine, data in (fps or {}).items()
+        ]
+        if blobs:
+            self.fingerprints.insert_many(blobs, ordered=False)
+        ids = [m.id for m in stored]
+        old_seq: dict[str, int] = {}
+        for i in range(0, n, _CHUNK):
+            for doc in self.mothers.find({"_id": {"$in": ids[i : i + _CHUNK]}}, {"seq": 1}):
+                old_seq[doc["_id"]] = int(doc["seq"])
+        ops: list[Any] = [
+            ReplaceOne({"_id": m.id, "seq": old_seq[m.id]}, self._mother_doc(m))
+            if m.id in old_seq
+            else InsertOne({"_id": m.id, **self._mother_doc(m)})
+            for m in stored
+        ]
+        try:
+            result = self.mothers.bulk_write(ops, ordered=False)
+            written = result.inserted_count + result.matched_count
+        except BulkWriteError as exc:
+            # Only an insert that met a concurrent insert of the same id is expected.
+            others = [e for e in exc.details["writeErrors"] if e["code"] != _DUPLICATE_KEY]
+            if others:
+                raise
+            written = int(exc.details["nInserted"]) + int(exc.details["nMatched"])
+        won = set(ids)
+        if written < n:
+            # Someone else wrote some of these ids between our read and our write: find
+            # which writes landed (by our seqs), drop the others' unused blobs, and write
+            # those mothers again, each alone.
+            ours = {m.seq for m in stored}
+            landed = self.current_seqs(ours)
+            won = {m.id for m in stored if m.seq in landed}
+            lost = [m.seq for m in stored if m.id not in won]
+            for i in range(0, len(lost), _CHUNK):
+                self.fingerprints.delete_many({"seq": {"$in": lost[i : i + _CHUNK]}})
+        displaced = [old_seq[m.id] for m in stored if m.id in won and m.id in old_seq]
+        replaced_fps = self._take_fingerprints(displaced) if displaced else {}
+        out: list[tuple[Mother, Replaced | None]] = []
+        for m, (mother, fps) in zip(stored, items, strict=True):
+            if m.id not in won:
+                out.append(self.replace_mother(mother, fps))
+            elif m.id in old_seq:
+                seq = old_seq[m.id]
+                out.append((m, Replaced(seq, replaced_fps.get(seq, {}))))
+            else:
+                out.append((m, None))
+        return out
 
     def current_seqs(self, seqs: Iterable[int]) -> set[int]:
         wanted = sorted({int(s) for s in seqs})

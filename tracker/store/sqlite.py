@@ -54,6 +54,7 @@ from .base import (
     Suspect,
     User,
     WatchItem,
+    check_batch_ids,
     utcnow,
 )
 
@@ -480,53 +481,68 @@ class SqliteStore(Store):
     def replace_mother(
         self, mother: Mother, fingerprints: Mapping[str, bytes] | None = None
     ) -> tuple[Mother, Replaced | None]:
+        with self._tx() as c:
+            return self._replace_in(c, mother, fingerprints)
+
+    def replace_mothers(
+        self, items: Sequence[tuple[Mother, Mapping[str, bytes] | None]]
+    ) -> list[tuple[Mother, Replaced | None]]:
+        """A batch in one transaction (one commit instead of one per mother)."""
+        check_batch_ids(items)
+        for mother, _ in items:
+            check_id(mother.id, "mother id")
+        with self._tx() as c:
+            return [self._replace_in(c, mother, fps) for mother, fps in items]
+
+    def _replace_in(
+        self, c: _Connection, mother: Mother, fingerprints: Mapping[str, bytes] | None
+    ) -> tuple[Mother, Replaced | None]:
         check_id(mother.id, "mother id")
         stored_at = to_utc(mother.ingested_at)
         metadata = json_normalize(mother.metadata or {})
         replaced: Replaced | None = None
-        with self._tx() as c:
-            # The counter only ever grows, so a seq is never handed out twice, even
-            # after the mother holding it was deleted.
-            seq = c.execute(
-                "UPDATE counters SET value = value + 1 WHERE name = 'mother_seq' RETURNING value"
-            ).fetchone()[0]
-            old = c.execute("SELECT seq FROM mothers WHERE id = ?", (mother.id,)).fetchone()
-            if old is not None:
-                # The old version's fingerprints go (returned, for the index).
-                replaced = Replaced(
-                    old["seq"],
-                    {
-                        row["engine"]: bytes(row["data"])
-                        for row in c.execute(
-                            "SELECT engine, data FROM fingerprints WHERE seq = ?", (old["seq"],)
-                        )
-                    },
-                )
-                c.execute("DELETE FROM fingerprints WHERE seq = ?", (old["seq"],))
-            # Upsert (not delete + insert): the row keeps its identity, only the seq
-            # and the content change; matches refer to the id and stay.
-            c.execute(
-                f"INSERT INTO mothers({_MOTHER_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, title = excluded.title, "
-                "text = excluded.text, source = excluded.source, "
-                "metadata = excluded.metadata, ingested_at = excluded.ingested_at",
-                (
-                    mother.id,
-                    seq,
-                    mother.title,
-                    mother.text,
-                    mother.source,
-                    dumps(metadata),
-                    _t(stored_at),
-                ),
+        # The counter only ever grows, so a seq is never handed out twice, even
+        # after the mother holding it was deleted.
+        seq = c.execute(
+            "UPDATE counters SET value = value + 1 WHERE name = 'mother_seq' RETURNING value"
+        ).fetchone()[0]
+        old = c.execute("SELECT seq FROM mothers WHERE id = ?", (mother.id,)).fetchone()
+        if old is not None:
+            # The old version's fingerprints go (returned, for the index).
+            replaced = Replaced(
+                old["seq"],
+                {
+                    row["engine"]: bytes(row["data"])
+                    for row in c.execute(
+                        "SELECT engine, data FROM fingerprints WHERE seq = ?", (old["seq"],)
+                    )
+                },
             )
-            c.executemany(
-                "INSERT INTO fingerprints(seq, engine, data) VALUES (?, ?, ?)",
-                [
-                    (seq, engine, sqlite3.Binary(bytes(data)))
-                    for engine, data in (fingerprints or {}).items()
-                ],
-            )
+            c.execute("DELETE FROM fingerprints WHERE seq = ?", (old["seq"],))
+        # Upsert (not delete + insert): the row keeps its identity, only the seq
+        # and the content change; matches refer to the id and stay.
+        c.execute(
+            f"INSERT INTO mothers({_MOTHER_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, title = excluded.title, "
+            "text = excluded.text, source = excluded.source, "
+            "metadata = excluded.metadata, ingested_at = excluded.ingested_at",
+            (
+                mother.id,
+                seq,
+                mother.title,
+                mother.text,
+                mother.source,
+                dumps(metadata),
+                _t(stored_at),
+            ),
+        )
+        c.executemany(
+            "INSERT INTO fingerprints(seq, engine, data) VALUES (?, ?, ?)",
+            [
+                (seq, engine, sqlite3.Binary(bytes(data)))
+                for engine, data in (fingerprints or {}).items()
+            ],
+        )
         stored = Mother(
             id=mother.id,
             title=mother.title,

@@ -1,0 +1,237 @@
+"""MongoDB ingest in batches: round trips counted with pymongo's command monitoring.
+
+No real mongod can be installed here, so the adapter talks through a real
+``pymongo.MongoClient`` over TCP to ``tests/mongo_wire.py``, a wire-protocol server on
+mongomock. What is counted: every command the client sends on an application
+connection, as reported to a ``pymongo.monitoring.CommandListener`` (one
+``CommandStartedEvent`` per command, and pymongo sends each command in its own round
+trip: request, then wait for the reply). Server monitoring (``hello`` heartbeats on the
+monitor's own connection) is not a command event and is not counted; the wire server
+also logs every command it receives, and the two counts are checked against each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from textgen import work
+
+pytest.importorskip("mongomock")
+import pymongo
+from mongo_wire import mongo_wire_server
+from pymongo import monitoring
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.library import Library
+from tracker.store import Mother
+from tracker.store.mongo import MongoStore
+
+
+@dataclass
+class Commands(monitoring.CommandListener):
+    """(command name, collection) of every command started, in order."""
+
+    seen: list[tuple[str, str]] = field(default_factory=list)
+    hook: Any = None  # called with each started event (to stage a concurrent writer)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        coll = event.command.get(event.command_name)
+        self.seen.append((event.command_name, coll if isinstance(coll, str) else ""))
+        if self.hook is not None:
+            self.hook(event)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+    def take(self) -> list[tuple[str, str]]:
+        out, self.seen = self.seen, []
+        return out
+
+
+@dataclass
+class Mongo:
+    server: Any
+    client: Any
+    commands: Commands
+
+
+@pytest.fixture()
+def mongo() -> Iterator[Mongo]:
+    listener = Commands()
+    with mongo_wire_server() as server:
+        client: Any = pymongo.MongoClient(server.uri, tz_aware=True, event_listeners=[listener])
+        try:
+            yield Mongo(server, client, listener)
+        finally:
+            client.close()
+
+
+def _docs(first: int, n: int) -> list[Document]:
+    return [Document(id=f"w{i}", title=f"作品{i}", text=work(700 + i, 12)) for i in range(first, n)]
+
+
+def _items(ids: range, tag: bytes = b"a") -> list[tuple[Mother, dict[str, bytes]]]:
+    return [(Mother(id=f"m{i}", title="t", text=f"正文{i}"), {"e": tag * 8}) for i in ids]
+
+
+FRESH = [
+    ("findAndModify", "counters"),  # the batch's seqs, one $inc
+    ("insert", "fingerprints"),  # every blob of the batch
+    ("find", "mothers"),  # the versions the ids have now
+    ("insert", "mothers"),  # bulk_write: the new ids
+]
+REPLACING = [
+    ("findAndModify", "counters"),
+    ("insert", "fingerprints"),
+    ("find", "mothers"),
+    ("update", "mothers"),  # bulk_write: conditional replacements
+    ("find", "fingerprints"),  # the replaced versions' blobs, returned
+    ("delete", "fingerprints"),  # and deleted
+]
+
+
+def test_a_batch_is_a_fixed_handful_of_commands_whatever_its_size(mongo: Mongo) -> None:
+    store = MongoStore(mongo.client)
+    mongo.commands.take()
+    for ids in (range(0, 5), range(5, 205)):
+        results = store.replace_mothers(_items(ids))
+        assert mongo.commands.take() == FRESH, len(ids)
+        assert [r for _, r in results] == [None] * len(ids)
+    # The same 205 ids again: all replacements, still one command of each kind.
+    results = store.replace_mothers(_items(range(205), b"b"))
+    assert mongo.commands.take() == REPLACING
+    assert [m.seq for m, _ in results] == list(range(206, 411))
+    assert [(r.seq, r.fingerprints) for _, r in results if r] == [
+        (i + 1, {"e": b"a" * 8}) for i in range(205)
+    ]
+    # Only the current versions' blobs are left, and each mother reads back as written.
+    assert sorted(d["seq"] for d in store.fingerprints.find({}, {"seq": 1})) == list(
+        range(206, 411)
+    )
+    assert store.get_fingerprints(300, "e") == b"b" * 8
+    assert store.get_mother("m94") == results[94][0]
+    assert store.count_mothers() == 205
+
+
+def test_ingest_round_trips_per_batch_do_not_grow_with_the_batch(
+    mongo: Mongo, tmp_path, redis_client
+) -> None:
+    """``Library.ingest`` on MongoDB: the store commands of a batch of 4 and of a batch
+    of 40 are the same list (before batching a batch of 40 cost ~120 commands)."""
+    settings = Settings(data_dir=tmp_path, redis_prefix="mb")
+    lib = Library(settings, MongoStore(mongo.client), redis_client)
+    lib.ingest(_docs(0, 2))  # the first ingest also notes the engine and its index
+    per_batch = []
+    for first, n in ((2, 6), (6, 46)):
+        mongo.commands.take()
+        report = lib.ingest(_docs(first, n), batch_size=n - first)
+        assert report.ingested == n - first and not report.errors
+        per_batch.append(mongo.commands.take())
+    assert per_batch[0] == per_batch[1], per_batch
+    assert per_batch[1] == [
+        *[("find", "meta")] * 2,  # the index's health marks, before writing
+        ("find", "counters"),  # the store's last seq, for the writer mark
+        ("update", "meta"),  # the writer mark
+        *FRESH,  # the batch: Store.replace_mothers
+        ("find", "meta"),  # the writer mark's heartbeat after a full batch
+        ("update", "meta"),
+        ("find", "mothers"),  # after the index write: which seqs are still current
+        ("update", "meta"),  # the index generation, raised (raise_meta)
+        ("find", "meta"),
+        ("delete", "meta"),  # the writer mark, removed
+    ]
+    # Ingested for real: the index finds a copied passage of the last work.
+    probe = work(700 + 45, 12)[100:900]
+    assert [m.mother_id for m in lib.check_text(probe).matches] == ["w45"]
+
+
+def test_the_server_received_exactly_what_the_listener_counted(mongo: Mongo) -> None:
+    """The listener's count is the wire's: cross-checked against the server's own log
+    (which also holds the handshakes and heartbeats of the monitor connection)."""
+    store = MongoStore(mongo.client)
+    before = len(mongo.server.commands)
+    mongo.commands.take()
+    store.replace_mothers(_items(range(50)))
+    counted = mongo.commands.take()
+    received = mongo.server.commands[before:]
+    app = [c for c in received if c not in ("hello", "isMaster", "ismaster")]
+    assert app == [name for name, _ in counted] == [name for name, _ in FRESH]
+
+
+def test_a_replacement_that_loses_a_race_is_written_again_alone(mongo: Mongo) -> None:
+    """A second writer replaces m3 after the batch read m3's version and before its
+    conditional replace: the batch's replace of m3 matches nothing, so m3 is written
+    again by itself and learns that it displaced the second writer's version (and the
+    blob the batch stored for m3's lost seq is deleted)."""
+    store = MongoStore(mongo.client)
+    store.replace_mothers(_items(range(6)))  # seqs 1..6
+    other: Any = pymongo.MongoClient(mongo.server.uri, tz_aware=True)
+    rival = MongoStore(other)
+
+    def race(event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "update" and event.command.get("update") == "mothers":
+            mongo.commands.hook = None
+            rival.replace_mother(Mother(id="m3", title="rival", text="对手"), {"e": b"r" * 8})
+
+    mongo.commands.hook = race
+    try:
+        results = store.replace_mothers(_items(range(6), b"b"))  # seqs 7..12
+    finally:
+        other.close()
+    # The rival took seq 13 (displacing 4); m3 written again alone took 14.
+    assert [m.seq for m, _ in results] == [7, 8, 9, 14, 11, 12]
+    assert [(r.seq, r.fingerprints) for _, r in results if r] == [
+        (1, {"e": b"a" * 8}),
+        (2, {"e": b"a" * 8}),
+        (3, {"e": b"a" * 8}),
+        (13, {"e": b"r" * 8}),
+        (5, {"e": b"a" * 8}),
+        (6, {"e": b"a" * 8}),
+    ]
+    assert store.get_mother("m3").title == "t"
+    assert {d["seq"] for d in store.fingerprints.find({}, {"seq": 1})} == {7, 8, 9, 11, 12, 14}
+
+
+def test_a_new_id_inserted_by_another_writer_meanwhile(mongo: Mongo) -> None:
+    """The batch saw no m1, another writer inserted it before the batch's insert: the
+    duplicate key is not an error, m1 is written again alone and displaces the other's."""
+    store = MongoStore(mongo.client)
+    other: Any = pymongo.MongoClient(mongo.server.uri, tz_aware=True)
+    rival = MongoStore(other)
+
+    def race(event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "insert" and event.command.get("insert") == "mothers":
+            mongo.commands.hook = None
+            rival.replace_mother(Mother(id="m1", title="rival", text="对手"), {"e": b"r" * 8})
+
+    mongo.commands.hook = race
+    try:
+        results = store.replace_mothers(_items(range(3)))  # seqs 1..3, the rival 4
+    finally:
+        other.close()
+    assert [m.seq for m, _ in results] == [1, 5, 3]
+    assert [(r.seq, r.fingerprints) if r else None for _, r in results] == [
+        None,
+        (4, {"e": b"r" * 8}),
+        None,
+    ]
+    assert {d["seq"] for d in store.fingerprints.find({}, {"seq": 1})} == {1, 3, 5}
+
+
+@pytest.mark.parametrize("kind", ["mongo", "sqlite"])
+def test_one_id_twice_in_a_batch_is_refused_by_name(mongo: Mongo, tmp_path, kind) -> None:
+    from tracker.store import SqliteStore
+
+    store = MongoStore(mongo.client) if kind == "mongo" else SqliteStore(tmp_path / "s.db")
+    items = [*_items(range(3)), (Mother(id="m1", title="again", text="再"), {})]
+    with pytest.raises(ValueError, match="'m1' appears twice"):
+        store.replace_mothers(items)
+    assert store.count_mothers() == 0
+    store.close()
