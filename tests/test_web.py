@@ -542,7 +542,8 @@ def test_match_detail_side_by_side(system: WebSystem, seeded: dict[str, Any]) ->
     assert 'rel="noopener noreferrer nofollow"' in page
     marked = re.search(r'<mark id="s-p1"[^>]*>([^<]+)</mark>', page).group(1)
     assert marked in MOTHER_A  # the highlighted suspect text is the copied work text
-    assert "抓取时间" in page and "检测时间" in page
+    # Pasted with a URL, never fetched: the view says submitted, as the report does.
+    assert "提交时间" in page and "检测时间" in page and "抓取时间" not in page
     unknown = encode_id("a\x1fb")
     assert system.client("viewer").get(f"/matches/{unknown}").status_code == 404
 

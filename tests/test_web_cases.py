@@ -481,6 +481,8 @@ def test_evidence_view_marks_differing_characters(system: WebSystem) -> None:
     sid = status["result"]["results"][0]["suspect_id"]
     html = client.get(f"/matches/{encode_id(sid + chr(31) + 'work-a')}").get_data(as_text=True)
     assert 'class="d d-homophone"' in html and 'id="diff-legend"' in html
+    # A pasted text was never fetched: no fetch time, as in the reports (issue #15).
+    assert "提交的文本，未经抓取" in html and "抓取时间" not in html
     assert "相似度（拼音首字母）" in html and "相似度（汉字）" in html
     initials = [float(v) for v in _cells(html, "sim-initials")]
     chars = [float(v) for v in _cells(html, "sim-chars")]

@@ -85,9 +85,8 @@ def detail(match_id: str) -> Any:
     # The passages as the evidence report has them (tracker.reports.data: both
     # similarities, the character diff of tracker.textdiff, segment pairs), numbered
     # in suspect order like the report.
-    passages = get_or_404(
-        lambda key: report_data(library(), key)["passages"], match_id, "no such match"
-    )
+    data = get_or_404(lambda key: report_data(library(), key), match_id, "no such match")
+    passages = data["passages"]
     suspect_marks, mother_marks = diff_marks(passages)
     suspect_segments = (
         segments(
@@ -123,6 +122,8 @@ def detail(match_id: str) -> Any:
         suspect=suspect,
         mother=mother,
         passages=passages,
+        # A text handed in was never fetched: the report's rule, so both say the same.
+        fetched=data["suspect"]["fetched"],
         suspect_segments=suspect_segments,
         mother_segments=mother_segments,
         marks=MARKS,
