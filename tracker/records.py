@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Self, get_args
 
 Verdict = Literal["pending", "confirmed", "dismissed"]
 VERDICTS: tuple[str, ...] = ("pending", "confirmed", "dismissed")
@@ -97,7 +97,7 @@ class Segment:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Segment:
+    def from_dict(cls, d: dict[str, Any]) -> Self:
         return cls(
             int(d["suspect_start"]),
             int(d["suspect_end"]),
@@ -108,7 +108,7 @@ class Segment:
 
 
 @dataclass
-class Passage:
+class Passage(Segment):
     """One copied passage: Python string offsets, end exclusive.
 
     ``segments`` is empty for a passage copied in order. For a reordered copy (the
@@ -116,35 +116,19 @@ class Passage:
     that really align, in suspect order: the passage's two spans only bound them, and
     its ``similarity`` says how much of them is covered, not that they read alike."""
 
-    suspect_start: int
-    suspect_end: int
-    mother_start: int
-    mother_end: int
-    similarity: float
     segments: list[Segment] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "suspect_start": self.suspect_start,
-            "suspect_end": self.suspect_end,
-            "mother_start": self.mother_start,
-            "mother_end": self.mother_end,
-            "similarity": round(float(self.similarity), 4),
-        }
+        d = super().to_dict()
         if self.segments:  # only reordered passages carry the key
             d["segments"] = [s.to_dict() for s in self.segments]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Passage:
-        return cls(
-            int(d["suspect_start"]),
-            int(d["suspect_end"]),
-            int(d["mother_start"]),
-            int(d["mother_end"]),
-            float(d["similarity"]),
-            [Segment.from_dict(s) for s in d.get("segments") or ()],
-        )
+    def from_dict(cls, d: dict[str, Any]) -> Self:
+        passage = super().from_dict(d)
+        passage.segments = [Segment.from_dict(s) for s in d.get("segments") or ()]
+        return passage
 
 
 @dataclass
