@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -633,25 +633,105 @@ class Library:
         save: bool = True,
         crawler: Any = None,
     ) -> CheckResult:
-        """Crawl ``url`` (the crawler's SSRF guard, robots.txt and limits apply), check
-        the page like a file and, with ``save``, keep it as evidence: the capture (bytes
-        as served, headers, redirects, IP, TLS certificate, extracted text, screenshot
-        or why none) and the check result go into the evidence log, the check naming
-        its capture. The suspect id is the crawler's (sha1 of the final URL), the same
-        for the CLI, the web app and the workers. Raises ``tracker.crawler.CrawlError``
-        (its message names the URL) when the page cannot be fetched."""
+        """Crawl ``url`` (the crawler's SSRF guard, robots.txt and limits apply) and
+        check the page like a file (``check_page``: with ``save`` the capture and the
+        check go into the evidence log). The suspect id is the crawler's (sha1 of the
+        final URL), the same for the CLI, the web app and the workers. Raises
+        ``tracker.crawler.CrawlError`` (its message names the URL) when the page cannot
+        be fetched."""
         if crawler is None:
             from tracker.crawler import Crawler, CrawlerConfig
 
             crawler = Crawler(CrawlerConfig.from_settings(self.settings))
         page = crawler.crawl_page(url)
-        suspect = page.to_suspect()
+        return self.check_page(page, engine=engine, save=save)
+
+    def check_page(
+        self,
+        page: Any,
+        *,
+        suspect_id: str | None = None,
+        engine: str | None = None,
+        save: bool = True,
+    ) -> CheckResult:
+        """Check a crawled page (``tracker.crawler.Page``) as a suspect (id: sha1 of its
+        final URL unless given) and, with ``save``, store it and keep it as evidence:
+        the capture (bytes as served, headers, redirects, IP, TLS certificate, extracted
+        text, screenshot or why none), then the check naming it. The one path of
+        ``yinji check URL`` and of the crawl workers."""
+        return self.check_crawled(page.to_suspect(suspect_id), [page], engine=engine, save=save)
+
+    def check_crawled(
+        self,
+        suspect: Suspect,
+        pages: Sequence[Any],
+        *,
+        engine: str | None = None,
+        save: bool = True,
+    ) -> CheckResult:
+        """Check a suspect whose text was fetched as ``pages`` (one page, or the pages
+        of a chapter split over several: their texts joined by newlines); with ``save``
+        a capture per page, then the check naming them all (``capture_indexes``)."""
         result = self.check_suspect(suspect, engine=engine, save=save)
         if save:
-            log = self.evidence_log()
-            captured = log.record_capture(page.to_capture(log.blobs, suspect.id))
-            self.record_check(result, engine=engine, capture_index=captured.index)
+            captured = self.record_captures(suspect.id, pages)
+            self.record_check(result, engine=engine, capture_indexes=captured)
         return result
+
+    def store_page(self, page: Any, *, suspect_id: str | None = None) -> Suspect:
+        """Store a crawled page as a suspect without checking it (a crawl asked not to
+        check), its capture recorded all the same: what was served is evidence."""
+        suspect = page.to_suspect(suspect_id)
+        self.store.put_suspect(suspect)
+        self.record_captures(suspect.id, [page])
+        return suspect
+
+    def record_captures(self, suspect_id: str, pages: Sequence[Any]) -> list[int]:
+        """Keep crawled pages as capture records of ``suspect_id``; their indexes."""
+        log = self.evidence_log()
+        return [log.record_capture(page.to_capture(log.blobs, suspect_id)).index for page in pages]
+
+    def recheck_suspect(
+        self, suspect: Suspect, *, engine: str | None = None, once: str | None = None
+    ) -> CheckResult:
+        """Check a stored suspect again: only its results are rewritten (verdicts kept,
+        as ``put_matches`` promises) and it is marked checked; the suspect itself, with
+        its raw page, is not written back. The check goes into the evidence log naming
+        the capture(s) its text came from (``evidence_source``): a re-check changes what
+        the evidence says. ``once`` (a task run): see ``EvidenceLog.append``."""
+        result = self._match(suspect, engine)
+        checked_at = utcnow()
+        self.store.put_matches(suspect.id, result.matches)
+        self.store.mark_checked(suspect.id, checked_at)
+        suspect.checked_at = checked_at
+        checked = CheckResult(suspect, result)
+        self.record_check(
+            checked,
+            engine=engine,
+            capture_indexes=self.evidence_source(suspect),
+            once=f"{once}:{suspect.id}:check" if once else None,
+        )
+        return checked
+
+    def evidence_source(self, suspect: Suspect) -> list[int]:
+        """The capture records the suspect's current text came from, newest first
+        found: those a check of the same text named, or a capture of that text; none
+        when it was handed in (a submission) or captured before the log existed."""
+        import hashlib
+
+        sha = hashlib.sha256(suspect.text.encode("utf-8", "surrogatepass")).hexdigest()
+        entries = self.evidence_log().entries(
+            suspect_id=suspect.id, kinds=("capture", "submission", "check")
+        )
+        for entry in reversed(entries):
+            payload = entry.payload
+            if entry.kind == "check" and payload.get("suspect_text_sha256") == sha:
+                pages = payload.get("capture_indexes") or [payload.get("capture_index")]
+                if all(isinstance(i, int) for i in pages):
+                    return [int(i) for i in pages]
+            elif (payload.get("text") or {}).get("sha256") == sha:
+                return [entry.index] if entry.kind == "capture" else []
+        return []
 
     def export_evidence(
         self, out: Any, suspect_id: str, mother_id: str | None = None
@@ -686,30 +766,61 @@ class Library:
         )
         return result, len(matches)
 
-    def record_submission(self, result: CheckResult, *, engine: str | None = None) -> Any:
+    def record_submission(
+        self,
+        result: CheckResult,
+        *,
+        engine: str | None = None,
+        source: str | None = None,
+        once: str | None = None,
+    ) -> Any:
         """Keep a stored check of a handed-in text (a file, a paste) as evidence: a
-        submission record ("submitted text, not fetched": no fetch time is claimed),
-        then the check naming it."""
+        submission record ("submitted text, not fetched": no fetch time is claimed;
+        ``source`` says how it came, default the suspect's), then the check naming it.
+        ``once`` (a task run): see ``EvidenceLog.append``."""
         from tracker.evidence import Submission
 
         log = self.evidence_log()
         suspect = result.suspect
+        key = f"{once}:{suspect.id}" if once else None
         log.record_submission(
             Submission.build(
                 log.blobs,
                 suspect_id=suspect.id,
-                source=suspect.source or "text",
+                source=source or suspect.source or "text",
                 received_at=suspect.checked_at or utcnow(),
                 text=suspect.text,
-            )
+            ),
+            once=f"{key}:submission" if key else None,
         )
-        return self.record_check(result, engine=engine)
+        return self.record_check(result, engine=engine, once=f"{key}:check" if key else None)
+
+    def check_submitted(
+        self,
+        suspect: Suspect,
+        *,
+        engine: str | None = None,
+        source: str | None = None,
+        once: str | None = None,
+    ) -> CheckResult:
+        """Check a handed-in text (pasted, uploaded, a file given to ``yinji check``),
+        store it and record the submission and the check (``record_submission``)."""
+        result = self.check_suspect(suspect, engine=engine)
+        self.record_submission(result, engine=engine, source=source, once=once)
+        return result
 
     def record_check(
-        self, result: CheckResult, *, engine: str | None = None, capture_index: int | None = None
+        self,
+        result: CheckResult,
+        *,
+        engine: str | None = None,
+        capture_index: int | None = None,
+        capture_indexes: Sequence[int] | None = None,
+        once: str | None = None,
     ) -> Any:
         """Append a stored check to the evidence log, binding its offsets to the exact
-        texts by SHA-256 (the suspect's and each matched work's)."""
+        texts by SHA-256 (the suspect's and each matched work's), naming the capture(s)
+        the suspect's text came from."""
         mother_texts: dict[str, str] = {}
         for m in result.matches:
             with contextlib.suppress(NotFound):
@@ -722,6 +833,8 @@ class Library:
             suspect_text=result.suspect.text,
             mother_texts=mother_texts,
             capture_index=capture_index,
+            capture_indexes=capture_indexes,
+            once=once,
         )
 
     def matcher(self, engine: str | None = None) -> Matcher:
@@ -774,14 +887,18 @@ class Library:
             yield self.check_suspect(suspect, engine=engine, save=save)
 
     def recheck_suspects(
-        self, *, engine: str | None = None, progress: Progress | None = None
+        self,
+        *,
+        engine: str | None = None,
+        progress: Progress | None = None,
+        once: str | None = None,
     ) -> int:
         """Check every stored suspect again against the whole index (after new mothers
         arrive: a suspect seen before a work was added may copy it). Returns how many.
 
-        Only the results are rewritten (verdicts kept, as ``put_matches`` promises) and
-        the suspect marked checked; the suspect itself is not written back, so its raw
-        page, the evidence, stays as it is."""
+        Each is ``recheck_suspect``: only the results are rewritten (verdicts kept) and
+        the suspect marked checked, its raw page left as it is; each check is recorded
+        in the evidence log naming the suspect's capture. ``once``: a task run's key."""
         # Ids first: the loop writes, which must not move a store cursor under it.
         ids = [s.id for s in self.store.iter_suspects()]
         done = 0
@@ -792,9 +909,7 @@ class Library:
                 suspect = self.store.get_suspect(suspect_id)
             except NotFound:
                 continue  # deleted meanwhile
-            result = self._match(suspect, engine)
-            self.store.put_matches(suspect.id, result.matches)
-            self.store.mark_checked(suspect.id)
+            self.recheck_suspect(suspect, engine=engine, once=once)
             done += 1
             if progress:
                 progress(done, len(ids))

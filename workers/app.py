@@ -37,6 +37,7 @@ TASK_MODULES = (
     "workers.tasks.reports",
     "workers.tasks.index",
     "workers.tasks.cases",
+    "workers.tasks.evidence",
 )
 DEFAULT_QUEUE = "default"
 QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases")

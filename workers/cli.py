@@ -26,7 +26,7 @@ def _settings(ctx: click.Context) -> Settings:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
     try:
         WorkerSettings.from_env()
-        _case_settings_from_env()  # alerts and SMTP: refuse to start with a bad value
+        _case_settings_from_env()  # alerts, SMTP, schedules, TSA: refuse a bad value
         return Settings.from_env()
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
@@ -34,10 +34,13 @@ def _settings(ctx: click.Context) -> Settings:
 
 def _case_settings_from_env() -> None:
     from tracker.cases.settings import CaseSettings
-    from workers.schedule import CaseSchedule
+    from tracker.evidence.settings import EvidenceSettings
+    from workers.schedule import CaseSchedule, EvidenceSchedule
 
     CaseSettings.from_env()
     CaseSchedule.from_env()
+    EvidenceSchedule.from_env()
+    EvidenceSettings.from_env()  # the TSA and the key the evidence tasks use
 
 
 @click.command()
@@ -121,7 +124,7 @@ def worker(
 @click.pass_context
 def beat(ctx: click.Context, loglevel: str) -> None:
     """Run the scheduler (daily watch-list re-crawl, check of new mothers, re-check of
-    noticed cases, digest). Run one."""
+    noticed cases, digest; the evidence log's tree head every hour). Run one."""
     settings = _settings(ctx)
     from workers.app import celery_app
 

@@ -1,4 +1,4 @@
-"""The beat schedule: four daily runs, at times set by environment variables.
+"""The beat schedule: four daily runs and an hourly one, set by environment variables.
 
 - ``YINJI_RECRAWL_AT`` (default ``03:00``): ``recrawl_watchlist`` re-crawls every active
   watch-list URL, site and book.
@@ -10,6 +10,12 @@
 - ``YINJI_DIGEST_AT`` (default ``07:00``, after the re-check): ``daily_digest`` sends the
   digest of the last 24 hours (new matches, cases by state, removals).
 
+And one periodic run:
+
+- ``YINJI_EVIDENCE_HEAD_MINUTES`` (default ``60``, 1 to 1440): ``publish_tree_head``
+  signs a tree head of the evidence log when it has grown, timestamps it when
+  ``YINJI_TSA_URL`` is set, and retries the timestamps still pending.
+
 Times are in ``YINJI_TIMEZONE`` (default UTC). Run exactly one ``yinji beat``: two would
 send every run twice (harmless, the tasks are idempotent per run, but wasted work).
 """
@@ -17,11 +23,12 @@ send every run twice (harmless, the tasks are idempotent per run, but wasted wor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from celery.schedules import crontab
 
-from tracker.config import WorkerSettings, env_time
+from tracker.config import WorkerSettings, env_int, env_time
 
 
 @dataclass(frozen=True)
@@ -40,11 +47,27 @@ class CaseSchedule:
         )
 
 
+@dataclass(frozen=True)
+class EvidenceSchedule:
+    """How often the evidence log's tree head is published (``tracker.config``'s strict
+    parser: a value that is not a whole number of minutes from 1 to 1440 stops the
+    process naming the variable)."""
+
+    head_minutes: int = 60
+
+    @classmethod
+    def from_env(cls) -> EvidenceSchedule:
+        return cls(head_minutes=env_int("YINJI_EVIDENCE_HEAD_MINUTES", 60, minimum=1, maximum=1440))
+
+
 def beat_schedule(
-    ws: WorkerSettings | None = None, cs: CaseSchedule | None = None
+    ws: WorkerSettings | None = None,
+    cs: CaseSchedule | None = None,
+    es: EvidenceSchedule | None = None,
 ) -> dict[str, dict[str, Any]]:
     ws = ws or WorkerSettings.from_env()
     cs = cs or CaseSchedule.from_env()
+    es = es or EvidenceSchedule.from_env()
     recrawl_h, recrawl_m = ws.recrawl_at
     check_h, check_m = ws.check_mothers_at
     return {
@@ -63,5 +86,9 @@ def beat_schedule(
         "daily-digest": {
             "task": "yinji.cases.daily_digest",
             "schedule": crontab(hour=cs.digest_at[0], minute=cs.digest_at[1]),
+        },
+        "evidence-tree-head": {
+            "task": "yinji.evidence.publish_tree_head",
+            "schedule": timedelta(minutes=es.head_minutes),
         },
     }

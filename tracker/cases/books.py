@@ -12,7 +12,7 @@ perhaps split over "下一页" pages, all on one host.
 3. fetches each chapter and follows its "下一页" / "next page" links on the same origin
    (never "下一章": that is the next chapter, fetched in its turn), with one budget of
    ``max_pages`` fetches for the whole book (index included);
-4. checks each assembled chapter against the library (``Library.check_suspect``: the
+4. checks each assembled chapter against the library (``Library.check_crawled``: the
    chapter becomes a suspect with its matches, as any crawled page; or ``check_text``
    with ``save=False``), and
 5. files one case for the book on that domain (kind ``book``), whose URLs are the
@@ -249,6 +249,7 @@ def monitor_book(
         results.append(chapter)
         texts: list[str] = []
         first_raw = b""
+        fetched_pages: list[Any] = []  # each kept as a capture of the chapter's evidence
         page_url: str | None = url
         seen: set[str] = set()
         while page_url is not None:
@@ -269,11 +270,12 @@ def monitor_book(
                 chapter.title = page.title
                 first_raw = page.raw
             texts.append(page.text)
+            fetched_pages.append(page)
             page_url = next_page_link(page.html, page.final_url or page_url, seen | chapter_set)
         text = "\n".join(t for t in texts if t.strip())
         chapter.chars = len(text)
         if text.strip():
-            _check_chapter(library, chapter, text, first_raw, index_url, save)
+            _check_chapter(library, chapter, text, first_raw, index_url, save, fetched_pages)
     report = BookReport(
         index_url=index_url,
         domain=domain_of(base),
@@ -288,7 +290,13 @@ def monitor_book(
 
 
 def _check_chapter(
-    library: Any, chapter: ChapterResult, text: str, raw: bytes, index_url: str, save: bool
+    library: Any,
+    chapter: ChapterResult,
+    text: str,
+    raw: bytes,
+    index_url: str,
+    save: bool,
+    pages: list[Any],
 ) -> None:
     if save:
         suspect = Suspect(
@@ -305,7 +313,8 @@ def _check_chapter(
                 "page_sha256": chapter.page_sha256,
             },
         )
-        matches = library.check_suspect(suspect).matches
+        # Stored and checked with a capture per page in the evidence log.
+        matches = library.check_crawled(suspect, pages).matches
         chapter.suspect_id = suspect.id
     else:
         matches = library.check_text(text).matches

@@ -44,6 +44,8 @@ Reading, proving, auditing::
     log.tree_head()                              # signed (and timestamped) head of the log
     log.inclusion_proof(index, size); log.consistency_proof(first, second)
     log.stamp_pending()                          # retry the TSA for unstamped heads
+    log.publish()                                # the scheduled job: a head covering every
+                                                 # record, timestamped; pending tokens retried
     log.audit()                                  # recompute everything; .ok, .problems
 
 Bundles (``yinji evidence export`` / ``verify``)::
@@ -69,7 +71,15 @@ from .bundle import (
 from .canonical import canonical_json
 from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
 from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead
-from .log import KINDS, AuditReport, EvidenceError, EvidenceLog, HeadRecord, LogEntry
+from .log import (
+    KINDS,
+    AuditReport,
+    EvidenceError,
+    EvidenceLog,
+    HeadRecord,
+    LogEntry,
+    Publication,
+)
 from .settings import EvidenceSettings
 from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
 
@@ -93,6 +103,7 @@ __all__ = [
     "HeadRecord",
     "Limits",
     "LogEntry",
+    "Publication",
     "RedirectHop",
     "SignedTreeHead",
     "SigningKey",

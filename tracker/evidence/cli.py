@@ -8,6 +8,9 @@ log's signed tree head (issue #15's command-line contract; registered through th
 - ``yinji evidence verify FILE.zip``: exit 0 and a summary when everything verifies;
   exit 1 naming each member that is altered, missing, unproven or unexpected.
 - ``yinji evidence head``: the current signed tree head as JSON.
+- ``yinji evidence stamp``: what the scheduled job does, by hand: a signed tree head
+  covering every record, timestamped with ``YINJI_TSA_URL``, and the timestamps still
+  pending retried; exit 1 when a TSA is configured and the head is left unstamped.
 """
 
 from __future__ import annotations
@@ -107,3 +110,29 @@ def head(ctx: click.Context) -> None:
     finally:
         log.close()
     click.echo(json.dumps(out, ensure_ascii=False))
+
+
+@evidence.command("stamp")
+@click.pass_context
+def stamp(ctx: click.Context) -> None:
+    """Sign a tree head covering every record, timestamp it (YINJI_TSA_URL) and retry
+    the timestamps still pending, as the scheduled job does; print what was done as
+    JSON. Exit 1 when a TSA is configured but the head is left without a token."""
+    from tracker.evidence import EvidenceError, EvidenceLog
+    from tracker.evidence.keys import EvidenceKeyError
+
+    try:
+        log = EvidenceLog.from_settings(_settings(ctx))
+    except (SettingError, EvidenceError, EvidenceKeyError) as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        done = log.publish()
+        configured = log.tsa is not None
+    finally:
+        log.close()
+    click.echo(json.dumps(done.to_json(), ensure_ascii=False))
+    if configured and done.head.token is None:
+        click.echo(f"not timestamped: {done.head.stamp_error}", err=True)
+        ctx.exit(1)
+    if not configured:
+        click.echo("not timestamped: no YINJI_TSA_URL", err=True)

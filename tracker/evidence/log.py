@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from tracker.config import Settings
 
 ENTRY_VERSION = "yinji-log-entry/1"
+ONCE_PREFIX = "once:"  # meta keys of ``EvidenceLog.append(once=...)``
 KINDS = ("capture", "submission", "check", "verdict", "case_state", "export")
 SQLITE_FILE = "evidence.sqlite3"
 
@@ -149,6 +150,29 @@ class HeadRecord:
         if self.token is not None or not self.stamps:
             return None
         return self.stamps[-1].error
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What ``EvidenceLog.publish`` did: the head now covering the log, whether it was
+    signed in this run, and the timestamp requests made (granted or not)."""
+
+    head: HeadRecord
+    new_head: bool
+    attempts: tuple[Stamp, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        granted = [s for s in self.attempts if s.ok]
+        return {
+            **self.head.head.to_json(),
+            "head_id": self.head.id,
+            "new_head": self.new_head,
+            "timestamped": self.head.token is not None,
+            "stamp_error": self.head.stamp_error,
+            "stamps_requested": len(self.attempts),
+            "stamps_granted": len(granted),
+            "heads_stamped": sorted({s.head_id for s in granted}),
+        }
 
 
 @dataclass
@@ -598,14 +622,27 @@ class EvidenceLog:
         *,
         suspect_id: str | None = None,
         mother_id: str | None = None,
+        once: str | None = None,
     ) -> LogEntry:
         """Add a record; returns it with its leaf index and hash. ``suspect_id`` and
-        ``mother_id`` index it for ``entries`` (default: the payload's own fields)."""
+        ``mother_id`` index it for ``entries`` (default: the payload's own fields).
+
+        ``once`` names the occasion of the record (a task run and its suspect, say): a
+        record already appended under that key is returned and nothing is appended, so
+        a redelivered task does not record its work twice. The key is kept (meta
+        ``once:<key>``) right after the append; a crash in between means a redelivery
+        appends a second record: a true one (the work did run twice), never a lost one."""
+        if once is not None:
+            done = self.backend.get_meta(ONCE_PREFIX + once)
+            if done is not None:
+                return self.entry(int(done))
         data = encode_entry(kind, payload, self.clock())
         leaf = leaf_hash(data)
         suspect_id = suspect_id if suspect_id is not None else payload.get("suspect_id")
         mother_id = mother_id if mother_id is not None else payload.get("mother_id")
         index = self.backend.append(data, leaf, kind, suspect_id, mother_id)
+        if once is not None:
+            self.backend.put_meta_once(ONCE_PREFIX + once, str(index))
         self._complete_nodes(index)
         return LogEntry(index, data, leaf)
 
@@ -623,9 +660,11 @@ class EvidenceLog:
         """A fetched page (``Capture``: fill it with ``Capture.build``)."""
         return self.append("capture", capture.to_json(), suspect_id=capture.suspect_id)
 
-    def record_submission(self, submission: Submission) -> LogEntry:
-        """A text handed in (pasted or uploaded), not fetched."""
-        return self.append("submission", submission.to_json(), suspect_id=submission.suspect_id)
+    def record_submission(self, submission: Submission, *, once: str | None = None) -> LogEntry:
+        """A text handed in (pasted or uploaded), not fetched (``once``: see ``append``)."""
+        return self.append(
+            "submission", submission.to_json(), suspect_id=submission.suspect_id, once=once
+        )
 
     def record_check(
         self,
@@ -637,17 +676,25 @@ class EvidenceLog:
         suspect_text: str | None = None,
         mother_texts: Mapping[str, str] | None = None,
         capture_index: int | None = None,
+        capture_indexes: Sequence[int] | None = None,
+        once: str | None = None,
     ) -> LogEntry:
         """The result of checking a suspect: every match with its scores and passages
         (also when nothing matched). The texts, when given, are recorded by SHA-256 so
         the offsets are bound to exact texts; ``capture_index`` names the capture record
-        the suspect text came from."""
+        the suspect text came from. A text assembled from several fetched pages (a
+        chapter split over pages: their texts joined by newlines) names them all, in
+        order, in ``capture_indexes`` (``capture_index`` is then the first). ``once``:
+        see ``append``."""
         mother_texts = mother_texts or {}
+        pages = [int(i) for i in capture_indexes or ()]
+        if pages and capture_index is None:
+            capture_index = pages[0]
 
         def sha(text: str | None) -> str | None:
             return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
-        payload = {
+        payload: dict[str, Any] = {
             "capture_index": capture_index,
             "checked_at": format_time(checked_at or self.clock()),
             "engine": engine,
@@ -666,7 +713,9 @@ class EvidenceLog:
             "suspect_id": suspect_id,
             "suspect_text_sha256": sha(suspect_text),
         }
-        return self.append("check", payload, suspect_id=suspect_id)
+        if len(pages) > 1:
+            payload["capture_indexes"] = pages
+        return self.append("check", payload, suspect_id=suspect_id, once=once)
 
     def record_verdict(
         self,
@@ -786,6 +835,29 @@ class EvidenceLog:
             stamp = Stamp(head_id, self.clock(), self.tsa.url, None, str(exc))
         self.backend.add_stamp(stamp)
         return stamp
+
+    def publish(self) -> Publication:
+        """What the scheduled job (and ``yinji evidence stamp``) runs: a signed tree head
+        covering every record (a new one only when the log has grown), timestamped when
+        a TSA is configured; then, once the TSA has granted a token in this run, tokens
+        for the older heads still without one (the TSA may have been down when they
+        were signed). While the TSA is down a run makes one attempt, not one per head."""
+        latest = self.backend.latest_head()
+        record = self.tree_head()
+        new = latest is None or latest[0] != record.id
+        attempts: list[Stamp] = list(record.stamps) if new else []
+        if self.tsa is not None and record.token is None and not new:
+            attempts.append(self._stamp(record.id, record.signed))
+            record = self.head(record.id)
+        if self.tsa is not None and record.token is not None:
+            for older in self.heads():
+                if older.id == record.id or older.token is not None:
+                    continue
+                stamp = self._stamp(older.id, older.signed)
+                attempts.append(stamp)
+                if not stamp.ok:
+                    break  # down again: the next run tries again
+        return Publication(record, new, tuple(attempts))
 
     def stamp_pending(self) -> list[Stamp]:
         """Ask the TSA again for every head that has no token yet; returns the attempts."""

@@ -16,10 +16,18 @@ from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
-from workers.tasks.crawl import check_item, crawl_outcome
+from workers.tasks.crawl import check_item, crawl_outcome, run_key
 from workers.tasks.ingest import with_uploads
 
 LAST_RUN_META = "workers:check_new_mothers:last_run"
+
+
+def upload_source(ref: Any) -> str:
+    """How an upload's texts came, for their submission records: ``file:<name>`` for a
+    file (the client's name, a label), ``text`` for pasted texts spooled as items."""
+    if isinstance(ref, dict) and ref.get("format") != "items":
+        return f"file:{ref.get('name') or 'upload'}"
+    return "text"
 
 
 @shared_task(name="yinji.check.check_suspect", **TASK_OPTIONS)
@@ -35,7 +43,8 @@ def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str,
     except NotFound:
         raise ValueError(f"unknown suspect {suspect_id!r}") from None
     started = utcnow()
-    result = check_item(library.check_suspect(suspect, engine=engine))
+    # A re-check: results rewritten, the check recorded naming the suspect's capture.
+    result = check_item(library.recheck_suspect(suspect, engine=engine, once=run_key(task)))
     alert_new_matches_since(task, started, [suspect.id])
     return result
 
@@ -58,6 +67,7 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
     started = utcnow()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    key = run_key(task)
     for i, item in enumerate(texts):
         where = f"texts[{i}]"
         try:
@@ -65,7 +75,8 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
         except ValueError as exc:
             errors.append({"source": where, "error": str(exc).removeprefix(f"{where}: ")})
         else:
-            results.append(check_item(library.check_suspect(suspect, engine=engine)))
+            checked = library.check_submitted(suspect, engine=engine, once=key and f"{key}:{i}")
+            results.append(check_item(checked))
         progress(i + 1)
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
@@ -89,12 +100,17 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
     started = utcnow()
     results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    key = run_key(task)
     for i, ref in enumerate(uploads):
+        source = upload_source(ref)
         for suspect in upload_suspects(spool, ref):
             if isinstance(suspect, DocumentError):
                 errors.append({"source": suspect.source, "error": suspect.message})
             else:
-                results.append(check_item(library.check_suspect(suspect, engine=engine)))
+                checked = library.check_submitted(
+                    suspect, engine=engine, source=source, once=key and f"{key}:{i}"
+                )
+                results.append(check_item(checked))
         progress(i + 1)
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(uploads)}
@@ -142,7 +158,9 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
     rechecked = 0
     if new:
         # recheck_suspects reports 0 of the total first, as Progress.start would.
-        rechecked = library.recheck_suspects(engine=engine, progress=Progress(task, total=None))
+        rechecked = library.recheck_suspects(
+            engine=engine, progress=Progress(task, total=None), once=run_key(task)
+        )
         # Every suspect was checked again: the matches created since the start are new
         # (a match found again keeps its first created_at).
         alert_new_matches_since(task, started)

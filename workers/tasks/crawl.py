@@ -25,6 +25,16 @@ def check_item(res: Any) -> dict[str, Any]:
     return {**res.to_json(), "title": res.suspect.title, "url": res.suspect.url}
 
 
+def run_key(task: Task) -> str | None:
+    """The key of this task run for ``EvidenceLog.append(once=...)``: a redelivered
+    message (same task id) that runs its work again records nothing twice. None when
+    the task is called directly (no delivery to repeat)."""
+    task_id = task.request.id
+    if task.request.called_directly or not task_id:
+        return None
+    return f"task:{task_id}"
+
+
 def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "url": url,
@@ -84,12 +94,15 @@ def crawl_and_check(
                 status=page.status,
                 title=suspect.title,
             ), page
+    # Stored with its capture (and the check naming it) in the evidence log, by the
+    # same Library calls as `yinji check URL`. Not keyed by the task run: a delivery
+    # that runs again fetches again, and a second fetch is a second true capture.
     if check:
         started = utcnow()
-        matches = check_item(library.check_suspect(suspect))["matches"]
+        matches = check_item(library.check_page(page, suspect_id=suspect.id))["matches"]
         alert_new_matches_since(task, started, [suspect.id])
     else:
-        library.store.put_suspect(suspect)
+        library.store_page(page, suspect_id=suspect.id)
         matches = None
     with runtime.dedup_lock:
         runtime.near_duplicates.check_and_add(suspect.url, page.html)  # remembered once
