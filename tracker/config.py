@@ -22,6 +22,10 @@ and production share one code path):
   store, a library of at most this many stored fingerprints (postings) rebuilds it by
   itself; a bigger one refuses to check until ``yinji index rebuild`` has run (default
   5,000,000: a few seconds of work; 0 never rebuilds by itself).
+- ``YINJI_MAX_SUSPECT_CHARS``: the longest suspect text checked, in characters (default
+  10,000,000: a few whole novels; at least 1,000). A longer one is that item's error,
+  naming it, from the CLI, the web app, the API and the workers. Long suspects are
+  checked in windows, so memory does not grow with their length (``tracker.longtext``).
 
 ``ReadLimits`` (every reader of files, archives and uploads):
 
@@ -178,6 +182,7 @@ class Settings:
     secret_key: str | None = None
     allow_private_urls: bool = False
     auto_rebuild_max_postings: int = 5_000_000
+    max_suspect_chars: int = 10_000_000
     read_limits: ReadLimits = field(default_factory=ReadLimits)
 
     @classmethod
@@ -195,6 +200,7 @@ class Settings:
             secret_key=env_optional_str("YINJI_SECRET_KEY"),
             allow_private_urls=env_bool("YINJI_ALLOW_PRIVATE_URLS"),
             auto_rebuild_max_postings=env_int("YINJI_AUTO_REBUILD_MAX_POSTINGS", 5_000_000),
+            max_suspect_chars=env_int("YINJI_MAX_SUSPECT_CHARS", 10_000_000, minimum=1000),
             read_limits=ReadLimits.from_env(),
         )
 

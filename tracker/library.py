@@ -33,6 +33,7 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
+from tracker.longtext import SuspectTooLarge
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.rules import check_metadata, domain_of
 from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
@@ -849,7 +850,13 @@ class Library:
             )
         # Nor may a lost or partial index answer "no match": repaired, or refused.
         self.ensure_index(eng.name)
-        return Matcher(self.store, eng, policy=self.policy, cache=self._cache)
+        return Matcher(
+            self.store,
+            eng,
+            policy=self.policy,
+            cache=self._cache,
+            max_chars=self.settings.max_suspect_chars,
+        )
 
     def _match(self, suspect: Suspect, engine: str | None) -> MatchResult:
         return self.matcher(engine).match(
@@ -868,7 +875,8 @@ class Library:
         save: bool = True,
         errors: list[DocumentError] | None = None,
     ) -> Iterator[CheckResult]:
-        """Check documents as suspects, one result per document (errors collected)."""
+        """Check documents as suspects, one result per document (errors collected: a
+        document over ``Settings.max_suspect_chars`` is one, the others go on)."""
         for item in documents:
             if isinstance(item, DocumentError):
                 if errors is not None:
@@ -884,7 +892,14 @@ class Library:
                 source=item.source,
                 metadata=item.metadata,
             )
-            yield self.check_suspect(suspect, engine=engine, save=save)
+            try:
+                result = self.check_suspect(suspect, engine=engine, save=save)
+            except SuspectTooLarge as exc:
+                if errors is None:
+                    raise
+                errors.append(DocumentError(item.source or item.id, str(exc)))
+                continue
+            yield result
 
     def recheck_suspects(
         self,

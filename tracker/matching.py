@@ -24,6 +24,7 @@ import numpy as np
 
 from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
 from tracker.engines.base import Engine
+from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
 from tracker.store.base import Store
 
@@ -38,11 +39,40 @@ class MatchPolicy:
     min_copied: int = 60  # initials of the suspect inside passages
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
+    # Templated text (issue #13): a passage is evidence of copying only when it is at
+    # least ``required(fine)`` initials long, ``min_copied`` for a passage that reads
+    # alike initial by initial (fine similarity >= ``full_fine``), growing by
+    # ``length_per_fine`` initials per unit of fine similarity below that, up to
+    # ``max_required`` (docs/FINGERPRINTS.md, "Templated text").
+    full_fine: float = 0.95
+    length_per_fine: float = 2000.0
+    max_required: int = 400
+
+    def required(self, fine: float) -> float:
+        """Initials a passage of this fine similarity needs to count as copied."""
+        grow = self.length_per_fine * max(0.0, self.full_fine - fine)
+        return min(float(self.max_required), self.min_copied + grow)
+
+    def copied(self, a: Alignment) -> int:
+        """Initials of the suspect inside the passages that count as copied (all of them
+        when the alignment carries no measures)."""
+        if not a.measures:
+            return a.suspect_copied
+        spans = sorted(
+            (m.s_start, m.s_end)
+            for m in a.measures
+            if m.fine is None or m.initials >= self.required(m.fine)
+        )
+        total, end = 0, -1
+        for start, stop in spans:
+            total += max(0, stop - max(start, end))
+            end = max(end, stop)
+        return total
 
     def is_copy(self, a: Alignment) -> bool:
         return (
             bool(a.passages)
-            and a.suspect_copied >= self.min_copied
+            and self.copied(a) >= self.min_copied
             and a.similarity >= self.min_similarity
         )
 
@@ -95,12 +125,21 @@ class Matcher:
         policy: MatchPolicy | None = None,
         align_params: AlignParams | None = None,
         cache: PreparedCache | None = None,
+        max_chars: int | None = None,
+        window_chars: int = WINDOW_CHARS,
+        window_overlap: int = OVERLAP_CHARS,
     ) -> None:
+        """``max_chars``: the largest suspect checked (``Settings.max_suspect_chars``;
+        None: no limit); a suspect longer than ``window_chars`` characters is checked in
+        windows that share ``window_overlap`` (``tracker.longtext``)."""
         self.store = store
         self.engine = engine
         self.policy = policy or MatchPolicy()
         self.align_params = align_params or AlignParams()
         self.cache = cache or PreparedCache()
+        self.max_chars = max_chars
+        self.window_chars = window_chars
+        self.window_overlap = window_overlap
 
     def _near_hits(self, suspect: Prepared, evidence: np.ndarray | None) -> Prepared:
         """A long suspect (a whole novel on one page) is aligned only around the
@@ -116,41 +155,73 @@ class Matcher:
         self, text: str, *, suspect_id: str = "", title: str = "", url: str = "", domain: str = ""
     ) -> MatchResult:
         started = time.perf_counter()
-        limit = max(self.policy.candidates, len(text) // self.policy.chars_per_candidate)
-        candidates = self.engine.candidates_with_evidence(text, limit=limit)
-        result = MatchResult(candidates=len(candidates))
-        if candidates:
-            mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
-            suspect = prepare(text, self.align_params.k)
-            for cand in candidates:
-                mother = mothers.get(cand.seq)
-                if mother is None:
-                    continue  # a stale posting of a replaced or deleted mother
-                alignment = align_prepared(
-                    self._near_hits(suspect, cand.evidence),
-                    self.cache.get(mother, self.align_params.k),
-                    self.align_params,
-                    evidence=cand.evidence,
-                    common=cand.common,
-                    evidence_window=self.engine.window,
+        # Refused before any work: the one size rule of every caller.
+        check_suspect_size(text, self.max_chars, repr(suspect_id) if suspect_id else title)
+        if len(text) > self.window_chars:
+            found, verified = self._aligned_in_windows(text)
+        else:
+            found, verified = self._aligned_whole(text)
+        result = MatchResult(candidates=verified)
+        for mother, alignment in found:
+            if not self.policy.is_copy(alignment):
+                continue
+            result.matches.append(
+                Match(
+                    suspect_id=suspect_id,
+                    mother_id=mother.id,
+                    score=round(self.policy.score(alignment), 4),
+                    coverage=round(alignment.coverage, 4),
+                    mother_coverage=round(alignment.mother_coverage, 4),
+                    passages=alignment.passages,
+                    engine=self.engine.name,
+                    mother_title=mother.title,
+                    suspect_title=title,
+                    suspect_url=url,
+                    domain=domain,
                 )
-                if not self.policy.is_copy(alignment):
-                    continue
-                result.matches.append(
-                    Match(
-                        suspect_id=suspect_id,
-                        mother_id=mother.id,
-                        score=round(self.policy.score(alignment), 4),
-                        coverage=round(alignment.coverage, 4),
-                        mother_coverage=round(alignment.mother_coverage, 4),
-                        passages=alignment.passages,
-                        engine=self.engine.name,
-                        mother_title=mother.title,
-                        suspect_title=title,
-                        suspect_url=url,
-                        domain=domain,
-                    )
-                )
+            )
         result.matches.sort(key=lambda m: (-m.score, m.mother_id))
         result.elapsed_ms = (time.perf_counter() - started) * 1000.0
         return result
+
+    def _limit(self, chars: int) -> int:
+        """Candidates verified for a text of ``chars`` characters."""
+        return max(self.policy.candidates, chars // self.policy.chars_per_candidate)
+
+    def _aligned_whole(self, text: str) -> tuple[list[tuple[Mother, Alignment]], int]:
+        """Each candidate's alignment with the whole text, and how many candidates."""
+        candidates = self.engine.candidates_with_evidence(text, limit=self._limit(len(text)))
+        found: list[tuple[Mother, Alignment]] = []
+        if not candidates:
+            return found, 0
+        mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
+        suspect = prepare(text, self.align_params.k)
+        for cand in candidates:
+            mother = mothers.get(cand.seq)
+            if mother is None:
+                continue  # a stale posting of a replaced or deleted mother
+            alignment = align_prepared(
+                self._near_hits(suspect, cand.evidence),
+                self.cache.get(mother, self.align_params.k),
+                self.align_params,
+                evidence=cand.evidence,
+                common=cand.common,
+                evidence_window=self.engine.window,
+            )
+            found.append((mother, alignment))
+        return found, len(candidates)
+
+    def _aligned_in_windows(self, text: str) -> tuple[list[tuple[Mother, Alignment]], int]:
+        """The same for a long text, window by window with bounded memory
+        (``tracker.longtext``); the count is of the mothers verified."""
+        long = LongSuspect(
+            engine=self.engine,
+            load_mothers=self.store.get_mothers_by_seq,
+            prepare_mother=lambda mother: self.cache.get(mother, self.align_params.k),
+            params=self.align_params,
+            limit_per_window=self._limit,
+            size=self.window_chars,
+            overlap=self.window_overlap,
+        )
+        found = [(w.mother, w.alignment) for w in long.align(text)]
+        return found, len(long.verified)
