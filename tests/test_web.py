@@ -678,17 +678,17 @@ def test_job_page_for_ingest_links_library(system: WebSystem) -> None:
 def test_evidence_bundle_download(system: WebSystem, seeded: dict[str, Any]) -> None:
     # Issue #15: the bundle is downloadable from the evidence view and the API too.
     from tracker.evidence import verify_bundle
-    from tracker.library import CheckResult
+    from tracker.store import Suspect
 
     client = system.client("viewer")
-    mid = encode_id(seeded["match_a"])
-    # Checked by a job that kept no evidence record yet: nothing to prove, said so.
-    missing = client.get(f"/exports/reports/{mid}.zip")
-    assert missing.status_code == 404
     lib = system.library
-    match = lib.store.get_match(seeded["match_a"])
-    suspect = lib.store.get_suspect(match.suspect_id)
-    lib.record_submission(CheckResult(suspect, lib.check_text(suspect.text)))
+    # Stored without going through the evidence log (as before it existed): nothing
+    # to prove, said so.
+    lib.check_suspect(Suspect(id="unlogged", text=MOTHER_A[100:600]))
+    missing = client.get(f"/exports/reports/{encode_id('unlogged' + chr(0x1F) + 'work-a')}.zip")
+    assert missing.status_code == 404
+    # The pasted text checked by the web app's job was recorded by the worker.
+    mid = encode_id(seeded["match_a"])
     page = client.get(f"/matches/{mid}").get_data(as_text=True)
     assert f"/exports/reports/{mid}.zip" in page and "证据包" in page
     bundle = client.get(f"/exports/reports/{mid}.zip")
