@@ -24,9 +24,10 @@ end exclusive), through the initials' offset maps.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +47,14 @@ class AlignParams:
     min_similarity: float = 0.7  # seed coverage a passage needs
     anchor: int = 16  # a passage must start from a run at least this long (in initials)
     min_copied: int = 60  # initials copied in all, for a match
+    # A short run unique in the mother that starts at most ``tile_gap`` initials after a
+    # passage ends joins it wherever it lies within ``tile_window`` of the passage in the
+    # mother: the next line of a shuffled poem (lines are shorter than ``anchor``).
+    tile_gap: int = 4
+    tile_window: int = 1200
+    # Passages shorter than this (in initials) get a fine similarity (``Alignment.
+    # measures``): enough for ``MatchPolicy``'s longest length threshold.
+    fine_below: int = 512
 
 
 @dataclass
@@ -231,6 +240,21 @@ def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float
     return float(covered) / max(1, c.s_end - c.s_start)
 
 
+@dataclass(frozen=True)
+class PassageMeasure:
+    """What ``MatchPolicy`` weighs a passage by: its suspect span in initials and its
+    fine similarity (``fine_similarity``; None: not measured, the passage is at least
+    ``AlignParams.fine_below`` initials long)."""
+
+    s_start: int
+    s_end: int
+    fine: float | None
+
+    @property
+    def initials(self) -> int:
+        return self.s_end - self.s_start
+
+
 @dataclass
 class Alignment:
     """Passages plus the amounts the matcher scores with (in initials)."""
@@ -241,6 +265,9 @@ class Alignment:
     suspect_initials: int
     mother_initials: int
     similarity: float  # passage similarity weighted by length
+    # One per passage, same order (empty: not measured, e.g. an alignment built
+    # elsewhere; ``MatchPolicy`` then judges by length and similarity alone).
+    measures: list[PassageMeasure] = field(default_factory=list)
 
     @property
     def coverage(self) -> float:
@@ -258,6 +285,12 @@ def _runs_in_suspect_order(suspect: Prepared, mother: Prepared, p: AlignParams) 
     return runs[np.argsort(runs[:, 0], kind="stable")]
 
 
+# Lines of shuffled verse that follow each other share at most an initial or two at the
+# seam (a seed may run on into the next line); a run reaching further back into the
+# passage is the same words found elsewhere, not the next line.
+_TILE_OVERLAP = 3
+
+
 def _cluster_for(
     clusters: list[_Cluster], run: Run, unique: int, p: AlignParams
 ) -> _Cluster | None:
@@ -273,11 +306,17 @@ def _cluster_for(
             continue
         on_diagonal = abs((ma - sa) - c.diag) <= p.max_drift
         if not on_diagonal:
-            # Off the diagonal only a long run that occurs once in the mother may
-            # join: a reordered sentence near the passage, not a stock phrase.
-            if sb - sa < p.anchor or unique > 1:
+            # Off the diagonal only a run that occurs once in the mother may join: a
+            # long one near the passage (a reordered sentence, not a stock phrase), or a
+            # short one that follows the passage without a gap (the next line of
+            # shuffled verse: stock phrases stand between other words, not edge to edge).
+            if unique > 1:
                 continue
-            if not (c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window):
+            near = c.m_start - p.reorder_window <= ma <= c.m_end + p.reorder_window
+            tiles = -_TILE_OVERLAP <= s_gap <= p.tile_gap and (
+                c.m_start - p.tile_window <= ma <= c.m_end + p.tile_window
+            )
+            if not ((sb - sa >= p.anchor and near) or tiles):
                 continue
         # Prefer the cluster that continues this run's diagonal.
         gap = abs((ma - c.m_end) - s_gap)
@@ -444,6 +483,36 @@ def _passage(
     return passage
 
 
+def _matched(a: np.ndarray, b: np.ndarray) -> int:
+    """Initials of ``a`` and ``b`` that match in order (difflib's matching blocks)."""
+    blocks = difflib.SequenceMatcher(None, a.tobytes(), b.tobytes(), autojunk=False)
+    return sum(block.size for block in blocks.get_matching_blocks())
+
+
+def fine_similarity(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> float:
+    """How alike a passage's two texts read, initial by initial: matched initials (in
+    order, difflib) over the initials of both spans, 2M / (S + M). A reordered passage
+    is measured pair by pair (``_segment_pairs``) over the whole suspect span and the
+    pairs' mother spans.
+
+    Seed coverage (``_Cluster.similarity``) counts an initial as copied when any 8-gram
+    around it is shared, so templated text (one model sentence written again with other
+    words in it) and a copy with 5 % of its characters replaced both cover 0.75-0.9.
+    Here the replaced characters of an edited copy cost one initial each (0.93-0.98),
+    while the other words of a templated sentence cost their whole length."""
+    pairs = _segment_pairs(c, suspect, mother, p)
+    if len(pairs) > 1 and _reordered(pairs):
+        spans = [(g.s_start, g.s_end, g.m_start, g.m_end) for g in pairs]
+    else:
+        spans = [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    base = suspect.base
+    matched = sum(
+        _matched(suspect.idx[sa - base : sb - base], mother.idx[ma:mb]) for sa, sb, ma, mb in spans
+    )
+    total = (c.s_end - c.s_start) + sum(mb - ma for _sa, _sb, ma, mb in spans)
+    return 2.0 * matched / total if total else 0.0
+
+
 def align_prepared(
     suspect: Prepared,
     mother: Prepared,
@@ -486,6 +555,8 @@ def align_prepared(
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len
         result.passages.append(_passage(c, suspect, mother, similarity, p))
+        fine = fine_similarity(c, suspect, mother, p) if s_len < p.fine_below else None
+        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)

@@ -22,7 +22,14 @@ from threading import Lock
 
 import numpy as np
 
-from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
+from tracker.align import (
+    Alignment,
+    AlignParams,
+    PassageMeasure,
+    Prepared,
+    align_prepared,
+    prepare,
+)
 from tracker.engines.base import Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
@@ -53,16 +60,16 @@ class MatchPolicy:
         grow = self.length_per_fine * max(0.0, self.full_fine - fine)
         return min(float(self.max_required), self.min_copied + grow)
 
+    def copied_by(self, m: PassageMeasure) -> bool:
+        """Whether this passage counts as copied (long enough for how alike it reads)."""
+        return m.fine is None or m.initials >= self.required(m.fine)
+
     def copied(self, a: Alignment) -> int:
         """Initials of the suspect inside the passages that count as copied (all of them
         when the alignment carries no measures)."""
         if not a.measures:
             return a.suspect_copied
-        spans = sorted(
-            (m.s_start, m.s_end)
-            for m in a.measures
-            if m.fine is None or m.initials >= self.required(m.fine)
-        )
+        spans = sorted((m.s_start, m.s_end) for m in a.measures if self.copied_by(m))
         total, end = 0, -1
         for start, stop in spans:
             total += max(0, stop - max(start, end))
