@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from test_workers import installation_factory  # noqa: F401  (a fixture)
 from textgen import homophones, random_edits, work
 
 from tracker.config import SettingError, Settings
@@ -210,3 +211,23 @@ def test_cli_check_skips_a_too_large_line(tmp_path):
     assert "skipped " in r.stderr and "suspects.jsonl:1" in r.stderr
     assert "'huge'" in r.stderr and "over the 5,000 allowed" in r.stderr
     assert "checked 1 suspect; 1 error" in r.stderr
+
+
+@pytest.mark.slow
+def test_worker_reports_a_too_large_text_as_its_error(installation_factory, tmp_path):  # noqa: F811
+    """Through a real worker: the too-large text is an entry of the job's errors, the
+    other text of the job is checked; the task does not fail."""
+    from test_workers import MOTHER, wait_job
+
+    from workers import jobs
+
+    inst = installation_factory(tmp_path / "yinji-data")
+    inst.worker(extra={"YINJI_MAX_SUSPECT_CHARS": "1000"})
+    texts = [{"id": "huge", "text": work(5, 100)}, {"id": "copy", "text": MOTHER[:300]}]
+    status, _ = wait_job(jobs.submit_check(texts=texts), timeout=60)
+    assert status["state"] == "SUCCESS", status
+    result = status["result"]
+    assert [r["suspect_id"] for r in result["results"]] == ["copy"]
+    (err,) = result["errors"]
+    assert err["source"] == "texts[0]"
+    assert "'huge'" in err["error"] and "over the 1,000 allowed" in err["error"]

@@ -9,6 +9,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from tracker.documents import DocumentError
+from tracker.longtext import SuspectTooLarge
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
 from workers.app import app_settings
@@ -75,8 +76,12 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
         except ValueError as exc:
             errors.append({"source": where, "error": str(exc).removeprefix(f"{where}: ")})
         else:
-            checked = library.check_submitted(suspect, engine=engine, once=key and f"{key}:{i}")
-            results.append(check_item(checked))
+            try:
+                checked = library.check_submitted(suspect, engine=engine, once=key and f"{key}:{i}")
+            except SuspectTooLarge as exc:  # YINJI_MAX_SUSPECT_CHARS: this item's error
+                errors.append({"source": where, "error": str(exc)})
+            else:
+                results.append(check_item(checked))
         progress(i + 1)
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
@@ -107,9 +112,13 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
             if isinstance(suspect, DocumentError):
                 errors.append({"source": suspect.source, "error": suspect.message})
             else:
-                checked = library.check_submitted(
-                    suspect, engine=engine, source=source, once=key and f"{key}:{i}"
-                )
+                try:
+                    checked = library.check_submitted(
+                        suspect, engine=engine, source=source, once=key and f"{key}:{i}"
+                    )
+                except SuspectTooLarge as exc:  # YINJI_MAX_SUSPECT_CHARS: this item's error
+                    errors.append({"source": suspect.source or suspect.id, "error": str(exc)})
+                    continue
                 results.append(check_item(checked))
         progress(i + 1)
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
