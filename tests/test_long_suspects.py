@@ -12,6 +12,7 @@ import sys
 import pytest
 from test_workers import installation_factory  # noqa: F401  (a fixture)
 from textgen import homophones, random_edits, work
+from webkit import csrf, web_system
 
 from tracker.config import SettingError, Settings
 from tracker.documents import Document, DocumentError
@@ -21,6 +22,7 @@ from tracker.matching import Matcher
 from tracker.store import open_store
 
 WINDOW, OVERLAP = 12_000, 2_000
+system = web_system(max_suspect_chars=2_000)  # the web app's fixture, a small limit
 
 
 @pytest.fixture()
@@ -231,3 +233,31 @@ def test_worker_reports_a_too_large_text_as_its_error(installation_factory, tmp_
     (err,) = result["errors"]
     assert err["source"] == "texts[0]"
     assert "'huge'" in err["error"] and "over the 1,000 allowed" in err["error"]
+
+
+def test_web_form_refuses_a_too_large_paste(system):
+    client = system.client("analyst")
+    big = work(5, 100)
+    response = client.post(
+        "/suspects/new", data={"csrf_token": csrf(client, "/suspects/new"), "text": big}
+    )
+    assert response.status_code == 400
+    page = response.get_data(as_text=True)
+    assert f"粘贴的文本有 {len(big):,} 个字符，超过允许的 2,000 个" in page
+
+
+def test_api_refuses_a_too_large_text_as_its_error(system):
+    client = system.app.test_client()
+    headers = {"Authorization": f"Bearer {system.tokens['analyst']}"}
+    big = {"id": "huge", "text": work(5, 100)}
+    response = client.post("/api/v1/checks", headers=headers, json={"texts": [big]})
+    assert response.status_code == 400
+    assert "texts[0]" in response.get_json()["error"]
+    assert "over the 2,000 allowed" in response.get_json()["error"]
+    small = {"id": "small", "text": work(6, 20)}
+    response = client.post("/api/v1/checks", headers=headers, json={"texts": [big, small]})
+    assert response.status_code == 202
+    answer = response.get_json()
+    assert answer["texts"] == 1
+    assert [e["source"] for e in answer["errors"]] == ["texts[0]"]
+    assert "YINJI_MAX_SUSPECT_CHARS" in answer["errors"][0]["message"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
 
+from tracker.longtext import check_suspect_size
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
@@ -25,6 +26,7 @@ from ..core import (
     library,
     parse_match_filters,
     role_required,
+    state,
     store,
 )
 from ..evidence import REPORT_FORMATS, bundle_response, report_response
@@ -173,10 +175,13 @@ def checks() -> Any:
         fail(413, f"at most {MAX_URLS} URLs and {MAX_DOCUMENTS} texts per request")
     errors: list[dict[str, str]] = []
     clean_texts, clean_urls = [], []
+    limit = state().settings.max_suspect_chars
     for i, item in enumerate(texts):
         where = f"texts[{i}]"
         try:
-            clean_texts.append(check_text_item(clean(item, where), where))
+            text_item = check_text_item(clean(item, where), where)
+            check_suspect_size(text_item["text"], limit, where)  # refused before queueing
+            clean_texts.append(text_item)
         except ValueError as exc:
             errors.append(_problem(where, exc))
     for i, url in enumerate(urls):

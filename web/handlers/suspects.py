@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
+from tracker.longtext import suspect_size_problem
 from tracker.rules import check_url
 from tracker.store import MatchQuery
 from workers import jobs
@@ -19,6 +20,7 @@ from ..core import (
     job_status,
     page_arg,
     role_required,
+    state,
     store,
 )
 from ..i18n import translate as _
@@ -63,6 +65,16 @@ def submit() -> Any:
     skipped += file_skipped
     pasted = pasted_document(request.form, None)
     texts = []
+    limit = state().settings.max_suspect_chars
+    if pasted is not None and suspect_size_problem(len(pasted.text), limit):
+        # Refused here, not on a worker: a huge paste must not hold one.
+        message = _(
+            "The pasted text has {chars} characters, over the {limit} allowed: split it.",
+            chars=f"{len(pasted.text):,}",
+            limit=f"{limit:,}",
+        )
+        skipped.append({"source": _("Pasted text"), "message": message})
+        pasted = None
     if pasted is not None:
         page_url = (request.form.get("url") or "").strip()
         if page_url:
