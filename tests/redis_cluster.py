@@ -23,6 +23,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -231,3 +232,56 @@ class RedisClusterNodes:
                     os.kill(node.process.pid, signal.SIGKILL)
                 node.process.wait(timeout=10)
             node.process = None
+
+
+# -- a write racing a reshard (used on the cluster and on a single server) -------------
+def write_during_reshard(writer: Any, mover: Any, write: Any, bits: int) -> None:
+    """Run ``write()`` (a write through the index ``writer``) so that it takes its layout
+    before ``mover.reshard(bits)`` starts and lands after the reshard has copied every
+    bucket, just before the reshard switches the layout and drops the old buckets: the
+    interleaving in which a write into an old bucket is lost unless it is guarded. The
+    reshard is then let go; both are waited for."""
+    import threading
+
+    copied, go = threading.Event(), threading.Event()
+    switch = mover._switch_layout
+    wait = writer.wait_for_move
+    calls = [0]
+    failure: list[BaseException] = []
+
+    def paused_switch(*args: Any) -> None:
+        copied.set()
+        assert go.wait(30), "the write never let the reshard go on"
+        switch(*args)
+
+    def reshard() -> None:
+        try:
+            mover.reshard(bits)
+        except BaseException as exc:  # reported by the caller's thread
+            failure.append(exc)
+            copied.set()
+
+    thread = threading.Thread(target=reshard)
+
+    def staged_wait(*args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            wait(*args, **kwargs)  # the writer takes the old layout now...
+            thread.start()  # ...and the reshard copies every bucket before it writes
+            assert copied.wait(30), "the reshard never reached its switch"
+            return
+        go.set()  # the guarded writer waits for the move: let the reshard finish
+        wait(*args, **kwargs)
+
+    mover._switch_layout = paused_switch
+    writer.wait_for_move = staged_wait
+    try:
+        write()
+    finally:
+        go.set()
+        if thread.is_alive() or calls[0]:
+            thread.join(30)
+        writer.wait_for_move = wait
+        mover._switch_layout = switch
+    if failure:
+        raise failure[0]

@@ -148,6 +148,22 @@ def test_cli_on_cluster_answers_as_on_standalone(
             assert any(True for _ in c.scan_iter(match=f"{prefix}:*", count=1000)), node.port
 
 
+def test_writes_racing_a_reshard_on_the_cluster_are_not_lost(cluster: RedisClusterNodes) -> None:
+    """The stale-layout guard on cluster writes: an add and a remove planned with the
+    layout before a reshard land in old buckets the reshard has already copied; they are
+    noticed after their replies (the move mark, then the new layout) and redone with the
+    new layout, so no posting is lost or resurrected (see tests/test_index_reshard.py for
+    the same on a single server)."""
+    from test_index_reshard import _guarded_writes_survive_a_reshard
+
+    client = connect_url(cluster.url)
+    try:
+        assert type(client).__name__ == "RedisCluster"
+        _guarded_writes_survive_a_reshard(client, "race-cluster")
+    finally:
+        client.close()
+
+
 @pytest.mark.slow
 def test_stopped_master_is_a_clear_error_then_no_corruption(
     cluster: RedisClusterNodes, tmp_path: Path

@@ -33,10 +33,22 @@ one Lua call per ~32,000 postings / per query (packing thousands of keys in redi
 was the cost), and check the layout first so that a reshard meanwhile is noticed and
 the call redone. Adds and removes are idempotent, so a redelivered ingest task writes no
 duplicate posting.
+
+Writes and reshards: a reshard marks the index as moving (``{prefix}:moving``, with a
+TTL it keeps refreshing, so a dead reshard frees writers within a minute), copies every
+bucket, switches the layout, then drops the old buckets. A write that landed in an old
+bucket already copied would be lost, so no write is trusted across a move: the
+single-server add refuses inside its Lua call while the index moves or when the layout
+is not the one it was packed for; every other write (removes, and every write on Redis
+Cluster, where the layout and the buckets live on different nodes and one script cannot
+read both) re-reads the layout and the move mark after its replies, and is redone with
+the new layout if a move started or finished meanwhile (writes are idempotent). A move
+that starts after that check copies buckets that already hold the write.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,12 +117,14 @@ return {n, nf}
 # client packs one argument per ~32,000 postings instead of one call per bucket (at
 # 2**17 buckets a batch touched every bucket with ~5 postings each: redis-py's packing
 # and Redis' per-call cost were the ingest wall). KEYS[1] is the layout: writes made
-# with a stale layout (a reshard since) are refused ({-1}) and the client redoes them.
+# with a stale layout (a reshard since) are refused ({-1}), and so are writes while a
+# reshard moves the buckets (KEYS[2] exists: {-2}); the client waits and redoes them.
 # ARGV: layout, stop_df, field width, key prefix, records (uint32 LE bucket, field,
 # seq) sorted by bucket.
 _ADD_MANY_SCRIPT = """
 local stored = redis.call('HGET', KEYS[1], 'layout')
 if stored and stored ~= ARGV[1] then return {-1, 0} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {-2, 0} end
 local stop_len = tonumber(ARGV[2]) * 4
 local fw = tonumber(ARGV[3])
 local prefix = ARGV[4]
@@ -272,6 +286,11 @@ MAX_BITS = 30
 # posting costs ~7x more. A reshard doubles buckets until they hold about TARGET.
 TARGET_FIELDS = 192
 RESHARD_FIELDS = 400
+# A reshard's move mark lives this long unless refreshed (after every batch of buckets):
+# a reshard that died stops holding writers back within this time.
+MOVE_TTL_MS = 60_000
+# How long a write waits for a reshard to finish before giving up with an error.
+MOVE_WAIT_S = 3600.0
 
 
 def bits_for(fields: int) -> int:
@@ -315,6 +334,32 @@ class RedisInvertedIndex:
     @property
     def layout_key(self) -> str:
         return f"{self.prefix}:layout"
+
+    @property
+    def moving_key(self) -> str:
+        """Exists while a reshard moves the buckets (value: the layout it moves to)."""
+        return f"{self.prefix}:moving"
+
+    def wait_for_move(self, timeout: float = MOVE_WAIT_S) -> None:
+        """Return once no reshard is moving this index's buckets (at once, usually)."""
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while self.redis.exists(self.moving_key):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"index {self.prefix} is being resharded (for over {timeout:.0f} s); "
+                    "try again when it is done"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _layout_held(self, used: str) -> bool:
+        """After a write made with layout ``used``: no move started or finished since."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(self.layout_key, "layout")
+        pipe.exists(self.moving_key)
+        stored, moving = pipe.execute()
+        return not moving and (stored is None or stored.decode() == used)
 
     def _read_layout(self) -> tuple[int, int]:
         stored = self.redis.hget(self.layout_key, "layout")
@@ -391,12 +436,17 @@ class RedisInvertedIndex:
 
     def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Add postings ``(seq, fingerprints)``; returns how many were new."""
+        items = list(items)
+        if not self._cluster:  # (the cluster path waits in _guarded_write)
+            self.wait_for_move()
         self.refresh()
         self.redis.hsetnx(self.layout_key, "layout", self.layout)
         if self._cluster:
-            replies = self._write(self._add, items, [self.stop_df, self.field_bytes], chunk)
+            replies = self._guarded_write(
+                self._add, items, lambda: [self.stop_df, self.field_bytes], chunk
+            )
         else:
-            replies = self._add_sorted(list(items))
+            replies = self._add_sorted(items)
         new_fields = sum(int(r[1]) for r in replies)
         if new_fields:
             self.redis.hincrby(self.layout_key, "fields", new_fields)
@@ -405,19 +455,20 @@ class RedisInvertedIndex:
     def _add_sorted(self, items: list[tuple[int, np.ndarray]], per_call: int = 32_768) -> list[Any]:
         """Single server: the batch's postings sorted by bucket, ``per_call`` a script
         call, pipelined; redone with the new layout if a reshard came between."""
-        for _ in range(3):
+        keys = [self.layout_key, self.moving_key]
+        for _ in range(5):
             blob, rw = self._records(items)
             pipe = self.redis.pipeline(transaction=False)
             args = [self.layout, self.stop_df, self.field_bytes, self.key_prefix()]
             step = rw * per_call
             for a in range(0, len(blob), step):
-                self._add_many(
-                    keys=[self.layout_key], args=[*args, blob[a : a + step]], client=pipe
-                )
+                self._add_many(keys=keys, args=[*args, blob[a : a + step]], client=pipe)
             replies = pipe.execute() if blob else []
             if all(int(r[0]) >= 0 for r in replies):
                 return replies
-            self.refresh()  # resharded meanwhile; adds are idempotent: redo them all
+            # Resharded or resharding meanwhile; adds are idempotent: redo them all.
+            self.wait_for_move()
+            self.refresh()
         raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
 
     def _records(self, items: list[tuple[int, np.ndarray]]) -> tuple[bytes, int]:
@@ -444,12 +495,30 @@ class RedisInvertedIndex:
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
-        self.refresh()
-        replies = self._write(self._remove, items, [self.field_bytes], chunk)
+        replies = self._guarded_write(self._remove, list(items), lambda: [self.field_bytes], chunk)
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
         return sum(int(r[0]) for r in replies)
+
+    def _guarded_write(
+        self,
+        script: Any,
+        items: list[tuple[int, np.ndarray]],
+        args: Any,
+        chunk: int,
+    ) -> list[Any]:
+        """``_write`` with the current layout, checked afterwards and redone (after the
+        reshard) if a reshard started or finished meanwhile; ``args()`` gives the
+        script's arguments for the current layout."""
+        for _ in range(5):
+            self.wait_for_move()
+            self.refresh()
+            used = self.layout
+            replies = self._write(script, items, args(), chunk)
+            if self._layout_held(used):
+                return replies
+        raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
 
     def _write(
         self, script: Any, items: Iterable[tuple[int, np.ndarray]], args: list[Any], chunk: int
@@ -584,7 +653,37 @@ class RedisInvertedIndex:
             return bits
         old_fw, new_fw = field_width(old, old_ident), field_width(bits, ident)
         old_keys = [self.bucket_key(b, old, old_ident) for b in range(1 << old)]
+        # Writers hold back (or redo) from here until the new layout is in place.
+        self.redis.set(self.moving_key, f"{bits}/{ident}", px=MOVE_TTL_MS)
+        try:
+            self._copy_buckets(old_keys, old, old_ident, old_fw, bits, ident, new_fw, batch)
+            self._switch_layout(bits, ident)
+        finally:
+            self.redis.delete(self.moving_key)
+        pipe = self.redis.pipeline(transaction=False)
+        for key in old_keys:
+            pipe.unlink(key)
+        pipe.execute()
+        return bits
+
+    def _switch_layout(self, bits: int, ident: int) -> None:
+        self.redis.hset(self.layout_key, "layout", f"{bits}/{ident}")
+        self.bucket_bits, self.ident_bits = bits, ident
+
+    def _copy_buckets(
+        self,
+        old_keys: list[str],
+        old: int,
+        old_ident: int,
+        old_fw: int,
+        bits: int,
+        ident: int,
+        new_fw: int,
+        batch: int,
+    ) -> None:
+        """Every posting of the old buckets written to the new ones."""
         for a in range(0, len(old_keys), batch):
+            self.redis.pexpire(self.moving_key, MOVE_TTL_MS)
             pipe = self.redis.pipeline(transaction=False)
             for key in old_keys[a : a + batch]:
                 pipe.hgetall(key)
@@ -611,13 +710,6 @@ class RedisInvertedIndex:
             for b, mapping in groups.items():
                 pipe.hset(self.bucket_key(b, bits, ident), mapping=mapping)
             pipe.execute()
-        self.redis.hset(self.layout_key, "layout", f"{bits}/{ident}")
-        self.bucket_bits, self.ident_bits = bits, ident
-        pipe = self.redis.pipeline(transaction=False)
-        for key in old_keys:
-            pipe.unlink(key)
-        pipe.execute()
-        return bits
 
     def _merge(self, a: bytes, b: bytes) -> bytes:
         """One posting list of two identities cut to one."""
