@@ -95,6 +95,10 @@ def measure(data_dir: Path, size: int, window: int, timeout: float) -> dict | No
         )
     except subprocess.TimeoutExpired:
         return None
+    except subprocess.CalledProcessError as exc:
+        # The old path can fail outright on a huge text (say so, go on).
+        last = (exc.stderr or "").strip().splitlines()[-1:] or ["no message"]
+        return {"failed": last[0][:160]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -124,19 +128,17 @@ def run_sizes(
             rows = []
             for _ in range(runs):
                 row = measure(data_dir, size, window, timeout)
-                if row is None:
+                if row is None or "failed" in row:
+                    why = row["failed"] if row else f"not done in {timeout:.0f} s"
+                    lines.append(f"| {m:g} M | {label} | 1 | failed: {why} | | | | | |")
                     break
                 rows.append(row)
                 print(
                     f"{m:g} M {label}: {row['seconds']:.1f} s {row['peak_mb']:.0f} MB",
                     file=sys.stderr,
                 )
-            if not rows:
-                lines.append(
-                    f"| {m:g} M | {label} | 1 | did not finish in {timeout:.0f} s | | | | | |"
-                )
-                continue
-            found[label] = rows
+            if rows:
+                found[label] = rows
         for label, rows in found.items():
             same = ""
             if "old" in found and "windowed" in found:
