@@ -584,7 +584,10 @@ class EvidenceLog:
         if settings.mongo_uri:
             import pymongo
 
-            client: Any = pymongo.MongoClient(settings.mongo_uri, tz_aware=True)
+            # An unreachable server fails in 10 s, as the store's does (pymongo: 30 s).
+            client: Any = pymongo.MongoClient(
+                settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=10_000
+            )
             try:
                 log = cls.open(
                     settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
