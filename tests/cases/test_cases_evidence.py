@@ -99,6 +99,10 @@ def test_recheck_captures_the_page_in_the_log(tmp_path: Path, redis_client: obje
         entry = log.entry(index)
         assert entry.kind == "capture" and entry.payload["suspect_id"] == "s1"
         assert entry.payload["http_status"] == 200
+        # The crawler's full record, as for a first crawl: the address it connected to,
+        # and the crawler that fetched it.
+        assert entry.payload["resolved_ip"] == "127.0.0.1"
+        assert entry.payload["crawler_version"].endswith("crawler (case re-check)")
         tail = [(e.kind, e.payload.get("state")) for e in log.entries(suspect_id="s1")][-3:]
         assert tail == [
             ("capture", None),

@@ -114,28 +114,19 @@ class EvidenceLink:
 
     def capture(self, suspect_id: str, page: Any) -> str | None:
         """Record a re-crawled page (a ``tracker.crawler.Page``) as a capture of the
-        suspect: the bytes served, headers, status, time and extracted text."""
+        suspect, as ``Page.to_capture`` makes it for any crawl: the bytes served,
+        redirects, resolved IP, TLS certificate, headers, status, time, extracted text."""
         if not suspect_id:
             return None
         evlog = self._open()
         if evlog is None:
             return None
-        from tracker import __version__
-        from tracker.evidence import Capture
+        from tracker.crawler.results import CRAWLER_VERSION
 
-        capture = Capture.build(
-            evlog.blobs,
-            suspect_id=suspect_id,
-            requested_url=page.url,
-            final_url=page.final_url or page.url,
-            http_status=page.status,
-            headers=page.headers,
-            body=page.raw,
-            fetched_at=page.fetched_at,
-            crawler_version=f"yinji {__version__} (case re-check)",
-            body_content_decoded=True,
-            text=page.text,
-            screenshot_none_reason="re-check: no screenshot taken",
+        # The crawler's own record of the fetch (redirects, IP, TLS, headers as sent,
+        # whether the body was decoded): one rule for every capture, first crawl or not.
+        capture = page.to_capture(
+            evlog.blobs, suspect_id, crawler_version=f"{CRAWLER_VERSION} (case re-check)"
         )
         return f"evidence:{evlog.record_capture(capture).index}"
 
