@@ -271,7 +271,12 @@ class Library:
         try:
             self._ingest_each(documents, engines, report, batch_size, progress, mark, writer)
         finally:
-            writer.close()  # the last batch's index write, also after a failure
+            # The index writes still gathered, also after a failure (what was stored
+            # gets indexed), then the last one is waited for.
+            try:
+                self._index_writes(engines, {}, {}, writer, flush=True)
+            finally:
+                writer.close()
 
     def _ingest_each(
         self,
@@ -380,22 +385,31 @@ class Library:
         stale: dict[str, list[tuple[int, np.ndarray]]],
         fresh: dict[str, list[tuple[int, np.ndarray]]],
         writer: _IndexWriter | None = None,
+        *,
+        flush: bool = False,
     ) -> None:
-        """A batch's index writes. With a ``writer`` the Redis writes run in its thread
-        while the caller fingerprints and stores the next batch (Redis and Python work
-        side by side); the follow-up reads the store, so it runs in this thread when the
-        writer is joined (before the next batch's writes, or at the end)."""
-        todo = [e for e in engines if stale[e.name] or fresh[e.name]]
+        """A batch's index writes. With a ``writer`` they are gathered over store batches
+        until about ``writer.flush_postings`` postings (or ``flush``), then written in its
+        thread while the caller fingerprints and stores the next batches (Redis and
+        Python work side by side); the follow-up reads the store, so it runs in this
+        thread when the writer is joined (before the next writes, or at the end)."""
+        # (characters of these writes, characters still to come): sizes a growing index
+        # once, at its final bucket count.
+        batch_chars = (0, 0)
+        if writer is not None:
+            writer.collect(stale, fresh)
+            if not flush and writer.pending < writer.flush_postings:
+                return
+            stale, fresh, batch_chars = writer.pending_writes()
+        todo = [e for e in engines if stale.get(e.name) or fresh.get(e.name)]
         if not todo:
             return
-        # Characters still to come after this batch, to size a growing index once.
-        batch_chars = writer.take(fresh) if writer is not None else (0, 0)
 
         def job() -> None:
             for eng in todo:
-                if stale[eng.name]:
+                if stale.get(eng.name):
                     eng.remove(stale[eng.name])
-                if fresh[eng.name]:
+                if fresh.get(eng.name):
                     extra = sum(len(f) for _, f in fresh[eng.name])
                     this, later = batch_chars
                     if this:
@@ -954,17 +968,56 @@ def input_chars(paths: Iterable[Path]) -> int:
     return total // 3
 
 
-class _IndexWriter:
-    """One batch's index writes at a time, in a thread of their own: while Redis adds
-    batch N (its own process, the socket wait releases the GIL), this process reads,
-    fingerprints and stores batch N+1. ``finish`` (store reads and marks) runs in the
-    caller's thread, whose store connection it needs."""
+#: Index writes are gathered over store batches up to about this many postings: a
+#: Redis bucket then gets tens of postings per write instead of ~5 (at 2**17 buckets),
+#: written by one HMGET and one HSET inside the Lua call rather than one call per
+#: posting (7.2 M postings into 2**17 buckets: 9.0 µs a posting at 256 works a write,
+#: 5.8 µs at 1,280, on the shared VM; docs/BENCHMARKS.md, scale section).
+INDEX_FLUSH_POSTINGS = 3_000_000
 
-    def __init__(self, expected_chars: int = 0) -> None:
+
+class _IndexWriter:
+    """Index writes gathered over store batches (``collect``), then one write at a time
+    in a thread of its own: while Redis adds one (its own process; the socket wait
+    releases the GIL), this process reads, fingerprints and stores the next batches.
+    ``finish`` (store reads and marks) runs in the caller's thread, whose store
+    connection it needs."""
+
+    def __init__(self, expected_chars: int = 0, flush_postings: int | None = None) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="yinji-index")
         self._pending: tuple[Future[None], Callable[[], None]] | None = None
         self.chars_left = expected_chars
         self.texts: dict[int, int] = {}  # seq -> characters, of the batch being stored
+        self.flush_postings = INDEX_FLUSH_POSTINGS if flush_postings is None else flush_postings
+        self.pending = 0  # postings gathered, not yet submitted
+        self._stale: dict[str, list[tuple[int, np.ndarray]]] = {}
+        self._fresh: dict[str, list[tuple[int, np.ndarray]]] = {}
+        self._chars = 0
+
+    def collect(
+        self,
+        stale: dict[str, list[tuple[int, np.ndarray]]],
+        fresh: dict[str, list[tuple[int, np.ndarray]]],
+    ) -> None:
+        """Gather one store batch's index writes."""
+        self._chars += self.take(fresh)[0]
+        for into, writes in ((self._stale, stale), (self._fresh, fresh)):
+            for name, items in writes.items():
+                into.setdefault(name, []).extend(items)
+                self.pending += sum(len(f) for _, f in items)
+
+    def pending_writes(
+        self,
+    ) -> tuple[
+        dict[str, list[tuple[int, np.ndarray]]],
+        dict[str, list[tuple[int, np.ndarray]]],
+        tuple[int, int],
+    ]:
+        """(stale, fresh, (their characters, characters still expected)), handed over
+        and forgotten here."""
+        out = (self._stale, self._fresh, (self._chars, self.chars_left))
+        self._stale, self._fresh, self._chars, self.pending = {}, {}, 0, 0
+        return out
 
     def take(self, fresh: dict[str, list[tuple[int, np.ndarray]]]) -> tuple[int, int]:
         """(characters of this batch, characters expected after it)."""
