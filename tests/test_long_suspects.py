@@ -261,3 +261,24 @@ def test_api_refuses_a_too_large_text_as_its_error(system):
     assert answer["texts"] == 1
     assert [e["source"] for e in answer["errors"]] == ["texts[0]"]
     assert "YINJI_MAX_SUSPECT_CHARS" in answer["errors"][0]["message"]
+
+
+def test_recheck_skips_a_stored_suspect_over_a_lowered_limit(tmp_path, redis_client, caplog):
+    """A suspect stored before YINJI_MAX_SUSPECT_CHARS was lowered: the daily re-check
+    names it in the log and re-checks the others."""
+    from tracker.records import MatchQuery
+    from tracker.store import Suspect
+
+    settings = Settings(data_dir=tmp_path, redis_prefix="t", max_suspect_chars=5_000)
+    library = Library(settings, open_store(settings), redis_client)
+    try:
+        mothers = _mothers()[:2]
+        library.ingest(mothers)
+        library.store.put_suspect(Suspect(id="old-big", text=work(7, 400)))
+        library.store.put_suspect(Suspect(id="ok", text=mothers[1].text[:3000]))
+        assert library.recheck_suspects() == 1
+        found = library.store.query_matches(MatchQuery(suspect_id="ok"))
+        assert [m.mother_id for m in found] == ["m1"]
+        assert "re-check skipped" in caplog.text and "'old-big'" in caplog.text
+    finally:
+        library.store.close()

@@ -16,6 +16,7 @@ engine's index. The store is the source of truth; the index is derived data:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -38,6 +39,7 @@ from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.rules import check_metadata, domain_of
 from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
 
+log = logging.getLogger(__name__)
 Progress = Callable[[int, int | None], None]  # (done, total or None)
 VERIFY_INTERVAL = 1.0  # seconds a verified index is trusted before it is verified again
 T = TypeVar("T")
@@ -938,7 +940,12 @@ class Library:
                 suspect = self.store.get_suspect(suspect_id)
             except NotFound:
                 continue  # deleted meanwhile
-            self.recheck_suspect(suspect, engine=engine, once=once)
+            try:
+                self.recheck_suspect(suspect, engine=engine, once=once)
+            except SuspectTooLarge as exc:
+                # Stored before YINJI_MAX_SUSPECT_CHARS was lowered: the others go on.
+                log.warning("re-check skipped: %s", exc)
+                continue
             done += 1
             if progress:
                 progress(done, len(ids))
