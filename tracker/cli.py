@@ -275,12 +275,10 @@ def _check_inputs(
             except (CrawlError, ValueError) as exc:
                 errors.append(DocumentError(arg, str(exc)))
             continue
-        for res in lib.check(
+        # Saved, a file's text is a submission in the evidence log (Library.check).
+        yield from lib.check(
             iter_documents([Path(arg)], limits=limits), engine=engine, save=save, errors=errors
-        ):
-            if save:
-                lib.record_submission(res, engine=engine)
-            yield res
+        )
 
 
 def _print_table(res: Any) -> None:

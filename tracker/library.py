@@ -892,7 +892,9 @@ class Library:
         errors: list[DocumentError] | None = None,
     ) -> Iterator[CheckResult]:
         """Check documents as suspects, one result per document (errors collected: a
-        document over ``Settings.max_suspect_chars`` is one, the others go on)."""
+        document over ``Settings.max_suspect_chars`` is one, the others go on). With
+        ``save`` each is stored and kept as evidence as a handed-in text
+        (``check_submitted``: a submission, never a fetch time)."""
         for item in documents:
             if isinstance(item, DocumentError):
                 if errors is not None:
@@ -909,7 +911,11 @@ class Library:
                 metadata=item.metadata,
             )
             try:
-                result = self.check_suspect(suspect, engine=engine, save=save)
+                result = (
+                    self.check_submitted(suspect, engine=engine)
+                    if save
+                    else self.check_suspect(suspect, engine=engine, save=False)
+                )
             except SuspectTooLarge as exc:
                 if errors is None:
                     raise
