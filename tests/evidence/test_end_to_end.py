@@ -143,3 +143,33 @@ def _assert_fonts_embedded(pdf: bytes) -> None:
             continue
         descriptor = font["/FontDescriptor"].get_object()
         assert "/FontFile2" in descriptor or "/FontFile3" in descriptor, font["/BaseFont"]
+
+
+def test_a_checked_file_is_a_submission_and_no_save_records_nothing(tmp_path: Path) -> None:
+    """`yinji check FILE` keeps the file's text as handed in (a submission, then the
+    check naming no capture); `--no-save` writes nothing to the log."""
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+    from tracker.config import Settings
+    from tracker.evidence import EvidenceLog
+
+    original = work(33, 40)
+    data = tmp_path / "data"
+    (tmp_path / "works.jsonl").write_text(
+        json.dumps({"id": "w", "title": "原创", "text": original}, ensure_ascii=False), "utf-8"
+    )
+    (tmp_path / "copy.txt").write_text(original[100:900], "utf-8")
+    (tmp_path / "other.txt").write_text(original[900:1700], "utf-8")
+    run = CliRunner().invoke
+    base = ["--data-dir", str(data)]
+    assert run(main, [*base, "ingest", str(tmp_path / "works.jsonl")]).exit_code == 0
+    saved = run(main, [*base, "check", "--json", str(tmp_path / "copy.txt")])
+    unsaved = run(main, [*base, "check", "--json", "--no-save", str(tmp_path / "other.txt")])
+    assert saved.exit_code == 0 and unsaved.exit_code == 0, saved.output + unsaved.output
+    sid = json.loads(saved.stdout.splitlines()[0])["suspect_id"]
+    other = json.loads(unsaved.stdout.splitlines()[0])["suspect_id"]
+    with EvidenceLog.from_settings(Settings(data_dir=data)) as log:
+        kinds = [e.kind for e in log.entries(suspect_id=sid)]
+        assert kinds == ["submission", "check"]
+        assert log.entries(suspect_id=other) == []
