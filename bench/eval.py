@@ -569,6 +569,27 @@ def truth_alignment(lib, eng, matcher, case: Case, cands, cand_ids) -> dict | No
     return out
 
 
+def pair_measures(lib, matcher, case: Case, match, cand, window: int) -> list:
+    """The verifier's measure of each passage of a reported pair (``Alignment.measures``,
+    aligned again outside timing), or Nones when they cannot be paired up."""
+    from tracker.align import align_prepared, prepare
+
+    if cand is None:
+        return [None] * len(match.passages)
+    mother = lib.store.get_mother(match.mother_id)
+    a = align_prepared(
+        prepare(case.text, matcher.align_params.k),
+        matcher.cache.get(mother, matcher.align_params.k),
+        matcher.align_params,
+        evidence=cand.evidence,
+        common=cand.common,
+        evidence_window=window,
+    )
+    if len(a.measures) != len(match.passages):
+        return [None] * len(match.passages)
+    return list(a.measures)
+
+
 def observe(
     lib, eng, matcher, no: int, case: Case, result, labels, cands, cand_ids, table, wtable
 ) -> list[dict]:
@@ -656,6 +677,9 @@ def observe(
             }
             for p in m.passages
         ]
+        measures = pair_measures(lib, matcher, case, m, cand, window)
+        for p, measure in zip(passages, measures, strict=True):
+            p["fine"] = None if measure is None else measure.fine
         out.append(
             {
                 "type": "pair",

@@ -1,3 +1,5 @@
+import random
+
 import numpy as np
 import opencc
 from textgen import homophones, random_edits, work
@@ -73,9 +75,11 @@ def test_empty_and_tiny_inputs():
 def test_min_passage_parameter():
     mother = work(10, 20)
     excerpt = mother[100:160]
-    a = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=40))
-    b = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=80))
-    assert len(a.passages) == 1 and b.passages == []
+    # 60 characters copied verbatim: ~55 initials, under the default min_copied (60).
+    a = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=40, min_copied=40))
+    b = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=80, min_copied=40))
+    c = align(work(11, 5) + excerpt, mother)
+    assert len(a.passages) == 1 and b.passages == [] and c.passages == []
 
 
 def test_boilerplate_without_evidence_of_its_own_is_dropped():
@@ -107,3 +111,82 @@ def test_boilerplate_without_evidence_of_its_own_is_dropped():
     # starting at consecutive initials cover 33, 20 cover 43.
     assert passages(inside[:10], inside) == 0
     assert passages(inside[:20], inside) == 1
+
+
+def _han(rng: random.Random, n: int) -> str:
+    """Random Han characters: texts that share nothing by accident."""
+    return "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(n))
+
+
+def _templated(text: str, seed: int, every: int = 24, width: int = 4) -> str:
+    """``text`` written again from the same model: ``width`` other characters in every
+    ``every`` (a formula sentence of one regulation in another's words)."""
+    rng = random.Random(seed)
+    parts = [text[i : i + every] for i in range(0, len(text), every)]
+    return "".join(p[: every - width] + _han(rng, width) if len(p) == every else p for p in parts)
+
+
+def test_templated_text_is_not_a_copy_but_an_edited_copy_is() -> None:
+    # Seed coverage cannot tell them apart (both ~0.85-0.95); the fine similarity can:
+    # other words cost their length, a replaced character costs one initial.
+    rng = random.Random(13)
+    model = _han(rng, 200)
+    mother = _han(rng, 400) + model + _han(rng, 400)
+    templated = _han(rng, 400) + _templated(model, 5) + _han(rng, 400)
+    edited = _han(rng, 400) + random_edits(model, 0.05, seed=2) + _han(rng, 400)
+    loose = AlignParams(length_per_fine=0)  # the length threshold no longer grows
+    kept = align(templated, mother, loose)
+    assert len(kept.passages) == 1 and kept.passages[0].similarity > 0.8
+    fine = kept.measures[0].fine
+    assert fine is not None and fine < 0.9
+    assert align(templated, mother).passages == []
+    a = align(edited, mother)
+    assert len(a.passages) == 1 and a.measures[0].fine is not None
+    assert a.measures[0].fine > 0.93 and a.coverage > 0.15
+    # A long enough templated passage counts whatever it reads like (max_required).
+    long_model = _han(rng, 450)
+    long_mother = _han(rng, 400) + long_model + _han(rng, 400)
+    long_templated = _han(rng, 400) + _templated(long_model, 6) + _han(rng, 400)
+    b = align(long_templated, long_mother)
+    assert len(b.passages) == 1 and b.measures[0].fine is None
+
+
+def test_the_length_needed_grows_as_fine_similarity_falls() -> None:
+    p = AlignParams()
+    assert p.required(1.0) == p.required(p.full_fine) == p.min_copied
+    assert p.min_copied < p.required(0.9) < p.required(0.8) <= p.max_required
+    assert p.required(0.0) == p.max_required
+
+
+def test_shuffled_verse_is_found_line_by_line() -> None:
+    # Couplets of two 7-character lines: 14 initials each, under the 16 that start a
+    # passage, each found elsewhere in the mother once the order is shuffled.
+    rng = random.Random(7)
+    couplets = [_han(rng, 7) + "，" + _han(rng, 7) + "。" for _ in range(30)]
+    mother = _han(rng, 600) + "".join(couplets) + _han(rng, 600)
+    order = list(range(30))
+    random.Random(3).shuffle(order)
+    shuffled = "".join(couplets[i] for i in order)
+    host = _han(random.Random(99), 400)
+    suspect = host[:200] + shuffled + host[200:]
+    a = align(suspect, mother)
+    assert len(a.passages) == 1
+    p = a.passages[0]
+    assert (p.suspect_start, p.suspect_end) == (200, 200 + len(shuffled) - 1)  # "。" has no initial
+    assert (p.mother_start, p.mother_end) == (600, 600 + len(shuffled) - 1)
+    assert p.similarity == 1.0 and len(p.segments) > 20
+    # Without joining lines edge to edge, no passage at all.
+    assert align(suspect, mother, AlignParams(tile_gap=-4)).passages == []
+
+
+def test_a_stray_run_does_not_sink_a_passage() -> None:
+    # A short run found far away in the mother right after a copy joins it edge to
+    # edge; the passage's similarity counts the mother where its runs are, so the copy
+    # stays one passage of full similarity.
+    rng = random.Random(21)
+    mother = _han(rng, 3000)
+    stray = mother[2500:2510]
+    suspect = _han(rng, 200) + mother[1000:1300] + stray + _han(rng, 200)
+    a = align(suspect, mother)
+    assert len(a.passages) == 1
+    assert a.passages[0].mother_start == 1000 and a.passages[0].similarity > 0.9

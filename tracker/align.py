@@ -24,6 +24,7 @@ end exclusive), through the initials' offset maps.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import itertools
 import math
@@ -46,15 +47,24 @@ class AlignParams:
     min_passage: int = 40  # shortest passage reported, in initials
     min_similarity: float = 0.7  # seed coverage a passage needs
     anchor: int = 16  # a passage must start from a run at least this long (in initials)
-    min_copied: int = 60  # initials copied in all, for a match
+    # Templated text (issue #13): a passage counts only when it is at least
+    # ``required(fine)`` initials long: ``min_copied`` when it reads alike initial by
+    # initial (fine similarity >= ``full_fine``), ``length_per_fine`` more per unit of
+    # fine similarity below that, at most ``max_required`` (docs/FINGERPRINTS.md).
+    min_copied: int = 90
+    full_fine: float = 0.95
+    length_per_fine: float = 2800.0
+    max_required: int = 400
     # A short run unique in the mother that starts at most ``tile_gap`` initials after a
     # passage ends joins it wherever it lies within ``tile_window`` of the passage in the
     # mother: the next line of a shuffled poem (lines are shorter than ``anchor``).
-    tile_gap: int = 4
+    tile_gap: int = 12
     tile_window: int = 1200
-    # Passages shorter than this (in initials) get a fine similarity (``Alignment.
-    # measures``): enough for ``MatchPolicy``'s longest length threshold.
-    fine_below: int = 512
+
+    def required(self, fine: float) -> float:
+        """Initials a passage of this fine similarity needs to count as copied."""
+        grow = self.length_per_fine * max(0.0, self.full_fine - fine)
+        return min(float(self.max_required), self.min_copied + grow)
 
 
 @dataclass
@@ -176,6 +186,21 @@ def _coverage(intervals: list[tuple[int, int]]) -> int:
     return total + end - start
 
 
+def _joined_span(intervals: list[tuple[int, int]], gap: int) -> int:
+    """Length of the intervals' union once those at most ``gap`` apart are joined (the
+    gaps between them counted in)."""
+    ordered = sorted(intervals)
+    total = 0
+    start, end = ordered[0]
+    for a, b in ordered[1:]:
+        if a > end + gap:
+            total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return total + end - start
+
+
 # A run of shared initials: suspect start, suspect end, mother start, mother end (ends
 # exclusive, in initials).
 Run = tuple[int, int, int, int]
@@ -206,6 +231,26 @@ class _Cluster:
         if sb - sa >= anchor:
             self.diag = ma - sa  # a long run sets the diagonal later short runs follow
 
+    def shifted(self, shift: int) -> _Cluster:
+        """The same cluster with suspect positions ``shift`` lower (on a piece of the
+        suspect that starts at initial ``shift``)."""
+        return _Cluster(
+            self.s_start - shift,
+            self.s_end - shift,
+            self.m_start,
+            self.m_end,
+            [(sa - shift, sb - shift, ma, mb) for sa, sb, ma, mb in self.runs],
+            self.diag + shift,
+        )
+
+    def prepend(self, run: Run) -> None:
+        """Join a run that starts before the cluster in the suspect (``_tile_back``)."""
+        sa, _sb, ma, mb = run
+        self.s_start = min(self.s_start, sa)
+        self.m_start = min(self.m_start, ma)
+        self.m_end = max(self.m_end, mb)
+        self.runs.append(run)
+
     def holds(self, run: Run) -> bool:
         """Whether the run lies inside this cluster's span in both texts."""
         return (
@@ -215,10 +260,16 @@ class _Cluster:
             and run[3] <= self.m_end
         )
 
-    def similarity(self) -> float:
-        """Mean share of the cluster's span covered by its runs, in suspect and mother."""
+    def similarity(self, max_gap: int = AlignParams.max_gap) -> float:
+        """Mean share of the cluster's span covered by its runs, in suspect and mother.
+
+        In the mother the span is the runs' stretches joined where they lie at most
+        ``max_gap`` apart: the lines of a shuffled excerpt are found all over a region of
+        the mother, and a line that is not in the copy between two that are is not text
+        the copy left out of one passage."""
         s_cov = _coverage([(r[0], r[1]) for r in self.runs]) / (self.s_end - self.s_start)
-        m_cov = _coverage([(r[2], r[3]) for r in self.runs]) / (self.m_end - self.m_start)
+        m_runs = [(r[2], r[3]) for r in self.runs]
+        m_cov = _coverage(m_runs) / _joined_span(m_runs, max_gap)
         return (s_cov + m_cov) / 2.0
 
 
@@ -242,9 +293,9 @@ def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float
 
 @dataclass(frozen=True)
 class PassageMeasure:
-    """What ``MatchPolicy`` weighs a passage by: its suspect span in initials and its
-    fine similarity (``fine_similarity``; None: not measured, the passage is at least
-    ``AlignParams.fine_below`` initials long)."""
+    """A kept passage's suspect span in initials and its fine similarity
+    (``fine_similarity``; None: not measured, the passage is at least
+    ``AlignParams.max_required`` initials long and counts whatever it reads like)."""
 
     s_start: int
     s_end: int
@@ -265,8 +316,7 @@ class Alignment:
     suspect_initials: int
     mother_initials: int
     similarity: float  # passage similarity weighted by length
-    # One per passage, same order (empty: not measured, e.g. an alignment built
-    # elsewhere; ``MatchPolicy`` then judges by length and similarity alone).
+    # One per passage, same order (empty when built elsewhere).
     measures: list[PassageMeasure] = field(default_factory=list)
 
     @property
@@ -341,7 +391,41 @@ def _cluster_runs(runs: np.ndarray, p: AlignParams) -> tuple[list[_Cluster], lis
             # A short shared phrase may extend a passage, never start one; if it is
             # unique in the mother it may still fill a hole inside one (below).
             leftovers.append(run)
-    return clusters, leftovers
+    return clusters, _tile_back(clusters, leftovers, p)
+
+
+def _tile_back(clusters: list[_Cluster], leftovers: list[Run], p: AlignParams) -> list[Run]:
+    """Short runs unique in the mother that end where a reordered passage starts (edge
+    to edge, as in ``_cluster_for``) join it from the front, one after another: the
+    lines of shuffled verse before its first long run. Returns the runs still left
+    over."""
+    if not clusters or not leftovers:
+        return leftovers
+    order = sorted(range(len(leftovers)), key=lambda i: leftovers[i][1])
+    ends = [leftovers[i][1] for i in order]
+    used: set[int] = set()
+    for c in clusters:
+        # Only a passage already reordered: before a copy made in order, a short run
+        # edge to edge is a stock phrase of the text around it.
+        diag = c.runs[0][2] - c.runs[0][0]
+        if all(abs((r[2] - r[0]) - diag) <= p.max_drift for r in c.runs):
+            continue
+        while True:
+            lo = bisect.bisect_left(ends, c.s_start - p.tile_gap)
+            hi = bisect.bisect_right(ends, c.s_start + _TILE_OVERLAP)
+            found = None
+            for j in range(lo, hi):
+                i = order[j]
+                sa, _sb, ma, _mb = leftovers[i]
+                near = c.m_start - p.tile_window <= ma <= c.m_end + p.tile_window
+                if i not in used and sa < c.s_start and near:
+                    found = i
+                    break
+            if found is None:
+                break
+            used.add(found)
+            c.prepend(leftovers[found])
+    return [run for i, run in enumerate(leftovers) if i not in used]
 
 
 def _fill_in(clusters: list[_Cluster], leftovers: list[Run]) -> None:
@@ -484,33 +568,50 @@ def _passage(
 
 
 def _matched(a: np.ndarray, b: np.ndarray) -> int:
-    """Initials of ``a`` and ``b`` that match in order (difflib's matching blocks)."""
+    """Initials of ``a`` and ``b`` (letter indices, one byte each) that match in order
+    (difflib's matching blocks)."""
     blocks = difflib.SequenceMatcher(None, a.tobytes(), b.tobytes(), autojunk=False)
     return sum(block.size for block in blocks.get_matching_blocks())
 
 
 def fine_similarity(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> float:
-    """How alike a passage's two texts read, initial by initial: matched initials (in
-    order, difflib) over the initials of both spans, 2M / (S + M). A reordered passage
-    is measured pair by pair (``_segment_pairs``) over the whole suspect span and the
-    pairs' mother spans.
+    """How alike a passage's two texts read, initial by initial: initials matched in
+    order (difflib) over the initials of both spans, 2M / (S + M), measured pair by pair
+    (``_segment_pairs``: a reordered passage's sentences, or the stretches of one copied
+    in order between insertions longer than ``max_drift``) over the whole suspect span
+    and the pairs' mother spans.
 
     Seed coverage (``_Cluster.similarity``) counts an initial as copied when any 8-gram
     around it is shared, so templated text (one model sentence written again with other
     words in it) and a copy with 5 % of its characters replaced both cover 0.75-0.9.
     Here the replaced characters of an edited copy cost one initial each (0.93-0.98),
     while the other words of a templated sentence cost their whole length."""
-    pairs = _segment_pairs(c, suspect, mother, p)
-    if len(pairs) > 1 and _reordered(pairs):
-        spans = [(g.s_start, g.s_end, g.m_start, g.m_end) for g in pairs]
-    else:
-        spans = [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    spans = [
+        (g.s_start, g.s_end, g.m_start, g.m_end) for g in _segment_pairs(c, suspect, mother, p)
+    ]
+    total = (c.s_end - c.s_start) + sum(mb - ma for _sa, _sb, ma, mb in spans)
+    if not total:
+        return 0.0
     base = suspect.base
     matched = sum(
         _matched(suspect.idx[sa - base : sb - base], mother.idx[ma:mb]) for sa, sb, ma, mb in spans
     )
-    total = (c.s_end - c.s_start) + sum(mb - ma for _sa, _sb, ma, mb in spans)
-    return 2.0 * matched / total if total else 0.0
+    return 2.0 * matched / total
+
+
+def reads_alike_enough(
+    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+) -> tuple[bool, float | None]:
+    """Step 4's test for templated text: whether the cluster is long enough for how
+    alike it reads (``AlignParams.required`` of its ``fine_similarity``), and that fine
+    similarity. Measured only where it can decide: a passage of ``max_required``
+    initials counts whatever it reads like (None), and difflib's cost grows with the
+    square of the length."""
+    s_len = c.s_end - c.s_start
+    if s_len >= p.max_required:
+        return True, None
+    fine = fine_similarity(c, suspect, mother, p)
+    return s_len >= p.required(fine), fine
 
 
 def align_prepared(
@@ -546,16 +647,18 @@ def align_prepared(
         s_len = c.s_end - c.s_start
         if min(s_len, c.m_end - c.m_start) < p.min_passage:
             continue
-        similarity = c.similarity()
+        similarity = c.similarity(p.max_gap)
         if similarity < p.min_similarity:
             continue
         if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+            continue
+        kept, fine = reads_alike_enough(c, suspect, mother, p)
+        if not kept:
             continue
         s_spans.append((c.s_start, c.s_end))
         m_spans.append((c.m_start, c.m_end))
         weighted += similarity * s_len
         result.passages.append(_passage(c, suspect, mother, similarity, p))
-        fine = fine_similarity(c, suspect, mother, p) if s_len < p.fine_below else None
         result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)

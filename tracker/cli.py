@@ -526,14 +526,35 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
     default=None,
     help="Reference distribution (JSON from 'yinji reference build'); default: the shipped one.",
 )
+@click.option(
+    "--min-copied",
+    type=int,
+    default=None,
+    help="Minimum copied length, in pinyin initials (about one per Han character), of a "
+    "passage that reads alike; less alike passages need more (default 90; raise it for "
+    "libraries of templated text such as regulations). No index rebuild.",
+)
 @click.pass_context
 def index_configure(
-    ctx: click.Context, engine: str | None, reference: Path | None, **fields: Any
+    ctx: click.Context,
+    engine: str | None,
+    reference: Path | None,
+    min_copied: int | None,
+    **fields: Any,
 ) -> None:
-    """Set the Daguan parameters / reference of this library, then rebuild its index."""
+    """Set the Daguan parameters / reference of this library, then rebuild its index;
+    or set the minimum copied length (--min-copied alone rebuilds nothing)."""
     from tracker.fingerprint import FingerprintParams, Reference
 
     with _open_library(ctx) as lib:
+        if min_copied is not None:
+            try:
+                lib.configure_matching(min_copied=min_copied)
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from None
+            click.echo(f"minimum copied length {min_copied} initials", err=True)
+            if reference is None and all(v is None for v in fields.values()):
+                return
         name = engine or "daguan"
         if name != "daguan":
             raise click.UsageError("only the daguan engine has these parameters")

@@ -24,24 +24,26 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
+from tracker.align import AlignParams
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.longtext import SuspectTooLarge
-from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
+from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache, parse_min_copied
 from tracker.rules import check_metadata, domain_of
 from tracker.store import Match, Mother, NotFound, Store, Suspect, open_store, utcnow
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int | None], None]  # (done, total or None)
 VERIFY_INTERVAL = 1.0  # seconds a verified index is trusted before it is verified again
+MATCHING_META = "matching:options"  # the verifier's library settings (min_copied)
 T = TypeVar("T")
 
 
@@ -188,6 +190,30 @@ class Library:
             fps = eng.mother_fingerprints(mother.text)
             self.store.put_fingerprints(mother.seq, name, fps.tobytes())
         return self.rebuild_index(name)
+
+    # -- verifier settings ----------------------------------------------------
+    def min_copied(self) -> int:
+        """The minimum copied length of this library (initials of the suspect a
+        passage that reads alike must span to count; longer when it reads less alike):
+        ``yinji index configure --min-copied``, kept in the store's meta like the
+        engines' options; default ``MatchPolicy.min_copied``."""
+        options = self.store.get_meta(MATCHING_META) or {}
+        if "min_copied" not in options:
+            return self.policy.min_copied
+        return parse_min_copied(options["min_copied"], f"library setting {MATCHING_META}")
+
+    def configure_matching(self, *, min_copied: int) -> None:
+        """Store the minimum copied length (ValueError, nothing stored, when out of
+        range); the next check uses it, no index is rebuilt."""
+        value = parse_min_copied(min_copied, "--min-copied")
+        options = dict(self.store.get_meta(MATCHING_META) or {})
+        options["min_copied"] = value
+        self.store.set_meta(MATCHING_META, options)
+
+    def verifier(self) -> tuple[MatchPolicy, AlignParams]:
+        """The match policy and alignment parameters with this library's settings."""
+        n = self.min_copied()
+        return replace(self.policy, min_copied=n), AlignParams(min_copied=n)
 
     def indexed_engines(self) -> list[str]:
         return list(self.store.get_meta("engines") or [])
@@ -866,10 +892,12 @@ class Library:
             )
         # Nor may a lost or partial index answer "no match": repaired, or refused.
         self.ensure_index(eng.name)
+        policy, params = self.verifier()
         return Matcher(
             self.store,
             eng,
-            policy=self.policy,
+            policy=policy,
+            align_params=params,
             cache=self._cache,
             max_chars=self.settings.max_suspect_chars,
         )

@@ -51,6 +51,7 @@ from tracker.align import (
     _passage,
     _runs,
     prepare,
+    reads_alike_enough,
     seeds,
 )
 from tracker.engines.base import Candidate, Engine
@@ -343,16 +344,19 @@ class LongSuspect:
             s_len = c.s_end - c.s_start
             if min(s_len, c.m_end - c.m_start) < p.min_passage:
                 continue
-            similarity = c.similarity()
+            similarity = c.similarity(p.max_gap)
             if similarity < p.min_similarity:
                 continue
             if evidence is not None and _mostly_common(c, p, evidence, common, self.engine.window):
                 continue
+            first, end = char_of[c.s_start], char_end[c.s_end]
+            piece = prepare(text[first:end], p.k)
+            if not reads_alike_enough(c.shifted(c.s_start), piece, m_prep, p)[0]:
+                continue
             s_spans.append((c.s_start, c.s_end))
             m_spans.append((c.m_start, c.m_end))
             weighted += similarity * s_len
-            first, end = char_of[c.s_start], char_end[c.s_end]
-            result.passages.append(_local_passage(c, text[first:end], first, m_prep, similarity, p))
+            result.passages.append(_local_passage(c, piece, first, m_prep, similarity, p))
         result.suspect_copied = _coverage(s_spans)
         result.mother_copied = _coverage(m_spans)
         total = sum(b - a for a, b in s_spans)
@@ -365,20 +369,11 @@ def _sorted_concat(chunks: list[np.ndarray]) -> np.ndarray:
 
 
 def _local_passage(
-    c: _Cluster, piece: str, first: int, mother: Prepared, similarity: float, p: AlignParams
+    c: _Cluster, piece: Prepared, first: int, mother: Prepared, similarity: float, p: AlignParams
 ) -> Passage:
     """``tracker.align._passage`` of a cluster on the suspect characters under it alone
-    (``piece`` starts at character ``first``, the cluster's first initial)."""
-    shift = c.s_start
-    local = _Cluster(
-        0,
-        c.s_end - shift,
-        c.m_start,
-        c.m_end,
-        [(sa - shift, sb - shift, ma, mb) for sa, sb, ma, mb in c.runs],
-        c.diag + shift,
-    )
-    passage = _passage(local, prepare(piece, p.k), mother, similarity, p)
+    (``piece``, prepared, starts at character ``first``, the cluster's first initial)."""
+    passage = _passage(c.shifted(c.s_start), piece, mother, similarity, p)
     return replace(
         passage,
         suspect_start=passage.suspect_start + first,

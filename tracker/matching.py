@@ -22,14 +22,7 @@ from threading import Lock
 
 import numpy as np
 
-from tracker.align import (
-    Alignment,
-    AlignParams,
-    PassageMeasure,
-    Prepared,
-    align_prepared,
-    prepare,
-)
+from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
 from tracker.engines.base import Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
@@ -43,48 +36,36 @@ class MatchPolicy:
     candidates: int = 20  # how many candidates are verified (at least)
     chars_per_candidate: int = 2000  # a long suspect may hold many works: one per 2,000 chars
     long_suspect: int = 20_000  # initials; longer suspects are verified near the hits only
-    min_copied: int = 60  # initials of the suspect inside passages
+    min_copied: int = 90  # initials of the suspect inside passages (AlignParams.min_copied)
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
-    # Templated text (issue #13): a passage is evidence of copying only when it is at
-    # least ``required(fine)`` initials long, ``min_copied`` for a passage that reads
-    # alike initial by initial (fine similarity >= ``full_fine``), growing by
-    # ``length_per_fine`` initials per unit of fine similarity below that, up to
-    # ``max_required`` (docs/FINGERPRINTS.md, "Templated text").
-    full_fine: float = 0.95
-    length_per_fine: float = 2000.0
-    max_required: int = 400
-
-    def required(self, fine: float) -> float:
-        """Initials a passage of this fine similarity needs to count as copied."""
-        grow = self.length_per_fine * max(0.0, self.full_fine - fine)
-        return min(float(self.max_required), self.min_copied + grow)
-
-    def copied_by(self, m: PassageMeasure) -> bool:
-        """Whether this passage counts as copied (long enough for how alike it reads)."""
-        return m.fine is None or m.initials >= self.required(m.fine)
-
-    def copied(self, a: Alignment) -> int:
-        """Initials of the suspect inside the passages that count as copied (all of them
-        when the alignment carries no measures)."""
-        if not a.measures:
-            return a.suspect_copied
-        spans = sorted((m.s_start, m.s_end) for m in a.measures if self.copied_by(m))
-        total, end = 0, -1
-        for start, stop in spans:
-            total += max(0, stop - max(start, end))
-            end = max(end, stop)
-        return total
 
     def is_copy(self, a: Alignment) -> bool:
         return (
             bool(a.passages)
-            and self.copied(a) >= self.min_copied
+            and a.suspect_copied >= self.min_copied
             and a.similarity >= self.min_similarity
         )
 
     def score(self, a: Alignment) -> float:
         return a.similarity * (1.0 - math.exp(-a.suspect_copied / self.score_scale))
+
+
+# The minimum copied length a library may set (initials): below 20 a shared idiom is a
+# copy; above 5,000 only whole chapters would be.
+MIN_COPIED_RANGE = (20, 5000)
+
+
+def parse_min_copied(value: object, source: str) -> int:
+    """A minimum copied length (initials, ``MIN_COPIED_RANGE``), or ValueError naming
+    ``source`` (where the value came from) and the value."""
+    lo, hi = MIN_COPIED_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(
+            f"{source}: the minimum copied length must be a whole number of initials "
+            f"from {lo} to {hi}, got {value!r}"
+        )
+    return value
 
 
 @dataclass
