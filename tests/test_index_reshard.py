@@ -157,7 +157,7 @@ def _guarded_writes_survive_a_reshard(redis: Any, prefix: str) -> None:
         assert reader.lookup(fps)[1].size == 0
     # Nothing was left behind in a dropped layout's buckets.
     keys = [k.decode() for k in redis.scan_iter(match=f"{prefix}:b*")]
-    assert keys and all(k.startswith(f"{prefix}:b{MIN_BITS + 3}:") for k in keys)
+    assert keys and all(k.startswith(f"{prefix}:b{MIN_BITS + 3}v2:") for k in keys)
     assert not redis.exists(reader.moving_key)
 
 

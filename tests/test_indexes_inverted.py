@@ -6,6 +6,7 @@ from tracker.indexes.inverted import (
     RedisInvertedIndex,
     bits_for,
     mix64,
+    pack_fields,
 )
 
 
@@ -56,7 +57,7 @@ def test_keys_are_single_bucket_hashes_and_clear_only_own(redis_client):
     rng = np.random.default_rng(2)
     idx.add([(1, rng.integers(0, 2**46, 1000, dtype=np.uint64))])
     redis_client.set("other:key", 1)
-    keys = list(redis_client.scan_iter(match="t:daguan:b6:*"))
+    keys = list(redis_client.scan_iter(match=f"{idx.key_prefix()}*"))
     assert 0 < len(keys) <= 64
     assert all(redis_client.type(k) == b"hash" for k in keys)
     # The compact encoding is what keeps a posting near 12 bytes.
@@ -141,7 +142,7 @@ def test_stats_advise_resharding_and_grow_does_it(redis_client):
     assert not stats["needs_reshard"] and stats["fields_per_bucket"] <= RESHARD_FIELDS
     assert _everything(idx, fps[::5]) == before
     # Every bucket is compact again.
-    key = next(redis_client.scan_iter(match=f"t:daguan:b{idx.bucket_bits}:*"))
+    key = next(redis_client.scan_iter(match=f"{idx.key_prefix()}*"))
     assert redis_client.object("encoding", key) in (b"ziplist", b"listpack")
 
 
@@ -161,3 +162,63 @@ def test_legacy_layout_is_read_by_its_old_key_names_and_resharded(redis_client):
     assert again.reshard(9) == 9 and again.ident_bits == IDENTITY_BITS
     assert _everything(again, fps) == before
     assert not list(redis_client.scan_iter(match="t:daguan:b:*"))
+
+
+def test_values_are_compact_decimal_singles_marked_pairs_and_packed_lists(redis_client):
+    """Format 2: one seq is stored as its decimal digits (Redis keeps it as an integer in
+    the listpack), two as \\x01 and 8 packed bytes, three or more packed, a stop
+    marker as one zero byte; lookups read them all back."""
+    idx = RedisInvertedIndex(redis_client, "t:fmt", bucket_bits=6, stop_df=3)
+    assert idx.layout == f"6/{IDENTITY_BITS}/2"
+    fps = np.array([11, 22, 33, 44], dtype=np.uint64)
+    idx.add([(7, fps), (70_000_000, fps[1:]), (9, fps[2:]), (10, fps[3:]), (11, fps[3:])])
+    buckets, fields = idx.locate(fps)
+    raw = [
+        redis_client.hget(idx.bucket_key(int(b)), f.tobytes())
+        for b, f in zip(buckets, pack_fields(fields, idx.field_bytes), strict=True)
+    ]
+    le = [s.to_bytes(4, "little") for s in (7, 70_000_000, 9)]
+    assert raw == [b"7", b"\x01" + le[0] + le[1], b"".join(le), b"\x00"]
+    fp_index, seqs, stopped = idx.lookup(fps)
+    assert sorted(zip(fp_index.tolist(), seqs.tolist(), strict=True)) == [
+        (0, 7),
+        (1, 7),
+        (1, 70_000_000),
+        (2, 7),
+        (2, 9),
+        (2, 70_000_000),
+    ]
+    assert stopped == 1
+    # Removing goes back down the same forms.
+    idx.remove([(9, fps[2:3]), (70_000_000, fps[1:3])])
+    raw = [
+        redis_client.hget(idx.bucket_key(int(b)), f.tobytes())
+        for b, f in zip(buckets[:3], pack_fields(fields[:3], idx.field_bytes), strict=True)
+    ]
+    assert raw == [b"7", b"7", b"7"]
+
+
+def test_a_format_1_index_is_kept_then_converted_by_a_reshard(redis_client):
+    """An index written before format 2 (layout ``bits/ident``, packed single seqs) is
+    read and written in its own format, and a reshard, also to the same bucket count,
+    converts it: every posting kept, and less memory."""
+    redis_client.hset("t:old:layout", "layout", f"8/{IDENTITY_BITS}")
+    old = RedisInvertedIndex(redis_client, "t:old", stop_df=3)
+    assert old.fmt == 1 and old.key_prefix() == "t:old:b8:"
+    rng = np.random.default_rng(12)
+    fps = rng.integers(0, 2**63, 20_000, dtype=np.uint64)
+    old.add([(s, fps[(s - 1) * 4000 : s * 4000 + 10]) for s in range(1, 6)])
+    old.add([(s, fps[:2]) for s in range(6, 10)])  # fps[:2] become stop markers
+    assert old.remove([(2, fps[4000:4100])]) == 100
+    key = next(redis_client.scan_iter(match="t:old:b8:*"))
+    assert all(len(v) % 4 == 0 or v == b"\x00" for v in redis_client.hvals(key))
+    assert old.stats()["needs_reshard"] and "compact" in old.stats()["advice"]
+    before = _everything(old, fps)
+    memory_before = sum(redis_client.memory_usage(k) for k in redis_client.scan_iter("t:old:b*"))
+    assert old.reshard(8) == 8 and old.fmt == 2 and old.key_prefix() == "t:old:b8v2:"
+    assert _everything(old, fps) == before
+    assert _everything(RedisInvertedIndex(redis_client, "t:old", stop_df=3), fps) == before
+    assert not list(redis_client.scan_iter(match="t:old:b8:*"))
+    memory = sum(redis_client.memory_usage(k) for k in redis_client.scan_iter("t:old:b*"))
+    assert memory < memory_before * 0.9
+    assert not old.stats()["needs_reshard"] and old.stats()["value_format"] == 2

@@ -3,7 +3,7 @@
 Entries (``tracker.indexes.base.Index``) are ``(seq, fingerprints)``: a mother and the
 uint64 array of its fingerprints; a *posting* is one (fingerprint, seq) pair.
 
-Layout, chosen for memory (about 12 bytes a posting at every size, see
+Layout, chosen for memory (10-11 bytes a posting at every size, see
 docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
 
 - A fingerprint (uint64) is mixed by a bijective 64-bit hash (splitmix64); its top
@@ -11,8 +11,10 @@ docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
   bucket, the rest is the *field* (big-endian, in the fewest whole bytes: 4 bytes below
   2**17 buckets, 3 from there on). Bucket and field together are the identity, so the
   index reshards to any bucket count from its own contents (``reshard``).
-- Each bucket is one Redis HASH ``{prefix}:b{bits}:{bucket}``; the value of a field is
-  the packed little-endian uint32 seqs of the mothers having that fingerprint. Redis
+- Each bucket is one Redis HASH ``{prefix}:b{bits}v2:{bucket}``; the value of a field
+  holds the seqs of the mothers having that fingerprint, a single seq (most fields) as
+  decimal digits that Redis stores as a small integer (format 2, ``_CODEC``; indexes
+  written before it keep packed seqs under ``{prefix}:b{bits}:`` until a reshard). Redis
   keeps a hash as a compact listpack/ziplist (no per-entry pointers) up to 512 entries
   (``hash-max-ziplist-entries``, values <= 64 bytes): the bucket count grows with the
   library so that a bucket holds ~192 fields (``TARGET_FIELDS``), resharding before
@@ -58,13 +60,66 @@ from tracker.redis_client import delete_matching
 
 STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
 
+# Stored values (the seqs of a field's mothers). Format 1 (indexes written before format
+# 2): the packed little-endian uint32 seqs. Format 2: a single seq (most fields) as its
+# decimal digits, which Redis keeps in a listpack as an integer (2-5 bytes instead of
+# 6: ~2 bytes a posting less); two seqs as \x01 and the 8 packed bytes (a marker, so it
+# is never read as 8 digits); three or more (>= 12 bytes, longer than any decimal seq)
+# packed. A stop marker is one \x00 byte in both. 16 seqs stay within Redis' 64-byte
+# compact values. Every script ends its ARGV with the format.
+_CODEC = """
+local FMT = tonumber(ARGV[#ARGV])
+local function decode(v)
+  if v == '\\0' then return nil end
+  if v == '' then return {} end
+  local from = 1
+  if FMT == 2 and #v < 12 then
+    if #v == 9 and string.byte(v, 1) == 1 then from = 2
+    else return {struct.pack('<I4', tonumber(v))} end
+  end
+  local t = {}
+  for j = from, #v, 4 do t[#t + 1] = string.sub(v, j, j + 3) end
+  return t
+end
+local function encode(t)
+  if FMT == 2 then
+    if #t == 1 then return string.format('%d', struct.unpack('<I4', t[1])) end
+    if #t == 2 then return '\\1' .. t[1] .. t[2] end
+  end
+  return table.concat(t)
+end
+-- The stored value v ('' for a new field) with the 4-byte seqs t (a string or a table)
+-- added: (the new value or nil when nothing changed, how many postings are new).
+local function merge(v, t, stop_df)
+  local cur = decode(v)
+  if cur == nil then return nil, 0 end
+  if type(t) == 'string' then t = {t} end
+  local added = 0
+  for _, s in ipairs(t) do
+    local found = false
+    for _, p in ipairs(cur) do
+      if p == s then found = true; break end
+    end
+    if not found then
+      added = added + 1
+      if #cur + 1 > stop_df then return '\\0', added end
+      cur[#cur + 1] = s
+    end
+  end
+  if added > 0 then return encode(cur), added end
+  return nil, 0
+end
+"""
+
 # ARGV[3] packs the bucket's postings as records of (field, 4-byte seq), ARGV[2] the
 # field's width: one argument instead of two per posting keeps client packing cheap.
 # One HMGET reads every touched field and one HSET writes every changed one, so the
 # Lua loop does no Redis call per posting (the loop per posting was the ingest wall).
 # Returns {new postings, new fields}.
-_ADD_SCRIPT = """
-local stop_len = tonumber(ARGV[1]) * 4
+_ADD_SCRIPT = (
+    _CODEC
+    + """
+local stop_df = tonumber(ARGV[1])
 local fw = tonumber(ARGV[2])
 local rw = fw + 4
 local blob = ARGV[3]
@@ -88,23 +143,10 @@ for a = 1, #order, 2000 do
   for i = 1, #part do
     local f = part[i]
     local v = vals[i]
-    local changed = false
     if not v then v = ''; nf = nf + 1 end
-    if #v ~= 1 then
-      for _, s in ipairs(seqs[f]) do
-        local found = false
-        for j = 1, #v, 4 do
-          if string.sub(v, j, j + 3) == s then found = true; break end
-        end
-        if not found then
-          n = n + 1
-          changed = true
-          if #v + 4 > stop_len then v = '\\0'; break end
-          v = v .. s
-        end
-      end
-    end
-    if changed then out[#out + 1] = f; out[#out + 1] = v end
+    local w, added = merge(v, seqs[f], stop_df)
+    n = n + added
+    if w then out[#out + 1] = f; out[#out + 1] = w end
   end
 end
 for a = 1, #out, 4000 do
@@ -112,6 +154,7 @@ for a = 1, #out, 4000 do
 end
 return {n, nf}
 """
+)
 
 # The single-server add: many buckets in one call, keys named in the script, so the
 # client packs one argument per ~32,000 postings instead of one call per bucket (at
@@ -121,49 +164,31 @@ return {n, nf}
 # reshard moves the buckets (KEYS[2] exists: {-2}); the client waits and redoes them.
 # ARGV: layout, stop_df, field width, key prefix, records (uint32 LE bucket, field,
 # seq) sorted by bucket.
-_ADD_MANY_SCRIPT = """
+_ADD_MANY_SCRIPT = (
+    _CODEC
+    + """
 local stored = redis.call('HGET', KEYS[1], 'layout')
 if stored and stored ~= ARGV[1] then return {-1, 0} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {-2, 0} end
-local stop_len = tonumber(ARGV[2]) * 4
+local stop_df = tonumber(ARGV[2])
 local fw = tonumber(ARGV[3])
 local prefix = ARGV[4]
 local blob = ARGV[5]
 local rw = fw + 8
 local n, nf = 0, 0
--- The stored value v (or '' for a new field) with the seqs t (a string or a table of
--- 4-byte seqs) added: the new value, or nil when nothing changed; counts new postings.
-local function merge(v, t)
-  if #v == 1 then return nil end
-  if type(t) == 'string' then t = {t} end
-  local changed = false
-  for _, s in ipairs(t) do
-    local found = false
-    for j = 1, #v, 4 do
-      if string.sub(v, j, j + 3) == s then found = true; break end
-    end
-    if not found then
-      n = n + 1
-      changed = true
-      if #v + 4 > stop_len then return '\\0' end
-      v = v .. s
-    end
-  end
-  if changed then return v end
-  return nil
-end
 local function flush(key, seqs, order)
   if #order <= 4 then
     -- A large library: a batch brings a bucket one or two fields, mostly new ones. One
     -- HSETNX writes a new field; only a known one is read and rewritten.
     for _, f in ipairs(order) do
       local t = seqs[f]
-      if type(t) == 'string' and redis.call('HSETNX', key, f, t) == 1 then
+      if type(t) == 'string' and redis.call('HSETNX', key, f, encode({t})) == 1 then
         n = n + 1; nf = nf + 1
       else
         local v = redis.call('HGET', key, f)
         if not v then v = ''; nf = nf + 1 end
-        local w = merge(v, t)
+        local w, added = merge(v, t, stop_df)
+        n = n + added
         if w then redis.call('HSET', key, f, w) end
       end
     end
@@ -178,7 +203,8 @@ local function flush(key, seqs, order)
       local f = part[i]
       local v = vals[i]
       if not v then v = ''; nf = nf + 1 end
-      local w = merge(v, seqs[f])
+      local w, added = merge(v, seqs[f], stop_df)
+      n = n + added
       if w then out[#out + 1] = f; out[#out + 1] = w end
     end
     if #out > 0 then redis.call('HSET', key, unpack(out)) end
@@ -207,8 +233,11 @@ end
 if cur then flush(prefix .. struct.unpack('<I4', cur), seqs, order) end
 return {n, nf}
 """
+)
 
-_REMOVE_SCRIPT = """
+_REMOVE_SCRIPT = (
+    _CODEC
+    + """
 local fw = tonumber(ARGV[1])
 local rw = fw + 4
 local blob = ARGV[2]
@@ -217,18 +246,19 @@ for i = 1, #blob, rw do
   local f = string.sub(blob, i, i + fw - 1)
   local s = string.sub(blob, i + fw, i + rw - 1)
   local v = redis.call('HGET', KEYS[1], f)
-  if v and #v ~= 1 then
+  local cur = v and decode(v)
+  if cur then
     local kept = {}
-    for j = 1, #v, 4 do
-      local p = string.sub(v, j, j + 3)
+    for _, p in ipairs(cur) do
       if p ~= s then kept[#kept + 1] = p else n = n + 1 end
     end
     if #kept == 0 then redis.call('HDEL', KEYS[1], f); nf = nf + 1
-    else redis.call('HSET', KEYS[1], f, table.concat(kept)) end
+    elseif #kept < #cur then redis.call('HSET', KEYS[1], f, encode(kept)) end
   end
 end
 return {n, nf}
 """
+)
 
 # The whole query in one call, keys named inside the script: packing ~2,000 key names
 # and arguments in redis-py cost more than the lookups themselves. ARGV: the layout the
@@ -279,6 +309,7 @@ def mix64(values: np.ndarray) -> np.ndarray:
 # An index written before layouts were kept used 46 bits and 2**14 buckets.
 IDENTITY_BITS = 41
 LEGACY = (14, 46)
+FORMAT = 2  # the value format of new indexes and of every reshard (see _CODEC)
 MIN_BITS = 6
 MAX_BITS = 30
 # Fields per bucket: Redis keeps a hash as a compact listpack up to 512 entries (values
@@ -328,7 +359,7 @@ class RedisInvertedIndex:
         self._add_many = redis.register_script(_ADD_MANY_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
-        self.bucket_bits, self.ident_bits = self._read_layout()
+        self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
     @property
@@ -361,23 +392,27 @@ class RedisInvertedIndex:
         stored, moving = pipe.execute()
         return not moving and (stored is None or stored.decode() == used)
 
-    def _read_layout(self) -> tuple[int, int]:
+    def _read_layout(self) -> tuple[int, int, int]:
+        """(bucket bits, identity bits, value format) as stored: ``bits/ident`` (format
+        1, written before format 2) or ``bits/ident/format``."""
         stored = self.redis.hget(self.layout_key, "layout")
         if stored is not None:
-            bits, ident = (int(x) for x in stored.split(b"/"))
-            return bits, ident
+            parts = [int(x) for x in stored.split(b"/")]
+            return parts[0], parts[1], parts[2] if len(parts) > 2 else 1
         if self.initial_bits is not None:
-            return self.initial_bits, IDENTITY_BITS
+            return self.initial_bits, IDENTITY_BITS, FORMAT
         # An index written before layouts were stored has 16,384 buckets by old names.
         legacy = [f"{self.prefix}:b:{b}" for b in range(0, 1 << LEGACY[0], 256)]
         pipe = self.redis.pipeline(transaction=False)
         for key in legacy:
             pipe.exists(key)
-        return LEGACY if any(pipe.execute()) else (MIN_BITS, IDENTITY_BITS)
+        if any(pipe.execute()):
+            return (*LEGACY, 1)
+        return MIN_BITS, IDENTITY_BITS, FORMAT
 
     def refresh(self) -> int:
         """Re-read the layout (another process may have resharded)."""
-        self.bucket_bits, self.ident_bits = self._read_layout()
+        self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
         return self.bucket_bits
 
     @property
@@ -386,18 +421,24 @@ class RedisInvertedIndex:
 
     @property
     def layout(self) -> str:
-        return f"{self.bucket_bits}/{self.ident_bits}"
+        return layout_name(self.bucket_bits, self.ident_bits, self.fmt)
 
-    def key_prefix(self, bits: int | None = None, ident: int | None = None) -> str:
+    def key_prefix(
+        self, bits: int | None = None, ident: int | None = None, fmt: int | None = None
+    ) -> str:
         if bits is None:
-            bits, ident = self.bucket_bits, self.ident_bits
+            bits, ident, fmt = self.bucket_bits, self.ident_bits, self.fmt
         if (bits, ident or IDENTITY_BITS) == LEGACY:
             return f"{self.prefix}:b:"
-        return f"{self.prefix}:b{bits}:"
+        # Format 2 buckets have names of their own: a reshard converting a format 1
+        # index to the same bucket count writes next to the buckets it reads.
+        return f"{self.prefix}:b{bits}{'v2' if (fmt or FORMAT) == 2 else ''}:"
 
     # -- addressing -----------------------------------------------------------
-    def bucket_key(self, bucket: int, bits: int | None = None, ident: int | None = None) -> str:
-        return f"{self.key_prefix(bits, ident)}{bucket}"
+    def bucket_key(
+        self, bucket: int, bits: int | None = None, ident: int | None = None, fmt: int | None = None
+    ) -> str:
+        return f"{self.key_prefix(bits, ident, fmt)}{bucket}"
 
     def locate(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(bucket numbers, fields as uint64) of fingerprints."""
@@ -462,7 +503,7 @@ class RedisInvertedIndex:
             args = [self.layout, self.stop_df, self.field_bytes, self.key_prefix()]
             step = rw * per_call
             for a in range(0, len(blob), step):
-                self._add_many(keys=keys, args=[*args, blob[a : a + step]], client=pipe)
+                self._add_many(keys=keys, args=[*args, blob[a : a + step], self.fmt], client=pipe)
             replies = pipe.execute() if blob else []
             if all(int(r[0]) >= 0 for r in replies):
                 return replies
@@ -531,9 +572,9 @@ class RedisInvertedIndex:
         for bucket, blob in self._grouped(items).items():
             key = self.bucket_key(bucket)
             if self._cluster:
-                pipe.execute_command("EVAL", script.script, 1, key, *args, blob)
+                pipe.execute_command("EVAL", script.script, 1, key, *args, blob, self.fmt)
             else:
-                script(keys=[key], args=[*args, blob], client=pipe)
+                script(keys=[key], args=[*args, blob, self.fmt], client=pipe)
             pending += 1
             if pending >= chunk:
                 replies += pipe.execute()
@@ -552,17 +593,17 @@ class RedisInvertedIndex:
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-        values = self._values(fps)
+        values, fmt = self._values(fps)
         stopped = 0
         idx_parts: list[int] = []
         blobs: list[bytes] = []
         for i, v in enumerate(values):
             if not v:
                 continue
-            if len(v) == 1:
+            if v == STOP:
                 stopped += 1
                 continue
-            blobs.append(v)
+            blobs.append(packed_seqs(v, fmt))
             idx_parts.append(i)
         if not blobs:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), stopped
@@ -571,8 +612,8 @@ class RedisInvertedIndex:
         fp_index = np.repeat(np.asarray(idx_parts, dtype=np.int64), lengths)
         return fp_index, seqs, stopped
 
-    def _values(self, fps: np.ndarray) -> list[Any]:
-        """The stored value (or None) of each fingerprint's field."""
+    def _values(self, fps: np.ndarray) -> tuple[list[Any], int]:
+        """The stored value (or None) of each fingerprint's field, and their format."""
         for _ in range(3):
             buckets, fields = self.locate(fps)
             fw = self.field_bytes
@@ -584,7 +625,7 @@ class RedisInvertedIndex:
                     pipe.hget(self.bucket_key(b), f.tobytes())
                 got = pipe.execute()
                 if got[0] is None or got[0].decode() == self.layout:
-                    return list(got[1:])
+                    return list(got[1:]), self.fmt
             else:
                 records = np.empty((fps.size, fw + 4), dtype=np.uint8)
                 records[:, :4] = buckets.astype("<u4").view(np.uint8).reshape(-1, 4)
@@ -594,7 +635,7 @@ class RedisInvertedIndex:
                     args=[self.layout, self.key_prefix(), fw, records.tobytes()],
                 )
                 if len(reply) == 2:
-                    return list(reply[1])
+                    return list(reply[1]), self.fmt
             self.refresh()  # resharded meanwhile: ask again with the new layout
         raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
 
@@ -605,7 +646,7 @@ class RedisInvertedIndex:
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
-        self.ident_bits = IDENTITY_BITS
+        self.ident_bits, self.fmt = IDENTITY_BITS, FORMAT
         return n
 
     def fields_estimate(self) -> int:
@@ -619,16 +660,23 @@ class RedisInvertedIndex:
         per_bucket = fields / (1 << self.bucket_bits)
         wanted = bits_for(fields)
         needs = per_bucket > RESHARD_FIELDS or (self.bucket_bits > wanted + 1)
+        # An index of the old value format also gains from a reshard (~2 B a posting).
+        old_format = fields > 0 and self.fmt != FORMAT
+        if needs:
+            advice = (
+                f"reshard: yinji index reshard (buckets {1 << self.bucket_bits} -> "
+                f"{1 << wanted}) / 需要重新分桶"
+            )
+        elif old_format:
+            advice = "reshard: yinji index reshard (compact values) / 重新分桶可压缩取值"
+        else:
+            advice = "ok / 分桶合适"
         return {
             "fields_per_bucket": round(per_bucket, 1),
             "recommended_bucket_bits": wanted,
-            "needs_reshard": needs,
-            "advice": (
-                f"reshard: yinji index reshard (buckets {1 << self.bucket_bits} -> "
-                f"{1 << wanted}) / 需要重新分桶"
-                if needs
-                else "ok / 分桶合适"
-            ),
+            "needs_reshard": needs or old_format,
+            "value_format": self.fmt,
+            "advice": advice,
         }
 
     def grow(self, extra: int = 0) -> int | None:
@@ -644,17 +692,18 @@ class RedisInvertedIndex:
         and field together are the identity; a legacy 46-bit identity is cut to
         ``IDENTITY_BITS``, merging the rare postings that then share one). Callers hold
         the index lock; lookups see the new layout only once every bucket is written,
-        and retry by themselves. Returns bits."""
+        and retry by themselves. Values are written in format 2 (an index in format 1
+        is converted, also to the same bucket count). Returns bits."""
         if not MIN_BITS <= bits <= MAX_BITS:
             raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bits}")
         old, old_ident = self.refresh(), self.ident_bits
         ident = IDENTITY_BITS
-        if (bits, ident) == (old, old_ident):
+        if (bits, ident, FORMAT) == (old, old_ident, self.fmt):
             return bits
         old_fw, new_fw = field_width(old, old_ident), field_width(bits, ident)
-        old_keys = [self.bucket_key(b, old, old_ident) for b in range(1 << old)]
+        old_keys = [self.bucket_key(b, old, old_ident, self.fmt) for b in range(1 << old)]
         # Writers hold back (or redo) from here until the new layout is in place.
-        self.redis.set(self.moving_key, f"{bits}/{ident}", px=MOVE_TTL_MS)
+        self.redis.set(self.moving_key, layout_name(bits, ident, FORMAT), px=MOVE_TTL_MS)
         try:
             self._copy_buckets(old_keys, old, old_ident, old_fw, bits, ident, new_fw, batch)
             self._switch_layout(bits, ident)
@@ -667,8 +716,8 @@ class RedisInvertedIndex:
         return bits
 
     def _switch_layout(self, bits: int, ident: int) -> None:
-        self.redis.hset(self.layout_key, "layout", f"{bits}/{ident}")
-        self.bucket_bits, self.ident_bits = bits, ident
+        self.redis.hset(self.layout_key, "layout", layout_name(bits, ident, FORMAT))
+        self.bucket_bits, self.ident_bits, self.fmt = bits, ident, FORMAT
 
     def _copy_buckets(
         self,
@@ -681,7 +730,8 @@ class RedisInvertedIndex:
         new_fw: int,
         batch: int,
     ) -> None:
-        """Every posting of the old buckets written to the new ones."""
+        """Every posting of the old buckets written to the new ones (in ``FORMAT``)."""
+        old_fmt = self.fmt
         for a in range(0, len(old_keys), batch):
             self.redis.pexpire(self.moving_key, MOVE_TTL_MS)
             pipe = self.redis.pipeline(transaction=False)
@@ -696,7 +746,12 @@ class RedisInvertedIndex:
                 fields = unpack_fields(raw.reshape(-1, old_fw))
                 head = np.uint64(a + i) << np.uint64(old_ident - old)
                 ident_parts.append((head | fields) >> np.uint64(old_ident - ident))
-                value_parts.extend(content.values())
+                if old_fmt == FORMAT:
+                    value_parts.extend(content.values())
+                else:
+                    value_parts.extend(
+                        encode_value(decode_value(v, old_fmt), FORMAT) for v in content.values()
+                    )
             if not ident_parts:
                 continue
             new_b, new_f = split_identity(np.concatenate(ident_parts), bits, ident)
@@ -708,16 +763,16 @@ class RedisInvertedIndex:
                 mapping[key] = v if key not in mapping else self._merge(mapping[key], v)
             pipe = self.redis.pipeline(transaction=False)
             for b, mapping in groups.items():
-                pipe.hset(self.bucket_key(b, bits, ident), mapping=mapping)
+                pipe.hset(self.bucket_key(b, bits, ident, FORMAT), mapping=mapping)
             pipe.execute()
 
     def _merge(self, a: bytes, b: bytes) -> bytes:
-        """One posting list of two identities cut to one."""
-        if len(a) == 1 or len(b) == 1:
+        """One posting list of two identities cut to one (both in ``FORMAT``)."""
+        sa, sb = decode_value(a, FORMAT), decode_value(b, FORMAT)
+        if sa is None or sb is None:
             return STOP
-        seqs = list(dict.fromkeys(a[i : i + 4] for i in range(0, len(a), 4)))
-        seqs += [s for s in (b[i : i + 4] for i in range(0, len(b), 4)) if s not in seqs]
-        return STOP if len(seqs) > self.stop_df else b"".join(seqs)
+        seqs = list(dict.fromkeys([*sa, *sb]))
+        return STOP if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0
@@ -727,10 +782,10 @@ class RedisInvertedIndex:
             keys += 1
             for v in self.redis.hvals(key):
                 fields += 1
-                if len(v) == 1:
+                if v == STOP:
                     stopped += 1
                 else:
-                    postings += len(v) // 4
+                    postings += len(packed_seqs(v, self.fmt)) // 4
                 nbytes += len(v) + self.field_bytes
         return {
             "buckets": keys,
@@ -742,6 +797,40 @@ class RedisInvertedIndex:
             "stop_df": self.stop_df,
             **self.advice(fields),
         }
+
+
+def layout_name(bits: int, ident: int, fmt: int) -> str:
+    """The stored layout: ``bits/ident`` for format 1 (as written before formats),
+    ``bits/ident/fmt`` from format 2 on."""
+    return f"{bits}/{ident}" if fmt == 1 else f"{bits}/{ident}/{fmt}"
+
+
+def packed_seqs(value: bytes, fmt: int) -> bytes:
+    """The packed little-endian uint32 seqs of a stored value (not a stop marker)."""
+    if fmt == 2 and len(value) < 12:
+        if len(value) == 9 and value[0] == 1:
+            return value[1:]
+        return int(value).to_bytes(4, "little")
+    return value
+
+
+def decode_value(value: bytes, fmt: int) -> list[bytes] | None:
+    """The 4-byte seqs of a stored value, None for a stop marker."""
+    if value == STOP:
+        return None
+    packed = packed_seqs(value, fmt)
+    return [packed[i : i + 4] for i in range(0, len(packed), 4)]
+
+
+def encode_value(seqs: list[bytes] | None, fmt: int) -> bytes:
+    """The stored value of 4-byte seqs (None: a stop marker), as ``_CODEC`` writes it."""
+    if seqs is None:
+        return STOP
+    if fmt == 2 and len(seqs) == 1:
+        return str(int.from_bytes(seqs[0], "little")).encode()
+    if fmt == 2 and len(seqs) == 2:
+        return b"\x01" + seqs[0] + seqs[1]
+    return b"".join(seqs)
 
 
 def field_width(bits: int, ident: int = IDENTITY_BITS) -> int:
