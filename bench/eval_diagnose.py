@@ -33,8 +33,12 @@ from typing import Any
 
 import numpy as np
 
-MIN_COPIED = 60
-MIN_SIMILARITY = 0.6
+from tracker.align import AlignParams
+from tracker.matching import MatchPolicy
+
+# The pair rule of the library's default policy; --min-copied when the run used another.
+MIN_COPIED = MatchPolicy().min_copied
+MIN_SIMILARITY = MatchPolicy().min_similarity
 LAW_NEGATIVES = ("neg-laws", "neg-law-law")
 FEATURES = (
     "s_init",
@@ -60,6 +64,7 @@ FEATURES = (
     "stopped",
     "s_repeat",
     "m_repeat",
+    "fine",
 )
 QUANTILES = (0, 5, 25, 50, 75, 95, 100)
 
@@ -200,6 +205,16 @@ def targets(o: Outcome, base: Outcome, long_kinds: set[str]) -> list[str]:
 LONG_KINDS_EXCLUDED = {"excerpt-150", "excerpt-150-edits"}  # under 300 characters
 
 
+def fine_counts(p: Passage, params: AlignParams) -> bool:
+    """The verifier's templated-text test (``AlignParams.required``) on a recorded
+    passage: long enough for its fine similarity (None: long enough to count anyway)."""
+    fine = p.get("fine")
+    return fine is None or p["s_init"] >= params.required(fine)
+
+
+FINE_RULES = ((60, 2000.0), (85, 2000.0), (90, 2000.0), (90, 2800.0), (100, 2800.0))
+
+
 def rules() -> dict[str, tuple[Rule, PairRule | None]]:
     """Candidate rules: a passage rule (True: the passage counts) and an optional pair
     rule (True: the pair, with the passages kept, is still a match)."""
@@ -214,6 +229,20 @@ def rules() -> dict[str, tuple[Rule, PairRule | None]]:
     for slope in (200, 400):
         out[f"passage s_init >= 40 + {slope}*(1-sim)"] = (
             lambda p, s=slope: p["s_init"] >= 40 + s * (1 - p["similarity"]),
+            None,
+        )
+    # Length against fine similarity (how alike the texts read, letter by letter): the
+    # verifier's rule, on a run recorded with it off (--align length_per_fine=0).
+    out["passage s_init >= 90"] = (lambda p: p["s_init"] >= 90, None)
+    seed = AlignParams(min_copied=90, length_per_fine=2800.0)
+    out["passage seed coverage: 90 + 2800*(0.95-similarity)"] = (
+        lambda p: p["s_init"] >= seed.required(p["similarity"]),
+        None,
+    )
+    for l0, slope in FINE_RULES:
+        params = AlignParams(min_copied=l0, length_per_fine=slope)
+        out[f"passage fine: {l0} + {slope:g}*({params.full_fine}-fine)"] = (
+            lambda p, params=params: fine_counts(p, params),
             None,
         )
     out["passage wcf3 < 0.5"] = (lambda p: p["wcf3"] is None or p["wcf3"] < 0.5, None)
@@ -309,10 +338,18 @@ def check_reproduces(cases: list[dict], pairs: list[dict]) -> None:
 
 
 def main() -> None:
+    global MIN_COPIED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("features", help="JSON Lines written by bench/eval.py --features")
     ap.add_argument("--out", default=None, help="also write the report to this file")
+    ap.add_argument(
+        "--min-copied",
+        type=int,
+        default=MIN_COPIED,
+        help="the pair rule's copied initials, as the run used (--policy min_copied=N)",
+    )
     args = ap.parse_args()
+    MIN_COPIED = args.min_copied
     cases, pairs = load(Path(args.features))
     check_reproduces(cases, pairs)
     report = (

@@ -238,8 +238,8 @@ def test_diagnose_simulation_reproduces_then_applies_rules() -> None:
             "no": 1,
             "label": "false",
             "pair_wown": 30.0,
-            # The same span twice counts once: 70 initials, not 140.
-            "passages": [_passage(70, 0.8, 30), _passage(70, 0.8, 30)],
+            # The same span twice counts once: 100 initials, not 200.
+            "passages": [_passage(100, 0.8, 30), _passage(100, 0.8, 30)],
         },
     ]
     keep_all = eval_diagnose.simulate(cases, pairs, lambda p: True)
@@ -252,4 +252,19 @@ def test_diagnose_simulation_reproduces_then_applies_rules() -> None:
     too_strict = eval_diagnose.simulate(cases, pairs, lambda p: p["wown"] >= 200)
     assert too_strict.recall == {"copy": 0.0}
     assert "recall below today" in " ".join(eval_diagnose.targets(too_strict, keep_all, {"copy"}))
-    assert not eval_diagnose.pair_survives([_passage(50, 1.0, 50)], lambda p: True)  # < 60
+    short = eval_diagnose.MIN_COPIED - 1  # the policy's minimum copied length
+    assert not eval_diagnose.pair_survives([_passage(short, 1.0, short)], lambda p: True)
+
+
+def test_fine_rule_simulates_the_verifiers_length_for_fine_similarity() -> None:
+    from tracker.align import AlignParams
+
+    p = AlignParams()  # 90 initials at >= 0.95, 2800 more per unit below, at most 400
+    assert eval_diagnose.fine_counts({"s_init": 90, "fine": 0.97}, p)
+    assert not eval_diagnose.fine_counts({"s_init": 89, "fine": 0.97}, p)
+    assert eval_diagnose.fine_counts({"s_init": 146, "fine": 0.93}, p)
+    assert not eval_diagnose.fine_counts({"s_init": 145, "fine": 0.93}, p)
+    assert not eval_diagnose.fine_counts({"s_init": 399, "fine": 0.5}, p)
+    assert eval_diagnose.fine_counts({"s_init": 500, "fine": None}, p)  # long: not measured
+    names = list(eval_diagnose.rules())
+    assert "passage fine: 90 + 2800*(0.95-fine)" in names

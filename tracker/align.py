@@ -13,10 +13,16 @@ filtering.
    near (``reorder_window``) join one passage, so random edits, inserted pirate
    watermarks and reordered sentences still make one passage. Only a run of at
    least ``anchor`` initials can start a passage: short stock phrases shared by
-   unrelated works may extend a real copy but never make one.
+   unrelated works may extend a real copy but never make one. A short run unique in
+   the mother that follows a passage edge to edge (``tile_gap``) joins it from
+   anywhere within ``tile_window`` of it in the mother, and, once the passage is
+   reordered, also one that ends where it starts: the lines of shuffled verse.
 4. Filter: a passage counts when it spans at least ``min_passage`` initials with a
    seed coverage (similarity) of at least ``min_similarity``. Short formulas shared
-   by unrelated works (且听下回分解) are far below that.
+   by unrelated works (且听下回分解) are far below that. It must also be long enough
+   for how alike it reads (``AlignParams.required`` of its ``fine_similarity``):
+   templated text, one model sentence written again with other words, covers as
+   many seeds as an edited copy but reads less alike (issue #13).
 
 Offsets are reported in characters of the original texts (Python string indices,
 end exclusive), through the initials' offset maps.
