@@ -233,12 +233,13 @@ def rules() -> dict[str, tuple[Rule, PairRule | None]]:
         )
     # Length against fine similarity (how alike the texts read, letter by letter): the
     # verifier's rule, on a run recorded with it off (--align length_per_fine=0).
-    out["passage s_init >= 90"] = (lambda p: p["s_init"] >= 90, None)
-    seed = AlignParams(min_copied=90, length_per_fine=2800.0)
-    out["passage seed coverage: 90 + 2800*(0.95-similarity)"] = (
-        lambda p: p["s_init"] >= seed.required(p["similarity"]),
-        None,
-    )
+    # The default's length alone, and its length rule on seed coverage instead of fine
+    # similarity (what the fine similarity adds).
+    d = AlignParams()
+    out[f"passage s_init >= {d.min_copied}"] = (lambda p: p["s_init"] >= d.min_copied, None)
+    out[
+        f"passage seed coverage: {d.min_copied} + {d.length_per_fine:g}*({d.full_fine}-similarity)"
+    ] = (lambda p: p["s_init"] >= d.required(p["similarity"]), None)
     for l0, slope in FINE_RULES:
         params = AlignParams(min_copied=l0, length_per_fine=slope)
         out[f"passage fine: {l0} + {slope:g}*({params.full_fine}-fine)"] = (

@@ -259,12 +259,12 @@ def test_diagnose_simulation_reproduces_then_applies_rules() -> None:
 def test_fine_rule_simulates_the_verifiers_length_for_fine_similarity() -> None:
     from tracker.align import AlignParams
 
-    p = AlignParams()  # 90 initials at >= 0.95, 2800 more per unit below, at most 400
-    assert eval_diagnose.fine_counts({"s_init": 90, "fine": 0.97}, p)
-    assert not eval_diagnose.fine_counts({"s_init": 89, "fine": 0.97}, p)
-    assert eval_diagnose.fine_counts({"s_init": 146, "fine": 0.93}, p)
-    assert not eval_diagnose.fine_counts({"s_init": 145, "fine": 0.93}, p)
+    p = AlignParams()  # 85 initials at >= 0.95, 2000 more per unit below, at most 400
+    assert eval_diagnose.fine_counts({"s_init": 85, "fine": 0.97}, p)
+    assert not eval_diagnose.fine_counts({"s_init": 84, "fine": 0.97}, p)
+    assert eval_diagnose.fine_counts({"s_init": 125, "fine": 0.93}, p)
+    assert not eval_diagnose.fine_counts({"s_init": 124, "fine": 0.93}, p)
     assert not eval_diagnose.fine_counts({"s_init": 399, "fine": 0.5}, p)
     assert eval_diagnose.fine_counts({"s_init": 500, "fine": None}, p)  # long: not measured
     names = list(eval_diagnose.rules())
-    assert "passage fine: 90 + 2800*(0.95-fine)" in names
+    assert "passage fine: 85 + 2000*(0.95-fine)" in names

@@ -42,13 +42,13 @@ def test_raising_the_minimum_copied_length_drops_a_short_copy(lib) -> None:
     lib.configure_matching(min_copied=150)
     assert lib.min_copied() == 150
     assert lib.check_text(text).matches == []
-    lib.configure_matching(min_copied=90)
+    lib.configure_matching(min_copied=85)
     assert [m.mother_id for m in lib.check_text(text).matches] == ["work-1"]
 
 
 def test_lowering_it_reports_a_shorter_copy(lib) -> None:
     text, copied = _suspect(70)
-    assert 60 < copied < 90  # under the default 90
+    assert 60 < copied < 85  # under the default 85
     assert lib.check_text(text).matches == []
     lib.configure_matching(min_copied=60)
     assert [m.mother_id for m in lib.check_text(text).matches] == ["work-1"]
@@ -59,7 +59,7 @@ def test_a_bad_value_is_refused_and_nothing_is_stored(lib, bad) -> None:
     with pytest.raises(ValueError, match="minimum copied length"):
         lib.configure_matching(min_copied=bad)
     assert lib.store.get_meta(MATCHING_META) is None
-    assert lib.min_copied() == MatchPolicy().min_copied == 90
+    assert lib.min_copied() == MatchPolicy().min_copied == 85
 
 
 def test_a_damaged_stored_value_is_an_error_naming_the_setting(lib) -> None:

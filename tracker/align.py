@@ -57,9 +57,9 @@ class AlignParams:
     # ``required(fine)`` initials long: ``min_copied`` when it reads alike initial by
     # initial (fine similarity >= ``full_fine``), ``length_per_fine`` more per unit of
     # fine similarity below that, at most ``max_required`` (docs/FINGERPRINTS.md).
-    min_copied: int = 90
+    min_copied: int = 85
     full_fine: float = 0.95
-    length_per_fine: float = 2800.0
+    length_per_fine: float = 2000.0
     max_required: int = 400
     # A short run unique in the mother that starts at most ``tile_gap`` initials after a
     # passage ends joins it wherever it lies within ``tile_window`` of the passage in the

@@ -531,7 +531,7 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
     type=int,
     default=None,
     help="Minimum copied length, in pinyin initials (about one per Han character), of a "
-    "passage that reads alike; less alike passages need more (default 90; raise it for "
+    "passage that reads alike; less alike passages need more (default 85; raise it for "
     "libraries of templated text such as regulations). No index rebuild.",
 )
 @click.pass_context

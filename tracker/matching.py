@@ -36,7 +36,7 @@ class MatchPolicy:
     candidates: int = 20  # how many candidates are verified (at least)
     chars_per_candidate: int = 2000  # a long suspect may hold many works: one per 2,000 chars
     long_suspect: int = 20_000  # initials; longer suspects are verified near the hits only
-    min_copied: int = 90  # initials of the suspect inside passages (AlignParams.min_copied)
+    min_copied: int = 85  # initials of the suspect inside passages (AlignParams.min_copied)
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
 
