@@ -365,15 +365,18 @@ def test_a_read_only_library_can_still_be_read(tmp_path: Path) -> None:
 def test_a_full_data_folder_is_said_and_loses_nothing_silently(tmp_path: Path) -> None:
     import resource
 
+    total = 3000
     data = tmp_path / "data"
     books = tmp_path / "books.jsonl"
     with books.open("w", encoding="utf-8") as fh:
-        for i in range(400):
-            fh.write(json.dumps({"id": f"b{i}", "text": work(300 + i, 30)}, ensure_ascii=False))
+        # Many short works: the store writes a batch (256 works) at a time, all or
+        # nothing, so the disk must fill after a few whole batches.
+        for i in range(total):
+            fh.write(json.dumps({"id": f"b{i}", "text": work(300 + i, 6)}, ensure_ascii=False))
             fh.write("\n")
     (tmp_path / "first.txt").write_text(work(299, 5), encoding="utf-8")
     assert _yinji(data, "ingest", str(tmp_path / "first.txt")).returncode == 0
-    limit = (data / "yinji.sqlite3").stat().st_size + 400_000
+    limit = (data / "yinji.sqlite3").stat().st_size + 1_200_000
 
     def small_disk() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
@@ -395,11 +398,11 @@ def test_a_full_data_folder_is_said_and_loses_nothing_silently(tmp_path: Path) -
         ids = [m.id for m in store.iter_mothers()]
     finally:
         store.close()
-    assert ids[0] == "first" and 0 < len(ids) - 1 == int(stored_note.group(1)) < 400
+    assert ids[0] == "first" and 0 < len(ids) - 1 == int(stored_note.group(1)) < total
     assert ids[1:] == [f"b{i}" for i in range(len(ids) - 1)]  # in order, none missing
     # Everything stored can be found (the index is repaired if the failure cut it short).
     probe = tmp_path / "probe.txt"
-    probe.write_text(work(300 + len(ids) - 2, 30)[50:700], encoding="utf-8")
+    probe.write_text(work(300 + len(ids) - 2, 6)[20:270], encoding="utf-8")
     r = _yinji(data, "check", "--json", "--no-save", str(probe))
     assert r.returncode == 0, r.stderr
     assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == [ids[-1]]
