@@ -34,6 +34,7 @@ import bisect
 import difflib
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -620,6 +621,56 @@ def reads_alike_enough(
     return s_len >= p.required(fine), fine
 
 
+# Where step 4 reads a cluster's characters: the suspect prepared (whole, or just the
+# piece under the cluster), the cluster in that piece's positions, and the character
+# offset of the piece in the whole suspect.
+LocalView = Callable[[_Cluster], tuple[_Cluster, Prepared, int]]
+
+
+def keep_passages(
+    clusters: list[_Cluster],
+    mother: Prepared,
+    p: AlignParams,
+    result: Alignment,
+    local: LocalView,
+    *,
+    evidence: np.ndarray | None = None,
+    common: np.ndarray | None = None,
+    evidence_window: int = 24,
+) -> Alignment:
+    """Step 4: keep the clusters long and similar enough, not boilerplate, and long
+    enough for how alike they read; fill ``result`` with their passages (in characters
+    of the whole suspect) and the amounts the matcher scores with. The one rule for
+    ``align_prepared`` and for long suspects checked in windows (``tracker.longtext``),
+    which sees a cluster's characters only through ``local``."""
+    s_spans: list[tuple[int, int]] = []
+    m_spans: list[tuple[int, int]] = []
+    weighted = 0.0
+    for c in clusters:
+        s_len = c.s_end - c.s_start
+        if min(s_len, c.m_end - c.m_start) < p.min_passage:
+            continue
+        similarity = c.similarity(p.max_gap)
+        if similarity < p.min_similarity:
+            continue
+        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+            continue
+        view, suspect, shift = local(c)
+        kept, fine = reads_alike_enough(view, suspect, mother, p)
+        if not kept:
+            continue
+        s_spans.append((c.s_start, c.s_end))
+        m_spans.append((c.m_start, c.m_end))
+        weighted += similarity * s_len
+        result.passages.append(_passage(view, suspect, mother, similarity, p).moved(shift))
+        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
+    result.suspect_copied = _coverage(s_spans)
+    result.mother_copied = _coverage(m_spans)
+    total = sum(b - a for a, b in s_spans)
+    result.similarity = weighted / total if total else 0.0
+    return result
+
+
 def align_prepared(
     suspect: Prepared,
     mother: Prepared,
@@ -645,32 +696,16 @@ def align_prepared(
         return result
     clusters, leftovers = _cluster_runs(runs, p)
     _fill_in(clusters, leftovers)
-    # Step 4: keep the clusters long and similar enough (and not boilerplate).
-    s_spans: list[tuple[int, int]] = []
-    m_spans: list[tuple[int, int]] = []
-    weighted = 0.0
-    for c in clusters:
-        s_len = c.s_end - c.s_start
-        if min(s_len, c.m_end - c.m_start) < p.min_passage:
-            continue
-        similarity = c.similarity(p.max_gap)
-        if similarity < p.min_similarity:
-            continue
-        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
-            continue
-        kept, fine = reads_alike_enough(c, suspect, mother, p)
-        if not kept:
-            continue
-        s_spans.append((c.s_start, c.s_end))
-        m_spans.append((c.m_start, c.m_end))
-        weighted += similarity * s_len
-        result.passages.append(_passage(c, suspect, mother, similarity, p))
-        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
-    result.suspect_copied = _coverage(s_spans)
-    result.mother_copied = _coverage(m_spans)
-    total = sum(b - a for a, b in s_spans)
-    result.similarity = weighted / total if total else 0.0
-    return result
+    return keep_passages(
+        clusters,
+        mother,
+        p,
+        result,
+        lambda c: (c, suspect, 0),
+        evidence=evidence,
+        common=common,
+        evidence_window=evidence_window,
+    )
 
 
 def align(suspect_text: str, mother_text: str, params: AlignParams | None = None) -> Alignment:

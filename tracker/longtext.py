@@ -35,7 +35,7 @@ which grow with what was copied (the result), not with the suspect's length.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,17 +45,14 @@ from tracker.align import (
     Prepared,
     _Cluster,
     _cluster_runs,
-    _coverage,
     _fill_in,
-    _mostly_common,
-    _passage,
     _runs,
+    keep_passages,
     prepare,
-    reads_alike_enough,
     seeds,
 )
 from tracker.engines.base import Candidate, Engine
-from tracker.records import Mother, Passage
+from tracker.records import Mother
 
 # Characters of one window, and of the overlap of two consecutive windows. A window of
 # 100,000 characters keeps the engine's per-query arrays to a few tens of MB.
@@ -336,50 +333,23 @@ class LongSuspect:
         char_end = dict(zip(runs[:, SB].tolist(), runs[:, SBC].tolist(), strict=True))
         clusters, leftovers = _cluster_runs(runs[:, :5], p)
         _fill_in(clusters, leftovers)
-        evidence = None if mr.evidence is None else _sorted_concat(mr.evidence)
-        s_spans: list[tuple[int, int]] = []
-        m_spans: list[tuple[int, int]] = []
-        weighted = 0.0
-        for c in clusters:
-            s_len = c.s_end - c.s_start
-            if min(s_len, c.m_end - c.m_start) < p.min_passage:
-                continue
-            similarity = c.similarity(p.max_gap)
-            if similarity < p.min_similarity:
-                continue
-            if evidence is not None and _mostly_common(c, p, evidence, common, self.engine.window):
-                continue
+
+        def local(c: _Cluster) -> tuple[_Cluster, Prepared, int]:
+            # Only the suspect's characters under the cluster are prepared.
             first, end = char_of[c.s_start], char_end[c.s_end]
-            piece = prepare(text[first:end], p.k)
-            if not reads_alike_enough(c.shifted(c.s_start), piece, m_prep, p)[0]:
-                continue
-            s_spans.append((c.s_start, c.s_end))
-            m_spans.append((c.m_start, c.m_end))
-            weighted += similarity * s_len
-            result.passages.append(_local_passage(c, piece, first, m_prep, similarity, p))
-        result.suspect_copied = _coverage(s_spans)
-        result.mother_copied = _coverage(m_spans)
-        total = sum(b - a for a, b in s_spans)
-        result.similarity = weighted / total if total else 0.0
-        return result
+            return c.shifted(c.s_start), prepare(text[first:end], p.k), first
+
+        return keep_passages(
+            clusters,
+            m_prep,
+            p,
+            result,
+            local,
+            evidence=None if mr.evidence is None else _sorted_concat(mr.evidence),
+            common=common,
+            evidence_window=self.engine.window,
+        )
 
 
 def _sorted_concat(chunks: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
-
-
-def _local_passage(
-    c: _Cluster, piece: Prepared, first: int, mother: Prepared, similarity: float, p: AlignParams
-) -> Passage:
-    """``tracker.align._passage`` of a cluster on the suspect characters under it alone
-    (``piece``, prepared, starts at character ``first``, the cluster's first initial)."""
-    passage = _passage(c.shifted(c.s_start), piece, mother, similarity, p)
-    return replace(
-        passage,
-        suspect_start=passage.suspect_start + first,
-        suspect_end=passage.suspect_end + first,
-        segments=[
-            replace(s, suspect_start=s.suspect_start + first, suspect_end=s.suspect_end + first)
-            for s in passage.segments
-        ],
-    )

@@ -16,7 +16,7 @@ Identity:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Self, get_args
 
@@ -96,6 +96,15 @@ class Segment:
             "similarity": round(float(self.similarity), 4),
         }
 
+    def moved(self, chars: int) -> Self:
+        """The same pair with suspect offsets ``chars`` later (found in a piece of the
+        suspect that starts at that character)."""
+        if not chars:
+            return self
+        return replace(
+            self, suspect_start=self.suspect_start + chars, suspect_end=self.suspect_end + chars
+        )
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Self:
         return cls(
@@ -117,6 +126,13 @@ class Passage(Segment):
     its ``similarity`` says how much of them is covered, not that they read alike."""
 
     segments: list[Segment] = field(default_factory=list)
+
+    def moved(self, chars: int) -> Self:
+        if not chars:
+            return self
+        moved = super().moved(chars)
+        moved.segments = [s.moved(chars) for s in self.segments]
+        return moved
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
