@@ -619,23 +619,7 @@ class RedisInvertedIndex:
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
         values, fmt = self._values(fps)
-        stopped = 0
-        idx_parts: list[int] = []
-        blobs: list[bytes] = []
-        for i, v in enumerate(values):
-            if not v:
-                continue
-            if v == STOP:
-                stopped += 1
-                continue
-            blobs.append(packed_seqs(v, fmt))
-            idx_parts.append(i)
-        if not blobs:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint32), stopped
-        lengths = np.fromiter((len(b) // 4 for b in blobs), dtype=np.int64, count=len(blobs))
-        seqs = np.frombuffer(b"".join(blobs), dtype="<u4").astype(np.uint32)
-        fp_index = np.repeat(np.asarray(idx_parts, dtype=np.int64), lengths)
-        return fp_index, seqs, stopped
+        return parse_values(values, fmt)
 
     def _values(self, fps: np.ndarray) -> tuple[list[Any], int]:
         """The stored value (or None) of each fingerprint's field, and their format."""
@@ -837,6 +821,50 @@ def packed_seqs(value: bytes, fmt: int) -> bytes:
             return value[1:]
         return int(value).to_bytes(4, "little")
     return value
+
+
+def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(fp_index, seqs, stopped)`` of looked-up values (None: no field). Single seqs
+    (decimal in format 2, most hits) are converted in one ``map(int, ...)``."""
+    stopped = 0
+    one_at: list[int] = []
+    ones: list[bytes] = []
+    many_at: list[int] = []
+    blobs: list[bytes] = []
+    for i, v in enumerate(values):
+        if not v:
+            continue
+        n = len(v)
+        if fmt == 2 and n < 12 and not (n == 9 and v[0] == 1):
+            if v == STOP:
+                stopped += 1
+            else:
+                one_at.append(i)
+                ones.append(v)
+        elif v == STOP:
+            stopped += 1
+        else:
+            many_at.append(i)
+            blobs.append(packed_seqs(v, fmt))
+    if not ones and not blobs:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), stopped
+    lengths = np.fromiter((len(b) // 4 for b in blobs), dtype=np.int64, count=len(blobs))
+    fp_index = np.concatenate(
+        [
+            np.asarray(one_at, dtype=np.int64),
+            np.repeat(np.asarray(many_at, dtype=np.int64), lengths),
+        ]
+    )
+    seqs = np.concatenate(
+        [
+            np.fromiter(map(int, ones), dtype=np.uint32, count=len(ones)),
+            np.frombuffer(b"".join(blobs), dtype="<u4").astype(np.uint32),
+        ]
+    )
+    if ones and blobs:  # in fingerprint order, as callers may expect
+        order = np.argsort(fp_index, kind="stable")
+        fp_index, seqs = fp_index[order], seqs[order]
+    return fp_index, seqs, stopped
 
 
 def decode_value(value: bytes, fmt: int) -> list[bytes] | None:
