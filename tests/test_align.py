@@ -190,3 +190,70 @@ def test_a_stray_run_does_not_sink_a_passage() -> None:
     a = align(suspect, mother)
     assert len(a.passages) == 1
     assert a.passages[0].mother_start == 1000 and a.passages[0].similarity > 0.9
+
+
+def test_shuffled_verse_between_narration_counts_by_fine_similarity() -> None:
+    # In the mother each couplet follows a line of narration the copy left out, so the
+    # copy's seeds cover well under 0.7 of the mother's span, while the passage reads
+    # alike letter by letter (issue #13: verse-shuffled-1000 of 红楼梦 chapter 50).
+    rng = random.Random(5)
+    couplets = [_han(rng, 5) + "，" + _han(rng, 5) + "。" for _ in range(24)]
+    narration = [_han(rng, 20) + "道：" for _ in range(24)]
+    mother = (
+        _han(rng, 300)
+        + "".join(couplets[:4])
+        + "".join(n + c for n, c in zip(narration[4:], couplets[4:], strict=True))
+        + _han(rng, 300)
+    )
+    order = list(range(4, 24))
+    random.Random(2).shuffle(order)
+    body = "".join(couplets[:4]) + "".join(couplets[i] for i in order)
+    host = _han(random.Random(8), 400)
+    suspect = host[:200] + body + host[200:]
+    a = align(suspect, mother)
+    assert len(a.passages) == 1
+    p = a.passages[0]
+    assert (p.suspect_start, p.suspect_end) == (200, 200 + len(body) - 1)
+    assert p.similarity < AlignParams().min_similarity
+    assert a.measures[0].fine is not None and a.measures[0].fine > 0.95
+    # Seed coverage alone drops it.
+    assert align(suspect, mother, AlignParams(fine_over_seeds=1.01)).passages == []
+
+
+def test_few_seeds_are_not_enough_for_text_that_reads_unalike() -> None:
+    # The same shape with every couplet written again with other words in it: fine
+    # similarity falls, and the passage is not kept on fine similarity either.
+    rng = random.Random(6)
+    couplets = [_han(rng, 7) + "，" + _han(rng, 7) + "。" for _ in range(24)]
+    narration = [_han(rng, 20) + "道：" for _ in range(24)]
+    mother = (
+        _han(rng, 300)
+        + "".join(couplets[:4])
+        + "".join(n + c for n, c in zip(narration[4:], couplets[4:], strict=True))
+        + _han(rng, 300)
+    )
+    loose = [c[:10] + _han(rng, 3) + c[13:] for c in couplets]
+    order = list(range(4, 24))
+    random.Random(2).shuffle(order)
+    suspect = _han(rng, 200) + "".join(couplets[:4]) + "".join(loose[i] for i in order)
+    found = align(suspect, mother, AlignParams(fine_over_seeds=0.5)).measures
+    assert found and found[0].fine is not None and found[0].fine < 0.85
+    assert align(suspect, mother).passages == []
+
+
+def test_an_edited_copy_extends_back_to_where_it_starts() -> None:
+    # Characters replaced every 12 at the start of a copy leave runs shorter than the
+    # 16 initials that start a passage; the passage reaches back over them on its
+    # diagonal instead of starting after the last edit (excerpt-150-edits, issue #13).
+    rng = random.Random(17)
+    mother = _han(rng, 2000)
+    copy = list(mother[700:850])
+    for i in (11, 23, 35, 47):  # a character of another initial
+        copy[i] = next(c for c in "大是人我" if initials(c) != initials(copy[i]))
+    host = _han(rng, 600)
+    suspect = host[:300] + "".join(copy) + host[300:]
+    a = align(suspect, mother)
+    assert len(a.passages) == 1
+    p = a.passages[0]
+    assert (p.suspect_start, p.suspect_end) == (300, 450)
+    assert (p.mother_start, p.mother_end) == (700, 850)

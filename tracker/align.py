@@ -67,6 +67,14 @@ class AlignParams:
     # mother: the next line of a shuffled poem (lines are shorter than ``anchor``).
     tile_gap: int = 12
     tile_window: int = 1200
+    # Seeds of 8 initials miss the 5- and 7-letter lines of shuffled verse (a line
+    # between two others it did not stand beside in the mother holds no seed), so such a
+    # passage can cover under ``min_similarity`` while it reads alike letter by letter: it
+    # still counts when its fine similarity is at least ``fine_over_seeds`` and it is long
+    # enough for that (``required``). Measured only on passages up to ``fine_span``
+    # initials (difflib's cost grows with the square of the length).
+    fine_over_seeds: float = 0.85
+    fine_span: int = 1200
 
     def required(self, fine: float) -> float:
         """Initials a passage of this fine similarity needs to count as copied."""
@@ -398,7 +406,39 @@ def _cluster_runs(runs: np.ndarray, p: AlignParams) -> tuple[list[_Cluster], lis
             # A short shared phrase may extend a passage, never start one; if it is
             # unique in the mother it may still fill a hole inside one (below).
             leftovers.append(run)
-    return clusters, _tile_back(clusters, leftovers, p)
+    return clusters, _tile_back(clusters, _extend_back(clusters, leftovers, p), p)
+
+
+def _extend_back(clusters: list[_Cluster], leftovers: list[Run], p: AlignParams) -> list[Run]:
+    """Short runs unique in the mother that end at most ``max_gap`` before a passage
+    starts, on the diagonal of its first run (within ``max_drift``), join it from the
+    front, one after another: the start of an edited copy, where replaced characters
+    leave no run as long as ``anchor`` (forwards, ``_cluster_for`` joins such runs
+    already). Returns the runs still left over."""
+    if not clusters or not leftovers:
+        return leftovers
+    order = sorted(range(len(leftovers)), key=lambda i: leftovers[i][1])
+    ends = [leftovers[i][1] for i in order]
+    used: set[int] = set()
+    for c in clusters:
+        first = min(c.runs)
+        diag = first[2] - first[0]
+        while True:
+            lo = bisect.bisect_left(ends, c.s_start - p.max_gap)
+            hi = bisect.bisect_right(ends, c.s_start + _TILE_OVERLAP)
+            found = None
+            for j in range(hi - 1, lo - 1, -1):  # the nearest first
+                i = order[j]
+                sa, _sb, ma, _mb = leftovers[i]
+                if i not in used and sa < c.s_start and abs((ma - sa) - diag) <= p.max_drift:
+                    found = i
+                    break
+            if found is None:
+                break
+            used.add(found)
+            c.prepend(leftovers[found])
+            diag = leftovers[found][2] - leftovers[found][0]
+    return [run for i, run in enumerate(leftovers) if i not in used]
 
 
 def _tile_back(clusters: list[_Cluster], leftovers: list[Run], p: AlignParams) -> list[Run]:
@@ -651,12 +691,18 @@ def keep_passages(
         if min(s_len, c.m_end - c.m_start) < p.min_passage:
             continue
         similarity = c.similarity(p.max_gap)
-        if similarity < p.min_similarity:
+        few_seeds = similarity < p.min_similarity
+        if few_seeds and s_len > p.fine_span:
             continue
         if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
             continue
         view, suspect, shift = local(c)
-        kept, fine = reads_alike_enough(view, suspect, mother, p)
+        fine: float | None
+        if few_seeds:
+            fine = fine_similarity(view, suspect, mother, p)
+            kept = fine >= p.fine_over_seeds and s_len >= p.required(fine)
+        else:
+            kept, fine = reads_alike_enough(view, suspect, mother, p)
         if not kept:
             continue
         s_spans.append((c.s_start, c.s_end))

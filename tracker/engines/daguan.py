@@ -5,6 +5,12 @@ by ``overlap``); a suspect is fingerprinted densely (every offset), so whichever
 a copy is shifted, every mother window inside it meets a suspect window that starts
 at the same letter. A candidate's strength is the number of distinct suspect
 fingerprints it shares, each weighted by 1/df (rarer fingerprints say more).
+
+A mother needs ``min_hits`` distinct fingerprints to be a candidate, except that up to
+``weak_candidates`` mothers with fewer are proposed after the others when a fingerprint
+they share is held by no other mother: sentence-shuffled verse (lines of 5-7
+characters) leaves one 24-letter window of the mother intact in a thousand characters,
+if any, and that one window is all the index can say (issue #13).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ class DaguanEngine(Engine):
         bucket_bits: int | None = None,
         stop_df: int = 16,
         min_hits: int = 2,
+        weak_candidates: int = 4,
         query_stride: int = 1,
     ) -> None:
         super().__init__(redis, prefix)
@@ -44,6 +51,7 @@ class DaguanEngine(Engine):
         self.fingerprinter = Fingerprinter(params, reference)
         self.index = RedisInvertedIndex(redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df)
         self.min_hits = min_hits
+        self.weak_candidates = weak_candidates
         self.query_stride = query_stride
 
     @property
@@ -93,7 +101,9 @@ class DaguanEngine(Engine):
         pairs = window_mother_pairs(hits, keep=~common)
         if pairs is None:
             return []
-        seqs, strength, ranked = rank_mothers(pairs, hits.df_fp, self.min_hits)
+        seqs, strength, ranked = rank_mothers(
+            pairs, hits.df_fp, self.min_hits, weak=self.weak_candidates
+        )
         evidence = evidence_by_mother(pairs, hits.starts)
         common_starts = hits.starts[common]
         return [
@@ -191,12 +201,14 @@ def window_mother_pairs(hits: SuspectHits, *, keep: np.ndarray) -> HitPairs | No
 
 
 def rank_mothers(
-    pairs: HitPairs, df_fp: np.ndarray, min_hits: int
+    pairs: HitPairs, df_fp: np.ndarray, min_hits: int, *, weak: int = 0
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """``(seqs, strength, ranked)``: the mothers hit, each one's strength (distinct
     fingerprints shared, each weighted by 1/df: rarer fingerprints say more), and the
     indexes into both of the mothers with at least ``min_hits`` distinct fingerprints,
-    strongest first (ties: smaller seq first)."""
+    strongest first (ties: smaller seq first), then at most ``weak`` of those with fewer
+    that share a fingerprint no other mother holds (strength at least 1), strongest
+    first."""
     # One key per distinct (mother, fingerprint): a fingerprint repeated in the suspect
     # counts once.
     key = np.unique(pairs.seq.astype(np.int64) << 32 | pairs.fp.astype(np.int64))
@@ -205,7 +217,11 @@ def rank_mothers(
     seqs, which = np.unique(k_seq, return_inverse=True)
     hits = np.bincount(which)
     strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
-    ranked = [int(i) for i in np.argsort(-strength, kind="stable") if hits[i] >= min_hits]
+    order = [int(i) for i in np.argsort(-strength, kind="stable")]
+    ranked = [i for i in order if hits[i] >= min_hits]
+    # A fingerprint of 24 letters held by one mother alone is rarely chance; the
+    # verifier, not the index, decides whether it was copied.
+    ranked += [i for i in order if hits[i] < min_hits and strength[i] >= 1.0][:weak]
     return seqs, strength, ranked
 
 
