@@ -16,13 +16,17 @@ filtering.
    unrelated works may extend a real copy but never make one. A short run unique in
    the mother that follows a passage edge to edge (``tile_gap``) joins it from
    anywhere within ``tile_window`` of it in the mother, and, once the passage is
-   reordered, also one that ends where it starts: the lines of shuffled verse.
+   reordered, also one that ends where it starts: the lines of shuffled verse. Short
+   unique runs on a passage's diagonal just before it extend it backwards (the start of
+   an edited copy, ``_extend_back``).
 4. Filter: a passage counts when it spans at least ``min_passage`` initials with a
    seed coverage (similarity) of at least ``min_similarity``. Short formulas shared
    by unrelated works (且听下回分解) are far below that. It must also be long enough
    for how alike it reads (``AlignParams.required`` of its ``fine_similarity``):
    templated text, one model sentence written again with other words, covers as
-   many seeds as an edited copy but reads less alike (issue #13).
+   many seeds as an edited copy but reads less alike (issue #13). A passage under
+   ``min_similarity`` still counts when it reads alike (``fine_over_seeds``): the
+   lines of shuffled verse hold few seeds.
 
 Offsets are reported in characters of the original texts (Python string indices,
 end exclusive), through the initials' offset maps.
