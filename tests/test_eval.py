@@ -268,3 +268,24 @@ def test_fine_rule_simulates_the_verifiers_length_for_fine_similarity() -> None:
     assert eval_diagnose.fine_counts({"s_init": 500, "fine": None}, p)  # long: not measured
     names = list(eval_diagnose.rules())
     assert "passage fine: 85 + 2000*(0.95-fine)" in names
+
+
+def test_an_edition_slice_the_library_lacks_is_left_out_of_recall() -> None:
+    # trad-edition case 675: the library's chapter stops before the slice's text, so
+    # the slice tests no recall (bench/eval.py, issue #13); its pairs still count.
+    import eval as harness
+
+    chapter = work(40, 30)
+    held, lacking = chapter[:600], noise(41, 600)
+    assert harness.source_share(held, [chapter]) == 1.0
+    assert harness.source_share(lacking, [chapter]) < harness.SOURCE_SHARE
+    mothers = [{"id": "ch-1", "text": chapter}, {"id": "other", "text": work(42, 30)}]
+    cases = [
+        harness.Case("trad-edition", held, {"ch-1"}),
+        harness.Case("trad-edition", lacking, {"ch-1"}, extra={"source_missing": True}),
+    ]
+    run = harness.run_engine("daguan", {}, mothers, cases)
+    row = run.rows["trad-edition"]
+    assert (row["n"], row["recall"], row["source_missing"]) == (1, 1, 1)
+    assert run.measures("trad-edition")["recall"] == 1.0
+    assert "source not in library" in harness.summary(run)
