@@ -876,7 +876,7 @@ def summary(run: EngineRun) -> str:
             "- left out of recall, source not in library (the truth chapters hold under "
             f"{SOURCE_SHARE:.0%} of the slice's 4-grams): "
             + ", ".join(f"{k} {v}" for k, v in sorted(missing.items()))
-            + (f" (cases {', '.join(numbers)})" if numbers else "")
+            + (f" (case{'s' * (len(numbers) > 1)} {', '.join(numbers)})" if numbers else "")
         )
     if run.records:
         false = [x for x in run.records if x["type"] == "pair" and x["label"] == "false"]

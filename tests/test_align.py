@@ -257,3 +257,47 @@ def test_an_edited_copy_extends_back_to_where_it_starts() -> None:
     p = a.passages[0]
     assert (p.suspect_start, p.suspect_end) == (300, 450)
     assert (p.mother_start, p.mother_end) == (700, 850)
+
+
+def _clauses(rng: random.Random, formulas: list[str], n: int) -> list[str]:
+    """Clauses of a law that repeat its own formulas, each with words of its own."""
+    return [
+        _han(rng, 6)
+        + formulas[i % 3]
+        + _han(rng, 10)
+        + "；"
+        + formulas[(i + 1) % 3]
+        + _han(rng, 8)
+        + "。"
+        for i in range(n)
+    ]
+
+
+def test_shuffled_clauses_of_a_text_repeating_its_formulas_are_found() -> None:
+    # Clusters join each shuffled clause with another occurrence of its formulas and
+    # read the right words against the wrong clause (case 1178 of bench/eval.py, issue
+    # #13); read against each stretch's best occurrence, the copy counts.
+    for seed in range(4):
+        rng = random.Random(seed)
+        formulas = [_han(rng, 16) for _ in range(3)]
+        clauses = _clauses(rng, formulas, 12)
+        mother = _han(rng, 400) + "".join(clauses) + _han(rng, 400)
+        order = list(range(2, 10))
+        random.Random(seed).shuffle(order)
+        suspect = _han(rng, 300) + "".join(clauses[i] for i in order) + _han(rng, 300)
+        found = align(suspect, mother)
+        assert found.suspect_copied >= 250, seed
+        for p in found.passages:  # inside the shuffled clauses, never the host text
+            assert p.suspect_start >= 295 and p.suspect_end <= len(suspect) - 295
+        assert align(suspect, mother, AlignParams(best_occurrence=1.01)).passages == []
+
+
+def test_the_same_formulas_in_other_clauses_are_not_a_copy() -> None:
+    # Templated text: the formulas again, every other word new; best occurrences do not
+    # make it a copy.
+    for seed in range(4):
+        rng = random.Random(seed)
+        formulas = [_han(rng, 16) for _ in range(3)]
+        mother = _han(rng, 400) + "".join(_clauses(rng, formulas, 12)) + _han(rng, 400)
+        suspect = _han(rng, 300) + "".join(_clauses(rng, formulas, 8)) + _han(rng, 300)
+        assert align(suspect, mother).passages == []

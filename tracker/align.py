@@ -79,6 +79,14 @@ class AlignParams:
     # initials (difflib's cost grows with the square of the length).
     fine_over_seeds: float = 0.85
     fine_span: int = 1200
+    # A passage that fails the test above is read once more with each stretch against
+    # its best occurrence in the mother (``best_occurrence_fine``): the shuffled
+    # sentences of a law that repeats its own formulas. Read so, it counts only when it
+    # reads alike letter for letter (at least ``best_occurrence``) and is long enough
+    # for that: shuffled copies read 1.000 this way (homophones and traditional forms
+    # keep their initials), the templated law passages it would admit 0.910-0.972
+    # (bench/eval.py --laws 40; docs/FINGERPRINTS.md). Above 1: off.
+    best_occurrence: float = 0.98
 
     def required(self, fine: float) -> float:
         """Initials a passage of this fine similarity needs to count as copied."""
@@ -650,6 +658,81 @@ def fine_similarity(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignPa
     return 2.0 * matched / total
 
 
+def _best_segments(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> list[Run]:
+    """The cluster's suspect span cut into segments, each with the mother span of its
+    best occurrence: the runs of all seeds inside the cluster's suspect span
+    (whichever cluster they joined) claim its initials longest first, a stretch claimed
+    by runs on one diagonal (within ``max_drift``) is one segment, the initials no run
+    claims go with the segment before them (the first segment's: with the next), and
+    each segment is compared (difflib) with the mother span its own runs point to.
+
+    A law repeats its formulas (查获地省级烟草专卖行政主管部门出具的 six times), so the
+    clusters of a shuffled excerpt of it join each sentence with another occurrence of
+    a formula, and ``fine_similarity`` reads the right words against the wrong clause
+    (0.70-0.87, issue #13). Templated text gains little here: its other words are in no
+    run and are read against whatever stands beside the formula in the mother."""
+    base = suspect.base
+    lo, hi = c.s_start, c.s_end
+    if hi - lo < p.k:
+        return []
+    piece = suspect.slice(lo - base, hi - base, p.k)
+    s_pos, m_pos, occ = seeds(piece, mother, p.max_occurrences)
+    runs = _runs(s_pos, m_pos, occ, p.k)
+    # Only occurrences near the cluster in the mother (``reorder_window``, as for the
+    # runs that join it): the same words far away are another passage's business.
+    near = (runs[:, 2] >= c.m_start - p.reorder_window) & (runs[:, 3] <= c.m_end + p.reorder_window)
+    runs = runs[near]
+    if runs.shape[0] == 0:
+        return []
+    span = hi - lo
+    owner = np.full(span, -1, dtype=np.int64)  # index of the run that claims the initial
+    lengths = runs[:, 1] - runs[:, 0]
+    for i in np.argsort(-lengths, kind="stable").tolist():
+        a, b = int(runs[i, 0]) - lo, int(runs[i, 1]) - lo
+        free = owner[a:b] == -1
+        owner[a:b][free] = i
+    # Segments: maximal stretches whose claiming runs keep to one diagonal.
+    segments: list[list[int]] = []  # [suspect start, suspect end, first run, last run]
+    for pos in range(span):
+        i = int(owner[pos])
+        if i < 0:
+            if segments:
+                segments[-1][1] = pos + 1
+            continue
+        last = segments[-1] if segments else None
+        if last is not None:
+            diag_last = int(runs[last[3], 2] - runs[last[3], 0])
+            if abs(int(runs[i, 2] - runs[i, 0]) - diag_last) <= p.max_drift:
+                last[1], last[3] = pos + 1, i
+                continue
+        segments.append([pos, pos + 1, i, i])
+    if not segments:
+        return []
+    if segments[0][0] > 0:
+        segments[0][0] = 0
+    out = []
+    for a, b, first, final in segments:
+        ma = max(0, a + lo + int(runs[first, 2] - runs[first, 0]))
+        mb = min(mother.n, b + lo + int(runs[final, 2] - runs[final, 0]))
+        out.append((a + lo, b + lo, ma, mb))
+    return out
+
+
+def best_occurrence_fine(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> float:
+    """``fine_similarity`` over ``_best_segments``: each stretch of the suspect read
+    against its best occurrence in the mother (see there)."""
+    spans = _best_segments(c, suspect, mother, p)
+    total = c.s_end - c.s_start
+    matched = 0
+    base = suspect.base
+    for sa, sb, ma, mb in spans:
+        if mb <= ma:
+            continue
+        total += mb - ma
+        matched += _matched(suspect.idx[sa - base : sb - base], mother.idx[ma:mb])
+    return 2.0 * matched / total if spans and total else 0.0
+
+
 def reads_alike_enough(
     c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
 ) -> tuple[bool, float | None]:
@@ -707,6 +790,15 @@ def keep_passages(
             kept = fine >= p.fine_over_seeds and s_len >= p.required(fine)
         else:
             kept, fine = reads_alike_enough(view, suspect, mother, p)
+        if not (kept or few_seeds) and p.best_occurrence <= 1.0 and s_len >= p.min_copied:
+            # A sentence the mother repeats may have been read against the wrong
+            # occurrence; only when that decides (difflib once more per segment), and
+            # not on top of the few-seeds relaxation above (the couplets of shuffled
+            # verse written again with other words read 0.86 this way).
+            best = best_occurrence_fine(view, suspect, mother, p)
+            if fine is not None and best > fine and best >= p.best_occurrence:
+                fine = best
+                kept = s_len >= p.required(fine)
         if not kept:
             continue
         s_spans.append((c.s_start, c.s_end))
