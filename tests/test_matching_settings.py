@@ -80,3 +80,36 @@ def test_index_configure_min_copied_from_the_command_line(tmp_path) -> None:
     assert "minimum copied length 120" in ok.output and "index rebuilt" not in ok.output
     with Library.open(Settings(data_dir=data)) as lib:
         assert lib.min_copied() == 120
+
+
+def test_daguan_candidate_options_from_the_command_line(tmp_path) -> None:
+    """`index configure --min-hits/--weak-candidates`: stored with the engine's options,
+    used by the next check, no rebuild; bad values refused and nothing stored."""
+    import json
+
+    from tracker.cli import main
+
+    data = tmp_path / "data"
+    base = ["--data-dir", str(data)]
+    works = tmp_path / "works.jsonl"
+    works.write_text(
+        json.dumps({"id": "w", "title": "作品", "text": work(310, 40)}, ensure_ascii=False),
+        "utf-8",
+    )
+    runner = CliRunner()
+    assert runner.invoke(main, [*base, "ingest", str(works)]).exit_code == 0
+    bad = runner.invoke(main, [*base, "index", "configure", "--weak-candidates", "-1"])
+    assert bad.exit_code == 2 and "weak_candidates must be a whole number from 0 to 64" in (
+        bad.output
+    )
+    ok = runner.invoke(
+        main, [*base, "index", "configure", "--min-hits", "3", "--weak-candidates", "0"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "min_hits 3, weak_candidates 0" in ok.output and "index rebuilt" not in ok.output
+    with Library.open(Settings(data_dir=data)) as lib:
+        options = lib.store.get_meta("engine:daguan:options")
+        assert (options["min_hits"], options["weak_candidates"]) == (3, 0)
+        eng = lib.engine("daguan")
+        assert (eng.min_hits, eng.weak_candidates) == (3, 0)
+        assert lib.index_health("daguan").state == "ok"  # nothing was rebuilt or lost

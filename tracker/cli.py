@@ -534,27 +534,55 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
     "passage that reads alike; less alike passages need more (default 85; raise it for "
     "libraries of templated text such as regulations). No index rebuild.",
 )
+@click.option(
+    "--min-hits",
+    type=int,
+    default=None,
+    help="Distinct window fingerprints a work must share with a suspect to be verified "
+    "(daguan, default 2). No index rebuild.",
+)
+@click.option(
+    "--weak-candidates",
+    type=int,
+    default=None,
+    help="Works sharing fewer fingerprints, but one no other work holds, still verified "
+    "per check (daguan, default 4; 0 turns it off). No index rebuild.",
+)
 @click.pass_context
 def index_configure(
     ctx: click.Context,
     engine: str | None,
     reference: Path | None,
     min_copied: int | None,
+    min_hits: int | None,
+    weak_candidates: int | None,
     **fields: Any,
 ) -> None:
     """Set the Daguan parameters / reference of this library, then rebuild its index;
-    or set the minimum copied length (--min-copied alone rebuilds nothing)."""
+    or set the query-time settings (--min-copied, --min-hits, --weak-candidates alone
+    rebuild nothing)."""
     from tracker.fingerprint import FingerprintParams, Reference
 
     with _open_library(ctx) as lib:
-        if min_copied is not None:
-            try:
+        query_time = (min_copied, min_hits, weak_candidates)
+        try:
+            if min_copied is not None:
                 lib.configure_matching(min_copied=min_copied)
-            except ValueError as exc:
-                raise click.UsageError(str(exc)) from None
-            click.echo(f"minimum copied length {min_copied} initials", err=True)
-            if reference is None and all(v is None for v in fields.values()):
-                return
+                click.echo(f"minimum copied length {min_copied} initials", err=True)
+            if min_hits is not None or weak_candidates is not None:
+                if (engine or "daguan") != "daguan":
+                    raise click.UsageError("--min-hits and --weak-candidates are daguan's")
+                now = lib.configure_candidates(min_hits=min_hits, weak_candidates=weak_candidates)
+                click.echo(
+                    f"daguan candidates: min_hits {now['min_hits']}, "
+                    f"weak_candidates {now['weak_candidates']}",
+                    err=True,
+                )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        nothing_to_rebuild = reference is None and all(v is None for v in fields.values())
+        if any(v is not None for v in query_time) and nothing_to_rebuild:
+            return
         name = engine or "daguan"
         if name != "daguan":
             raise click.UsageError("only the daguan engine has these parameters")

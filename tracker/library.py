@@ -191,6 +191,28 @@ class Library:
             self.store.put_fingerprints(mother.seq, name, fps.tobytes())
         return self.rebuild_index(name)
 
+    def configure_candidates(
+        self, *, min_hits: int | None = None, weak_candidates: int | None = None
+    ) -> dict[str, int]:
+        """Store daguan's query-time candidate options (``docs/ENGINES.md``, "Daguan's
+        candidate options"): nothing stored changes, so nothing is recomputed or rebuilt;
+        the next check uses them. ValueError, nothing stored, when one is out of range.
+        Returns the two values now in force."""
+        wanted = {"min_hits": (min_hits, 1, 64), "weak_candidates": (weak_candidates, 0, 64)}
+        options = dict(self.store.get_meta("engine:daguan:options") or {})
+        for key, (value, low, high) in wanted.items():
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(
+                    f"{key} must be a whole number from {low} to {high}, got {value!r}"
+                )
+            options[key] = value
+        self.store.set_meta("engine:daguan:options", options)
+        self._engines.pop("daguan", None)  # rebuilt with the new options on next use
+        eng = self.engine("daguan")
+        return {"min_hits": eng.min_hits, "weak_candidates": eng.weak_candidates}  # type: ignore[attr-defined]
+
     # -- verifier settings ----------------------------------------------------
     def min_copied(self) -> int:
         """The minimum copied length of this library (initials of the suspect a
