@@ -297,6 +297,19 @@ def run_size(
     res.ingest_rss_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     print(f"  ingest {res.ingest_seconds:.0f} s: {chars / res.ingest_seconds / 1e6:.2f} M chars/s")
 
+    measure(model, data, kept, per_kind, rng, res)
+    return res
+
+
+def measure(
+    model: BigramModel,
+    data: Path,
+    kept: dict[str, str],
+    per_kind: int,
+    rng: np.random.Generator,
+    res: SizeResult,
+) -> None:
+    """Index size and planted checks of the library in ``data`` (into ``res``)."""
     from tracker.config import Settings
     from tracker.library import Library
 
@@ -325,6 +338,33 @@ def run_size(
         res.check_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     finally:
         lib.close()
+
+
+def check_existing(
+    model: BigramModel,
+    folder: Path,
+    chars: int,
+    per_kind: int,
+    seed: int,
+    ingest_seconds: float,
+) -> SizeResult:
+    """Measure a library a kept run already built (``--keep``: ``folder/src`` and
+    ``folder/data``), e.g. after its ingest was timed and its index rebuilt. The works
+    suspects are planted from are the same as that run's (the same first draw of the
+    seed); the planted passages are drawn anew (seed + 1)."""
+    rng = np.random.default_rng(seed)
+    n_works = max(1, chars // WORK_CHARS)
+    keep_ids = rng.choice(n_works, size=min(per_kind * 4, n_works), replace=False).tolist()
+    wanted = {f"w{i:08d}" for i in keep_ids}
+    kept: dict[str, str] = {}
+    for path in sorted((folder / "src").glob("works-*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line[8:17] in wanted:  # '{"id": "w00001234"'
+                    doc = json.loads(line)
+                    kept[doc["id"]] = doc["text"]
+    res = SizeResult(chars=chars, works=n_works, ingest_seconds=ingest_seconds)
+    measure(model, folder / "data", kept, per_kind, np.random.default_rng(seed + 1), res)
     return res
 
 
@@ -376,6 +416,15 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work folder to keep (default: temp)")
     ap.add_argument("--no-write", action="store_true", help="print, do not update BENCHMARKS.md")
     ap.add_argument("--label", default="", help="what this run measures (goes into the heading)")
+    ap.add_argument(
+        "--check-existing",
+        type=Path,
+        default=None,
+        help="only measure the library a --keep run left in this folder (one size)",
+    )
+    ap.add_argument(
+        "--ingest-seconds", type=float, default=float("nan"), help="with --check-existing"
+    )
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -383,6 +432,13 @@ def main() -> None:
     took = time.perf_counter() - t0
     print(f"model: {len(model.vocab):,} chars, {len(model.nexts):,} bigrams ({took:.0f} s)")
     results: list[SizeResult] = []
+    if args.check_existing is not None:
+        chars = parse_size(args.sizes.split(",")[0])
+        res = check_existing(
+            model, args.check_existing, chars, args.per_kind, args.seed, args.ingest_seconds
+        )
+        print(table([res]))
+        return
     base = args.keep or Path(tempfile.mkdtemp(prefix="yinji-scale-"))
     try:
         for size in args.sizes.split(","):
