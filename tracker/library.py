@@ -469,7 +469,7 @@ class Library:
 
         def finish() -> None:
             for eng in todo:
-                if fresh[eng.name]:
+                if fresh.get(eng.name):
                     # A concurrent writer may have replaced (or someone deleted) one of
                     # these mothers between our store write and our index write, and
                     # removed the postings before we added them: take back what is no
