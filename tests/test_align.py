@@ -192,12 +192,10 @@ def test_a_stray_run_does_not_sink_a_passage() -> None:
     assert a.passages[0].mother_start == 1000 and a.passages[0].similarity > 0.9
 
 
-def test_shuffled_verse_between_narration_counts_by_fine_similarity() -> None:
-    # In the mother each couplet follows a line of narration the copy left out, so the
-    # copy's seeds cover well under 0.7 of the mother's span, while the passage reads
-    # alike letter by letter (issue #13: verse-shuffled-1000 of 红楼梦 chapter 50).
-    rng = random.Random(5)
-    couplets = [_han(rng, 5) + "，" + _han(rng, 5) + "。" for _ in range(24)]
+def _verse_between_narration(rng: random.Random, line: int) -> tuple[list[str], str]:
+    """24 couplets of ``line``-character lines and a mother that holds the first four
+    together, then each of the others after a line of narration."""
+    couplets = [_han(rng, line) + "，" + _han(rng, line) + "。" for _ in range(24)]
     narration = [_han(rng, 20) + "道：" for _ in range(24)]
     mother = (
         _han(rng, 300)
@@ -205,6 +203,15 @@ def test_shuffled_verse_between_narration_counts_by_fine_similarity() -> None:
         + "".join(n + c for n, c in zip(narration[4:], couplets[4:], strict=True))
         + _han(rng, 300)
     )
+    return couplets, mother
+
+
+def test_shuffled_verse_between_narration_counts_by_fine_similarity() -> None:
+    # In the mother each couplet follows a line of narration the copy left out, so the
+    # copy's seeds cover well under 0.7 of the mother's span, while the passage reads
+    # alike letter by letter (issue #13: verse-shuffled-1000 of 红楼梦 chapter 50).
+    rng = random.Random(5)
+    couplets, mother = _verse_between_narration(rng, 5)
     order = list(range(4, 24))
     random.Random(2).shuffle(order)
     body = "".join(couplets[:4]) + "".join(couplets[i] for i in order)
@@ -224,14 +231,7 @@ def test_few_seeds_are_not_enough_for_text_that_reads_unalike() -> None:
     # The same shape with every couplet written again with other words in it: fine
     # similarity falls, and the passage is not kept on fine similarity either.
     rng = random.Random(6)
-    couplets = [_han(rng, 7) + "，" + _han(rng, 7) + "。" for _ in range(24)]
-    narration = [_han(rng, 20) + "道：" for _ in range(24)]
-    mother = (
-        _han(rng, 300)
-        + "".join(couplets[:4])
-        + "".join(n + c for n, c in zip(narration[4:], couplets[4:], strict=True))
-        + _han(rng, 300)
-    )
+    couplets, mother = _verse_between_narration(rng, 7)
     loose = [c[:10] + _han(rng, 3) + c[13:] for c in couplets]
     order = list(range(4, 24))
     random.Random(2).shuffle(order)
