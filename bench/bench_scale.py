@@ -301,6 +301,9 @@ def run_size(
     return res
 
 
+WEAK_CANDIDATES: int | None = None  # --weak-candidates
+
+
 def measure(
     model: BigramModel,
     data: Path,
@@ -309,13 +312,16 @@ def measure(
     rng: np.random.Generator,
     res: SizeResult,
 ) -> None:
-    """Index size and planted checks of the library in ``data`` (into ``res``)."""
+    """Index size and planted checks of the library in ``data`` (into ``res``); with
+    ``WEAK_CANDIDATES`` set (``--weak-candidates``), daguan's option for the checks."""
     from tracker.config import Settings
     from tracker.library import Library
 
     settings = replace(Settings.from_env(), data_dir=data)
     lib = Library.open(settings)
     try:
+        if WEAK_CANDIDATES is not None:
+            lib.configure_candidates(weak_candidates=WEAK_CANDIDATES)
         stats = lib.index_stats()
         res.stats = stats
         eng_stats = next(iter(stats["engines"].values()), {})
@@ -425,7 +431,15 @@ def main() -> None:
     ap.add_argument(
         "--ingest-seconds", type=float, default=float("nan"), help="with --check-existing"
     )
+    ap.add_argument(
+        "--weak-candidates",
+        type=int,
+        default=None,
+        help="daguan's weak_candidates for the checks (default: the library's)",
+    )
     args = ap.parse_args()
+    global WEAK_CANDIDATES
+    WEAK_CANDIDATES = args.weak_candidates
 
     t0 = time.perf_counter()
     model = BigramModel.train(training_text())
