@@ -6,7 +6,7 @@ still align), in the manner of PAN text-alignment systems: seeds, extension,
 filtering.
 
 1. Seeds: every k-gram of initials (k=8 by default, 5 bits a letter packed in one
-   integer) shared by both texts, found by sorting, not by a Python loop.
+   integer) shared by both texts, found by sorting and searching, not by a Python loop.
 2. Runs: seeds on one diagonal (mother pos - suspect pos) with small gaps merge
    into runs: stretches copied in order.
 3. Passages: runs close in the suspect (``max_gap``) whose mother positions stay
@@ -151,28 +151,83 @@ def seeds(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All (suspect pos, mother pos) pairs with equal k-grams, sorted by diagonal then pos,
     with how often each pair's k-gram occurs in the mother."""
-    if mother.sorted_grams is None or mother.order is None:
-        mother.order = np.argsort(mother.grams, kind="stable")
-        mother.sorted_grams = mother.grams[mother.order]
     empty = np.zeros(0, np.int64)
     if suspect.grams.size == 0 or mother.grams.size == 0:
         return empty, empty, empty
+    if mother.sorted_grams is None and suspect.grams.size <= mother.grams.size:
+        # A mother met for the first time: sorting its grams (~1 ms for 20,000
+        # characters, most of a weak candidate's cost) buys less than scanning them
+        # once against the smaller suspect.
+        s_pos, m_pos, occ = _pairs_by_suspect(suspect, mother, max_occurrences)
+    else:
+        s_pos, m_pos, occ = _pairs_by_mother(suspect, mother, max_occurrences)
+    if s_pos.size == 0:
+        return empty, empty, empty
+    order = np.lexsort((s_pos, m_pos - s_pos))
+    return s_pos[order], m_pos[order], occ[order]
+
+
+def index_mother(mother: Prepared) -> None:
+    """Sort a mother's grams once, for a mother that will be aligned again (cached)."""
+    if mother.sorted_grams is None or mother.order is None:
+        mother.order = np.argsort(mother.grams, kind="stable")
+        mother.sorted_grams = mother.grams[mother.order]
+
+
+def _pairs_by_mother(
+    suspect: Prepared, mother: Prepared, max_occurrences: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``seeds``' pairs, unordered, by searching each suspect gram in the mother's
+    sorted grams."""
+    index_mother(mother)
+    assert mother.sorted_grams is not None and mother.order is not None
     lo = np.searchsorted(mother.sorted_grams, suspect.grams, side="left")
     hi = np.searchsorted(mother.sorted_grams, suspect.grams, side="right")
     count = hi - lo
     count[count > max_occurrences] = 0
     total = int(count.sum())
-    if total == 0:
-        return empty, empty, empty
-    s_pos = np.repeat(np.arange(suspect.grams.size, dtype=np.int64) + suspect.base, count)
     # Position within each suspect gram's range of equal mother grams.
     first = np.repeat(np.cumsum(count) - count, count)
     within = np.arange(total, dtype=np.int64) - first
+    s_pos = np.repeat(np.arange(suspect.grams.size, dtype=np.int64) + suspect.base, count)
     m_pos = mother.order[np.repeat(lo, count) + within].astype(np.int64)
-    occ = np.repeat(count, count).astype(np.int64)
-    diag = m_pos - s_pos
-    order = np.lexsort((s_pos, diag))
-    return s_pos[order], m_pos[order], occ[order]
+    return s_pos, m_pos, np.repeat(count, count).astype(np.int64)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _pairs_by_suspect(
+    suspect: Prepared, mother: Prepared, max_occurrences: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``seeds``' pairs, unordered, by searching the mother's grams in the suspect's
+    sorted grams; a bitmap of the suspect's grams passes only the few mother grams that
+    may match (a false pass is then refused by the search)."""
+    s_order = np.argsort(suspect.grams, kind="stable")
+    s_sorted = suspect.grams[s_order]
+    bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+    shift = np.uint64(64 - bits)
+    table = np.zeros(1 << bits, dtype=bool)
+    with np.errstate(over="ignore"):
+        table[(suspect.grams * _GOLDEN) >> shift] = True
+        maybe = np.flatnonzero(table[(mother.grams * _GOLDEN) >> shift])
+    grams = mother.grams[maybe]
+    lo = np.searchsorted(s_sorted, grams, side="left")
+    count = np.searchsorted(s_sorted, grams, side="right") - lo
+    hit = count > 0
+    m_at, grams, lo, count = maybe[hit], grams[hit], lo[hit], count[hit]
+    # Every occurrence of a shared gram in the mother is among the hits: counting them
+    # there is counting them in the mother.
+    _, which, per_gram = np.unique(grams, return_inverse=True, return_counts=True)
+    occ = per_gram[which.ravel()]
+    keep = occ <= max_occurrences
+    m_at, lo, count, occ = m_at[keep], lo[keep], count[keep], occ[keep]
+    total = int(count.sum())
+    first = np.repeat(np.cumsum(count) - count, count)
+    within = np.arange(total, dtype=np.int64) - first
+    s_pos = s_order[np.repeat(lo, count) + within].astype(np.int64) + suspect.base
+    m_pos = np.repeat(m_at, count).astype(np.int64)
+    return s_pos, m_pos, np.repeat(occ, count).astype(np.int64)
 
 
 def _runs(s_pos: np.ndarray, m_pos: np.ndarray, occ: np.ndarray, k: int) -> np.ndarray:

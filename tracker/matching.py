@@ -22,7 +22,7 @@ from threading import Lock
 
 import numpy as np
 
-from tracker.align import Alignment, AlignParams, Prepared, align_prepared, prepare
+from tracker.align import Alignment, AlignParams, Prepared, align_prepared, index_mother, prepare
 from tracker.engines.base import Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
@@ -91,8 +91,11 @@ class PreparedCache:
             hit = self._data.get(key)
             if hit is not None:
                 self._data.move_to_end(key)
-                return hit
-        prepared = prepare(mother.text, k, index=True)
+        if hit is not None:
+            # Aligned again: now sorting its grams pays (``tracker.align.seeds``).
+            index_mother(hit)
+            return hit
+        prepared = prepare(mother.text, k)
         with self._lock:
             self._data[key] = prepared
             while len(self._data) > self.maxsize:
