@@ -72,6 +72,8 @@ def _state(idx: Index[Any], redis: Any) -> Any:
         return ids.tolist(), fps.tolist()
     out = {}
     for key in redis.scan_iter(match=f"{PREFIX}:*"):
+        if key.endswith(b":version"):
+            continue  # counts writes (tried ones too), not what the index holds
         kind = redis.type(key)
         out[key] = redis.hgetall(key) if kind == b"hash" else redis.smembers(key)
     return out

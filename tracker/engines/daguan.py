@@ -53,6 +53,10 @@ class DaguanEngine(Engine):
         self.min_hits = min_hits
         self.weak_candidates = weak_candidates
         self.query_stride = query_stride
+        # Local copies of the index (``tracker.indexes.snapshot.SnapshotFolder``), set
+        # by the library: a lookup answers from the copy taken at the index's current
+        # version, if there is one, else from Redis.
+        self.snapshots: Any = None
 
     @property
     def window(self) -> int:
@@ -118,7 +122,8 @@ class DaguanEngine(Engine):
         # sparse mother window inside it meets a suspect window starting at its letter.
         dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
         fps, inverse = np.unique(dense.values, return_inverse=True)
-        fp_index, seqs, _stopped = self.index.lookup(fps)
+        found = self.snapshots.lookup(self.index, fps) if self.snapshots is not None else None
+        fp_index, seqs, _stopped = found if found is not None else self.index.lookup(fps)
         if seqs.size == 0:
             return None
         df_fp = np.bincount(fp_index, minlength=fps.size)

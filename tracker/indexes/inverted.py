@@ -36,6 +36,13 @@ was the cost), and check the layout first so that a reshard meanwhile is noticed
 the call redone. Adds and removes are idempotent, so a redelivered ingest task writes no
 duplicate posting.
 
+Versions: ``{prefix}:version`` (an ``epoch`` made at the first write, and ``n``) is
+raised before and after every write (adds, removes, reshards; clear removes it), so a reader that
+saw the same version twice saw no write in between, and a copy of the index taken at a
+version (``tracker.indexes.snapshot``) answers exactly as Redis does while the version
+stays. The epoch tells a Redis emptied and written again from the same ``n``; a Redis
+restarted from an older save brings back the version that its buckets had.
+
 Writes and reshards: a reshard marks the index as moving (``{prefix}:moving``, with a
 TTL it keeps refreshing, so a dead reshard frees writers within a minute), copies every
 bucket, switches the layout, then drops the old buckets. A write that landed in an old
@@ -50,8 +57,10 @@ that starts after that check copies buckets that already hold the write.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -396,6 +405,34 @@ class RedisInvertedIndex:
         """Exists while a reshard moves the buckets (value: the layout it moves to)."""
         return f"{self.prefix}:moving"
 
+    @property
+    def version_key(self) -> str:
+        """``epoch`` and ``n``: raised before and after every write (module docstring)."""
+        return f"{self.prefix}:version"
+
+    def version(self) -> str | None:
+        """The index's version (``epoch/n``), or None before its first write."""
+        epoch, n = self.redis.hmget(self.version_key, ["epoch", "n"])
+        if epoch is None:
+            return None
+        return f"{epoch.decode()}/{int(n or 0)}"
+
+    def _bump_version(self) -> None:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hsetnx(self.version_key, "epoch", uuid.uuid4().hex)
+        pipe.hincrby(self.version_key, "n", 1)
+        pipe.execute()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around a write: the version raised before (a reader taking the old version
+        after this no longer trusts a copy of it) and after (also when it failed)."""
+        self._bump_version()
+        try:
+            yield
+        finally:
+            self._bump_version()
+
     def wait_for_move(self, timeout: float = MOVE_WAIT_S) -> None:
         """Return once no reshard is moving this index's buckets (at once, usually)."""
         deadline = time.monotonic() + timeout
@@ -507,12 +544,13 @@ class RedisInvertedIndex:
             self.wait_for_move()
         self.refresh()
         self.redis.hsetnx(self.layout_key, "layout", self.layout)
-        if self._cluster:
-            replies = self._guarded_write(
-                self._add, items, lambda: [self.stop_df, self.field_bytes], chunk
-            )
-        else:
-            replies = self._add_sorted(items)
+        with self._writing():
+            if self._cluster:
+                replies = self._guarded_write(
+                    self._add, items, lambda: [self.stop_df, self.field_bytes], chunk
+                )
+            else:
+                replies = self._add_sorted(items)
         new_fields = sum(int(r[1]) for r in replies)
         if new_fields:
             self.redis.hincrby(self.layout_key, "fields", new_fields)
@@ -561,7 +599,10 @@ class RedisInvertedIndex:
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
-        replies = self._guarded_write(self._remove, list(items), lambda: [self.field_bytes], chunk)
+        with self._writing():
+            replies = self._guarded_write(
+                self._remove, list(items), lambda: [self.field_bytes], chunk
+            )
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
@@ -652,8 +693,11 @@ class RedisInvertedIndex:
     def clear(self) -> int:
         """Delete every bucket and the layout of this index; returns how many keys.
         The next writes start a new index at the initial layout."""
+        self._bump_version()  # a reader of the old version stops trusting copies of it
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
+        # The next write makes a new epoch: no copy of the cleared index matches it.
+        self.redis.delete(self.version_key)
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
         self.ident_bits, self.fmt = IDENTITY_BITS, FORMAT
         return n
@@ -712,16 +756,17 @@ class RedisInvertedIndex:
         old_fw, new_fw = field_width(old, old_ident), field_width(bits, ident)
         old_keys = [self.bucket_key(b, old, old_ident, self.fmt) for b in range(1 << old)]
         # Writers hold back (or redo) from here until the new layout is in place.
-        self.redis.set(self.moving_key, layout_name(bits, ident, FORMAT), px=MOVE_TTL_MS)
-        try:
-            self._copy_buckets(old_keys, old, old_ident, old_fw, bits, ident, new_fw, batch)
-            self._switch_layout(bits, ident)
-        finally:
-            self.redis.delete(self.moving_key)
-        pipe = self.redis.pipeline(transaction=False)
-        for key in old_keys:
-            pipe.unlink(key)
-        pipe.execute()
+        with self._writing():
+            self.redis.set(self.moving_key, layout_name(bits, ident, FORMAT), px=MOVE_TTL_MS)
+            try:
+                self._copy_buckets(old_keys, old, old_ident, old_fw, bits, ident, new_fw, batch)
+                self._switch_layout(bits, ident)
+            finally:
+                self.redis.delete(self.moving_key)
+            pipe = self.redis.pipeline(transaction=False)
+            for key in old_keys:
+                pipe.unlink(key)
+            pipe.execute()
         return bits
 
     def _switch_layout(self, bits: int, ident: int) -> None:
