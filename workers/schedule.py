@@ -1,4 +1,4 @@
-"""The beat schedule: four daily runs and an hourly one, set by environment variables.
+"""The beat schedule: four daily runs and two periodic ones, set by environment variables.
 
 - ``YINJI_RECRAWL_AT`` (default ``03:00``): ``recrawl_watchlist`` re-crawls every active
   watch-list URL, site and book.
@@ -15,6 +15,9 @@ And one periodic run:
 - ``YINJI_EVIDENCE_HEAD_MINUTES`` (default ``60``, 1 to 1440): ``publish_tree_head``
   signs a tree head of the evidence log when it has grown, timestamps it when
   ``YINJI_TSA_URL`` is set, and retries the timestamps still pending.
+- ``YINJI_SNAPSHOT_MINUTES`` (default ``10``; ``0``: never): ``refresh_snapshots`` takes
+  a new local copy of an index that changed since its last one (and holds at least
+  ``YINJI_SNAPSHOT_MIN_POSTINGS``), so checks look it up locally again.
 
 Times are in ``YINJI_TIMEZONE`` (default UTC). Run exactly one ``yinji beat``: two would
 send every run twice (harmless, the tasks are idempotent per run, but wasted work).
@@ -70,7 +73,7 @@ def beat_schedule(
     es = es or EvidenceSchedule.from_env()
     recrawl_h, recrawl_m = ws.recrawl_at
     check_h, check_m = ws.check_mothers_at
-    return {
+    schedule: dict[str, dict[str, Any]] = {
         "recrawl-watchlist": {
             "task": "yinji.crawl.recrawl_watchlist",
             "schedule": crontab(hour=recrawl_h, minute=recrawl_m),
@@ -92,3 +95,9 @@ def beat_schedule(
             "schedule": timedelta(minutes=es.head_minutes),
         },
     }
+    if ws.snapshot_minutes:
+        schedule["refresh-snapshots"] = {
+            "task": "yinji.index.refresh_snapshots",
+            "schedule": timedelta(minutes=ws.snapshot_minutes),
+        }
+    return schedule

@@ -27,3 +27,10 @@ def _rebuild(task: Task, engine: str | None) -> dict[str, Any]:
         "seconds": round(float(info["seconds"]), 3),
         "total": info["mothers"],
     }
+
+
+@shared_task(name="yinji.index.refresh_snapshots", **TASK_OPTIONS)
+def refresh_snapshots(self: Task) -> list[dict[str, Any]]:
+    """A fresh local copy of each index that changed and is big enough
+    (``Library.refresh_snapshots``; the beat sends it every ``YINJI_SNAPSHOT_MINUTES``)."""
+    return rt(self).library.refresh_snapshots()

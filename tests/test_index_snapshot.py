@@ -1,0 +1,227 @@
+"""Local copies of the inverted index (tracker/indexes/snapshot.py): they answer exactly
+as Redis does, and only while the index is at the version they were taken at."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from textgen import random_edits, work
+
+from tracker.cli import main
+from tracker.config import Settings
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
+from tracker.library import Library
+
+
+def _same(a: tuple[np.ndarray, np.ndarray, int], b: tuple[np.ndarray, np.ndarray, int]) -> bool:
+    return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
+
+
+def _filled_index(redis_client: Any) -> tuple[RedisInvertedIndex, np.ndarray]:
+    """An index with fields of one, two, three and more mothers, and stop markers."""
+    idx = RedisInvertedIndex(redis_client, "t:snap", bucket_bits=7, stop_df=4)
+    rng = np.random.default_rng(5)
+    shared = rng.integers(0, 2**63, 40, dtype=np.uint64)
+    items = []
+    for seq in range(1, 31):
+        own = rng.integers(0, 2**63, 300, dtype=np.uint64)
+        # shared[i] is held by the mothers seq % (i + 1) == 0: 30, 15, 10, ... of them.
+        common = shared[[i for i in range(40) if seq % (i + 1) == 0]]
+        items.append((seq, np.concatenate([own, common])))
+    idx.add(items)
+    absent = rng.integers(0, 2**63, 200, dtype=np.uint64)
+    query = np.unique(np.concatenate([shared, items[3][1][:50], items[17][1][:50], absent]))
+    return idx, query
+
+
+def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) -> None:
+    idx, query = _filled_index(redis_client)
+    from_redis = idx.lookup(query)
+    assert from_redis[2] > 0  # stop markers among them
+    assert np.bincount(from_redis[0]).max() >= 3  # fields of several mothers
+    info = take_snapshot(idx, tmp_path)
+    assert info.postings == idx.stats()["postings"]
+    assert info.stopped == idx.stats()["stop_fingerprints"]
+    snaps = SnapshotFolder(tmp_path)
+    got = snaps.lookup(idx, query)
+    assert got is not None and _same(got, from_redis)
+    # Every stored fingerprint, one at a time and all at once.
+    assert _same(snaps.lookup(idx, query[:1]), idx.lookup(query[:1]))  # type: ignore[arg-type]
+    empty = snaps.lookup(idx, np.zeros(0, np.uint64))
+    assert empty is not None and empty[0].size == 0
+
+
+def test_a_write_makes_the_snapshot_stale_until_the_next(redis_client: Any, tmp_path: Path) -> None:
+    idx, query = _filled_index(redis_client)
+    assert idx.version() is not None
+    take_snapshot(idx, tmp_path)
+    snaps = SnapshotFolder(tmp_path)
+    assert snaps.current(idx) is not None
+    before = idx.version()
+    # An add that changes nothing still counts as a write: copies are not trusted.
+    idx.add([(3, np.zeros(0, np.uint64))])
+    assert idx.version() != before
+    assert snaps.current(idx) is None and snaps.lookup(idx, query) is None
+    assert snaps.state(idx)["state"] == "stale"
+    info = take_snapshot(idx, tmp_path)
+    assert snaps.current(idx) is not None
+    assert [p.name for p in tmp_path.iterdir()] == [info.path.name]  # the old one deleted
+    new_fp = np.array([12345], dtype=np.uint64)
+    idx.add([(99, new_fp)])
+    assert snaps.current(idx) is None
+    idx.remove([(99, new_fp)])
+    assert snaps.current(idx) is None
+    idx.reshard(8)
+    assert snaps.current(idx) is None
+
+
+def test_an_index_cleared_and_written_again_never_matches_an_old_copy(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    idx = RedisInvertedIndex(redis_client, "t:snap2", bucket_bits=6)
+    assert idx.version() is None
+    idx.add([(1, np.array([1, 2, 3], dtype=np.uint64))])
+    old = take_snapshot(idx, tmp_path)
+    idx.clear()
+    assert idx.version() is None
+    idx.add([(2, np.array([4, 5, 6], dtype=np.uint64))])
+    # The same count of writes since the start, another epoch.
+    assert idx.version() is not None and idx.version() != old.version
+    assert idx.version().split("/")[1] == old.version.split("/")[1]  # type: ignore[union-attr]
+    assert SnapshotFolder(tmp_path).current(idx) is None
+    with pytest.raises(ValueError, match="holds nothing"):
+        take_snapshot(RedisInvertedIndex(redis_client, "t:none"), tmp_path)
+
+
+def test_a_write_during_the_copy_is_noticed(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracker.indexes.snapshot as snapshot
+
+    idx, _ = _filled_index(redis_client)
+    real_copy = snapshot._copy
+    calls = []
+
+    def copy_racing_a_write(index: RedisInvertedIndex, batch: int) -> Any:
+        got = real_copy(index, batch)
+        calls.append(1)
+        if len(calls) == 1:  # a writer lands after the buckets were read
+            index.add([(77, np.array([424242], dtype=np.uint64))])
+        return got
+
+    monkeypatch.setattr(snapshot, "_copy", copy_racing_a_write)
+    info = take_snapshot(idx, tmp_path)
+    assert len(calls) == 2 and info.version == idx.version()
+    got = SnapshotFolder(tmp_path).lookup(idx, np.array([424242], dtype=np.uint64))
+    assert got is not None and got[1].tolist() == [77]
+
+    monkeypatch.setattr(
+        snapshot,
+        "_copy",
+        lambda index, batch: (index.add([(78, np.array([1], np.uint64))]), real_copy(index, batch))[
+            1
+        ],
+    )
+    with pytest.raises(RuntimeError, match="written to during"):
+        take_snapshot(idx, tmp_path / "other")
+
+
+def _match(m: Any) -> dict[str, Any]:
+    """What a match says, without when it was made."""
+    d = dataclasses.asdict(m)
+    return {k: v for k, v in d.items() if k not in ("created_at", "updated_at")}
+
+
+def _library(tmp_path: Path) -> Library:
+    return Library.open(Settings(data_dir=tmp_path / "data"))
+
+
+def test_checks_answer_the_same_from_a_snapshot_and_use_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracker.library import Document
+
+    works = {f"w{i}": work(100 + i, 30) for i in range(6)}
+    suspects = [
+        works["w1"][200:1400],
+        "外面的话。" + random_edits(works["w4"][100:900], 0.05) + "不相干的结尾。",
+        work(999, 20),
+    ]
+    with _library(tmp_path) as lib:
+        lib.ingest(Document(id=k, title=k, text=v) for k, v in works.items())
+        from_redis = [lib.check_text(s).matches for s in suspects]
+        assert {m.mother_id for m in from_redis[0]} == {"w1"}
+        info = lib.snapshot_index()
+        assert info["postings"] > 0 and Path(info["path"]).is_dir()
+        stats = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert stats["state"] == "current" and stats["postings"] == info["postings"]
+        eng = lib.engine()
+
+        def no_redis(fps: Any) -> Any:
+            raise AssertionError("looked up in Redis while a current snapshot exists")
+
+        monkeypatch.setattr(eng.index, "lookup", no_redis)  # type: ignore[attr-defined]
+        from_snapshot = [lib.check_text(s).matches for s in suspects]
+        assert [[_match(m) for m in r] for r in from_snapshot] == [
+            [_match(m) for m in r] for r in from_redis
+        ]
+        monkeypatch.undo()
+        # A work ingested after the snapshot is found (Redis answers again).
+        lib.ingest([Document(id="late", title="late", text=work(555, 30))])
+        assert lib.index_stats()["engines"]["daguan"]["snapshot"]["state"] == "stale"
+        found = lib.check_text(work(555, 30)[300:1500]).matches
+        assert [m.mother_id for m in found] == ["late"]
+
+
+def test_refresh_takes_a_snapshot_only_when_big_enough_and_changed(tmp_path: Path) -> None:
+    from tracker.library import Document
+
+    with _library(tmp_path) as lib:
+        lib.ingest([Document(id="a", title="a", text=work(1, 30))])
+        (skipped,) = lib.refresh_snapshots()
+        assert "postings <" in skipped["skipped"]  # below YINJI_SNAPSHOT_MIN_POSTINGS
+        (taken,) = lib.refresh_snapshots(min_postings=0)
+        assert taken["postings"] > 0
+        (again,) = lib.refresh_snapshots(min_postings=0)
+        assert again == {"engine": "daguan", "skipped": "the snapshot is current"}
+
+
+def test_cli_snapshot_and_stats(tmp_path: Path) -> None:
+    lib_file = tmp_path / "lib.jsonl"
+    lib_file.write_text(
+        json.dumps({"id": "w", "title": "作品", "text": work(7, 30)}, ensure_ascii=False),
+        encoding="utf-8",
+    )
+    data = ["--data-dir", str(tmp_path / "data")]
+    runner = CliRunner()
+    assert runner.invoke(main, [*data, "ingest", str(lib_file)]).exit_code == 0
+    stats = json.loads(runner.invoke(main, [*data, "index", "stats"]).stdout)
+    assert stats["engines"]["daguan"]["snapshot"]["state"] == "none"
+    out = runner.invoke(main, [*data, "index", "snapshot"])
+    assert out.exit_code == 0, out.output
+    info = json.loads(out.stdout)
+    assert info["engine"] == "daguan" and info["postings"] > 0
+    assert "索引快照已建立" in out.stderr
+    stats = json.loads(runner.invoke(main, [*data, "index", "stats"]).stdout)
+    assert stats["engines"]["daguan"]["snapshot"]["state"] == "current"
+    out = runner.invoke(main, [*data, "index", "snapshot", "--engine", "simhash"])
+    assert out.exit_code != 0 and "no local copies" in out.output
+
+
+def test_beat_refreshes_snapshots_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import timedelta
+
+    from workers.schedule import beat_schedule
+
+    entry = beat_schedule()["refresh-snapshots"]
+    assert entry["task"] == "yinji.index.refresh_snapshots"
+    assert entry["schedule"] == timedelta(minutes=10)
+    monkeypatch.setenv("YINJI_SNAPSHOT_MINUTES", "0")
+    assert "refresh-snapshots" not in beat_schedule()
