@@ -320,6 +320,12 @@ class Library:
         expected_chars: int = 0,
     ) -> None:
         writer = _IndexWriter(expected_chars)
+        # An engine whose index is empty now gets this whole ingest in one bulk load at
+        # the end (later flushes would meet existing buckets: the slower merge path).
+        for e in engines:
+            loader = e.bulk_loader(_IndexWriter.bulk_folder(self.settings))
+            if loader is not None:
+                writer.loaders[e.name] = loader
         try:
             self._ingest_each(documents, engines, report, batch_size, progress, mark, writer)
         finally:
@@ -448,12 +454,19 @@ class Library:
         # (characters of these writes, characters still to come): sizes a growing index
         # once, at its final bucket count.
         batch_chars = (0, 0)
+        bulk: dict[str, Any] = {}
         if writer is not None:
+            for name, loader in writer.loaders.items():
+                loader.extend(fresh.pop(name, None) or [])
             writer.collect(stale, fresh)
-            if not flush and writer.pending < writer.flush_postings:
+            if flush:
+                bulk, writer.loaders = writer.loaders, {}
+            elif writer.pending < writer.flush_postings:
                 return
             stale, fresh, batch_chars = writer.pending_writes()
         todo = [e for e in engines if stale.get(e.name) or fresh.get(e.name)]
+        if bulk:
+            self._bulk_writes([e for e in engines if e.name in bulk], bulk, writer)
         if not todo:
             return
 
@@ -487,6 +500,44 @@ class Library:
             finish()
         else:
             writer.submit(job, finish)
+
+    def _bulk_writes(
+        self, engines: list[Engine], loaders: dict[str, Any], writer: _IndexWriter | None
+    ) -> None:
+        """The end of an ingest into an empty index: everything gathered loaded at once
+        (in the writer's thread), then, as after every index write, postings of mothers
+        replaced meanwhile taken back and the index's generation raised."""
+
+        def job() -> None:
+            try:
+                for eng in engines:
+                    loaders[eng.name].finish()
+            except BaseException:  # no finish() follows: the spill files go now
+                for loader in loaders.values():
+                    loader.close()
+                raise
+
+        def finish() -> None:
+            try:
+                for eng in engines:
+                    loader = loaders[eng.name]
+                    current = self.store.current_seqs(loader.seqs)
+                    loader.take_back({seq for seq in loader.seqs if seq not in current})
+                    self.tracker.bump(eng.name)
+            finally:
+                for loader in loaders.values():
+                    loader.close()
+
+        if writer is None:
+            job()
+            finish()
+            return
+        try:
+            writer.submit(job, finish)
+        except BaseException:
+            for loader in loaders.values():
+                loader.close()
+            raise
 
     def _grow_index(self, eng: Engine, extra: int = 0) -> None:
         """Before adding about ``extra`` fingerprints: reshard an index whose buckets
@@ -553,7 +604,14 @@ class Library:
             total = self.store.count_mothers()
             done = 0
             batch: list[tuple[int, np.ndarray]] = []
-            for mother in self.store.iter_mothers():
+            loader = eng.bulk_loader(_IndexWriter.bulk_folder(self.settings))
+            if loader is not None:
+                try:
+                    done = self._rebuild_bulk(eng, loader, total, refresh, progress)
+                finally:
+                    loader.close()
+            mothers = self.store.iter_mothers() if loader is None else iter(())
+            for mother in mothers:
                 blob = self.store.get_fingerprints(mother.seq, eng.name)
                 if blob is None:
                     fps = eng.mother_fingerprints(mother.text)
@@ -579,6 +637,44 @@ class Library:
             self.tracker.finish_rebuild(eng.name, dead_before)
         self._verified[eng.name] = time.monotonic()
         return {"engine": eng.name, "mothers": done, "seconds": time.perf_counter() - started}
+
+    def _rebuild_bulk(
+        self,
+        eng: Engine,
+        loader: Any,
+        total: int,
+        refresh: Callable[[], None],
+        progress: Progress | None,
+    ) -> int:
+        """``rebuild_index`` into the cleared index through a bulk loader: the stored
+        fingerprints read without the texts (computed, and stored, for a mother that has
+        none), gathered, then loaded once, sized from their exact count. Returns how
+        many mothers."""
+        done = 0
+        batch: list[tuple[int, np.ndarray]] = []
+        for seq, blob in self.store.iter_fingerprints(eng.name):
+            if blob is None:
+                mother = self.store.get_mothers_by_seq([seq]).get(seq)
+                if mother is None:
+                    continue  # deleted meanwhile
+                fps = eng.mother_fingerprints(mother.text)
+                self.store.put_fingerprints(seq, eng.name, fps.tobytes())
+            else:
+                fps = eng.from_bytes(blob)
+            batch.append((seq, fps))
+            if len(batch) >= 256:
+                loader.extend(batch)
+                refresh()
+                done += len(batch)
+                batch = []
+                if progress:
+                    progress(done, total)
+        loader.extend(batch)
+        done += len(batch)
+        loader.finish(refresh)
+        if progress and batch:
+            progress(done, total)
+        return done
 
     # -- index health -----------------------------------------------------------------
     def index_health(self, engine: str | None = None) -> Health:
@@ -1093,6 +1189,17 @@ class _IndexWriter:
         self._stale: dict[str, list[tuple[int, np.ndarray]]] = {}
         self._fresh: dict[str, list[tuple[int, np.ndarray]]] = {}
         self._chars = 0
+        self.loaders: dict[str, Any] = {}  # engine -> its bulk loader (an empty index)
+
+    @staticmethod
+    def bulk_folder(settings: Settings) -> Path:
+        """A new folder for a bulk load's spill files: under the data folder (big enough
+        for the store, hence for 12 bytes a posting), else the system's temp folder. The
+        folder itself is made only when a load spills."""
+        base = Path(settings.data_dir)
+        if not os.access(base if base.exists() else base.parent, os.W_OK):
+            base = Path(tempfile.gettempdir())
+        return base / f".bulk-{os.getpid()}-{time.monotonic_ns()}"
 
     def collect(
         self,
@@ -1144,6 +1251,9 @@ class _IndexWriter:
             self.drain()
         finally:
             self._pool.shutdown(wait=True)
+            for loader in self.loaders.values():  # an ingest that never flushed
+                loader.close()
+            self.loaders = {}
 
 
 @contextlib.contextmanager

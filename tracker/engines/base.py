@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,6 +98,12 @@ class Engine(ABC):
         """Delete every key of this engine's index (all of them start with ``base``), and
         no other key."""
         delete_matching(self.redis, f"{self.base}:*")
+
+    def bulk_loader(self, folder: Path) -> Any | None:
+        """An object gathering ``(seq, fingerprints)`` (``extend``) to load them all at
+        once (``finish``, ``take_back``, ``close``) when the index is empty and the
+        engine can load in bulk; None (the default): ``add`` as they come."""
+        return None
 
     @abstractmethod
     def stats(self) -> dict[str, Any]:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
-from tracker.indexes.inverted import RESHARD_FIELDS, RedisInvertedIndex, bits_for
+from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 
 
 class DaguanEngine(Engine):
@@ -144,6 +145,11 @@ class DaguanEngine(Engine):
             "keys": stats["buckets"] + int(self.redis.exists(self.index.layout_key)),
             **stats,
         }
+
+    def bulk_loader(self, folder: Path) -> BulkLoader | None:
+        """A bulk loader (``tracker.indexes.inverted.BulkLoader``, temporary files under
+        ``folder``) when the index is empty, else None (the add path)."""
+        return BulkLoader(self.index, folder) if self.index.is_empty() else None
 
 
 @dataclass

@@ -58,9 +58,13 @@ that starts after that check copies buckets that already hold the write.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -294,6 +298,134 @@ return {n, nf}
 """
 )
 
+# Bulk loading (``RedisInvertedIndex.load``): the client sends each field with its FINAL
+# value (the batch's seqs of that field, encoded as _CODEC writes them, a stop marker
+# past stop_df), grouped by bucket. A bucket that does not exist yet is written whole by
+# HSETs of up to 2,000 fields (no HMGET, no merge: ~2.5x less server time a posting than
+# the add path); a bucket that exists (another writer came first, or the index was not
+# empty) is merged field by field exactly as an add of the same seqs would. n counts the
+# postings a value holds (a stop marker: stop_df + 1, as add counts up to the stop).
+_FILL_CORE = (
+    _CODEC
+    + """
+local n, nf = 0, 0
+local function nseq(v)
+  if v == '\\0' then return stop_df + 1 end
+  if FMT == 2 and #v < 12 then
+    if #v == 9 and string.byte(v, 1) == 1 then return 2 end
+    return 1
+  end
+  return #v / 4
+end
+local function fill(key, fl, vl)
+  if redis.call('EXISTS', key) == 0 then
+    for a = 1, #fl, 2000 do
+      local out = {}
+      for i = a, math.min(a + 1999, #fl) do
+        out[#out + 1] = fl[i]; out[#out + 1] = vl[i]
+        n = n + nseq(vl[i])
+      end
+      redis.call('HSET', key, unpack(out))
+    end
+    nf = nf + #fl
+    return
+  end
+  for a = 1, #fl, 2000 do
+    local part = {}
+    for i = a, math.min(a + 1999, #fl) do part[#part + 1] = fl[i] end
+    local vals = redis.call('HMGET', key, unpack(part))
+    local out = {}
+    for j = 1, #part do
+      local v, w = vals[j], vl[a + j - 1]
+      if not v then
+        nf = nf + 1; n = n + nseq(w)
+        out[#out + 1] = part[j]; out[#out + 1] = w
+      elseif w == '\\0' then
+        -- More than stop_df seqs came: with any stored ones, still more.
+        local cur = decode(v)
+        if cur then
+          n = n + stop_df + 1 - #cur
+          out[#out + 1] = part[j]; out[#out + 1] = '\\0'
+        end
+      else
+        local m, added = merge(v, decode(w), stop_df)
+        n = n + added
+        if m then out[#out + 1] = part[j]; out[#out + 1] = m end
+      end
+    end
+    if #out > 0 then redis.call('HSET', key, unpack(out)) end
+  end
+end
+"""
+)
+
+# Single server: many buckets a call, keys named in the script, guarded like
+# _ADD_MANY_SCRIPT ({-1}: the layout changed, {-2}: a reshard moves the buckets). ARGV:
+# layout, stop_df, field width, key prefix, records (uint32 LE bucket, field, value
+# length byte, value) sorted by bucket, a bucket's records all in one call; the field
+# count is raised in the same call.
+_FILL_MANY_SCRIPT = (
+    """
+local stored = redis.call('HGET', KEYS[1], 'layout')
+if stored and stored ~= ARGV[1] then return {-1, 0} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {-2, 0} end
+local stop_df = tonumber(ARGV[2])
+local fw = tonumber(ARGV[3])
+local prefix = ARGV[4]
+local blob = ARGV[5]
+"""
+    + _FILL_CORE
+    + """
+local i, len = 1, #blob
+local cur, fl, vl = nil, {}, {}
+while i <= len do
+  local b = string.sub(blob, i, i + 3)
+  if b ~= cur then
+    if cur then fill(prefix .. struct.unpack('<I4', cur), fl, vl) end
+    cur = b; fl = {}; vl = {}
+  end
+  local vn = string.byte(blob, i + 4 + fw)
+  fl[#fl + 1] = string.sub(blob, i + 4, i + 3 + fw)
+  vl[#vl + 1] = string.sub(blob, i + 5 + fw, i + 4 + fw + vn)
+  i = i + 5 + fw + vn
+end
+if cur then fill(prefix .. struct.unpack('<I4', cur), fl, vl) end
+if nf > 0 then redis.call('HINCRBY', KEYS[1], 'fields', nf) end
+return {n, nf}
+"""
+)
+
+# Redis Cluster: one bucket (its declared key) a call. ARGV: stop_df, field width,
+# records (field, value length byte, value).
+_FILL_SCRIPT = (
+    """
+local stop_df = tonumber(ARGV[1])
+local fw = tonumber(ARGV[2])
+local blob = ARGV[3]
+"""
+    + _FILL_CORE
+    + """
+local i, len = 1, #blob
+local fl, vl = {}, {}
+while i <= len do
+  local vn = string.byte(blob, i + fw)
+  fl[#fl + 1] = string.sub(blob, i, i + fw - 1)
+  vl[#vl + 1] = string.sub(blob, i + fw + 1, i + fw + vn)
+  i = i + fw + 1 + vn
+end
+fill(KEYS[1], fl, vl)
+return {n, nf}
+"""
+)
+
+# Sizes an empty index (no field counted) for a bulk load: sets the layout unless a
+# writer counted fields meanwhile (single server; a load raises the count in its call).
+_SIZE_SCRIPT = """
+if tonumber(redis.call('HGET', KEYS[1], 'fields') or '0') > 0 then return 0 end
+redis.call('HSET', KEYS[1], 'layout', ARGV[1])
+return 1
+"""
+
 # The whole query in one call, keys named inside the script: packing ~2,000 key names
 # and arguments in redis-py cost more than the lookups themselves. ARGV: the layout the
 # client assumed (a reshard since is answered with the stored one, and the client
@@ -366,6 +498,23 @@ def bits_for(fields: int) -> int:
     return bits
 
 
+@dataclass
+class Pairs:
+    """(identity, seq) postings, identities of ``IDENTITY_BITS`` (a bulk load's unit)."""
+
+    ident: np.ndarray
+    seqs: np.ndarray
+
+
+def _scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
+    """``out[starts[i]:starts[i] + lengths[i]]`` = the i-th run of ``data`` (the runs one
+    after the other), for every i at once."""
+    if not data.size:
+        return
+    first = np.cumsum(lengths) - lengths
+    out[np.repeat(starts - first, lengths) + np.arange(data.size)] = data
+
+
 class RedisInvertedIndex:
     """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes.
 
@@ -393,6 +542,9 @@ class RedisInvertedIndex:
         self._add_many = redis.register_script(_ADD_MANY_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
+        self._fill_many = redis.register_script(_FILL_MANY_SCRIPT)
+        self._fill = redis.register_script(_FILL_SCRIPT)
+        self._size = redis.register_script(_SIZE_SCRIPT)
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
@@ -508,11 +660,16 @@ class RedisInvertedIndex:
         return split_identity(ident, self.bucket_bits, self.ident_bits)
 
     # -- writes ---------------------------------------------------------------
-    def _grouped(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[int, bytes]:
+    def _grouped(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> dict[int, bytes]:
         """bucket -> its postings packed as (field, 4-byte seq) records."""
         bucket_parts: list[np.ndarray] = []
         field_parts: list[np.ndarray] = []
         seq_parts: list[np.ndarray] = []
+        if isinstance(items, Pairs):  # (identity, seq) pairs, as a bulk load gathers them
+            b, f = split_identity(items.ident, self.bucket_bits, self.ident_bits)
+            bucket_parts, field_parts = [b], [f]
+            seq_parts = [items.seqs.astype("<u4")]
+            items = ()
         for seq, fps in items:
             uniq = np.unique(np.asarray(fps, dtype=np.uint64))
             if uniq.size == 0:
@@ -521,7 +678,7 @@ class RedisInvertedIndex:
             bucket_parts.append(b)
             field_parts.append(f)
             seq_parts.append(np.full(uniq.size, seq, dtype="<u4"))
-        if not bucket_parts:
+        if not bucket_parts or not bucket_parts[0].size:
             return {}
         buckets = np.concatenate(bucket_parts)
         order = np.argsort(buckets, kind="stable")
@@ -597,6 +754,212 @@ class RedisInvertedIndex:
         rec[:, 4 + fw :] = np.concatenate(parts_s)[order].view(np.uint8).reshape(-1, 4)
         return rec.tobytes(), fw + 8
 
+    # -- bulk loads -------------------------------------------------------------
+    def identities(self, fps: np.ndarray) -> np.ndarray:
+        """The ``IDENTITY_BITS``-bit identities of fingerprints (what a bulk load groups
+        by; independent of the bucket count)."""
+        return mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - IDENTITY_BITS)
+
+    def is_empty(self) -> bool:
+        """No field counted and no bucket under this prefix (the scan stops at the first
+        key found, so it is cheap on a full index too)."""
+        if self.fields_estimate():
+            return False
+        for _ in self.redis.scan_iter(match=f"{self.prefix}:b*", count=1000):
+            return False
+        return True
+
+    def load(
+        self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000, size: bool = True
+    ) -> int:
+        """Add postings ``(seq, fingerprints)`` as ``add`` does (same result, byte for
+        byte, as adding them in this order), grouped here by fingerprint so that each
+        field is written once with its final value and a bucket that does not exist yet
+        in one HSET (``_FILL_CORE``). ``size``: an empty index first takes the bucket
+        count that its distinct fingerprints call for (``bits_for``), so nothing is
+        resharded later. Returns how many postings were new."""
+        items = list(items)
+        self.refresh()
+        if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS:
+            return self.add(items, chunk=chunk)  # an old index: written as it is
+        parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
+        parts = [(seq, fps) for seq, fps in parts if fps.size]
+        if not parts:
+            return 0
+        ident = np.concatenate([self.identities(fps) for _, fps in parts])
+        seqs = np.concatenate([np.full(fps.size, seq, dtype=np.uint32) for seq, fps in parts])
+        return self.load_pairs(ident, seqs, chunk=chunk, size=size)
+
+    def load_pairs(
+        self, ident: np.ndarray, seqs: np.ndarray, *, chunk: int = 2000, size: bool = True
+    ) -> int:
+        """``load`` of (identity, seq) pairs in arrival order (a field's seqs are stored
+        in that order, as adds in that order store them)."""
+        if ident.size == 0:
+            return 0
+        order = np.argsort(ident, kind="stable")
+        ident, seqs = ident[order], seqs[order].astype(np.uint32)
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
+        groups = ident[starts]
+        vlen, vdata = self._fill_values(seqs, starts)
+        del order, ident
+        if size:
+            self.size_for(groups.size)
+        if not self._cluster:
+            self.wait_for_move()
+        new_fields = 0
+        with self._writing():
+            for _ in range(5):
+                self.refresh()
+                if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS:
+                    raise RuntimeError(f"index {self.prefix} is in an old layout: reshard it")
+                self.redis.hsetnx(self.layout_key, "layout", self.layout)
+                used = self.layout
+                if self._cluster:
+                    replies = self._fill_buckets(groups, vlen, vdata, chunk)
+                    if self._layout_held(used):
+                        new_fields = sum(int(r[1]) for r in replies)
+                        break
+                else:
+                    replies = self._fill_sorted(groups, vlen, vdata)
+                    if all(int(r[0]) >= 0 for r in replies):
+                        break  # (the script counted its fields)
+                    self.wait_for_move()  # resharded meanwhile: redo all (idempotent)
+            else:
+                raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
+        if new_fields:
+            self.redis.hincrby(self.layout_key, "fields", new_fields)
+        return sum(int(r[0]) for r in replies)
+
+    def size_for(self, fields: int) -> int:
+        """Before a bulk load of ``fields`` distinct identities into an EMPTY index: the
+        layout set to ``bits_for(fields)`` buckets (format 2) unless a writer counted
+        fields meanwhile. An index that is not empty keeps its layout. The bits."""
+        bits = bits_for(fields)
+        if (bits, IDENTITY_BITS, FORMAT) == (self.refresh(), self.ident_bits, self.fmt):
+            return bits
+        if not self.is_empty():
+            return self.bucket_bits
+        name = layout_name(bits, IDENTITY_BITS, FORMAT)
+        with self._writing():
+            if self._cluster:  # layout and buckets on different nodes: checked above
+                self.redis.hset(self.layout_key, "layout", name)
+            else:
+                self._size(keys=[self.layout_key], args=[name])
+        return self.refresh()
+
+    def _fill_values(self, seqs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
+        (lengths, the values' bytes one after the other). Single seqs (most fields)
+        as decimal digits, made with numpy; the others through ``encode_value``."""
+        counts = np.diff(np.append(starts, seqs.size))
+        single = counts == 1
+        ones = seqs[starts[single]].astype(np.uint64)
+        nd = np.ones(ones.size, dtype=np.int64)
+        for k in range(1, 10):
+            nd += ones >= np.uint64(10**k)
+        digits = np.empty((ones.size, 10), dtype=np.uint8)  # right-aligned, MSB first
+        x = ones.copy()
+        for j in range(9, -1, -1):
+            digits[:, j] = (x % np.uint64(10)).astype(np.uint8) + 48
+            x //= np.uint64(10)
+        one_bytes = digits[np.arange(10) >= (10 - nd)[:, None]]
+        many_at = np.flatnonzero(~single)
+        many: list[bytes] = []
+        raw = seqs.astype("<u4").tobytes()
+        for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
+            got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
+            kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
+            many.append(STOP if len(kept) > self.stop_df else encode_value(kept, FORMAT))
+        vlen = np.empty(starts.size, dtype=np.int64)
+        vlen[single] = nd
+        vlen[many_at] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
+        vstart = np.cumsum(vlen) - vlen
+        vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
+        _scatter(vdata, vstart[single], nd, one_bytes)
+        _scatter(vdata, vstart[many_at], vlen[many_at], np.frombuffer(b"".join(many), np.uint8))
+        return vlen, vdata
+
+    def _fill_records(
+        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, with_bucket: bool
+    ) -> tuple[np.ndarray, bytes, np.ndarray]:
+        """(buckets, records, each record's byte offset) for the current layout: records
+        of ([uint32 LE bucket,] field, value length byte, value), in identity order."""
+        buckets, fields = split_identity(groups, self.bucket_bits, self.ident_bits)
+        fw = self.field_bytes
+        head = fw + 1 + (4 if with_bucket else 0)
+        size = head + vlen
+        off = np.cumsum(size) - size
+        buf = np.empty(int(size.sum()), dtype=np.uint8)
+        col = 0
+        if with_bucket:
+            b4 = buckets.astype("<u4").view(np.uint8).reshape(-1, 4)
+            for c in range(4):
+                buf[off + c] = b4[:, c]
+            col = 4
+        packed = pack_fields(fields, fw)
+        for c in range(fw):
+            buf[off + col + c] = packed[:, c]
+        buf[off + col + fw] = vlen.astype(np.uint8)
+        _scatter(buf, off + head, vlen, vdata)
+        return buckets, buf.tobytes(), off
+
+    def _fill_sorted(
+        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, per_call: int = 32_768
+    ) -> list[Any]:
+        """Single server: ``_FILL_MANY_SCRIPT`` calls of about ``per_call`` fields, each
+        bucket within one call, pipelined."""
+        buckets, blob, off = self._fill_records(groups, vlen, vdata, with_bucket=True)
+        firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
+        cuts = firsts[np.searchsorted(firsts, np.arange(per_call, groups.size, per_call))]
+        bounds = [0, *sorted({int(c) for c in cuts if c > 0}), groups.size]
+        ends = np.append(off, len(blob))
+        keys = [self.layout_key, self.moving_key]
+        args = [self.layout, self.stop_df, self.field_bytes, self.key_prefix()]
+        pipe = self.redis.pipeline(transaction=False)
+        for a, z in itertools.pairwise(bounds):
+            part = blob[int(ends[a]) : int(ends[z])]
+            self._fill_many(keys=keys, args=[*args, part, self.fmt], client=pipe)
+        return list(pipe.execute())
+
+    def _fill_buckets(
+        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
+    ) -> list[Any]:
+        """Redis Cluster: one ``_FILL_SCRIPT`` EVAL per bucket, ``chunk`` per pipeline."""
+        buckets, blob, off = self._fill_records(groups, vlen, vdata, with_bucket=False)
+        firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
+        ends = np.append(off, len(blob))
+        bounds = [*firsts.tolist(), groups.size]
+        args = [self.stop_df, self.field_bytes]
+        replies: list[Any] = []
+        pipe = self.redis.pipeline(transaction=False)
+        pending = 0
+        for a, z in itertools.pairwise(bounds):
+            key = self.bucket_key(int(buckets[a]))
+            part = blob[int(ends[a]) : int(ends[z])]
+            pipe.execute_command("EVAL", self._fill.script, 1, key, *args, part, self.fmt)
+            pending += 1
+            if pending >= chunk:
+                replies += pipe.execute()
+                pending = 0
+        if pending:
+            replies += pipe.execute()
+        return replies
+
+    def remove_pairs(self, ident: np.ndarray, seqs: np.ndarray, *, chunk: int = 2000) -> int:
+        """``remove`` of (identity, seq) pairs (a bulk load taking back mothers replaced
+        meanwhile); returns how many postings there were."""
+        if ident.size == 0:
+            return 0
+        with self._writing():
+            replies = self._guarded_write(
+                self._remove, Pairs(ident, seqs), lambda: [self.field_bytes], chunk
+            )
+        gone = sum(int(r[1]) for r in replies)
+        if gone:
+            self.redis.hincrby(self.layout_key, "fields", -gone)
+        return sum(int(r[0]) for r in replies)
+
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
         with self._writing():
@@ -611,7 +974,7 @@ class RedisInvertedIndex:
     def _guarded_write(
         self,
         script: Any,
-        items: list[tuple[int, np.ndarray]],
+        items: list[tuple[int, np.ndarray]] | Pairs,
         args: Any,
         chunk: int,
     ) -> list[Any]:
@@ -628,7 +991,11 @@ class RedisInvertedIndex:
         raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
 
     def _write(
-        self, script: Any, items: Iterable[tuple[int, np.ndarray]], args: list[Any], chunk: int
+        self,
+        script: Any,
+        items: Iterable[tuple[int, np.ndarray]] | Pairs,
+        args: list[Any],
+        chunk: int,
     ) -> list[Any]:
         """Run a bucket script once per touched bucket (its postings packed as the last
         argument), ``chunk`` calls per pipeline; the scripts' replies."""
@@ -954,3 +1321,118 @@ def unpack_fields(rows: np.ndarray) -> np.ndarray:
     full = np.zeros((rows.shape[0], 8), dtype=np.uint8)
     full[:, 8 - rows.shape[1] :] = rows
     return full.view(">u8").reshape(-1).astype(np.uint64)
+
+
+_PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
+PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
+
+
+class BulkLoader:
+    """The postings of a rebuild or of an ingest into an empty index, gathered and then
+    bulk loaded (``RedisInvertedIndex.load_pairs``) in bounded memory.
+
+    ``extend`` keeps (identity, seq) pairs in arrival order, in memory up to
+    ``memory_pairs``, then spills them (12 bytes a posting) into ``2**PART_BITS``
+    partition files by identity range under ``folder``. ``finish`` counts the distinct
+    identities (exactly: each partition sorted in turn), sizes the empty index once, and
+    loads one partition at a time: partitions hold whole buckets, so every bucket is
+    new when it is written and takes the fast path. ``take_back`` removes the postings
+    of given seqs again (mothers replaced meanwhile); ``close`` deletes the files."""
+
+    def __init__(
+        self, index: RedisInvertedIndex, folder: Path, *, memory_pairs: int = 4_000_000
+    ) -> None:
+        self.index = index
+        self.folder = Path(folder)
+        self.memory_pairs = memory_pairs
+        self._ident: list[np.ndarray] = []
+        self._seqs: list[np.ndarray] = []
+        self._held = 0
+        self._spilled = False
+        self.seqs: list[int] = []  # every mother gathered, in arrival order
+        self.pairs = 0
+        self.distinct = 0  # identities loaded (known after finish)
+        self._last: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.uint64), np.zeros(0, np.uint32))
+
+    def extend(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        for seq, fps in items:
+            fps = np.asarray(fps, dtype=np.uint64)
+            self.seqs.append(int(seq))
+            if not fps.size:
+                continue
+            self._ident.append(self.index.identities(fps))
+            self._seqs.append(np.full(fps.size, seq, dtype=np.uint32))
+            self._held += fps.size
+            self.pairs += fps.size
+        if self._held >= self.memory_pairs:
+            self._spill()
+
+    def _take(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._ident:
+            return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+        ident, seqs = np.concatenate(self._ident), np.concatenate(self._seqs)
+        self._ident, self._seqs, self._held = [], [], 0
+        return ident, seqs
+
+    def _part(self, p: int) -> Path:
+        return self.folder / f"part-{p:03d}.bin"
+
+    def _spill(self) -> None:
+        ident, seqs = self._take()
+        if not ident.size:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._spilled = True
+        part = (ident >> np.uint64(IDENTITY_BITS - PART_BITS)).astype(np.int64)
+        order = np.argsort(part, kind="stable")
+        rec = np.empty(ident.size, dtype=_PAIR)
+        rec["ident"], rec["seq"] = ident[order], seqs[order]
+        bounds = np.searchsorted(part[order], np.arange((1 << PART_BITS) + 1))
+        for p in range(1 << PART_BITS):
+            a, z = int(bounds[p]), int(bounds[p + 1])
+            if z > a:
+                with open(self._part(p), "ab") as fh:
+                    rec[a:z].tofile(fh)
+
+    def _parts(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for p in range(1 << PART_BITS):
+            if self._part(p).exists():
+                rec = np.fromfile(self._part(p), dtype=_PAIR)
+                yield rec["ident"].copy(), rec["seq"].copy()
+
+    def finish(self, between: Callable[[], None] | None = None) -> int:
+        """Load everything gathered (``between`` is called between partitions, e.g. to
+        refresh a lock); returns how many postings were new."""
+        if not self._spilled:
+            ident, seqs = self._take()
+            self._last = (ident, seqs)  # for take_back
+            self.distinct = int(np.unique(ident).size)
+            return self.index.load_pairs(ident, seqs)
+        self._spill()
+        self.distinct = sum(int(np.unique(ident).size) for ident, _ in self._parts())
+        self.index.size_for(self.distinct)
+        new = 0
+        for ident, seqs in self._parts():
+            new += self.index.load_pairs(ident, seqs, size=False)
+            if between is not None:
+                between()
+        return new
+
+    def take_back(self, seqs: set[int]) -> int:
+        """Remove the gathered postings of ``seqs`` from the index (after ``finish``);
+        how many there were."""
+        if not seqs:
+            return 0
+        want = np.fromiter(seqs, dtype=np.uint32, count=len(seqs))
+        parts = self._parts() if self._spilled else iter([self._last])
+        gone = 0
+        for ident, got in parts:
+            keep = np.isin(got, want)
+            if keep.any():
+                gone += self.index.remove_pairs(ident[keep], got[keep])
+        return gone
+
+    def close(self) -> None:
+        self._ident, self._seqs = [], []
+        self._last = (self._last[0][:0], self._last[1][:0])
+        shutil.rmtree(self.folder, ignore_errors=True)

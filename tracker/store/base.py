@@ -164,6 +164,15 @@ class Store(ABC):
     @abstractmethod
     def get_fingerprints(self, seq: int, engine: str) -> bytes | None: ...
 
+    def iter_fingerprints(
+        self, engine: str, *, batch_size: int = 500
+    ) -> Iterator[tuple[int, bytes | None]]:
+        """``(seq, fingerprint blob of engine, or None when none is stored)`` of every
+        mother, in seq order, without reading the texts where the store can (an index
+        rebuild reads every blob; the texts are most of the store)."""
+        for mother in self.iter_mothers(batch_size=batch_size):
+            yield mother.seq, self.get_fingerprints(mother.seq, engine)
+
     @abstractmethod
     def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
         """(mothers with stored fingerprints for ``engine``, total bytes of them), of

@@ -516,6 +516,30 @@ class MongoStore(Store):
         doc = self.counters.find_one({"_id": _SEQ_COUNTER})
         return 0 if doc is None else int(doc["value"])
 
+    def iter_fingerprints(
+        self, engine: str, *, batch_size: int = 500
+    ) -> Iterator[tuple[int, bytes | None]]:
+        # The mothers' seqs only (no text), then their blobs: two queries a batch.
+        last = 0
+        while True:
+            seqs = [
+                int(d["seq"])
+                for d in self.mothers.find({"seq": {"$gt": last}}, {"seq": 1})
+                .sort("seq", ASCENDING)
+                .limit(max(1, batch_size))
+            ]
+            if not seqs:
+                return
+            blobs = {
+                int(d["seq"]): bytes(d["data"])
+                for d in self.fingerprints.find(
+                    {"seq": {"$in": seqs}, "engine": engine}, {"seq": 1, "data": 1}
+                )
+            }
+            for seq in seqs:
+                yield seq, blobs.get(seq)
+            last = seqs[-1]
+
     def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
         count = total = 0
         flt = {"engine": engine, "seq": {"$gt": int(after_seq)}}

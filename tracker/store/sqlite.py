@@ -669,6 +669,27 @@ class SqliteStore(Store):
                 (int(seq), engine, sqlite3.Binary(bytes(data))),
             )
 
+    def iter_fingerprints(
+        self, engine: str, *, batch_size: int = 500
+    ) -> Iterator[tuple[int, bytes | None]]:
+        # Keyset pagination as iter_mothers, the texts never read.
+        last = 0
+        while True:
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT m.seq, f.data FROM mothers m LEFT JOIN fingerprints f "
+                    "ON f.seq = m.seq AND f.engine = ? WHERE m.seq > ? ORDER BY m.seq LIMIT ?",
+                    (engine, last, max(1, batch_size)),
+                )
+                .fetchall()
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield int(row[0]), None if row[1] is None else bytes(row[1])
+            last = int(rows[-1][0])
+
     def fingerprint_totals(self, engine: str, *, after_seq: int = 0) -> tuple[int, int]:
         # length() of a BLOB reads its size from the record header, not the blob.
         row = (

@@ -1,0 +1,281 @@
+"""Bulk loading of the Redis inverted index (``RedisInvertedIndex.load``, ``BulkLoader``):
+the same index, bucket by bucket and byte for byte, as adding the same postings in seq
+order, on a single server and on a real 3-master Redis Cluster; into an empty index (whole
+buckets written at once), into existing buckets (the merge path), with identity
+collisions and fields of every size (1, 2, 3..16 seqs, a stop marker past ``stop_df``);
+and the library's rebuild and ingest through it agree with incremental indexes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tracker.indexes.inverted import (
+    IDENTITY_BITS,
+    BulkLoader,
+    RedisInvertedIndex,
+    bits_for,
+    mix64,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ROOT / "examples" / "library.jsonl"
+SUSPECTS = ROOT / "examples" / "suspects.jsonl"
+
+
+def _colliding(n: int, seed: int) -> np.ndarray:
+    """Pairs of distinct fingerprints sharing an identity (top 41 bits of the mix): the
+    inverse of splitmix64 of two mixes that differ in their low bits only."""
+    rng = np.random.default_rng(seed)
+    mixed = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+    other = mixed ^ np.uint64(1)  # same top 41 bits
+    return np.stack([_unmix(mixed), _unmix(other)], axis=1)
+
+
+def _unmix(z: np.ndarray) -> np.ndarray:
+    """The inverse of ``mix64``."""
+    z = z.astype(np.uint64, copy=True)
+    inv2, inv1 = np.uint64(0x319642B2D24D8EC3), np.uint64(0x96DE1B173F119089)
+    with np.errstate(over="ignore"):
+        z ^= (z >> np.uint64(31)) ^ (z >> np.uint64(62))
+        z *= inv2
+        z ^= (z >> np.uint64(27)) ^ (z >> np.uint64(54))
+        z *= inv1
+        z ^= (z >> np.uint64(30)) ^ (z >> np.uint64(60))
+        z -= np.uint64(0x9E3779B97F4A7C15)
+    return z
+
+
+def _items(seed: int = 3, mothers: int = 60, stop_df: int = 16) -> list[tuple[int, np.ndarray]]:
+    """Mothers (in seq order) whose fingerprints make fields of 1, 2, 3..stop_df and more
+    seqs, identity collisions within a mother and across mothers, and seqs of every
+    decimal length."""
+    rng = np.random.default_rng(seed)
+    shared = rng.integers(0, 2**64 - 1, size=stop_df + 6, dtype=np.uint64)
+    pairs = _colliding(8, seed)
+    seqs = [1, 9, 10, 99, 100, 12345, 999_999, 1_000_000, 4_294_967_295]
+    seqs += [int(s) for s in rng.choice(np.arange(2, 5_000_000), mothers - len(seqs), False)]
+    seqs = sorted(set(seqs))
+    items = []
+    for i, seq in enumerate(seqs):
+        own = rng.integers(0, 2**64 - 1, size=int(rng.integers(50, 400)), dtype=np.uint64)
+        # fingerprint k is held by the first k + 2 mothers: fields of 2 .. stop_df + 7
+        common = shared[max(0, i - 1) :] if i else shared
+        extra = [pairs[i % 8, 0]] if i % 3 else [pairs[i % 8, 1]]  # collisions across
+        if i == 5:
+            extra += list(pairs[7])  # both of a colliding pair in one mother
+        items.append((seq, np.unique(np.concatenate([own, common, np.array(extra)]))))
+    return items
+
+
+def _contents(redis: Any, prefix: str) -> dict[bytes, dict[bytes, bytes]]:
+    out = {}
+    for key in redis.scan_iter(match=f"{prefix}:b*", count=1000):
+        out[key] = redis.hgetall(key)
+    return out
+
+
+def _same(redis: Any, a: str, b: str) -> None:
+    ca = {k[len(a) :]: v for k, v in _contents(redis, a).items()}
+    cb = {k[len(b) :]: v for k, v in _contents(redis, b).items()}
+    assert ca.keys() == cb.keys()
+    for key in ca:
+        assert ca[key] == cb[key], key
+    la, lb = redis.hgetall(f"{a}:layout"), redis.hgetall(f"{b}:layout")
+    assert la == lb
+
+
+def _index(redis: Any, prefix: str, bits: int | None = None, stop_df: int = 16) -> Any:
+    return RedisInvertedIndex(redis, prefix, bucket_bits=bits, stop_df=stop_df)
+
+
+@pytest.mark.parametrize("stop_df", [16, 4])
+def test_load_equals_add_single_server(redis_client: Any, stop_df: int) -> None:
+    items = _items(stop_df=stop_df)
+    ident = np.concatenate([mix64(f) >> np.uint64(64 - IDENTITY_BITS) for _, f in items])
+    bits = bits_for(np.unique(ident).size)
+    added = _index(redis_client, "t:add", bits, stop_df).add(items)
+    loaded = _index(redis_client, "t:load", None, stop_df).load(items)
+    assert loaded == added
+    _same(redis_client, "t:add", "t:load")
+    values = [v for h in _contents(redis_client, "t:load").values() for v in h.values()]
+    assert b"\x00" in values and any(len(v) == 9 and v[0] == 1 for v in values)
+    assert any(len(v) >= 12 for v in values)
+
+
+def test_load_merges_into_existing_buckets(redis_client: Any) -> None:
+    """A non-empty index: some postings added first (buckets exist, fields of one or more
+    seqs), the rest loaded; the same as adding everything, and a reload changes nothing."""
+    items = _items(seed=5)
+    first, rest = items[::2], items[1::2]
+    ref = _index(redis_client, "t:ref", 8)
+    ref.add(first)
+    new = ref.add(rest)
+    idx = _index(redis_client, "t:mix", 8)
+    idx.add(first)
+    assert idx.load(rest) == new
+    _same(redis_client, "t:ref", "t:mix")
+    assert idx.load(items) == 0  # idempotent
+    _same(redis_client, "t:ref", "t:mix")
+
+
+def test_bulk_loader_spills_and_sizes(redis_client: Any, tmp_path: Path) -> None:
+    """Partition files (a tiny memory budget), sized once from the distinct identities,
+    then equal to adds; mothers taken back by identity remove exactly their postings."""
+    items = _items(seed=7, mothers=80)
+    ref = _index(redis_client, "t:ref")
+    idx = _index(redis_client, "t:bulk")
+    loader = BulkLoader(idx, tmp_path / "bulk", memory_pairs=500)
+    for a in range(0, len(items), 7):
+        loader.extend(items[a : a + 7])
+    assert any((tmp_path / "bulk").iterdir())
+    loader.finish()
+    ref.size_for(loader.distinct)
+    ref.add(items)
+    _same(redis_client, "t:ref", "t:bulk")
+    gone = {items[3][0], items[10][0]}
+    assert loader.take_back(gone) > 0
+    loader.close()
+    assert not (tmp_path / "bulk").exists()
+    ref.remove([it for it in items if it[0] in gone])
+    _same(redis_client, "t:ref", "t:bulk")
+
+
+def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
+    """Adds landing in buckets while a load writes them (between its calls): everything
+    of both is there, as if added one after the other."""
+    items = _items(seed=9, mothers=70)
+    a, b = items[:35], items[35:]
+    ref = _index(redis_client, "t:ref", 9)
+    ref.add(items)
+    idx = _index(redis_client, "t:race", 9)
+    other = _index(redis_client, "t:race", 9)
+    real = idx._fill_sorted
+    calls: list[int] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            other.add(a)  # lands before the load's first write
+        calls.append(1)
+        return real(*args, per_call=64)
+
+    idx._fill_sorted = racing
+    idx.load(b, size=False)
+    assert len(calls) == 1
+    got = {k: v for k, v in _contents(redis_client, "t:race").items()}
+    want = {k.replace(b"t:ref", b"t:race"): v for k, v in _contents(redis_client, "t:ref").items()}
+    assert got.keys() == want.keys()
+    for key in got:  # a's seqs were first in every field they share: the same values
+        assert got[key] == want[key]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from redis_cluster import RedisClusterNodes
+
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-bulk"))
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.close()
+
+
+def test_load_equals_add_on_cluster(cluster: Any) -> None:
+    from tracker.redis_client import connect_url
+
+    client = connect_url(cluster.url)
+    try:
+        client.flushall()
+        items = _items(seed=11)
+        first, rest = items[:20], items[20:]
+        add = _index(client, "t:add", 8)
+        add.add(items)
+        load = _index(client, "t:load")
+        assert load.load(first) > 0  # sized from empty
+        assert load.bucket_bits == bits_for(
+            np.unique(
+                np.concatenate([mix64(f) >> np.uint64(64 - IDENTITY_BITS) for _, f in first])
+            ).size
+        )
+        load.reshard(8)
+        load.load(rest)  # merge path into existing buckets
+        _same(client, "t:add", "t:load")
+        assert load.fields_estimate() == add.fields_estimate()
+    finally:
+        client.flushall()
+        client.close()
+
+
+# -- the library: rebuild and ingest through bulk loads --------------------------------
+def _cli(data: Path, *args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _index_dump(data: Path) -> dict[bytes, dict[bytes, bytes]]:
+    from tracker.config import Settings
+    from tracker.library import Library
+
+    with Library.open(Settings.from_env(data)) as lib:
+        idx = lib.engine("daguan").index  # type: ignore[attr-defined]
+        out = _contents(lib.redis, idx.prefix)
+        out[b"layout"] = {
+            k: v for k, v in lib.redis.hgetall(idx.layout_key).items() if k != b"version"
+        }
+        return out
+
+
+def test_ingest_empty_then_slow_path_then_rebuild_agree(tmp_path: Path) -> None:
+    """One library ingested in two steps (bulk into the empty index, then the add path)
+    and rebuilt (bulk), and a second library built by adds only, via the engine: the
+    same buckets and the same ``check --json``."""
+    lines = LIBRARY.read_text(encoding="utf-8").splitlines()
+    half = len(lines) // 2
+    (tmp_path / "a.jsonl").write_text("\n".join(lines[:half]) + "\n", encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text("\n".join(lines[half:]) + "\n", encoding="utf-8")
+    data = tmp_path / "data"
+    _cli(data, "ingest", str(tmp_path / "a.jsonl"))
+    _cli(data, "ingest", str(tmp_path / "b.jsonl"))
+    before = _cli(data, "check", "--json", str(SUSPECTS))
+    ingested = _index_dump(data)
+    _cli(data, "index", "rebuild")
+    rebuilt = _index_dump(data)
+    after = _cli(data, "check", "--json", str(SUSPECTS))
+    assert json.loads("[" + ",".join(before.splitlines()) + "]") == json.loads(
+        "[" + ",".join(after.splitlines()) + "]"
+    )
+    assert any(json.loads(line)["matches"] for line in after.splitlines())
+    assert ingested.keys() == rebuilt.keys()
+    for key in ingested:
+        if key != b"layout":
+            assert ingested[key] == rebuilt[key], key
+    assert ingested[b"layout"].get(b"fields") == rebuilt[b"layout"].get(b"fields")
+    # The reference: the same mothers added incrementally (the add path throughout).
+    from tracker.config import Settings
+    from tracker.library import Library
+
+    with Library.open(Settings.from_env(data)) as lib:
+        idx = lib.engine("daguan").index  # type: ignore[attr-defined]
+        ref = RedisInvertedIndex(lib.redis, "t:incr", bucket_bits=idx.bucket_bits)
+        seqs = []
+        for seq, blob in lib.store.iter_fingerprints("daguan"):
+            assert blob is not None
+            seqs.append(seq)
+            ref.add([(seq, np.frombuffer(blob, dtype=np.uint64))])
+        _same(lib.redis, idx.prefix, "t:incr")
+        ref.clear()
+        assert seqs == sorted(seqs)
