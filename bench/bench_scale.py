@@ -14,7 +14,10 @@ For each size it
    saved): copies of library works (verbatim, an excerpt inside fresh text, homophones,
    5 % random edits) and negatives (fresh text from the same model), and reports
    latency p50/p90/p99, recall (the planted mother among the matches) and negatives
-   flagged.
+   flagged;
+5. takes a snapshot of the index (``yinji index snapshot``: seconds, size) and checks
+   the same suspects again with lookups from it: latency, and how many answers differ
+   from step 4 (must be none).
 
 Results go to the ``scale`` section of docs/BENCHMARKS.md with machine and date.
 
@@ -218,6 +221,9 @@ class SizeResult:
     data_bytes: int = 0
     check_rss_mb: float = 0.0
     latency: dict[str, list[float]] = field(default_factory=dict)
+    snapshot_seconds: float = float("nan")
+    snapshot_bytes: int = 0
+    snapshot_differs: int = 0  # checks answered otherwise from the snapshot (must be 0)
     found: dict[str, list[bool]] = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
 
@@ -332,6 +338,7 @@ def measure(
         cases = plant(model, kept, per_kind, rng)
         for case in cases[:10]:  # warm-up: caches, connections
             lib.check_text(case.text)
+        answers = []
         for case in cases:
             t = time.perf_counter()
             result = lib.check_text(case.text)
@@ -339,8 +346,24 @@ def measure(
             group = "negative" if case.mother is None else "copy"
             res.latency.setdefault(group, []).append(ms)
             ids = {m.mother_id for m in result.matches}
+            answers.append(sorted(ids))
             hit = bool(ids) if case.mother is None else case.mother in ids
             res.found.setdefault(case.kind, []).append(hit)
+        # The same checks with lookups from a local copy of the index (yinji index
+        # snapshot): its take time and size, and that it answers the same.
+        t = time.perf_counter()
+        info = lib.snapshot_index()
+        res.snapshot_seconds = time.perf_counter() - t
+        res.snapshot_bytes = int(info["bytes"])
+        for case in cases[:10]:
+            lib.check_text(case.text)
+        for case, before in zip(cases, answers, strict=True):
+            t = time.perf_counter()
+            result = lib.check_text(case.text)
+            ms = (time.perf_counter() - t) * 1000
+            group = "negative" if case.mother is None else "copy"
+            res.latency.setdefault(group + "-snapshot", []).append(ms)
+            res.snapshot_differs += sorted(m.mother_id for m in result.matches) != before
         res.check_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     finally:
         lib.close()
@@ -390,11 +413,15 @@ def table(results: list[SizeResult]) -> str:
         "| library | works | ingest M chars/s | postings | bucket bits | index bytes/posting | "
         "data folder | "
         "ingest RSS | check p50 / p90 / p99 ms (copies) | p50 / p99 ms (negatives) | recall "
-        "(verbatim / excerpt / homophones / edits5) | negatives flagged |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "(verbatim / excerpt / homophones / edits5) | negatives flagged | snapshot: take s, "
+        "MiB | from snapshot: p50 / p90 / p99 ms (copies) | p50 / p99 ms (negatives) | "
+        "answers differing |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         copies, negs = r.latency.get("copy", []), r.latency.get("negative", [])
+        s_copies = r.latency.get("copy-snapshot", [])
+        s_negs = r.latency.get("negative-snapshot", [])
         recall = " / ".join(
             f"{np.mean(r.found.get(k, [0])):.2f}"
             for k in ("verbatim", "excerpt", "homophones", "edits5")
@@ -408,7 +435,10 @@ def table(results: list[SizeResult]) -> str:
             f"{r.data_bytes / 2**30:.2f} GiB | {r.ingest_rss_mb:.0f} MB | "
             f"{pct(copies, 50):.1f} / {pct(copies, 90):.1f} / {pct(copies, 99):.1f} | "
             f"{pct(negs, 50):.1f} / {pct(negs, 99):.1f} | {recall} | "
-            f"{sum(flagged)} of {len(flagged)} |"
+            f"{sum(flagged)} of {len(flagged)} | "
+            f"{r.snapshot_seconds:.1f} s, {r.snapshot_bytes / 2**20:.0f} | "
+            f"{pct(s_copies, 50):.1f} / {pct(s_copies, 90):.1f} / {pct(s_copies, 99):.1f} | "
+            f"{pct(s_negs, 50):.1f} / {pct(s_negs, 99):.1f} | {r.snapshot_differs} |"
         )
     return "\n".join(rows)
 

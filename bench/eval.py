@@ -81,6 +81,7 @@ from eval_laws import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout's tracker, installed or not (as bench_scale)
 NUMERALS = "一二三四五六七八九十百零〇○"
 
 

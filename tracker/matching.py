@@ -23,7 +23,7 @@ from threading import Lock
 import numpy as np
 
 from tracker.align import Alignment, AlignParams, Prepared, align_prepared, index_mother, prepare
-from tracker.engines.base import Engine
+from tracker.engines.base import Candidate, Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
 from tracker.store.base import Store
@@ -185,8 +185,30 @@ class Matcher:
         found: list[tuple[Mother, Alignment]] = []
         if not candidates:
             return found, 0
-        mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
         suspect = prepare(text, self.align_params.k)
+        strong = [c for c in candidates if not c.weak]
+        weak = [c for c in candidates if c.weak]
+        self._verify(strong, suspect, found)
+        # Weak candidates (one hit) are for suspects nothing else explains (shuffled
+        # verse, issue #13): once the copies found leave fewer characters of the suspect
+        # than a copy needs, no weak candidate can add one (a copy overlapping those
+        # found is a second source of the same lines; it is not looked for). Verifying
+        # them anyway doubled the time of a check at 100 M characters.
+        if weak and self._unexplained_chars(text, found) >= self.policy.min_copied:
+            self._verify(weak, suspect, found)
+            return found, len(candidates)
+        return found, len(strong)
+
+    def _verify(
+        self,
+        candidates: list[Candidate],
+        suspect: Prepared,
+        found: list[tuple[Mother, Alignment]],
+    ) -> None:
+        """Align each candidate with the suspect (near its hits), into ``found``."""
+        if not candidates:
+            return
+        mothers = self.store.get_mothers_by_seq(c.seq for c in candidates)
         for cand in candidates:
             mother = mothers.get(cand.seq)
             if mother is None:
@@ -200,7 +222,23 @@ class Matcher:
                 evidence_window=self.engine.window,
             )
             found.append((mother, alignment))
-        return found, len(candidates)
+
+    def _unexplained_chars(self, text: str, found: list[tuple[Mother, Alignment]]) -> int:
+        """Characters of the suspect outside the passages of the copies found (an upper
+        bound of its initials there: a copy needs ``policy.min_copied`` initials)."""
+        spans = sorted(
+            (p.suspect_start, p.suspect_end)
+            for _, a in found
+            if self.policy.is_copy(a)
+            for p in a.passages
+        )
+        covered, reach = 0, 0
+        for start, end in spans:
+            start = max(start, reach)
+            if end > start:
+                covered += end - start
+                reach = end
+        return len(text) - covered
 
     def _aligned_in_windows(self, text: str) -> tuple[list[tuple[Mother, Alignment]], int]:
         """The same for a long text, window by window with bounded memory

@@ -38,12 +38,17 @@ class Candidate:
     ``common``: sorted suspect positions of windows whose fingerprints many mothers
     share (boilerplate), or None. The verifier drops a passage that is mostly common
     and not supported by evidence of its own.
+    ``weak``: proposed on fewer hits than a candidate needs (daguan's
+    ``weak_candidates``, for suspects nothing else explains): verified only when the
+    other candidates' copies leave room in the suspect for one more
+    (``tracker.matching.Matcher``).
     """
 
     seq: int
     strength: float
     evidence: np.ndarray | None = None
     common: np.ndarray | None = None
+    weak: bool = False
 
 
 class Engine(ABC):

@@ -111,9 +111,16 @@ class DaguanEngine(Engine):
         )
         evidence = evidence_by_mother(pairs, hits.starts)
         common_starts = hits.starts[common]
+        strong = ranked.strong
         return [
-            Candidate(int(seqs[i]), float(strength[i]), evidence(int(seqs[i])), common_starts)
-            for i in ranked[:limit]
+            Candidate(
+                int(seqs[i]),
+                float(strength[i]),
+                evidence(int(seqs[i])),
+                common_starts,
+                weak=rank >= strong,
+            )
+            for rank, i in enumerate(ranked[:limit])
         ]
 
     def _suspect_hits(self, text: str) -> SuspectHits | None:
@@ -211,9 +218,15 @@ def window_mother_pairs(hits: SuspectHits, *, keep: np.ndarray) -> HitPairs | No
     return HitPairs(pos=pair_pos, seq=seq_sorted[first[pair_fp] + within], fp=pair_fp)
 
 
+class Ranked(list[int]):
+    """Indexes of ranked mothers; the first ``strong`` have ``min_hits`` or more."""
+
+    strong: int = 0
+
+
 def rank_mothers(
     pairs: HitPairs, df_fp: np.ndarray, min_hits: int, *, weak: int = 0
-) -> tuple[np.ndarray, np.ndarray, list[int]]:
+) -> tuple[np.ndarray, np.ndarray, Ranked]:
     """``(seqs, strength, ranked)``: the mothers hit, each one's strength (distinct
     fingerprints shared, each weighted by 1/df: rarer fingerprints say more), and the
     indexes into both of the mothers with at least ``min_hits`` distinct fingerprints,
@@ -229,7 +242,8 @@ def rank_mothers(
     hits = np.bincount(which)
     strength = np.bincount(which, weights=1.0 / df_fp[k_fp])
     order = [int(i) for i in np.argsort(-strength, kind="stable")]
-    ranked = [i for i in order if hits[i] >= min_hits]
+    ranked = Ranked(i for i in order if hits[i] >= min_hits)
+    ranked.strong = len(ranked)
     # A fingerprint of 24 letters held by one mother alone is rarely chance; the
     # verifier, not the index, decides whether it was copied.
     ranked += [i for i in order if hits[i] < min_hits and strength[i] >= 1.0][:weak]
