@@ -307,3 +307,28 @@ def test_only_outages_become_unavailable() -> None:
     assert as_unavailable(url, ValueError("bug")) is None
     already = RedisUnavailable("x")
     assert as_unavailable(url, already) is already
+
+
+def test_a_snapshot_of_an_index_on_the_cluster_answers_as_the_cluster(
+    cluster: RedisClusterNodes, tmp_path: Path
+) -> None:
+    """Snapshots read every bucket from its master, and the version (one key) is raised
+    by cluster writes as by single-server ones (tests/test_index_snapshot.py)."""
+    import numpy as np
+    from test_index_snapshot import _filled_index, _same
+
+    from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
+
+    client = connect_url(cluster.url)
+    try:
+        assert type(client).__name__ == "RedisCluster"
+        idx, query = _filled_index(client)
+        info = take_snapshot(idx, tmp_path)
+        assert info.postings == idx.stats()["postings"]
+        snaps = SnapshotFolder(tmp_path)
+        got = snaps.lookup(idx, query)
+        assert got is not None and _same(got, idx.lookup(query))
+        idx.add([(99, np.array([5], dtype=np.uint64))])
+        assert snaps.current(idx) is None
+    finally:
+        client.close()
