@@ -146,13 +146,16 @@ def _lower_bound(
         hi = np.where(open_ & ~below, mid, hi)
 
 
-def directory(ident: np.ndarray, ident_bits: int, dir_bits: int) -> np.ndarray:
-    """``dir[s]``: the first row whose identity's top ``dir_bits`` are ``s`` or more."""
-    top = (ident >> np.uint64(ident_bits - dir_bits)).astype(np.int64)
-    counts = np.bincount(top, minlength=1 << dir_bits)
+def directory(chunks: list[np.ndarray], ident_bits: int, dir_bits: int) -> np.ndarray:
+    """``dir[s]``: the first row whose identity's top ``dir_bits`` are ``s`` or more, of
+    the sorted identities ``chunks`` one after the other."""
+    counts = np.zeros(1 << dir_bits, dtype=np.int64)
+    for chunk in chunks:
+        top = (chunk >> np.uint64(ident_bits - dir_bits)).astype(np.int64)
+        counts += np.bincount(top, minlength=1 << dir_bits)
     out = np.zeros((1 << dir_bits) + 1, dtype=np.int64)
     np.cumsum(counts, out=out[1:])
-    return out.astype(np.uint32 if ident.size < 2**32 else np.uint64)
+    return out.astype(np.uint32 if out[-1] < 2**32 else np.uint64)
 
 
 def directory_bits(rows: int, ident_bits: int) -> int:
@@ -175,7 +178,7 @@ def take_snapshot(
             index._bump_version()  # written before versions were kept: its first one
             before = index.version()
             assert before is not None
-        ident, seq = _copy(index, batch)
+        idents, seqs = _copy(index, batch)
         if index.version() == before:
             break
     else:
@@ -183,26 +186,27 @@ def take_snapshot(
             f"index {index.prefix} was written to during each of {attempts} snapshots: "
             "take one when ingests are done"
         )
-    order = np.argsort(ident, kind="stable")  # a field's seqs keep their stored order
-    ident, seq = ident[order], seq[order]
     folder.mkdir(parents=True, exist_ok=True)
     final = snapshot_path(folder, index.prefix, before)
-    stopped = int(np.count_nonzero(seq == STOP_SEQ))
+    rows = sum(c.size for c in idents)
+    stopped = sum(int(np.count_nonzero(c == STOP_SEQ)) for c in seqs)
     if not final.is_dir():
         tmp = folder / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir()
         try:
-            np.save(tmp / "ident.npy", ident)
-            np.save(tmp / "seq.npy", seq)
-            dir_bits = directory_bits(ident.size, index.ident_bits)
-            np.save(tmp / "dir.npy", directory(ident, index.ident_bits, dir_bits))
+            # Chunks come sorted and in increasing identity ranges (buckets in order):
+            # written one after the other, never all in memory twice.
+            dir_bits = directory_bits(rows, index.ident_bits)
+            np.save(tmp / "dir.npy", directory(idents, index.ident_bits, dir_bits))
+            _write_chunks(tmp / "ident.npy", idents, np.uint64, rows)
+            _write_chunks(tmp / "seq.npy", seqs, np.uint32, rows)
             meta = {
                 "format": FORMAT,
                 "index": index.prefix,
                 "version": before,
                 "ident_bits": index.ident_bits,
                 "dir_bits": dir_bits,
-                "postings": int(seq.size) - stopped,
+                "postings": rows - stopped,
                 "stop_fingerprints": stopped,
                 "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
@@ -215,14 +219,26 @@ def take_snapshot(
         if old != final and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
     size = sum(f.stat().st_size for f in final.iterdir())
-    return SnapshotInfo(
-        final, before, int(seq.size) - stopped, stopped, size, time.perf_counter() - started
-    )
+    return SnapshotInfo(final, before, rows - stopped, stopped, size, time.perf_counter() - started)
 
 
-def _copy(index: RedisInvertedIndex, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every posting of the index as (identity, seq) rows; a stop marker as one row
-    with ``STOP_SEQ``. Buckets are read ``batch`` at a time (pipelined HGETALLs)."""
+def _write_chunks(path: Path, chunks: list[np.ndarray], dtype: Any, rows: int) -> None:
+    """Chunks into one .npy file, each chunk freed once written."""
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(rows,))
+    at = 0
+    while chunks:
+        chunk = chunks.pop(0)
+        out[at : at + chunk.size] = chunk
+        at += chunk.size
+    out.flush()
+    del out
+
+
+def _copy(index: RedisInvertedIndex, batch: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every posting of the index as (identity, seq) rows, in chunks sorted by identity
+    one after the other (a field's seqs in their stored order); a stop marker is one row
+    with ``STOP_SEQ``. Buckets are read ``batch`` at a time (pipelined HGETALLs): the
+    bucket is an identity's top bits, so each batch is a range of identities."""
     index.refresh()
     bits, ident_bits, fmt, fw = index.bucket_bits, index.ident_bits, index.fmt, index.field_bytes
     idents: list[np.ndarray] = []
@@ -247,11 +263,15 @@ def _copy(index: RedisInvertedIndex, batch: int) -> tuple[np.ndarray, np.ndarray
         ident = np.concatenate(heads)
         fp_index, got, _ = parse_values(values, fmt)
         stops = np.flatnonzero(np.fromiter((v == STOP for v in values), bool, len(values)))
-        idents += [ident[fp_index], ident[stops]]
-        seqs += [got.astype(np.uint32), np.full(stops.size, STOP_SEQ, dtype=np.uint32)]
-    if not idents:
-        return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
-    return np.concatenate(idents), np.concatenate(seqs)
+        rows = np.concatenate([ident[fp_index], ident[stops]])
+        order = np.argsort(rows, kind="stable")
+        idents.append(rows[order])
+        seqs.append(
+            np.concatenate([got, np.full(stops.size, STOP_SEQ, dtype=np.uint32)]).astype(np.uint32)[
+                order
+            ]
+        )
+    return idents, seqs
 
 
 class SnapshotFolder:
