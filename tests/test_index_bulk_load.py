@@ -60,7 +60,7 @@ def _items(seed: int = 3, mothers: int = 60, stop_df: int = 16) -> list[tuple[in
     rng = np.random.default_rng(seed)
     shared = rng.integers(0, 2**64 - 1, size=stop_df + 6, dtype=np.uint64)
     pairs = _colliding(8, seed)
-    seqs = [1, 9, 10, 99, 100, 12345, 999_999, 1_000_000, 4_294_967_295]
+    seqs = [1, 9, 10, 99, 100, 12345, 999_999, 1_000_000, 123_456_789, 4_294_967_295]
     seqs += [int(s) for s in rng.choice(np.arange(2, 5_000_000), mothers - len(seqs), False)]
     seqs = sorted(set(seqs))
     items = []
@@ -157,7 +157,7 @@ def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
     ref.add(items)
     idx = _index(redis_client, "t:race", 9)
     other = _index(redis_client, "t:race", 9)
-    real = idx._fill_sorted
+    real = idx._fill_direct
     calls: list[int] = []
 
     def racing(*args: Any, **kwargs: Any) -> Any:
@@ -166,7 +166,7 @@ def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
         calls.append(1)
         return real(*args, per_call=64)
 
-    idx._fill_sorted = racing
+    idx._fill_direct = racing
     idx.load(b, size=False)
     assert len(calls) == 1
     got = {k: v for k, v in _contents(redis_client, "t:race").items()}
@@ -279,3 +279,29 @@ def test_ingest_empty_then_slow_path_then_rebuild_agree(tmp_path: Path) -> None:
         _same(lib.redis, idx.prefix, "t:incr")
         ref.clear()
         assert seqs == sorted(seqs)
+
+
+def test_a_loader_whose_index_filled_meanwhile_grows_it_and_merges(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """Another writer added to the (then empty) index while the loader gathered: the load
+    keeps that layout, lets ``grow`` reshard it for the extra fields, and merges."""
+    items = _items(seed=13, mothers=60)
+    mine, theirs = items[1::2], items[::2]
+    idx = _index(redis_client, "t:late")
+    loader = BulkLoader(idx, tmp_path / "late")
+    loader.extend(mine)
+    _index(redis_client, "t:late").add(theirs)  # lands first, at the smallest layout
+    grown: list[int] = []
+
+    def grow(fields: int) -> None:
+        grown.append(fields)
+        idx.reshard(bits_for(idx.fields_estimate() + fields))
+
+    loader.finish(grow=grow)
+    loader.close()
+    assert grown == [loader.distinct]
+    ref = _index(redis_client, "t:ref", idx.bucket_bits)
+    ref.add(theirs)
+    ref.add(mine)
+    _same(redis_client, "t:ref", "t:late")

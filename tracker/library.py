@@ -511,7 +511,9 @@ class Library:
         def job() -> None:
             try:
                 for eng in engines:
-                    loaders[eng.name].finish()
+                    # (grow: another writer filled the index meanwhile; it is resharded
+                    # as before an add if these fields would overfill its buckets)
+                    loaders[eng.name].finish(grow=lambda n, e=eng: self._grow_index(e, n))
             except BaseException:  # no finish() follows: the spill files go now
                 for loader in loaders.values():
                     loader.close()
@@ -521,6 +523,8 @@ class Library:
             try:
                 for eng in engines:
                     loader = loaders[eng.name]
+                    if not loader.seqs:
+                        continue  # nothing was written
                     current = self.store.current_seqs(loader.seqs)
                     loader.take_back({seq for seq in loader.seqs if seq not in current})
                     self.tracker.bump(eng.name)

@@ -62,7 +62,9 @@ import itertools
 import shutil
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -359,37 +361,41 @@ end
 """
 )
 
-# Single server: many buckets a call, keys named in the script, guarded like
-# _ADD_MANY_SCRIPT ({-1}: the layout changed, {-2}: a reshard moves the buckets). ARGV:
-# layout, stop_df, field width, key prefix, records (uint32 LE bucket, field, value
-# length byte, value) sorted by bucket, a bucket's records all in one call; the field
-# count is raised in the same call.
-_FILL_MANY_SCRIPT = (
+# Single server: each new bucket is written by a plain HSET into a key of its own
+# (``{prefix}:bt{token}:{bucket}``, only this load writes it; the client packs the
+# commands itself, no Lua per field), then this script moves it in place: RENAMENX when
+# the bucket does not exist (O(1)), else its fields merged as adds would merge them and
+# the temporary key deleted. Guarded like _ADD_MANY_SCRIPT ({-1}: the layout changed,
+# {-2}: a reshard moves the buckets: the client deletes its keys and redoes the load).
+# ARGV: layout, stop_df, temporary key prefix, key prefix, records (uint32 LE bucket,
+# postings, fields), the format. The field count is raised in the same call.
+_SETTLE_SCRIPT = (
     """
 local stored = redis.call('HGET', KEYS[1], 'layout')
 if stored and stored ~= ARGV[1] then return {-1, 0} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {-2, 0} end
 local stop_df = tonumber(ARGV[2])
-local fw = tonumber(ARGV[3])
+local tmp = ARGV[3]
 local prefix = ARGV[4]
-local blob = ARGV[5]
+local hdr = ARGV[5]
 """
     + _FILL_CORE
     + """
-local i, len = 1, #blob
-local cur, fl, vl = nil, {}, {}
-while i <= len do
-  local b = string.sub(blob, i, i + 3)
-  if b ~= cur then
-    if cur then fill(prefix .. struct.unpack('<I4', cur), fl, vl) end
-    cur = b; fl = {}; vl = {}
+for i = 1, #hdr, 12 do
+  local b, np, nfl = struct.unpack('<I4I4I4', hdr, i)
+  local t, k = tmp .. b, prefix .. b
+  if redis.call('EXISTS', t) == 1 then
+    if redis.call('RENAMENX', t, k) == 1 then
+      n = n + np; nf = nf + nfl
+    else
+      local all = redis.call('HGETALL', t)
+      local fl, vl = {}, {}
+      for j = 1, #all, 2 do fl[#fl + 1] = all[j]; vl[#vl + 1] = all[j + 1] end
+      fill(k, fl, vl)
+      redis.call('DEL', t)
+    end
   end
-  local vn = string.byte(blob, i + 4 + fw)
-  fl[#fl + 1] = string.sub(blob, i + 4, i + 3 + fw)
-  vl[#vl + 1] = string.sub(blob, i + 5 + fw, i + 4 + fw + vn)
-  i = i + 5 + fw + vn
 end
-if cur then fill(prefix .. struct.unpack('<I4', cur), fl, vl) end
 if nf > 0 then redis.call('HINCRBY', KEYS[1], 'fields', nf) end
 return {n, nf}
 """
@@ -506,6 +512,49 @@ class Pairs:
     seqs: np.ndarray
 
 
+def _hset_commands(
+    keys: list[bytes], per_key: np.ndarray, fields: np.ndarray, vlen: np.ndarray, vdata: np.ndarray
+) -> tuple[bytes, np.ndarray]:
+    """RESP of ``HSET key f v ...`` for each key with its ``per_key`` fields (rows of
+    ``fields``, values ``vlen``/``vdata`` one after the other), built with numpy; and
+    where each command starts."""
+    n, fw = fields.shape
+    nd = 1 + (vlen >= 10) + (vlen >= 100)
+    size = 1 + len(str(fw)) + 2 + fw + 2 + 1 + nd + 2 + vlen + 2
+    off = np.cumsum(size) - size
+    rec = np.empty(int(size.sum()), dtype=np.uint8)
+    head = np.frombuffer(f"${fw}\r\n".encode(), np.uint8)
+    for c, byte in enumerate(head.tolist()):
+        rec[off + c] = byte
+    p = off + head.size
+    for c in range(fw):
+        rec[p + c] = fields[:, c]
+    p = p + fw
+    rec[p], rec[p + 1], rec[p + 2] = 13, 10, 36  # \r \n $
+    p = p + 3
+    digits = np.stack([vlen // 100, (vlen // 10) % 10, vlen % 10], axis=1) + 48
+    for c in range(3):
+        use = nd > 2 - c
+        rec[(p + nd - 3 + c)[use]] = digits[use, c]
+    p = p + nd
+    rec[p], rec[p + 1] = 13, 10
+    _scatter(rec, p + 2, vlen, vdata)
+    p = p + 2 + vlen
+    rec[p], rec[p + 1] = 13, 10
+    heads = [
+        b"*%d\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n" % (2 + 2 * c, len(k), k)
+        for k, c in zip(keys, per_key.tolist(), strict=True)
+    ]
+    hlen = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    first = np.cumsum(per_key) - per_key
+    rlen = np.add.reduceat(size, first) if n else np.zeros(0, np.int64)
+    starts = np.cumsum(hlen + rlen) - (hlen + rlen)
+    out = np.empty(int(hlen.sum() + rlen.sum()), dtype=np.uint8)
+    _scatter(out, starts, hlen, np.frombuffer(b"".join(heads), np.uint8))
+    _scatter(out, starts + hlen, rlen, rec)
+    return out.tobytes(), starts
+
+
 def _scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
     """``out[starts[i]:starts[i] + lengths[i]]`` = the i-th run of ``data`` (the runs one
     after the other), for every i at once."""
@@ -542,7 +591,7 @@ class RedisInvertedIndex:
         self._add_many = redis.register_script(_ADD_MANY_SCRIPT)
         self._remove = redis.register_script(_REMOVE_SCRIPT)
         self._lookup = redis.register_script(_LOOKUP_SCRIPT)
-        self._fill_many = redis.register_script(_FILL_MANY_SCRIPT)
+        self._settle = redis.register_script(_SETTLE_SCRIPT)
         self._fill = redis.register_script(_FILL_SCRIPT)
         self._size = redis.register_script(_SIZE_SCRIPT)
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
@@ -780,8 +829,9 @@ class RedisInvertedIndex:
         resharded later. Returns how many postings were new."""
         items = list(items)
         self.refresh()
-        if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS:
-            return self.add(items, chunk=chunk)  # an old index: written as it is
+        if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS or self.stop_df > 63:
+            # An old index (written as it is), or values past one length byte.
+            return self.add(items, chunk=chunk)
         parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
         parts = [(seq, fps) for seq, fps in parts if fps.size]
         if not parts:
@@ -801,7 +851,7 @@ class RedisInvertedIndex:
         ident, seqs = ident[order], seqs[order].astype(np.uint32)
         starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
         groups = ident[starts]
-        vlen, vdata = self._fill_values(seqs, starts)
+        vlen, vdata, counts = self._fill_values(seqs, starts)
         del order, ident
         if size:
             self.size_for(groups.size)
@@ -821,7 +871,7 @@ class RedisInvertedIndex:
                         new_fields = sum(int(r[1]) for r in replies)
                         break
                 else:
-                    replies = self._fill_sorted(groups, vlen, vdata)
+                    replies = self._fill_direct(groups, vlen, vdata, counts)
                     if all(int(r[0]) >= 0 for r in replies):
                         break  # (the script counted its fields)
                     self.wait_for_move()  # resharded meanwhile: redo all (idempotent)
@@ -848,7 +898,9 @@ class RedisInvertedIndex:
                 self._size(keys=[self.layout_key], args=[name])
         return self.refresh()
 
-    def _fill_values(self, seqs: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _fill_values(
+        self, seqs: np.ndarray, starts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
         (lengths, the values' bytes one after the other). Single seqs (most fields)
         as decimal digits, made with numpy; the others through ``encode_value``."""
@@ -866,11 +918,13 @@ class RedisInvertedIndex:
         one_bytes = digits[np.arange(10) >= (10 - nd)[:, None]]
         many_at = np.flatnonzero(~single)
         many: list[bytes] = []
+        posts: list[int] = []  # postings of each (as adds count: up to the stop)
         raw = seqs.astype("<u4").tobytes()
         for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
             got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
             kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
             many.append(STOP if len(kept) > self.stop_df else encode_value(kept, FORMAT))
+            posts.append(min(len(kept), self.stop_df + 1))
         vlen = np.empty(starts.size, dtype=np.int64)
         vlen[single] = nd
         vlen[many_at] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
@@ -878,7 +932,9 @@ class RedisInvertedIndex:
         vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
         _scatter(vdata, vstart[single], nd, one_bytes)
         _scatter(vdata, vstart[many_at], vlen[many_at], np.frombuffer(b"".join(many), np.uint8))
-        return vlen, vdata
+        counts = np.ones(starts.size, dtype=np.int64)
+        counts[many_at] = posts
+        return vlen, vdata, counts
 
     def _fill_records(
         self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, with_bucket: bool
@@ -904,23 +960,62 @@ class RedisInvertedIndex:
         _scatter(buf, off + head, vlen, vdata)
         return buckets, buf.tobytes(), off
 
-    def _fill_sorted(
-        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, per_call: int = 32_768
+    def _fill_direct(
+        self,
+        groups: np.ndarray,
+        vlen: np.ndarray,
+        vdata: np.ndarray,
+        counts: np.ndarray,
+        per_call: int = 2048,
     ) -> list[Any]:
-        """Single server: ``_FILL_MANY_SCRIPT`` calls of about ``per_call`` fields, each
-        bucket within one call, pipelined."""
-        buckets, blob, off = self._fill_records(groups, vlen, vdata, with_bucket=True)
+        """Single server: every bucket HSET whole into a temporary key (commands packed
+        here with numpy, sent raw: redis-py's packing of two arguments a posting cost
+        more than Redis' work), then ``_SETTLE_SCRIPT`` per ``per_call`` buckets. A
+        refused settle deletes this load's temporary keys and returns its reply."""
+        buckets, fields = split_identity(groups, self.bucket_bits, self.ident_bits)
         firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
-        cuts = firsts[np.searchsorted(firsts, np.arange(per_call, groups.size, per_call))]
-        bounds = [0, *sorted({int(c) for c in cuts if c > 0}), groups.size]
-        ends = np.append(off, len(blob))
+        per_bucket = np.diff(np.append(firsts, groups.size))
+        nbuckets = firsts.size
+        ubuckets = buckets[firsts]
+        posts = np.add.reduceat(counts, firsts)
+        tmp = f"{self.prefix}:bt{uuid.uuid4().hex[:12]}:"
+        buf, starts = _hset_commands(
+            [f"{tmp}{b}".encode() for b in ubuckets.tolist()],
+            per_bucket,
+            pack_fields(fields, self.field_bytes),
+            vlen,
+            vdata,
+        )
+        hdr = np.empty((nbuckets, 3), dtype="<u4")
+        hdr[:, 0], hdr[:, 1], hdr[:, 2] = ubuckets, posts, per_bucket
         keys = [self.layout_key, self.moving_key]
-        args = [self.layout, self.stop_df, self.field_bytes, self.key_prefix()]
-        pipe = self.redis.pipeline(transaction=False)
-        for a, z in itertools.pairwise(bounds):
-            part = blob[int(ends[a]) : int(ends[z])]
-            self._fill_many(keys=keys, args=[*args, part, self.fmt], client=pipe)
-        return list(pipe.execute())
+        args = [self.layout, self.stop_df, tmp, self.key_prefix()]
+        replies: list[Any] = []
+        ends = np.append(starts, len(buf)).tolist()
+        pool = self.redis.connection_pool
+        try:
+            conn = pool.get_connection()
+        except TypeError:  # redis-py before 5.3 wants a command name
+            conn = pool.get_connection("HSET")
+        try:
+            for a in range(0, nbuckets, per_call):
+                z = min(a + per_call, nbuckets)
+                conn.send_packed_command([buf[ends[a] : ends[z]]], check_health=False)
+                for _ in range(z - a):
+                    conn.read_response()
+                reply = self._settle(keys=keys, args=[*args, hdr[a:z].tobytes(), self.fmt])
+                replies.append(reply)
+                if int(reply[0]) < 0:
+                    delete_matching(self.redis, f"{tmp}*")
+                    break
+        except BaseException:
+            conn.disconnect()
+            with contextlib.suppress(Exception):
+                delete_matching(self.redis, f"{tmp}*")
+            raise
+        finally:
+            pool.release(conn)
+        return replies
 
     def _fill_buckets(
         self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
@@ -1400,22 +1495,40 @@ class BulkLoader:
                 rec = np.fromfile(self._part(p), dtype=_PAIR)
                 yield rec["ident"].copy(), rec["seq"].copy()
 
-    def finish(self, between: Callable[[], None] | None = None) -> int:
+    def finish(
+        self,
+        between: Callable[[], None] | None = None,
+        grow: Callable[[int], None] | None = None,
+    ) -> int:
         """Load everything gathered (``between`` is called between partitions, e.g. to
-        refresh a lock); returns how many postings were new."""
+        refresh a lock); returns how many postings were new. An index that is no longer
+        empty (another writer came first) keeps its layout: ``grow(fields)`` is called
+        first to reshard it if these fields would overfill its buckets."""
         if not self._spilled:
             ident, seqs = self._take()
             self._last = (ident, seqs)  # for take_back
             self.distinct = int(np.unique(ident).size)
+            if grow is not None and self.distinct and not self.index.is_empty():
+                grow(self.distinct)
             return self.index.load_pairs(ident, seqs)
         self._spill()
         self.distinct = sum(int(np.unique(ident).size) for ident, _ in self._parts())
+        if grow is not None and not self.index.is_empty():
+            grow(self.distinct)
         self.index.size_for(self.distinct)
+        # Two partitions at a time: one sorted and packed here while Redis writes the
+        # other (numpy and the socket wait release the GIL).
         new = 0
-        for ident, seqs in self._parts():
-            new += self.index.load_pairs(ident, seqs, size=False)
-            if between is not None:
-                between()
+        pending: deque[Future[int]] = deque()
+        with ThreadPoolExecutor(2, thread_name_prefix="yinji-load") as pool:
+            for ident, seqs in self._parts():
+                pending.append(pool.submit(self.index.load_pairs, ident, seqs, size=False))
+                while len(pending) >= 2:
+                    new += pending.popleft().result()
+                    if between is not None:
+                        between()
+            while pending:
+                new += pending.popleft().result()
         return new
 
     def take_back(self, seqs: set[int]) -> int:
