@@ -45,6 +45,8 @@ def _keyspace(redis: Any, pattern: str) -> dict[bytes, Any]:
     """Every key matching ``pattern`` with its full value (whatever its type)."""
     out: dict[bytes, Any] = {}
     for key in redis.scan_iter(match=pattern, count=1000):
+        if key.endswith(b":version"):
+            continue  # the inverted index's write counter: writes tried, not contents
         kind = redis.type(key)
         if kind == b"hash":
             out[key] = redis.hgetall(key)

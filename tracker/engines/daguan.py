@@ -149,7 +149,9 @@ class DaguanEngine(Engine):
         return {
             "engine": self.name,
             "params": self.params.to_dict(),
-            "keys": stats["buckets"] + int(self.redis.exists(self.index.layout_key)),
+            "keys": stats["buckets"]
+            + int(self.redis.exists(self.index.layout_key))
+            + int(self.redis.exists(self.index.version_key)),
             **stats,
         }
 
