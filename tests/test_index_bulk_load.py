@@ -126,16 +126,23 @@ def test_load_merges_into_existing_buckets(redis_client: Any) -> None:
     _same(redis_client, "t:ref", "t:mix")
 
 
-def test_bulk_loader_spills_and_sizes(redis_client: Any, tmp_path: Path) -> None:
-    """Partition files (a tiny memory budget), sized once from the distinct identities,
-    then equal to adds; mothers taken back by identity remove exactly their postings."""
+@pytest.mark.parametrize("spill", [True, False])
+def test_bulk_loader_spills_and_sizes(
+    redis_client: Any, tmp_path: Path, spill: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition files (a tiny memory budget) or partitions in memory, sized once from
+    the distinct identities, then equal to adds; mothers taken back by identity remove
+    exactly their postings."""
+    from tracker.indexes import inverted
+
+    monkeypatch.setattr(inverted, "IN_MEMORY_PARTS", 100)
     items = _items(seed=7, mothers=80)
     ref = _index(redis_client, "t:ref")
     idx = _index(redis_client, "t:bulk")
-    loader = BulkLoader(idx, tmp_path / "bulk", memory_pairs=500)
+    loader = BulkLoader(idx, tmp_path / "bulk", memory_pairs=500 if spill else 10**9)
     for a in range(0, len(items), 7):
         loader.extend(items[a : a + 7])
-    assert any((tmp_path / "bulk").iterdir())
+    assert (tmp_path / "bulk").exists() == spill
     loader.finish()
     ref.size_for(loader.distinct)
     ref.add(items)

@@ -36,6 +36,17 @@ was the cost), and check the layout first so that a reshard meanwhile is noticed
 the call redone. Adds and removes are idempotent, so a redelivered ingest task writes no
 duplicate posting.
 
+Bulk loads (``load``, ``BulkLoader``: ``index rebuild``, and an ingest into an empty
+index): postings grouped by identity on the client, each field written once with its
+final value; the index sized once from the exact count of identities. On a single
+server a bucket is written whole by one plain HSET into a key of the load's own
+(``{prefix}:bt{token}:{bucket}``, RESP packed with numpy), then moved in place by a
+script: RENAMENX when the bucket does not exist yet, else merged field by field exactly
+as adds merge (another writer came first), under the same layout and move guard as
+adds. On Redis Cluster one script call per bucket does the same with its one key. The
+result is the index that adding the same postings in the same order makes (same field
+values, byte for byte), at ~1.4 us of Redis time a posting instead of ~4 (100 M).
+
 Versions: ``{prefix}:version`` (an ``epoch`` made at the first write, and ``n``) is
 raised before and after every write (adds, removes, reshards; clear removes it), so a reader that
 saw the same version twice saw no write in between, and a copy of the index taken at a
@@ -300,13 +311,13 @@ return {n, nf}
 """
 )
 
-# Bulk loading (``RedisInvertedIndex.load``): the client sends each field with its FINAL
-# value (the batch's seqs of that field, encoded as _CODEC writes them, a stop marker
-# past stop_df), grouped by bucket. A bucket that does not exist yet is written whole by
-# HSETs of up to 2,000 fields (no HMGET, no merge: ~2.5x less server time a posting than
-# the add path); a bucket that exists (another writer came first, or the index was not
-# empty) is merged field by field exactly as an add of the same seqs would. n counts the
-# postings a value holds (a stop marker: stop_df + 1, as add counts up to the stop).
+# Bulk loading (``RedisInvertedIndex.load``): each field comes with its FINAL value (the
+# load's seqs of that field, encoded as _CODEC writes them, a stop marker past stop_df),
+# grouped by bucket. ``fill`` writes a bucket that does not exist yet whole by HSETs of
+# up to 2,000 fields (no HMGET, no merge), and merges into a bucket that exists (another
+# writer came first, or the index was not empty) field by field exactly as an add of the
+# same seqs would. n counts the postings a value holds (a stop marker: stop_df + 1, as
+# add counts up to the stop).
 _FILL_CORE = (
     _CODEC
     + """
@@ -549,10 +560,13 @@ def _hset_commands(
     first = np.cumsum(per_key) - per_key
     rlen = np.add.reduceat(size, first) if n else np.zeros(0, np.int64)
     starts = np.cumsum(hlen + rlen) - (hlen + rlen)
-    out = np.empty(int(hlen.sum() + rlen.sum()), dtype=np.uint8)
-    _scatter(out, starts, hlen, np.frombuffer(b"".join(heads), np.uint8))
-    _scatter(out, starts + hlen, rlen, rec)
-    return out.tobytes(), starts
+    bounds = np.append(off[first], rec.size).tolist() if n else [0]
+    body = rec.tobytes()
+    parts: list[bytes] = []
+    for i, head_bytes in enumerate(heads):
+        parts.append(head_bytes)
+        parts.append(body[bounds[i] : bounds[i + 1]])
+    return b"".join(parts), starts
 
 
 def _scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
@@ -937,26 +951,20 @@ class RedisInvertedIndex:
         return vlen, vdata, counts
 
     def _fill_records(
-        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, with_bucket: bool
+        self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray
     ) -> tuple[np.ndarray, bytes, np.ndarray]:
         """(buckets, records, each record's byte offset) for the current layout: records
-        of ([uint32 LE bucket,] field, value length byte, value), in identity order."""
+        of (field, value length byte, value), in identity order."""
         buckets, fields = split_identity(groups, self.bucket_bits, self.ident_bits)
         fw = self.field_bytes
-        head = fw + 1 + (4 if with_bucket else 0)
+        head = fw + 1
         size = head + vlen
         off = np.cumsum(size) - size
         buf = np.empty(int(size.sum()), dtype=np.uint8)
-        col = 0
-        if with_bucket:
-            b4 = buckets.astype("<u4").view(np.uint8).reshape(-1, 4)
-            for c in range(4):
-                buf[off + c] = b4[:, c]
-            col = 4
         packed = pack_fields(fields, fw)
         for c in range(fw):
-            buf[off + col + c] = packed[:, c]
-        buf[off + col + fw] = vlen.astype(np.uint8)
+            buf[off + c] = packed[:, c]
+        buf[off + fw] = vlen.astype(np.uint8)
         _scatter(buf, off + head, vlen, vdata)
         return buckets, buf.tobytes(), off
 
@@ -1021,7 +1029,7 @@ class RedisInvertedIndex:
         self, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
     ) -> list[Any]:
         """Redis Cluster: one ``_FILL_SCRIPT`` EVAL per bucket, ``chunk`` per pipeline."""
-        buckets, blob, off = self._fill_records(groups, vlen, vdata, with_bucket=False)
+        buckets, blob, off = self._fill_records(groups, vlen, vdata)
         firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
         ends = np.append(off, len(blob))
         bounds = [*firsts.tolist(), groups.size]
@@ -1420,6 +1428,13 @@ def unpack_fields(rows: np.ndarray) -> np.ndarray:
 
 _PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
 PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
+IN_MEMORY_PARTS = 1_000_000  # from this many postings, load in partitions (overlapped)
+
+
+def _distinct(ident: np.ndarray) -> int:
+    """How many distinct values (a sort: faster than numpy's hashing unique here)."""
+    s = np.sort(ident)
+    return int(s.size and 1 + np.count_nonzero(s[1:] != s[:-1]))
 
 
 class BulkLoader:
@@ -1478,22 +1493,30 @@ class BulkLoader:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         self._spilled = True
-        part = (ident >> np.uint64(IDENTITY_BITS - PART_BITS)).astype(np.int64)
-        order = np.argsort(part, kind="stable")
-        rec = np.empty(ident.size, dtype=_PAIR)
-        rec["ident"], rec["seq"] = ident[order], seqs[order]
-        bounds = np.searchsorted(part[order], np.arange((1 << PART_BITS) + 1))
-        for p in range(1 << PART_BITS):
-            a, z = int(bounds[p]), int(bounds[p + 1])
-            if z > a:
-                with open(self._part(p), "ab") as fh:
-                    rec[a:z].tofile(fh)
+        for p, part_ident, part_seqs in self._split(ident, seqs):
+            rec = np.empty(part_ident.size, dtype=_PAIR)
+            rec["ident"], rec["seq"] = part_ident, part_seqs
+            with open(self._part(p), "ab") as fh:
+                rec.tofile(fh)
 
     def _parts(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for p in range(1 << PART_BITS):
             if self._part(p).exists():
                 rec = np.fromfile(self._part(p), dtype=_PAIR)
                 yield rec["ident"].copy(), rec["seq"].copy()
+
+    def _split(
+        self, ident: np.ndarray, seqs: np.ndarray
+    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(partition, its identities, its seqs), arrival order kept within each."""
+        part = (ident >> np.uint64(IDENTITY_BITS - PART_BITS)).astype(np.int64)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange((1 << PART_BITS) + 1)).tolist()
+        for p in range(1 << PART_BITS):
+            a, z = bounds[p], bounds[p + 1]
+            if z > a:
+                take = order[a:z]
+                yield p, ident[take], seqs[take]
 
     def finish(
         self,
@@ -1507,21 +1530,33 @@ class BulkLoader:
         if not self._spilled:
             ident, seqs = self._take()
             self._last = (ident, seqs)  # for take_back
-            self.distinct = int(np.unique(ident).size)
+            self.distinct = _distinct(ident)
             if grow is not None and self.distinct and not self.index.is_empty():
                 grow(self.distinct)
-            return self.index.load_pairs(ident, seqs)
+            if ident.size < IN_MEMORY_PARTS:
+                return self.index.load_pairs(ident, seqs)
+            self.index.size_for(self.distinct)
+            parts = ((i, s) for _, i, s in self._split(ident, seqs))
+            return self._load_parts(parts, between)
         self._spill()
-        self.distinct = sum(int(np.unique(ident).size) for ident, _ in self._parts())
+        self.distinct = sum(_distinct(ident) for ident, _ in self._parts())
         if grow is not None and not self.index.is_empty():
             grow(self.distinct)
         self.index.size_for(self.distinct)
+        return self._load_parts(self._parts(), between)
+
+    def _load_parts(
+        self,
+        parts: Iterator[tuple[np.ndarray, np.ndarray]],
+        between: Callable[[], None] | None,
+    ) -> int:
+        """Partitions loaded (each holds whole buckets, all new)."""
         # Two partitions at a time: one sorted and packed here while Redis writes the
         # other (numpy and the socket wait release the GIL).
         new = 0
         pending: deque[Future[int]] = deque()
         with ThreadPoolExecutor(2, thread_name_prefix="yinji-load") as pool:
-            for ident, seqs in self._parts():
+            for ident, seqs in parts:
                 pending.append(pool.submit(self.index.load_pairs, ident, seqs, size=False))
                 while len(pending) >= 2:
                     new += pending.popleft().result()
