@@ -326,6 +326,5 @@ class SnapshotFolder:
         older = sorted(self.folder.glob(f"{folder_name(index.prefix)}-*"))
         return {
             "state": "stale" if older else "none",
-            "version": version,
             "advice": "yinji index snapshot: local lookups for faster checks / 建立本地索引快照",
         }
