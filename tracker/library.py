@@ -598,7 +598,10 @@ class Library:
         self, engine: str | None = None, *, progress: Progress | None = None
     ) -> dict[str, Any]:
         """Recreate an engine's index from the store (fingerprints recomputed if missing).
-        One rebuild per engine at a time (a Redis lock); checks meanwhile wait for it."""
+        One rebuild per engine at a time (a Redis lock); checks meanwhile wait for it.
+        The stored fingerprints go in batches of 256 mothers into a bulk loader (written
+        once at the end, sized from their exact count) or, for an engine without one,
+        straight to ``add``."""
         eng = self.engine(engine)
         started = time.perf_counter()
         with self.tracker.lock(eng.name) as refresh:
@@ -607,78 +610,42 @@ class Library:
             eng.clear()
             total = self.store.count_mothers()
             done = 0
-            batch: list[tuple[int, np.ndarray]] = []
             loader = eng.bulk_loader(_IndexWriter.bulk_folder(self.settings))
-            if loader is not None:
-                try:
-                    done = self._rebuild_bulk(eng, loader, total, refresh, progress)
-                finally:
-                    loader.close()
-            mothers = self.store.iter_mothers() if loader is None else iter(())
-            for mother in mothers:
-                blob = self.store.get_fingerprints(mother.seq, eng.name)
-                if blob is None:
-                    fps = eng.mother_fingerprints(mother.text)
-                    self.store.put_fingerprints(mother.seq, eng.name, fps.tobytes())
-                else:
-                    fps = eng.from_bytes(blob)
-                batch.append((mother.seq, fps))
-                if len(batch) >= 256:
-                    eng.add(batch)
-                    if getattr(eng, "needs_growth", lambda: False)():
-                        eng.grow()  # type: ignore[attr-defined]  # we hold the lock
+            try:
+                for batch in _batches(self._stored_fingerprints(eng), 256):
+                    if loader is not None:
+                        loader.extend(batch)
+                    else:
+                        eng.add(batch)
+                        if getattr(eng, "needs_growth", lambda: False)():
+                            eng.grow()  # type: ignore[attr-defined]  # we hold the lock
                     refresh()
                     done += len(batch)
-                    batch = []
                     if progress:
                         progress(done, total)
-            if batch:
-                eng.add(batch)
-                done += len(batch)
-                if progress:
-                    progress(done, total)
+                if loader is not None:
+                    loader.finish(refresh)
+            finally:
+                if loader is not None:
+                    loader.close()
             self._note_engine(eng.name)
             self.tracker.finish_rebuild(eng.name, dead_before)
         self._verified[eng.name] = time.monotonic()
         return {"engine": eng.name, "mothers": done, "seconds": time.perf_counter() - started}
 
-    def _rebuild_bulk(
-        self,
-        eng: Engine,
-        loader: Any,
-        total: int,
-        refresh: Callable[[], None],
-        progress: Progress | None,
-    ) -> int:
-        """``rebuild_index`` into the cleared index through a bulk loader: the stored
-        fingerprints read without the texts (computed, and stored, for a mother that has
-        none), gathered, then loaded once, sized from their exact count. Returns how
-        many mothers."""
-        done = 0
-        batch: list[tuple[int, np.ndarray]] = []
+    def _stored_fingerprints(self, eng: Engine) -> Iterator[tuple[int, np.ndarray]]:
+        """Every mother's stored fingerprints for ``eng``, read without the texts; those
+        of a mother that has none are computed (from its text) and stored."""
         for seq, blob in self.store.iter_fingerprints(eng.name):
-            if blob is None:
-                mother = self.store.get_mothers_by_seq([seq]).get(seq)
-                if mother is None:
-                    continue  # deleted meanwhile
-                fps = eng.mother_fingerprints(mother.text)
-                self.store.put_fingerprints(seq, eng.name, fps.tobytes())
-            else:
-                fps = eng.from_bytes(blob)
-            batch.append((seq, fps))
-            if len(batch) >= 256:
-                loader.extend(batch)
-                refresh()
-                done += len(batch)
-                batch = []
-                if progress:
-                    progress(done, total)
-        loader.extend(batch)
-        done += len(batch)
-        loader.finish(refresh)
-        if progress and batch:
-            progress(done, total)
-        return done
+            if blob is not None:
+                yield seq, eng.from_bytes(blob)
+                continue
+            mother = self.store.get_mothers_by_seq([seq]).get(seq)
+            if mother is None:
+                continue  # deleted meanwhile
+            fps = eng.mother_fingerprints(mother.text)
+            self.store.put_fingerprints(seq, eng.name, fps.tobytes())
+            yield seq, fps
 
     # -- index health -----------------------------------------------------------------
     def index_health(self, engine: str | None = None) -> Health:
@@ -1153,6 +1120,18 @@ class Library:
             else:
                 done.append(self.snapshot_index(name))
         return done
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter, none empty)."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def input_chars(paths: Iterable[Path]) -> int:
