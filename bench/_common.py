@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -42,3 +45,16 @@ def write_section(name: str, body: str, path: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def publish(section: str, script: str, parts: list[str], started: float, write: bool) -> str:
+    """A run's report: when, where and how it ran, then ``parts``; printed, and written
+    into ``section`` of docs/BENCHMARKS.md with ``write``. ``started``: ``time.time()``."""
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = f"python bench/{script} " + " ".join(sys.argv[1:])
+    head = f"Run {when} on {machine()}; `{cmd.strip()}` ({time.time() - started:.0f} s in all)."
+    body = "\n".join([head, "", *parts])
+    print(body)
+    if write:
+        write_section(section, body, ROOT / "docs" / "BENCHMARKS.md")
+    return body

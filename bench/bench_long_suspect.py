@@ -23,11 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, write_section
+from _common import ROOT, publish
 
 DATA = ROOT.parent / "shared" / "data" / "novels"
 LIBRARY_FILES = ["sanguoyanyi.chapters.jsonl", "hongloumeng.chapters.jsonl"]
@@ -196,20 +195,7 @@ def main() -> None:
         build_library(data_dir)
         novel = run_novel(data_dir, args.novel_runs, args.timeout)
         table = run_sizes(data_dir, args.sizes, args.old_max, args.runs, args.timeout)
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    cmd = "python bench/bench_long_suspect.py " + " ".join(sys.argv[1:])
-    body = "\n".join(
-        [
-            f"Run {when} on {machine()}; `{cmd.strip()}` ({time.time() - started:.0f} s in all).",
-            "",
-            *novel,
-            "",
-            *table,
-        ]
-    )
-    print(body)
-    if args.write:
-        write_section("long-suspect", body, ROOT / "docs" / "BENCHMARKS.md")
+    publish("long-suspect", "bench_long_suspect.py", [*novel, "", *table], started, args.write)
 
 
 if __name__ == "__main__":

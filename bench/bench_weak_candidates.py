@@ -13,11 +13,10 @@ import argparse
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, write_section
+from _common import publish
 from bench_long_suspect import PIRATE, build_library, run_novel, run_sizes
 
 
@@ -54,18 +53,7 @@ def main() -> None:
             novel = run_novel(data_dir, args.novel_runs, args.timeout)
             table = run_sizes(data_dir, args.sizes, args.old_max, args.runs, args.timeout)
             parts += [f"**weak_candidates = {weak}**", "", *novel, "", *table, ""]
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    cmd = "python bench/bench_weak_candidates.py " + " ".join(sys.argv[1:])
-    body = "\n".join(
-        [
-            f"Run {when} on {machine()}; `{cmd.strip()}` ({time.time() - started:.0f} s in all).",
-            "",
-            *parts,
-        ]
-    )
-    print(body)
-    if args.write:
-        write_section("weak-candidates", body, ROOT / "docs" / "BENCHMARKS.md")
+    publish("weak-candidates", "bench_weak_candidates.py", parts, started, args.write)
 
 
 if __name__ == "__main__":
