@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Test support modules (textgen, mongo_wire, tsa_server, ...) import by bare name.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+
+# The background-job fixtures (installation_factory, shared, site) for every package.
+pytest_plugins = ["workerkit"]
 
 # Crawls in tests take no screenshots unless a test asks (a browser start per crawl
 # would slow the suite; the screenshot tests set the mode themselves).

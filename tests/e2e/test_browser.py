@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo import REPO
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from casekit import add_match, library_store
+from repo import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = """[yinji.commands]
 case = tracker.cases.cli:case
 verdict = tracker.cases.cli:verdict

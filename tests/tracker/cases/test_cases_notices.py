@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from casekit import add_match, library_store
 from click.testing import CliRunner
+from repo import REPO
 
 from tracker.cases import CaseService
 from tracker.cases.cli import case, verdict
@@ -144,7 +145,7 @@ def test_user_template_overrides_and_is_checked(setup, tmp_path: Path) -> None:
     svc, _lib, ids = setup
     own = tmp_path / "data" / "templates" / "notices" / "en"
     own.mkdir(parents=True)
-    shipped = Path(__file__).parents[2] / "tracker/cases/templates/notices/en/notice.txt.j2"
+    shipped = REPO / "tracker/cases/templates/notices/en/notice.txt.j2"
     (own / "notice.txt.j2").write_text(
         "Our own preamble.\n" + shipped.read_text("utf-8"), encoding="utf-8"
     )

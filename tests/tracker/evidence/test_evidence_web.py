@@ -13,8 +13,8 @@ import zipfile
 from collections.abc import Iterator
 
 import pytest
-from test_workers import MOTHER, Site, _copy, page
 from webkit import WebSystem, csrf, ingest, job_id_of, wait_job, web_system
+from workerkit import MOTHER, Site, _copy, page
 
 from tracker.evidence import EvidenceLog, verify_bundle
 from tracker.records import match_id

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from test_workers import installation_factory  # noqa: F401  (a fixture)
 from textgen import homophones, random_edits, work
 from webkit import csrf, web_system
 
@@ -216,10 +215,10 @@ def test_cli_check_skips_a_too_large_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_worker_reports_a_too_large_text_as_its_error(installation_factory, tmp_path):  # noqa: F811
+def test_worker_reports_a_too_large_text_as_its_error(installation_factory, tmp_path):
     """Through a real worker: the too-large text is an entry of the job's errors, the
     other text of the job is checked; the task does not fail."""
-    from test_workers import MOTHER, wait_job
+    from workerkit import MOTHER, wait_job
 
     from workers import jobs
 

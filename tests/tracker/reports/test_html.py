@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 import tomllib
 from importlib import resources
-from pathlib import Path
+
+from repo import REPO
 
 from tracker.library import Library
 from tracker.reports import REPORT_CSS, build_report, render_html, report_data, safe_http_url
@@ -45,7 +46,7 @@ def test_template_ships_as_package_data() -> None:
     assert source.startswith("<!doctype html>") and "{{ d.work.title }}" in source
     assert "|safe" not in source  # every value may come from a pirate page
     # ...and pyproject's package data for `tracker` puts every template file in the wheel.
-    root = Path(__file__).resolve().parents[2]
+    root = REPO
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     globs = config["tool"]["setuptools"]["package-data"]["tracker"]
     templates = root / "tracker" / "reports" / "templates"

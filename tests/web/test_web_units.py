@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from repo import REPO
 from werkzeug.datastructures import MultiDict
 
 from web.charts import bar_list, time_chart, verdict_chart
 from web.core import parse_match_filters
 from web.highlight import segments
 
-WEB = Path(__file__).resolve().parent.parent / "web"
+WEB = REPO / "web"
 
 
 # --- highlight ---------------------------------------------------------------------------------
@@ -282,9 +283,8 @@ def test_blueprints_do_not_import_each_other() -> None:
     """Shared pieces live in web/core, serializers, uploads, evidence: a blueprint that
     imports another drags its routes' module state along and hides a dependency."""
     import ast
-    from pathlib import Path
 
-    handlers = Path(__file__).resolve().parents[1] / "web" / "handlers"
+    handlers = REPO / "web" / "handlers"
     names = {p.stem for p in handlers.glob("*.py")} - {"__init__"}
     offenders = {}
     for path in sorted(handlers.glob("*.py")):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import random
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from repo import REPO
 from textgen import homophones, work
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(REPO / "bench"))
 
 import eval_diagnose
 import eval_laws

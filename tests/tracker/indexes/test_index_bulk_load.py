@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from repo import REPO
 
 from tracker.indexes.inverted import (
     IDENTITY_BITS,
@@ -25,7 +26,7 @@ from tracker.indexes.inverted import (
     mix64,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 LIBRARY = ROOT / "examples" / "library.jsonl"
 SUSPECTS = ROOT / "examples" / "suspects.jsonl"
 

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 
 def imported_packages(path: Path) -> set[str]:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from repo import REPO
 from textgen import work
 
 from tracker.config import Settings
@@ -20,8 +21,6 @@ from tracker.documents import Document
 from tracker.index_health import WRITER_PREFIX, IndexOutOfSync
 from tracker.library import Library
 from tracker.store import Mother, open_store
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _open(tmp_path: Path, redis, **settings) -> Library:

@@ -16,24 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_workers import (
+from tsa_server import TSAServer
+from workerkit import (
     MOTHER,
     UNRELATED_2,
     Installation,
     Site,
     _copy,
-    installation_factory,
     page,
     wait_job,
     wait_until,
 )
-from tsa_server import TSAServer
 
 from tracker.config import Settings
 from tracker.evidence import EvidenceLog, verify_bundle
 from tracker.evidence.tsa import load_certificates, verify_response
-
-__all__ = ["installation_factory"]  # a fixture, imported for these tests
 
 pytestmark = pytest.mark.slow
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from redis_cluster import RedisClusterNodes
+from repo import REPO
 
 from tracker.config import Settings
 from tracker.redis_client import (
@@ -27,7 +28,7 @@ from tracker.redis_client import (
     redact_url,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 LIBRARY = ROOT / "examples" / "library.jsonl"
 SUSPECTS = ROOT / "examples" / "suspects.jsonl"
 DELETED = "denghuo"  # a work that one of the example suspects copies

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from repo import REPO
 
 from tracker.config import Settings
 from tracker.store import (
@@ -33,7 +34,6 @@ from tracker.store import (
     open_store,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from repo import REPO
 from tsa_server import TSAServer
 
 from tracker.evidence.bundle import export_bundle, verify_bundle
@@ -21,7 +22,7 @@ from tracker.evidence.tsa import TSAClient
 
 from .evidence_helpers import REPORTS, record_case
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "EVIDENCE.md"
+DOC = REPO / "docs" / "EVIDENCE.md"
 TOOLS = ("unzip", "sha256sum", "openssl", "sh", "grep", "tail")
 
 
