@@ -16,6 +16,7 @@ engine's index. The store is the source of truth; the index is derived data:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -34,6 +35,13 @@ from tracker.align import AlignParams
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
+from tracker.engines.capabilities import (
+    BulkLoad,
+    BulkLoading,
+    CandidateOptions,
+    Growable,
+    LocalCopies,
+)
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.longtext import SuspectTooLarge
@@ -172,7 +180,7 @@ class Library:
         if name not in self._engines:
             options = self.store.get_meta(f"engine:{name}:options") or {}
             eng = make_engine(name, self.redis, self.settings.redis_prefix, **options)
-            if hasattr(eng, "snapshots"):  # lookups may answer from a local copy
+            if isinstance(eng, LocalCopies):  # lookups may answer from a local copy
                 eng.snapshots = SnapshotFolder(self.settings.snapshots_path)
             self._engines[name] = eng
         return self._engines[name]
@@ -213,7 +221,9 @@ class Library:
         self.store.set_meta("engine:daguan:options", options)
         self._engines.pop("daguan", None)  # rebuilt with the new options on next use
         eng = self.engine("daguan")
-        return {"min_hits": eng.min_hits, "weak_candidates": eng.weak_candidates}  # type: ignore[attr-defined]
+        if not isinstance(eng, CandidateOptions):  # pragma: no cover - daguan has them
+            raise TypeError(f"the {eng.name} engine has no candidate options")
+        return {"min_hits": eng.min_hits, "weak_candidates": eng.weak_candidates}
 
     # -- verifier settings ----------------------------------------------------
     def min_copied(self) -> int:
@@ -323,6 +333,8 @@ class Library:
         # An engine whose index is empty now gets this whole ingest in one bulk load at
         # the end (later flushes would meet existing buckets: the slower merge path).
         for e in engines:
+            if not isinstance(e, BulkLoading):
+                continue
             loader = e.bulk_loader(_IndexWriter.bulk_folder(self.settings))
             if loader is not None:
                 writer.loaders[e.name] = loader
@@ -454,10 +466,10 @@ class Library:
         # (characters of these writes, characters still to come): sizes a growing index
         # once, at its final bucket count.
         batch_chars = (0, 0)
-        bulk: dict[str, Any] = {}
+        bulk: dict[str, BulkLoad] = {}
         if writer is not None:
             for name, loader in writer.loaders.items():
-                loader.extend(fresh.pop(name, None) or [])
+                loader.extend(fresh.pop(name, []))
             writer.collect(stale, fresh)
             if flush:
                 bulk, writer.loaders = writer.loaders, {}
@@ -502,7 +514,7 @@ class Library:
             writer.submit(job, finish)
 
     def _bulk_writes(
-        self, engines: list[Engine], loaders: dict[str, Any], writer: _IndexWriter | None
+        self, engines: list[Engine], loaders: dict[str, BulkLoad], writer: _IndexWriter | None
     ) -> None:
         """The end of an ingest into an empty index: everything gathered loaded at once
         (in the writer's thread), then, as after every index write, postings of mothers
@@ -513,7 +525,7 @@ class Library:
                 for eng in engines:
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
-                    loaders[eng.name].finish(grow=lambda n, e=eng: self._grow_index(e, n))
+                    loaders[eng.name].finish(grow=functools.partial(self._grow_index, eng))
             except BaseException:  # no finish() follows: the spill files go now
                 for loader in loaders.values():
                     loader.close()
@@ -548,12 +560,11 @@ class Library:
         would outgrow Redis' compact encoding (memory per posting would jump ~7x), under
         the index lock (checks wait for it meanwhile). Sized before the write, a new
         index starts at its final bucket count and moves nothing."""
-        needs_growth = getattr(eng, "needs_growth", None)
-        if needs_growth is None or not needs_growth(extra):
+        if not isinstance(eng, Growable) or not eng.needs_growth(extra):
             return
         try:
             with self.tracker.lock(eng.name):
-                eng.grow(extra)  # type: ignore[attr-defined]
+                eng.grow(extra)
         except IndexOutOfSync:
             pass  # another process holds the lock (resharding or rebuilding): it grows
 
@@ -561,12 +572,11 @@ class Library:
         """Move an engine's index to ``2**bits`` buckets (default: what its size calls
         for) from the index alone, every posting kept; checks wait for it meanwhile."""
         eng = self.engine(engine)
-        reshard = getattr(eng, "reshard", None)
-        if reshard is None:
+        if not isinstance(eng, Growable):
             raise ValueError(f"the {eng.name} index has no buckets to reshard")
         started = time.perf_counter()
         with self.tracker.lock(eng.name):
-            done = reshard(bits)
+            done = eng.reshard(bits)
         return {
             "engine": eng.name,
             "bucket_bits": done,
@@ -610,15 +620,19 @@ class Library:
             eng.clear()
             total = self.store.count_mothers()
             done = 0
-            loader = eng.bulk_loader(_IndexWriter.bulk_folder(self.settings))
+            loader = (
+                eng.bulk_loader(_IndexWriter.bulk_folder(self.settings))
+                if isinstance(eng, BulkLoading)
+                else None
+            )
             try:
                 for batch in _batches(self._stored_fingerprints(eng), 256):
                     if loader is not None:
                         loader.extend(batch)
                     else:
                         eng.add(batch)
-                        if getattr(eng, "needs_growth", lambda: False)():
-                            eng.grow()  # type: ignore[attr-defined]  # we hold the lock
+                        if isinstance(eng, Growable) and eng.needs_growth():
+                            eng.grow()  # we hold the lock
                     refresh()
                     done += len(batch)
                     if progress:
@@ -1083,9 +1097,8 @@ class Library:
         for name in self.indexed_engines():
             eng = self.engine(name)
             out["engines"][name] = {**eng.stats(), "health": self.tracker.health(name).to_dict()}
-            snapshots = getattr(eng, "snapshots", None)
-            if snapshots is not None:
-                out["engines"][name]["snapshot"] = snapshots.state(eng.index)  # type: ignore[attr-defined]
+            if isinstance(eng, LocalCopies) and eng.snapshots is not None:
+                out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
         return out
 
     def snapshot_index(self, engine: str | None = None) -> dict[str, Any]:
@@ -1094,10 +1107,10 @@ class Library:
         write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
         with the store (a copy of it would answer wrongly until the next write)."""
         eng = self.engine(engine)
-        if not hasattr(eng, "snapshots"):
+        if not isinstance(eng, LocalCopies):
             raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
         self.ensure_index(eng.name)
-        info = take_snapshot(eng.index, self.settings.snapshots_path)  # type: ignore[attr-defined]
+        info = take_snapshot(eng.index, self.settings.snapshots_path)
         return {"engine": eng.name, **info.to_dict()}
 
     def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
@@ -1108,10 +1121,9 @@ class Library:
         done: list[dict[str, Any]] = []
         for name in self.indexed_engines():
             eng = self.engine(name)
-            snapshots = getattr(eng, "snapshots", None)
-            if snapshots is None:
+            if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
-            index = eng.index  # type: ignore[attr-defined]
+            snapshots, index = eng.snapshots, eng.index
             fields = index.fields_estimate()
             if fields < max(floor, 1):
                 done.append({"engine": name, "skipped": f"{fields:,} postings < {floor:,}"})
@@ -1172,7 +1184,7 @@ class _IndexWriter:
         self._stale: dict[str, list[tuple[int, np.ndarray]]] = {}
         self._fresh: dict[str, list[tuple[int, np.ndarray]]] = {}
         self._chars = 0
-        self.loaders: dict[str, Any] = {}  # engine -> its bulk loader (an empty index)
+        self.loaders: dict[str, BulkLoad] = {}  # engine -> its bulk loader (an empty index)
 
     @staticmethod
     def bulk_folder(settings: Settings) -> Path:
