@@ -85,7 +85,7 @@ def main() -> None:
             # A first check warms the modules it imports (their bodies are not counted).
             cli(["--data-dir", data, "check", "--no-save", str(suspect)], standalone_mode=False)
             calls, files = trace(["--data-dir", data, "check", "--json", str(suspect)])
-    settings = sum(n for name, n in calls.items() if name.endswith("Settings.from_env"))
+    settings = calls["config.py:Settings.from_env"]
     layer = [n for n in calls if n.startswith(ORCHESTRATION)]
     print(f"package: {Path(tracker_file()).parent}")
     print(f"functions of tracker called: {len(calls)} in {len(files)} files")
