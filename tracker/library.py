@@ -212,10 +212,12 @@ class Library:
         return self.indexes.stats()
 
     def snapshot_index(self, engine: str | None = None) -> dict[str, Any]:
-        return self.indexes.snapshot(engine)
+        """``{"engine", "path", "version", "postings", ...}`` of ``IndexAdmin.snapshot``."""
+        return self.indexes.snapshot(engine).to_dict()
 
     def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
-        return self.indexes.refresh_snapshots(min_postings)
+        """What ``IndexAdmin.refresh_snapshots`` did, per engine: taken or skipped."""
+        return [done.to_dict() for done in self.indexes.refresh_snapshots(min_postings)]
 
     # -- checks (CheckService) ---------------------------------------------------------
     def ready_to_check(self, engine: str | None = None) -> Engine:
