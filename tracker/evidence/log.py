@@ -579,15 +579,13 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe: MongoDB when ``mongo_uri``
-        is set (its own client, closed by ``close``), else the data folder."""
+        """The log beside the library ``settings`` describe, alone
+        (``tracker.backends.Backends.evidence_log``): MongoDB when ``mongo_uri`` is set
+        (its own client, closed by ``close``), else the data folder."""
         if settings.mongo_uri:
-            import pymongo
+            from tracker.backends import mongo_client  # the one timeout rule
 
-            # An unreachable server fails in 10 s, as the store's does (pymongo: 30 s).
-            client: Any = pymongo.MongoClient(
-                settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=10_000
-            )
+            client = mongo_client(settings.mongo_uri)
             try:
                 log = cls.open(
                     settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
