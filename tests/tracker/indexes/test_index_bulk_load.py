@@ -134,9 +134,9 @@ def test_bulk_loader_spills_and_sizes(
     """Partition files (a tiny memory budget) or partitions in memory, sized once from
     the distinct identities, then equal to adds; mothers taken back by identity remove
     exactly their postings."""
-    from tracker.indexes import inverted
+    from tracker.indexes import bulk
 
-    monkeypatch.setattr(inverted, "IN_MEMORY_PARTS", 100)
+    monkeypatch.setattr(bulk, "IN_MEMORY_PARTS", 100)
     items = _items(seed=7, mothers=80)
     ref = _index(redis_client, "t:ref")
     idx = _index(redis_client, "t:bulk")
