@@ -11,6 +11,13 @@ its one key. The result is the index that adding the same postings in the same o
 makes (same field values, byte for byte), at ~1.4 us of Redis time a posting instead of
 ~4 (100 M).
 
+A load's temporary keys carry a lease (``{prefix}:bt{token}:live``: its owner
+``host|pid|token`` with a TTL of ``LEASE_MS``, refreshed after every settle call). A load
+killed between its HSETs and its settle (``kill -9``) leaves temporary keys behind, which
+made an empty index look non-empty; ``sweep_temporary`` (run when a load or an ingest asks
+whether the index is empty) deletes the keys of every load whose lease is gone or whose
+owner's process on this host no longer runs, and leaves a live load's keys alone.
+
 ``BulkLoader`` gathers a rebuild's postings in bounded memory (spilling to partition
 files) and loads them partition by partition.
 """
@@ -20,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shutil
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,12 +38,15 @@ import numpy as np
 from tracker.indexes.codec import FORMAT, STOP, encode_value
 from tracker.indexes.keys import (
     IDENTITY_BITS,
+    TEMP_MATCH,
     bits_for,
     layout_name,
     pack_fields,
     split_identity,
+    temp_prefix,
 )
-from tracker.redis_client import delete_matching
+from tracker.indexes.lock import Owner
+from tracker.redis_client import delete_matching, process_alive
 
 if TYPE_CHECKING:
     from tracker.indexes.inverted import RedisInvertedIndex
@@ -249,7 +258,10 @@ def fill_direct(
     nbuckets = firsts.size
     ubuckets = buckets[firsts]
     posts = np.add.reduceat(counts, firsts)
-    tmp = f"{index.prefix}:bt{uuid.uuid4().hex[:12]}:"
+    me = Owner.me()
+    tmp = temp_prefix(index.prefix, me.token[:12])
+    lease = f"{tmp}{LEASE}"
+    index.redis.set(lease, me.id, px=LEASE_MS)  # before the first temporary key
     buf, starts = hset_commands(
         [f"{tmp}{b}".encode() for b in ubuckets.tolist()],
         per_bucket,
@@ -276,6 +288,7 @@ def fill_direct(
                 conn.read_response()
             reply = index._settle(keys=keys, args=[*args, hdr[a:z].tobytes(), index.fmt])
             replies.append(reply)
+            index.redis.set(lease, me.id, px=LEASE_MS)
             if int(reply[0]) < 0:
                 delete_matching(index.redis, f"{tmp}*")
                 break
@@ -286,7 +299,34 @@ def fill_direct(
         raise
     finally:
         pool.release(conn)
+    index.redis.delete(lease)
     return replies
+
+
+LEASE = "live"  # after a load's temporary prefix: its lease
+LEASE_MS = 60_000  # a load silent this long (no settle call) is taken for dead
+
+
+def sweep_temporary(index: RedisInvertedIndex) -> int:
+    """Delete the temporary keys of bulk loads that died (``kill -9`` between their
+    HSETs and their settle): those whose lease expired, or whose owner ran on this host
+    and is gone. A live load's keys stay. Returns how many keys went."""
+    start = len(index.prefix) + 3  # after "{prefix}:bt"
+    tokens: set[str] = set()
+    for key in index.redis.scan_iter(match=f"{index.prefix}{TEMP_MATCH}", count=1000):
+        name = key.decode() if isinstance(key, bytes) else str(key)
+        tokens.add(name[start:].partition(":")[0])
+    host = Owner.me().host
+    gone = 0
+    for token in tokens:
+        tmp = temp_prefix(index.prefix, token)
+        holder = index.redis.get(f"{tmp}{LEASE}")
+        if holder is not None:
+            owner = Owner.parse(holder)
+            if owner.host != host or not owner.pid or process_alive(owner.pid):
+                continue  # a live load (or one elsewhere whose lease has not expired)
+        gone += delete_matching(index.redis, f"{tmp}*")
+    return gone
 
 
 def fill_buckets(

@@ -401,9 +401,12 @@ class RedisInvertedIndex:
 
     def is_empty(self) -> bool:
         """No field counted and no bucket under this prefix (the scan stops at the first
-        key found, so it is cheap on a full index too)."""
+        key found, so it is cheap on a full index too). Temporary keys of bulk loads that
+        died are deleted first (``tracker.indexes.bulk.sweep_temporary``)."""
         if self.fields_estimate():
             return False
+        if not self._cluster:  # (temporary keys are a single server's)
+            bulk.sweep_temporary(self)
         for _ in self.redis.scan_iter(match=f"{self.prefix}:b*", count=1000):
             return False
         return True
