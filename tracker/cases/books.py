@@ -35,6 +35,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from tracker.records import Suspect
 from tracker.rules import check_url, domain_of
+from tracker.timefmt import iso_utc
 
 from .model import Case, CaseError, CaseEvent, CaseURL, now
 from .service import CaseService
@@ -358,7 +359,7 @@ def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> 
         c.metadata["book"] = {
             "index_url": report.index_url,
             "title": report.title,
-            "checked_at": now().isoformat(timespec="milliseconds"),
+            "checked_at": iso_utc(now()),
             "pages_fetched": report.pages_fetched,
             "truncated": report.truncated,
             "chapters": [ch.to_dict() for ch in report.chapters],
