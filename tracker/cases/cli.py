@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from tracker.config import SettingError, Settings
+from tracker.records import VERDICTS
 from tracker.timefmt import human_utc
 
 from .model import STATES, CaseError
@@ -88,7 +89,7 @@ _note_option = click.option("--note", default=None, help="A note kept in the cas
 @click.command()
 @click.argument("suspect_id")
 @click.argument("mother_id")
-@click.argument("verdict", type=click.Choice(["confirmed", "dismissed", "pending"]))
+@click.argument("verdict", type=click.Choice(VERDICTS))
 @_note_option
 @_by_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
