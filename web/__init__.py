@@ -109,10 +109,11 @@ def create_app(
 
 
 def _init_templates(app: Flask) -> None:
+    from tracker.records import VERDICTS
     from tracker.reports import safe_http_url
 
     from .charts import fmt_time
-    from .core import filter_args
+    from .core import VERDICT_LABELS, filter_args
 
     app.jinja_env.globals.update(
         _=translate,
@@ -125,6 +126,8 @@ def _init_templates(app: Flask) -> None:
         filter_args=filter_args,
         args_with=_args_with,
         lang_url=_lang_url,
+        VERDICTS=VERDICTS,
+        VERDICT_LABELS=VERDICT_LABELS,
     )
     app.jinja_env.filters.update(when=fmt_time, safe_href=safe_http_url, pct=_pct)
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import click
 
 from tracker.config import SettingError, Settings, WorkerSettings
+from tracker.timefmt import iso_utc
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -187,7 +188,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     with _store(ctx) as store:
         items = store.list_watch(active_only=not show_all)
     for item in items:
-        last = item.last_crawled_at.isoformat() if item.last_crawled_at else None
+        last = iso_utc(item.last_crawled_at)
         if as_json:
             click.echo(
                 json.dumps(
@@ -195,7 +196,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                         "url": item.url,
                         "kind": item.kind,
                         "active": item.active,
-                        "added_at": item.added_at.isoformat(),
+                        "added_at": iso_utc(item.added_at),
                         "last_crawled_at": last,
                     },
                     ensure_ascii=False,

@@ -55,6 +55,7 @@ from celery import _state as _celery_state
 from tracker.config import Settings
 from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
+from tracker.timefmt import iso_utc
 from workers.app import QUEUES, app_settings, get_celery, worker_settings
 from workers.payloads import unique
 from workers.spool import FORMATS, Spool
@@ -115,7 +116,7 @@ def _submit(
     record: dict[str, Any] = {
         "id": job_id,
         "kind": kind,
-        "created": utcnow().isoformat(),
+        "created": iso_utc(utcnow()),
         "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
     }
     if skipped:

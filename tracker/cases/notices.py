@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
 from tracker.records import NotFound, match_id
+from tracker.timefmt import human_utc
 
 from .model import Case, CaseError, Profile
 from .service import CaseService
@@ -149,7 +150,8 @@ def _suspect_facts(matches: Store | None, suspect_id: str) -> dict[str, str]:
         suspect = matches.get_suspect(suspect_id)
     except (NotFound, KeyError):
         return {}
-    facts = {"fetched_at": suspect.fetched_at.strftime("%Y-%m-%d %H:%M:%S")}
+    # The templates add "UTC" after the time (and are the users' to edit).
+    facts = {"fetched_at": human_utc(suspect.fetched_at).removesuffix(" UTC")}
     if suspect.raw:
         facts["raw_sha256"] = hashlib.sha256(suspect.raw).hexdigest()
     return facts

@@ -18,10 +18,12 @@ from workers import jobs
 
 from ..casework import set_verdict
 from ..core import (
+    MAX_OFFSET,
     MAX_PAGE,
     bad_request,
     fail,
     get_or_404,
+    int_arg,
     job_status,
     library,
     parse_match_filters,
@@ -55,19 +57,6 @@ def _rejected(message: str, errors: list[dict[str, str]]) -> Any:
     response = jsonify({"error": f"{message}; {first}" if first else message, "errors": errors})
     response.status_code = 400
     return response
-
-
-def _int_arg(name: str, default: int, hi: int) -> int:
-    raw = request.args.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        fail(400, f"{name} must be a whole number, got {raw!r}")
-    if not 0 <= value <= hi:
-        fail(400, f"{name} must be between 0 and {hi}, got {value}")
-    return value
 
 
 def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -118,8 +107,8 @@ def mothers_add() -> Any:
 @bp.get("/mothers")
 def mothers_list() -> Any:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
-    offset = _int_arg("offset", 0, 10**12)
-    limit = _int_arg("limit", 50, MAX_PAGE)
+    offset = int_arg("offset", 0, 0, MAX_OFFSET)
+    limit = int_arg("limit", 50, 0, MAX_PAGE)
     mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
     return jsonify(
         {
