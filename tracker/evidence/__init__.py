@@ -38,6 +38,12 @@ Recording (each call appends one record and returns its ``LogEntry``: ``index``,
     log.record_verdict(suspect_id=..., mother_id=..., verdict="confirmed", note=..., by=user)
     log.record_case_state(suspect_id=..., mother_id=..., state="notice_sent", detail={...})
 
+The key's fingerprint (printed on notices and reports; ``yinji evidence head --json``)::
+
+    public_key_fingerprint(log.key)              # 64 hex digits, = every head's log_id
+    log_fingerprint(data_dir)                    # the same without opening the log
+    format_fingerprint(fp)                       # "1cd7 5f0a …" for people
+
 Reading, proving, auditing::
 
     log.entries(suspect_id=..., mother_id=...)   # records about a suspect / one match
@@ -70,7 +76,16 @@ from .bundle import (
 )
 from .canonical import canonical_json
 from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
-from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead
+from .keys import (
+    EvidenceKeyError,
+    SignedTreeHead,
+    SigningKey,
+    TreeHead,
+    format_fingerprint,
+    log_fingerprint,
+    parse_fingerprint,
+    public_key_fingerprint,
+)
 from .log import (
     KINDS,
     AuditReport,
@@ -117,6 +132,10 @@ __all__ = [
     "VerifyResult",
     "canonical_json",
     "export_bundle",
+    "format_fingerprint",
+    "log_fingerprint",
+    "parse_fingerprint",
+    "public_key_fingerprint",
     "read_bundle",
     "verify_bundle",
 ]
