@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -97,19 +98,96 @@ def verify(ctx: click.Context, bundle: Path, tsa_ca: Path | None) -> None:
         ctx.exit(1)
 
 
-@evidence.command("head")
-@click.pass_context
-def head(ctx: click.Context) -> None:
-    """Print the log's current signed tree head (size, root hash, signature) as JSON."""
-    from tracker.evidence import EvidenceLog
+def _open_log(ctx: click.Context) -> Any:
+    from tracker.evidence import EvidenceError, EvidenceLog
+    from tracker.evidence.keys import EvidenceKeyError
 
-    log = EvidenceLog.from_settings(_settings(ctx))
     try:
-        record = log.tree_head()
-        out = {**record.head.to_json(), "timestamped": record.token is not None}
+        return EvidenceLog.from_settings(_settings(ctx))
+    except (SettingError, EvidenceError, EvidenceKeyError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@evidence.command("head")
+@click.option("--json", "as_json", is_flag=True, help="Print it as JSON (for machines).")
+@click.option(
+    "--publish",
+    "publish_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write yinji-evidence-key.pem and yinji-evidence-head.json into this folder "
+    "(to put on your own web site).",
+)
+@click.pass_context
+def head(ctx: click.Context, as_json: bool, publish_dir: Path | None) -> None:
+    """The log's key fingerprint and a signed tree head covering every record (signed
+    now when the log has grown, after checking that the log still holds every head it
+    signed). Publish the fingerprint: recipients check bundles against it."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.public import published_head, write_published
+
+    log = _open_log(ctx)
+    try:
+        published = published_head(log)
+    except EvidenceError as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         log.close()
-    click.echo(json.dumps(out, ensure_ascii=False))
+    if publish_dir is not None:
+        for path in write_published(published, publish_dir):
+            click.echo(f"wrote {path}", err=True)
+    out = published.to_json()
+    if as_json:
+        click.echo(json.dumps(out, ensure_ascii=False, sort_keys=True))
+        return
+    th = out["tree_head"]
+    click.echo(f"fingerprint (指纹): {out['fingerprint_grouped']}")
+    click.echo(f"tree head (树头):   {th['size']} records, root {th['root_hash']}")
+    click.echo(f"signed (签署):      {th['time_utc']}")
+    click.echo(f"timestamped (时间戳): {'yes' if out['timestamped'] else 'no'}")
+    click.echo(f"verify_proof.py sha256: {out['verifier_sha256']}")
+
+
+@evidence.command("consistency")
+@click.argument("first", type=click.IntRange(min=0))
+@click.argument("second", type=click.IntRange(min=0), required=False)
+@click.pass_context
+def consistency_cmd(ctx: click.Context, first: int, second: int | None) -> None:
+    """RFC 6962 proof (JSON) that the log at SECOND records (default: its latest signed
+    head) begins with the log at FIRST records: it only grew, nothing was rewritten."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.public import consistency
+
+    log = _open_log(ctx)
+    try:
+        proof = consistency(log, first, second)
+    except EvidenceError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        log.close()
+    click.echo(json.dumps(proof.to_json(), sort_keys=True))
+
+
+@evidence.command("audit")
+@click.pass_context
+def audit(ctx: click.Context) -> None:
+    """Recompute the whole log (every leaf hash, stored node, tree head root, signature
+    and timestamp token); exit 1 listing every problem."""
+    log = _open_log(ctx)
+    try:
+        report = log.audit()
+    finally:
+        log.close()
+    if report.ok:
+        click.echo(
+            f"OK: {report.size} records, {report.heads} signed tree heads "
+            f"({report.stamped_heads} timestamped) consistent"
+        )
+        return
+    click.echo(f"FAILED: {len(report.problems)} problem(s)")
+    for problem in report.problems:
+        click.echo(f"  - {problem}")
+    ctx.exit(1)
 
 
 @evidence.command("stamp")
@@ -117,17 +195,16 @@ def head(ctx: click.Context) -> None:
 def stamp(ctx: click.Context) -> None:
     """Sign a tree head covering every record, timestamp it (YINJI_TSA_URL) and retry
     the timestamps still pending, as the scheduled job does; print what was done as
-    JSON. Exit 1 when a TSA is configured but the head is left without a token."""
-    from tracker.evidence import EvidenceError, EvidenceLog
-    from tracker.evidence.keys import EvidenceKeyError
+    JSON. Exit 1 when a TSA is configured but the head is left without a token, or when
+    the log no longer holds what a signed head says (nothing is signed then)."""
+    from tracker.evidence import EvidenceError
 
-    try:
-        log = EvidenceLog.from_settings(_settings(ctx))
-    except (SettingError, EvidenceError, EvidenceKeyError) as exc:
-        raise click.ClickException(str(exc)) from None
+    log = _open_log(ctx)
     try:
         done = log.publish()
         configured = log.tsa is not None
+    except EvidenceError as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         log.close()
     click.echo(json.dumps(done.to_json(), ensure_ascii=False))
