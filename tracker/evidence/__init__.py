@@ -56,24 +56,19 @@ Reading, proving, auditing::
 
 Bundles (``yinji evidence export`` / ``verify``)::
 
-    export_bundle(log, "case.zip", suspect_id=..., mother_id=...,
+    export_bundle(log, "case.zip", suspect_id=..., mother_id=...,   # appends nothing
                   reports={"report.pdf": pdf_bytes, "report.html": html_bytes})
-    result = verify_bundle("case.zip")           # .ok, .altered, .missing, .unproven,
-    print(result.summary())                      # .unexpected, .problems; BundleError if hostile
+    result = verify_bundle("case.zip", fingerprint=published_hex)  # pin the log's key
+    result.trusted                               # ok under the pinned key
+    result.checks                                # named checks: members, key, signature, …
+    print(result.summary())                      # .altered, .missing, .unproven,
+                                                 # .unexpected, .problems; BundleError if hostile
 """
 
 from __future__ import annotations
 
 from .blobs import BlobCorrupt, BlobMissing, BlobStore, FileBlobStore, GridFSBlobStore
-from .bundle import (
-    BundleError,
-    ExportResult,
-    Limits,
-    VerifyResult,
-    export_bundle,
-    read_bundle,
-    verify_bundle,
-)
+from .bundle import BundleError, ExportResult, Limits, export_bundle, read_bundle
 from .canonical import canonical_json
 from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
 from .keys import (
@@ -97,6 +92,7 @@ from .log import (
 )
 from .settings import EvidenceSettings
 from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
+from .verify import Check, VerifyResult, verify_bundle
 
 __all__ = [
     "KINDS",
@@ -108,6 +104,7 @@ __all__ = [
     "BundleError",
     "Capture",
     "CaptureError",
+    "Check",
     "EvidenceError",
     "EvidenceKeyError",
     "EvidenceLog",

@@ -5,9 +5,14 @@ log's signed tree head (issue #15's command-line contract; registered through th
 - ``yinji evidence export SUSPECT_ID [--mother MOTHER_ID] -o FILE.zip``: the records of
   the suspect (of one match with ``--mother``), the captured bytes, inclusion proofs, the
   signed tree head, its timestamp token, and the PDF and HTML reports of every match.
-- ``yinji evidence verify FILE.zip``: exit 0 and a summary when everything verifies;
-  exit 1 naming each member that is altered, missing, unproven or unexpected.
-- ``yinji evidence head``: the current signed tree head as JSON.
+- ``yinji evidence verify FILE.zip [--key FILE|--fingerprint HEX] [--trust-bundled-key]``:
+  exit 0 "OK" only when everything verifies under a pinned key (given, or this
+  library's own); exit 1 naming each check and member that fails, or when no key is
+  pinned; exit 2 with ``--trust-bundled-key`` for a bundle intact under its own key.
+- ``yinji evidence head [--json] [--publish DIR]``: the key fingerprint and the current
+  signed tree head (checked against every stored head first).
+- ``yinji evidence consistency FIRST [SECOND]``: RFC 6962 consistency proof (JSON).
+- ``yinji evidence audit``: recompute the whole log; exit 1 listing the problems.
 - ``yinji evidence stamp``: what the scheduled job does, by hand: a signed tree head
   covering every record, timestamped with ``YINJI_TSA_URL``, and the timestamps still
   pending retried; exit 1 when a TSA is configured and the head is left unstamped.
@@ -67,8 +72,40 @@ def export(ctx: click.Context, suspect_id: str, mother_id: str | None, output: P
     )
 
 
+def _library_key(ctx: click.Context) -> tuple[bytes, str] | None:
+    """The public key of the library this command runs in (YINJI_EVIDENCE_KEY, or the
+    key file of its data folder), or None outside a library. Never creates a key."""
+    from tracker.evidence.keys import KEY_FILE, SigningKey
+    from tracker.evidence.settings import EvidenceSettings
+
+    settings = _settings(ctx)
+    configured = EvidenceSettings.from_env().key
+    if not configured and not (settings.data_dir / KEY_FILE).is_file():
+        return None
+    key = SigningKey.load(settings.data_dir, configured)
+    return key.public_pem(), f"this library's key ({key.source})"
+
+
 @evidence.command("verify")
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The log's public key (PEM) as the rights holder published it.",
+)
+@click.option(
+    "--fingerprint",
+    default=None,
+    help="The log's key fingerprint (64 hex digits) as the rights holder published it.",
+)
+@click.option(
+    "--trust-bundled-key",
+    is_flag=True,
+    help="No published key at hand: check against the key inside the bundle and report "
+    "what that would prove, marked UNPINNED (exit 2 when intact).",
+)
 @click.option(
     "--tsa-ca",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -76,26 +113,60 @@ def export(ctx: click.Context, suspect_id: str, mother_id: str | None, output: P
     help="PEM certificates of trusted timestamp authorities [$YINJI_TSA_CA].",
 )
 @click.pass_context
-def verify(ctx: click.Context, bundle: Path, tsa_ca: Path | None) -> None:
-    """Check BUNDLE offline: every file against its hash, every record against the
-    signed tree head, the timestamp token. Exit 1 naming what fails."""
+def verify(
+    ctx: click.Context,
+    bundle: Path,
+    key_file: Path | None,
+    fingerprint: str | None,
+    trust_bundled_key: bool,
+    tsa_ca: Path | None,
+) -> None:
+    """Check BUNDLE offline against a pinned key: --key or --fingerprint, else this
+    library's own key when run inside it. Every file against the signed SHA256SUMS,
+    every record against the signed tree head, the timestamp and the times. Exit 0
+    "OK" only under a pinned key; exit 1 naming what fails, or when no key is pinned."""
     from tracker.evidence import BundleError, verify_bundle
+    from tracker.evidence.keys import EvidenceKeyError, format_fingerprint
     from tracker.evidence.settings import EvidenceSettings
     from tracker.evidence.tsa import TokenError, load_certificates
 
     try:
         ca = tsa_ca or EvidenceSettings.from_env().tsa_ca
         roots = load_certificates(ca) if ca else []
-    except (SettingError, TokenError) as exc:
+        pem: bytes | None = None
+        where = ""
+        if key_file is not None:
+            pem, where = key_file.read_bytes(), f"--key {key_file}"
+        elif fingerprint is not None:
+            where = "--fingerprint"
+        elif not trust_bundled_key:
+            found = _library_key(ctx)
+            if found is not None:
+                pem, where = found
+        result = verify_bundle(bundle, public_key=pem, fingerprint=fingerprint, tsa_roots=roots)
+    except (SettingError, TokenError, EvidenceKeyError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    try:
-        result = verify_bundle(bundle, tsa_roots=roots)
     except BundleError as exc:
         click.echo(f"FAILED: {bundle}: {exc}")
         ctx.exit(1)
-    click.echo(result.summary())
+    if result.pinned_key_id is not None:
+        click.echo(result.summary())
+        click.echo(f"pinned key: {format_fingerprint(result.pinned_key_id)} ({where})")
+        ctx.exit(0 if result.trusted else 1)
+    if trust_bundled_key:
+        click.echo(result.summary())
+        ctx.exit(2 if result.ok else 1)
+    bundled = format_fingerprint(result.key_id) if result.key_id else "unreadable"
+    click.echo(
+        f"NOT OK: no key is pinned, and a bundle proves nothing against the key it carries "
+        f"(anyone can make one). This bundle carries the key {bundled}. Run again with "
+        "--fingerprint HEX or --key FILE as the rights holder published them (or inside "
+        "the library that made it); --trust-bundled-key reports what the bundle's own key "
+        "would prove."
+    )
     if not result.ok:
-        ctx.exit(1)
+        click.echo(result.summary())
+    ctx.exit(1)
 
 
 def _open_log(ctx: click.Context) -> Any:

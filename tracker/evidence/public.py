@@ -12,24 +12,18 @@ record (docs/EVIDENCE.md, "Trust model").
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bundle import verifier_sha256
 from .keys import TreeHead, format_fingerprint
 from .log import EvidenceError, EvidenceLog, HeadRecord
 from .merkle import ProofError, verify_consistency
 
-VERIFIER = Path(__file__).with_name("verify_proof.py")
 PUBLISHED_KEY_FILE = "yinji-evidence-key.pem"
 PUBLISHED_HEAD_FILE = "yinji-evidence-head.json"
-
-
-def verifier_sha256() -> str:
-    """SHA-256 of the ``verify_proof.py`` this version of Yinji puts in bundles."""
-    return hashlib.sha256(VERIFIER.read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
