@@ -754,14 +754,24 @@ class EvidenceLog:
         by: str | None = None,
         at: datetime | None = None,
     ) -> LogEntry:
-        """A person's decision on a match (``pending``, ``confirmed``, ``dismissed``)."""
+        """A person's decision on a match (``pending``, ``confirmed``, ``dismissed``).
+        A decision that changes nothing (the same verdict and note as the latest one
+        recorded for the match) appends nothing: the latest record is returned."""
+        verdict = check_verdict(verdict)
+        for index in reversed(self.backend.find(suspect_id, mother_id, ["verdict"])):
+            latest = self.entry(index)
+            if latest.payload.get("mother_id") != mother_id:
+                continue
+            if latest.payload.get("verdict") == verdict and latest.payload.get("note") == note:
+                return latest
+            break
         payload = {
             "at": format_time(at or self.clock()),
             "by": by,
             "mother_id": mother_id,
             "note": note,
             "suspect_id": suspect_id,
-            "verdict": check_verdict(verdict),
+            "verdict": verdict,
         }
         return self.append("verdict", payload)
 
