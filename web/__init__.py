@@ -31,7 +31,17 @@ MIB = 1024 * 1024
 # Endpoints reachable without signing in.
 # The OpenAPI document describes the API's shape and holds no data: public, so that
 # clients and tools can read it before they have a token (docs/API.md).
-PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static", "api.openapi"}
+# The evidence log's key, signed head and consistency proofs are published on purpose
+# (docs/EVIDENCE.md, "Trust model"): a bundle's recipient has no account.
+PUBLIC_ENDPOINTS = {
+    "auth.login",
+    "health.healthz",
+    "static",
+    "api.openapi",
+    "api.evidence_head",
+    "api.evidence_key",
+    "api.evidence_consistency",
+}
 
 
 def create_app(
