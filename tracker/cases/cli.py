@@ -374,7 +374,8 @@ def _crawler(settings: Settings) -> Any:
 @click.pass_context
 def case_recheck(ctx: click.Context, case_id: str | None, as_json: bool, by: str | None) -> None:
     """Re-crawl CASE_ID's URLs now (default: every case with a notice sent, still online
-    or removed). 404/410, a vanished host or a page that no longer matches → removed."""
+    or removed). 404/410 or a page that no longer copies the work → removed; a site that
+    does not answer (unknown host, timeout) is "unreachable" and moves nothing."""
     from .alerts import Alerter
     from .recheck import recheck_cases
 

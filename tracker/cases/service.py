@@ -124,6 +124,31 @@ class CaseService:
                 return case
         return None
 
+    def active_cases_on(self, domain: str) -> list[Case]:
+        """The cases of ``domain`` that are not closed."""
+        return self.store.list_cases(states=list(ACTIVE_STATES), domain=normalize_domain(domain))
+
+    def case_holding(self, url: str, domain: str | None = None) -> Case | None:
+        """The active case that holds ``url`` (one URL, one open case: verdicts, book
+        runs and the web file into it rather than open another)."""
+        domain = normalize_domain(domain) if domain else domain_of(url)
+        if not url or not domain:
+            return None
+        return next((c for c in self.active_cases_on(domain) if c.url(url) is not None), None)
+
+    def case_for_match(self, url: str, mother_id: str, domain: str) -> Case | None:
+        """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
+        already: the active case holding the URL, else the active case of the same
+        domain that already holds copies of that work (a book case lists its chapters'
+        works)."""
+        held = self.case_holding(url, domain)
+        if held is not None:
+            return held
+        found = self.active_case(mother_id, domain)
+        if found is not None:
+            return found
+        return next((c for c in self.active_cases_on(domain) if mother_id in c.mother_ids), None)
+
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
         for ev in events:
@@ -272,7 +297,7 @@ class CaseService:
         domain = normalize_domain(match.domain) or domain_of(url)
         if not url or not domain:
             return None
-        case = self.open_case(
+        case = self.case_for_match(url, match.mother_id, domain) or self.open_case(
             work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
         )
 
@@ -305,8 +330,8 @@ class CaseService:
         domain = normalize_domain(match.domain) or domain_of(match.suspect_url)
         if not match.suspect_url or not domain:
             return None
-        case = self.active_case(match.mother_id, domain)
-        if case is None or case.url(match.suspect_url) is None:
+        case = self.case_holding(match.suspect_url, domain)
+        if case is None:
             return None
         if case.state != "open":
             # A notice named this URL: the history must say so; a person decides.
@@ -381,16 +406,15 @@ class CaseService:
         """File every confirmed match with a URL that no case holds yet; returns how
         many URLs were added."""
         added = 0
-        held = {(u.url, u.mother_id or c.work) for c in self.store.list_cases() for u in c.urls}
+        held = {u.url for c in self.store.list_cases() for u in c.urls}  # one URL, one case
         offset = 0
         while True:
             batch = matches.query_matches(
                 MatchQuery(verdict="confirmed", sort="created_at", offset=offset, limit=page)
             )
             for m in batch:
-                key = (m.suspect_url, m.mother_id)
-                if m.suspect_url and key not in held and self.file_match(m, who=who):
-                    held.add((m.suspect_url, m.mother_id))
+                if m.suspect_url and m.suspect_url not in held and self.file_match(m, who=who):
+                    held.add(m.suspect_url)
                     added += 1
             if len(batch) < page:
                 return added
