@@ -232,9 +232,13 @@ def case_mark_sent(
     ctx: click.Context, case_ids: tuple[str, ...], note: str | None, by: str | None
 ) -> None:
     """Record that the notice of CASE_ID(s) was sent (by you, outside Yinji)."""
-    with _service(ctx) as svc, _errors():
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, _errors(), open_store(svc.settings) as matches:
         for cid in case_ids:
-            c = svc.mark_sent(cid, who=_who(by), note=note or "", data={"channel": "manual"})
+            c = svc.mark_sent(
+                cid, who=_who(by), note=note or "", data={"channel": "manual"}, matches=matches
+            )
             click.echo(f"case {c.id}: {c.state}")
 
 

@@ -225,12 +225,22 @@ class CaseService:
         return self.update(case_id, lambda c: [self.state_event(c, to_state, who, note, data)])
 
     def mark_sent(
-        self, case_id: str, *, who: str, note: str = "", data: dict[str, Any] | None = None
+        self,
+        case_id: str,
+        *,
+        who: str,
+        note: str = "",
+        data: dict[str, Any] | None = None,
+        matches: Store | None = None,
     ) -> Case:
         """The notice went out (sent by SMTP or by the user). From ``notice_sent`` it
-        records another notice (a reminder) without changing the state."""
+        records another notice (a reminder) without changing the state. With
+        ``matches`` (the library's store), a case without any confirmed URL is refused
+        (``NoConfirmedURL``): no notice may name an unconfirmed match."""
         who = check_who(who)
         note = check_note(note) or ""
+        if matches is not None:
+            self.require_confirmed(matches, case_id)
 
         def change(case: Case) -> list[CaseEvent]:
             if case.state == "notice_sent":
@@ -239,6 +249,24 @@ class CaseService:
             return [self.state_event(case, "notice_sent", who, note, {"notice": data or {}})]
 
         return self.update(case_id, change)
+
+    def require_confirmed(self, matches: Store, case_id: str) -> list[str]:
+        """The case's URLs whose match is confirmed; ``NoConfirmedURL`` when none."""
+        from .facts import NoConfirmedURL, confirmed_match
+
+        case = self.get(case_id)
+        confirmed = [
+            u.url
+            for u in case.urls
+            if confirmed_match(matches, u.suspect_id, u.mother_id or case.work) is not None
+        ]
+        if not confirmed:
+            raise NoConfirmedURL(
+                f"case {case.id}: no URL with a confirmed match, so no notice can have gone "
+                "out for it (confirm the matches first: `yinji verdict SUSPECT_ID MOTHER_ID "
+                "confirmed` or 确认 in the web app)"
+            )
+        return confirmed
 
     def add_note(self, case_id: str, note: str, *, who: str) -> Case:
         who = check_who(who)
