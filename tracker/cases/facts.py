@@ -88,11 +88,23 @@ def bare_title(title: str) -> str:
     inner marks stay (``《雾城旧梦》第一章`` keeps its own)."""
     text = (title or "").strip()
     while len(text) >= 2 and text[0] in '《「『“"' and text[-1] in '》」』”"':
-        inner = text[1:-1]
-        if any(ch in inner for ch in "《》"):  # 《a》…《b》: the marks are not a pair
+        if not _one_pair(text):  # 《a》…《b》: the outer marks are not one pair
             break
-        text = inner.strip()
+        text = text[1:-1].strip()
     return text
+
+
+def _one_pair(text: str) -> bool:
+    """The mark opening ``text`` is closed by its last character."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "《「『“":
+            depth += 1
+        elif ch in "》」』”":
+            depth -= 1
+            if depth == 0:
+                return i == len(text) - 1
+    return text[0] == text[-1] == '"'
 
 
 def zh_title(title: str) -> str:
