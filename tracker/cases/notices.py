@@ -218,10 +218,14 @@ def _environment(templates_dir: Path | None) -> Any:
 def _bounded_range(budget: list[int]) -> Any:
     def bounded(*args: int) -> Any:
         numbers = range(*args)
-        if len(numbers) > budget[0]:
+        if len(numbers) > MAX_TEMPLATE_ITERATIONS:
             raise TemplateTooCostly(
                 f"notice template: range of {len(numbers):,} steps is more than a notice "
-                f"needs (at most {MAX_TEMPLATE_ITERATIONS:,} in all)"
+                f"needs (at most {MAX_TEMPLATE_ITERATIONS:,})"
+            )
+        if len(numbers) > budget[0]:
+            raise TemplateTooCostly(
+                f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
             )
         for n in numbers:
             budget[0] -= 1
