@@ -284,11 +284,11 @@ def evidence_consistency() -> Any:
     from tracker.evidence.public import consistency
 
     log = _evidence_public()
-    first = _int_arg("first", -1, 2**62)
+    first = int_arg("first", -1, 0, 2**62)
     if first < 0:
         fail(400, "give first=<size of an earlier tree head>")
     raw = request.args.get("second", "")
-    second = _int_arg("second", 0, 2**62) if raw != "" else None
+    second = int_arg("second", 0, 0, 2**62) if raw != "" else None
     try:
         return jsonify(consistency(log, first, second).to_json())
     except EvidenceError as exc:
