@@ -286,6 +286,17 @@ def _read_single(
     """A file that holds one document (.txt .html .htm .docx)."""
     suffix = _suffix(name)
     try:
+        # The id made from a file name follows the one id rule (tracker.ids), as any.
+        doc_id = check_id(doc_id, name)
+    except ValueError as exc:
+        reason = str(exc).removeprefix(f"{name}: ")
+        if "not UTF-8" in reason:
+            reason = "its name is not UTF-8, so it gives no id"
+        yield DocumentError(
+            name, f"{reason}: rename the file, or give its id in a .jsonl line or the API"
+        )
+        return
+    try:
         if len(data) > limits.max_document_bytes:
             raise InputError(f"{name}: larger than {limits.max_document_bytes} bytes")
         if suffix == ".txt":
@@ -323,7 +334,7 @@ def read_path(
     before anything is read (the check is made on the opened file, so swapping the
     path meanwhile does not help)."""
     limits = limits or ReadLimits.from_env()
-    label = name if name is not None else str(path)
+    label = file_label(name if name is not None else os.fsdecode(path))
     suffix = _suffix(label)
     if suffix not in SUPPORTED_SUFFIXES:
         yield DocumentError(label, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
@@ -352,6 +363,18 @@ def read_path(
                 yield from _read_single(data, label, default_id or _stem(label), limits)
         except OSError as exc:
             yield DocumentError(label, f"cannot read ({exc.strerror or exc})")
+
+
+def file_label(name: str) -> str:
+    """A file name as a label: bytes that are not UTF-8 (kept by the OS as lone
+    surrogates) shown as ``\\xff`` escapes, so the label can be printed and stored."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in name):
+        return name
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte stands for
+        raw = name.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def open_regular(path: str | os.PathLike[str], label: str | None = None) -> io.BufferedReader:
@@ -684,7 +707,7 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
         yield DocumentError(str(folder), "folder holds no supported files")
     for _, p, refusal in sorted(found, key=lambda item: item[0]):
         if refusal is not None:
-            yield DocumentError(str(p), refusal)
+            yield DocumentError(file_label(str(p)), refusal)
         else:
             yield from read_path(p, default_id=p.stem, limits=limits)
 

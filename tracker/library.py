@@ -34,6 +34,7 @@ from tracker.align import AlignParams
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
+from tracker.ids import DuplicateIds
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.longtext import SuspectTooLarge
@@ -348,23 +349,17 @@ class Library:
     ) -> None:
         batch: list[Document] = []
         done = 0
-        seen: dict[str, str] = {}  # id -> where it came from, in this call
+        seen = DuplicateIds()  # ids of this call: a later item with one is refused
         for item in documents:
             if isinstance(item, DocumentError):
                 report.errors.append(item)
                 continue
-            if item.id in seen:
-                # Two versions of one work in one batch: which one wins would depend on
-                # batching; the later one is refused, by name.
-                report.errors.append(
-                    DocumentError(
-                        item.source or item.id,
-                        f"duplicate id {item.id!r} in this batch (first at {seen[item.id]}): "
-                        "skipped",
-                    )
-                )
+            # Two versions of one work in one batch: which one wins would depend on
+            # batching; the later one is refused, by name.
+            duplicate = seen.seen(item.id, item.source or "an earlier item")
+            if duplicate is not None:
+                report.errors.append(DocumentError(item.source or item.id, duplicate))
                 continue
-            seen[item.id] = item.source or "an earlier item"
             batch.append(item)
             if len(batch) >= batch_size:
                 self._ingest_batch(batch, engines, report, writer)
