@@ -8,7 +8,8 @@ message that names the input; ``where`` (``"texts[3]"``, ``"URL"``) prefixes it.
 
 The id rule is ``tracker.ids.check_id`` (re-exported here).
 
-A leaf module: it imports only ``tracker.records``, ``tracker.ids`` and the standard library, so the
+A leaf module: it imports only ``tracker.records``, ``tracker.ids``, ``tracker.textform``
+and the standard library, so the
 document readers and the stores can use it without import cycles.
 """
 
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 from tracker.ids import MAX_ID_LENGTH as MAX_ID_LENGTH
 from tracker.ids import check_id as check_id
 from tracker.records import SORTS, VERDICTS, MatchSort
+from tracker.textform import is_blank
 
 # sitemaps.org and most HTTP servers and proxies cap URLs near 2 kB; a longer "URL" is
 # almost never a page a person wants checked, and it would be kept in every match row.
@@ -248,7 +250,7 @@ def check_text_item(item: Any, where: str = "") -> dict[str, str]:
     if not isinstance(item, dict):
         raise ValueError(_prefix(where, "expected an object with a non-empty 'text' string"))
     text = item.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
     out = {"text": text}
     for key in ("title", "url"):
@@ -280,7 +282,7 @@ def check_document_item(item: Any, where: str = "", *, source: str = "") -> dict
         raise ValueError(_prefix(where, "missing 'id' (a non-empty string)"))
     doc_id = check_id(item["id"], where)
     text = item.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
     title = item.get("title")
     if title is not None and not isinstance(title, str):

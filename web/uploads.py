@@ -23,6 +23,7 @@ from werkzeug.datastructures import FileStorage
 from tracker.documents import SUPPORTED_SUFFIXES, Document
 from tracker.ids import check_id
 from tracker.rules import check_url, default_title
+from tracker.textform import is_blank
 from workers.payloads import text_item
 from workers.spool import Spool, SpoolFile
 
@@ -192,7 +193,7 @@ def pasted_document(form: Any, prefix: str | None) -> Document | None:
     time (``prefix=None``: left empty, the worker names it by its content). An id given
     follows ``tracker.ids.check_id``: ``ValueError`` naming the problem otherwise."""
     text = (form.get("text") or "").strip()
-    if not text:
+    if is_blank(text):  # zero-width characters only: nothing pasted
         return None
     title = (form.get("title") or "").strip()[:MAX_TITLE]
     given = (form.get("doc_id") or "").strip()
