@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from tracker.config import SettingError, Settings
+from tracker.datadir import private_umask
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -120,6 +121,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     """音迹 Yinji: find which of your works were copied, how much, and where."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
+    private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
     _exit_cleanly_on_signals()
 
 

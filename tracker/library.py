@@ -32,6 +32,7 @@ import numpy as np
 
 from tracker.align import AlignParams
 from tracker.config import Settings
+from tracker.datadir import private_dir
 from tracker.documents import Document, DocumentError, clean_text, unexpected
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.ids import DuplicateIds
@@ -1247,7 +1248,7 @@ def _embedded_server_lock(settings: Settings) -> Iterator[None]:
     try:
         import fcntl
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
         fd = os.open(settings.data_dir / ".redis-server.lock", os.O_RDWR | os.O_CREAT, 0o600)
     except (ImportError, OSError):
         yield

@@ -14,6 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracker.datadir import private_dir
+
 from .model import Case, CaseEvent
 
 if TYPE_CHECKING:
@@ -128,7 +130,7 @@ def open_case_store(settings: Settings) -> CaseStore:
         return MongoCaseStore(settings.mongo_uri, db_name=settings.mongo_db)
     from .sqlite_store import SqliteCaseStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     return SqliteCaseStore(
         settings.data_dir / "cases.sqlite3", blob_dir=settings.data_dir / "cases" / "blobs"
     )

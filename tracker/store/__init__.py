@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracker.datadir import private_dir
+
 from .base import (
     ROLES,
     VERDICTS,
@@ -44,7 +46,7 @@ def open_store(settings: Settings) -> Store:
 
         return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)  # mode 700 (tracker.datadir)
     except OSError as exc:
         raise StoreError(
             f"cannot create the data folder {settings.data_dir} ({exc.strerror or exc}): "
