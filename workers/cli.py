@@ -15,6 +15,7 @@ from typing import Any, Literal
 import click
 
 from tracker.config import SettingError, Settings, WorkerSettings
+from tracker.datadir import private_dir
 from tracker.timefmt import iso_utc
 
 
@@ -131,7 +132,7 @@ def beat(ctx: click.Context, loglevel: str) -> None:
 
     celery_app.yinji_settings = settings
     celery_app.set_default()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     celery_app.Beat(
         schedule=str(settings.data_dir / "celerybeat-schedule"),
         loglevel=loglevel.upper(),

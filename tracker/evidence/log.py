@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tracker.datadir import private_dir, private_file
 from tracker.records import Match
 from tracker.rules import check_verdict
 
@@ -314,6 +315,7 @@ class SqliteBackend:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        private_file(self.path)  # mode 600 (tracker.datadir)
         self.db = sqlite3.connect(
             str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
@@ -590,7 +592,7 @@ class EvidenceLog:
             backend = MongoBackend(mongo_db)
             blobs = GridFSBlobStore(mongo_db)
         else:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)
             backend = SqliteBackend(data_dir / SQLITE_FILE)
             blobs = FileBlobStore.in_data_dir(data_dir)
         try:

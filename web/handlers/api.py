@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
 
+from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
@@ -68,12 +69,19 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
         fail(413, f"at most {MAX_DOCUMENTS} documents per request, got {len(items)}")
     docs: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    ids = DuplicateIds()  # 7 and "7", "col" and " col ": one id, the second refused
     for i, item in enumerate(items):
         where = f"documents[{i}]"
         try:
-            docs.append(check_document_item(clean(item, where), where, source="api"))
+            doc = check_document_item(clean(item, where), where, source="api")
         except ValueError as exc:
             errors.append(_problem(where, exc))
+            continue
+        duplicate = ids.seen(doc["id"], where, item.get("id"))
+        if duplicate is not None:
+            errors.append({"source": where, "message": duplicate})
+            continue
+        docs.append(doc)
     return docs, errors
 
 
