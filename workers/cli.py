@@ -17,17 +17,22 @@ import click
 from tracker.config import SettingError, Settings, WorkerSettings
 
 
-def _settings(ctx: click.Context) -> Settings:
+def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
     """The settings; a bad environment variable (worker options included, read here so
     that a worker refuses to start instead of failing on its first task) is a clear
     error naming it."""
     data_dir = (ctx.obj or {}).get("data_dir")
     if data_dir is not None:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
+    from workers.app import require_broker
+
     try:
         WorkerSettings.from_env()
         _case_settings_from_env()  # alerts, SMTP, schedules, TSA: refuse a bad value
-        return Settings.from_env()
+        settings = Settings.from_env()
+        if broker:
+            require_broker(settings)  # no silent fallback to Celery's default broker
+        return settings
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -145,7 +150,7 @@ def watch() -> None:
 def _store(ctx: click.Context) -> Any:
     from tracker.store import open_store
 
-    return open_store(_settings(ctx))
+    return open_store(_settings(ctx, broker=False))
 
 
 @watch.command("add")

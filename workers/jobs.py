@@ -559,6 +559,34 @@ def report_content(job_id: str) -> tuple[bytes, str, str] | None:
     return bytes(data), result["content_type"], result["filename"]
 
 
+# --- health -------------------------------------------------------------------------
+HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the broker and the result backend
+
+
+def queue_health() -> dict[str, str]:
+    """``{"broker": "ok"|"unavailable", "results": "ok"|"unavailable"}``: whether the
+    Celery broker and the result backend of the job app answer a PING now (each at
+    most ``HEALTH_TIMEOUT`` seconds). Never raises: a broker that cannot be derived
+    (``workers.app.broker_problem``) is "unavailable" too; the log has why."""
+    app = get_celery()
+    out = {"broker": "unavailable", "results": "unavailable"}
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=HEALTH_TIMEOUT)
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None:
+                client.ping()
+        out["broker"] = "ok"
+    except Exception:
+        log.exception("health check: the broker does not answer")
+    try:
+        _client(app).ping()
+        out["results"] = "ok"
+    except Exception:
+        log.exception("health check: the result backend does not answer")
+    return out
+
+
 # --- a worker when there is none -----------------------------------------------------
 _inprocess_lock = threading.Lock()
 _inprocess: dict[str, Any] = {}
