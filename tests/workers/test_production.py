@@ -106,3 +106,53 @@ def test_a_submission_during_an_outage_is_503_with_retry_after(down_broker_app) 
     assert response.status_code == 503, response.get_data(as_text=True)[:300]
     assert int(response.headers["Retry-After"]) > 0
     assert "try again" in response.get_json()["error"]
+
+
+# --- alerts on their own queue ---------------------------------------------------------
+@pytest.fixture()
+def silent_receiver():  # type: ignore[no-untyped-def]
+    """A webhook address that accepts connections and never answers (a hung receiver)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    finally:
+        server.close()
+
+
+@pytest.mark.slow
+def test_a_hung_alert_receiver_never_holds_a_check(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+    silent_receiver: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-process worker of ``yinji serve``: a check whose alert is stuck retrying a
+    receiver that never answers must not delay the next check."""
+    from workerkit import EXCERPT, EXCERPT_2, wait_job, wait_until
+
+    from workers import jobs
+    from workers.app import ALERT_QUEUE, TASK_ROUTES
+    from workers.tasks._base import child_id
+
+    assert TASK_ROUTES["yinji.cases.alert_new_matches"] == {"queue": ALERT_QUEUE}
+    monkeypatch.setenv("YINJI_ALERT_WEBHOOK_URL", silent_receiver)
+    monkeypatch.setenv("YINJI_ALERT_WEBHOOK_SECRET", "s3cret-for-tests")
+    monkeypatch.setenv("YINJI_ALERT_RETRIES", "2")
+    monkeypatch.setenv("YINJI_ALERT_BACKOFF", "1")
+    inst = installation_factory(tmp_path / "data")
+    assert jobs.ensure_worker(inst.settings)
+
+    first = jobs.submit_check(texts=[{"title": "盗版一", "text": f"转载：{EXCERPT}"}])
+    status, _ = wait_job(first, timeout=60)
+    assert status["state"] == "SUCCESS" and status["result"]["results"][0]["matches"]
+    alert_id = child_id(first, "alert:new-matches")
+    meta = inst.app.AsyncResult(alert_id)
+    wait_until(lambda: meta.state == "STARTED", 30, "the alert task to start")
+
+    second = jobs.submit_check(texts=[{"title": "盗版二", "text": f"转载：{EXCERPT_2}"}])
+    status, _ = wait_job(second, timeout=60)
+    assert status["state"] == "SUCCESS" and status["result"]["results"][0]["matches"]
+    # The second check finished while the first alert was still trying the receiver.
+    assert inst.app.AsyncResult(alert_id).state == "STARTED"
