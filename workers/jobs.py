@@ -631,9 +631,7 @@ def ensure_worker(settings: Settings | None = None) -> bool:
             _start_inprocess_worker(app, f"yinji-inprocess-{host}", work_queues),
             _start_inprocess_worker(app, f"yinji-inprocess-alerts-{host}", [ALERT_QUEUE]),
         ]
-        _inprocess.update(
-            workers=[w for w, _ in started], threads=[t for _, t in started], app=app
-        )
+        _inprocess.update(workers=[w for w, _ in started], threads=[t for _, t in started], app=app)
         return True
 
 
