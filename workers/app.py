@@ -39,6 +39,7 @@ TASK_MODULES = (
     "workers.tasks.index",
     "workers.tasks.cases",
     "workers.tasks.evidence",
+    "workers.tasks.orphans",
 )
 DEFAULT_QUEUE = "default"
 ALERT_QUEUE = "alerts"

@@ -667,6 +667,11 @@ def _start_inprocess_worker(
     # refused; the host's own threads (web requests, the CLI) are not tasks. Celery's
     # testing worker resets it the same way.
     _celery_state._set_task_join_will_block(False)
+    # Its heartbeat (and orphan reaper: jobs of a crashed 'yinji serve' are re-queued
+    # within a minute of this start) — app.Worker's worker_ready does it for 'yinji worker'.
+    from workers.heartbeat import start_heartbeat
+
+    start_heartbeat(app, worker.hostname)
     log.info("started an in-process worker (%s: %s)", worker.hostname, ",".join(queues))
     return worker, thread
 
@@ -681,8 +686,11 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
         previous = _inprocess.pop("previous_default", None)
     if not workers:
         return True
+    from workers.heartbeat import stop_heartbeat
+
     for worker in workers:
         worker.stop(in_sighandler=False)
+        stop_heartbeat(worker.hostname)
     deadline = time.monotonic() + timeout
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))

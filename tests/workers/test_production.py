@@ -156,3 +156,159 @@ def test_a_hung_alert_receiver_never_holds_a_check(
     assert status["state"] == "SUCCESS" and status["result"]["results"][0]["matches"]
     # The second check finished while the first alert was still trying the receiver.
     assert inst.app.AsyncResult(alert_id).state == "STARTED"
+
+
+# --- orphans: a worker that dies mid-job -------------------------------------------------
+@pytest.mark.slow
+def test_a_killed_workers_job_is_done_once_within_90_s(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """SIGKILL of the worker running a job, at the default visibility timeout (an hour):
+    another worker finishes it exactly once within 90 s."""
+    import time
+
+    from workerkit import EXCERPT, wait_job, wait_until
+
+    from workers import jobs
+    from workers.heartbeat import RunningTask, running_key
+
+    inst = installation_factory(tmp_path / "data")
+    doomed = inst.worker(name="doomed", extra={"YINJI_TEST_TASK_DELAY": "120"})
+    job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
+    client = inst.embedded.client
+    key = running_key(inst.app)
+
+    def running_on() -> str:
+        raw = client.hget(key, job)
+        return RunningTask.from_json(raw).node if raw else ""
+
+    wait_until(lambda: running_on() == doomed.hostname, 30, "the job to start", doomed)
+    survivor = inst.worker(name="survivor")
+    doomed.kill()
+    killed = time.monotonic()
+    status, _ = wait_job(job, timeout=90)
+    assert time.monotonic() - killed < 90
+    assert status["state"] == "SUCCESS", status
+    assert status["result"]["results"][0]["matches"][0]["mother_id"] == "mother-1"
+    counters = inst.task_counters(job)
+    assert counters["runs"] == 1 and counters["deliveries"] == 2, counters
+    wait_until(lambda: client.hget(key, job) is None, 10, "the job to leave the running list")
+    with inst.store() as store:
+        assert len([s for s in store.list_suspects() if s.title == "盗版"]) == 1
+    assert survivor.proc.poll() is None
+
+
+def test_an_orphan_requeued_too_often_fails_with_the_reason(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """No worker runs here: the job waits in its queue; its entry says it ran on a node
+    that has no heartbeat. Re-queued while re-queues remain, then failed, naming why."""
+    import json
+
+    from workers import jobs
+    from workers.heartbeat import MAX_REQUEUES, RunningTask, reap_orphans, running_key
+
+    inst = installation_factory(tmp_path / "data")
+    job = jobs.submit_check(texts=[{"title": "t", "text": "江南的雨季总是来得悄无声息" * 5}])
+    client = inst.embedded.client
+    entry = RunningTask(
+        id=job,
+        name="yinji.check.check_texts",
+        args=[[{"title": "t", "text": "江南的雨季总是来得悄无声息" * 5}]],
+        kwargs={},
+        queue="check",
+        node="gone-1@nowhere",
+        seen="2026-01-01T00:00:00Z",
+    )
+    client.hset(running_key(inst.app), job, entry.to_json())
+    first = reap_orphans(inst.app)
+    assert first.requeued == [job] and not first.failed
+    queued = RunningTask.from_json(client.hget(running_key(inst.app), job))
+    assert queued.node == "" and queued.requeues == 1 and queued.history == ["gone-1@nowhere"]
+    # The check queue now holds the original message and the re-queued one (same id).
+    bodies = [json.loads(m) for m in client.lrange("check", 0, -1)]
+    assert [b["headers"]["id"] for b in bodies] == [job, job]
+
+    entry.requeues, entry.node = MAX_REQUEUES, "gone-3@nowhere"
+    client.hset(running_key(inst.app), job, entry.to_json())
+    second = reap_orphans(inst.app)
+    assert second.failed == [job] and not second.requeued
+    status = jobs.job_status(job)
+    assert status["state"] == "FAILURE"
+    assert "gone-3@nowhere" in status["error"] and "stopped" in status["error"]
+    assert client.hget(running_key(inst.app), job) is None
+
+
+def _serve(data_dir: Path, log: Path, **extra: str) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as fh:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tracker.cli",
+                "--data-dir",
+                str(data_dir),
+                "serve",
+                "--port",
+                "0",
+            ],
+            env=_env(data_dir, PYTHONUNBUFFERED="1", **extra),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _killpg(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
+
+
+@pytest.mark.slow
+def test_jobs_of_a_crashed_serve_are_finished_by_the_next_serve(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """``yinji serve`` (its in-process worker) killed mid-job and started again: the job
+    is done once within 90 s, not after the hour of the visibility timeout."""
+    import time
+
+    from workerkit import EXCERPT, wait_job, wait_until
+
+    from workers import jobs
+    from workers.heartbeat import RunningTask, running_key
+
+    inst = installation_factory(tmp_path / "data")
+    log = tmp_path / "serve.log"
+    first = _serve(inst.data_dir, log, YINJI_TEST_TASK_DELAY="120")
+    try:
+        job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
+        client = inst.embedded.client
+
+        def node() -> str:
+            raw = client.hget(running_key(inst.app), job)
+            return RunningTask.from_json(raw).node if raw else ""
+
+        wait_until(
+            lambda: node().startswith(f"yinji-inprocess-{first.pid}@"),
+            60,
+            f"serve's worker to take the job:\n{log.read_text(errors='replace')[-2000:]}",
+        )
+    finally:
+        _killpg(first)
+    killed = time.monotonic()
+    second = _serve(inst.data_dir, log)
+    try:
+        status, _ = wait_job(job, timeout=90)
+        assert time.monotonic() - killed < 90
+        assert status["state"] == "SUCCESS", status
+        assert inst.task_counters(job)["runs"] == 1
+    finally:
+        _killpg(second)
