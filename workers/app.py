@@ -215,9 +215,12 @@ def make_celery(
         task_routes=TASK_ROUTES,
         enable_utc=True,
         broker_connection_retry_on_startup=True,
-        # A result backend hiccup must not turn a finished task into a lost result.
+        # A result backend outage must not turn a finished task into a FAILURE ("failed
+        # to store result on the backend"): retry the write with backoff (full jitter,
+        # at most 5 s apart) for about 4 minutes.
         result_backend_always_retry=True,
-        result_backend_max_retries=10,
+        result_backend_max_retries=100,
+        result_backend_max_sleep_between_retries_ms=5000,
         worker_hijack_root_logger=False,
     )
     # A plain callable, not the ``on_configure`` signal: Celery calls it directly

@@ -312,3 +312,131 @@ def test_jobs_of_a_crashed_serve_are_finished_by_the_next_serve(
         assert inst.task_counters(job)["runs"] == 1
     finally:
         _killpg(second)
+
+
+# --- outages in a task ---------------------------------------------------------------------
+def test_transient_index_races_are_retried_with_backoff() -> None:
+    from workers.tasks._base import is_index_race, retry_races
+
+    calls: list[int] = []
+    waits: list[float] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("the layout of index yinji:daguan keeps changing; try again")
+        return "stored"
+
+    assert retry_races(flaky, "ingest", sleep=waits.append) == "stored"
+    assert len(calls) == 3 and waits == [0.5, 1.0]
+    assert not is_index_race(RuntimeError("disk full"))
+    with pytest.raises(RuntimeError, match="disk full"):  # anything else: at once
+        retry_races(
+            lambda: (_ for _ in ()).throw(RuntimeError("disk full")), "x", sleep=waits.append
+        )
+    assert waits == [0.5, 1.0]
+
+    def always() -> None:
+        raise RuntimeError("the layout of index i keeps changing; try again")
+
+    waits.clear()
+    with pytest.raises(RuntimeError, match="keeps changing"):
+        retry_races(always, "ingest", retries=3, sleep=waits.append)
+    assert waits == [0.5, 1.0, 2.0]
+
+
+class RedisServer:
+    """A standalone redis-server (AOF on) that a test can stop and start again."""
+
+    def __init__(self, folder: Path) -> None:
+        from redis_cluster import free_cluster_port
+
+        self.folder = folder
+        self.port = free_cluster_port(set())
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        import time
+
+        import redis
+        from redis_cluster import redis_server_binary
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [str(redis_server_binary()), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--dir", str(self.folder), "--appendonly", "yes", "--appendfsync", "always",
+             "--save", "", "--logfile", "redis.log"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if redis.Redis.from_url(self.url).ping():
+                    return self
+            except redis.RedisError:
+                assert time.monotonic() < deadline, "redis-server never answered"
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(15)
+
+
+@pytest.mark.slow
+def test_a_task_whose_work_was_saved_succeeds_across_a_redis_outage(tmp_path: Path) -> None:
+    """Redis (broker, results, index) goes down for 8 s right after a check was stored:
+    the task waits for it, records its result and reports SUCCESS, never FAILURE."""
+    import time
+
+    from workerkit import EXCERPT, MOTHER, start_worker, wait_job, wait_until
+
+    from tracker.documents import Document
+    from tracker.library import Library
+    from workers import jobs
+    from workers.app import make_celery, release_embedded, use_app
+    from workers.runtime import close_all
+
+    server = RedisServer(tmp_path / "redis").start()
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    settings = Settings.from_env(data_dir).with_(redis_url=server.url, mongo_uri=None)
+    with Library.open(settings) as lib:
+        lib.ingest([Document(id="mother-1", title="茶山的故事", text=MOTHER)])
+    app = make_celery(settings)
+    use_app(app)
+    worker = None
+    try:
+        worker = start_worker(
+            data_dir, app, extra={"YINJI_REDIS_URL": server.url, "YINJI_TEST_TASK_DELAY_SAVED": "4"}
+        )
+        job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
+
+        def stored() -> bool:
+            with Library.open(settings) as lib:
+                return any(s.title == "盗版" for s in lib.store.list_suspects())
+
+        wait_until(stored, 60, "the check to be stored", worker)
+        server.stop()  # the work is saved; its result is not recorded yet
+        time.sleep(8)
+        server.start()
+        status, _ = wait_job(job, timeout=120)
+        assert status["state"] == "SUCCESS", (status, worker.tail())
+        assert status["result"]["results"][0]["matches"][0]["mother_id"] == "mother-1"
+        counters = {
+            k.decode(): v for k, v in app.backend.client.hgetall(f"yinji:task:{job}").items()
+        }
+        assert counters["runs"] == b"1", counters
+        # It did meet the outage: its result write waited for Redis.
+        assert "result not written yet" in worker.tail(400)
+    finally:
+        if worker is not None:
+            worker.stop()
+        close_all()
+        release_embedded(settings)
+        use_app(None)
+        server.stop()
