@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -264,10 +265,8 @@ def _serve(data_dir: Path, log: Path, **extra: str) -> subprocess.Popen[bytes]:
 def _killpg(proc: subprocess.Popen[bytes]) -> None:
     import signal
 
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(10)
 
 
