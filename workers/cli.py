@@ -48,6 +48,18 @@ def _case_settings_from_env() -> None:
     EvidenceSettings.from_env()  # the TSA and the key the evidence tasks use
 
 
+def node_name(given: str | None) -> str:
+    """The worker's node name: ``given`` with Celery's ``%h``/``%n``/``%d`` expanded
+    (``w1@%h`` → ``w1@myhost``; a name without ``@`` gets ``@<host>``), default
+    ``yinji-<pid>@<host>``."""
+    from celery.utils.nodenames import default_nodename, host_format
+
+    name = given or f"yinji-{os.getpid()}@%h"
+    if "@" not in name:
+        name = f"{name}@%h"
+    return host_format(default_nodename(name))
+
+
 @click.command()
 @click.option(
     "-c",
@@ -79,7 +91,13 @@ def _case_settings_from_env() -> None:
     help="prefork: one process per task slot (CPU-bound checks); threads: "
     "crawl-heavy workers; solo: one task at a time in this process.",
 )
-@click.option("-n", "--hostname", default=None, help="Node name [default: yinji-<pid>@host].")
+@click.option(
+    "-n",
+    "--hostname",
+    default=None,
+    help="Node name; %h (host name), %n (its first part) and %d (domain) are expanded, "
+    "as in Celery [default: yinji-<pid>@%h].",
+)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -101,10 +119,9 @@ def worker(
         )
     celery_app.yinji_settings = settings
     celery_app.set_default()
-    import socket
 
     w = celery_app.Worker(
-        hostname=hostname or f"yinji-{os.getpid()}@{socket.gethostname()}",
+        hostname=node_name(hostname),
         concurrency=concurrency,
         queues=chosen,
         loglevel=loglevel.upper(),

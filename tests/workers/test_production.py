@@ -439,3 +439,40 @@ def test_a_task_whose_work_was_saved_succeeds_across_a_redis_outage(tmp_path: Pa
         release_embedded(settings)
         use_app(None)
         server.stop()
+
+
+# --- smaller -------------------------------------------------------------------------------
+def test_node_names_expand_host_placeholders() -> None:
+    from workers.cli import node_name
+
+    host = socket.gethostname()
+    assert node_name("w1@%h") == f"w1@{host}"
+    assert node_name("%n-check@%h") == f"{host.split('.')[0]}-check@{host}"
+    assert node_name("w2") == f"w2@{host}"
+    assert node_name(None).endswith(f"@{host}") and "%" not in node_name(None)
+
+
+def test_first_admin_credentials_go_to_a_private_file_not_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import stat
+
+    from tracker.store import open_store
+    from web import accounts
+    from web.cli import _bootstrap_admin
+
+    settings = Settings(data_dir=tmp_path / "data")
+    path = _bootstrap_admin(settings)
+    assert path is not None and path.parent == settings.data_dir
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    fields = dict(
+        line.split(": ", 1) for line in path.read_text().splitlines() if not line.startswith("#")
+    )
+    printed = capsys.readouterr()
+    for secret in (fields["password"], fields["api_token"]):
+        assert secret not in printed.err and secret not in printed.out
+    assert str(path) in printed.err
+    with open_store(settings) as store:  # the credentials in the file work
+        assert accounts.authenticate(store, "admin", fields["password"]) is not None
+        assert accounts.user_for_token(store, fields["api_token"]) is not None
+    assert _bootstrap_admin(settings) is None  # users exist: nothing new
