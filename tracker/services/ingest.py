@@ -23,6 +23,7 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, unexpected
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad, BulkLoading
+from tracker.ids import DuplicateIds
 from tracker.index_health import IndexOutOfSync, IndexTracker
 from tracker.rules import check_metadata
 from tracker.services.engines import EngineSet
@@ -153,23 +154,17 @@ class IngestService:
     ) -> None:
         batch: list[Document] = []
         done = 0
-        seen: dict[str, str] = {}  # id -> where it came from, in this call
+        seen = DuplicateIds()  # ids of this call: a later item with one is refused
         for item in documents:
             if isinstance(item, DocumentError):
                 report.errors.append(item)
                 continue
-            if item.id in seen:
-                # Two versions of one work in one batch: which one wins would depend on
-                # batching; the later one is refused, by name.
-                report.errors.append(
-                    DocumentError(
-                        item.source or item.id,
-                        f"duplicate id {item.id!r} in this batch (first at {seen[item.id]}): "
-                        "skipped",
-                    )
-                )
+            # Two versions of one work in one batch: which one wins would depend on
+            # batching; the later one is refused, by name.
+            duplicate = seen.seen(item.id, item.source or "an earlier item")
+            if duplicate is not None:
+                report.errors.append(DocumentError(item.source or item.id, duplicate))
                 continue
-            seen[item.id] = item.source or "an earlier item"
             batch.append(item)
             if len(batch) >= batch_size:
                 self._ingest_batch(batch, engines, report, writer)
