@@ -45,6 +45,7 @@ from tracker.store import Store, Suspect
 if TYPE_CHECKING:
     from tracker.crawler import Crawler
     from tracker.crawler.results import Page
+    from tracker.engines.base import RedisClient
     from tracker.evidence import EvidenceLog, ExportResult
     from tracker.evidence.log import LogEntry
 
@@ -66,7 +67,12 @@ class Library:
     """Mothers, suspects, matches and the engines' indexes, behind one object."""
 
     def __init__(
-        self, settings: Settings, store: Store, redis: Any, *, backends: Backends | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        redis: RedisClient,
+        *,
+        backends: Backends | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
