@@ -38,6 +38,7 @@ TASK_MODULES = (
     "workers.tasks.index",
     "workers.tasks.cases",
     "workers.tasks.evidence",
+    "workers.tasks.discover",
 )
 DEFAULT_QUEUE = "default"
 QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases")

@@ -10,6 +10,9 @@
 - ``YINJI_DIGEST_AT`` (default ``07:00``, after the re-check): ``daily_digest`` sends the
   digest of the last 24 hours (new matches, cases by state, removals).
 
+- ``YINJI_DISCOVER_AT`` (default ``02:00``): ``discover_daily`` runs discovery
+  (``workers/tasks/discover.py``, ``docs/DISCOVERY.md``) within its budgets.
+
 And one periodic run:
 
 - ``YINJI_EVIDENCE_HEAD_MINUTES`` (default ``60``, 1 to 1440): ``publish_tree_head``
@@ -94,6 +97,11 @@ def beat_schedule(
             "task": "yinji.evidence.publish_tree_head",
             "schedule": timedelta(minutes=es.head_minutes),
         },
+    }
+    discover_h, discover_m = env_time("YINJI_DISCOVER_AT", (2, 0))
+    schedule["discover-daily"] = {
+        "task": "yinji.crawl.discover_daily",
+        "schedule": crontab(hour=discover_h, minute=discover_m),
     }
     if ws.snapshot_minutes:
         schedule["refresh-snapshots"] = {

@@ -71,6 +71,9 @@ class RunOptions:
     save: bool = True
     search: bool = True
     sites: bool = True
+    # A crawl shared with other workers: when the queue is empty but URLs are still out
+    # with them (their pages may add links), wait up to this many seconds for more.
+    wait_for_others: float = 0.0
 
 
 @dataclass
@@ -161,24 +164,53 @@ class RunReport:
 
 
 class RunHistory:
-    """The last runs' reports, in the store's meta table."""
+    """The last runs' reports, in the store's meta table. A run whose crawl was spread
+    over workers has one record per part (``RUN_ID~PART``, each written by one worker,
+    so no two workers write one record); reading adds the parts up."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
 
     def save(self, report: RunReport) -> None:
         self.store.set_meta(RUN_PREFIX + report.id, report.to_dict())
-        runs = sorted(self.store.meta_items(RUN_PREFIX))
-        for key in runs[:-KEEP_RUNS]:
-            self.store.delete_meta(key)
+        runs = sorted({k.split("~", 1)[0] for k in self.store.meta_items(RUN_PREFIX)})
+        old = set(runs[:-KEEP_RUNS])
+        for key in self.store.meta_items(RUN_PREFIX):
+            if key.split("~", 1)[0] in old:
+                self.store.delete_meta(key)
+
+    def _grouped(self) -> dict[str, list[RunReport]]:
+        groups: dict[str, list[RunReport]] = {}
+        for key, value in sorted(self.store.meta_items(RUN_PREFIX).items()):
+            if isinstance(value, dict):
+                groups.setdefault(key.split("~", 1)[0], []).append(RunReport.from_dict(value))
+        return groups
 
     def list(self, limit: int = 20) -> list[RunReport]:
-        items = self.store.meta_items(RUN_PREFIX)
-        return [RunReport.from_dict(v) for _, v in sorted(items.items(), reverse=True)][:limit]
+        groups = self._grouped()
+        return [merge_reports(groups[k]) for k in sorted(groups, reverse=True)][:limit]
 
     def get(self, run_id: str) -> RunReport | None:
-        value = self.store.get_meta(RUN_PREFIX + run_id)
-        return RunReport.from_dict(value) if isinstance(value, dict) else None
+        parts = self._grouped().get(RUN_PREFIX + run_id.split("~", 1)[0])
+        return merge_reports(parts) if parts else None
+
+
+def merge_reports(parts: Sequence[RunReport]) -> RunReport:
+    """One report of a run from its parts (the first holds the plan and searches)."""
+    first = parts[0]
+    out = RunReport.from_dict(first.to_dict())
+    out.id = first.id.split("~", 1)[0]
+    for part in parts[1:]:
+        for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        for src, st in part.sources.items():
+            mine = out.source(src)
+            for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
+                setattr(mine, f, getattr(mine, f) + getattr(st, f))
+        out.errors += part.errors
+        out.matches += part.matches
+        out.finished_at = max(out.finished_at, part.finished_at)
+    return out
 
 
 class NearDuplicates:
@@ -235,6 +267,7 @@ class DiscoveryRun:
         keys: DiscoveryKeys | None = None,
         on_page: Callable[[PageResult], None] | None = None,
         searcher: Searcher | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.lib = library
         self.options = options or RunOptions()
@@ -247,7 +280,7 @@ class DiscoveryRun:
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
-            id=now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6],
+            id=run_id or new_run_id(),
             started_at=iso_utc(now),
             options=asdict(self.options),
         )
@@ -366,6 +399,7 @@ class DiscoveryRun:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
+        idle_until = time.monotonic() + opts.wait_for_others
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             while True:
                 wait_for = 0.05
@@ -375,8 +409,11 @@ class DiscoveryRun:
                     if claim.item is None:
                         wait_for = claim.wait
                         if claim.empty and not inflight:
-                            return
+                            if claim.leased == 0 or time.monotonic() > idle_until:
+                                return
+                            wait_for = 0.2
                         break
+                    idle_until = time.monotonic() + opts.wait_for_others
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
                     started += 1
                 if not inflight:
@@ -544,6 +581,11 @@ class DiscoveryRun:
         finally:
             self.finish()
         return self.report
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261126T194704-13dcd0``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
 def _search_title(title: str) -> str:
