@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from web.openapi_discover import discover_paths
+
 API_VERSION = "1"
 
 
@@ -666,6 +668,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **_case_paths(job_accepted),
+            **discover_paths(),
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",

@@ -117,44 +117,14 @@ def site_add(
     ctx: click.Context, site_url: str, search_url: str | None, encoding: str | None
 ) -> None:
     """Register SITE_URL; without --search-url its search form is found by itself."""
-    from datetime import UTC, datetime
+    from tracker.discovery.service import register_site
+    from tracker.discovery.sites import SiteError
 
-    from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
-    from tracker.discovery.urls import normalize_url
-    from tracker.rules import check_url
-    from tracker.timefmt import iso_utc
-
-    try:
-        check_url(site_url)
-        home = normalize_url(site_url)
-    except ValueError as exc:
-        raise click.ClickException(f"{site_url!r}: {exc}") from None
     with _library(ctx) as lib:
-        if search_url:
-            if "{q}" not in search_url:
-                raise click.ClickException(f"--search-url {search_url!r} has no {{q}}")
-            try:
-                check_url(search_url.replace("{q}", "q"))
-            except ValueError as exc:
-                raise click.ClickException(f"--search-url {search_url!r}: {exc}") from None
-            found = Site(
-                url=home, search_url=search_url, encoding=encoding or "utf-8", profile="given"
-            )
-        else:
-            from tracker.crawler import Crawler, CrawlerConfig
-
-            profiles = load_profiles(lib.settings.data_dir / "discovery" / "profiles")
-            crawler = Crawler(CrawlerConfig.from_settings(lib.settings, screenshots="off"))
-            try:
-                found = find_search(crawler, home, profiles)
-            except SiteError as exc:
-                raise click.ClickException(str(exc)) from None
-            finally:
-                crawler.close()
-            if encoding:
-                found.encoding = encoding
-        found.added_at = iso_utc(datetime.now(UTC))
-        SiteRegistry(lib.store).add(found)
+        try:
+            found = register_site(lib, site_url, search_url=search_url, encoding=encoding)
+        except SiteError as exc:
+            raise click.ClickException(str(exc)) from None
     click.echo(f"{found.host}\t{found.profile}\t{found.encoding}\t{found.search_url}")
 
 
