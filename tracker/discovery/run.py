@@ -5,7 +5,9 @@
 2. ``search``: each query to each configured provider (``providers.Searcher``: cache,
    daily quota, 429 backoff) within the per-work budget (``max_queries`` queries per
    work per provider per UTC day, default 10); every result URL is a seed;
-3. ``sites``: each registered site searched for each work's title (``sites``);
+3. ``sites``: each registered site searched for each book: the work's ``book``,
+   ``work`` or ``collection`` metadata, else the first word of its title ("红楼梦" of
+   "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
 4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
    politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
    on every URL, robots.txt, size and redirect limits), then, one at a time, checked by
@@ -67,6 +69,7 @@ class RunOptions:
     concurrency: int = 4
     interval: float = 1.0  # seconds between two requests to one host
     max_depth: int = 2  # links followed from a page that did not match
+    max_site_searches: int = 50  # book names searched on each site per run
     revisit_days: float = 7.0  # a page that matched is fetched again after this
     save: bool = True
     search: bool = True
@@ -286,6 +289,7 @@ class DiscoveryRun:
         )
         self.queries: list[Query] = []
         self.titles: dict[str, str] = {}
+        self.book_names: dict[str, str] = {}  # what a site is searched for, per work
         self.profiles: dict[str, SiteProfile] = {}
 
     # -- helpers --
@@ -323,6 +327,9 @@ class DiscoveryRun:
         stats = LibraryStats.from_library(self.lib)
         for m in mothers:
             self.titles[m.id] = m.title
+            meta = m.metadata or {}
+            book = meta.get("book") or meta.get("work") or meta.get("collection")
+            self.book_names[m.id] = str(book) if book else _search_title(m.title)
             author = str((m.metadata or {}).get("author", ""))
             self.queries += work_queries(
                 m.id, m.title, m.text, stats, limit=self.options.max_queries, author=author
@@ -380,18 +387,20 @@ class DiscoveryRun:
         except SiteError as exc:
             self.report.error(str(exc))
             self.profiles = load_profiles()
+        books: dict[str, list[str]] = {}
+        for work_id, name in self.book_names.items():
+            if name.strip():
+                books.setdefault(name.strip(), []).append(work_id)
         for site in SiteRegistry(self.lib.store).list():
-            for work_id, title in self.titles.items():
-                if not title.strip():
-                    continue
+            for name, work_ids in list(books.items())[: self.options.max_site_searches]:
                 self._seed(
                     FrontierItem(
-                        url=search_url(site, _search_title(title)),
+                        url=search_url(site, name),
                         source=site.name,
                         priority=1,
                         kind="search",
-                        works=[work_id],
-                        hint=_search_title(title),
+                        works=work_ids[:20],
+                        hint=name,
                     )
                 )
 
