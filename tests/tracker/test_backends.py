@@ -61,7 +61,8 @@ def test_a_library_on_mongodb_uses_one_client(
     lib.ingest([Document(id="w", text=text)])
     checked = lib.check_submitted(Suspect(id="s", text=text[100:900]))
     assert [m.mother_id for m in checked.matches] == ["w"]
-    cases = backends.case_store()
+    cases = lib.open_case_store()
+    assert cases.cases.database.client is client  # type: ignore[attr-defined]
     cases.close()
     lib.close()
     # One client, opened with the one timeout rule, closed once after everything.
