@@ -75,6 +75,12 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+#: The default minimum copied length, in pinyin initials (about one per Han character):
+#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
+#: --min-copied``. The one place of this number.
+DEFAULT_MIN_COPIED = 85
+
 
 class SettingError(ValueError):
     """An environment variable holds a value Yinji cannot use."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 
 class DaguanEngine(Engine):
@@ -36,7 +39,7 @@ class DaguanEngine(Engine):
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         *,
         params: FingerprintParams | dict[str, Any] | None = None,

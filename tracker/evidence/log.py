@@ -605,23 +605,19 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe, alone
-        (``tracker.backends.Backends.evidence_log``): MongoDB when ``mongo_uri`` is set
-        (its own client, closed by ``close``), else the data folder."""
-        if settings.mongo_uri:
-            from tracker.backends import mongo_client  # the one timeout rule
+        """The log beside the library ``settings`` describe, alone: opened by
+        ``tracker.backends`` (MongoDB when ``mongo_uri`` is set, with a client of its
+        own that ``close`` closes; else the data folder)."""
+        from tracker.backends import open_backends
 
-            client = mongo_client(settings.mongo_uri)
-            try:
-                log = cls.open(
-                    settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
-                )
-            except BaseException:
-                client.close()
-                raise
-            log._on_close = client.close
-            return log
-        return cls.open(settings.data_dir, evidence=evidence)
+        backends = open_backends(settings)
+        try:
+            log = backends.evidence_log(evidence)
+        except BaseException:
+            backends.close()
+            raise
+        log._on_close = backends.close
+        return log
 
     def close(self) -> None:
         self.backend.close()
