@@ -50,7 +50,11 @@ class DaguanEngine(Engine):
         if isinstance(reference, dict):
             reference = Reference.from_json(reference)
         self.fingerprinter = Fingerprinter(params, reference)
-        self.index = RedisInvertedIndex(redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df)
+        # Identical or near-identical mothers are one text to the index (editions), so
+        # that many copies of a work cannot turn its fingerprints into stop words.
+        self.index = RedisInvertedIndex(
+            redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df, editions=True
+        )
         self.min_hits = min_hits
         self.weak_candidates = weak_candidates
         self.query_stride = query_stride
@@ -112,15 +116,13 @@ class DaguanEngine(Engine):
         evidence = evidence_by_mother(pairs, hits.starts)
         common_starts = hits.starts[common]
         strong = ranked.strong
+        # The index holds edition groups: each one found stands for all its editions.
+        chosen = [(rank, int(seqs[i]), float(strength[i])) for rank, i in enumerate(ranked[:limit])]
+        editions = self.index.members([posted for _, posted, _ in chosen])
         return [
-            Candidate(
-                int(seqs[i]),
-                float(strength[i]),
-                evidence(int(seqs[i])),
-                common_starts,
-                weak=rank >= strong,
-            )
-            for rank, i in enumerate(ranked[:limit])
+            Candidate(seq, power, evidence(posted), common_starts, weak=rank >= strong)
+            for rank, posted, power in chosen
+            for seq in editions[posted]
         ]
 
     def _suspect_hits(self, text: str) -> SuspectHits | None:
@@ -150,6 +152,7 @@ class DaguanEngine(Engine):
             "engine": self.name,
             "params": self.params.to_dict(),
             "keys": stats["buckets"]
+            + stats.get("edition_keys", 0)
             + int(self.redis.exists(self.index.layout_key))
             + int(self.redis.exists(self.index.version_key)),
             **stats,

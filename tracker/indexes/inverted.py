@@ -93,6 +93,7 @@ from tracker.indexes.codec import (  # re-exported
     packed_seqs,
     parse_values,
 )
+from tracker.indexes.editions import Editions, Seen
 from tracker.indexes.keys import (  # re-exported
     IDENTITY_BITS,
     LEGACY,
@@ -172,7 +173,13 @@ class RedisInvertedIndex:
     """
 
     def __init__(
-        self, redis: Any, prefix: str, *, bucket_bits: int | None = None, stop_df: int = 16
+        self,
+        redis: Any,
+        prefix: str,
+        *,
+        bucket_bits: int | None = None,
+        stop_df: int = 16,
+        editions: bool = False,
     ) -> None:
         if bucket_bits is not None and not MIN_BITS <= bucket_bits <= MAX_BITS:
             raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bucket_bits}")
@@ -188,6 +195,9 @@ class RedisInvertedIndex:
         self._settle = redis.register_script(lua("settle"))
         self._fill = redis.register_script(lua("fill"))
         self._size = redis.register_script(lua("size"))
+        # Identical or near-identical mothers posted as one text (``editions``: the
+        # daguan engine's index): None for a plain index of seqs.
+        self.editions = Editions(redis, prefix) if editions else None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
@@ -334,8 +344,9 @@ class RedisInvertedIndex:
         return {int(buckets[a]): blob[rw * a : rw * z] for a, z in zip(starts, ends, strict=True)}
 
     def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
-        """Add postings ``(seq, fingerprints)``; returns how many were new."""
-        items = list(items)
+        """Add postings ``(seq, fingerprints)``; returns how many were new. With
+        ``editions``, a mother is posted under its edition group's id."""
+        items = self._posted(list(items))
         if not self._cluster:  # (the cluster path waits in _guarded_write)
             self.wait_for_move()
         self.refresh()
@@ -351,6 +362,35 @@ class RedisInvertedIndex:
         if new_fields:
             self.redis.hincrby(self.layout_key, "fields", new_fields)
         return sum(int(r[0]) for r in replies)
+
+    def _posted(
+        self, items: list[tuple[int, np.ndarray]], seen: Seen | None = None, *, look: bool = True
+    ) -> list[tuple[int, np.ndarray]]:
+        """New mothers as they are posted: under their edition group's id (registered
+        first, ``tracker.indexes.editions``), or as they are in a plain index."""
+        if self.editions is None or not items:
+            return items
+        groups = self.editions.assign(items, self.lookup if look else None, seen)
+        return [(g, fps) for g, (_, fps) in zip(groups, items, strict=True)]
+
+    def members(self, posted: list[int]) -> dict[int, list[int]]:
+        """The mothers behind posted ids (lookup's seqs): an edition group's members,
+        else the seq itself."""
+        if self.editions is None:
+            return {int(s): [int(s)] for s in posted}
+        return self.editions.members(posted)
+
+    def _withdrawn(self, items: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+        """Mothers to remove, as their postings go: a mother whose edition group keeps
+        other members takes none away (they share them), the last one takes the group's."""
+        if self.editions is None:
+            return items
+        out = []
+        for seq, fps in items:
+            group, left = self.editions.leave(int(seq))
+            if left == 0:
+                out.append((group, fps))
+        return out
 
     def _add_sorted(self, items: list[tuple[int, np.ndarray]], per_call: int = 32_768) -> list[Any]:
         """Single server: the batch's postings sorted by bucket, ``per_call`` a script
@@ -425,6 +465,7 @@ class RedisInvertedIndex:
         if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS or self.stop_df > 63:
             # An old index (written as it is), or values past one length byte.
             return self.add(items, chunk=chunk)
+        items = self._posted(items)
         parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
         parts = [(seq, fps) for seq, fps in parts if fps.size]
         if not parts:
@@ -474,10 +515,9 @@ class RedisInvertedIndex:
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
+        items = self._withdrawn(list(items))
         with self._writing():
-            replies = self._guarded_write(
-                self._remove, list(items), lambda: [self.field_bytes], chunk
-            )
+            replies = self._guarded_write(self._remove, items, lambda: [self.field_bytes], chunk)
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
@@ -575,6 +615,8 @@ class RedisInvertedIndex:
         self._bump_version()  # a reader of the old version stops trusting copies of it
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
+        if self.editions is not None:
+            n += self.editions.clear()
         # The next write makes a new epoch: no copy of the cleared index matches it.
         self.redis.delete(self.version_key)
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
@@ -728,5 +770,6 @@ class RedisInvertedIndex:
             "payload_bytes": nbytes,
             "bucket_bits": self.bucket_bits,
             "stop_df": self.stop_df,
+            **(self.editions.stats() if self.editions is not None else {}),
             **self.advice(fields),
         }
