@@ -32,7 +32,9 @@ docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
   ``{prefix}:b:{bucket}``, 46-bit identities) is read as such and resharded on request.
 - A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
   (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
-  matches on its own; queries skip it. ``index rebuild`` recomputes stop markers.
+  matches on its own; queries skip it. ``index rebuild`` recomputes stop markers. An
+  index with ``editions`` (the daguan engine's) posts identical or near-identical
+  mothers under one id, so that it counts distinct texts (``tracker.indexes.editions``).
 
 Every write touches one key on Redis Cluster: the bucket Lua scripts declare their one
 key (on a cluster they are sent as EVAL, which redis-py's cluster pipeline routes by
