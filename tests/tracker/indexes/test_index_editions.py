@@ -116,3 +116,17 @@ def test_a_chapter_of_a_book_is_not_an_edition_of_it(lib: Library) -> None:
     assert groups.group_of([seqs["chapter"]]) == {seqs["chapter"]: seqs["chapter"]}
     assert _found(lib, TEXT[2000:3000]) == {"book"}
     assert _found(lib, TEXT[:900]) == {"book", "chapter"}
+
+
+def test_near_identical_copies_with_scattered_edits_are_all_reported(lib: Library) -> None:
+    """24 editions, each with its own 0.5 % of characters replaced: grouped by their
+    shared fingerprints, all reported (counted over mothers, 2 of 24 were)."""
+    from textgen import random_edits
+
+    docs = [
+        Document(id=f"e{i:02d}", title="版本", text=random_edits(TEXT, 0.005, i)) for i in range(24)
+    ]
+    lib.ingest(docs[:12])
+    lib.ingest(docs[12:], batch_size=4)
+    assert _found(lib) == {d.id for d in docs}
+    assert lib.engine("daguan").stats()["stop_fingerprints"] == 0
