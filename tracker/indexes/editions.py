@@ -167,29 +167,30 @@ class Editions:
         before = self.group_of([seq for seq, _ in items])
         primary = self.sizes([seq for seq, g in before.items() if g == seq])
         sketches = [sketch(fps) for _, fps in items]
-        held: list[dict[int, int]] = [{} for _ in items]  # per item: group -> sketch hits
+        # Per item and sketch fingerprint: the groups in the index holding it.
+        held: list[list[set[int]]] = [[set() for _ in range(s.size)] for s in sketches]
         if lookup is not None and items:
-            flat = np.concatenate(sketches) if sketches else np.zeros(0, np.uint64)
+            flat = np.concatenate(sketches)
             owner = np.repeat(np.arange(len(items)), [s.size for s in sketches])
+            place = np.concatenate([np.arange(s.size) for s in sketches])
             uniq, inverse = np.unique(flat, return_inverse=True)
             fp_index, groups, _ = lookup(uniq)
             by_fp: dict[int, list[int]] = {}
             for f, g in zip(fp_index.tolist(), groups.tolist(), strict=True):
                 by_fp.setdefault(f, []).append(g)
-            for i, f in zip(owner.tolist(), inverse.tolist(), strict=True):
-                for g in by_fp.get(f, ()):
-                    held[i][g] = held[i].get(g, 0) + 1
+            for i, k, f in zip(owner.tolist(), place.tolist(), inverse.tolist(), strict=True):
+                held[i][k].update(by_fp.get(f, ()))
         known = seen.sizes.copy()
-        wanted = {g for h in held for g in h if g not in known}
+        wanted = {g for h in held for gs in h for g in gs if g not in known}
         known.update(self.sizes(wanted))
         out: list[int] = []
         for i, ((seq, fps), sk) in enumerate(zip(items, sketches, strict=True)):
             if before[seq] != seq or seq in primary:
                 out.append(before[seq])
                 continue
-            counts = held[i]
-            for f in sk.tolist():
-                for g in seen.holders.get(f, ()):
+            counts: dict[int, int] = {}  # group -> sketch fingerprints it holds
+            for k, f in enumerate(sk.tolist()):
+                for g in held[i][k] | seen.holders.get(f, set()):
                     counts[g] = counts.get(g, 0) + 1
             n = int(np.unique(np.asarray(fps, dtype=np.uint64)).size)
             group = int(seq)
@@ -202,8 +203,8 @@ class Editions:
                     group = g
                     break
             out.append(group)
-            if group == seq:
-                seen.sizes[group] = known[group] = n
+            # Later mothers of this batch or load see the group (and its size).
+            seen.sizes[group] = known[group] = known.get(group) or n
             for f in sk.tolist():
                 seen.holders.setdefault(f, set()).add(group)
         self.register(
