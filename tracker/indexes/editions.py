@@ -19,10 +19,12 @@ the book but is not an edition of it. Fingerprints are taken at fixed offsets, s
 initials at the same phase (homophones, same-length edits); a copy shifted by an insertion
 has other fingerprints and never collided.
 
-Registry, one Redis hash per 256 seqs (``{prefix}:ed:{seq >> 8}``, single-key commands,
-so usable on Redis Cluster): ``n{seq}`` the fingerprint count of a group's first mother;
-``m{seq}`` the group of a mother that joined another's; ``g{group}`` the packed
-little-endian uint32 seqs of a group's members (absent for a group of one). An index
+Registry (single-key commands, so usable on Redis Cluster): one Redis hash per 256 seqs
+(``{prefix}:ed:{seq >> 8}``) holds ``n{seq}``, the fingerprint count of a group's first
+mother, and ``m{seq}``, the group of a mother that joined another's; the hash
+``{prefix}:ed:groups`` holds, per group of more than one mother, its members' seqs
+(packed little-endian uint32), so that a check asks for the editions of all its
+candidates in one HMGET. An index
 written before editions has no registry: every mother is its own group until
 ``yinji index rebuild``.
 """
@@ -43,7 +45,7 @@ SHARE = 6  # of them a group must hold (of fewer, all but a quarter)
 SIZE_RATIO = 0.8  # the smaller fingerprint count over the larger, at least
 SHARD_BITS = 8  # seqs per registry hash: 2**8 (a compact listpack in Redis)
 
-# KEYS[1]: the group's hash. ARGV: field g{group}, the group's packed seq, the member's.
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
 # Adds the member (the group's own seq first when the list is new); 1 if it was new.
 _JOIN = """
 local v = redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2]
@@ -54,7 +56,7 @@ redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[3])
 return 1
 """
 
-# KEYS[1]: the group's hash. ARGV: field g{group}, the group's packed seq, the member's.
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
 # Removes the member; returns how many members are left (a group without a list is its
 # own seq alone). A list of the group's own seq alone is not kept.
 _LEAVE = """
@@ -111,6 +113,10 @@ class Editions:
     def key(self, seq: int) -> str:
         return f"{self.prefix}:ed:{int(seq) >> SHARD_BITS}"
 
+    @property
+    def groups_key(self) -> str:
+        return f"{self.prefix}:ed:groups"
+
     def clear(self) -> int:
         return delete_matching(self.redis, f"{self.prefix}:ed:*")
 
@@ -120,7 +126,8 @@ class Editions:
         keys = joined = 0
         for key in self.redis.scan_iter(match=f"{self.prefix}:ed:*", count=1000):
             keys += 1
-            joined += sum(1 for f in self.redis.hkeys(key) if f.startswith(b"m"))
+            if key not in (self.groups_key, self.groups_key.encode()):
+                joined += sum(1 for f in self.redis.hkeys(key) if f.startswith(b"m"))
         return {"edition_keys": keys, "edition_mothers": joined}
 
     # -- reads ----------------------------------------------------------------------
@@ -134,7 +141,8 @@ class Editions:
 
     def members(self, groups: Sequence[int]) -> dict[int, list[int]]:
         """Each group's mothers (a group of one: itself), first mother first."""
-        got = self._hget_many([(g, f"g{g}") for g in groups])
+        groups = [int(g) for g in groups]
+        got = self.redis.hmget(self.groups_key, groups) if groups else []
         out: dict[int, list[int]] = {}
         for g, v in zip(groups, got, strict=True):
             out[int(g)] = np.frombuffer(v, dtype="<u4").tolist() if v else [int(g)]
@@ -227,15 +235,13 @@ class Editions:
                 joined.append((int(seq), group))
         pipe.execute()
         for seq, group in joined:
-            self._join(keys=[self.key(group)], args=[f"g{group}", _packed(group), _packed(seq)])
+            self._join(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)])
 
     def leave(self, seq: int) -> tuple[int, int]:
         """Take a mother out of its group: ``(group, members left)``; its registry fields
         go (a group's size stays while it has members)."""
         group = self.group_of([seq])[seq]
-        left = int(
-            self._leave(keys=[self.key(group)], args=[f"g{group}", _packed(group), _packed(seq)])
-        )
+        left = int(self._leave(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)]))
         pipe = self.redis.pipeline(transaction=False)
         pipe.hdel(self.key(seq), f"m{seq}")
         if left == 0:
