@@ -130,3 +130,28 @@ def test_near_identical_copies_with_scattered_edits_are_all_reported(lib: Librar
     lib.ingest(docs[12:], batch_size=4)
     assert _found(lib) == {d.id for d in docs}
     assert lib.engine("daguan").stats()["stop_fingerprints"] == 0
+
+
+@pytest.mark.slow
+def test_editions_on_a_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The registry's commands each touch one key: on a real 3-master cluster 20 copies
+    are one group, found with all 20 editions, and leave it one by one."""
+    from redis_cluster import RedisClusterNodes
+
+    from tracker.redis_client import connect_url
+
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-editions"))
+    try:
+        nodes.start()
+        client = connect_url(nodes.url)
+        eng = DaguanEngine(client, "edc")
+        fps = eng.mother_fingerprints(TEXT)
+        eng.add([(s, fps) for s in range(1, 21)])
+        assert {c.seq for c in eng.candidates_with_evidence(COPY)} == set(range(1, 21))
+        eng.remove([(s, fps) for s in range(1, 20)])
+        assert {c.seq for c in eng.candidates_with_evidence(COPY)} == {20}
+        eng.remove([(20, fps)])
+        assert eng.candidates_with_evidence(COPY) == []
+        client.close()
+    finally:
+        nodes.close()
