@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.indexes.codec import FORMAT, STOP, encode_value
+from tracker.indexes.codec import FORMAT, encode_value, stop_value
 from tracker.indexes.editions import Seen
 from tracker.indexes.keys import (
     IDENTITY_BITS,
@@ -208,7 +208,7 @@ def fill_values(
     for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
         got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
         kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
-        many.append(STOP if len(kept) > stop_df else encode_value(kept, FORMAT))
+        many.append(stop_value(kept) if len(kept) > stop_df else encode_value(kept, FORMAT))
         posts.append(min(len(kept), stop_df + 1))
     vlen = np.empty(starts.size, dtype=np.int64)
     vlen[single] = nd

@@ -89,11 +89,15 @@ from tracker.indexes.bulk import (  # re-exported
 )
 from tracker.indexes.codec import (  # re-exported
     FORMAT,
+    SAMPLE,
     STOP,
     decode_value,
     encode_value,
+    is_stop,
     packed_seqs,
     parse_values,
+    stop_sample,
+    stop_value,
 )
 from tracker.indexes.editions import Editions, Seen
 from tracker.indexes.keys import (  # re-exported
@@ -126,6 +130,7 @@ __all__ = [
     "MOVE_WAIT_S",
     "PART_BITS",
     "RESHARD_FIELDS",
+    "SAMPLE",
     "STOP",
     "TARGET_FIELDS",
     "BulkLoader",
@@ -136,6 +141,7 @@ __all__ = [
     "encode_value",
     "field_width",
     "hset_commands",
+    "is_stop",
     "layout_name",
     "mix64",
     "pack_fields",
@@ -143,6 +149,7 @@ __all__ = [
     "parse_values",
     "scatter",
     "split_identity",
+    "stop_value",
     "unpack_fields",
 ]
 
@@ -583,6 +590,23 @@ class RedisInvertedIndex:
         values, fmt = self._values(fps)
         return parse_values(values, fmt)
 
+    def stop_samples(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The holders stop markers kept (``tracker.indexes.codec.SAMPLE``) for distinct
+        fingerprints: ``(fp_index, seqs)`` as ``lookup`` gives postings, for the stopped
+        ones only (always read from Redis; snapshots do not copy them)."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if fps.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint32)
+        values, _ = self._values(fps)
+        at: list[int] = []
+        seqs: list[int] = []
+        for i, v in enumerate(values):
+            if v and is_stop(v) and len(v) > 1:
+                held = stop_sample(v)
+                at += [i] * len(held)
+                seqs += held
+        return np.asarray(at, dtype=np.int64), np.asarray(seqs, dtype=np.uint32)
+
     def _values(self, fps: np.ndarray) -> tuple[list[Any], int]:
         """The stored value (or None) of each fingerprint's field, and their format."""
         for _ in range(3):
@@ -747,9 +771,9 @@ class RedisInvertedIndex:
         """One posting list of two identities cut to one (both in ``FORMAT``)."""
         sa, sb = decode_value(a, FORMAT), decode_value(b, FORMAT)
         if sa is None or sb is None:
-            return STOP
+            return a if sa is None else b  # a stop marker, with the holders it kept
         seqs = list(dict.fromkeys([*sa, *sb]))
-        return STOP if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
+        return stop_value(seqs) if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0
@@ -759,7 +783,7 @@ class RedisInvertedIndex:
             keys += 1
             for v in self.redis.hvals(key):
                 fields += 1
-                if v == STOP:
+                if is_stop(v):
                     stopped += 1
                 else:
                     postings += len(packed_seqs(v, self.fmt)) // 4

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from tracker.indexes.inverted import (
-    STOP,
     RedisInvertedIndex,
+    is_stop,
     mix64,
     parse_values,
     unpack_fields,
@@ -262,7 +262,7 @@ def _copy(index: RedisInvertedIndex, batch: int) -> tuple[list[np.ndarray], list
             continue
         ident = np.concatenate(heads)
         fp_index, got, _ = parse_values(values, fmt)
-        stops = np.flatnonzero(np.fromiter((v == STOP for v in values), bool, len(values)))
+        stops = np.flatnonzero(np.fromiter((is_stop(v) for v in values), bool, len(values)))
         rows = np.concatenate([ident[fp_index], ident[stops]])
         order = np.argsort(rows, kind="stable")
         idents.append(rows[order])
