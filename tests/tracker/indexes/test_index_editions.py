@@ -155,3 +155,24 @@ def test_editions_on_a_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -
         client.close()
     finally:
         nodes.close()
+
+
+def test_a_text_inside_17_different_works_is_still_reported(lib: Library) -> None:
+    """The case edition groups cannot cover: the work, then 17 different works that each
+    hold it whole with other text around it (anthologies, or copies padded on purpose),
+    so its fingerprints are held by 18 distinct texts and are stop words. The stop
+    markers keep their first holders, and a long run of stopped windows in a suspect
+    proposes them: the copy is reported against the work (and the first anthologies),
+    not a silent "no match"."""
+    lib.ingest([Document(id="original", title="原作", text=TEXT)])
+    padded = [
+        Document(id=f"anthology{i:02d}", title="合集", text=TEXT + work(3000 + i, 50))
+        for i in range(17)
+    ]
+    lib.ingest(padded)
+    stats = lib.engine("daguan").stats()
+    assert stats["stop_fingerprints"] > 100 and stats["edition_mothers"] == 0
+    found = _found(lib)
+    assert "original" in found and found <= {"original"} | {d.id for d in padded}
+    # A suspect of other text gets nothing from it.
+    assert _found(lib, work(3999, 30)) == set()
