@@ -31,7 +31,7 @@ docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
   ``{prefix}:layout``; an index written before layouts were kept (2**14 buckets
   ``{prefix}:b:{bucket}``, 46-bit identities) is read as such and resharded on request.
 - A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
-  (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
+  (a zero byte, then its first 4 holders: ``tracker.indexes.codec``): it is boilerplate (且听下回分解, legal formulas) and must not make
   matches on its own; queries skip it. ``index rebuild`` recomputes stop markers. An
   index with ``editions`` (the daguan engine's) posts identical or near-identical
   mothers under one id, so that it counts distinct texts (``tracker.indexes.editions``).
