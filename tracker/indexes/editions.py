@@ -97,8 +97,22 @@ class Seen:
     """Groups formed so far in one batch or bulk load (not yet in the index):
     ``holders[fingerprint]``: the groups whose mothers' sketches hold it; ``sizes[group]``."""
 
-    holders: dict[int, set[int]] = field(default_factory=dict)
+    holders: dict[int, int | set[int]] = field(default_factory=dict)  # (one: an int)
     sizes: dict[int, int] = field(default_factory=dict)
+
+    def of(self, fp: int) -> set[int]:
+        got = self.holders.get(fp)
+        return set() if got is None else {got} if isinstance(got, int) else got
+
+    def add(self, fp: int, group: int) -> None:
+        got = self.holders.get(fp)
+        if got is None:
+            self.holders[fp] = group
+        elif isinstance(got, int):
+            if got != group:
+                self.holders[fp] = {got, group}
+        else:
+            got.add(group)
 
 
 class Editions:
@@ -198,7 +212,7 @@ class Editions:
                 continue
             counts: dict[int, int] = {}  # group -> sketch fingerprints it holds
             for k, f in enumerate(sk.tolist()):
-                for g in held[i][k] | seen.holders.get(f, set()):
+                for g in held[i][k] | seen.of(f):
                     counts[g] = counts.get(g, 0) + 1
             n = int(np.unique(np.asarray(fps, dtype=np.uint64)).size)
             group = int(seq)
@@ -214,7 +228,7 @@ class Editions:
             # Later mothers of this batch or load see the group (and its size).
             seen.sizes[group] = known[group] = known.get(group) or n
             for f in sk.tolist():
-                seen.holders.setdefault(f, set()).add(group)
+                seen.add(f, group)
         self.register(
             [it for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],
             [g for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],

@@ -31,10 +31,12 @@ docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
   ``{prefix}:layout``; an index written before layouts were kept (2**14 buckets
   ``{prefix}:b:{bucket}``, 46-bit identities) is read as such and resharded on request.
 - A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
-  (a zero byte, then its first 4 holders: ``tracker.indexes.codec``): it is boilerplate (且听下回分解, legal formulas) and must not make
-  matches on its own; queries skip it. ``index rebuild`` recomputes stop markers. An
-  index with ``editions`` (the daguan engine's) posts identical or near-identical
-  mothers under one id, so that it counts distinct texts (``tracker.indexes.editions``).
+  (a zero byte, then its first 4 holders: ``tracker.indexes.codec``): it is boilerplate
+  (且听下回分解, legal formulas) and must not make matches on its own; queries skip it
+  (only a long run of them proposes the holders kept, ``tracker.engines.daguan``).
+  ``index rebuild`` recomputes stop markers. An index with ``editions`` (the daguan
+  engine's) posts identical or near-identical mothers under one id, so that it counts
+  distinct texts (``tracker.indexes.editions``).
 
 Every write touches one key on Redis Cluster: the bucket Lua scripts declare their one
 key (on a cluster they are sent as EVAL, which redis-py's cluster pipeline routes by
