@@ -157,29 +157,28 @@ class DaguanEngine(Engine):
         """Weak candidates for long runs of stopped windows (issue #25): a passage
         spanning ``LONG_RUN`` or more windows whose indexed fingerprints more than
         ``stop_df`` distinct texts hold is no boilerplate formula but a much-copied text
-        (one inside many different works). The holders its stop markers kept (the first 4 of each)
-        that hold at least half of the run's fingerprints are proposed, the run as their
-        evidence; the verifier decides, when the other candidates leave room for it."""
+        (one inside many different works). The holders its stop markers kept (the first
+        4 of each) that hold at least half of the run's fingerprints are proposed, the
+        run as their evidence; the verifier decides, when the other candidates leave room
+        for it."""
         run = max(1, LONG_RUN // self.query_stride)  # windows a run spans, at least
         step = max(1, self.params.stride // self.query_stride)  # between mother windows
-        if hits.stopped * step < run or hits.fps is None:
+        if hits.stopped * step < run or hits.fps is None or hits.stop_mask is None:
             return []
-        zero = np.flatnonzero(hits.df_fp == 0)  # no posting: stopped, or not indexed
-        at, held = self.index.stop_samples(hits.fps[zero])
-        if held.size == 0:
-            return []
-        stopped = np.zeros(hits.fps.size, dtype=bool)
-        stopped[zero[at]] = True
         # Mothers are indexed at their stride: a shared passage shows as stopped windows
         # about ``step`` apart. A run: stopped windows no more than two steps apart.
-        pos = np.flatnonzero(stopped[hits.inverse])
+        pos = np.flatnonzero(hits.stop_mask[hits.inverse])
         cuts = np.flatnonzero(np.diff(pos) > 2 * step) + 1
+        runs = [part for part in np.split(pos, cuts) if part.size and part[-1] - part[0] >= run - 1]
+        if not runs:
+            return []
+        # Only the stop markers of long runs are read again, for the holders they kept.
+        wanted = np.unique(np.concatenate([hits.inverse[part] for part in runs]))
+        at, held = self.index.stop_samples(hits.fps[wanted])
         out: list[Proposal] = []
-        for part in np.split(pos, cuts):
-            if part.size == 0 or part[-1] - part[0] + 1 < run:
-                continue
+        for part in runs:
             run_fps = np.unique(hits.inverse[part])
-            mine = np.isin(zero[at], run_fps)
+            mine = np.isin(wanted[at], run_fps)
             seqs, counts = np.unique(held[mine], return_counts=True)
             evidence = np.unique(hits.starts[part])
             for seq, count in zip(seqs.tolist(), counts.tolist(), strict=True):
@@ -195,8 +194,15 @@ class DaguanEngine(Engine):
         # sparse mother window inside it meets a suspect window starting at its letter.
         dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
         fps, inverse = np.unique(dense.values, return_inverse=True)
-        found = self.snapshots.lookup(self.index, fps) if self.snapshots is not None else None
-        fp_index, seqs, stopped = found if found is not None else self.index.lookup(fps)
+        stop_mask = np.zeros(fps.size, dtype=bool)
+        found = (
+            self.snapshots.lookup(self.index, fps, stop_mask=stop_mask)
+            if self.snapshots is not None
+            else None
+        )
+        if found is None:
+            found = self.index.lookup(fps, stop_mask=stop_mask)
+        fp_index, seqs, stopped = found
         if seqs.size == 0 and stopped * self.params.stride < LONG_RUN:
             return None
         df_fp = np.bincount(fp_index, minlength=fps.size)
@@ -209,6 +215,7 @@ class DaguanEngine(Engine):
             df_pos=df_fp[inverse],
             fps=fps,
             stopped=stopped,
+            stop_mask=stop_mask,
         )
 
     def stats(self) -> dict[str, Any]:
@@ -237,7 +244,8 @@ class SuspectHits:
     fingerprint; ``fp_index``/``seqs``: the postings as parallel arrays, mother
     ``seqs[i]`` holds distinct fingerprint ``fp_index[i]``; ``df_fp[f]``: how many mothers
     hold distinct fingerprint ``f``; ``df_pos[w]``: the same for window ``w``'s; ``fps``:
-    the distinct fingerprints; ``stopped``: how many of them are stop words."""
+    the distinct fingerprints; ``stopped``: how many of them are stop words, ``stop_mask``
+    which."""
 
     starts: np.ndarray
     inverse: np.ndarray
@@ -247,6 +255,7 @@ class SuspectHits:
     df_pos: np.ndarray
     fps: np.ndarray | None = None
     stopped: int = 0
+    stop_mask: np.ndarray | None = None  # per distinct fingerprint: a stop word
 
 
 @dataclass

@@ -52,9 +52,12 @@ def packed_seqs(value: bytes, fmt: int) -> bytes:
     return value
 
 
-def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, int]:
+def parse_values(
+    values: list[Any], fmt: int, stop_mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """``(fp_index, seqs, stopped)`` of looked-up values (None: no field). Single seqs
-    (decimal in format 2, most hits) are converted in one ``map(int, ...)``."""
+    (decimal in format 2, most hits) are converted in one ``map(int, ...)``. A
+    ``stop_mask`` given is set where a value is a stop marker."""
     stopped = 0
     one_at: list[int] = []
     ones: list[bytes] = []
@@ -66,6 +69,8 @@ def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, i
         n = len(v)
         if v[0] == 0 and n % 4 == 1:  # a stop marker
             stopped += 1
+            if stop_mask is not None:
+                stop_mask[i] = True
         elif fmt == 2 and n < 12 and not (n == 9 and v[0] == 1):
             one_at.append(i)
             ones.append(v)

@@ -580,17 +580,20 @@ class RedisInvertedIndex:
         return replies
 
     # -- reads ----------------------------------------------------------------
-    def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def lookup(
+        self, fps: np.ndarray, *, stop_mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Postings of distinct fingerprints.
 
         Returns ``(fp_index, seqs, stopped)``: parallel arrays where ``seqs[i]`` is a
-        mother holding ``fps[fp_index[i]]``, and how many fingerprints were stop words.
+        mother holding ``fps[fp_index[i]]``, and how many fingerprints were stop words
+        (marked in ``stop_mask``, a bool array of ``fps.size``, when given).
         """
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
         values, fmt = self._values(fps)
-        return parse_values(values, fmt)
+        return parse_values(values, fmt, stop_mask)
 
     def stop_samples(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The holders stop markers kept (``tracker.indexes.codec.SAMPLE``) for distinct

@@ -33,6 +33,11 @@ def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) 
     snaps = SnapshotFolder(tmp_path)
     got = snaps.lookup(idx, query)
     assert got is not None and _same(got, from_redis)
+    # Which fingerprints are stop words, too (long runs of them propose their holders).
+    mask_redis, mask_snap = np.zeros(query.size, bool), np.zeros(query.size, bool)
+    idx.lookup(query, stop_mask=mask_redis)
+    snaps.lookup(idx, query, stop_mask=mask_snap)
+    assert mask_redis.sum() == from_redis[2] and np.array_equal(mask_redis, mask_snap)
     # Every stored fingerprint, one at a time and all at once.
     assert _same(snaps.lookup(idx, query[:1]), idx.lookup(query[:1]))  # type: ignore[arg-type]
     empty = snaps.lookup(idx, np.zeros(0, np.uint64))
