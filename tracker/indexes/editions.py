@@ -75,9 +75,17 @@ return #kept
 """
 
 
+def distinct(fps: np.ndarray) -> np.ndarray:
+    """The distinct fingerprints (a mother's usually are already: sorted and unique)."""
+    fps = np.asarray(fps, dtype=np.uint64)
+    if fps.size < 2 or bool(np.all(fps[1:] > fps[:-1])):
+        return fps
+    return np.unique(fps)
+
+
 def sketch(fps: np.ndarray) -> np.ndarray:
     """The ``SKETCH`` distinct fingerprints of smallest mix (all of them when fewer)."""
-    uniq = np.unique(np.asarray(fps, dtype=np.uint64))
+    uniq = distinct(fps)
     if uniq.size <= SKETCH:
         return uniq
     return uniq[np.argpartition(mix64(uniq), SKETCH - 1)[:SKETCH]]
@@ -214,7 +222,7 @@ class Editions:
             for k, f in enumerate(sk.tolist()):
                 for g in held[i][k] | seen.of(f):
                     counts[g] = counts.get(g, 0) + 1
-            n = int(np.unique(np.asarray(fps, dtype=np.uint64)).size)
+            n = int(distinct(fps).size)
             group = int(seq)
             need = needed(sk.size)
             for g, c in sorted(counts.items(), key=lambda gc: (-gc[1], gc[0])):
@@ -242,7 +250,7 @@ class Editions:
         joined: list[tuple[int, int]] = []
         for (seq, fps), group in zip(items, groups, strict=True):
             if group == seq:
-                n = int(np.unique(np.asarray(fps, dtype=np.uint64)).size)
+                n = int(distinct(fps).size)
                 pipe.hset(self.key(seq), f"n{seq}", n)
             else:
                 pipe.hset(self.key(seq), f"m{seq}", group)
