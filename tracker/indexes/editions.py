@@ -193,9 +193,11 @@ class Editions:
         index, only ``seen`` counts); ``seen``: groups of this batch or load so far
         (updated here)."""
         seen = seen if seen is not None else Seen()
-        # A mother written before (a redelivered task) keeps its group.
-        before = self.group_of([seq for seq, _ in items])
-        primary = self.sizes([seq for seq, g in before.items() if g == seq])
+        # A mother written before (a redelivered task) keeps its group. (A bulk load
+        # into an empty index, ``lookup`` None, has none.)
+        seqs = [int(seq) for seq, _ in items]
+        before = self.group_of(seqs) if lookup is not None else {s: s for s in seqs}
+        primary = self.sizes([s for s, g in before.items() if g == s]) if lookup else {}
         sketches = [sketch(fps) for _, fps in items]
         # Per item and sketch fingerprint: the groups in the index holding it.
         held: list[list[set[int]]] = [[set() for _ in range(s.size)] for s in sketches]
