@@ -676,6 +676,64 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **_case_paths(job_accepted),
+            "/api/v1/evidence/head": {
+                "get": {
+                    "summary": "The evidence log's key fingerprint and latest signed tree head "
+                    "(no authentication: published so recipients can pin the key)",
+                    "security": [],
+                    "responses": {
+                        "200": _json(
+                            {"type": "object"},
+                            "fingerprint, public_key_pem, tree_head, tree_head_signed, "
+                            "signature_b64, timestamp_token_b64, verifier_sha256",
+                        ),
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
+            "/api/v1/evidence/key.pem": {
+                "get": {
+                    "summary": "The evidence log's public key, PEM (no authentication)",
+                    "security": [],
+                    "responses": {
+                        "200": {
+                            "description": "PEM",
+                            "content": {"application/x-pem-file": {"schema": {"type": "string"}}},
+                        },
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
+            "/api/v1/evidence/consistency": {
+                "get": {
+                    "summary": "RFC 6962 consistency proof between two tree heads "
+                    "(no authentication)",
+                    "security": [],
+                    "parameters": [
+                        {
+                            "name": "first",
+                            "in": "query",
+                            "required": True,
+                            "schema": {"type": "integer", "minimum": 0},
+                        },
+                        {
+                            "name": "second",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 0},
+                            "description": "default: the size of the latest signed head",
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {"type": "object"},
+                            "first, second, first_root, second_root, proof (hex), log_id",
+                        ),
+                        "400": _error("Sizes the log does not hold"),
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",

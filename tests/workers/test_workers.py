@@ -264,7 +264,7 @@ def test_ensure_worker_starts_an_in_process_worker(
     status, _ = wait_job(jobs.submit_rebuild())
     assert status["state"] == "SUCCESS" and status["result"]["mothers"] == 1
     assert jobs.stop_inprocess_worker() is True
-    assert not [t for t in threading.enumerate() if t.name == "yinji-inprocess-worker"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("yinji-inprocess-")]
 
 
 # --- the scheduled tasks, run on an in-process worker --------------------------------------
@@ -365,8 +365,10 @@ def test_app_configuration_from_environment(
         "reports",
         "index",
         "cases",
+        "alerts",
     }
     assert conf.task_routes["yinji.crawl.*"] == {"queue": "crawl"}
+    assert conf.task_routes["yinji.cases.alert_new_matches"] == {"queue": "alerts"}
     assert conf.task_routes["yinji.cases.*"] == {"queue": "cases"}
     recrawl = conf.beat_schedule["recrawl-watchlist"]["schedule"]
     assert recrawl.hour == {1} and recrawl.minute == {15}

@@ -6,7 +6,8 @@ perhaps split over "下一页" pages, all on one host.
 1. fetches the index through the ``Crawler`` (SSRF guard, robots.txt, per-host rate
    limit, GBK/GB18030/Big5 decoding: everything the crawler does for any page);
 2. takes the chapter list: the index's links on the same site (host and port, either
-   scheme: ``tracker.crawler.links``, the rule the site crawl uses too), in page order,
+   scheme: ``tracker.crawler.links``, the rule the site crawl uses too), in chapter
+   order (第N章 in the link text, ``tracker.cases.chapters``; page order breaks ties),
    preferring those under the index's folder (not the site root),
    else those whose text reads like a chapter (第…章, Chapter 12); navigation links
    (首页, 目录, 下一页...) and other hosts' links (mirrors) are left out;
@@ -39,6 +40,7 @@ from tracker.records import Suspect
 from tracker.rules import check_url, domain_of
 from tracker.timefmt import iso_utc
 
+from .chapters import in_chapter_order
 from .model import Case, CaseError, CaseEvent, CaseURL, now
 from .service import CaseService
 
@@ -126,16 +128,17 @@ def chapter_links(html: str, index_url: str) -> list[str]:
     folder = index_path if index_path.endswith("/") else index_path.rsplit("/", 1)[0] + "/"
     same = [link for link in same_site_links(html, index_url) if not NAV_RE.match(link.text)]
     under = [
-        link.url
+        link
         for link in same
         if folder != "/"  # a book at the site's root: its folder says nothing
         and urlsplit(link.url).path.startswith(folder)
         and urlsplit(link.url).path != index_path
     ]
-    if under:
-        return under
-    named = [link.url for link in same if CHAPTER_RE.search(link.text)]
-    return named or [link.url for link in same]
+    named = [link for link in same if CHAPTER_RE.search(link.text)]
+    chosen = under or named or same
+    # Chapter order (第N章 in the link text), page order breaking ties: an index that
+    # lists its newest chapter first still yields 1, 2, 3.
+    return [link.url for link in in_chapter_order(chosen, lambda link: link.text)]
 
 
 def next_page_link(html: str, page_url: str, skip: set[str]) -> str | None:
@@ -292,14 +295,37 @@ def _check_chapter(
     ]
 
 
+def _existing_case(svc: CaseService, report: BookReport) -> Case | None:
+    """The active case this book run files into when there is one: the case of the
+    same index, else a case already holding one of its chapters (one URL, one case)."""
+    active = svc.active_cases_on(report.domain)
+    for c in active:
+        if (c.metadata.get("book") or {}).get("index_url") == report.index_url:
+            return c
+    chapters = {ch.url for ch in report.matched}
+    return next((c for c in active if any(u.url in chapters for u in c.urls)), None)
+
+
 def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> Case:
     matched = report.matched
     work, title, _keys = _work_key(library, [m["mother_id"] for c in matched for m in c.matches])
-    case = svc.open_case(work=work, domain=report.domain, who=who, work_title=title, kind="book")
+    case = _existing_case(svc, report) or svc.open_case(
+        work=work, domain=report.domain, who=who, work_title=title, kind="book"
+    )
+    # A chapter another active case holds stays there (one URL, one open case).
+    elsewhere = {
+        ch.url: held.id
+        for ch in matched
+        if (held := svc.case_holding(ch.url, report.domain)) is not None and held.id != case.id
+    }
 
     def change(c: Case) -> list[CaseEvent]:
         added = 0
+        if not c.work_title and title:
+            c.work_title = title
         for ch in matched:
+            if ch.url in elsewhere:
+                continue
             best = max(ch.matches, key=lambda m: m["score"])
             for m in ch.matches:
                 if m["mother_id"] not in c.mother_ids:
@@ -334,6 +360,8 @@ def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> 
             "pages_fetched": report.pages_fetched,
             "truncated": report.truncated,
         }
+        if elsewhere:
+            data["held_by_other_cases"] = elsewhere
         return [CaseEvent(c.id, "book", who, data=data)]
 
     return svc.update(case.id, change)

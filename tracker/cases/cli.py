@@ -232,9 +232,13 @@ def case_mark_sent(
     ctx: click.Context, case_ids: tuple[str, ...], note: str | None, by: str | None
 ) -> None:
     """Record that the notice of CASE_ID(s) was sent (by you, outside Yinji)."""
-    with _service(ctx) as svc, _errors():
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, _errors(), open_store(svc.settings) as matches:
         for cid in case_ids:
-            c = svc.mark_sent(cid, who=_who(by), note=note or "", data={"channel": "manual"})
+            c = svc.mark_sent(
+                cid, who=_who(by), note=note or "", data={"channel": "manual"}, matches=matches
+            )
             click.echo(f"case {c.id}: {c.state}")
 
 
@@ -374,7 +378,8 @@ def _crawler(settings: Settings) -> Any:
 @click.pass_context
 def case_recheck(ctx: click.Context, case_id: str | None, as_json: bool, by: str | None) -> None:
     """Re-crawl CASE_ID's URLs now (default: every case with a notice sent, still online
-    or removed). 404/410, a vanished host or a page that no longer matches → removed."""
+    or removed). 404/410 or a page that no longer copies the work → removed; a site that
+    does not answer (unknown host, timeout) is "unreachable" and moves nothing."""
     from .alerts import Alerter
     from .recheck import recheck_cases
 

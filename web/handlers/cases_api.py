@@ -29,7 +29,7 @@ from ..casework import (
     site_stats,
     totals,
 )
-from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required
+from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
 from ..jsonbody import clean, request_json
 from ..serializers import case_detail_json, case_json
 
@@ -103,7 +103,9 @@ def cases_transition(case_id: str) -> Any:
     svc = cases()
     with case_errors():
         if to == "notice_sent":
-            case = svc.mark_sent(case_id, who=actor(), note=note, data={"channel": "api"})
+            case = svc.mark_sent(
+                case_id, who=actor(), note=note, data={"channel": "api"}, matches=store()
+            )
         else:
             case = svc.transition(case_id, to, who=actor(), note=note)
     return jsonify(case_detail_json(case, svc.history(case.id)))
@@ -168,6 +170,7 @@ def cases_notice_preview(case_id: str) -> Any:
             "plain_text": notice.plain_text(),
             "case_ids": notice.case_ids,
             "urls": notice.urls,
+            "left_out": [{"url": x.url, "reason": x.reason} for x in notice.left_out],
         }
     )
 
