@@ -98,3 +98,61 @@ def test_importing_tracker_starts_no_server(tmp_path: Path) -> None:
     assert result.stdout.strip() == "0"
     assert not data_dir.exists()
     assert not (tmp_path / "yinji-data").exists()
+
+
+# --- the fast tier (tests/support/fasttier.py) ---------------------------------------------
+@pytest.mark.slow  # its inner tests listen on a socket in this process
+def test_the_fast_tier_guard_names_what_a_test_starts(pytester: pytest.Pytester) -> None:
+    """A test outside ``slow`` that starts a server fails, naming it; marked, it passes;
+    one that starts nothing passes."""
+    pytester.makeini("[pytest]\nmarkers =\n    slow: starts servers\n")
+    pytester.makepyfile(
+        test_inner="""
+        import socket
+        import pytest
+
+        def _serve():
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                s.listen()
+
+        def test_unmarked_server():
+            _serve()
+
+        @pytest.mark.slow
+        def test_marked_server():
+            _serve()
+
+        def test_nothing():
+            assert 1 + 1 == 2
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "fasttier", "-q")
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_unmarked_server starts a server listening on ('127.0.0.1', *)"
+            ": mark it @pytest.mark.slow*"
+        ]
+    )
+    fast = pytester.runpytest_inprocess("-p", "fasttier", "-q", "-m", "not slow")
+    fast.assert_outcomes(passed=2, errors=1, deselected=1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "counted"),
+    [
+        ([sys.executable, "-m", "tracker.cli", "--data-dir", "d", "check"], True),
+        (["/usr/bin/yinji", "ingest", "x"], True),
+        ([sys.executable, "-m", "celery", "-A", "workers.app", "worker"], True),
+        ("yinji serve --port 0", True),
+        (["/usr/bin/chromium", "--headless"], True),
+        ([sys.executable, "-c", "import time; time.sleep(1)"], False),
+        (["/usr/bin/redis-server", "--port", "0"], False),  # the embedded store
+        (["mount", "--bind", "a", "a"], False),
+    ],
+)
+def test_which_processes_the_fast_tier_may_not_start(argv: object, counted: bool) -> None:
+    from fasttier import started_by
+
+    assert (started_by(argv) is not None) is counted
