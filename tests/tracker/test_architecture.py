@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,42 +103,59 @@ def test_importing_tracker_starts_no_server(tmp_path: Path) -> None:
 
 
 # --- the fast tier (tests/support/fasttier.py) ---------------------------------------------
-@pytest.mark.slow  # its inner tests listen on a socket in this process
-def test_the_fast_tier_guard_names_what_a_test_starts(pytester: pytest.Pytester) -> None:
+@pytest.mark.slow  # its inner pytest starts servers
+def test_the_fast_tier_guard_names_what_a_test_starts(tmp_path: Path) -> None:
     """A test outside ``slow`` that starts a server fails, naming it; marked, it passes;
-    one that starts nothing passes."""
-    pytester.makeini("[pytest]\nmarkers =\n    slow: starts servers\n")
-    pytester.makepyfile(
-        test_inner="""
-        import socket
-        import pytest
-
-        def _serve():
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                s.listen()
-
-        def test_unmarked_server():
-            _serve()
-
-        @pytest.mark.slow
-        def test_marked_server():
-            _serve()
-
-        def test_nothing():
-            assert 1 + 1 == 2
-        """
+    one that starts nothing passes. (An inner pytest in a child process: pytester's
+    in-process runs would load its plugin into this session.)"""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: starts servers\n")
+    (tmp_path / "test_inner.py").write_text(
+        "import socket\n"
+        "import pytest\n\n"
+        "def _serve():\n"
+        "    with socket.socket() as s:\n"
+        "        s.bind(('127.0.0.1', 0))\n"
+        "        s.listen()\n\n"
+        "def test_unmarked_server():\n"
+        "    _serve()\n\n"
+        "@pytest.mark.slow\n"
+        "def test_marked_server():\n"
+        "    _serve()\n\n"
+        "def test_nothing():\n"
+        "    assert 1 + 1 == 2\n"
     )
-    result = pytester.runpytest_inprocess("-p", "fasttier", "-q")
-    result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_unmarked_server starts a server listening on ('127.0.0.1', *)"
-            ": mark it @pytest.mark.slow*"
-        ]
-    )
-    fast = pytester.runpytest_inprocess("-p", "fasttier", "-q", "-m", "not slow")
-    fast.assert_outcomes(passed=2, errors=1, deselected=1)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests" / "support")}
+
+    def inner(*args: str) -> str:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "fasttier",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *args,
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return run.stdout
+
+    everything = inner()
+    assert "3 passed, 1 error" in everything, everything
+    assert re.search(
+        r"test_unmarked_server starts a server listening on \('127\.0\.0\.1', \d+\)"
+        r": mark it @pytest\.mark\.slow",
+        everything,
+    ), everything
+    fast = inner("-m", "not slow")
+    assert "2 passed, 1 deselected, 1 error" in fast, fast
 
 
 @pytest.mark.parametrize(
