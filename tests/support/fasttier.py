@@ -60,9 +60,7 @@ def started_by(argv: object) -> str | None:
 
 
 @pytest.fixture(autouse=True)
-def _fast_tier_starts_nothing(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
+def _fast_tier_starts_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test not marked ``slow`` that starts a server (a socket that listens), a CLI or
     worker process or a browser fails, naming what it started: the marker cannot be
     forgotten. (The session's embedded redis-server and a library's own embedded Redis
@@ -70,6 +68,7 @@ def _fast_tier_starts_nothing(
     if request.node.get_closest_marker("slow") is not None:
         yield
         return
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
     started: list[str] = []
     listen = socket.socket.listen
     popen_init = subprocess.Popen.__init__
