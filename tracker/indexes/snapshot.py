@@ -34,6 +34,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -47,6 +48,7 @@ from tracker.indexes.inverted import (
     parse_values,
     unpack_fields,
 )
+from tracker.timefmt import iso_utc
 
 STOP_SEQ = np.uint32(0xFFFFFFFF)  # never a mother's seq (they count up from 1)
 FORMAT = 1  # of the files
@@ -213,7 +215,7 @@ def take_snapshot(
                 "dir_bits": dir_bits,
                 "postings": rows - stopped,
                 "stop_fingerprints": stopped,
-                "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "taken_at": iso_utc(datetime.now(UTC)),
             }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
             os.replace(tmp, final)

@@ -155,6 +155,7 @@ def test_a_configured_key_file_others_can_read_is_refused(tmp_path: Path) -> Non
     assert SigningKey.load(tmp_path / "unused", str(path)).private_key is not None
 
 
+@pytest.mark.slow
 def test_an_exposed_configured_key_is_one_message_on_the_command_line(tmp_path: Path) -> None:
     import subprocess
     import sys

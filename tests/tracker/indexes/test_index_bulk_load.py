@@ -249,6 +249,7 @@ def _index_dump(data: Path) -> dict[bytes, dict[bytes, bytes]]:
         return out
 
 
+@pytest.mark.slow
 def test_ingest_empty_then_slow_path_then_rebuild_agree(tmp_path: Path) -> None:
     """One library ingested in two steps (bulk into the empty index, then the add path)
     and rebuilt (bulk), and a second library built by adds only, via the engine: the

@@ -112,6 +112,7 @@ def _yinji(data_dir, *args):
     )
 
 
+@pytest.mark.slow
 def test_cli_reshard_and_stats_advice(tmp_path):
     data = tmp_path / "data"
     src = tmp_path / "a.txt"

@@ -341,6 +341,7 @@ def _match_counts(stdout: str) -> list[int]:
     return [len(json.loads(line)["matches"]) for line in stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_the_issue_repro_lost_redis_db(tmp_path: Path) -> None:
     data = tmp_path / "data"
     library, suspects = REPO / "examples" / "library.jsonl", REPO / "examples" / "suspects.jsonl"
@@ -368,6 +369,7 @@ def test_the_issue_repro_lost_redis_db(tmp_path: Path) -> None:
     assert _match_counts(r.stdout) == expected
 
 
+@pytest.mark.slow
 def test_an_unreachable_redis_url_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(work(1, 20), encoding="utf-8")
     for args in (["ingest", str(tmp_path / "a.txt")], ["check", str(tmp_path / "a.txt")]):
@@ -377,6 +379,7 @@ def test_an_unreachable_redis_url_is_a_clear_error(tmp_path: Path) -> None:
         assert "127.0.0.1:1" in r.stderr and "YINJI_REDIS_URL" in r.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_mongo_uri_is_a_clear_error(tmp_path: Path) -> None:
     r = _yinji(
         tmp_path / "d",
@@ -394,6 +397,7 @@ def _embedded_pid(data: Path) -> int | None:
     return embedded_server_pid(Settings(data_dir=data))
 
 
+@pytest.mark.slow
 def test_redis_killed_mid_ingest_is_said_and_the_next_check_repairs(tmp_path: Path) -> None:
     data = tmp_path / "data"
     books = tmp_path / "books.jsonl"
@@ -463,6 +467,7 @@ def test_the_mongo_store_keeps_the_same_marks(tmp_path, redis_client) -> None:
     assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
 
 
+@pytest.mark.slow
 def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
     """Two processes opening one data folder at once start one embedded Redis server,
     not two (which would each take half the writes, and one's would be lost)."""
