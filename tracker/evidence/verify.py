@@ -487,7 +487,11 @@ class _Verifier:
             else:
                 r.verified.append(name)
 
-        # every file a proven capture or submission names is in the bundle
+        self.check_named_present()
+
+    def check_named_present(self) -> None:
+        """Every file a proven capture or submission names is in the bundle."""
+        r = self.result
         present = {_sha(d) for d in self.members.values() if d is not None}
         for index, record in sorted(self.proven.items()):
             kind, payload = record.get("kind"), record.get("payload")

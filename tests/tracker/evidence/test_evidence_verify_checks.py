@@ -1,0 +1,81 @@
+"""``verify_bundle`` as named checks (issue #27) and the timestamp chain (issue #24): a
+record claiming a time after its tree head's, or after the TSA's time for it, fails
+(``times``) and such a bundle is never exported; every check is reported by name."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tsa_server import TSAServer
+
+from tracker.evidence.bundle import export_bundle
+from tracker.evidence.capture import Capture
+from tracker.evidence.log import EvidenceError, EvidenceLog
+from tracker.evidence.settings import EvidenceSettings
+from tracker.evidence.tsa import TSAClient
+from tracker.evidence.verify import CHECKS, verify_bundle
+
+from .evidence_helpers import PAGE, TEXT, record_case
+
+
+def _capture(log: EvidenceLog, fetched_at: datetime) -> None:
+    log.record_capture(
+        Capture.build(
+            log.blobs,
+            suspect_id="s1",
+            requested_url="http://pirate.example/b/1",
+            final_url="http://pirate.example/b/1",
+            http_status=200,
+            headers={"content-type": "text/html; charset=utf-8"},
+            body=PAGE,
+            fetched_at=fetched_at,
+            text=TEXT,
+            crawler_version="yinji-crawler/test",
+        )
+    )
+
+
+def test_every_check_is_reported_by_name(make_log: Any) -> None:
+    log = make_log()
+    record_case(log)
+    out = io.BytesIO()
+    export_bundle(log, out, suspect_id="s1", mother_id="m1")
+    result = verify_bundle(io.BytesIO(out.getvalue()), fingerprint=log.key_id)
+    assert [c.name for c in result.checks] == list(CHECKS)
+    assert all(c.ok for c in result.checks) and result.trusted
+    wrong = verify_bundle(io.BytesIO(out.getvalue()), fingerprint="00" * 32)
+    assert wrong.failed()[0] == "key" and not wrong.trusted
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+def test_a_capture_claiming_a_time_after_its_head_is_never_exported(
+    make_log: Any, tmp_path: Path
+) -> None:
+    log = make_log()  # its clock: 2024-11-22 08:30, one second a call
+    _capture(log, datetime(2024, 11, 23, 0, 0, tzinfo=UTC))  # "fetched" the next day
+    with pytest.raises(EvidenceError) as err:
+        export_bundle(log, tmp_path / "case.zip", suspect_id="s1")
+    message = str(err.value)
+    assert "FAILED (times)" in message
+    assert "fetched_at 2024-11-23T00:00:00.000Z is after the signed tree head's time" in message
+    assert not (tmp_path / "case.zip").exists()
+
+
+def test_a_record_after_the_tsa_time_fails(
+    tmp_path: Path, tsa_server: TSAServer, no_env: None
+) -> None:
+    """Yinji's clock runs a day ahead of the TSA: the head's own time agrees with the
+    records, but the token bounds them, and the chain fails."""
+    ahead = datetime.now(UTC) + timedelta(days=1)
+    tsa = TSAClient(tsa_server.url, trusted=[tsa_server.tsa.ca_cert])
+    with EvidenceLog.open(tmp_path / "data", evidence=EvidenceSettings(), tsa=tsa) as log:
+        log.clock = lambda: ahead
+        _capture(log, ahead - timedelta(minutes=1))
+        with pytest.raises(EvidenceError) as err:
+            export_bundle(log, io.BytesIO(), suspect_id="s1")
+    assert "FAILED (times)" in str(err.value)
+    assert "after the time the TSA vouches for the tree head" in str(err.value)
