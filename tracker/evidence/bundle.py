@@ -55,7 +55,7 @@ from .blobs import BlobCorrupt, BlobMissing
 from .canonical import CanonicalError, format_time, time_from_ms
 from .capture import Capture, CaptureError
 from .keys import TreeHead, format_fingerprint
-from .log import EvidenceError, EvidenceLog, LogEntry
+from .log import EvidenceError, EvidenceLog, LogEntry, NoEvidence
 from .merkle import leaf_hash, verify_inclusion
 from .tsa import TokenError, token_of
 
@@ -214,7 +214,7 @@ def export_bundle(
     entries = log.entries(suspect_id=suspect_id, mother_id=mother_id)
     if not entries:
         target = f"suspect {suspect_id!r}" + (f" and work {mother_id!r}" if mother_id else "")
-        raise EvidenceError(f"the evidence log has no record about {target}")
+        raise NoEvidence(f"the evidence log has no record about {target}")
 
     record = log.tree_head()  # refuses a log inconsistent with its signed heads
     head = record.head

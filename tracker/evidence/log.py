@@ -71,6 +71,10 @@ class EvidenceError(Exception):
     """The evidence log cannot do what was asked (the message says why)."""
 
 
+class NoEvidence(EvidenceError):
+    """Nothing was recorded about what was asked for (a suspect, a match)."""
+
+
 class LogInconsistent(EvidenceError):
     """The log no longer holds what a tree head it signed says (truncated, rewritten,
     or a head not signed by its key): nothing more is signed until it is restored."""
