@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.cases.model import STATES
+from tracker.records import VERDICTS
+
 API_VERSION = "1"
 
 
@@ -25,7 +28,7 @@ ERRORS = {
 }
 
 MATCH_FILTERS: list[dict[str, Any]] = [
-    {"name": "verdict", "in": "query", "schema": {"enum": ["pending", "confirmed", "dismissed"]}},
+    {"name": "verdict", "in": "query", "schema": {"enum": list(VERDICTS)}},
     {"name": "min_score", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
     {"name": "max_score", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
     {
@@ -86,7 +89,7 @@ MATCH_FILTERS: list[dict[str, Any]] = [
     },
 ]
 
-CASE_STATES = ["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
+CASE_STATES = list(STATES)
 CASE_ID_PARAM = {
     "name": "case_id",
     "in": "path",
@@ -612,7 +615,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                                     "type": "object",
                                     "additionalProperties": False,
                                     "properties": {
-                                        "verdict": {"enum": ["pending", "confirmed", "dismissed"]},
+                                        "verdict": {"enum": list(VERDICTS)},
                                         "note": {"type": "string", "maxLength": 10000},
                                     },
                                 }
@@ -859,7 +862,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "coverage": {"type": "number"},
                         "mother_coverage": {"type": "number"},
                         "engine": {"type": "string"},
-                        "verdict": {"enum": ["pending", "confirmed", "dismissed"]},
+                        "verdict": {"enum": list(VERDICTS)},
                         "note": {"type": "string"},
                         "created_at": {"type": "string", "format": "date-time"},
                         "updated_at": {"type": "string", "format": "date-time"},

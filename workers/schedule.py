@@ -101,6 +101,15 @@ def beat_schedule(
             "schedule": crontab(hour=2, minute=15),
         },
     }
+    # Orphaned tasks (their worker died) re-queued or failed within a minute, whatever
+    # the visibility timeout (workers.heartbeat; every worker also runs it).
+    from workers.heartbeat import REAP_INTERVAL
+
+    schedule["reap-orphans"] = {
+        "task": "yinji.workers.reap_orphans",
+        "schedule": timedelta(seconds=REAP_INTERVAL * 2),
+        "options": {"expires": REAP_INTERVAL * 2},  # no pile-up while no worker runs
+    }
     if ws.snapshot_minutes:
         schedule["refresh-snapshots"] = {
             "task": "yinji.index.refresh_snapshots",

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tracker.datadir import private_dir, private_file
 from tracker.records import Match
 from tracker.rules import check_verdict
 
@@ -318,6 +319,7 @@ class SqliteBackend:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        private_file(self.path)  # mode 600 (tracker.datadir)
         self.db = sqlite3.connect(
             str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
@@ -594,7 +596,7 @@ class EvidenceLog:
             backend = MongoBackend(mongo_db)
             blobs = GridFSBlobStore(mongo_db)
         else:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)
             backend = SqliteBackend(data_dir / SQLITE_FILE)
             blobs = FileBlobStore.in_data_dir(data_dir)
         try:
@@ -607,15 +609,13 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe: MongoDB when ``mongo_uri``
-        is set (its own client, closed by ``close``), else the data folder."""
+        """The log beside the library ``settings`` describe, alone
+        (``tracker.backends.Backends.evidence_log``): MongoDB when ``mongo_uri`` is set
+        (its own client, closed by ``close``), else the data folder."""
         if settings.mongo_uri:
-            import pymongo
+            from tracker.backends import mongo_client  # the one timeout rule
 
-            # An unreachable server fails in 10 s, as the store's does (pymongo: 30 s).
-            client: Any = pymongo.MongoClient(
-                settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=10_000
-            )
+            client = mongo_client(settings.mongo_uri)
             try:
                 log = cls.open(
                     settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
