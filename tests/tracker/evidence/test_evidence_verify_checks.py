@@ -5,6 +5,7 @@ record claiming a time after its tree head's, or after the TSA's time for it, fa
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def test_a_capture_claiming_a_time_after_its_head_is_never_exported(
         export_bundle(log, tmp_path / "case.zip", suspect_id="s1")
     message = str(err.value)
     assert "FAILED (times)" in message
-    assert "fetched_at 2024-11-23T00:00:00.000Z is after the signed tree head's time" in message
+    assert "fetched_at 2024-11-23T00:00:00.000Z is after the time of the signed tree" in message
     assert not (tmp_path / "case.zip").exists()
 
 
@@ -79,3 +80,101 @@ def test_a_record_after_the_tsa_time_fails(
             export_bundle(log, io.BytesIO(), suspect_id="s1")
     assert "FAILED (times)" in str(err.value)
     assert "after the time the TSA vouches for the tree head" in str(err.value)
+
+
+def _stamped_log(tmp_path: Path, tsa_server: TSAServer, clock: Any) -> EvidenceLog:
+    tsa = TSAClient(tsa_server.url, trusted=[tsa_server.tsa.ca_cert])
+    log = EvidenceLog.open(tmp_path / "data", evidence=EvidenceSettings(), tsa=tsa)
+    log.clock = clock
+    return log
+
+
+def test_older_records_are_anchored_by_their_earlier_timestamped_head(
+    tmp_path: Path, tsa_server: TSAServer, no_env: None
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    from .conftest import Clock
+
+    clock = Clock()
+    with _stamped_log(tmp_path, tsa_server, clock) as log:
+        record_case(log)  # a capture fetched 08:00, its check, verdicts, …
+        early = log.tree_head()  # signed and timestamped ~08:30
+        assert early.token is not None
+        for _ in range(5):
+            log.record_case_state(suspect_id="other", state="notice_sent")
+        log.record_case_state(suspect_id="s1", mother_id="m1", state="taken_down")
+        clock.now += timedelta(days=30)
+        out = io.BytesIO()
+        export_bundle(log, out, suspect_id="s1", mother_id="m1")
+        fingerprint = log.key_id
+    data = out.getvalue()
+    result = verify_bundle(
+        io.BytesIO(data), fingerprint=fingerprint, tsa_roots=[tsa_server.tsa.ca_cert]
+    )
+    assert result.trusted, result.summary()
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        [anchor] = manifest["anchors"]
+        assert anchor["head"] == f"heads/{early.id:08d}.json"
+        assert anchor["size"] == early.head.size
+        # every record the earlier head holds is anchored by it; the later one is not
+        later = [r["leaf_index"] for r in manifest["records"] if r["leaf_index"] >= anchor["size"]]
+        assert anchor["records"] == [
+            r["leaf_index"] for r in manifest["records"] if r["leaf_index"] < anchor["size"]
+        ]
+        assert later, "the taken_down record came after the earlier head"
+        folder = tmp_path / "case"
+        zf.extractall(folder)
+    run = subprocess.run(
+        [sys.executable, "verify_proof.py"], cwd=folder, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "extends it (consistency proof)" in run.stdout, run.stdout
+    if shutil.which("openssl"):
+        (folder / "TSA-ROOT.pem").write_bytes(tsa_server.tsa.ca_pem)
+        ts = subprocess.run(
+            [
+                "openssl",
+                "ts",
+                "-verify",
+                "-in",
+                f"heads/{early.id:08d}.tsr",
+                "-data",
+                f"heads/{early.id:08d}.json",
+                "-CAfile",
+                "TSA-ROOT.pem",
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+        )
+        assert "Verification: OK" in ts.stdout, ts.stdout + ts.stderr
+    # a consistency proof that does not lead to the signed head is named
+    (folder / anchor["consistency"]).write_text(
+        json.dumps({**json.loads((folder / anchor["consistency"]).read_text()), "proof": []})
+    )
+    bad = subprocess.run(
+        [sys.executable, "verify_proof.py"], cwd=folder, capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and f"FAIL  {anchor['head']}" in bad.stdout
+
+
+def test_a_record_claiming_a_time_after_its_anchor_is_never_exported(
+    tmp_path: Path, tsa_server: TSAServer, no_env: None
+) -> None:
+    from .conftest import Clock
+
+    clock = Clock()  # 2024-11-22 08:30
+    with _stamped_log(tmp_path, tsa_server, clock) as log:
+        _capture(log, datetime(2024, 11, 22, 9, 0, tzinfo=UTC))  # "fetched" 09:00
+        early = log.tree_head()  # signed 08:30: before the time the capture claims
+        assert early.token is not None
+        clock.now += timedelta(days=1)
+        log.record_case_state(suspect_id="s1", state="notice_sent")
+        with pytest.raises(EvidenceError) as err:
+            export_bundle(log, io.BytesIO(), suspect_id="s1")
+    assert "FAILED (times)" in str(err.value)
+    assert f"after the time of the signed tree head heads/{early.id:08d}.json" in str(err.value)
