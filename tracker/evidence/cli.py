@@ -114,6 +114,9 @@ def _library_key(ctx: click.Context) -> tuple[bytes, str] | None:
     default=None,
     help="PEM certificates of trusted timestamp authorities [$YINJI_TSA_CA].",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as JSON (same exit status)."
+)
 @click.pass_context
 def verify(
     ctx: click.Context,
@@ -122,6 +125,7 @@ def verify(
     fingerprint: str | None,
     trust_bundled_key: bool,
     tsa_ca: Path | None,
+    as_json: bool,
 ) -> None:
     """Check BUNDLE offline against a pinned key: --key or --fingerprint, else this
     library's own key when run inside it. Every file against the signed SHA256SUMS,
@@ -151,6 +155,10 @@ def verify(
     except BundleError as exc:
         click.echo(f"FAILED: {bundle}: {exc}")
         ctx.exit(1)
+    if as_json:
+        status = 0 if result.trusted else (2 if trust_bundled_key and result.ok else 1)
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False, sort_keys=True))
+        ctx.exit(status)
     if result.pinned_key_id is not None:
         click.echo(result.summary())
         click.echo(f"pinned key: {format_fingerprint(result.pinned_key_id)} ({where})")

@@ -142,6 +142,27 @@ class VerifyResult:
     def trusted(self) -> bool:
         return self.ok and self.pinned
 
+    def to_json(self) -> dict[str, Any]:
+        """The result for machines (``yinji evidence verify --json``)."""
+        return {
+            "altered": self.altered,
+            "checks": [{"detail": c.detail, "name": c.name, "ok": c.ok} for c in self.checks],
+            "fingerprint": self.key_id,
+            "missing": self.missing,
+            "notes": self.notes,
+            "ok": self.ok,
+            "pinned": self.pinned,
+            "pinned_fingerprint": self.pinned_key_id,
+            "problems": self.problems,
+            "records": self.records,
+            "timestamp": self.timestamp.to_json() if self.timestamp else None,
+            "tree_head": self.tree_head.to_json() if self.tree_head else None,
+            "trusted": self.trusted,
+            "unexpected": self.unexpected,
+            "unproven": self.unproven,
+            "verified": self.verified,
+        }
+
     def failed(self) -> list[str]:
         """The names of the checks that failed."""
         return [c.name for c in self.checks if not c.ok]

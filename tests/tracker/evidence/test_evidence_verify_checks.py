@@ -178,3 +178,52 @@ def test_a_record_claiming_a_time_after_its_anchor_is_never_exported(
             export_bundle(log, io.BytesIO(), suspect_id="s1")
     assert "FAILED (times)" in str(err.value)
     assert f"after the time of the signed tree head heads/{early.id:08d}.json" in str(err.value)
+
+
+def test_verify_json_names_the_checks_and_the_exit_status(make_log: Any, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+
+    log = make_log()
+    record_case(log)
+    bundle = tmp_path / "case.zip"
+    export_bundle(log, bundle, suspect_id="s1", mother_id="m1")
+    runner = CliRunner()
+    nowhere = str(tmp_path / "nowhere")
+    pinned = runner.invoke(
+        main,
+        [
+            "--data-dir",
+            nowhere,
+            "evidence",
+            "verify",
+            str(bundle),
+            "--json",
+            "--fingerprint",
+            log.key_id,
+        ],
+    )
+    assert pinned.exit_code == 0, pinned.output
+    out = json.loads(pinned.output)
+    assert out["trusted"] and [c["name"] for c in out["checks"]] == list(CHECKS)
+    stranger = runner.invoke(
+        main,
+        [
+            "--data-dir",
+            nowhere,
+            "evidence",
+            "verify",
+            str(bundle),
+            "--json",
+            "--fingerprint",
+            "ab" * 32,
+        ],
+    )
+    assert stranger.exit_code == 1
+    failed = [c["name"] for c in json.loads(stranger.output)["checks"] if not c["ok"]]
+    assert failed[0] == "key"
+    unpinned = runner.invoke(
+        main, ["--data-dir", nowhere, "evidence", "verify", str(bundle), "--json"]
+    )
+    assert unpinned.exit_code == 1 and not json.loads(unpinned.output)["pinned"]
