@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.cases.model import STATES
+
 API_VERSION = "1"
 
 
@@ -86,7 +88,7 @@ MATCH_FILTERS: list[dict[str, Any]] = [
     },
 ]
 
-CASE_STATES = ["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
+CASE_STATES = list(STATES)
 CASE_ID_PARAM = {
     "name": "case_id",
     "in": "path",
@@ -378,12 +380,33 @@ CASE_SCHEMAS: dict[str, Any] = {
             "evidence_ref": {"type": ["string", "null"]},
         },
     },
+    "Platform": {
+        "type": "object",
+        "description": "A platform of the registry (tracker/cases/data/platforms.json, "
+        "overridden by <data folder>/platforms.json)",
+        "properties": {
+            "id": {"type": "string"},
+            "name": {"type": "string"},
+            "name_en": {"type": "string"},
+            "domains": {"type": "array", "items": {"type": "string"}},
+            "abuse_email": {"type": ["string", "null"]},
+            "web_form": {"type": ["string", "null"]},
+            "documents": {"type": "array", "items": {"type": "string"}},
+            "process": {"type": "string"},
+            "source": {"type": "string"},
+        },
+    },
     "CaseDetail": {
         "allOf": [
             _ref("Case"),
             {
                 "type": "object",
                 "properties": {
+                    "platform": {
+                        "oneOf": [_ref("Platform"), {"type": "null"}],
+                        "description": "The registry's platform of the case's site (or the "
+                        "one chosen for it); null when the registry has none",
+                    },
                     "history": {"type": "array", "items": _ref("CaseEvent")},
                     "history_problems": {
                         "type": "array",

@@ -520,3 +520,29 @@ def test_analytics_shows_removals_per_site(system: WebSystem, seeded: dict[str, 
     section = en.split('id="removals"')[1].split("</section>")[0]
     assert "Takedowns per site" in section and "127.0.0.1" in section
     assert "0%" in section  # work-b's case there was noticed, then disputed: not removed
+
+
+# --- the platform and its complaint flow ------------------------------------------------------
+def test_case_page_shows_platform_and_flow(system: WebSystem) -> None:
+    svc = _svc(system)
+    opened = svc.open_case(work="w-flow", domain="weibo.com", who="test")
+    analyst = system.client("analyst")
+    html = analyst.get(f"/cases/{opened.id}?lang=zh").get_data(as_text=True)
+    assert 'id="case-platform"' in html and "新浪微博" in html
+    assert "https://service.account.weibo.com/" in html and "所需材料" in html
+    assert '<li class="current">线索</li>' in html and "材料审核" in html and "删除下架" in html
+    detail = system.client().get(f"/api/v1/cases/{opened.id}", headers=auth(system, "viewer"))
+    assert detail.get_json()["platform"]["id"] == "weibo"
+    # The platform's flow: first review (notice sent), documents, removed, compensated.
+    svc.transition(opened.id, "notice_sent", who="test")
+    token = csrf(analyst, f"/cases/{opened.id}")
+    moved = analyst.post(
+        f"/cases/{opened.id}/state",
+        data={"csrf_token": token, "state": "documents", "note": "平台要求权属证明"},
+    )
+    assert moved.status_code == 302 and svc.get(opened.id).state == "documents"
+    html = analyst.get(f"/cases/{opened.id}?lang=zh").get_data(as_text=True)
+    assert '<li class="current">材料审核</li>' in html and 'id="move-compensated"' in html
+    unknown = svc.open_case(work="w-flow", domain="pirate-site.example", who="test")
+    html = analyst.get(f"/cases/{unknown.id}?lang=zh").get_data(as_text=True)
+    assert "平台登记表中没有该网站" in html

@@ -23,7 +23,7 @@ import click
 
 from tracker.config import SettingError, Settings
 
-from .model import STATES, CaseError
+from .model import STATE_FLOW, STATES, CaseError
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -177,14 +177,26 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
     with _service(ctx) as svc, _errors():
         c = svc.get(case_id)
         events = svc.history(case_id)
+        platform = svc.platform_of(c)
     problems = verify_chain(events)
     if as_json:
         out = c.to_dict()
+        out["platform"] = platform.to_dict() if platform is not None else None
         out["history"] = [e.to_dict() for e in events]
         out["history_problems"] = problems
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    click.echo(f"case {c.id}: {c.state}  {c.domain}  {c.work_title or c.work} ({c.work})")
+    zh, en = STATE_FLOW[c.state]
+    click.echo(
+        f"case {c.id}: {c.state} ({zh} / {en})  {c.domain}  {c.work_title or c.work} ({c.work})"
+    )
+    if platform is not None:
+        contact = platform.abuse_email or platform.web_form or "contact not documented"
+        click.echo(f"  platform: {platform.name} — {contact}")
+        for doc in platform.documents:
+            click.echo(f"    asks for: {doc}")
+        if platform.process:
+            click.echo(f"    process: {platform.process}")
     for u in c.urls:
         checked = (
             f"{u.last_checked_at.isoformat(timespec='seconds')} {u.last_outcome}"
@@ -221,6 +233,37 @@ def case_set_state(
     with _service(ctx) as svc, _errors():
         c = svc.transition(case_id, state, who=_who(by), note=note or "")
     click.echo(f"case {c.id}: {c.state}")
+
+
+@case.command("platforms")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def case_platforms(ctx: click.Context, as_json: bool) -> None:
+    """The platform registry notices are addressed from (edit it: copy
+    tracker/cases/data/platforms.json to DATA_DIR/platforms.json)."""
+    with _service(ctx) as svc, _errors():
+        known = svc.platforms()
+    if as_json:
+        click.echo(json.dumps([p.to_dict() for p in known], ensure_ascii=False, indent=2))
+        return
+    for p in known:
+        contact = p.abuse_email or p.web_form or "-"
+        click.echo(f"{p.id:<12} {p.name}  [{', '.join(p.domains) or 'chosen by hand'}]  {contact}")
+
+
+@case.command("platform")
+@click.argument("case_id")
+@click.argument("platform_id", required=False)
+@_by_option
+@click.pass_context
+def case_platform(
+    ctx: click.Context, case_id: str, platform_id: str | None, by: str | None
+) -> None:
+    """Choose CASE_ID's platform from the registry (no PLATFORM_ID: by its domain again)."""
+    with _service(ctx) as svc, _errors():
+        c = svc.set_platform(case_id, platform_id, who=_who(by))
+        platform = svc.platform_of(c)
+    click.echo(f"case {c.id}: platform {platform.name if platform else '(none: by domain)'}")
 
 
 @case.command("mark-sent")

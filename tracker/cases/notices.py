@@ -131,6 +131,7 @@ class Notice:
     case_ids: list[str]
     profile: Profile
     urls: list[str] = field(default_factory=list)
+    to: str = ""  # the recipients named in the notice (the platform's, by default)
     facts: list[URLFact] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)  # URLs of the cases not named
 
@@ -277,9 +278,12 @@ def notice_context(
     attachments: Sequence[str] = (),
     today: Date | None = None,
     evidence_key: str = "",
+    platform: Any = None,
 ) -> dict[str, Any]:
     """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
-    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL."""
+    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL; ``platform``
+    (``tracker.cases.platforms.Platform``) names the addressee when the registry
+    knows the site."""
     today = today or Date.today()
     reference = notice_reference((c.id for c in cases), today)
     items = []
@@ -305,6 +309,12 @@ def notice_context(
     return {
         "lang": lang,
         "platform": cases[0].domain,
+        "platform_name": (
+            (platform.name if lang == "zh" else platform.name_en or platform.name)
+            if platform is not None
+            else ""
+        ),
+        "platform_form": platform.web_form or "" if platform is not None else "",
         "to": to or "",
         "reference": reference,
         "evidence_key": evidence_key,
@@ -427,6 +437,7 @@ def build_notice(
         attachments=[a.name for a in profile.attachments],
         today=today,
         evidence_key=_key_fingerprint(evidence),
+        platform=svc.platform_of(cases[0]),
     )
     env = _environment(templates_dir)
     text = _render_template(env, f"{lang}/notice.txt.j2", context)
@@ -441,6 +452,7 @@ def build_notice(
         case_ids=[c.id for c in cases],
         profile=profile,
         urls=[f.url for f in facts.urls],
+        to=to or "",
         facts=facts.urls,
         left_out=facts.left_out,
     )
@@ -522,6 +534,10 @@ def prepare_notice(
     case_ids = list(case_ids)
     cases = svc.batch(case_ids)
     to = check_recipients(to)
+    if not to:  # addressed to the platform's abuse address when the registry has one
+        platform = svc.platform_of(cases[0])
+        if platform is not None and platform.abuse_email:
+            to = [platform.abuse_email]
     today = Date.today()
     log_ = _evidence_log(library)
     reference = notice_reference((c.id for c in cases), today)
@@ -812,7 +828,7 @@ def generate_notice(
         files = [(name, data, "application/pdf") for name, data in evidence.values()]
         options = {
             "sender": sender,
-            "to": list(to),
+            "to": list(to) or [a.strip() for a in notice.to.split(",") if a.strip()],
             "attachments": files + svc.attachment_files(notice.profile),
         }
     data = render(notice, fmt, **options)

@@ -144,7 +144,7 @@ def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str]:
         return case.state, ""
     concluded = [c for c in checks if c.outcome in ("gone", "changed")]
     all_removed = bool(case.urls) and all(u.status == "removed" for u in case.urls)
-    movable = case.state in ("open", "notice_sent", "still_online", "disputed")
+    movable = case.state in ("open", "notice_sent", "documents", "still_online", "disputed")
     if concluded and all_removed and movable:
         gone = sum(1 for c in concluded if c.outcome == "gone")
         return "removed", f"{gone} gone, {len(concluded) - gone} changed"

@@ -448,6 +448,49 @@ class CaseService:
                 return added
             offset += page
 
+    # --- platforms -------------------------------------------------------------------------
+    def platforms(self) -> list[Any]:
+        """The platform registry (``tracker.cases.platforms``) with the data folder's
+        ``platforms.json`` applied."""
+        from .platforms import load_platforms
+
+        return load_platforms(self.settings.data_dir if self.settings else None)
+
+    def platform_of(self, case: Case) -> Any:
+        """The case's platform: the one chosen for it (``metadata.platform``), else the
+        registry's platform serving its domain; None when the registry has none."""
+        from .platforms import platform_for
+
+        known = self.platforms()
+        chosen = case.metadata.get("platform")
+        if isinstance(chosen, str):
+            found = next((p for p in known if p.id == chosen), None)
+            if found is not None:
+                return found
+        return platform_for(case.domain, known)
+
+    def set_platform(self, case_id: str, platform_id: str | None, *, who: str) -> Case:
+        """Choose the case's platform by registry id (None or "": back to the domain's)."""
+        who = check_who(who)
+        if platform_id:
+            ids = [p.id for p in self.platforms()]
+            if platform_id not in ids:
+                raise CaseError(
+                    f"unknown platform {platform_id!r}; the registry has: {', '.join(ids)}"
+                )
+
+        def change(c: Case) -> list[CaseEvent]:
+            if (c.metadata.get("platform") or None) == (platform_id or None):
+                return []
+            if platform_id:
+                c.metadata["platform"] = platform_id
+            else:
+                c.metadata.pop("platform", None)
+            note = f"platform: {platform_id or 'by domain'}"
+            return [CaseEvent(c.id, "note", who, note, data={"platform": platform_id or None})]
+
+        return self.update(case_id, change)
+
     # --- the rights holder ----------------------------------------------------------------
     def profile(self) -> Profile:
         return Profile.from_dict(self.store.get_meta(PROFILE_KEY))
