@@ -83,6 +83,7 @@ def create_app(
         library,
         matches,
         suspects,
+        watch,
     )
 
     for module in (
@@ -96,6 +97,7 @@ def create_app(
         exports,
         api,
         cases_api,
+        watch,
     ):
         app.register_blueprint(module.bp)
 

@@ -120,6 +120,139 @@ CASE_FILTERS: list[dict[str, Any]] = [
 ]
 
 
+def _watch_paths() -> dict[str, Any]:
+    """The paths of ``/api/v1/watch`` and ``/api/v1/books`` (``web/handlers/watch.py``)."""
+    item = {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string"},
+            "kind": {"enum": ["url", "site", "book"]},
+            "active": {"type": "boolean"},
+            "added_at": {"type": "string", "format": "date-time"},
+            "last_crawled_at": {"type": ["string", "null"], "format": "date-time"},
+            "case_id": {"type": ["string", "null"], "description": "A book's case"},
+        },
+    }
+    book = {
+        "type": "object",
+        "properties": {
+            "index_url": {"type": "string"},
+            "title": {"type": "string"},
+            "case_id": {"type": "string"},
+            "case_state": {"enum": CASE_STATES},
+            "domain": {"type": "string"},
+            "watched": {"type": "boolean"},
+            "checked_at": {"type": ["string", "null"]},
+            "pages_fetched": {"type": ["integer", "null"]},
+            "truncated": {"type": "boolean"},
+            "chapters": {
+                "type": "array",
+                "description": "In chapter order (第N章 in the link text)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "n": {"type": "integer"},
+                        "url": {"type": "string"},
+                        "title": {"type": "string"},
+                        "matches": {"type": "integer"},
+                        "error": {"type": "string"},
+                    },
+                },
+            },
+        },
+    }
+    return {
+        "/api/v1/watch": {
+            "get": {
+                "summary": "The watch list (re-crawled daily by `yinji beat` at "
+                "YINJI_RECRAWL_AT) and the time of the next crawl",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "items": {"type": "array", "items": item},
+                                "next_crawl_at": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                        "The watch list",
+                    ),
+                    **ERRORS,
+                },
+            },
+            "post": {
+                "summary": "Watch a URL, a site or a pirate book (analyst); its first crawl "
+                "runs at once as a job",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["url"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "url": {"type": "string"},
+                                    "kind": {"enum": ["url", "site", "book"], "default": "url"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json(
+                        {
+                            "allOf": [
+                                item,
+                                {
+                                    "type": "object",
+                                    "properties": {
+                                        "job_id": {"type": "string"},
+                                        "status_url": {"type": "string"},
+                                        "next_crawl_at": {"type": "string"},
+                                    },
+                                },
+                            ]
+                        },
+                        "Watched; the first crawl is queued (poll status_url)",
+                    ),
+                    "400": _error(
+                        "Bad URL or kind (a private address is refused unless "
+                        "YINJI_ALLOW_PRIVATE_URLS=1)"
+                    ),
+                    **ERRORS,
+                },
+            },
+            "delete": {
+                "summary": "Stop watching a URL (analyst)",
+                "parameters": [
+                    {"name": "url", "in": "query", "required": True, "schema": {"type": "string"}}
+                ],
+                "responses": {
+                    "204": {"description": "Removed"},
+                    "404": _error("Not on the watch list"),
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/books": {
+            "get": {
+                "summary": "Monitored pirate books: each book case with its chapters",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"books": {"type": "array", "items": book}},
+                        },
+                        "Books",
+                    ),
+                    **ERRORS,
+                },
+            },
+        },
+    }
+
+
 def _case_paths(job_accepted: dict[str, Any]) -> dict[str, Any]:
     """The paths of ``/api/v1/cases`` (``web/handlers/cases_api.py``)."""
     detail = _json(_ref("CaseDetail"), "The case with its history")
@@ -689,6 +822,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **_case_paths(job_accepted),
+            **_watch_paths(),
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",
