@@ -285,6 +285,11 @@ def test_recheck_now_moves_the_case_by_what_the_site_shows(
     html = analyst.get(f"/cases/{case.id}").get_data(as_text=True)
     assert "复查记录" in html and "outcome-gone" in html and "outcome-changed" in html
     assert "case-removed" in html
+    # The Chinese page names outcomes in Chinese (the raw reason only as a tooltip).
+    visible = re.sub(r'title="[^"]*"', "", re.sub(r"<[^>]*(title=\"[^\"]*\")?[^>]*>", " ", html))
+    for english in ("still online", "200 · matching", "gone: HTTP", "changed: no copy"):
+        assert english not in visible, english
+    assert "已消失" in visible and "仍在复制" in visible
 
 
 # --- notices and the profile ----------------------------------------------------------------

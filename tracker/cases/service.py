@@ -388,7 +388,9 @@ class CaseService:
             ]
             if not c.urls:
                 events.append(
-                    self.state_event(c, "closed", who, "no confirmed URL left in the case")
+                    self.state_event(
+                        c, "closed", who, "案件中已无确认的网址 / no confirmed URL left in the case"
+                    )
                 )
             return events
 
