@@ -4,6 +4,9 @@ its case, and the page says when the next daily crawl runs and that `yinji beat`
 
 from __future__ import annotations
 
+import io
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +37,19 @@ def _auth(system: WebSystem, role: str) -> dict[str, str]:
 def test_watch_page_and_api(system: WebSystem, book_site: PageServer) -> None:
     analyst = system.client("analyst")
     ingest(analyst, [{"id": f"wb-{n}", "title": f"第{n}章", "text": t} for n, t in CH.items()])
+    # The upload's job page is highlighted as 作品库 in the navigation, not 疑似.
+    body = json.dumps({"id": "wb-x", "title": "x", "text": work(990, 5)}, ensure_ascii=False)
+    upload = analyst.post(
+        "/library/upload",
+        data={
+            "csrf_token": csrf(analyst, "/library/upload"),
+            "files": (io.BytesIO(body.encode()), "works.jsonl"),
+        },
+        content_type="multipart/form-data",
+    )
+    job_page = analyst.get(upload.headers["Location"] + "&lang=zh").get_data(as_text=True)
+    active = re.findall(r'<a href="([^"]*)" class="active">', job_page)
+    assert active == ["/library/"], active
     page = analyst.get("/watch?lang=zh").get_data(as_text=True)
     assert 'id="watch-add"' in page and "下次抓取" in page and "yinji beat" in page
     index = book_site.url("/b/index.html")
