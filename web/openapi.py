@@ -894,6 +894,13 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                             "description": "Items passed over (also the job's 'skipped')",
                             "items": _ref("Problem"),
                         },
+                        "warnings": {
+                            "type": "array",
+                            "description": "POST /mothers: works shorter than the library's "
+                            "minimum copied length (imported, but a copy of one alone can "
+                            "never be reported)",
+                            "items": {"type": "string"},
+                        },
                     },
                     "additionalProperties": True,
                 },

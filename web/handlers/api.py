@@ -12,6 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, url_for
 
 from tracker.longtext import check_suspect_size
+from tracker.matching import short_work_warnings
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
@@ -110,9 +111,12 @@ def mothers_add() -> Any:
     docs, errors = _documents_from_json(items)
     if not docs:
         return _rejected("no valid document to import", errors)
+    warnings = short_work_warnings(
+        [(str(d.get("id", "")), str(d.get("text", ""))) for d in docs], library().min_copied()
+    )
     with bad_request():
         job_id = jobs.submit_ingest(docs, skipped=errors)
-    return _accepted(job_id, documents=len(docs), errors=errors)
+    return _accepted(job_id, documents=len(docs), errors=errors, warnings=warnings)
 
 
 @bp.get("/mothers")
