@@ -286,11 +286,16 @@ def _print_table(res: Any) -> None:
     Chinese character takes two), long ids and titles cut with "…"."""
     from tracker.terminal import fit
 
-    sid = res.suspect.id
+    suspect = res.suspect
+    # Headed by what a person recognises: the URL (or file) and the title; the suspect id
+    # (a 40-hex digest for a crawled page) follows for `yinji verdict`.
+    where = suspect.url or suspect.source or suspect.id
+    head = f"{where} — {fit(suspect.title, 40).rstrip()}" if suspect.title else where
+    found = f"{len(res.matches)} match(es)" if res.matches else "no match"
+    click.echo(f"{head}: {found}")
+    click.echo(f"  suspect id: {suspect.id}")
     if not res.matches:
-        click.echo(f"{sid}: no match")
         return
-    click.echo(f"{sid}: {len(res.matches)} match(es)")
     click.echo(f"  {'score':>6} {'cover':>6}  {fit('mother', 24)}  title / passages")
     for m in res.matches:
         row = f"  {m.score:6.3f} {m.coverage:6.1%}  {fit(m.mother_id, 24)}  "
