@@ -27,10 +27,18 @@ def _settings(ctx: click.Context) -> Settings:
         raise click.ClickException(str(exc)) from None
 
 
-def _open_library(ctx: click.Context) -> Any:
+def _open_library(ctx: click.Context, *, create: bool = False) -> Any:
+    """The library of the data folder; only ``create`` (ingest) may start a new one: a
+    mistyped --data-dir is refused before anything is created."""
     from tracker.library import Library
 
-    return Library.open(_settings(ctx))
+    settings = _settings(ctx)
+    if not create:
+        try:
+            settings.require_data_dir()
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
+    return Library.open(settings)
 
 
 class _Progress:
@@ -174,7 +182,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
     progress = _Progress("ingest")
     settings = _settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
-    with _open_library(ctx) as lib:
+    with _open_library(ctx, create=True) as lib:
         report = lib.ingest(
             iter_documents(paths, limits=settings.read_limits),
             engine=engine,

@@ -40,3 +40,13 @@ def test_check_url_table_is_headed_by_url_and_title(
     assert lines[0].startswith(f"{url} — 盗版第一章: 1 match(es)"), lines[0]
     assert not re.match(r"^[0-9a-f]{40}", lines[0])
     assert re.match(r"^  suspect id: [0-9a-f]{40}$", lines[1])
+
+
+def test_a_mistyped_data_dir_creates_nothing(tmp_path: Path) -> None:
+    from tracker.cli import main
+
+    typo = tmp_path / "yinji-dat"
+    for args in (["case", "list"], ["case", "show", "c1"], ["index", "stats"], ["list"]):
+        r = CliRunner().invoke(main, ["--data-dir", str(typo), *args])
+        assert r.exit_code != 0 and "no data folder at" in r.output, (args, r.output)
+        assert not typo.exists(), args

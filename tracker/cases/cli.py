@@ -52,11 +52,18 @@ def _who(by: str | None) -> str:
 
 
 @contextmanager
-def _service(ctx: click.Context) -> Iterator[Any]:
+def _service(ctx: click.Context, *, create: bool = False) -> Iterator[Any]:
+    """The cases of the data folder; without ``create`` (the profile may be set before
+    the first work is imported) a missing folder is refused, not created."""
     from .service import CaseService
     from .store import open_case_store
 
     settings = _settings(ctx)
+    if not create:
+        try:
+            settings.require_data_dir()
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
     store = open_case_store(settings)
     svc = CaseService(store, settings)
     try:
@@ -562,7 +569,7 @@ def profile_set(
     **fields: str | None,
 ) -> None:
     """Set fields of the profile (the others stay as they are)."""
-    with _service(ctx) as svc, _errors():
+    with _service(ctx, create=True) as svc, _errors():
         prof = svc.set_profile(**fields)
         for path in attach:
             prof = svc.add_attachment(path.name, path.read_bytes())
