@@ -228,7 +228,9 @@ class Settings:
 
     @property
     def sqlite_path(self) -> Path:
-        return self.data_dir / "yinji.sqlite3"
+        from tracker.backends import DataFiles  # every file of the data folder named there
+
+        return DataFiles(self.data_dir).store
 
     def require_data_dir(self) -> None:
         """Refuse (``SettingError``) to read a library from a data folder that does not

@@ -511,7 +511,7 @@ def test_evidence_view_marks_differing_characters(system: WebSystem) -> None:
 
 
 def _cells(html: str, cls: str) -> list[str]:
-    return re.findall(rf'<td class="num {cls}">([0-9.]+)</td>', html)
+    return re.findall(rf'<td class="num {cls}"[^>]*>([0-9.]+)</td>', html)
 
 
 # --- analytics -------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from typing import Any
 import click
 
 from tracker.config import SettingError, Settings
+from tracker.records import VERDICTS
+from tracker.timefmt import human_utc
 
 from .model import STATE_FLOW, STATES, CaseError
 
@@ -94,7 +96,7 @@ _note_option = click.option("--note", default=None, help="A note kept in the cas
 @click.command()
 @click.argument("suspect_id")
 @click.argument("mother_id")
-@click.argument("verdict", type=click.Choice(["confirmed", "dismissed", "pending"]))
+@click.argument("verdict", type=click.Choice(VERDICTS))
 @_note_option
 @_by_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -206,9 +208,7 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
             click.echo(f"    process: {platform.process}")
     for u in c.urls:
         checked = (
-            f"{u.last_checked_at.isoformat(timespec='seconds')} {u.last_outcome}"
-            if u.last_checked_at
-            else "never"
+            f"{human_utc(u.last_checked_at)} {u.last_outcome}" if u.last_checked_at else "never"
         )
         click.echo(f"  {u.status:<8} {u.url}  (last check: {checked})")
     for e in events:
@@ -221,7 +221,7 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
             what = f"recheck {e.data.get('outcome')} {e.data.get('url')}"
         elif e.kind in ("url_added", "url_removed"):
             what = f"{e.kind} {e.data.get('url')}"
-        line = f"  #{e.seq} {e.at.isoformat(timespec='seconds')} {e.who}: {what}"
+        line = f"  #{e.seq} {human_utc(e.at)} {e.who}: {what}"
         click.echo(f"{line}  {e.note}".rstrip())
     for p in problems:
         click.echo(f"history problem: {p}", err=True)

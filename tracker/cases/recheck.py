@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tracker.timefmt import iso_utc
+
 from .model import RECHECK_STATES, Case, CaseEvent, check_transition, now
 from .service import CaseService
 
@@ -54,7 +56,7 @@ class URLCheck:
             "outcome": self.outcome,
             "http_status": self.http_status,
             "reason": self.reason,
-            "fetched_at": self.fetched_at.isoformat(timespec="milliseconds"),
+            "fetched_at": iso_utc(self.fetched_at),
             "sha256": self.sha256,
             "score": None if self.score is None else round(self.score, 4),
             "evidence_capture": self.capture,

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .model import CaseError
@@ -82,8 +81,9 @@ def crawl_now(
     """Crawl and check one watch-list item now (see the module docstring). A page that
     cannot be fetched is an error of the run, not an exception."""
     from tracker.crawler import CrawlError
+    from tracker.crawler.links import same_site_links
 
-    from .books import DEFAULT_MAX_PAGES, BookError, monitor_book, page_links
+    from .books import DEFAULT_MAX_PAGES, BookError, monitor_book
 
     kind = check_kind(kind)
     run = WatchRun(url, kind)
@@ -117,13 +117,7 @@ def crawl_now(
         run.pages += 1
         run.suspects.append(result.suspect.id)
         run.matches += len(result.matches)
-        if kind == "site" and page_url == url:
-            base = page.final_url or url
-            host = urlsplit(base).hostname
-            links = [
-                link
-                for link, _text in page_links(page.html, base)
-                if urlsplit(link).hostname == host and link not in (url, base)
-            ]
-            todo += list(dict.fromkeys(links))[:site_limit]
+        if kind == "site" and page_url == url:  # one level, as the daily crawl_site
+            links = same_site_links(page.html, page.final_url or url, site_limit)
+            todo += [link.url for link in links]
     return run

@@ -21,11 +21,12 @@ import hashlib
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tracker import __version__
 from tracker.records import Match, Mother, NotFound, Suspect
 from tracker.textdiff import char_diff
+from tracker.timefmt import iso_utc, parse_utc
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission
@@ -175,19 +176,6 @@ class ReportData(TypedDict):
 def clean_text(text: str) -> str:
     """``text`` with the characters reportlab and XML cannot carry replaced by U+FFFD."""
     return _UNPRINTABLE.sub("\ufffd", text or "")
-
-
-@overload
-def iso_utc(value: datetime) -> str: ...
-@overload
-def iso_utc(value: None) -> None: ...
-def iso_utc(value: datetime | None) -> str | None:
-    """``2024-05-01T12:00:00Z``; a naive datetime is taken as UTC."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def reference_line(d: ReportData) -> str:
@@ -343,11 +331,12 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
 def _parse(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
+    if not re.search(r"(Z|[+-]\d\d:\d\d)$", value.strip()):
+        return None  # a time without a zone cannot be placed
     try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_utc(value)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else None
 
 
 def _capture_info(capture: Capture | None, index: int | None) -> CaptureInfo | None:
