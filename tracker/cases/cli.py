@@ -524,6 +524,15 @@ def case_book(
             save=not no_save,
             who=by or "system:book",
         )
+        unconfirmed = []
+        if report.case is not None:
+            from .facts import confirmed_match
+
+            unconfirmed = [
+                u.url
+                for u in report.case.urls
+                if confirmed_match(lib.store, u.suspect_id, u.mother_id) is None
+            ]
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -539,6 +548,13 @@ def case_book(
     )
     if report.case is not None:
         click.echo(f"case {report.case.id} ({report.case.state})", err=True)
+        if unconfirmed:
+            click.echo(
+                f"{len(unconfirmed)} chapter URL(s) of the case have no confirmed match yet: "
+                "a notice names only confirmed ones (yinji verdict SUSPECT_ID MOTHER_ID "
+                "confirmed, or 确认 in the web app)",
+                err=True,
+            )
 
 
 # --- profile -------------------------------------------------------------------------------

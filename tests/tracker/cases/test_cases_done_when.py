@@ -177,3 +177,6 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         before = len(_cases(obj))
         again = json.loads(_run(obj, case, ["book", index, "--json"]))
         assert again["case_id"] == cid and len(_cases(obj)) == before
+        said = CliRunner().invoke(case, ["book", index], obj=obj).output
+        assert f"case {cid} (open)" in said and "1 chapter URL(s) of the case have no" in said
+        assert len(_cases(obj)) == before
