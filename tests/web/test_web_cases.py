@@ -371,6 +371,13 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     assert "certificate.pdf" in names and any(n.startswith("evidence-") for n in names)
     generated = [e for e in _svc(system).history(case.id) if e.kind == "notice"]
     assert [e.data["format"] for e in generated] == ["pdf", "docx", "eml"]
+    # The page's evidence report names its case and the latest notice (issue #23).
+    u = case.urls[0]
+    report = analyst.get(
+        f"/api/v1/reports/{encode_id(u.suspect_id + chr(31) + u.mother_id)}.json"
+    ).get_json()
+    assert report["case_id"] == case.id
+    assert report["notice"] == generated[-1].data["reference"]
     assert generated[0].data["sha256"] == hashlib.sha256(pdf.data).hexdigest()
     page_html = analyst.get(f"/cases/{case.id}?lang=zh").get_data(as_text=True)
     assert "生成通知" in page_html

@@ -136,6 +136,19 @@ class CaseService:
             return None
         return next((c for c in self.active_cases_on(domain) if c.url(url) is not None), None)
 
+    def report_references(self, url: str) -> tuple[str | None, str | None]:
+        """(case id, latest notice number) an evidence report of the page at ``url``
+        names: the active case holding it and the reference of its latest notice."""
+        case = self.case_holding(url) if url else None
+        if case is None:
+            return None, None
+        notices = [
+            e.data.get("reference")
+            for e in self.store.list_events(case.id)
+            if e.kind == "notice" and isinstance(e.data.get("reference"), str)
+        ]
+        return case.id, (notices[-1] if notices else None)
+
     def case_for_match(self, url: str, mother_id: str, domain: str) -> Case | None:
         """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
         already: the active case holding the URL, else the active case of the same
