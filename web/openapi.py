@@ -592,7 +592,21 @@ CASE_SCHEMAS: dict[str, Any] = {
             "text": {"type": "string", "description": "The template's light markup"},
             "plain_text": {"type": "string", "description": "As the body of an e-mail"},
             "case_ids": {"type": "array", "items": {"type": "string"}},
-            "urls": {"type": "array", "items": {"type": "string"}},
+            "urls": {
+                "type": "array",
+                "description": "The URLs the notice names: only those with a confirmed "
+                "match, in chapter order",
+                "items": {"type": "string"},
+            },
+            "left_out": {
+                "type": "array",
+                "description": "URLs of the cases the notice does not name, and why "
+                "(their match is pending or dismissed, or gone from the library)",
+                "items": {
+                    "type": "object",
+                    "properties": {"url": {"type": "string"}, "reason": {"type": "string"}},
+                },
+            },
         },
     },
 }
