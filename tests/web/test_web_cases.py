@@ -378,6 +378,8 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     ).get_json()
     assert report["case_id"] == case.id
     assert report["notice"] == generated[-1].data["reference"]
+    head = system.client().get("/api/v1/evidence/head").get_json()
+    assert report["evidence_key"] == head["fingerprint"]  # the key the log publishes
     assert generated[0].data["sha256"] == hashlib.sha256(pdf.data).hexdigest()
     page_html = analyst.get(f"/cases/{case.id}?lang=zh").get_data(as_text=True)
     assert "生成通知" in page_html

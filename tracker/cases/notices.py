@@ -465,8 +465,10 @@ def _key_fingerprint(evidence: Any) -> str:
     log's ``key_id``), printed so a reader can check the log's signatures; "" without."""
     if evidence is None:
         return ""
+    from tracker.evidence.keys import format_fingerprint
+
     try:
-        return str(evidence.key_id)
+        return format_fingerprint(str(evidence.key_id))
     except Exception as exc:  # a log whose key cannot be read: the notice says nothing
         log.warning("evidence log key unavailable: %s", exc)
         return ""
