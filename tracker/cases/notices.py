@@ -71,6 +71,7 @@ class TemplateTooCostly(CaseError):
 MAX_TEMPLATE_ITERATIONS = 100_000
 MAX_TEMPLATE_VALUE = 1_000_000
 MAX_NOTICE_CHARS = 2_000_000
+BUDGET_NAME = "__yinji_loop_budget"  # the loop wrapper the sandbox puts around every for
 # Recipient addresses: one line, no controls (a CR/LF would add mail headers).
 _BAD_ADDRESS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 
@@ -188,6 +189,16 @@ def _environment(templates_dir: Path | None) -> Any:
     class BoundedSandbox(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset({"*", "**"})
 
+        def _generate(self, source: Any, *args: Any, **kwargs: Any) -> str:
+            # Every {% for %} iterates through the rendering's step budget, so nested
+            # loops over big values cannot run for hours (jinja2 3.x compiles the AST
+            # here: the one place all loops pass through).
+            from jinja2 import nodes
+
+            for loop in source.find_all(nodes.For):
+                loop.iter = nodes.Call(nodes.Name(BUDGET_NAME, "load"), [loop.iter], [], None, None)
+            return str(super()._generate(source, *args, **kwargs))
+
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**":
                 if isinstance(right, int | float) and abs(right) > 64:
@@ -214,6 +225,21 @@ def _environment(templates_dir: Path | None) -> Any:
         keep_trailing_newline=True,
         autoescape=False,  # plain text: each renderer escapes for its own format
     )
+
+
+def _budgeted(budget: list[int]) -> Any:
+    """Each item of a template's loops takes one step of the rendering's budget."""
+
+    def steps(iterable: Any) -> Any:
+        for item in iterable:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TemplateTooCostly(
+                    f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
+                )
+            yield item
+
+    return steps
 
 
 def _bounded_range(budget: list[int]) -> Any:
@@ -367,7 +393,8 @@ def _render_template(env: Any, name: str, context: dict[str, Any]) -> str:
         template = env.get_template(name)
         out: list[str] = []
         size = 0
-        for chunk in template.generate(**context, range=_bounded_range(budget)):
+        bounds = {"range": _bounded_range(budget), BUDGET_NAME: _budgeted(budget)}
+        for chunk in template.generate(**context, **bounds):
             size += len(chunk)
             if size > MAX_NOTICE_CHARS:
                 raise TemplateTooCostly(

@@ -128,6 +128,11 @@ def test_recipients_with_line_breaks_are_refused(setup) -> None:
     [
         ("{% for i in range(10**7) %}{% endfor %}", "range"),
         ("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", "loops"),
+        (
+            "{% set s = 'x' * 999999 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+            "loops",
+        ),
+        ("{% for c in cases * 99999 %}{% for u in c.urls %}{% endfor %}{% endfor %}", "loops"),
         ("{{ 'x' * 10**9 }}", "more than a notice needs"),
         ("{{ 2 ** 100000 }}", "exponent"),
         ("{% for i in range(99999) %}{{ 'y' * 99 }}{% endfor %}", "longer than"),
