@@ -149,18 +149,27 @@ class CaseService:
         ]
         return case.id, (notices[-1] if notices else None)
 
-    def case_for_match(self, url: str, mother_id: str, domain: str) -> Case | None:
+    def case_for_match(
+        self, url: str, mother_id: str, domain: str, work_key: str | None = None
+    ) -> Case | None:
         """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
         already: the active case holding the URL, else the active case of the same
         domain that already holds copies of that work (a book case lists its chapters'
-        works)."""
+        works, and its work is the ``work``/``book`` metadata, ``work_key``, they share)."""
         held = self.case_holding(url, domain)
         if held is not None:
             return held
         found = self.active_case(mother_id, domain)
         if found is not None:
             return found
-        return next((c for c in self.active_cases_on(domain) if mother_id in c.mother_ids), None)
+        return next(
+            (
+                c
+                for c in self.active_cases_on(domain)
+                if mother_id in c.mother_ids or (work_key and c.work == work_key)
+            ),
+            None,
+        )
 
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
@@ -331,14 +340,17 @@ class CaseService:
                 return case
         raise ConcurrentUpdate(f"could not open a case for {work!r} on {domain}")
 
-    def file_match(self, match: Match, *, who: str, note: str = "") -> Case | None:
+    def file_match(
+        self, match: Match, *, who: str, note: str = "", matches: Store | None = None
+    ) -> Case | None:
         """Put a confirmed match's URL into its case; None when the match has no URL
         (a pasted text has no page to take down)."""
         url = match.suspect_url
         domain = normalize_domain(match.domain) or domain_of(url)
         if not url or not domain:
             return None
-        case = self.case_for_match(url, match.mother_id, domain) or self.open_case(
+        work_key = _work_key_of(matches, match.mother_id) if matches is not None else None
+        case = self.case_for_match(url, match.mother_id, domain, work_key) or self.open_case(
             work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
         )
 
@@ -433,7 +445,7 @@ class CaseService:
             log.warning("evidence log refused the verdict on %s: %s", mid, exc)
         case: Case | None = None
         if verdict == "confirmed":
-            case = self.file_match(match, who=who, note=note or "")
+            case = self.file_match(match, who=who, note=note or "", matches=matches)
             message = (
                 f"confirmed; case {case.id} ({case.state})"
                 if case
@@ -456,7 +468,8 @@ class CaseService:
                 MatchQuery(verdict="confirmed", sort="created_at", offset=offset, limit=page)
             )
             for m in batch:
-                if m.suspect_url and m.suspect_url not in held and self.file_match(m, who=who):
+                filed = m.suspect_url and m.suspect_url not in held
+                if filed and self.file_match(m, who=who, matches=matches):
                     held.add(m.suspect_url)
                     added += 1
             if len(batch) < page:
@@ -585,6 +598,16 @@ class CaseService:
         if closed:
             raise CaseError(f"closed case(s) cannot be noticed: {', '.join(closed)}")
         return cases
+
+
+def _work_key_of(matches: Store, mother_id: str) -> str | None:
+    """The ``work`` (or ``book``) metadata of a mother: the key its book's case has."""
+    try:
+        meta = matches.get_mother(mother_id).metadata or {}
+    except (NotFound, KeyError):
+        return None
+    key = meta.get("work") or meta.get("book")
+    return str(key) if key else None
 
 
 def summary_counts(cases: Iterable[Case]) -> dict[str, int]:
