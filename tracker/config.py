@@ -238,6 +238,20 @@ class Settings:
 
         return DataFiles(self.data_dir).store
 
+    def require_data_dir(self) -> None:
+        """Refuse (``SettingError``) to read a library from a data folder that does not
+        exist, before anything creates it: a mistyped ``--data-dir`` leaves no empty
+        folder behind. Commands that start a library (``yinji ingest``, ``serve``,
+        ``demo``) create it instead."""
+        if self.mongo_uri:  # the works live in MongoDB: the folder holds no library
+            return
+        if not self.data_dir.is_dir():
+            raise SettingError(
+                f"no data folder at {self.data_dir.resolve()}: nothing to read there "
+                "(a mistyped --data-dir or $YINJI_DATA_DIR?); `yinji ingest FILES` starts a "
+                "library"
+            )
+
     def describe_library(self) -> str:
         """Which library a command uses, without passwords (said on stderr, so running
         an example while the demo serves another folder is never silent)."""

@@ -298,3 +298,22 @@ class Matcher:
         )
         found = [(w.mother, w.alignment) for w in long.align(text)]
         return found, len(long.verified)
+
+
+def short_work_warnings(documents: list[tuple[str, str]], min_copied: int) -> list[str]:
+    """A warning for each ``(id, text)`` whose Han characters are fewer than the
+    minimum copied length: a copy of it alone can never be reported (the rule of
+    ``MatchPolicy.is_copy``); lower the length (``yinji index configure --min-copied``)
+    or join short works."""
+    from tracker.pinyin import initials
+
+    out = []
+    for doc_id, text in documents:
+        n = len(initials(text))
+        if n < min_copied:
+            out.append(
+                f"work {doc_id!r}: {n} Chinese characters, fewer than the minimum copied "
+                f"length of {min_copied}: a copy of this work alone can never be reported "
+                "(lower it with `yinji index configure --min-copied`, or join short works)"
+            )
+    return out

@@ -94,6 +94,7 @@ def create_app(
         library,
         matches,
         suspects,
+        watch,
     )
 
     for module in (
@@ -107,6 +108,7 @@ def create_app(
         exports,
         api,
         cases_api,
+        watch,
     ):
         app.register_blueprint(module.bp)
     app.register_blueprint(discover.bp)

@@ -51,8 +51,23 @@ def bundle_response(match_id: str) -> Response:
     return response
 
 
+def _report(match_id: str, fmt: str) -> bytes:
+    """The report with the evidence log's capture (the fetch time the notices quote) and
+    the case and latest notice that name the page (issue #23: documents tie together)."""
+    from .casework import cases
+
+    lib = library()
+    match = lib.store.get_match(match_id)  # NotFound: 404 below
+    try:
+        log = lib.evidence_log()
+    except Exception:  # no log (a read-only folder, a key that cannot be read): the record
+        log = None
+    case_id, notice = cases().report_references(match.suspect_url)
+    return build_report(lib, match_id, fmt, evidence=log, case_id=case_id, notice=notice)
+
+
 def report_response(match_id: str, fmt: str, *, download: bool) -> Response:
-    body = get_or_404(lambda key: build_report(library(), key, fmt), match_id, "no such match")
+    body = get_or_404(lambda key: _report(key, fmt), match_id, "no such match")
     response = Response(body, content_type=MIME[fmt])
     disposition = "attachment" if download or fmt == "pdf" else "inline"
     filename = f"{case_name(match_id)}.{fmt}"

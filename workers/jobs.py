@@ -708,3 +708,13 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     if previous is not None:
         previous.set_default()
     return not any(t.is_alive() for t in threads)
+
+
+def submit_watch(url: str, kind: str) -> str:
+    """Crawl one watch-list item now with its daily task (``url``: crawl_url, ``site``:
+    crawl_site, ``book``: crawl_book): the first crawl of an item added in the web app."""
+    from workers.tasks.crawl import WATCH_TASKS
+
+    if kind not in WATCH_TASKS:
+        raise ValueError(f"watch kind must be one of {', '.join(WATCH_TASKS)}, got {kind!r}")
+    return _submit("watch", [(WATCH_TASKS[kind], [url], {}, 1, url)])

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
+from tracker.matching import short_work_warnings
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
@@ -107,9 +108,12 @@ def mothers_add() -> Any:
     docs, errors = _documents_from_json(items)
     if not docs:
         return _rejected("no valid document to import", errors)
+    warnings = short_work_warnings(
+        [(str(d.get("id", "")), str(d.get("text", ""))) for d in docs], library().min_copied()
+    )
     with bad_request():
         job_id = jobs.submit_ingest(docs, skipped=errors)
-    return _accepted(job_id, documents=len(docs), errors=errors)
+    return _accepted(job_id, documents=len(docs), errors=errors, warnings=warnings)
 
 
 @bp.get("/mothers")
