@@ -11,9 +11,13 @@
    ``--clients`` threads send requests for ``--seconds`` seconds, each in a loop: GET
    ``/api/v1/matches`` (a page among the first 20, sorts and filters varied; half of
    the pages without passages), POST ``/api/v1/checks`` (a 1,500-character copy of a
-   work), GET ``/api/v1/jobs/ID`` of its last check. Latency is measured per request
-   (connect to last byte). After the run, every job submitted is polled until it is
-   done (``lost``: jobs not finished two minutes after the load stopped).
+   work), GET ``/api/v1/jobs/ID`` of its last check. Each client keeps its
+   connection open (HTTP/1.1 keep-alive, as browsers and client libraries do);
+   latency is measured per request, from sending it to its last byte. After the run,
+   every job submitted is polled until it is done (``not done``: jobs not finished
+   ``--drain`` seconds after the load stopped: a backlog, still queued, not a loss).
+   ``--think S``: each client pauses 0.5-1.5 x S seconds between requests (a person, or a
+   script polling); 0 (default) sends the next at once: saturation.
 
     python bench/bench_web_load.py [--baseline main] [--seconds 60] [--write]
 """
@@ -143,8 +147,19 @@ class Stats:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
 
 
-def request(port: int, method: str, path: str, token: str, body: bytes | None = None) -> tuple:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def request(
+    port: int,
+    method: str,
+    path: str,
+    token: str,
+    body: bytes | None = None,
+    conn: http.client.HTTPConnection | None = None,
+) -> tuple:
+    """One request; on ``conn`` (a kept-alive connection, as browsers and HTTP client
+    libraries keep one) when given, else on a connection of its own."""
+    own = conn is None
+    if conn is None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {"Authorization": f"Bearer {token}"}
     if body is not None:
         headers["Content-Type"] = "application/json"
@@ -153,15 +168,22 @@ def request(port: int, method: str, path: str, token: str, body: bytes | None = 
         response = conn.getresponse()
         data = response.read()
         return response.status, data
+    except BaseException:
+        conn.close()  # the next request opens a new connection
+        raise
     finally:
-        conn.close()
+        if own:
+            conn.close()
 
 
-def client(port: int, token: str, works: int, stop: float, stats: Stats, seed: int) -> None:
+def client(
+    port: int, token: str, works: int, stop: float, stats: Stats, seed: int, think: float
+) -> None:
     rng = random.Random(seed)
     from textgen import work  # tests/support: generated texts, no third-party text
 
     last_job = None
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     while time.monotonic() < stop:
         roll = rng.random()
         if roll < 0.5 or (roll >= 0.75 and last_job is None):
@@ -188,7 +210,7 @@ def client(port: int, token: str, works: int, stop: float, stats: Stats, seed: i
             path, method, body = f"/api/v1/jobs/{last_job}", "GET", None
         t = time.perf_counter()
         try:
-            status, data = request(port, method, path, token, body)
+            status, data = request(port, method, path, token, body, conn)
             ok = status < 500 and status != 0
             if kind == "POST check" and status == 202:
                 last_job = json.loads(data)["job_id"]
@@ -199,6 +221,9 @@ def client(port: int, token: str, works: int, stop: float, stats: Stats, seed: i
         except (OSError, http.client.HTTPException):
             ok = False
         stats.add(kind, time.perf_counter() - t, ok)
+        if think > 0:  # a person or a script between two requests: 0.5 to 1.5 x think
+            time.sleep(rng.uniform(0.5 * think, 1.5 * think))
+    conn.close()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -251,7 +276,9 @@ def run_tree(tree: Path, template: Path, args: argparse.Namespace) -> dict:
             stop = time.monotonic() + args.seconds
             threads = [
                 threading.Thread(
-                    target=client, args=(port, token, args.works, stop, stats, i), daemon=True
+                    target=client,
+                    args=(port, token, args.works, stop, stats, i, args.think),
+                    daemon=True,
                 )
                 for i in range(args.clients)
             ]
@@ -293,6 +320,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--drain", type=float, default=120, help="seconds to wait for jobs")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean seconds a client waits between requests (0: none, saturation)",
+    )
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--only", choices=["before", "after"], default=None)
     parser.add_argument("--write", action="store_true", help="write docs/BENCHMARKS.md")
@@ -314,8 +347,8 @@ def main() -> None:
             summary.append(
                 f"- {label}: {total} requests in {args.seconds:.0f} s "
                 f"({total / args.seconds:.0f}/s), errors {sum(stats.errors.values())}, "
-                f"checks submitted {len(stats.jobs)}, lost {result['lost']} "
-                f"(all done {result['drain']:.0f} s after the load)"
+                f"checks submitted {len(stats.jobs)}, not done {result['lost']} "
+                f"{result['drain']:.0f} s after the load"
             )
             for kind in ("GET matches", "POST check", "GET job"):
                 values = stats.times.get(kind, [])
@@ -326,8 +359,14 @@ def main() -> None:
                 )
             print("\n".join(rows[-3:] + summary[-1:]), flush=True)
     parts = [
-        f"{args.clients} clients, {args.works:,} works, {args.matches:,} stored matches; "
-        "latency in ms, connect to last byte.",
+        f"{args.clients} clients"
+        + (
+            f" waiting {args.think / 2:g}-{args.think * 1.5:g} s between requests"
+            if args.think
+            else " without pause (saturation)"
+        )
+        + f", {args.works:,} works, {args.matches:,} stored matches; "
+        "one kept-alive connection per client; latency in ms, request sent to last byte.",
         "",
         "| request | code | n | p50 ms | p99 ms | errors |",
         "|---|---|---|---|---|---|",
@@ -335,7 +374,8 @@ def main() -> None:
         "",
         *summary,
     ]
-    publish("Web load", "bench_web_load.py", parts, started, args.write)
+    section = "Web load" + (f", clients pausing {args.think:g} s" if args.think else "")
+    publish(section, "bench_web_load.py", parts, started, args.write)
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ class ReadLimits:
     def max_line_bytes(self) -> int:
         """Longest .jsonl line: a document of the largest size plus 1 MiB of metadata.
         A line is held and parsed in memory (about 3x its bytes), so a longer one is
-        skipped unread; a bigger work goes in a .txt file (read whole up to the same
+        skipped, never parsed; a bigger work goes in a .txt file (read whole up to the same
         document limit, without JSON)."""
         return self.max_document_bytes + MIB
 

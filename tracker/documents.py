@@ -459,7 +459,7 @@ def _read_jsonl(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Documen
             yield DocumentError(
                 where,
                 f"line longer than {limits.max_line_bytes} bytes (YINJI_MAX_DOCUMENT_MB + 1 MiB): "
-                "skipped unread; put a work this big in a .txt file",
+                "skipped, not parsed; put a work this big in a .txt file",
             )
             continue
         if not line.strip():

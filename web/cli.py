@@ -152,11 +152,21 @@ def _run_server(
     # the one that started it (a running 'yinji worker' may have started it first).
     owns_redis = settings.embedded and embedded_server_pid(settings) is None
     app = create_app(settings)
+    children = None
     if start_worker:
-        started = jobs.ensure_worker(settings)
-        click.echo(
-            "started an in-process worker" if started else "using the running worker(s)", err=True
-        )
+        # The jobs run in worker processes of their own when none runs (a check on a
+        # thread of this process would hold the GIL the web threads need): see
+        # workers.children; in-process consumers only if those cannot start.
+        from workers import children as child_workers
+
+        if jobs.workers_answer(settings):
+            click.echo("using the running worker(s)", err=True)
+        else:
+            children = child_workers.start(settings)
+            if children is not None:
+                click.echo("started 2 worker processes (checks; alerts)", err=True)
+            elif jobs.ensure_worker(settings):
+                click.echo("started an in-process worker", err=True)
     server = make_http_server(app, host, port, threads=threads)
     click.echo(
         f"音迹 Yinji on http://{host}:{server.server_port}/  "
@@ -175,6 +185,8 @@ def _run_server(
         # A second Ctrl-C must not interrupt the clean-up and leave Redis running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.server_close()
+        if children is not None:
+            children.stop()  # before the embedded Redis server they use
         shutdown(app, settings, stop_redis=owns_redis)
 
 

@@ -1,5 +1,5 @@
 """A .jsonl line is refused by its size before it is parsed (issue 25): a line longer
-than a document and its metadata can be is skipped unread, the next lines read."""
+than a document and its metadata can be is skipped before parsing, the next lines read."""
 
 from __future__ import annotations
 
