@@ -177,13 +177,20 @@ def request(
 
 
 def client(
-    port: int, token: str, works: int, stop: float, stats: Stats, seed: int, think: float
+    port: int,
+    token: str,
+    works: int,
+    stop: float,
+    stats: Stats,
+    seed: int,
+    think: float,
+    keepalive: bool = True,
 ) -> None:
     rng = random.Random(seed)
     from textgen import work  # tests/support: generated texts, no third-party text
 
     last_job = None
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120) if keepalive else None
     while time.monotonic() < stop:
         roll = rng.random()
         if roll < 0.5 or (roll >= 0.75 and last_job is None):
@@ -223,7 +230,8 @@ def client(
         stats.add(kind, time.perf_counter() - t, ok)
         if think > 0:  # a person or a script between two requests: 0.5 to 1.5 x think
             time.sleep(rng.uniform(0.5 * think, 1.5 * think))
-    conn.close()
+    if conn is not None:
+        conn.close()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -277,7 +285,7 @@ def run_tree(tree: Path, template: Path, args: argparse.Namespace) -> dict:
             threads = [
                 threading.Thread(
                     target=client,
-                    args=(port, token, args.works, stop, stats, i, args.think),
+                    args=(port, token, args.works, stop, stats, i, args.think, args.keepalive),
                     daemon=True,
                 )
                 for i in range(args.clients)
@@ -320,6 +328,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--drain", type=float, default=120, help="seconds to wait for jobs")
+    parser.add_argument(
+        "--no-keepalive",
+        dest="keepalive",
+        action="store_false",
+        help="a new connection for every request",
+    )
     parser.add_argument(
         "--think",
         type=float,
@@ -366,7 +380,12 @@ def main() -> None:
             else " without pause (saturation)"
         )
         + f", {args.works:,} works, {args.matches:,} stored matches; "
-        "one kept-alive connection per client; latency in ms, request sent to last byte.",
+        + (
+            "one kept-alive connection per client"
+            if args.keepalive
+            else "a new connection a request"
+        )
+        + "; latency in ms, request sent to last byte.",
         "",
         "| request | code | n | p50 ms | p99 ms | errors |",
         "|---|---|---|---|---|---|",
@@ -375,6 +394,7 @@ def main() -> None:
         *summary,
     ]
     section = "Web load" + (f", clients pausing {args.think:g} s" if args.think else "")
+    section += "" if args.keepalive else ", a connection a request"
     publish(section, "bench_web_load.py", parts, started, args.write)
 
 
