@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -94,6 +95,9 @@ class HttpServer:
     ) -> None:
         from waitress.server import create_server
 
+        # "Task queue depth is N" for every request that waits for a thread: under load
+        # a line per request on stderr, and a queue is what a busy server has.
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self._server: Any = create_server(
             app,
             host=host,
