@@ -608,6 +608,15 @@ def _ping(app: Celery) -> list[Any]:
     return app.control.ping(timeout=PING_TIMEOUT) or []
 
 
+def workers_answer(settings: Settings | None = None) -> bool:
+    """True when some worker answers a ping (``PING_TIMEOUT``)."""
+    app = get_celery()
+    unset = getattr(app, "yinji_settings", None) is None and not app.configured
+    if settings is not None and unset:
+        app.yinji_settings = settings
+    return bool(_ping(app))
+
+
 def ensure_worker(settings: Settings | None = None) -> bool:
     """Make sure some worker consumes the jobs: ping the workers (``PING_TIMEOUT``) and,
     when none answers, start one in this process: two consumers in daemon threads
