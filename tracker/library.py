@@ -1048,15 +1048,17 @@ class Library:
         engine: str | None = None,
         progress: Progress | None = None,
         once: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> int:
-        """Check every stored suspect again against the whole index (after new mothers
+        """Check every stored suspect (or those of ``ids``: a chunk of a fanned-out
+        re-check, ``suspect_ids``) again against the whole index (after new mothers
         arrive: a suspect seen before a work was added may copy it). Returns how many.
 
         Each is ``recheck_suspect``: only the results are rewritten (verdicts kept) and
         the suspect marked checked, its raw page left as it is; each check is recorded
         in the evidence log naming the suspect's capture. ``once``: a task run's key."""
         # Ids first: the loop writes, which must not move a store cursor under it.
-        ids = [s.id for s in self.store.iter_suspects()]
+        ids = list(ids) if ids is not None else self.suspect_ids()
         done = 0
         if progress:
             progress(0, len(ids))
@@ -1075,6 +1077,10 @@ class Library:
             if progress:
                 progress(done, len(ids))
         return done
+
+    def suspect_ids(self) -> list[str]:
+        """The ids of every stored suspect (what ``recheck_suspects`` goes through)."""
+        return [s.id for s in self.store.iter_suspects()]
 
     def index_stats(self) -> dict[str, Any]:
         """Sizes of the store and of each engine's index, with each index's health and

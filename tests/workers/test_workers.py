@@ -309,14 +309,20 @@ def test_scheduled_recrawl_and_check_of_new_mothers(
             assert store.count_suspects() == 4
             assert all(w.last_crawled_at for w in store.list_watch())
 
-        first = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        first_run = inst.app.send_task("yinji.check.check_new_mothers")
+        first = first_run.get(timeout=30)
         assert first["rechecked"] == 4  # first run: every mother is new
+        # The re-check fans out in chunks (check_suspects); the run is done with them.
+        status, _ = wait_job(first_run.id)
+        assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 4
         none_new = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
         assert none_new["new_mothers"] == 0 and none_new["rechecked"] == 0
         status, _ = wait_job(jobs.submit_ingest([{"id": "mother-b", "text": UNRELATED_2}]))
         assert status["state"] == "SUCCESS"
-        after = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        after_run = inst.app.send_task("yinji.check.check_new_mothers")
+        after = after_run.get(timeout=30)
         assert after["new_mothers"] == 1 and after["rechecked"] == 4
+        assert wait_job(after_run.id)[0]["state"] == "SUCCESS"
         with inst.store() as store:
             b = store.get_suspect(hashlib.sha1(s.url("/b.html").encode()).hexdigest())
             assert [m.mother_id for m in _matches(store, b.id)] == ["mother-b"]
