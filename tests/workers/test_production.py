@@ -476,3 +476,52 @@ def test_first_admin_credentials_go_to_a_private_file_not_the_log(
         assert accounts.authenticate(store, "admin", fields["password"]) is not None
         assert accounts.user_for_token(store, fields["api_token"]) is not None
     assert _bootstrap_admin(settings) is None  # users exist: nothing new
+
+
+# --- every job fans out ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_big_check_job_and_the_recheck_spread_over_workers(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One job of 23 texts is 5 chunks that both workers take; the daily re-check of
+    the 23 stored suspects is 5 chunks too, its progress the suspects done."""
+    import gc
+    import json
+
+    from workerkit import EXCERPT, UNRELATED, wait_job, wait_until
+
+    from workers import jobs
+
+    monkeypatch.setenv("YINJI_CHECK_CHUNK", "5")
+    inst = installation_factory(tmp_path / "data")
+    extra = {"YINJI_RECHECK_CHUNK": "5", "YINJI_TEST_ITEM_DELAY": "0.1"}
+    workers = [inst.worker(name=f"w{i}", extra=extra) for i in range(2)]
+    texts = [
+        {"id": f"t{i:02d}", "title": f"第{i}页", "text": f"{i}：{EXCERPT if i % 2 else UNRELATED}"}
+        for i in range(23)
+    ]
+    job = jobs.submit_check(texts=texts)
+    record = json.loads(inst.embedded.client.get(f"yinji:job:{job}"))
+    assert [t["total"] for t in record["tasks"]] == [5, 5, 5, 5, 3]
+    status, _ = wait_job(job, timeout=120)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 23
+    results = status["result"]["results"]
+    assert [r["suspect_id"] for r in results] == [t["id"] for t in texts]  # in order
+    assert [bool(r["matches"]) for r in results] == [i % 2 == 1 for i in range(23)]
+    for w in workers:  # both workers took chunks of the one job
+        wait_until(lambda w=w: "check_texts" in w.tail(400), 10, f"{w.hostname} to log", w)
+
+    run = inst.app.send_task("yinji.check.check_new_mothers", kwargs={"since": "2000-01-01"})
+    parent, run_id = run.get(timeout=60), run.id
+    # Unsubscribe from its result now, while Redis runs (not at garbage collection).
+    del run
+    gc.collect()
+    assert parent["rechecked"] == 23
+    assert [c["total"] for c in parent["fanout"]] == [5, 5, 5, 5, 3]
+    status, _ = wait_job(run_id, timeout=120)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 23
+    assert sum(leaf["rechecked"] for leaf in status["result"]) == 23
+    for w in workers:
+        wait_until(lambda w=w: "check_suspects" in w.tail(400), 10, f"{w.hostname} to log", w)
