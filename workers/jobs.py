@@ -57,7 +57,14 @@ from celery import group as celery_group
 from tracker.config import Settings
 from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
-from workers.app import ALERT_QUEUE, QUEUES, app_settings, get_celery, worker_settings
+from workers.app import (
+    ALERT_QUEUE,
+    QUEUES,
+    app_settings,
+    get_celery,
+    queue_for,
+    worker_settings,
+)
 from workers.payloads import unique
 from workers.spool import FORMATS, Spool
 
@@ -132,6 +139,10 @@ def _submit(
     _client(app).set(
         _job_key(app, job_id), json.dumps(record), ex=worker_settings(app).result_expires
     )
+    from workers.heartbeat import track_sent
+
+    sent = [(str(e["id"]), str(e["name"]), list(e["args"]), dict(e["kwargs"])) for e in entries]  # type: ignore[call-overload]
+    track_sent(app, [(i, n, a, k, queue_for(n)) for i, n, a, k in sent])
     # One Celery group: the chunks go out together and any worker takes any of them;
     # the job record above is what job_status aggregates the progress from.
     celery_group(

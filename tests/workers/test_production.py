@@ -525,3 +525,36 @@ def test_a_big_check_job_and_the_recheck_spread_over_workers(
     assert sum(leaf["rechecked"] for leaf in status["result"]) == 23
     for w in workers:
         wait_until(lambda w=w: "check_suspects" in w.tail(400), 10, f"{w.hostname} to log", w)
+
+
+def test_a_task_lost_in_flight_is_sent_again(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """A worker killed right after its BRPOP took a message (before kombu recorded it as
+    unacknowledged) loses it: nothing would ever deliver it again. A task sent long
+    ago that no worker received and that is not in its queue is sent again; one still
+    waiting in its queue (a backlog) is left alone."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from tracker.timefmt import iso_utc
+    from workers import jobs
+    from workers.heartbeat import RunningTask, reap_orphans, running_key
+
+    inst = installation_factory(tmp_path / "data")
+    kept = jobs.submit_check(texts=[{"text": "江南的雨季总是来得悄无声息" * 5}])
+    lost = jobs.submit_check(texts=[{"text": "城市的地铁在早高峰时挤满了赶路的人" * 5}])
+    client = inst.embedded.client
+    key = running_key(inst.app)
+    for task_id in (kept, lost):
+        entry = RunningTask.from_json(client.hget(key, task_id))
+        assert entry.node == "" and entry.queue == "check"  # sent, not yet received
+        entry.seen = iso_utc(datetime.now(UTC) - timedelta(minutes=5))
+        client.hset(key, task_id, entry.to_json())
+    assert reap_orphans(inst.app).requeued == []  # both still in the queue
+    [raw] = [m for m in client.lrange("check", 0, -1) if json.loads(m)["headers"]["id"] == lost]
+    client.lrem("check", 1, raw)  # what a killed worker's BRPOP did
+    assert reap_orphans(inst.app).requeued == [lost]
+    queued = sorted(json.loads(m)["headers"]["id"] for m in client.lrange("check", 0, -1))
+    assert queued == sorted([kept, lost])

@@ -228,5 +228,15 @@ def fanout(
         signatures.append(task.app.signature(name, args=args, kwargs=kwargs).set(task_id=cid))
         out.append({"id": cid, "label": label, "total": totals[i] if totals else 1})
     if signatures:
+        from workers.app import queue_for
+        from workers.heartbeat import track_sent
+
+        track_sent(
+            task.app,
+            [
+                (str(o["id"]), c[0], c[1], c[2], queue_for(c[0]))
+                for o, c in zip(out, children, strict=True)
+            ],
+        )
         group(signatures).apply_async()
     return out
