@@ -148,7 +148,10 @@ class Bench:
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError(f"{len(pending)} jobs not done after {timeout} s")
             if len(pending) == 1:
-                state = jobs.job_status(pending[0])["state"]
+                try:
+                    state = jobs.job_status(pending[0])["state"]
+                except jobs.UnknownJob:  # a bare task id is known once it has started
+                    state = "PENDING"
                 done = [pending[0]] if state in ("SUCCESS", "FAILURE") else []
             else:
                 done = [i for i, s in zip(pending, self.states(pending), strict=True)
@@ -267,10 +270,13 @@ def main() -> None:
         bench.start_worker("w1")
         bench.wait_jobs([jobs.submit_check(texts=texts[:4])])  # warm the worker up
         one = spread(bench, texts, args.repeat)
+        print("1 worker:", _runs(one), file=sys.stderr, flush=True)
         bench.start_worker("w2")
         bench.wait_jobs([jobs.submit_check(texts=texts[:50])])
         two = spread(bench, texts, args.repeat)
+        print("2 workers:", _runs(two), file=sys.stderr, flush=True)
         killed = kill_mid_batch(bench, texts, args.kill_jobs)
+        print("kill:", killed, file=sys.stderr, flush=True)
         bench.start_worker("w3")  # two workers again for the re-check
         rc = recheck(bench, texts, args.recheck) if args.recheck else None
     finally:
