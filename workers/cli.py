@@ -15,6 +15,8 @@ from typing import Any, Literal
 import click
 
 from tracker.config import SettingError, Settings, WorkerSettings
+from tracker.datadir import private_dir
+from tracker.timefmt import iso_utc
 
 
 def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
@@ -152,7 +154,7 @@ def beat(ctx: click.Context, loglevel: str) -> None:
 
     celery_app.yinji_settings = settings
     celery_app.set_default()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     celery_app.Beat(
         schedule=str(settings.data_dir / "celerybeat-schedule"),
         loglevel=loglevel.upper(),
@@ -209,7 +211,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     with _store(ctx) as store:
         items = store.list_watch(active_only=not show_all)
     for item in items:
-        last = item.last_crawled_at.isoformat() if item.last_crawled_at else None
+        last = iso_utc(item.last_crawled_at)
         if as_json:
             click.echo(
                 json.dumps(
@@ -217,7 +219,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                         "url": item.url,
                         "kind": item.kind,
                         "active": item.active,
-                        "added_at": item.added_at.isoformat(),
+                        "added_at": iso_utc(item.added_at),
                         "last_crawled_at": last,
                     },
                     ensure_ascii=False,

@@ -55,8 +55,10 @@ from celery import _state as _celery_state
 from celery import group as celery_group
 
 from tracker.config import Settings
+from tracker.ids import DuplicateIds
 from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
+from tracker.timefmt import iso_utc
 from workers.app import (
     ALERT_QUEUE,
     QUEUES,
@@ -124,7 +126,7 @@ def _submit(
     record: dict[str, Any] = {
         "id": job_id,
         "kind": kind,
-        "created": utcnow().isoformat(),
+        "created": iso_utc(utcnow()),
         "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
     }
     if skipped:
@@ -263,13 +265,22 @@ def submit_ingest(
     """Add or replace mothers ``{id, title?, text, metadata?}`` and the works of
     uploaded files (``workers.spool`` references). Big lists are split into tasks of
     ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
-    keeps its last version. Raises ``ValueError`` naming the first bad item."""
+    (after ``tracker.ids`` normalisation) is refused the second time, in the job's
+    ``skipped``. Raises ``ValueError`` naming the first bad item."""
     refs = _checked_uploads(uploads)
     if not documents and not refs:
         raise ValueError("no documents to ingest")
-    checked = [check_document_item(d, f"documents[{i}]") for i, d in enumerate(documents or [])]
-    latest = {d["id"]: d for d in checked}  # last version of each id
-    docs = list(latest.values())
+    docs: list[dict[str, Any]] = []
+    ids = DuplicateIds()  # an id given twice: the second is refused by name, not dropped
+    skipped = list(skipped or [])
+    for i, d in enumerate(documents or []):
+        where = f"documents[{i}]"
+        doc = check_document_item(d, where)
+        duplicate = ids.seen(doc["id"], where, d.get("id"))
+        if duplicate is not None:
+            skipped.append({"source": where, "message": duplicate})
+        else:
+            docs.append(doc)
     size = worker_settings(get_celery()).ingest_chunk
     tasks: list[TaskSpec] = []
     for i in range(0, len(docs), size):

@@ -387,21 +387,6 @@ def test_app_configuration_from_environment(
     assert not (tmp_path / "redis.db").exists()  # a production URL starts no embedded server
 
 
-def test_same_host_links() -> None:
-    from workers.tasks.crawl import same_host_links
-
-    html = page(
-        "t",
-        "x",
-        ["/a", "b.html#x", "/a?utm_source=x", "https://other.org/", "mailto:a@b.c", "/c", "/d"],
-    )
-    assert same_host_links(html, "http://site.test/dir/", 3) == [
-        "http://site.test/a",
-        "http://site.test/dir/b.html",
-        "http://site.test/c",
-    ]
-
-
 def test_watch_commands(tmp_path: Path) -> None:
     from tracker.cli import main
 
