@@ -340,7 +340,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
         options: dict[str, Any] = {"task_id": entry.id}
         if entry.queue:
             options["queue"] = entry.queue
-        app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options)
+        _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
         log.warning(
             "task %s[%s] re-queued: its worker %s stopped (re-queue %d of %d)",
             entry.name,
@@ -362,7 +362,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
                 if entry.queue
                 else {"task_id": entry.id}
             )
-            app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options)
+            _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
             log.warning("task %s[%s] was lost in flight: sent again", entry.name, entry.id)
             report.requeued.append(entry.id)
 
@@ -399,6 +399,12 @@ def _queued_ids(client: Any, queues: set[str], page: int = 1000) -> set[str]:
     for raw in client.hvals(UNACKED_KEY):
         found.update(m.decode() for m in _ID.findall(raw))
     return found
+
+
+def _release(sent: Any) -> None:
+    from workers.jobs import release
+
+    release(sent)
 
 
 def _fail(app: Celery, entry: RunningTask, lost_on: str) -> None:

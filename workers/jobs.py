@@ -147,11 +147,24 @@ def _submit(
     track_sent(app, [(i, n, a, k, queue_for(n)) for i, n, a, k in sent])
     # One Celery group: the chunks go out together and any worker takes any of them;
     # the job record above is what job_status aggregates the progress from.
-    celery_group(
+    sent = celery_group(
         app.signature(e["name"], args=e["args"], kwargs=e["kwargs"]).set(task_id=e["id"])
         for e in entries
     ).apply_async()
+    release(sent)
     return job_id
+
+
+def release(sent: Any) -> None:
+    """Stop listening for the results of tasks just sent (``job_status`` reads them
+    from the backend): Celery subscribes to each one's channel until its AsyncResult
+    is collected, and one collected after Redis went away would try to unsubscribe
+    then. Never raises."""
+    for result in getattr(sent, "results", None) or [sent]:
+        try:
+            result.backend.remove_pending_result(result)
+        except Exception as exc:
+            log.debug("result %s not released: %s", getattr(result, "id", "?"), exc)
 
 
 def spool() -> Spool:

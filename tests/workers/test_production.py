@@ -516,6 +516,7 @@ def test_a_big_check_job_and_the_recheck_spread_over_workers(
     run = inst.app.send_task("yinji.check.check_new_mothers", kwargs={"since": "2000-01-01"})
     parent, run_id = run.get(timeout=60), run.id
     # Unsubscribe from its result now, while Redis runs (not at garbage collection).
+    jobs.release(run)
     del run
     gc.collect()
     assert parent["rechecked"] == 23

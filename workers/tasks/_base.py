@@ -238,5 +238,9 @@ def fanout(
                 for o, c in zip(out, children, strict=True)
             ],
         )
-        group(signatures).apply_async()
+        from workers.jobs import release
+
+        # Not in the parent's "children" (its result lists them as "fanout"): a client
+        # reading the parent's result would otherwise rebuild and subscribe to each.
+        release(group(signatures).apply_async(add_to_parent=False))
     return out
