@@ -559,3 +559,26 @@ def test_a_task_lost_in_flight_is_sent_again(
     assert reap_orphans(inst.app).requeued == [lost]
     queued = sorted(json.loads(m)["headers"]["id"] for m in client.lrange("check", 0, -1))
     assert queued == sorted([kept, lost])
+
+
+def test_a_failed_ingest_reports_per_item_what_was_stored(tmp_path: Path) -> None:
+    from tracker.documents import Document, DocumentError
+    from tracker.library import Library
+    from workers.runtime import close_all
+    from workers.tasks.ingest import stored_report
+
+    settings = Settings(data_dir=tmp_path / "data")
+    stored = Document(id="w-1", title="一", text="江南的雨季总是来得悄无声息" * 20)
+    with Library.open(settings) as lib:
+        lib.ingest([stored])
+        changed = Document(id="w-1", title="一", text="另一个版本" * 20)  # not what is stored
+        missing = Document(id="w-2", title="二", text="城市的地铁在早高峰时挤满了赶路的人" * 20)
+        bad = DocumentError("documents[3]", "'text' must be a non-empty string")
+        report = stored_report(
+            lib.store, [stored, changed, missing, bad], RuntimeError("layout keeps changing")
+        )
+    close_all()
+    assert report["ingested"] == 1 and report["characters"] == len(stored.text)
+    assert [e["source"] for e in report["errors"]] == ["w-1", "w-2", "documents[3]"]
+    assert "not stored: layout keeps changing" in report["errors"][1]["message"]
+    assert "stopped early" in report["warnings"][0]
