@@ -291,6 +291,8 @@ class WorkerSettings:
     site_crawl_limit: int = 20
     crawl_min_interval: float | None = None
     ingest_chunk: int = 200
+    check_chunk: int = 25  # texts per check task of a job (workers/jobs.py)
+    recheck_chunk: int = 200  # stored suspects per re-check task
     snapshot_minutes: int = 10
 
     @classmethod
@@ -304,6 +306,8 @@ class WorkerSettings:
             site_crawl_limit=env_int("YINJI_SITE_CRAWL_LIMIT", 20, minimum=0),
             crawl_min_interval=env_float("YINJI_CRAWL_MIN_INTERVAL", None),
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
+            check_chunk=env_int("YINJI_CHECK_CHUNK", 25, minimum=1),
+            recheck_chunk=env_int("YINJI_RECHECK_CHUNK", 200, minimum=1),
             snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 

@@ -322,9 +322,15 @@ class Library:
         engine: str | None = None,
         progress: Progress | None = None,
         once: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> int:
-        """Check every stored suspect again (``CheckService.recheck_all``); how many."""
-        return self.checks.recheck_all(engine=engine, progress=progress, once=once)
+        """Check every stored suspect (or those of ``ids``: a chunk of a fanned-out
+        re-check) again (``CheckService.recheck_all``); how many."""
+        return self.checks.recheck_all(engine=engine, progress=progress, once=once, ids=ids)
+
+    def suspect_ids(self) -> list[str]:
+        """The ids of every stored suspect (what ``recheck_suspects`` goes through)."""
+        return self.checks.suspect_ids()
 
     # -- evidence (EvidenceRecorder) ---------------------------------------------------
     def evidence_log(self) -> EvidenceLog:
