@@ -51,7 +51,10 @@ def test_distinctive_sentences_win_and_formulas_dates_repeats_are_skipped():
 
 
 def test_long_sentences_are_cut_at_clauses():
-    s = "一二三四五六七八九十甲乙，丙丁戊己庚辛壬癸子丑寅卯，辰巳午未申酉戌亥天地玄黄宇宙洪荒日月盈昃"
+    s = (
+        "一二三四五六七八九十甲乙，丙丁戊己庚辛壬癸子丑寅卯，"
+        "辰巳午未申酉戌亥天地玄黄宇宙洪荒日月盈昃"
+    )
     parts = candidates(s, 30)
     assert parts and all(len(p) <= 30 for p in parts)
     assert parts[0] == "一二三四五六七八九十甲乙，丙丁戊己庚辛壬癸子丑寅卯"
@@ -72,7 +75,7 @@ def test_builtin_profiles_and_a_broken_user_profile(tmp_path):
     with pytest.raises(SiteError, match="bad regular expression"):
         load_profiles(tmp_path)
     (tmp_path / "bad.json").write_text("not json")
-    with pytest.raises(SiteError, match="bad.json"):
+    with pytest.raises(SiteError, match=r"bad\.json"):
         SiteProfile.from_file(tmp_path / "bad.json")
 
 
