@@ -34,6 +34,12 @@ library" and left out of recall (``source_share``: under ``SOURCE_SHARE`` of its
 holds only the first 4,494 characters of chapter 29). The slices are sampled as before;
 the output names each such case.
 
+``--evasions`` adds the kinds of issue #26 on their own random stream (the cases above
+stay as they were): ``short-100-in-3000``, ``edits-10pct-indel-3pct``, ``ads-dense`` (an ad
+line after every 1-3 sentences), ``pinyin-10pct`` / ``pinyin-20pct`` (characters written as
+toneless syllables), ``han-mark-every-10`` / ``-20`` (a 4-character Han watermark) and
+``bidi-reversed`` (text stored reversed behind U+202E).
+
 ``--laws N`` (default 400) adds the templated-text suite of ``bench/eval_laws.py``
 (issue #13): N national laws join the library; unrelated laws are negatives
 (``neg-law-law``) and hosts of planted excerpts of library laws (verbatim, homophones,
@@ -291,6 +297,103 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
     for d in rng.sample(drcd, n):
         cases.append(Case("neg-wiki-trad", d["text"], set(), negative=True))
     return mothers, cases
+
+
+def build_evasion_cases(data: Path, n: int, seed: int = 26) -> list[Case]:
+    """The kinds of copy of issue #26 (short copies and pirate evasions), on their own
+    random stream so that the default cases stay exactly as they were."""
+    from pypinyin import lazy_pinyin
+
+    rng = random.Random(seed)
+    chapters = load_jsonl(data / "novels/hongloumeng.chapters.jsonl")
+    chapters += load_jsonl(data / "novels/sanguoyanyi.chapters.jsonl")
+    others = [p.read_text(encoding="utf-8") for p in sorted((data / "novels/other").glob("*.txt"))]
+    host_text = "".join(others)
+    pool = "天地人和春夏秋冬东南西北风花雪月山水云雨金木火土日星辰江河湖海"
+    ads = [
+        "最新章节请到笔趣阁阅读",
+        "天才一秒记住本站地址",
+        "手机用户请浏览阅读",
+        "【求月票求推荐】",
+    ]
+
+    def host(length: int) -> str:
+        a = rng.randrange(0, len(host_text) - length)
+        return host_text[a : a + length]
+
+    def excerpt(length: int) -> tuple[dict, int, str]:
+        while True:
+            d = rng.choice(chapters)
+            if len(d["text"]) > length + 200:
+                a = rng.randrange(100, len(d["text"]) - length - 50)
+                return d, a, d["text"][a : a + length]
+
+    def is_han(c: str) -> bool:
+        return "\u4e00" <= c <= "\u9fff"
+
+    cases: list[Case] = []
+    for _ in range(n):  # a 100-character verbatim excerpt inside 3,000 characters
+        d, a, ex = excerpt(100)
+        h = host(3000)
+        cut = rng.randrange(500, 2500)
+        cases.append(
+            Case(
+                "short-100-in-3000",
+                h[:cut] + ex + h[cut:],
+                {d["id"]},
+                (cut, cut + 100),
+                (a, a + 100),
+            )
+        )
+    for _ in range(n):  # 10% substituted characters, 3% inserted or deleted
+        d, a, ex = excerpt(1000)
+        out = []
+        for c in ex:
+            r = rng.random()
+            if is_han(c) and r < 0.10:
+                out.append(rng.choice(pool))
+            elif r < 0.115:
+                continue
+            else:
+                out.append(c)
+                if rng.random() < 0.015:
+                    out.append(rng.choice(pool))
+        text = "".join(out)
+        cases.append(Case("edits-10pct-indel-3pct", text, {d["id"]}, (0, len(text)), (a, a + 1000)))
+    for _ in range(n):  # a pirate ad line after every 1-3 sentences
+        d, a, ex = excerpt(800)
+        sents = [x for x in re.split(r"(?<=[。！？])", ex) if x]
+        text, gap = "", rng.randint(1, 3)
+        for i, sent in enumerate(sents, 1):
+            text += sent
+            if i % gap == 0:
+                text += "\n" + rng.choice(ads) + "\n"
+        cases.append(Case("ads-dense", text, {d["id"]}, (0, len(text)), (a, a + 800)))
+    for rate in (10, 20):  # characters written as pinyin syllables
+        for _ in range(n):
+            d, a, ex = excerpt(500)
+            readings = lazy_pinyin(ex)
+            if len(readings) != len(ex):  # lazy_pinyin groups non-Han runs: fall back
+                readings = [lazy_pinyin(c)[0] if is_han(c) else c for c in ex]
+            text = "".join(
+                r if is_han(c) and rng.random() < rate / 100 else c
+                for c, r in zip(ex, readings, strict=True)
+            )
+            cases.append(Case(f"pinyin-{rate}pct", text, {d["id"]}, (0, len(text)), (a, a + 500)))
+    for every in (10, 20):  # a 4-character Han watermark every N characters
+        for _ in range(n):
+            d, a, ex = excerpt(500)
+            mark = "".join(rng.choice(pool) for _ in range(4))
+            text = "".join(ex[i : i + every] + mark for i in range(0, len(ex), every))
+            cases.append(
+                Case(f"han-mark-every-{every}", text, {d["id"]}, (0, len(text)), (a, a + 500))
+            )
+    for _ in range(n):  # stored reversed, shown right to left with U+202E
+        d, a, ex = excerpt(500)
+        cases.append(
+            Case("bidi-reversed", "\u202e" + ex[::-1] + "\u202c", {d["id"]}, (0, 502), (a, a + 500))
+        )
+    return cases
 
 
 # An edition slice is a test of recall only when its truth chapters hold its text: at
@@ -979,6 +1082,8 @@ def evaluate(args: argparse.Namespace) -> str:
     policy = parse_values(args.policy or [], "--policy")
     data = Path(args.data)
     mothers, cases = build_cases(data, args.cases)
+    if args.evasions:
+        cases = cases + build_evasion_cases(data, args.cases)
     if args.laws:
         suite = build_law_suite(data, args.cases, args.laws, cases)
         mothers = mothers + suite.library
@@ -1055,6 +1160,12 @@ def main() -> None:
         type=int,
         default=400,
         help="national laws in the library for the templated-text suite (0: old cases only)",
+    )
+    ap.add_argument(
+        "--evasions",
+        action="store_true",
+        help="add the kinds of issue #26: short copies, heavy edits, dense ads, pinyin, "
+        "Han watermarks, reversed bidi text",
     )
     ap.add_argument("--features", default=None, help="write case and pair records (JSON Lines)")
     ap.add_argument("--false-pairs", default=None, help="write every false pair (markdown)")

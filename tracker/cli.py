@@ -12,22 +12,34 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.config import SettingError, Settings
+from tracker.config import ReadLimits, SettingError, Settings
+
+if TYPE_CHECKING:
+    from tracker.documents import DocumentError
+    from tracker.library import Library
+    from tracker.services.results import CheckResult
+from tracker.datadir import private_umask
 
 
 def _settings(ctx: click.Context) -> Settings:
-    try:
-        return Settings.from_env(ctx.obj.get("data_dir"))
-    except SettingError as exc:  # a bad environment variable: say which, no traceback
-        raise click.ClickException(str(exc)) from None
+    """The settings of this command, read from the environment once (then kept)."""
+    obj = ctx.find_root().ensure_object(dict)
+    if obj.get("settings") is None:
+        try:
+            obj["settings"] = Settings.from_env(obj.get("data_dir"))
+        except SettingError as exc:  # a bad environment variable: say which, no traceback
+            raise click.ClickException(str(exc)) from None
+    settings: Settings = obj["settings"]
+    return settings
 
 
-def _open_library(ctx: click.Context) -> Any:
+def _open_library(ctx: click.Context) -> Library:
     from tracker.library import Library
 
     return Library.open(_settings(ctx))
@@ -77,9 +89,10 @@ class _YinjiGroup(click.Group):
         except Exception as exc:
             from tracker.errors import describe_failure, with_notes
 
-            settings = None
-            with contextlib.suppress(SettingError):
-                settings = Settings.from_env((ctx.obj or {}).get("data_dir"))
+            settings = (ctx.obj or {}).get("settings")
+            if settings is None:
+                with contextlib.suppress(SettingError):
+                    settings = Settings.from_env((ctx.obj or {}).get("data_dir"))
             message = describe_failure(exc, settings)
             if message is None:
                 raise
@@ -120,6 +133,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     """音迹 Yinji: find which of your works were copied, how much, and where."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
+    private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
     _exit_cleanly_on_signals()
 
 
@@ -141,7 +155,7 @@ def _exit_cleanly_on_signals() -> None:
             signal.signal(getattr(signal, name), stop)
 
 
-def _say_repairs(lib: Any) -> None:
+def _say_repairs(lib: Library) -> None:
     for note in lib.repairs:
         click.echo(f"note: {note}", err=True)
     lib.repairs.clear()
@@ -220,11 +234,9 @@ def check(
 ) -> None:
     """Check suspect documents against the mother corpus: files, folders and URLs
     (http:// and https:// pages are crawled, captured as evidence and checked)."""
-    from tracker.documents import DocumentError
 
     errors: list[DocumentError] = []
     count = 0
-    limits = _settings(ctx).read_limits
     settings = _settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
     with _open_library(ctx) as lib:
@@ -236,11 +248,11 @@ def check(
                 "first (yinji ingest FILES), or give the right --data-dir / $YINJI_DATA_DIR"
             )
         try:
-            lib.matcher(engine)
+            lib.ready_to_check(engine)  # refused, or repaired (said below), before any input
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         _say_repairs(lib)
-        for res in _check_inputs(lib, paths, engine, not no_save, limits, errors):
+        for res in _check_inputs(lib, paths, engine, not no_save, settings.read_limits, errors):
             count += 1
             if as_json:
                 line = res.to_json(include_text=include_text)
@@ -256,8 +268,13 @@ def check(
 
 
 def _check_inputs(
-    lib: Any, args: tuple[str, ...], engine: str | None, save: bool, limits: Any, errors: list
-) -> Any:
+    lib: Library,
+    args: tuple[str, ...],
+    engine: str | None,
+    save: bool,
+    limits: ReadLimits,
+    errors: list[DocumentError],
+) -> Iterator[CheckResult]:
     """Check files, folders and URLs in the order given. A URL (http:// or https://) is
     crawled and captured (``Library.check_url``); a page that cannot be fetched is that
     argument's error. Saved checks go into the evidence log."""
@@ -281,7 +298,7 @@ def _check_inputs(
         )
 
 
-def _print_table(res: Any) -> None:
+def _print_table(res: CheckResult) -> None:
     """A match table readable in a 100-column terminal: columns by display width (a
     Chinese character takes two), long ids and titles cut with "…"."""
     from tracker.terminal import fit

@@ -228,7 +228,9 @@ class Settings:
 
     @property
     def sqlite_path(self) -> Path:
-        return self.data_dir / "yinji.sqlite3"
+        from tracker.backends import DataFiles  # every file of the data folder named there
+
+        return DataFiles(self.data_dir).store
 
     def describe_library(self) -> str:
         """Which library a command uses, without passwords (said on stderr, so running

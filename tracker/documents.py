@@ -46,6 +46,7 @@ from xml.etree import ElementTree
 
 from tracker.config import ReadLimits
 from tracker.rules import check_id, check_metadata, default_title, parse_json
+from tracker.textform import is_blank, reading_order
 
 # The defaults of ``tracker.config.ReadLimits`` (each can be changed by its variable).
 MAX_DOCUMENT_BYTES = ReadLimits.max_document_bytes
@@ -60,8 +61,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def clean_text(text: str) -> str:
     """Replace lone surrogates (which no UTF-8 store can hold, and which JSON such as
-    "\\ud800" can carry) by U+FFFD: one code point for one, so offsets stay valid."""
-    return _SURROGATE.sub("\ufffd", text)
+    "\\ud800" can carry) by U+FFFD, one code point for one; then a line holding bidi
+    overrides (U+202E ...) is put in display order (``tracker.textform.reading_order``):
+    the text is stored, matched and shown as a reader sees it."""
+    return reading_order(_SURROGATE.sub("\ufffd", text))
 
 
 @dataclass
@@ -182,8 +185,8 @@ def _plausibility(text: str) -> float:
 
 
 def _check_text(text: str, name: str) -> None:
-    if not text.strip():
-        raise InputError(f"{name}: empty document")
+    if is_blank(text):  # spaces, zero-width and bidi characters only: nothing to read
+        raise InputError(f"{name}: empty document (no visible character)")
 
 
 def html_to_document(html: str, doc_id: str, source: str) -> Document:
@@ -193,34 +196,12 @@ def html_to_document(html: str, doc_id: str, source: str) -> Document:
 
 
 def extract_html(html: str) -> tuple[str, str]:
-    """(title, main text) of an HTML page; robust to malformed markup."""
-    title = ""
-    text = ""
-    try:
-        import trafilatura
+    """(title, main text) of an HTML page; robust to malformed markup and to any
+    nesting depth. The crawler's extraction (``tracker.crawler.extraction.extract``),
+    so an uploaded page reads exactly as the same page crawled."""
+    from tracker.crawler.extraction import extract
 
-        text = trafilatura.extract(html, include_comments=False, favor_recall=True) or ""
-        meta = trafilatura.extract_metadata(html)
-        if meta is not None and meta.title:
-            title = meta.title
-    except Exception:  # trafilatura failing on odd input must not lose the document
-        text = ""
-    if not text.strip() or not title:
-        try:
-            import lxml.html
-
-            root = lxml.html.document_fromstring(html)
-            if not title:
-                found = root.findtext(".//title")
-                title = (found or "").strip()
-            if not text.strip():
-                for bad in root.xpath("//script|//style|//noscript"):
-                    bad.drop_tree()
-                text = re.sub(r"[ \t\r\f\v]+", " ", root.text_content())
-                text = re.sub(r"\n\s*\n+", "\n", text).strip()
-        except Exception:
-            pass
-    return title.strip(), text.strip()
+    return extract(html, "")
 
 
 def docx_text(data: bytes, name: str, limits: ReadLimits | None = None) -> str:
@@ -286,6 +267,17 @@ def _read_single(
     """A file that holds one document (.txt .html .htm .docx)."""
     suffix = _suffix(name)
     try:
+        # The id made from a file name follows the one id rule (tracker.ids), as any.
+        doc_id = check_id(doc_id, name)
+    except ValueError as exc:
+        reason = str(exc).removeprefix(f"{name}: ")
+        if "not UTF-8" in reason:
+            reason = "its name is not UTF-8, so it gives no id"
+        yield DocumentError(
+            name, f"{reason}: rename the file, or give its id in a .jsonl line or the API"
+        )
+        return
+    try:
         if len(data) > limits.max_document_bytes:
             raise InputError(f"{name}: larger than {limits.max_document_bytes} bytes")
         if suffix == ".txt":
@@ -323,7 +315,7 @@ def read_path(
     before anything is read (the check is made on the opened file, so swapping the
     path meanwhile does not help)."""
     limits = limits or ReadLimits.from_env()
-    label = name if name is not None else str(path)
+    label = file_label(name if name is not None else os.fsdecode(path))
     suffix = _suffix(label)
     if suffix not in SUPPORTED_SUFFIXES:
         yield DocumentError(label, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
@@ -352,6 +344,18 @@ def read_path(
                 yield from _read_single(data, label, default_id or _stem(label), limits)
         except OSError as exc:
             yield DocumentError(label, f"cannot read ({exc.strerror or exc})")
+
+
+def file_label(name: str) -> str:
+    """A file name as a label: bytes that are not UTF-8 (kept by the OS as lone
+    surrogates) shown as ``\\xff`` escapes, so the label can be printed and stored."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in name):
+        return name
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte stands for
+        raw = name.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def open_regular(path: str | os.PathLike[str], label: str | None = None) -> io.BufferedReader:
@@ -509,8 +513,8 @@ def jsonl_document(line: str | bytes, where: str, limits: ReadLimits | None = No
     body = obj.get("text")
     if not isinstance(body, str):
         raise ValueError(f"{where}: missing 'text' (a string)")
-    if not body.strip():
-        raise ValueError(f"{where}: empty document {doc_id!r}")
+    if is_blank(body):
+        raise ValueError(f"{where}: empty document {doc_id!r} (no visible character)")
     if len(body) > limits.max_document_bytes:
         raise ValueError(f"{where}: document {doc_id!r} larger than the limit")
     title = obj.get("title")
@@ -684,7 +688,7 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
         yield DocumentError(str(folder), "folder holds no supported files")
     for _, p, refusal in sorted(found, key=lambda item: item[0]):
         if refusal is not None:
-            yield DocumentError(str(p), refusal)
+            yield DocumentError(file_label(str(p)), refusal)
         else:
             yield from read_path(p, default_id=p.stem, limits=limits)
 

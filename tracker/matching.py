@@ -28,6 +28,9 @@ from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_sus
 from tracker.records import Match, Mother
 from tracker.store.base import Store
 
+#: Mothers and their alignment with a suspect, as the verify stage found them.
+Aligned = list[tuple[Mother, Alignment]]
+
 
 @dataclass(frozen=True)
 class MatchPolicy:
@@ -145,13 +148,52 @@ class Matcher:
     def match(
         self, text: str, *, suspect_id: str = "", title: str = "", url: str = "", domain: str = ""
     ) -> MatchResult:
+        """The whole query path, its stages in a row (``tracker.services.check`` runs
+        them one by one, between storing and evidence)."""
         started = time.perf_counter()
-        # Refused before any work: the one size rule of every caller.
-        check_suspect_size(text, self.max_chars, repr(suspect_id) if suspect_id else title)
-        if len(text) > self.window_chars:
-            found, verified = self._aligned_in_windows(text)
+        self.check_size(text, repr(suspect_id) if suspect_id else title)
+        if self.is_long(text):
+            found, verified = self.in_windows(text)
         else:
-            found, verified = self._aligned_whole(text)
+            found, verified = self.verify(text, self.candidates(text))
+        return self.score(
+            found,
+            verified,
+            suspect_id=suspect_id,
+            title=title,
+            url=url,
+            domain=domain,
+            started=started,
+        )
+
+    # -- the stages ---------------------------------------------------------------------
+    def check_size(self, text: str, name: str) -> None:
+        """Size: a text over ``max_chars`` is refused before any work (``name`` says
+        which), the one size rule of every caller."""
+        check_suspect_size(text, self.max_chars, name)
+
+    def is_long(self, text: str) -> bool:
+        """Whether the text is checked window by window (``in_windows``)."""
+        return len(text) > self.window_chars
+
+    def candidates(self, text: str) -> list[Candidate]:
+        """Fingerprints → candidates: the engine fingerprints the text and looks its
+        fingerprints up in the index; the mothers it proposes, strongest first."""
+        return self.engine.candidates_with_evidence(text, limit=self._limit(len(text)))
+
+    def score(
+        self,
+        found: Aligned,
+        verified: int,
+        *,
+        suspect_id: str = "",
+        title: str = "",
+        url: str = "",
+        domain: str = "",
+        started: float | None = None,
+    ) -> MatchResult:
+        """Score: the alignments that are copies (``MatchPolicy``), as matches, best
+        first; ``elapsed_ms`` counts from ``started`` (``time.perf_counter()``)."""
         result = MatchResult(candidates=verified)
         for mother, alignment in found:
             if not self.policy.is_copy(alignment):
@@ -172,17 +214,18 @@ class Matcher:
                 )
             )
         result.matches.sort(key=lambda m: (-m.score, m.mother_id))
-        result.elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if started is not None:
+            result.elapsed_ms = (time.perf_counter() - started) * 1000.0
         return result
 
     def _limit(self, chars: int) -> int:
         """Candidates verified for a text of ``chars`` characters."""
         return max(self.policy.candidates, chars // self.policy.chars_per_candidate)
 
-    def _aligned_whole(self, text: str) -> tuple[list[tuple[Mother, Alignment]], int]:
-        """Each candidate's alignment with the whole text, and how many candidates."""
-        candidates = self.engine.candidates_with_evidence(text, limit=self._limit(len(text)))
-        found: list[tuple[Mother, Alignment]] = []
+    def verify(self, text: str, candidates: list[Candidate]) -> tuple[Aligned, int]:
+        """Verify: each candidate's alignment with the whole text (``tracker.align``),
+        and how many candidates were verified."""
+        found: Aligned = []
         if not candidates:
             return found, 0
         suspect = prepare(text, self.align_params.k)
@@ -203,7 +246,7 @@ class Matcher:
         self,
         candidates: list[Candidate],
         suspect: Prepared,
-        found: list[tuple[Mother, Alignment]],
+        found: Aligned,
     ) -> None:
         """Align each candidate with the suspect (near its hits), into ``found``."""
         if not candidates:
@@ -223,7 +266,7 @@ class Matcher:
             )
             found.append((mother, alignment))
 
-    def _unexplained_chars(self, text: str, found: list[tuple[Mother, Alignment]]) -> int:
+    def _unexplained_chars(self, text: str, found: Aligned) -> int:
         """Characters of the suspect outside the passages of the copies found (an upper
         bound of its initials there: a copy needs ``policy.min_copied`` initials)."""
         spans = sorted(
@@ -240,8 +283,8 @@ class Matcher:
                 reach = end
         return len(text) - covered
 
-    def _aligned_in_windows(self, text: str) -> tuple[list[tuple[Mother, Alignment]], int]:
-        """The same for a long text, window by window with bounded memory
+    def in_windows(self, text: str) -> tuple[Aligned, int]:
+        """Candidates and verify for a long text, window by window with bounded memory
         (``tracker.longtext``); the count is of the mothers verified."""
         long = LongSuspect(
             engine=self.engine,

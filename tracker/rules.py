@@ -6,7 +6,10 @@ all call these functions, so a value one of them accepts is accepted by every ot
 Every ``check_*`` function returns the value normalised and raises ``ValueError`` with a
 message that names the input; ``where`` (``"texts[3]"``, ``"URL"``) prefixes it.
 
-A leaf module: it imports only ``tracker.records`` and the standard library, so the
+The id rule is ``tracker.ids.check_id`` (re-exported here).
+
+A leaf module: it imports only ``tracker.records``, ``tracker.ids``, ``tracker.textform``
+and the standard library, so the
 document readers and the stores can use it without import cycles.
 """
 
@@ -17,7 +20,11 @@ import math
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+# The id rule lives in tracker.ids; re-exported for the callers of tracker.rules.
+from tracker.ids import MAX_ID_LENGTH as MAX_ID_LENGTH
+from tracker.ids import check_id as check_id
 from tracker.records import SORTS, VERDICTS, MatchSort
+from tracker.textform import is_blank
 
 # sitemaps.org and most HTTP servers and proxies cap URLs near 2 kB; a longer "URL" is
 # almost never a page a person wants checked, and it would be kept in every match row.
@@ -25,10 +32,6 @@ MAX_URL_LENGTH = 2048
 MAX_NOTE_LENGTH = 10_000
 TITLE_LENGTH = 80  # a title made from a text's first line is cut to this many characters
 URL_SCHEMES = ("http", "https")
-# Ids appear in URL paths (/library/<id>, /api/v1/mothers/<id>), percent-encoded: a
-# Chinese character takes 9 bytes there, and servers and proxies cap a request line
-# near 4-8 kB. 256 characters keep every id reachable from the web and the API.
-MAX_ID_LENGTH = 256
 # JSON of an item (a .jsonl line, an API document): nesting and size bounds, so one
 # hostile value cannot exhaust the stack or memory of a reader, a store or a client.
 MAX_JSON_DEPTH = 64
@@ -158,25 +161,6 @@ def check_sort(sort: Any) -> MatchSort:
 
 
 # --- ids and JSON values -----------------------------------------------------------------
-def check_id(value: Any, where: str = "", what: str = "id") -> str:
-    """A document id: a string or a whole number (JSON ids may be numbers), stripped,
-    non-empty, at most ``MAX_ID_LENGTH`` characters, no control characters.
-    Objects, lists, booleans and null are refused (never stored as their repr)."""
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        kind = "null" if value is None else type(value).__name__
-        raise ValueError(_prefix(where, f"'{what}' must be a string or a number, got {kind}"))
-    text = str(value).strip()
-    if not text:
-        raise ValueError(_prefix(where, f"'{what}' must not be blank"))
-    if len(text) > MAX_ID_LENGTH:
-        raise ValueError(
-            _prefix(where, f"'{what}' longer than {MAX_ID_LENGTH} characters ({len(text)})")
-        )
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-        raise ValueError(_prefix(where, f"control characters in '{what}' {text[:60]!r}"))
-    return text
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed (NaN and Infinity are not JSON numbers)")
 
@@ -266,7 +250,7 @@ def check_text_item(item: Any, where: str = "") -> dict[str, str]:
     if not isinstance(item, dict):
         raise ValueError(_prefix(where, "expected an object with a non-empty 'text' string"))
     text = item.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
     out = {"text": text}
     for key in ("title", "url"):
@@ -298,7 +282,7 @@ def check_document_item(item: Any, where: str = "", *, source: str = "") -> dict
         raise ValueError(_prefix(where, "missing 'id' (a non-empty string)"))
     doc_id = check_id(item["id"], where)
     text = item.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         raise ValueError(_prefix(where, "missing 'text' (a non-empty string)"))
     title = item.get("title")
     if title is not None and not isinstance(title, str):

@@ -14,6 +14,7 @@ two different times in two documents.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 
 def to_utc(value: datetime) -> datetime:
@@ -21,7 +22,14 @@ def to_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def iso_utc(value: datetime) -> str:
+@overload
+def iso_utc(value: datetime) -> str: ...
+@overload
+def iso_utc(value: None) -> None: ...
+def iso_utc(value: datetime | None) -> str | None:
+    """``value`` for machines; ``None`` (a time not recorded) stays ``None``."""
+    if value is None:
+        return None
     utc = to_utc(value)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 

@@ -31,7 +31,17 @@ MIB = 1024 * 1024
 # Endpoints reachable without signing in.
 # The OpenAPI document describes the API's shape and holds no data: public, so that
 # clients and tools can read it before they have a token (docs/API.md).
-PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static", "api.openapi"}
+# The evidence log's key, signed head and consistency proofs are published on purpose
+# (docs/EVIDENCE.md, "Trust model"): a bundle's recipient has no account.
+PUBLIC_ENDPOINTS = {
+    "auth.login",
+    "health.healthz",
+    "static",
+    "api.openapi",
+    "api.evidence_head",
+    "api.evidence_key",
+    "api.evidence_consistency",
+}
 
 
 def create_app(
@@ -112,10 +122,11 @@ def create_app(
 
 
 def _init_templates(app: Flask) -> None:
+    from tracker.records import VERDICTS
     from tracker.reports import safe_http_url
 
     from .charts import fmt_time
-    from .core import filter_args
+    from .core import VERDICT_LABELS, filter_args
 
     app.jinja_env.globals.update(
         _=translate,
@@ -128,6 +139,8 @@ def _init_templates(app: Flask) -> None:
         filter_args=filter_args,
         args_with=_args_with,
         lang_url=_lang_url,
+        VERDICTS=VERDICTS,
+        VERDICT_LABELS=VERDICT_LABELS,
     )
     app.jinja_env.filters.update(when=fmt_time, safe_href=safe_http_url, pct=_pct)
 
@@ -299,11 +312,30 @@ def _init_errors(app: Flask) -> None:
             response.headers["Allow"] = ", ".join(valid)
         return response
 
-    if app.testing:
-        return  # tests see the real exception
+    def service_unavailable(exc: Exception) -> Any:
+        """Redis, MongoDB or the broker is down: 503 with ``Retry-After``, so clients
+        know to send the same request again (a 500 says the request itself was bad)."""
+        from tracker.errors import RETRY_AFTER_SECONDS
+
+        app.logger.error("service unavailable on %s: %s", request.path, exc)
+        message = "A service Yinji needs is not answering; try again in a moment."
+        if is_api():
+            response = json_error(503, "service unavailable: try again later")
+        else:
+            response = app.make_response(
+                (render_template("error.html", code=503, message=translate(message)), 503)
+            )
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
 
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Any:
+        from tracker.errors import is_outage
+
+        if is_outage(exc):
+            return service_unavailable(exc)
+        if app.testing:
+            raise exc  # tests see the real exception
         app.logger.exception("unhandled error on %s", request.path)
         if is_api():
             return json_error(500, "internal error: see the server log")

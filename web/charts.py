@@ -152,7 +152,8 @@ def bar_list(items: list[tuple[str, int, str | None]], width: int = 460) -> BarL
     return chart
 
 
-VERDICT_COLOURS = {"pending": "#d69e2e", "confirmed": "#c53030", "dismissed": "#718096"}
+# A colour per verdict (tracker.records.VERDICTS), in the bar's order: confirmed first.
+VERDICT_COLOURS = {"confirmed": "#c53030", "pending": "#d69e2e", "dismissed": "#718096"}
 
 
 def verdict_chart(by_verdict: dict[str, int], width: int = 460) -> dict[str, Any]:
@@ -160,7 +161,7 @@ def verdict_chart(by_verdict: dict[str, int], width: int = 460) -> dict[str, Any
     total = sum(by_verdict.values())
     segments = []
     x = 0.0
-    for verdict in ("confirmed", "pending", "dismissed"):
+    for verdict in VERDICT_COLOURS:
         n = int(by_verdict.get(verdict, 0))
         w = width * n / total if total else 0.0
         segments.append(

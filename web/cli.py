@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -35,9 +36,13 @@ def _settings(ctx: click.Context) -> Settings:
     try:
         # Every option of this process is read here, so that a bad one stops it at
         # once with its name instead of in the middle of starting the server.
+        from workers.app import require_broker
+
         WebSettings.from_env()
         WorkerSettings.from_env()
-        return Settings.from_env()
+        settings = Settings.from_env()
+        require_broker(settings)  # the broker too: never Celery's silent default
+        return settings
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -122,23 +127,42 @@ def shutdown(app: Any, settings: Settings, *, stop_redis: bool = True) -> None:
         stop_embedded_redis(settings)
 
 
-def _bootstrap_admin(settings: Settings) -> None:
-    """A fresh installation has no user: make an admin with a random password and print
-    it once, so that ``yinji serve`` alone gives a system one can sign in to."""
+ADMIN_FILE = "initial-admin.txt"  # the first admin's credentials, in the data folder
+
+
+def _bootstrap_admin(settings: Settings) -> Path | None:
+    """A fresh installation has no user: make an admin with a random password, so that
+    ``yinji serve`` alone gives a system one can sign in to. The password and API token
+    go to ``<data dir>/initial-admin.txt`` (mode 600, created only by this process),
+    never to the log (``docker compose logs`` shows the log to anyone who can read it);
+    only the file's path is printed. Returns that path, or None when users exist."""
     from web import accounts
 
     store = _store(settings)
     try:
         if store.list_users():
-            return
+            return None
         password = secrets.token_urlsafe(12)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path = settings.data_dir / ADMIN_FILE
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a stale file from an earlier installation of this folder
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         token = accounts.create_user(store, "admin", "admin", password)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(
+                "# Yinji: the first admin, created by 'yinji serve' on an empty user table.\n"
+                "# Sign in, change the password on the account page, then delete this file.\n"
+                f"username: admin\npassword: {password}\napi_token: {token}\n"
+            )
     finally:
         store.close()
-    click.echo("no users yet: created user 'admin'", err=True)
-    click.echo(f"  password:  {password}", err=True)
-    click.echo(f"  API token: {token}", err=True)
-    click.echo("  (shown once; change the password on the account page)", err=True)
+    click.echo(
+        f"no users yet: created user 'admin'; its password and API token are in {path} "
+        "(readable by this user only; delete it after signing in)",
+        err=True,
+    )
+    return path
 
 
 @click.command()

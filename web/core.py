@@ -29,8 +29,18 @@ T = TypeVar("T")
 
 MAX_PAGE = 200  # rows per page a client may ask for
 MAX_EXPORT = 100_000  # rows of one list export
+MAX_PAGE_NUMBER = 10**9  # the highest ?page= accepted
+MAX_OFFSET = 10**12  # the highest ?offset= accepted
 MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+# The English message id of each verdict (tracker.records.VERDICTS, in its order), for
+# the forms, tabs, badges and flashes; translated where shown.
+VERDICT_LABELS: dict[str, str] = {
+    "pending": "Pending",
+    "confirmed": "Confirmed",
+    "dismissed": "Dismissed",
+}
 
 
 def state() -> LibraryHandle:
@@ -167,17 +177,30 @@ def _float(args: MultiDict[str, str], name: str) -> float | None:
     return value
 
 
-def _int(args: MultiDict[str, str], name: str, default: int, lo: int, hi: int) -> int:
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+def query_int(args: MultiDict[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    """The one parser of integer query parameters (``limit``, ``offset``, ``page``,
+    ``per_page``): absent or blank is ``default``; anything but ASCII digits (with a
+    sign), or a value outside ``lo``..``hi``, is a ``ValueError`` naming the parameter
+    and the value given."""
     raw = (args.get(name) or "").strip()
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+    if not _WHOLE_NUMBER.fullmatch(raw):
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise ValueError(f"{name} must be a whole number, got {shown!r}")
+    value = int(raw)
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be between {lo} and {hi}, got {value}")
     return value
+
+
+def int_arg(name: str, default: int, lo: int, hi: int) -> int:
+    """``query_int`` over this request's query string; a bad value is a 400 answer."""
+    with bad_request():
+        return query_int(request.args, name, default, lo, hi)
 
 
 def parse_when(raw: str, name: str, *, end: bool = False) -> datetime | None:
@@ -223,10 +246,10 @@ def parse_match_filters(args: MultiDict[str, str], *, default_per_page: int = 25
     until = parse_when(args.get("until", ""), "until", end=True)
     if since and until and since >= until:
         raise ValueError("since must be before until")
-    per_page = _int(args, "per_page", default_per_page, 1, MAX_PAGE)
-    per_page = _int(args, "limit", per_page, 0, MAX_PAGE)
-    page = _int(args, "page", 1, 1, 10**9)
-    offset = _int(args, "offset", (page - 1) * per_page, 0, 10**12)
+    per_page = query_int(args, "per_page", default_per_page, 1, MAX_PAGE)
+    per_page = query_int(args, "limit", per_page, 0, MAX_PAGE)
+    page = query_int(args, "page", 1, 1, MAX_PAGE_NUMBER)
+    offset = query_int(args, "offset", (page - 1) * per_page, 0, MAX_OFFSET)
     domain = normalize_domain(args.get("domain") or "") or None
     query = MatchQuery(
         verdict=verdict,
@@ -300,8 +323,12 @@ class Page:
 
 
 def page_arg(default_per_page: int = 25) -> tuple[int, int]:
+    """The page of a web list (``?page=``): a page out of range is the nearest one, a
+    value that is no number the first (a mistyped link still shows the list)."""
+    raw = request.args.get("page", "")
     try:
-        page = max(1, min(int(request.args.get("page", "1")), 10**9))
+        page = query_int(request.args, "page", 1, -(10**19), 10**19)
     except ValueError:
+        current_app.logger.info("page %r is not a number: the first page is shown", raw)
         page = 1
-    return page, default_per_page
+    return max(1, min(page, MAX_PAGE_NUMBER)), default_per_page

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.cases.model import STATES
+from tracker.records import VERDICTS
 from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
@@ -27,7 +29,7 @@ ERRORS = {
 }
 
 MATCH_FILTERS: list[dict[str, Any]] = [
-    {"name": "verdict", "in": "query", "schema": {"enum": ["pending", "confirmed", "dismissed"]}},
+    {"name": "verdict", "in": "query", "schema": {"enum": list(VERDICTS)}},
     {"name": "min_score", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
     {"name": "max_score", "in": "query", "schema": {"type": "number", "minimum": 0, "maximum": 1}},
     {
@@ -88,7 +90,7 @@ MATCH_FILTERS: list[dict[str, Any]] = [
     },
 ]
 
-CASE_STATES = ["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
+CASE_STATES = list(STATES)
 CASE_ID_PARAM = {
     "name": "case_id",
     "in": "path",
@@ -614,7 +616,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                                     "type": "object",
                                     "additionalProperties": False,
                                     "properties": {
-                                        "verdict": {"enum": ["pending", "confirmed", "dismissed"]},
+                                        "verdict": {"enum": list(VERDICTS)},
                                         "note": {"type": "string", "maxLength": 10000},
                                     },
                                 }
@@ -668,6 +670,64 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **_case_paths(job_accepted),
+            "/api/v1/evidence/head": {
+                "get": {
+                    "summary": "The evidence log's key fingerprint and latest signed tree head "
+                    "(no authentication: published so recipients can pin the key)",
+                    "security": [],
+                    "responses": {
+                        "200": _json(
+                            {"type": "object"},
+                            "fingerprint, public_key_pem, tree_head, tree_head_signed, "
+                            "signature_b64, timestamp_token_b64, verifier_sha256",
+                        ),
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
+            "/api/v1/evidence/key.pem": {
+                "get": {
+                    "summary": "The evidence log's public key, PEM (no authentication)",
+                    "security": [],
+                    "responses": {
+                        "200": {
+                            "description": "PEM",
+                            "content": {"application/x-pem-file": {"schema": {"type": "string"}}},
+                        },
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
+            "/api/v1/evidence/consistency": {
+                "get": {
+                    "summary": "RFC 6962 consistency proof between two tree heads "
+                    "(no authentication)",
+                    "security": [],
+                    "parameters": [
+                        {
+                            "name": "first",
+                            "in": "query",
+                            "required": True,
+                            "schema": {"type": "integer", "minimum": 0},
+                        },
+                        {
+                            "name": "second",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 0},
+                            "description": "default: the size of the latest signed head",
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {"type": "object"},
+                            "first, second, first_root, second_root, proof (hex), log_id",
+                        ),
+                        "400": _error("Sizes the log does not hold"),
+                        "503": _error("The evidence log is unavailable"),
+                    },
+                },
+            },
             **discover_paths(),
             "/api/v1/openapi.json": {
                 "get": {
@@ -804,7 +864,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "coverage": {"type": "number"},
                         "mother_coverage": {"type": "number"},
                         "engine": {"type": "string"},
-                        "verdict": {"enum": ["pending", "confirmed", "dismissed"]},
+                        "verdict": {"enum": list(VERDICTS)},
                         "note": {"type": "string"},
                         "created_at": {"type": "string", "format": "date-time"},
                         "updated_at": {"type": "string", "format": "date-time"},

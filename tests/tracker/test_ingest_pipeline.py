@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker import library as library_module
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.library import Library
+from tracker.services import index_writer
 from tracker.store import open_store
 
 
@@ -62,7 +62,7 @@ def test_a_write_goes_out_once_enough_postings_are_gathered(lib, monkeypatch) ->
     per_doc = len(lib.engine().mother_fingerprints(work(900, 15)))
     # Flush after about two documents' postings: batches of one document are written
     # two at a time, and the odd one at the end.
-    monkeypatch.setattr(library_module, "INDEX_FLUSH_POSTINGS", int(per_doc * 1.5))
+    monkeypatch.setattr(index_writer, "INDEX_FLUSH_POSTINGS", int(per_doc * 1.5))
     lib.ingest(_docs(0, 5), batch_size=1)
     assert calls == [[1, 2], [3, 4], [5]]
     probe = work(904, 15)[300:1100]

@@ -11,9 +11,10 @@ def test_simplified_and_traditional_han():
 
 
 def test_non_han_is_dropped():
-    # Latin letters, digits, punctuation, whitespace and emoji carry no initial.
+    # Latin letters that are not pinyin, digits, punctuation, whitespace and emoji carry
+    # no initial (pinyin beside Han text does: see the tests below).
     assert initials("abc ABC 123，。！？ \t\n😀🎉") == ""
-    assert initials("Yinji音迹2026版") == "yjb"
+    assert initials("Tracker音迹2026版") == "yjb"
 
 
 def test_never_crashes_on_any_str():
@@ -66,3 +67,40 @@ def test_agrees_with_lazy_pinyin_on_unambiguous_characters():
 def test_rejects_non_str():
     with pytest.raises(TypeError):
         initials(b"bytes")  # type: ignore[arg-type]
+
+
+def test_pinyin_written_for_characters_counts_as_those_characters():
+    """Pirate sites write some characters as syllables (他→ta, 什么→shen me): the
+    initials, and the offsets that map them back, are those of the syllables."""
+    from pypinyin import lazy_pinyin
+
+    original = "他们说什么也不肯离开这座城市"
+    readings = lazy_pinyin(original)  # an independent source of the syllables
+    disguised = "".join(
+        (" " + r + " ") if i % 3 == 0 else ch
+        for i, (ch, r) in enumerate(zip(original, readings, strict=True))
+    )
+    assert initials(disguised) == initials(original)
+    letters, offsets = initials_with_offsets("他ta们 shen me")
+    assert letters == "ttmsm"
+    assert [("他ta们 shen me")[i] for i in offsets] == ["他", "t", "们", "s", "m"]
+
+
+def test_latin_that_is_not_pinyin_in_chinese_text_is_dropped():
+    # Not syllables (www, iPhone, Google), acronyms (EMI, TA), or no Han neighbour.
+    assert initials("本书首发笔趣阁www.biquge.example") == initials("本书首发笔趣阁")
+    assert initials("用iPhone看Google") == initials("用看")
+    assert initials("唱片公司EMI所属，TA说") == initials("唱片公司所属，说")
+    assert initials("hello world ta men") == ""
+    # A non-pinyin word breaks the chain between Han text and pinyin words.
+    assert initials("看 hello ta 们") == initials("看") + "t" + initials("们")
+
+
+def test_split_pinyin_prefers_fewest_syllables():
+    from tracker.pinyin import split_pinyin
+
+    assert split_pinyin("xian") == [0]
+    assert split_pinyin("zhuangshuang") == [0, 6]
+    assert split_pinyin("lve") == [0] and split_pinyin("lue") == [0]
+    assert split_pinyin("www") is None
+    assert split_pinyin("m") is None  # interjection readings without a vowel are left out

@@ -16,3 +16,7 @@ def test_naive_is_utc_and_garbage_is_named() -> None:
     assert iso_utc(datetime(2020, 1, 2, 3, 4, 5)) == "2020-01-02T03:04:05.000Z"
     with pytest.raises(ValueError, match="yesterday"):
         parse_utc("yesterday")
+
+
+def test_a_time_not_recorded_stays_none() -> None:
+    assert iso_utc(None) is None

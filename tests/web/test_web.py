@@ -85,10 +85,12 @@ def test_pages_redirect_to_login_when_signed_out(system: WebSystem) -> None:
 
 
 def test_every_route_requires_sign_in(system: WebSystem) -> None:
-    """Walk the URL map: only the login page, /healthz, static files and the OpenAPI
-    document (it holds no data) are public."""
+    """Walk the URL map: only the login page, /healthz, static files, the OpenAPI
+    document (it holds no data) and the evidence log's published key are public."""
     client = system.client()
     public = {"auth.login", "health.healthz", "static", "api.openapi"}
+    # the evidence log's key, head and consistency proofs are published (issue #24)
+    public |= {"api.evidence_head", "api.evidence_key", "api.evidence_consistency"}
     checked = 0
     for rule in system.app.url_map.iter_rules():
         if rule.endpoint in public:

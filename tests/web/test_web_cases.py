@@ -351,6 +351,17 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     )
     msg = email.message_from_bytes(eml.data)
     assert msg["To"] == "copyright@platform.example"
+    # A recipient carrying CR/LF (a header injection) is a message, not a 500.
+    injected = analyst.post(
+        f"/cases/{case.id}/notice",
+        data={
+            "csrf_token": token,
+            "format": "eml",
+            "notice_lang": "zh",
+            "to": "copyright@platform.example\r\nBcc: all@victim.example",
+        },
+    )
+    assert injected.status_code == 400 and "line break" in injected.get_data(as_text=True)
     names = [p.get_filename() for p in msg.walk() if p.get_filename()]
     assert "certificate.pdf" in names and any(n.startswith("evidence-") for n in names)
     generated = [e for e in _svc(system).history(case.id) if e.kind == "notice"]

@@ -124,6 +124,61 @@ def test_parse_filters() -> None:
         parse_match_filters(MultiDict({"per_page": "100000"}))
 
 
+# --- query integers: one parser, clear messages -------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("", 7), ("  ", 7), ("0", 0), (" 12 ", 12), ("+3", 3), ("50", 50)],
+)
+def test_query_int_reads_whole_numbers(raw: str, expected: int) -> None:
+    from web.core import query_int
+
+    assert query_int(MultiDict({"limit": raw}), "limit", 7, 0, 50) == expected
+    assert query_int(MultiDict(), "limit", 7, 0, 50) == 7
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("abc", "limit must be a whole number, got 'abc'"),
+        ("1.5", "limit must be a whole number, got '1.5'"),
+        ("1_000", "limit must be a whole number, got '1_000'"),
+        ("１２", "limit must be a whole number, got '１２'"),  # full-width digits
+        ("9" * 5000, "limit must be a whole number, got '" + "9" * 40 + "…'"),
+        ("-1", "limit must be between 0 and 50, got -1"),
+        ("51", "limit must be between 0 and 50, got 51"),
+    ],
+)
+def test_query_int_names_the_parameter_and_the_value(raw: str, message: str) -> None:
+    from web.core import query_int
+
+    with pytest.raises(ValueError) as caught:
+        query_int(MultiDict({"limit": raw}), "limit", 7, 0, 50)
+    assert str(caught.value) == message
+
+
+def test_every_integer_parameter_of_the_api_answers_400_the_same_way() -> None:
+    """The works, matches and cases lists parse limit/offset with the one parser."""
+    from flask import Flask
+
+    from web.core import ApiError, int_arg
+
+    app = Flask(__name__)
+    with app.test_request_context("/api/v1/cases?limit=x&offset=-2"):
+        with pytest.raises(ApiError) as caught:
+            int_arg("limit", 50, 0, 200)
+        assert caught.value.code == 400
+        assert caught.value.description == "limit must be a whole number, got 'x'"
+        with pytest.raises(ApiError, match="offset must be between 0 and 10"):
+            int_arg("offset", 0, 0, 10**12)
+    retyped = [
+        str(path.relative_to(REPO))
+        for path in WEB.rglob("*.py")
+        if re.search(r"\bint\((request\.)?args|\bint\(raw\)", path.read_text(encoding="utf-8"))
+        and path.name != "core.py"
+    ]
+    assert retyped == []
+
+
 # --- catalogues -----------------------------------------------------------------------------------
 def _message_ids() -> set[str]:
     pattern = re.compile(r"""\b_\(\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")

@@ -264,7 +264,7 @@ def test_ensure_worker_starts_an_in_process_worker(
     status, _ = wait_job(jobs.submit_rebuild())
     assert status["state"] == "SUCCESS" and status["result"]["mothers"] == 1
     assert jobs.stop_inprocess_worker() is True
-    assert not [t for t in threading.enumerate() if t.name == "yinji-inprocess-worker"]
+    assert not [t for t in threading.enumerate() if t.name.startswith("yinji-inprocess-")]
 
 
 # --- the scheduled tasks, run on an in-process worker --------------------------------------
@@ -365,8 +365,10 @@ def test_app_configuration_from_environment(
         "reports",
         "index",
         "cases",
+        "alerts",
     }
     assert conf.task_routes["yinji.crawl.*"] == {"queue": "crawl"}
+    assert conf.task_routes["yinji.cases.alert_new_matches"] == {"queue": "alerts"}
     assert conf.task_routes["yinji.cases.*"] == {"queue": "cases"}
     recrawl = conf.beat_schedule["recrawl-watchlist"]["schedule"]
     assert recrawl.hour == {1} and recrawl.minute == {15}
@@ -377,21 +379,6 @@ def test_app_configuration_from_environment(
     assert digest["task"] == "yinji.cases.daily_digest"
     assert digest["schedule"].hour == {7} and digest["schedule"].minute == {0}
     assert not (tmp_path / "redis.db").exists()  # a production URL starts no embedded server
-
-
-def test_same_host_links() -> None:
-    from workers.tasks.crawl import same_host_links
-
-    html = page(
-        "t",
-        "x",
-        ["/a", "b.html#x", "/a?utm_source=x", "https://other.org/", "mailto:a@b.c", "/c", "/d"],
-    )
-    assert same_host_links(html, "http://site.test/dir/", 3) == [
-        "http://site.test/a",
-        "http://site.test/dir/b.html",
-        "http://site.test/c",
-    ]
 
 
 def test_watch_commands(tmp_path: Path) -> None:

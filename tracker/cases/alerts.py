@@ -37,6 +37,8 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import TYPE_CHECKING, Any
 
+from tracker.timefmt import iso_utc
+
 from .model import STATES, Case, iso
 from .settings import CaseSettings
 
@@ -211,7 +213,7 @@ class Alerter:
             payload = {
                 "event": event,
                 "delivery": delivery_id,
-                "sent_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "sent_at": iso_utc(datetime.now(UTC)),
                 "data": data,
             }
             body = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
@@ -319,8 +321,8 @@ def digest_data(
         if c.removed_at is not None and since <= c.removed_at < until
     ]
     return {
-        "since": since.isoformat(timespec="seconds"),
-        "until": until.isoformat(timespec="seconds"),
+        "since": iso_utc(since),
+        "until": iso_utc(until),
         "new_matches": matches.count_matches(query),
         "top_matches": [
             {

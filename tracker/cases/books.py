@@ -5,11 +5,13 @@ perhaps split over "下一页" pages, all on one host.
 
 1. fetches the index through the ``Crawler`` (SSRF guard, robots.txt, per-host rate
    limit, GBK/GB18030/Big5 decoding: everything the crawler does for any page);
-2. takes the chapter list: the index's links on the same origin (scheme, host, port),
-   in page order, preferring those under the index's folder (not the site root),
+2. takes the chapter list: the index's links on the same site (host and port, either
+   scheme: ``tracker.crawler.links``, the rule the site crawl uses too), in chapter
+   order (第N章 in the link text, ``tracker.cases.chapters``; page order breaks ties),
+   preferring those under the index's folder (not the site root),
    else those whose text reads like a chapter (第…章, Chapter 12); navigation links
    (首页, 目录, 下一页...) and other hosts' links (mirrors) are left out;
-3. fetches each chapter and follows its "下一页" / "next page" links on the same origin
+3. fetches each chapter and follows its "下一页" / "next page" links on the same site
    (never "下一章": that is the next chapter, fetched in its turn), with one budget of
    ``max_pages`` fetches for the whole book (index included);
 4. checks each assembled chapter against the library (``Library.check_crawled``: the
@@ -31,11 +33,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urlsplit
 
+from tracker.crawler.links import page_links, same_site, same_site_links
 from tracker.records import Suspect
 from tracker.rules import check_url, domain_of
+from tracker.timefmt import iso_utc
 
+from .chapters import in_chapter_order
 from .model import Case, CaseError, CaseEvent, CaseURL, now
 from .service import CaseService
 
@@ -116,71 +121,32 @@ class BookReport:
 
 
 # --- links ----------------------------------------------------------------------------------
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
-
-
-def page_links(html: str, base_url: str) -> list[tuple[str, str]]:
-    """(absolute URL without fragment, anchor text) of every http(s) link, in order."""
-    import lxml.html
-
-    if not html.strip():
-        return []
-    try:
-        root = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    base = base_url
-    for b in root.iter("base"):
-        href = b.get("href")
-        if href:
-            base = urljoin(base_url, href.strip())
-            break
-    out: list[tuple[str, str]] = []
-    for a in root.iter("a"):
-        href = (a.get("href") or "").strip()
-        if not href or href.lower().startswith(("javascript:", "mailto:", "#")):
-            continue
-        url = urldefrag(urljoin(base, href))[0]
-        if urlsplit(url).scheme.lower() not in ("http", "https"):
-            continue
-        out.append((url, " ".join((a.text_content() or "").split())))
-    return out
-
-
 def chapter_links(html: str, index_url: str) -> list[str]:
-    """The chapter list of an index page (see the module docstring)."""
-    origin = _origin(index_url)
+    """The chapter list of an index page (see the module docstring); links off the
+    index's site are never chapters (``tracker.crawler.links``)."""
     index_path = urlsplit(index_url).path or "/"
     folder = index_path if index_path.endswith("/") else index_path.rsplit("/", 1)[0] + "/"
-    seen: set[str] = {urldefrag(index_url)[0]}
-    same: list[tuple[str, str]] = []
-    for url, text in page_links(html, index_url):
-        if _origin(url) != origin or url in seen or NAV_RE.match(text):
-            continue
-        seen.add(url)
-        same.append((url, text))
+    same = [link for link in same_site_links(html, index_url) if not NAV_RE.match(link.text)]
     under = [
-        u
-        for u, _ in same
+        link
+        for link in same
         if folder != "/"  # a book at the site's root: its folder says nothing
-        and urlsplit(u).path.startswith(folder)
-        and urlsplit(u).path != index_path
+        and urlsplit(link.url).path.startswith(folder)
+        and urlsplit(link.url).path != index_path
     ]
-    if under:
-        return under
-    named = [u for u, text in same if CHAPTER_RE.search(text)]
-    return named or [u for u, _ in same]
+    named = [link for link in same if CHAPTER_RE.search(link.text)]
+    chosen = under or named or same
+    # Chapter order (第N章 in the link text), page order breaking ties: an index that
+    # lists its newest chapter first still yields 1, 2, 3.
+    return [link.url for link in in_chapter_order(chosen, lambda link: link.text)]
 
 
 def next_page_link(html: str, page_url: str, skip: set[str]) -> str | None:
-    """The "下一页" link of a chapter page on the same origin, unless it leads to a URL
+    """The "下一页" link of a chapter page on the same site, unless it leads to a URL
     in ``skip`` (pages seen, chapters of the list)."""
-    origin = _origin(page_url)
-    for url, text in page_links(html, page_url):
-        if NEXT_PAGE_RE.match(text) and _origin(url) == origin and url not in skip:
-            return url
+    for link in page_links(html, page_url):
+        if NEXT_PAGE_RE.match(link.text) and same_site(link.url, page_url) and link.url not in skip:
+            return link.url
     return None
 
 
@@ -329,14 +295,37 @@ def _check_chapter(
     ]
 
 
+def _existing_case(svc: CaseService, report: BookReport) -> Case | None:
+    """The active case this book run files into when there is one: the case of the
+    same index, else a case already holding one of its chapters (one URL, one case)."""
+    active = svc.active_cases_on(report.domain)
+    for c in active:
+        if (c.metadata.get("book") or {}).get("index_url") == report.index_url:
+            return c
+    chapters = {ch.url for ch in report.matched}
+    return next((c for c in active if any(u.url in chapters for u in c.urls)), None)
+
+
 def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> Case:
     matched = report.matched
     work, title, _keys = _work_key(library, [m["mother_id"] for c in matched for m in c.matches])
-    case = svc.open_case(work=work, domain=report.domain, who=who, work_title=title, kind="book")
+    case = _existing_case(svc, report) or svc.open_case(
+        work=work, domain=report.domain, who=who, work_title=title, kind="book"
+    )
+    # A chapter another active case holds stays there (one URL, one open case).
+    elsewhere = {
+        ch.url: held.id
+        for ch in matched
+        if (held := svc.case_holding(ch.url, report.domain)) is not None and held.id != case.id
+    }
 
     def change(c: Case) -> list[CaseEvent]:
         added = 0
+        if not c.work_title and title:
+            c.work_title = title
         for ch in matched:
+            if ch.url in elsewhere:
+                continue
             best = max(ch.matches, key=lambda m: m["score"])
             for m in ch.matches:
                 if m["mother_id"] not in c.mother_ids:
@@ -358,7 +347,7 @@ def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> 
         c.metadata["book"] = {
             "index_url": report.index_url,
             "title": report.title,
-            "checked_at": now().isoformat(timespec="milliseconds"),
+            "checked_at": iso_utc(now()),
             "pages_fetched": report.pages_fetched,
             "truncated": report.truncated,
             "chapters": [ch.to_dict() for ch in report.chapters],
@@ -371,6 +360,8 @@ def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> 
             "pages_fetched": report.pages_fetched,
             "truncated": report.truncated,
         }
+        if elsewhere:
+            data["held_by_other_cases"] = elsewhere
         return [CaseEvent(c.id, "book", who, data=data)]
 
     return svc.update(case.id, change)

@@ -22,6 +22,8 @@ from typing import Any
 import click
 
 from tracker.config import SettingError, Settings
+from tracker.records import VERDICTS
+from tracker.timefmt import human_utc
 
 from .model import STATES, CaseError
 
@@ -87,7 +89,7 @@ _note_option = click.option("--note", default=None, help="A note kept in the cas
 @click.command()
 @click.argument("suspect_id")
 @click.argument("mother_id")
-@click.argument("verdict", type=click.Choice(["confirmed", "dismissed", "pending"]))
+@click.argument("verdict", type=click.Choice(VERDICTS))
 @_note_option
 @_by_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -187,9 +189,7 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
     click.echo(f"case {c.id}: {c.state}  {c.domain}  {c.work_title or c.work} ({c.work})")
     for u in c.urls:
         checked = (
-            f"{u.last_checked_at.isoformat(timespec='seconds')} {u.last_outcome}"
-            if u.last_checked_at
-            else "never"
+            f"{human_utc(u.last_checked_at)} {u.last_outcome}" if u.last_checked_at else "never"
         )
         click.echo(f"  {u.status:<8} {u.url}  (last check: {checked})")
     for e in events:
@@ -202,7 +202,7 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
             what = f"recheck {e.data.get('outcome')} {e.data.get('url')}"
         elif e.kind in ("url_added", "url_removed"):
             what = f"{e.kind} {e.data.get('url')}"
-        line = f"  #{e.seq} {e.at.isoformat(timespec='seconds')} {e.who}: {what}"
+        line = f"  #{e.seq} {human_utc(e.at)} {e.who}: {what}"
         click.echo(f"{line}  {e.note}".rstrip())
     for p in problems:
         click.echo(f"history problem: {p}", err=True)
@@ -232,9 +232,13 @@ def case_mark_sent(
     ctx: click.Context, case_ids: tuple[str, ...], note: str | None, by: str | None
 ) -> None:
     """Record that the notice of CASE_ID(s) was sent (by you, outside Yinji)."""
-    with _service(ctx) as svc, _errors():
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, _errors(), open_store(svc.settings) as matches:
         for cid in case_ids:
-            c = svc.mark_sent(cid, who=_who(by), note=note or "", data={"channel": "manual"})
+            c = svc.mark_sent(
+                cid, who=_who(by), note=note or "", data={"channel": "manual"}, matches=matches
+            )
             click.echo(f"case {c.id}: {c.state}")
 
 
@@ -374,7 +378,8 @@ def _crawler(settings: Settings) -> Any:
 @click.pass_context
 def case_recheck(ctx: click.Context, case_id: str | None, as_json: bool, by: str | None) -> None:
     """Re-crawl CASE_ID's URLs now (default: every case with a notice sent, still online
-    or removed). 404/410, a vanished host or a page that no longer matches → removed."""
+    or removed). 404/410 or a page that no longer copies the work → removed; a site that
+    does not answer (unknown host, timeout) is "unreachable" and moves nothing."""
     from .alerts import Alerter
     from .recheck import recheck_cases
 

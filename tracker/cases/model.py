@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from tracker.records import utcnow
+from tracker.timefmt import iso_utc, parse_utc
 
 CaseState = Literal["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
 STATES: tuple[str, ...] = get_args(CaseState)
@@ -95,11 +96,18 @@ def ms(value: datetime) -> datetime:
 
 
 def iso(value: datetime | None) -> str | None:
-    return None if value is None else ms(value).isoformat(timespec="milliseconds")
+    """The one machine format (``tracker.timefmt.iso_utc``: ``…T09:26:15.794Z``)."""
+    return iso_utc(value)
+
+
+def _legacy_iso(value: datetime) -> str:
+    """How times were written before ``iso_utc`` (``…T09:26:15.794+00:00``): events
+    hashed then still verify (``CaseEvent.matches_hash``)."""
+    return ms(value).isoformat(timespec="milliseconds")
 
 
 def parse_iso(value: str | None) -> datetime | None:
-    return None if value is None else ms(datetime.fromisoformat(value))
+    return None if value is None else ms(parse_utc(value))
 
 
 def now() -> datetime:
@@ -262,11 +270,17 @@ class CaseEvent:
             "prev_hash": self.prev_hash,
         }
 
-    def compute_hash(self) -> str:
-        canonical = json.dumps(
-            self.body(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
-        )
+    def compute_hash(self, *, legacy_time: bool = False) -> str:
+        body = self.body()
+        if legacy_time:
+            body["at"] = _legacy_iso(self.at)
+        canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def matches_hash(self) -> bool:
+        """Whether ``hash`` is this content's hash (events recorded before times were
+        written as ``iso_utc`` were hashed with ``+00:00``; they verify as they were)."""
+        return self.hash in (self.compute_hash(), self.compute_hash(legacy_time=True))
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash, "evidence_ref": self.evidence_ref}
@@ -298,7 +312,7 @@ def verify_chain(events: list[CaseEvent]) -> list[str]:
             problems.append(f"event {ev.seq}: expected sequence number {i}")
         if ev.prev_hash != prev:
             problems.append(f"event {ev.seq}: does not link to the event before it")
-        if ev.compute_hash() != ev.hash:
+        if not ev.matches_hash():
             problems.append(f"event {ev.seq}: content does not match its hash")
         prev = ev.hash
     return problems

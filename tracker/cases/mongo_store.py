@@ -13,7 +13,6 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-import pymongo
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
 
@@ -38,7 +37,9 @@ def _case(doc: dict[str, Any]) -> Case:
 class MongoCaseStore(CaseStore):
     def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
         if isinstance(uri_or_client, str):
-            self._client: Any = pymongo.MongoClient(uri_or_client, tz_aware=True)
+            from tracker.backends import mongo_client  # the one timeout rule
+
+            self._client: Any = mongo_client(uri_or_client)
             self._owns_client = True
         else:
             self._client, self._owns_client = uri_or_client, False

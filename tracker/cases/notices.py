@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
-from tracker.records import NotFound, match_id
+from tracker.records import NotFound
+from tracker.timefmt import human_utc
 
+from .facts import LeftOut, NoticeFacts, URLFact, notice_facts, zh_title
 from .model import Case, CaseError, Profile
 from .service import CaseService
 
@@ -59,6 +61,51 @@ class NoticeIncomplete(CaseError):
     """The rendered notice lacks elements the law requires."""
 
 
+class TemplateTooCostly(CaseError):
+    """A notice template asked for more work than a notice needs (a huge loop, a huge
+    string): refused with a message instead of holding the process."""
+
+
+# The sandbox's bounds: iterations of every range() of one rendering together, the size
+# of a string or list made by * or **, and the size of the rendered text.
+MAX_TEMPLATE_ITERATIONS = 100_000
+MAX_TEMPLATE_VALUE = 1_000_000
+MAX_NOTICE_CHARS = 2_000_000
+# Recipient addresses: one line, no controls (a CR/LF would add mail headers).
+_BAD_ADDRESS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
+
+
+def check_recipients(to: Iterable[str]) -> list[str]:
+    """The recipient addresses, each checked: one address on one line with an @.
+    A CR/LF or other control character (header injection) is refused naming it."""
+    from email.utils import parseaddr
+
+    out = []
+    for raw in to:
+        if not isinstance(raw, str):
+            raise CaseError(f"recipient must be text, got {raw!r}")
+        if _BAD_ADDRESS.search(raw):
+            raise CaseError(
+                f"recipient {raw!r} contains a line break or control character; "
+                "give one e-mail address per recipient"
+            )
+        address = raw.strip()
+        if not address:
+            continue
+        if len(address) > 320 or "@" not in parseaddr(address)[1]:
+            raise CaseError(f"recipient {address!r} is not an e-mail address")
+        out.append(address)
+    return out
+
+
+def notice_reference(case_ids: Iterable[str], today: Date) -> str:
+    """The notice number (YJ-date-digest of the case ids): known before the notice is
+    rendered, so the evidence reports can name it."""
+    ids = sorted(set(case_ids))
+    digest = hashlib.sha1("\x1f".join(ids).encode(), usedforsecurity=False).hexdigest()[:8]
+    return f"YJ-{today:%Y%m%d}-{digest}"
+
+
 def check_lang(lang: Any) -> str:
     if lang not in LANGS:
         raise CaseError(f"language must be one of {', '.join(LANGS)}, got {lang!r}")
@@ -84,12 +131,19 @@ class Notice:
     case_ids: list[str]
     profile: Profile
     urls: list[str] = field(default_factory=list)
+    facts: list[URLFact] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)  # URLs of the cases not named
 
     def blocks(self) -> list[tuple[str, str]]:
-        """(kind, text) per line: title, h2, h3, item, para, space."""
+        """(kind, text) per line: title, h2, h3, item, para, space; ``keep`` and
+        ``endkeep`` (lines ``!keep`` / ``!endkeep``) hold a block on one page (the
+        statements with their signature)."""
         out: list[tuple[str, str]] = []
         for raw in self.text.splitlines():
             line = raw.rstrip()
+            if line.strip() in ("!keep", "!endkeep"):
+                out.append((line.strip()[1:], ""))
+                continue
             if not line.strip():
                 if out and out[-1][0] != "space":
                     out.append(("space", ""))
@@ -114,6 +168,8 @@ class Notice:
                 lines.append(f"  - {text}")
             elif kind == "space":
                 lines.append("")
+            elif kind in ("keep", "endkeep"):
+                continue
             else:
                 lines.append(text)
         return "\n".join(lines).strip() + "\n"
@@ -128,11 +184,28 @@ def _environment(templates_dir: Path | None) -> Any:
     from jinja2 import ChoiceLoader, FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**":
+                if isinstance(right, int | float) and abs(right) > 64:
+                    raise TemplateTooCostly(f"notice template: exponent {right} is too large")
+                return left**right
+            for seq, times in ((left, right), (right, left)):
+                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if sized and len(seq) * times > MAX_TEMPLATE_VALUE:
+                    raise TemplateTooCostly(
+                        f"notice template: a value of {len(seq) * times:,} items is more "
+                        f"than a notice needs (at most {MAX_TEMPLATE_VALUE:,})"
+                    )
+            return left * right
+
     loaders = []
     if templates_dir is not None and templates_dir.is_dir():
         loaders.append(FileSystemLoader(str(templates_dir)))
     loaders.append(FileSystemLoader(str(TEMPLATE_DIR)))
-    return ImmutableSandboxedEnvironment(
+    return BoundedSandbox(
         loader=ChoiceLoader(loaders),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -142,58 +215,87 @@ def _environment(templates_dir: Path | None) -> Any:
     )
 
 
-def _suspect_facts(matches: Store | None, suspect_id: str) -> dict[str, str]:
-    if matches is None or not suspect_id:
-        return {}
-    try:
-        suspect = matches.get_suspect(suspect_id)
-    except (NotFound, KeyError):
-        return {}
-    facts = {"fetched_at": suspect.fetched_at.strftime("%Y-%m-%d %H:%M:%S")}
-    if suspect.raw:
-        facts["raw_sha256"] = hashlib.sha256(suspect.raw).hexdigest()
-    return facts
+def _bounded_range(budget: list[int]) -> Any:
+    def bounded(*args: int) -> Any:
+        numbers = range(*args)
+        if len(numbers) > MAX_TEMPLATE_ITERATIONS:
+            raise TemplateTooCostly(
+                f"notice template: range of {len(numbers):,} steps is more than a notice "
+                f"needs (at most {MAX_TEMPLATE_ITERATIONS:,})"
+            )
+        if len(numbers) > budget[0]:
+            raise TemplateTooCostly(
+                f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
+            )
+        for n in numbers:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TemplateTooCostly(
+                    f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
+                )
+            yield n
+
+    return bounded
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
+
+
+def _ratio(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
+    when = human_utc(f.at) if f.at is not None else ""
+    return {
+        "url": f.url,
+        "label": f.label,
+        "work_id": f.work_id,
+        "work_title": f.work_title,
+        "work_title_zh": zh_title(f.work_title),
+        "chapter": f.chapter,
+        "char_similarity": _ratio(f.char_similarity),
+        "initials_similarity": _ratio(f.initials_similarity),
+        "coverage_pct": _pct(f.coverage),
+        "fetched": f.fetched,
+        "fetched_at": when if f.fetched else "",
+        "submitted_at": "" if f.fetched else when,
+        "content_sha256": f.content_sha256 or "",
+        "evidence_file": f.evidence_file,
+        "evidence_sha256": f.evidence_sha256,
+    }
 
 
 def notice_context(
     cases: Sequence[Case],
     profile: Profile,
+    facts: NoticeFacts,
     *,
     lang: str,
-    matches: Store | None = None,
     to: str | None = None,
-    evidence_files: dict[str, str] | None = None,
     attachments: Sequence[str] = (),
     today: Date | None = None,
+    evidence_key: str = "",
 ) -> dict[str, Any]:
-    """What the templates see (documented in docs/TAKEDOWN.md)."""
+    """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
+    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL."""
     today = today or Date.today()
-    ids = sorted(c.id for c in cases)
-    digest = hashlib.sha1("\x1f".join(ids).encode(), usedforsecurity=False).hexdigest()[:8]
-    reference = f"YJ-{today:%Y%m%d}-{digest}"
-    evidence_files = evidence_files or {}
+    reference = notice_reference((c.id for c in cases), today)
     items = []
-    for c in cases:
-        urls = []
-        for u in c.urls:
-            facts = _suspect_facts(matches, u.suspect_id)
-            urls.append(
-                {
-                    "url": u.url,
-                    "label": u.label,
-                    "score": f"{u.score:.2f}",
-                    "coverage_pct": f"{u.coverage:.0%}",
-                    "fetched_at": facts.get("fetched_at", ""),
-                    "raw_sha256": facts.get("raw_sha256", ""),
-                    "evidence_file": evidence_files.get(u.url, ""),
-                    "status": u.status,
-                }
-            )
+    first = {f.case_id: i for i, f in reversed(list(enumerate(facts.urls)))}
+    for c in sorted(cases, key=lambda c: first.get(c.id, len(first))):
+        urls = [_url_context(f, lang) for f in facts.of_case(c.id)]
+        if not urls:
+            continue
+        works = list(dict.fromkeys(u["work_title"] for u in urls))
         items.append(
             {
                 "id": c.id,
                 "work": c.work,
-                "work_title": c.work_title or c.work,
+                "work_title": " / ".join(works),
+                "work_title_zh": "、".join(zh_title(w) for w in works),
+                "works": works,
                 "domain": c.domain,
                 "state": c.state,
                 "kind": c.kind,
@@ -205,6 +307,9 @@ def notice_context(
         "platform": cases[0].domain,
         "to": to or "",
         "reference": reference,
+        "evidence_key": evidence_key,
+        "any_fetched": any(f.fetched for f in facts.urls),
+        "any_submitted": any(not f.fetched for f in facts.urls),
         "date": today.isoformat()
         if lang == "en"
         else f"{today.year}年{today.month}月{today.day}日",
@@ -230,8 +335,9 @@ def _check_elements(notice: Notice, context: dict[str, Any]) -> None:
     if not any(v and v in text for v in (holder["email"], holder["phone"])):
         missing.append("contact (e-mail or phone)")
     for item in context["cases"]:
-        if item["work_title"] not in text:
-            missing.append(f"work {item['work_title']!r}")
+        for work in item["works"]:
+            if work not in text:
+                missing.append(f"work {work!r}")
         missing += [f"URL {u['url']}" for u in item["urls"] if u["url"] not in text]
     required = EN_REQUIRED if notice.lang == "en" else ZH_REQUIRED
     missing += [label for label, phrase in required.items() if phrase not in text]
@@ -246,9 +352,24 @@ def _render_template(env: Any, name: str, context: dict[str, Any]) -> str:
     and line (the user may have edited it)."""
     from jinja2 import TemplateError
 
+    budget = [MAX_TEMPLATE_ITERATIONS]
     try:
         template = env.get_template(name)
-        return str(template.render(**context))
+        out: list[str] = []
+        size = 0
+        for chunk in template.generate(**context, range=_bounded_range(budget)):
+            size += len(chunk)
+            if size > MAX_NOTICE_CHARS:
+                raise TemplateTooCostly(
+                    f"notice template {name}: the notice would be longer than "
+                    f"{MAX_NOTICE_CHARS:,} characters"
+                )
+            out.append(chunk)
+        return "".join(out)
+    except CaseError:
+        raise
+    except (OverflowError, MemoryError, RecursionError) as exc:
+        raise TemplateTooCostly(f"notice template {name}: {exc}") from None
     except TemplateError as exc:
         path = getattr(exc, "filename", None) or name
         line = getattr(exc, "lineno", None)
@@ -266,21 +387,28 @@ def build_notice(
     case_ids: Iterable[str],
     lang: str,
     *,
-    matches: Store | None = None,
+    matches: Store,
+    evidence: Any = None,
     to: str | None = None,
-    evidence_files: dict[str, str] | None = None,
+    evidence_files: dict[str, tuple[str, str]] | None = None,
     templates_dir: Path | None = None,
     today: Date | None = None,
 ) -> Notice:
-    """Render the notice of ``case_ids`` (one platform). ``matches`` (the library's
-    store) adds each page's fetch time and hash; ``evidence_files`` maps a URL to the
-    file name of its evidence report; ``templates_dir`` holds the user's overrides
-    (default: ``<data folder>/templates/notices``)."""
+    """Render the notice of ``case_ids`` (one platform) from the stored facts of each
+    confirmed URL (``tracker.cases.facts``): ``matches`` is the library's store (which
+    match is confirmed, its work, passages and page), ``evidence`` the evidence log
+    (captures: the fetch time and hash the notice quotes); ``evidence_files`` maps a
+    URL to (file name, SHA-256) of its evidence report; ``templates_dir`` holds the
+    user's overrides (default: ``<data folder>/templates/notices``). Refuses with
+    ``NoConfirmedURL`` when no URL of the cases is confirmed."""
     lang = check_lang(lang)
     cases = svc.batch(case_ids)
     empty = [c.id for c in cases if not c.urls]
     if empty:
         raise CaseError(f"case(s) without any URL to take down: {', '.join(empty)}")
+    if to:
+        to = ", ".join(check_recipients(to.split(",")))
+    facts = notice_facts(cases, matches, evidence=evidence, evidence_files=evidence_files)
     profile = svc.profile()
     missing = profile.missing()
     if missing:
@@ -293,12 +421,12 @@ def build_notice(
     context = notice_context(
         cases,
         profile,
+        facts,
         lang=lang,
-        matches=matches,
         to=to,
-        evidence_files=evidence_files,
         attachments=[a.name for a in profile.attachments],
         today=today,
+        evidence_key=_key_fingerprint(evidence),
     )
     env = _environment(templates_dir)
     text = _render_template(env, f"{lang}/notice.txt.j2", context)
@@ -312,29 +440,65 @@ def build_notice(
         text=text,
         case_ids=[c.id for c in cases],
         profile=profile,
-        urls=[u.url for c in cases for u in c.urls],
+        urls=[f.url for f in facts.urls],
+        facts=facts.urls,
+        left_out=facts.left_out,
     )
     _check_elements(notice, context)
     return notice
+
+
+def _key_fingerprint(evidence: Any) -> str:
+    """The evidence log's public-key fingerprint (SHA-256 of the raw Ed25519 key, the
+    log's ``key_id``), printed so a reader can check the log's signatures; "" without."""
+    if evidence is None:
+        return ""
+    try:
+        return str(evidence.key_id)
+    except Exception as exc:  # a log whose key cannot be read: the notice says nothing
+        log.warning("evidence log key unavailable: %s", exc)
+        return ""
 
 
 # --- evidence -------------------------------------------------------------------------------
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def collect_evidence(library: Any, cases: Sequence[Case]) -> dict[str, tuple[str, bytes]]:
-    """The PDF evidence report of each URL's match: ``{url: (file name, bytes)}``.
+def _evidence_log(library: Any) -> Any:
+    """The library's evidence log, or None when it cannot be opened (the notice then
+    quotes the suspect records, and says nothing of a log)."""
+    opener = getattr(library, "evidence_log", None)
+    if opener is None:
+        return None
+    try:
+        return opener()
+    except Exception as exc:
+        log.warning("evidence log unavailable for the notice: %s", exc)
+        return None
 
-    A URL whose match is gone from the library (deleted since) is left out with a
-    warning: the notice then names no report for it."""
+
+def collect_evidence(
+    library: Any, cases: Sequence[Case], *, reference: str = "", evidence: Any = None
+) -> dict[str, tuple[str, bytes]]:
+    """The PDF evidence report of each confirmed URL's match, naming its case and the
+    notice ``reference``: ``{url: (file name, bytes)}``.
+
+    A URL whose match is gone from the library (deleted since) or not confirmed is left
+    out: the notice names no report for it."""
     from tracker.reports import build_report
+
+    from .facts import confirmed_match
 
     out: dict[str, tuple[str, bytes]] = {}
     for c in cases:
         for n, u in enumerate(c.urls, 1):
-            mid = match_id(u.suspect_id, u.mother_id or c.work)
+            match = confirmed_match(library.store, u.suspect_id, u.mother_id or c.work)
+            if match is None:
+                continue
             try:
-                data = build_report(library, mid, "pdf")
+                data = build_report(
+                    library, match.id, "pdf", evidence=evidence, case_id=c.id, notice=reference
+                )
             except (NotFound, KeyError) as exc:
                 log.warning("no evidence report for %s: %s", u.url, exc)
                 continue
@@ -357,14 +521,26 @@ def prepare_notice(
     name, PDF bytes)}``), which the notice names."""
     case_ids = list(case_ids)
     cases = svc.batch(case_ids)
-    evidence = collect_evidence(library, cases) if with_evidence else {}
+    to = check_recipients(to)
+    today = Date.today()
+    log_ = _evidence_log(library)
+    reference = notice_reference((c.id for c in cases), today)
+    evidence = (
+        collect_evidence(library, cases, reference=reference, evidence=log_)
+        if with_evidence
+        else {}
+    )
     notice = build_notice(
         svc,
         case_ids,
         lang,
         matches=library.store,
+        evidence=log_,
         to=", ".join(to) or None,
-        evidence_files={url: name for url, (name, _) in evidence.items()},
+        evidence_files={
+            url: (name, hashlib.sha256(data).hexdigest()) for url, (name, data) in evidence.items()
+        },
+        today=today,
     )
     return notice, evidence
 
@@ -375,7 +551,7 @@ def render_pdf(notice: Notice) -> bytes:
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
-    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
+    from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer
 
     from tracker.fonts import register_cjk_font
 
@@ -406,39 +582,63 @@ def render_pdf(notice: Notice) -> bytes:
     url_style = {  # a long URL must break anywhere, also in English text
         k: ParagraphStyle(f"{k}-url", parent=s, wordWrap="CJK") for k, s in styles.items()
     }
-    story: list[Any] = []
-    for kind, text in notice.blocks():
-        if kind == "space":
-            story.append(Spacer(1, 4))
-            continue
-        style = (url_style if "://" in text else styles)[kind]
-        bullet = "•" if kind == "item" else None
-        story.append(Paragraph(escape(text), style, bulletText=bullet))
 
-    def footer(canvas: Any, doc: Any) -> None:
-        canvas.saveState()
-        canvas.setFont(font, 8)
-        canvas.drawString(20 * mm, 10 * mm, f"{notice.reference}  ·  {notice.platform}")
-        canvas.drawRightString(A4[0] - 20 * mm, 10 * mm, f"{doc.page}")
-        canvas.restoreState()
+    def story() -> list[Any]:
+        out: list[Any] = []
+        kept: list[Any] | None = None
+        for kind, text in notice.blocks():
+            if kind == "keep":
+                kept = []
+                continue
+            if kind == "endkeep":
+                if kept is not None:
+                    out.append(KeepTogether(kept))
+                kept = None
+                continue
+            target = out if kept is None else kept
+            if kind == "space":
+                target.append(Spacer(1, 4))
+                continue
+            style = (url_style if "://" in text else styles)[kind]
+            bullet = "•" if kind == "item" else None
+            target.append(Paragraph(escape(text), style, bulletText=bullet))
+            if "签名或盖章" in text and kept is not None:
+                target.append(Spacer(1, 30))  # room for the signature and the seal
+        if kept:
+            out.append(KeepTogether(kept))
+        return out
 
-    buf = io.BytesIO()
-    doc = SimpleDocTemplate(
-        buf,
-        pagesize=A4,
-        leftMargin=20 * mm,
-        rightMargin=20 * mm,
-        topMargin=18 * mm,
-        bottomMargin=18 * mm,
-        title=notice.subject,
-        author=notice.profile.name,
-        subject=notice.reference,
-        creator="音迹 Yinji",
-        lang="zh-CN" if notice.lang == "zh" else "en",
-        initialFontName=font,  # no unembedded base-14 font on any page
-    )
-    doc.build(story, onFirstPage=footer, onLaterPages=footer)
-    return buf.getvalue()
+    def build(total: int | None) -> tuple[bytes, int]:
+        def footer(canvas: Any, doc: Any) -> None:
+            canvas.saveState()
+            canvas.setFont(font, 8)
+            canvas.drawString(20 * mm, 10 * mm, f"{notice.reference}  ·  {notice.platform}")
+            number = f"{doc.page} / {total}" if total else f"{doc.page}"
+            canvas.drawRightString(A4[0] - 20 * mm, 10 * mm, number)
+            canvas.restoreState()
+
+        buf = io.BytesIO()
+        doc = SimpleDocTemplate(
+            buf,
+            pagesize=A4,
+            leftMargin=20 * mm,
+            rightMargin=20 * mm,
+            topMargin=18 * mm,
+            bottomMargin=18 * mm,
+            title=notice.subject,
+            author=notice.profile.name,
+            subject=notice.reference,
+            creator="音迹 Yinji",
+            lang="zh-CN" if notice.lang == "zh" else "en",
+            initialFontName=font,  # no unembedded base-14 font on any page
+        )
+        doc.build(story(), onFirstPage=footer, onLaterPages=footer)
+        return buf.getvalue(), doc.page
+
+    # Two passes: the first counts the pages, the second numbers them "n / N".
+    _, pages = build(None)
+    data, _ = build(pages)
+    return data
 
 
 # --- DOCX -----------------------------------------------------------------------------------
@@ -462,20 +662,62 @@ def render_docx(notice: Notice) -> bytes:
     props = doc.core_properties
     props.title, props.author, props.subject = notice.subject, notice.profile.name, notice.reference
     props.language = "zh-CN" if notice.lang == "zh" else "en-US"
+    keeping = False
+    last: Any = None
     for kind, text in notice.blocks():
+        if kind in ("keep", "endkeep"):
+            keeping = kind == "keep"
+            if not keeping and last is not None:
+                last.paragraph_format.keep_with_next = False
+            continue
         if kind == "title":
-            doc.add_heading(text, level=0)
+            last = doc.add_heading(text, level=0)
         elif kind == "h2":
-            doc.add_heading(text, level=1)
+            last = doc.add_heading(text, level=1)
         elif kind == "h3":
-            doc.add_heading(text, level=2)
+            last = doc.add_heading(text, level=2)
         elif kind == "item":
-            doc.add_paragraph(text, style="List Bullet")
+            last = doc.add_paragraph(text, style="List Bullet")
         elif kind == "para":
-            doc.add_paragraph(text)
+            last = doc.add_paragraph(text)
+            if "签名或盖章" in text and keeping:
+                last.paragraph_format.space_after = Pt(36)  # room for signature and seal
+        else:
+            continue
+        if keeping:  # the statements stay on one page with their signature
+            last.paragraph_format.keep_with_next = True
+            last.paragraph_format.keep_together = True
+    _docx_page_numbers(doc)
     buf = io.BytesIO()
     doc.save(buf)
     return buf.getvalue()
+
+
+def _docx_page_numbers(doc: Any) -> None:
+    """A footer "n / N" from Word's PAGE and NUMPAGES fields."""
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    paragraph = doc.sections[0].footer.paragraphs[0]
+    paragraph.alignment = WD_ALIGN_PARAGRAPH.RIGHT
+
+    def field(code: str) -> None:
+        run = paragraph.add_run()
+        for kind, text in (("begin", None), (None, code), ("separate", None), ("end", None)):
+            if kind is None:
+                instr = OxmlElement("w:instrText")
+                instr.set(qn("xml:space"), "preserve")
+                instr.text = text
+                run._r.append(instr)
+            else:
+                char = OxmlElement("w:fldChar")
+                char.set(qn("w:fldCharType"), kind)
+                run._r.append(char)
+
+    field("PAGE")
+    paragraph.add_run(" / ")
+    field("NUMPAGES")
 
 
 # --- e-mail ---------------------------------------------------------------------------------
@@ -489,6 +731,9 @@ def render_email(
 ) -> EmailMessage:
     """The notice as an e-mail: the text in the body, the notice as a PDF and every
     attachment given (evidence reports, proofs of ownership) attached."""
+    to = check_recipients(to)
+    if sender is not None and sender.strip():
+        (sender,) = check_recipients([sender])
     msg = EmailMessage()
     sender = sender or notice.profile.email
     if sender:

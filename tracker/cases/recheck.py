@@ -3,12 +3,15 @@
 Each URL is fetched through ``tracker.crawler.Crawler`` (SSRF guard, robots.txt, rate
 limit; ``YINJI_ALLOW_PRIVATE_URLS=1`` for local servers) and classified:
 
-- ``gone``: HTTP 404 or 410, or the host no longer resolves (NXDOMAIN);
+- ``gone``: the site answered HTTP 404 or 410;
 - ``changed``: the page answers but the check against the library finds no copy of the
   case's work in it any more (the text was taken down, the URL now shows something else);
 - ``matching``: the copy is still there;
-- ``error``: anything else (timeout, 5xx, robots.txt, refused address): nothing is
-  concluded and the state does not move.
+- ``unreachable``: no answer from the site (the host does not resolve, the connection
+  is refused or times out): nothing is concluded, the URL is not "removed" (removal
+  needs an answer from the site) and the state does not move;
+- ``error``: anything else (5xx, robots.txt, refused address): nothing is concluded
+  and the state does not move.
 
 Then the case moves: every URL gone or changed → ``removed``; a URL still matching after a
 notice → ``still_online``; a URL matching again in a ``removed`` case → re-opened
@@ -20,11 +23,12 @@ the SHA-256 of the bytes served, which are kept as a blob) and the state change 
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from tracker.timefmt import iso_utc
 
 from .model import RECHECK_STATES, Case, CaseEvent, check_transition, now
 from .service import CaseService
@@ -38,7 +42,7 @@ WHO = "system:recheck"
 @dataclass
 class URLCheck:
     url: str
-    outcome: str  # gone, changed, matching, error
+    outcome: str  # gone, changed, matching, unreachable, error
     http_status: int | None = None
     reason: str = ""
     fetched_at: datetime = field(default_factory=now)
@@ -52,7 +56,7 @@ class URLCheck:
             "outcome": self.outcome,
             "http_status": self.http_status,
             "reason": self.reason,
-            "fetched_at": self.fetched_at.isoformat(timespec="milliseconds"),
+            "fetched_at": iso_utc(self.fetched_at),
             "sha256": self.sha256,
             "score": None if self.score is None else round(self.score, 4),
             "evidence_capture": self.capture,
@@ -79,13 +83,6 @@ class RecheckResult:
         }
 
 
-def _dns_gone(exc: Any) -> bool:
-    cause = exc.__cause__
-    if isinstance(cause, socket.gaierror):
-        return cause.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", -2))
-    return not exc.transient and "has no addresses" in exc.reason
-
-
 def check_url(
     url: str,
     mother_ids: Iterable[str],
@@ -106,7 +103,7 @@ def check_url(
         outcome = "gone" if exc.status in GONE_STATUSES else "error"
         return URLCheck(url, outcome, exc.status, str(exc))
     except Unreachable as exc:
-        return URLCheck(url, "gone" if _dns_gone(exc) else "error", None, str(exc))
+        return URLCheck(url, "unreachable", None, str(exc))  # no answer: not removed
     except CrawlError as exc:
         return URLCheck(url, "error", getattr(exc, "status", None), str(exc))
     sha = None
@@ -202,6 +199,8 @@ def recheck_case(
                 u.status = "removed"
             elif chk.outcome == "matching":
                 u.status = "online"
+            elif chk.outcome == "unreachable" and u.status != "removed":
+                u.status = "unknown"
             events.append(CaseEvent(c.id, "recheck", who, data=chk.to_dict()))
         state, note = _next_state(c, checks)
         if state != c.state:

@@ -124,6 +124,31 @@ class CaseService:
                 return case
         return None
 
+    def active_cases_on(self, domain: str) -> list[Case]:
+        """The cases of ``domain`` that are not closed."""
+        return self.store.list_cases(states=list(ACTIVE_STATES), domain=normalize_domain(domain))
+
+    def case_holding(self, url: str, domain: str | None = None) -> Case | None:
+        """The active case that holds ``url`` (one URL, one open case: verdicts, book
+        runs and the web file into it rather than open another)."""
+        domain = normalize_domain(domain) if domain else domain_of(url)
+        if not url or not domain:
+            return None
+        return next((c for c in self.active_cases_on(domain) if c.url(url) is not None), None)
+
+    def case_for_match(self, url: str, mother_id: str, domain: str) -> Case | None:
+        """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
+        already: the active case holding the URL, else the active case of the same
+        domain that already holds copies of that work (a book case lists its chapters'
+        works)."""
+        held = self.case_holding(url, domain)
+        if held is not None:
+            return held
+        found = self.active_case(mother_id, domain)
+        if found is not None:
+            return found
+        return next((c for c in self.active_cases_on(domain) if mother_id in c.mother_ids), None)
+
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
         for ev in events:
@@ -200,12 +225,22 @@ class CaseService:
         return self.update(case_id, lambda c: [self.state_event(c, to_state, who, note, data)])
 
     def mark_sent(
-        self, case_id: str, *, who: str, note: str = "", data: dict[str, Any] | None = None
+        self,
+        case_id: str,
+        *,
+        who: str,
+        note: str = "",
+        data: dict[str, Any] | None = None,
+        matches: Store | None = None,
     ) -> Case:
         """The notice went out (sent by SMTP or by the user). From ``notice_sent`` it
-        records another notice (a reminder) without changing the state."""
+        records another notice (a reminder) without changing the state. With
+        ``matches`` (the library's store), a case without any confirmed URL is refused
+        (``NoConfirmedURL``): no notice may name an unconfirmed match."""
         who = check_who(who)
         note = check_note(note) or ""
+        if matches is not None:
+            self.require_confirmed(matches, case_id)
 
         def change(case: Case) -> list[CaseEvent]:
             if case.state == "notice_sent":
@@ -214,6 +249,24 @@ class CaseService:
             return [self.state_event(case, "notice_sent", who, note, {"notice": data or {}})]
 
         return self.update(case_id, change)
+
+    def require_confirmed(self, matches: Store, case_id: str) -> list[str]:
+        """The case's URLs whose match is confirmed; ``NoConfirmedURL`` when none."""
+        from .facts import NoConfirmedURL, confirmed_match
+
+        case = self.get(case_id)
+        confirmed = [
+            u.url
+            for u in case.urls
+            if confirmed_match(matches, u.suspect_id, u.mother_id or case.work) is not None
+        ]
+        if not confirmed:
+            raise NoConfirmedURL(
+                f"case {case.id}: no URL with a confirmed match, so no notice can have gone "
+                "out for it (confirm the matches first: `yinji verdict SUSPECT_ID MOTHER_ID "
+                "confirmed` or 确认 in the web app)"
+            )
+        return confirmed
 
     def add_note(self, case_id: str, note: str, *, who: str) -> Case:
         who = check_who(who)
@@ -272,7 +325,7 @@ class CaseService:
         domain = normalize_domain(match.domain) or domain_of(url)
         if not url or not domain:
             return None
-        case = self.open_case(
+        case = self.case_for_match(url, match.mother_id, domain) or self.open_case(
             work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
         )
 
@@ -305,8 +358,8 @@ class CaseService:
         domain = normalize_domain(match.domain) or domain_of(match.suspect_url)
         if not match.suspect_url or not domain:
             return None
-        case = self.active_case(match.mother_id, domain)
-        if case is None or case.url(match.suspect_url) is None:
+        case = self.case_holding(match.suspect_url, domain)
+        if case is None:
             return None
         if case.state != "open":
             # A notice named this URL: the history must say so; a person decides.
@@ -381,16 +434,15 @@ class CaseService:
         """File every confirmed match with a URL that no case holds yet; returns how
         many URLs were added."""
         added = 0
-        held = {(u.url, u.mother_id or c.work) for c in self.store.list_cases() for u in c.urls}
+        held = {u.url for c in self.store.list_cases() for u in c.urls}  # one URL, one case
         offset = 0
         while True:
             batch = matches.query_matches(
                 MatchQuery(verdict="confirmed", sort="created_at", offset=offset, limit=page)
             )
             for m in batch:
-                key = (m.suspect_url, m.mother_id)
-                if m.suspect_url and key not in held and self.file_match(m, who=who):
-                    held.add((m.suspect_url, m.mother_id))
+                if m.suspect_url and m.suspect_url not in held and self.file_match(m, who=who):
+                    held.add(m.suspect_url)
                     added += 1
             if len(batch) < page:
                 return added

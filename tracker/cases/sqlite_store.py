@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tracker.datadir import private_dir, private_file
 from tracker.records import NotFound
 
 from .model import Case, CaseEvent, ConcurrentUpdate
@@ -58,7 +59,8 @@ def _dumps(value: Any) -> str:
 class SqliteCaseStore(CaseStore):
     def __init__(self, path: str | os.PathLike[str], *, blob_dir: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
+        private_file(self.path)  # rights holders' details: mode 600 (tracker.datadir)
         self.blob_dir = Path(blob_dir)
         self._local = threading.local()
         self._lock = threading.Lock()

@@ -121,14 +121,13 @@ def chain(last: CaseEvent | None, events: Sequence[CaseEvent]) -> list[CaseEvent
 
 
 def open_case_store(settings: Settings) -> CaseStore:
-    """The case store the settings ask for (MongoDB when ``mongo_uri`` is set)."""
+    """The case store the settings ask for, alone (``tracker.backends.Backends``):
+    MongoDB when ``mongo_uri`` is set (with a client of its own), else
+    ``cases.sqlite3`` in the data folder."""
     if settings.mongo_uri:
         from .mongo_store import MongoCaseStore
 
         return MongoCaseStore(settings.mongo_uri, db_name=settings.mongo_db)
-    from .sqlite_store import SqliteCaseStore
+    from tracker.backends import open_backends
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteCaseStore(
-        settings.data_dir / "cases.sqlite3", blob_dir=settings.data_dir / "cases" / "blobs"
-    )
+    return open_backends(settings).case_store()

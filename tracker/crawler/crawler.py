@@ -81,6 +81,7 @@ class Crawler:
             header_pairs=response.header_pairs,
             resolved_ip=response.peer_ip,
             peer_cert=response.peer_cert,
+            request_headers=response.request_headers,
         )
 
     def crawl_page(self, url: str, *, screenshot: bool | None = None) -> Page:
@@ -111,6 +112,7 @@ class Crawler:
             header_pairs=result.header_pairs,
             resolved_ip=result.resolved_ip,
             peer_cert=result.peer_cert,
+            request_headers=result.request_headers,
         )
         self._screenshot(page, screenshot)
         return page

@@ -172,6 +172,7 @@ class Response:
     peer_ip: str | None = None  # the address the connection actually went to
     peer_cert: bytes | None = None  # https: the server certificate presented (DER)
     received_at: datetime | None = None  # when the status line and headers arrived (UTC)
+    request_headers: tuple[tuple[str, str], ...] = ()  # as sent for this response
 
 
 def _map_error(url: str, exc: Exception) -> CrawlError:
@@ -353,11 +354,12 @@ class Fetcher:
             connect=max(0.001, min(cfg.connect_timeout, left)),
             read=max(0.001, min(cfg.read_timeout, left)),
         )
+        sent = self._request_headers(target)
         try:
             resp = self._pool_for(target, address).urlopen(
                 "GET",
                 target.request_target,
-                headers=self._request_headers(target),
+                headers=sent,
                 redirect=False,  # we follow redirects ourselves, re-checking each hop
                 retries=False,
                 preload_content=False,
@@ -379,7 +381,15 @@ class Fetcher:
 
             def response(body: bytes, location: str | None = None) -> Response:
                 return Response(
-                    status, headers, body, location, pairs, peer_ip, peer_cert, received_at
+                    status,
+                    headers,
+                    body,
+                    location,
+                    pairs,
+                    peer_ip,
+                    peer_cert,
+                    received_at,
+                    tuple(sent.items()),
                 )
 
             location = headers.get("location")

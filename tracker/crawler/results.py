@@ -51,6 +51,7 @@ class FetchResult:
     header_pairs: tuple[tuple[str, str], ...] = ()  # as received: order, repeats, name case
     resolved_ip: str | None = None  # the address the final response came from
     peer_cert: bytes | None = None  # https: the certificate the server presented, DER
+    request_headers: tuple[tuple[str, str], ...] = ()  # sent for final_url (evidence, WARC)
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Page:
     peer_cert: bytes | None = None  # DER, https only
     screenshot: bytes | None = None  # full-page PNG of the rendered page, when taken
     screenshot_none_reason: str | None = None  # why there is none ("no screenshot: ...")
+    request_headers: tuple[tuple[str, str], ...] = ()  # sent for final_url (evidence, WARC)
 
     @property
     def content_decoded(self) -> bool:
@@ -128,6 +130,7 @@ class Page:
             screenshot=self.screenshot,
             screenshot_none_reason=None if self.screenshot else reason,
             crawler_version=crawler_version,
+            request_headers=self.request_headers,
         )
 
     def to_suspect(self, id: str | None = None) -> Suspect:

@@ -534,7 +534,8 @@ class DiscoveryRun:
             self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
 
     def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
-        from tracker.cases.books import CHAPTER_RE, chapter_links, page_links
+        from tracker.cases.books import CHAPTER_RE, chapter_links
+        from tracker.crawler.links import page_links
 
         html, base = page.html, page.final_url
         stats = self.report.source(item.source)
@@ -568,7 +569,7 @@ class DiscoveryRun:
                 add(url, 2.0)
             return
         matched = bool(result.matches) or bool(result.duplicate_of)
-        links = page_links(html, base)
+        links = [(link.url, link.text) for link in page_links(html, base)]
         chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
         if matched:
             for u, text in links:

@@ -245,12 +245,13 @@ def _plain(s: str) -> str:
 
 def result_links(html: str, page_url: str, title: str) -> list[str]:
     """Links of a search results page that name the book ``title`` (same host)."""
-    from tracker.cases.books import page_links
+    from tracker.crawler.links import page_links
 
     want = _plain(title)
     host = host_of(page_url)
     out: list[str] = []
-    for url, text in page_links(html, page_url):
+    for link in page_links(html, page_url):
+        url, text = link.url, link.text
         if not want or host_of(url) != host or url in out:
             continue
         if want in _plain(text) or (len(_plain(text)) >= 2 and _plain(text) in want):

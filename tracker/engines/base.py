@@ -13,7 +13,8 @@ Fingerprints are a numpy array whose dtype the engine chooses; the store keeps
 What a subclass implements: ``mother_fingerprints``, ``add``, ``remove``,
 ``candidates_with_evidence``, ``window`` and ``stats``. ``candidates`` and ``clear`` are
 derived here, once for all engines. tests/test_engine_contract.py runs every engine
-through this contract.
+through this contract. What some engines can do beyond it (snapshots, growth and
+reshard, bulk load, candidate options) is declared in ``tracker.engines.capabilities``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -103,12 +103,6 @@ class Engine(ABC):
         """Delete every key of this engine's index (all of them start with ``base``), and
         no other key."""
         delete_matching(self.redis, f"{self.base}:*")
-
-    def bulk_loader(self, folder: Path) -> Any | None:
-        """An object gathering ``(seq, fingerprints)`` (``extend``) to load them all at
-        once (``finish``, ``take_back``, ``close``) when the index is empty and the
-        engine can load in bulk; None (the default): ``add`` as they come."""
-        return None
 
     @abstractmethod
     def stats(self) -> dict[str, Any]:

@@ -25,9 +25,13 @@ import numpy as np
 from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
+from tracker.indexes.snapshot import SnapshotFolder
 
 
 class DaguanEngine(Engine):
+    """Implements the capabilities ``LocalCopies``, ``Growable``, ``BulkLoading`` and
+    ``CandidateOptions`` (``tracker.engines.capabilities``)."""
+
     name = "daguan"
 
     def __init__(
@@ -57,7 +61,7 @@ class DaguanEngine(Engine):
         # Local copies of the index (``tracker.indexes.snapshot.SnapshotFolder``), set
         # by the library: a lookup answers from the copy taken at the index's current
         # version, if there is one, else from Redis.
-        self.snapshots: Any = None
+        self.snapshots: SnapshotFolder | None = None
 
     @property
     def window(self) -> int:

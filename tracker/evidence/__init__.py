@@ -38,6 +38,12 @@ Recording (each call appends one record and returns its ``LogEntry``: ``index``,
     log.record_verdict(suspect_id=..., mother_id=..., verdict="confirmed", note=..., by=user)
     log.record_case_state(suspect_id=..., mother_id=..., state="notice_sent", detail={...})
 
+The key's fingerprint (printed on notices and reports; ``yinji evidence head --json``)::
+
+    public_key_fingerprint(log.key)              # 64 hex digits, = every head's log_id
+    log_fingerprint(data_dir)                    # the same without opening the log
+    format_fingerprint(fp)                       # "1cd7 5f0a …" for people
+
 Reading, proving, auditing::
 
     log.entries(suspect_id=..., mother_id=...)   # records about a suspect / one match
@@ -50,27 +56,31 @@ Reading, proving, auditing::
 
 Bundles (``yinji evidence export`` / ``verify``)::
 
-    export_bundle(log, "case.zip", suspect_id=..., mother_id=...,
+    export_bundle(log, "case.zip", suspect_id=..., mother_id=...,   # appends nothing
                   reports={"report.pdf": pdf_bytes, "report.html": html_bytes})
-    result = verify_bundle("case.zip")           # .ok, .altered, .missing, .unproven,
-    print(result.summary())                      # .unexpected, .problems; BundleError if hostile
+    result = verify_bundle("case.zip", fingerprint=published_hex)  # pin the log's key
+    result.trusted                               # ok under the pinned key
+    result.checks                                # named checks: members, key, signature, …
+    print(result.summary())                      # .altered, .missing, .unproven,
+                                                 # .unexpected, .problems; BundleError if hostile
 """
 
 from __future__ import annotations
 
 from .blobs import BlobCorrupt, BlobMissing, BlobStore, FileBlobStore, GridFSBlobStore
-from .bundle import (
-    BundleError,
-    ExportResult,
-    Limits,
-    VerifyResult,
-    export_bundle,
-    read_bundle,
-    verify_bundle,
-)
+from .bundle import BundleError, ExportResult, Limits, export_bundle, read_bundle
 from .canonical import canonical_json
 from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
-from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead
+from .keys import (
+    EvidenceKeyError,
+    SignedTreeHead,
+    SigningKey,
+    TreeHead,
+    format_fingerprint,
+    log_fingerprint,
+    parse_fingerprint,
+    public_key_fingerprint,
+)
 from .log import (
     KINDS,
     AuditReport,
@@ -82,6 +92,7 @@ from .log import (
 )
 from .settings import EvidenceSettings
 from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
+from .verify import Check, VerifyResult, verify_bundle
 
 __all__ = [
     "KINDS",
@@ -93,6 +104,7 @@ __all__ = [
     "BundleError",
     "Capture",
     "CaptureError",
+    "Check",
     "EvidenceError",
     "EvidenceKeyError",
     "EvidenceLog",
@@ -117,6 +129,10 @@ __all__ = [
     "VerifyResult",
     "canonical_json",
     "export_bundle",
+    "format_fingerprint",
+    "log_fingerprint",
+    "parse_fingerprint",
+    "public_key_fingerprint",
     "read_bundle",
     "verify_bundle",
 ]

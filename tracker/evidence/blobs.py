@@ -103,7 +103,7 @@ class FileBlobStore:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp, 0o444)
+            os.chmod(tmp, 0o400)  # immutable, and private (tracker.datadir)
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):

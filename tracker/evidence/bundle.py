@@ -2,18 +2,21 @@
 
 ``export_bundle`` gathers, for a suspect (and one of its works), every log record about
 it, the bytes those records name (page as served, extracted text, screenshot, submitted
-text), the report files the caller made (PDF, HTML), and appends an ``export`` record
-naming all of them; then it signs a tree head over the whole log (timestamped when a TSA
-is configured) and writes:
+text), the pages again as WARC, and the report files the caller made (PDF, HTML); signs
+a tree head over the whole log when it has grown (after ``check_consistency``;
+timestamped when a TSA is configured) and writes:
 
 =====================  ==============================================================
+``SHA256SUMS``         every other member's sha256 (``sha256sum -c SHA256SUMS``)
+``SHA256SUMS.sig``     the log key's Ed25519 signature of ``SHA256SUMS``: every member,
+                       the verifier script and VERIFY.txt included, is signed
 ``manifest.json``      every member's sha256, size and role, and which record names it
-``SHA256SUMS``         ``sha256sum -c SHA256SUMS`` checks every member
 ``log/N.json``         record N, byte for byte as hashed into the log
 ``proofs/N.json``      record N's audit path to the tree head (RFC 6962)
 ``capture/N/…``        the bytes capture record N names (``body.html``, ``text.txt``,
                        ``screenshot.png``); ``submission/N/…`` likewise
-``report/…``           the report files, named by the export record
+``captures.warc.gz``   every capture as WARC request/response records (ISO 28500)
+``report/…``           the report files
 ``treehead.json``      the signed tree head (its exact signed bytes)
 ``treehead.sig``       its Ed25519 signature; ``public-key.pem`` the log's key
 ``treehead.tsr``       the RFC 3161 timestamp response, when there is one;
@@ -22,11 +25,11 @@ is configured) and writes:
 ``verify_proof.py``    a standard-library script that checks the Merkle proofs
 =====================  ==============================================================
 
-``verify_bundle`` checks it all (hashes, manifest, signature, timestamp, proofs, which
-record names which file) and names every member that is altered, missing or unproven.
-It reads the zip in memory and never extracts it; hostile archives (unsafe names,
-links, encryption, oversized or over-compressed members) are refused with
-``BundleError`` before anything is read.
+Exporting appends nothing to the log (a read never writes). A bundle that cannot be
+built whole (a blob missing or altered, a record that no longer fits the signed head)
+is refused with ``EvidenceError`` naming it, and every bundle is verified with the
+log's own key before it is written: a bundle that would fail ``verify_bundle`` is never
+written. ``verify_bundle`` lives in ``tracker.evidence.verify``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,17 +51,21 @@ from asn1crypto import cms
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from .canonical import CanonicalError, format_time, parse_json_object, time_from_ms
-from .keys import EvidenceKeyError, SignedTreeHead, TreeHead, key_id_of, public_key_from_pem
-from .log import EvidenceError, EvidenceLog
+from .blobs import BlobCorrupt, BlobMissing
+from .canonical import CanonicalError, format_time, time_from_ms
+from .capture import Capture, CaptureError
+from .keys import TreeHead, format_fingerprint
+from .log import EvidenceError, EvidenceLog, LogEntry
 from .merkle import leaf_hash, verify_inclusion
-from .tsa import TimestampInfo, TokenError, token_of, verify_response
+from .tsa import TokenError, token_of
 
-BUNDLE_FORMAT = "yinji-evidence-bundle/1"
+BUNDLE_FORMAT = "yinji-evidence-bundle/2"
+OLD_FORMATS = ("yinji-evidence-bundle/1",)
 VERIFIER = Path(__file__).with_name("verify_proof.py")
 
 MANIFEST = "manifest.json"
 SUMS = "SHA256SUMS"
+SUMS_SIG = "SHA256SUMS.sig"
 TREEHEAD = "treehead.json"
 SIGNATURE = "treehead.sig"
 TOKEN = "treehead.tsr"
@@ -66,10 +73,13 @@ TSA_CERTS = "tsa-certs.pem"
 PUBLIC_KEY = "public-key.pem"
 INSTRUCTIONS = "VERIFY.txt"
 VERIFY_SCRIPT = "verify_proof.py"
-# Members that are checked by other means than a log record (hash, signature, token).
+WARC = "captures.warc.gz"
+# Members no log record names: covered by the signature of SHA256SUMS (and checked by
+# their own means: hash, signature, token, regeneration).
 SCAFFOLDING = {
     MANIFEST,
     SUMS,
+    SUMS_SIG,
     TREEHEAD,
     SIGNATURE,
     TOKEN,
@@ -77,6 +87,7 @@ SCAFFOLDING = {
     PUBLIC_KEY,
     INSTRUCTIONS,
     VERIFY_SCRIPT,
+    WARC,
 }
 
 _REPORT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -110,68 +121,7 @@ class ExportResult:
     members: list[str]
     tree_head: TreeHead
     stamped: bool
-    export_index: int
-
-
-@dataclass
-class VerifyResult:
-    """What ``verify_bundle`` found. ``ok`` when nothing is altered, missing, unproven or
-    unexpected and there is no other problem; ``problems`` says why in words."""
-
-    altered: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    unproven: list[str] = field(default_factory=list)
-    unexpected: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    verified: list[str] = field(default_factory=list)
-    tree_head: TreeHead | None = None
-    key_id: str | None = None
-    timestamp: TimestampInfo | None = None
-    records: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not (
-            self.altered or self.missing or self.unproven or self.unexpected or self.problems
-        )
-
-    def _flag(self, bucket: list[str], name: str, problem: str) -> None:
-        if name not in self.altered and name not in self.missing and name not in bucket:
-            bucket.append(name)
-        if problem not in self.problems:
-            self.problems.append(problem)
-
-    def summary(self) -> str:
-        if self.ok:
-            head = self.tree_head
-            lines = [
-                f"OK: {len(self.verified)} files verified; {self.records} log records proven in "
-                f"the tree head of {head.size if head else '?'} records signed by log "
-                f"{self.key_id}"
-            ]
-            if self.timestamp is not None:
-                checked = (
-                    ""
-                    if self.timestamp.chain_checked
-                    else " (TSA certificate not checked against a trusted root)"
-                )
-                lines.append(
-                    f"timestamp: {format_time(self.timestamp.gen_time)} by "
-                    f"{self.timestamp.tsa_subject}{checked}"
-                )
-            else:
-                lines.append("timestamp: none (the tree head was not timestamped)")
-            return "\n".join(lines)
-        lines = ["FAILED:"]
-        for label, names in (
-            ("altered", self.altered),
-            ("missing", self.missing),
-            ("unproven", self.unproven),
-            ("unexpected", self.unexpected),
-        ):
-            lines.extend(f"  {label}: {name}" for name in sorted(names))
-        lines.extend(f"  - {p}" for p in self.problems)
-        return "\n".join(lines)
+    fingerprint: str
 
 
 def _sha(data: bytes) -> str:
@@ -182,7 +132,61 @@ def _ext(media_type: str) -> str:
     return _EXTENSIONS.get(media_type.split(";")[0].strip().lower(), ".bin")
 
 
+def verifier_sha256() -> str:
+    """SHA-256 of the ``verify_proof.py`` this version of Yinji puts in bundles (the
+    hash ``yinji evidence head`` publishes)."""
+    return _sha(VERIFIER.read_bytes())
+
+
 # --------------------------------------------------------------------------- export
+
+
+def _checked_entries(log: EvidenceLog, entries: Sequence[LogEntry], head: TreeHead) -> None:
+    """Every record still hashes to its leaf and is in the signed head, or refuse."""
+    for entry in entries:
+        where = f"log record {entry.index} ({entry.kind if _parses(entry) else 'unreadable'})"
+        if leaf_hash(entry.data) != entry.leaf_hash:
+            raise EvidenceError(
+                f"{where} was altered in the log: its bytes no longer hash to its leaf hash; "
+                "no bundle was written (run `yinji evidence audit`)"
+            )
+        if entry.index >= head.size or not verify_inclusion(
+            entry.leaf_hash,
+            entry.index,
+            head.size,
+            log.inclusion_proof(entry.index, head.size),
+            head.root_hash,
+        ):
+            raise EvidenceError(
+                f"{where} is not in the signed tree head of {head.size} records; no bundle "
+                "was written (run `yinji evidence audit`)"
+            )
+        if not _parses(entry):
+            raise EvidenceError(f"{where} cannot be read as a log record; no bundle was written")
+
+
+def _parses(entry: LogEntry) -> bool:
+    try:
+        return isinstance(entry.envelope.get("payload"), dict)
+    except (CanonicalError, ValueError):
+        return False
+
+
+def _blob(log: EvidenceLog, entry: LogEntry, field_name: str, digest: str) -> bytes:
+    where = f"the {field_name} of {entry.kind} record {entry.index} (sha256 {digest})"
+    try:
+        return log.blobs.get(digest)
+    except BlobMissing as exc:
+        raise EvidenceError(
+            f"{where} is missing from the evidence store ({exc.args[0] if exc.args else exc}); "
+            "no bundle was written"
+        ) from None
+    except BlobCorrupt as exc:
+        raise EvidenceError(
+            f"{where} was altered in the evidence store ({exc}); no bundle was written"
+        ) from None
+    except ValueError as exc:
+        raise EvidenceError(f"{where} cannot be read ({exc}); no bundle was written") from None
 
 
 def export_bundle(
@@ -195,9 +199,14 @@ def export_bundle(
 ) -> ExportResult:
     """Write the evidence bundle of ``suspect_id`` (and ``mother_id``: one match) to
     ``out`` (a path or a binary file). ``reports`` maps file names (``report.pdf``,
-    ``report.html``) to their bytes. Appends an ``export`` record and signs (and, with a
-    TSA, timestamps) a new tree head. ``EvidenceError`` when nothing was recorded about
-    the suspect; a blob that no longer matches its hash stops the export (``BlobCorrupt``)."""
+    ``report.html``) to their bytes. Appends nothing to the log; signs (and, with a TSA,
+    timestamps) a new tree head only when the log has grown since the last one.
+    ``EvidenceError`` (nothing written) when nothing was recorded about the suspect, when
+    the log is inconsistent with its signed heads, or when a record or a blob it names
+    is missing or altered."""
+    from .verify import verify_bundle
+    from .warc import WarcCapture, build_warc
+
     reports = dict(reports or {})
     for name in reports:
         if not _REPORT_NAME.fullmatch(name):
@@ -206,6 +215,11 @@ def export_bundle(
     if not entries:
         target = f"suspect {suspect_id!r}" + (f" and work {mother_id!r}" if mother_id else "")
         raise EvidenceError(f"the evidence log has no record about {target}")
+
+    record = log.tree_head()  # refuses a log inconsistent with its signed heads
+    head = record.head
+    entries = [e for e in entries if e.index < head.size]
+    _checked_entries(log, entries, head)
 
     files: dict[str, bytes] = {}
     members: dict[str, dict[str, Any]] = {}
@@ -221,52 +235,38 @@ def export_bundle(
             "size": len(data),
         }
 
-    # the bytes the records name
+    # the bytes the records name, and the pages as WARC
+    warc_items: list[WarcCapture] = []
     for entry in entries:
         kind = entry.kind
         if kind not in ("capture", "submission"):
             continue
+        blobs: dict[str, bytes] = {}
         for field_name, info in entry.payload.items():
             if not isinstance(info, dict) or "sha256" not in info or field_name == "tls":
                 continue
-            digest = info["sha256"]
+            digest = str(info["sha256"])
+            data = _blob(log, entry, field_name, digest)
+            blobs[field_name] = data
             if digest in by_digest:  # the same bytes captured again: included once
                 continue
-            data = log.blobs.get(digest)
-            name = f"{kind}/{entry.index:08d}/{field_name}{_ext(info.get('media_type', ''))}"
+            name = f"{kind}/{entry.index:08d}/{field_name}{_ext(str(info.get('media_type', '')))}"
             proof = {"leaf_index": entry.index, "path": ["payload", field_name, "sha256"]}
             add(name, data, f"{kind}-{field_name}", proof)
             by_digest[digest] = name
+        if kind == "capture":
+            try:
+                capture = Capture.from_json(entry.payload, f"capture record {entry.index}")
+            except CaptureError as exc:
+                raise EvidenceError(f"{exc}; no bundle was written") from None
+            warc_items.append(WarcCapture(entry.index, capture, blobs["body"]))
+    if warc_items:
+        from tracker import __version__
 
-    # the export record names the reports and everything else in the bundle
-    report_members = {f"report/{name}": data for name, data in sorted(reports.items())}
-    listed = {
-        name: {"sha256": _sha(data), "size": len(data)}
-        for name, data in [*files.items(), *report_members.items()]
-    }
-    export = log.append(
-        "export",
-        {
-            "created_at": format_time(log.clock()),
-            "files": listed,
-            "mother_id": mother_id,
-            "records": [e.index for e in entries],
-            "suspect_id": suspect_id,
-        },
-        suspect_id=suspect_id,
-        mother_id=mother_id,
-    )
-    for name, data in report_members.items():
-        add(
-            name,
-            data,
-            "report",
-            {"leaf_index": export.index, "path": ["payload", "files", name, "sha256"]},
-        )
-    entries = [*entries, export]
+        add(WARC, build_warc(head.log_id, warc_items, software=f"Yinji {__version__}"), "warc")
+    for name, data in sorted(reports.items()):
+        add(f"report/{name}", data, "report")
 
-    record = log.tree_head()
-    head = record.head
     records = []
     for entry in entries:
         log_name, proof_name = f"log/{entry.index:08d}.json", f"proofs/{entry.index:08d}.json"
@@ -296,17 +296,19 @@ def export_bundle(
     add(VERIFY_SCRIPT, VERIFIER.read_bytes(), "verifier")
     add(
         INSTRUCTIONS,
-        _instructions(suspect_id, mother_id, head, records, token is not None).encode("utf-8"),
+        instructions(suspect_id, mother_id, head, records, token is not None),
         "instructions",
     )
     manifest = {
         "created_at": format_time(log.clock()),
+        "fingerprint": head.log_id,
         "format": BUNDLE_FORMAT,
         "log_id": head.log_id,
         "members": [members[n] for n in sorted(members)],
         "mother_id": mother_id,
         "public_key": PUBLIC_KEY,
         "records": records,
+        "signature": SUMS_SIG,
         "suspect_id": suspect_id,
         "tree_head": {
             "file": TREEHEAD,
@@ -315,10 +317,11 @@ def export_bundle(
             "size": head.size,
             "timestamp": TOKEN if token is not None else None,
         },
+        "verifier_sha256": _sha(files[VERIFY_SCRIPT]),
     }
     files[MANIFEST] = _pretty(manifest)
-    sums = "".join(f"{_sha(files[n])}  {n}\n" for n in sorted(files))
-    files[SUMS] = sums.encode("ascii")
+    files[SUMS] = sums_text(files)
+    files[SUMS_SIG] = log.key.sign(files[SUMS])
 
     when = time_from_ms(head.timestamp_ms)
     date_time: _DateTime = (
@@ -329,32 +332,47 @@ def export_bundle(
         when.minute,
         when.second,
     )
+    import io
+
+    sink = io.BytesIO()
+    _write_zip(sink, files, date_time)
+    blob = sink.getvalue()
+    # Never hand out a bundle that would not verify with the log's own key.
+    roots = list(log.tsa.trusted) if log.tsa is not None else []
+    check = verify_bundle(io.BytesIO(blob), public_key=log.public_key_pem(), tsa_roots=roots)
+    if not check.ok:
+        raise EvidenceError("the bundle would not verify, so none was written:\n" + check.summary())
     if isinstance(out, str | Path):
         # written beside the target and renamed: a crash never leaves half a bundle
         final = Path(out)
         tmp = final.with_name(f".{final.name}.{secrets.token_hex(6)}.tmp")
         try:
-            with open(tmp, "wb") as fh:
-                _write_zip(fh, files, date_time)
+            tmp.write_bytes(blob)
             os.replace(tmp, final)
         finally:
             tmp.unlink(missing_ok=True)
     else:
-        _write_zip(out, files, date_time)
+        out.write(blob)
     return ExportResult(
         path=str(out) if isinstance(out, str | Path) else None,
         members=sorted(files),
         tree_head=head,
         stamped=token is not None,
-        export_index=export.index,
+        fingerprint=head.log_id,
     )
 
 
 _DateTime = tuple[int, int, int, int, int, int]
 
 
+def sums_text(files: Mapping[str, bytes]) -> bytes:
+    """``SHA256SUMS``: every member but itself and its signature, sorted by name."""
+    names = sorted(n for n in files if n not in (SUMS, SUMS_SIG))
+    return "".join(f"{_sha(files[n])}  {n}\n" for n in names).encode("utf-8")
+
+
 def _write_zip(sink: IO[bytes], files: Mapping[str, bytes], date_time: _DateTime) -> None:
-    first = [MANIFEST, SUMS, INSTRUCTIONS]
+    first = [SUMS, SUMS_SIG, INSTRUCTIONS, MANIFEST]
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name in [*first, *sorted(set(files) - set(first))]:
             info = zipfile.ZipInfo(name, date_time=date_time)
@@ -379,13 +397,15 @@ def _token_certificates(response: bytes) -> bytes:
     )
 
 
-def _instructions(
-    suspect_id: str,
+def instructions(
+    suspect_id: str | None,
     mother_id: str | None,
     head: TreeHead,
     records: Sequence[Mapping[str, Any]],
     stamped: bool,
-) -> str:
+) -> bytes:
+    """``VERIFY.txt`` of a bundle: a function of the manifest and the tree head only, so
+    ``verify_bundle`` can rebuild it and name a rewritten one."""
     example = records[0]["file"] if records else "log/00000000.json"
     what = f"suspect {suspect_id}" + (f", work {mother_id}" if mother_id else "")
     lines = [
@@ -393,51 +413,67 @@ def _instructions(
         "音迹证据包：如何在不使用音迹的情况下核验",
         "",
         f"Bundle of {what}.",
-        f"Evidence log {head.log_id}",
+        f"Evidence log key fingerprint (证据日志公钥指纹): {format_fingerprint(head.log_id)}",
         f"Tree head: {head.size} records, root {head.root_hash.hex()},",
         f"signed {format_time(time_from_ms(head.timestamp_ms))}.",
+        "",
+        "Do not trust the fingerprint above because this file says so: compare it with the",
+        "one the rights holder published (on its notices and reports, its web site, or",
+        "`yinji evidence head`). Everything below is anchored on that published key.",
+        "不要仅凭本文件信任上面的指纹：请与权利人公布的指纹（通知函、报告、网站）核对。",
         "",
         "Unzip the bundle and run these commands in its folder (sha256sum, OpenSSL 3, python3).",
         "解压后在其目录中运行以下命令。",
         "",
-        "1. Every file is the one listed (每个文件与清单一致):",
-        "   sha256sum -c SHA256SUMS",
+        "1. The key is the published one (公钥与公布的指纹一致):",
+        "   openssl pkey -pubin -in public-key.pem -outform DER | tail -c 32 | sha256sum",
         "",
-        "2. The tree head is signed by the log's key (树头签名有效):",
+        "2. The list of files is signed by that key (文件清单由该公钥签名):",
+        "   openssl pkeyutl -verify -pubin -inkey public-key.pem -rawin -in SHA256SUMS \\",
+        "     -sigfile SHA256SUMS.sig",
+        "",
+        "3. Every file is the one listed, and no file is left out (每个文件与清单一致):",
+        "   sha256sum -c SHA256SUMS",
+        "   Every file of the zip but SHA256SUMS and SHA256SUMS.sig must be listed in it.",
+        "",
+        "4. The tree head is signed by the same key (树头签名有效):",
         "   openssl pkeyutl -verify -pubin -inkey public-key.pem -rawin -in treehead.json \\",
         "     -sigfile treehead.sig",
-        "   The key's fingerprint must be the log_id above and the one the rights holder published",
-        "   (公钥指纹须与上面的 log_id 及权利人公布的一致):",
-        "   openssl pkey -pubin -in public-key.pem -outform DER | tail -c 32 | sha256sum",
         "",
     ]
     if stamped:
         lines += [
-            "3. A time-stamping authority vouches that this tree head existed at its time",
+            "5. A time-stamping authority vouches that this tree head existed at its time",
             "   (可信时间戳):",
             "   openssl ts -verify -in treehead.tsr -data treehead.json -CAfile TSA-ROOT.pem",
             "   TSA-ROOT.pem is the root certificate the TSA publishes (not from this bundle).",
             "   The time, and who the TSA is (时间与时间戳机构):",
             "   openssl ts -reply -in treehead.tsr -text",
             "   openssl x509 -in tsa-certs.pem -noout -subject -issuer",
+            "   No record may claim a time (fetched_at, logged_at) after that time.",
             "",
         ]
     else:
-        lines += ["3. This tree head has no timestamp token (本树头没有可信时间戳).", ""]
+        lines += ["5. This tree head has no timestamp token (本树头没有可信时间戳).", ""]
     lines += [
-        "4. Each record is in the signed log, and each file is the one a record names",
+        "6. Each record is in the signed log, and each file is the one a record names",
         "   (每条记录都在已签名的日志中，每个文件都是记录所指的文件):",
         "   python3 verify_proof.py",
-        "   A record's leaf hash by hand (手工计算某条记录的叶哈希):",
+        "   verify_proof.py is a convenience: first compare `sha256sum verify_proof.py` with",
+        "   the verifier hash the rights holder publishes (verifier_sha256 of",
+        "   `yinji evidence head --json`), or read it: it is short. By hand, a record's leaf",
+        "   hash (手工计算某条记录的叶哈希):",
         f"   (printf '\\000'; cat {example}) | sha256sum",
         "   It must equal leaf_hash in the record's proofs/ file.",
         "",
-        "What each file proves: docs/EVIDENCE.md in Yinji; each member's role: manifest.json.",
+        "captures.warc.gz holds the captured pages as WARC (ISO 28500) for web archive",
+        "players (pywb, replayweb.page). What each file proves: docs/EVIDENCE.md in Yinji;",
+        "each member's role: manifest.json.",
     ]
-    return "\n".join(lines) + "\n"
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-# --------------------------------------------------------------------------- verify
+# --------------------------------------------------------------------------- reading
 
 
 def _safe_name(name: str) -> bool:
@@ -447,33 +483,6 @@ def _safe_name(name: str) -> bool:
         return False
     parts = name.split("/")
     return all(p not in ("", ".", "..") for p in parts)
-
-
-def _check_manifest(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The manifest's members (by name) and records, after checking their shapes: a
-    manifest is written by whoever made the zip, so nothing in it is taken on trust."""
-    if manifest.get("format") != BUNDLE_FORMAT:
-        raise ValueError(f"not a {BUNDLE_FORMAT} manifest")
-    members, records = manifest.get("members"), manifest.get("records")
-    if not isinstance(members, list) or not isinstance(records, list):
-        raise ValueError("members and records must be lists")
-    listed: dict[str, Any] = {}
-    for m in members:
-        ok = isinstance(m, dict) and isinstance(m.get("name"), str)
-        ok = ok and isinstance(m.get("sha256"), str) and isinstance(m.get("size"), int)
-        proof = m.get("proof") if isinstance(m, dict) else None
-        if proof is not None:
-            ok = ok and isinstance(proof, dict) and isinstance(proof.get("leaf_index"), int)
-            path = proof.get("path") if isinstance(proof, dict) else None
-            ok = ok and isinstance(path, list) and all(isinstance(k, str) for k in path)
-        if not ok or m["name"] in listed:
-            raise ValueError(f"a malformed member entry {m!r}")
-        listed[m["name"]] = m
-    for r in records:
-        ok = isinstance(r, dict) and isinstance(r.get("leaf_index"), int)
-        if not ok or not isinstance(r.get("file"), str) or not isinstance(r.get("proof"), str):
-            raise ValueError(f"a malformed record entry {r!r}")
-    return listed, records
 
 
 def read_bundle(
@@ -531,217 +540,16 @@ def read_bundle(
     return members, label
 
 
-def verify_bundle(
-    source: str | Path | IO[bytes],
-    *,
-    public_key: bytes | None = None,
-    tsa_roots: Sequence[x509.Certificate] = (),
-    limits: Limits = Limits(),
-) -> VerifyResult:
-    """Check a bundle (see the module docstring). ``public_key``: the log's key as the
-    rights holder published it (PEM); without it the bundle's own key is used, which
-    proves integrity but not whose log it is. ``tsa_roots``: trusted TSA roots.
-    Raises ``BundleError`` for an archive that cannot or must not be read."""
-    members, _label = read_bundle(source, limits)
-    result = VerifyResult()
-    for name, data in members.items():
-        if data is None:
-            result._flag(result.altered, name, f"{name}: damaged inside the zip (its CRC fails)")
-
-    def data_of(name: str) -> bytes | None:
-        return members.get(name)
-
-    manifest_bytes = data_of(MANIFEST)
-    if manifest_bytes is None:
-        if MANIFEST not in members:
-            result._flag(result.missing, MANIFEST, f"{MANIFEST} is missing: nothing can be checked")
-        return result
-    try:
-        manifest = parse_json_object(manifest_bytes, MANIFEST)
-        listed, record_list = _check_manifest(manifest)
-    except (CanonicalError, KeyError, TypeError, ValueError) as exc:
-        result._flag(result.altered, MANIFEST, f"{MANIFEST} cannot be read: {exc}")
-        return result
-
-    # 1. every member against the manifest and SHA256SUMS
-    sums: dict[str, str] = {}
-    sums_bytes = data_of(SUMS)
-    if SUMS not in members:
-        result._flag(result.missing, SUMS, f"{SUMS} is missing")
-    elif sums_bytes is not None:
-        for line in sums_bytes.decode("ascii", "replace").splitlines():
-            m = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
-            if m:
-                sums[m.group(2)] = m.group(1)
-            elif line.strip():
-                result._flag(result.altered, SUMS, f"{SUMS}: unreadable line {line!r}")
-    for name, entry in listed.items():
-        if name not in members:
-            result._flag(result.missing, name, f"{name} is listed in the manifest but missing")
-            continue
-        data = members[name]
-        if data is None:
-            continue
-        digest = _sha(data)
-        if digest != entry.get("sha256") or len(data) != entry.get("size"):
-            result._flag(result.altered, name, f"{name}: its sha256 is not the manifest's")
-        elif name in sums and sums[name] != digest:
-            result._flag(result.altered, name, f"{name}: its sha256 is not the one in {SUMS}")
-    for name in sums:
-        if name not in members and name not in listed:
-            result._flag(result.missing, name, f"{name} is listed in {SUMS} but missing")
-    if manifest_bytes is not None and MANIFEST in sums and sums[MANIFEST] != _sha(manifest_bytes):
-        result._flag(result.altered, MANIFEST, f"{MANIFEST}: its sha256 is not the one in {SUMS}")
-    for name in members:
-        if name not in listed and name not in (MANIFEST, SUMS):
-            result._flag(result.unexpected, name, f"{name} is not listed in the manifest")
-
-    # 2. the tree head, its signature and its timestamp
-    head: TreeHead | None = None
-    head_ok = False
-    head_bytes, sig, key_pem = data_of(TREEHEAD), data_of(SIGNATURE), data_of(PUBLIC_KEY)
-    for name in (TREEHEAD, SIGNATURE, PUBLIC_KEY):
-        if name not in members:
-            result._flag(result.missing, name, f"{name} is missing: no record can be proven")
-    if head_bytes is not None and sig is not None and key_pem is not None:
-        try:
-            head = TreeHead.decode(head_bytes, TREEHEAD)
-            key = public_key_from_pem(key_pem, PUBLIC_KEY)
-            result.tree_head, result.key_id = head, key_id_of(key)
-            if public_key is not None:
-                trusted = public_key_from_pem(public_key, "the expected public key")
-                if key_id_of(trusted) != key_id_of(key):
-                    result._flag(
-                        result.altered,
-                        PUBLIC_KEY,
-                        f"{PUBLIC_KEY} is not the expected key {key_id_of(trusted)}",
-                    )
-                    key = trusted
-            if SignedTreeHead(head, sig).verify(key):
-                head_ok = True
-            else:
-                result._flag(
-                    result.altered,
-                    TREEHEAD,
-                    f"{TREEHEAD}: the signature in {SIGNATURE} does not verify with the log's key",
-                )
-        except (CanonicalError, EvidenceKeyError) as exc:
-            result._flag(result.altered, TREEHEAD, str(exc))
-    token = data_of(TOKEN)
-    if token is not None and head_bytes is not None:
-        try:
-            result.timestamp = verify_response(token, data=head_bytes, trusted=tsa_roots)
-        except TokenError as exc:
-            result._flag(result.altered, TOKEN, f"{TOKEN}: {exc}")
-
-    # 3. each record's inclusion proof
-    proven: dict[int, dict[str, Any]] = {}
-    proof_files: set[str] = set()
-    for rec in record_list:
-        try:
-            index, log_name, proof_name = int(rec["leaf_index"]), rec["file"], rec["proof"]
-        except (KeyError, TypeError, ValueError):
-            result._flag(result.altered, MANIFEST, f"{MANIFEST}: a malformed record entry {rec!r}")
-            continue
-        proof_files.add(proof_name)
-        data, proof_data = data_of(log_name), data_of(proof_name)
-        if data is None or proof_data is None or head is None or not head_ok:
-            if log_name in members and log_name not in result.altered:
-                result._flag(
-                    result.unproven,
-                    log_name,
-                    f"{log_name}: cannot be proven without a valid tree head",
-                )
-            continue
-        try:
-            proof = parse_json_object(proof_data, proof_name)
-            path = [bytes.fromhex(h) for h in proof["audit_path"]]
-            leaf = leaf_hash(data)
-            fits = proof["leaf_index"] == index and proof["tree_size"] == head.size
-            if fits and verify_inclusion(leaf, index, head.size, path, head.root_hash):
-                proven[index] = parse_json_object(data, log_name)
-                result.records += 1
-                continue
-        except (CanonicalError, KeyError, TypeError, ValueError):
-            pass
-        result._flag(
-            result.unproven,
-            log_name,
-            f"{log_name}: its proof {proof_name} does not lead to the signed tree head",
-        )
-
-    # 4. each file against the record that names it; the export record's own list
-    exports = [r for r in proven.values() if r.get("kind") == "export"]
-    named_by_export: dict[str, str | None] = {}
-    for record in exports:
-        payload = record.get("payload")
-        files = payload.get("files") if isinstance(payload, dict) else None
-        indexes = payload.get("records") if isinstance(payload, dict) else None
-        if not isinstance(files, dict) or not isinstance(indexes, list):
-            result.problems.append("the export record lists no files or records")
-            continue
-        for name, info in files.items():
-            named_by_export[name] = info.get("sha256") if isinstance(info, dict) else None
-        for index in indexes:
-            if not isinstance(index, int):
-                result.problems.append(f"the export record names a record {index!r}")
-                continue
-            name = f"log/{index:08d}.json"
-            if name not in members:
-                result._flag(
-                    result.missing, name, f"{name} is named by the export record but missing"
-                )
-    for name, info in named_by_export.items():
-        if name not in members:
-            result._flag(result.missing, name, f"{name} is named by the export record but missing")
-        elif members[name] is not None and _sha(members[name] or b"") != info:
-            result._flag(
-                result.altered, name, f"{name}: its sha256 is not the one the export record names"
-            )
-    for name, data in members.items():
-        if data is None or name in result.altered or name in (MANIFEST, SUMS):
-            continue
-        entry = listed.get(name)
-        if name in SCAFFOLDING or name in proof_files:
-            if entry is not None:
-                result.verified.append(name)
-            continue
-        if name.startswith("log/"):
-            if any(rec.get("file") == name for rec in record_list) and name not in result.unproven:
-                result.verified.append(name)
-            elif name not in result.unproven:
-                result._flag(result.unproven, name, f"{name} is not a record of the manifest")
-            continue
-        check = entry.get("proof") if entry else None
-        if not check:
-            if entry is not None and name in named_by_export:
-                result.verified.append(name)
-            elif entry is not None:
-                result._flag(result.unproven, name, f"{name}: no log record names it")
-            continue
-        index = check.get("leaf_index")
-        named: Any = proven.get(index)
-        if named is None:
-            result._flag(
-                result.unproven, name, f"{name}: record {index}, which names it, is not proven"
-            )
-            continue
-        for key in check.get("path", []):
-            named = named.get(key) if isinstance(named, dict) else None
-        if named != _sha(data):
-            result._flag(
-                result.altered, name, f"{name}: its sha256 is not the one record {index} names"
-            )
-        else:
-            result.verified.append(name)
-    if not exports and head_ok:
-        result.problems.append("no proven export record: the bundle's completeness is not attested")
-    for bucket in (
-        result.altered,
-        result.missing,
-        result.unproven,
-        result.unexpected,
-        result.verified,
-    ):
-        bucket.sort()
-    return result
+def record_times(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The times a log record claims, as (field, ISO text): ``logged_at`` and, by kind,
+    ``fetched_at`` (capture), ``received_at`` (submission), ``checked_at`` (check),
+    ``at`` (verdict, case state)."""
+    out: list[tuple[str, str]] = []
+    if isinstance(record.get("logged_at"), str):
+        out.append(("logged_at", record["logged_at"]))
+    payload = record.get("payload")
+    if isinstance(payload, dict):
+        for name in ("fetched_at", "received_at", "checked_at", "at"):
+            if isinstance(payload.get(name), str):
+                out.append((name, payload[name]))
+    return out

@@ -22,6 +22,8 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tracker.timefmt import iso_utc
+
 
 class CanonicalError(ValueError):
     """A value cannot be written as canonical JSON."""
@@ -71,8 +73,7 @@ def format_time(when: datetime) -> str:
     (a time without a zone cannot be placed)."""
     if when.tzinfo is None:
         raise CanonicalError(f"time {when!r} has no time zone")
-    utc = when.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return iso_utc(when)
 
 
 def parse_time(text: str, what: str = "time") -> datetime:

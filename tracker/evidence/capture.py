@@ -39,7 +39,9 @@ Field by field (the JSON names):
   fingerprint (of its DER encoding, as browsers show it); null for http;
 - ``text``: sha256/size of the text Yinji extracted (UTF-8), which the match offsets refer to;
 - ``screenshot``: sha256/size of a full-page PNG, or null with ``screenshot_none_reason``;
-- ``crawler_version``: the software that fetched it.
+- ``crawler_version``: the software that fetched it;
+- ``request_headers`` (captures since #24): the request headers sent for ``final_url``,
+  as name/value pairs, for the WARC request record of a bundle.
 """
 
 from __future__ import annotations
@@ -206,6 +208,16 @@ def _header_pairs(headers: Headers) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _pairs(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        raise CaptureError(f"{where}: expected a list of [name, value]")
+    for i, pair in enumerate(value):
+        ok = isinstance(pair, list) and len(pair) == 2
+        if not ok or not all(isinstance(x, str) for x in pair):
+            raise CaptureError(f"{where}[{i}]: expected [name, value]")
+    return tuple((n, v) for n, v in value)
+
+
 @dataclass(frozen=True)
 class Capture:
     suspect_id: str
@@ -223,6 +235,9 @@ class Capture:
     screenshot: BlobInfo | None
     screenshot_none_reason: str | None
     crawler_version: str
+    # The request line's headers as sent for final_url (kept since #24, for the WARC
+    # request record); () for captures recorded before, and then not written.
+    request_headers: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.suspect_id:
@@ -258,6 +273,7 @@ class Capture:
         text: str | None = None,
         screenshot: bytes | None = None,
         screenshot_none_reason: str | None = None,
+        request_headers: Headers = (),
     ) -> Capture:
         """Store the body, text and screenshot in ``blobs`` and return the record."""
         pairs = _header_pairs(headers)
@@ -285,6 +301,14 @@ class Capture:
             screenshot=BlobInfo.store(blobs, screenshot, "image/png") if screenshot else None,
             screenshot_none_reason=None if screenshot else screenshot_none_reason,
             crawler_version=crawler_version,
+            request_headers=tuple(
+                (str(n), str(v))
+                for n, v in (
+                    request_headers.items()
+                    if isinstance(request_headers, Mapping)
+                    else request_headers
+                )
+            ),
         )
 
     def blobs(self) -> dict[str, BlobInfo]:
@@ -293,7 +317,7 @@ class Capture:
         return {name: info for name, info in found.items() if info is not None}
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "body": self.body.to_json(),
             "body_content_decoded": self.body_content_decoded,
             "crawler_version": self.crawler_version,
@@ -311,6 +335,9 @@ class Capture:
             "tls": self.tls.to_json() if self.tls else None,
             "version": CAPTURE_VERSION,
         }
+        if self.request_headers:
+            out["request_headers"] = [[n, v] for n, v in self.request_headers]
+        return out
 
     @classmethod
     def from_json(cls, obj: Any, where: str = "capture") -> Capture:
@@ -351,6 +378,7 @@ class Capture:
             ),
             screenshot_none_reason=_optional(obj, "screenshot_none_reason", str, where),
             crawler_version=_field(obj, "crawler_version", str, where),
+            request_headers=_pairs(obj.get("request_headers") or [], f"{where}.request_headers"),
         )
 
 

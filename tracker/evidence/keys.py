@@ -47,6 +47,50 @@ def key_id_of(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def public_key_fingerprint(key: Ed25519PublicKey | SigningKey | bytes) -> str:
+    """The fingerprint a rights holder publishes and every notice and report prints:
+    the SHA-256 (64 hex digits) of the log's raw 32-byte Ed25519 public key, which is
+    also the ``log_id`` of every tree head the key signs. ``key``: the public key, a
+    ``SigningKey``, PEM bytes of a public key, or the 32 raw bytes. The same number as
+    ``openssl pkey -pubin -in public-key.pem -outform DER | tail -c 32 | sha256sum``."""
+    if isinstance(key, SigningKey):
+        return key.key_id
+    if isinstance(key, Ed25519PublicKey):
+        return key_id_of(key)
+    if isinstance(key, bytes | bytearray) and len(key) == 32:
+        return hashlib.sha256(bytes(key)).hexdigest()
+    return key_id_of(public_key_from_pem(bytes(key)))
+
+
+def format_fingerprint(fingerprint: str) -> str:
+    """The fingerprint for people: groups of four hex digits (``1cd7 5f0a …``), easier
+    to compare by eye and to read out on the phone; the same digits."""
+    fp = fingerprint.strip().lower()
+    return " ".join(fp[i : i + 4] for i in range(0, len(fp), 4))
+
+
+def parse_fingerprint(text: str, what: str = "fingerprint") -> str:
+    """A fingerprint as given by a person (spaces, colons, upper case allowed): 64 hex
+    digits, lower case; ``EvidenceKeyError`` naming ``what`` otherwise."""
+    fp = "".join(ch for ch in text if ch not in " :\t-").lower()
+    if len(fp) != 64 or any(ch not in "0123456789abcdef" for ch in fp):
+        raise EvidenceKeyError(
+            f"{what}: expected the 64 hex digits of a SHA-256 key fingerprint, got {text!r}"
+        )
+    return fp
+
+
+def log_fingerprint(data_dir: str | os.PathLike[str], configured: str | None = None) -> str:
+    """The fingerprint of the evidence log's key for a data folder (``configured``:
+    ``YINJI_EVIDENCE_KEY``, default ``EvidenceSettings.from_env().key``), without
+    opening the log. The key is created on first use, as the log would."""
+    if configured is None:
+        from .settings import EvidenceSettings
+
+        configured = EvidenceSettings.from_env().key
+    return SigningKey.load(data_dir, configured).key_id
+
+
 def public_key_from_pem(pem: bytes, source: str = "public key") -> Ed25519PublicKey:
     try:
         key = serialization.load_pem_public_key(pem)
@@ -55,6 +99,16 @@ def public_key_from_pem(pem: bytes, source: str = "public key") -> Ed25519Public
     if not isinstance(key, Ed25519PublicKey):
         raise EvidenceKeyError(f"{source}: an Ed25519 public key was expected")
     return key
+
+
+def _refuse_exposed(path: Path, mode: int, prefix: str = "") -> None:
+    """A private key other users can read or write is refused (as ssh refuses one):
+    whoever can read it can sign tree heads in the log's name."""
+    if mode & 0o077:
+        raise EvidenceKeyError(
+            f"{prefix}key file {path} can be read by other users (mode {mode:04o}); "
+            f"run: chmod 600 {path}"
+        )
 
 
 class SigningKey:
@@ -95,11 +149,13 @@ class SigningKey:
                 return cls.from_pem(value.encode("ascii", "replace"), "YINJI_EVIDENCE_KEY")
             path = Path(value)
             try:
+                mode = path.stat().st_mode & 0o777
                 pem = path.read_bytes()
             except OSError as exc:
                 raise EvidenceKeyError(
                     f"YINJI_EVIDENCE_KEY: cannot read key file {value!r} ({exc.strerror})"
                 ) from None
+            _refuse_exposed(path, mode, "YINJI_EVIDENCE_KEY: ")
             return cls.from_pem(pem, f"YINJI_EVIDENCE_KEY file {value}")
         return cls._data_dir_key(Path(data_dir) / KEY_FILE)
 
@@ -112,11 +168,7 @@ class SigningKey:
             pem = path.read_bytes()
         except OSError as exc:
             raise EvidenceKeyError(f"cannot read key file {path} ({exc.strerror})") from None
-        if mode & 0o077:
-            raise EvidenceKeyError(
-                f"key file {path} can be read by other users (mode {mode:04o}); "
-                f"run: chmod 600 {path}"
-            )
+        _refuse_exposed(path, mode)
         return cls.from_pem(pem, f"key file {path}")
 
     @staticmethod

@@ -38,11 +38,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tracker.datadir import private_dir, private_file
 from tracker.records import Match
 from tracker.rules import check_verdict
 
 from .blobs import BlobStore, FileBlobStore
-from .canonical import canonical_json, format_time, ms_from_time, parse_json_object, parse_time
+from .canonical import (
+    canonical_json,
+    format_time,
+    ms_from_time,
+    parse_json_object,
+    parse_time,
+    time_from_ms,
+)
 from .capture import Capture, Submission
 from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead, public_key_from_pem
 from .merkle import MemoryTree, ProofError, consistency_proof, inclusion_proof, leaf_hash
@@ -62,6 +70,22 @@ SQLITE_FILE = "evidence.sqlite3"
 
 class EvidenceError(Exception):
     """The evidence log cannot do what was asked (the message says why)."""
+
+
+class LogInconsistent(EvidenceError):
+    """The log no longer holds what a tree head it signed says (truncated, rewritten,
+    or a head not signed by its key): nothing more is signed until it is restored."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        shown = "; ".join(self.problems[:5])
+        more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
+        super().__init__(
+            f"the evidence log is not consistent with the tree heads it signed, so no "
+            f"tree head was signed: {shown}{more}. Restore evidence.sqlite3 (or the "
+            "evidence_* collections) from a backup; `yinji evidence audit` lists every "
+            "problem"
+        )
 
 
 def _utcnow() -> datetime:
@@ -291,6 +315,7 @@ class SqliteBackend:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        private_file(self.path)  # mode 600 (tracker.datadir)
         self.db = sqlite3.connect(
             str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
         )
@@ -525,6 +550,7 @@ class EvidenceLog:
         self.tsa = tsa
         self.clock = clock
         self._on_close = on_close
+        self._verified_heads: set[tuple[int, bytes, bytes]] = set()
         stored = backend.put_meta_once("public_key", self.key.public_pem().decode("ascii"))
         stored_key = public_key_from_pem(stored.encode("ascii"), "the log's public key")
         if stored_key.public_bytes_raw() != self.key.public_key.public_bytes_raw():
@@ -566,7 +592,7 @@ class EvidenceLog:
             backend = MongoBackend(mongo_db)
             blobs = GridFSBlobStore(mongo_db)
         else:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(data_dir)
             backend = SqliteBackend(data_dir / SQLITE_FILE)
             blobs = FileBlobStore.in_data_dir(data_dir)
         try:
@@ -579,15 +605,13 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe: MongoDB when ``mongo_uri``
-        is set (its own client, closed by ``close``), else the data folder."""
+        """The log beside the library ``settings`` describe, alone
+        (``tracker.backends.Backends.evidence_log``): MongoDB when ``mongo_uri`` is set
+        (its own client, closed by ``close``), else the data folder."""
         if settings.mongo_uri:
-            import pymongo
+            from tracker.backends import mongo_client  # the one timeout rule
 
-            # An unreachable server fails in 10 s, as the store's does (pymongo: 30 s).
-            client: Any = pymongo.MongoClient(
-                settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=10_000
-            )
+            client = mongo_client(settings.mongo_uri)
             try:
                 log = cls.open(
                     settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
@@ -730,14 +754,24 @@ class EvidenceLog:
         by: str | None = None,
         at: datetime | None = None,
     ) -> LogEntry:
-        """A person's decision on a match (``pending``, ``confirmed``, ``dismissed``)."""
+        """A person's decision on a match (``pending``, ``confirmed``, ``dismissed``).
+        A decision that changes nothing (the same verdict and note as the latest one
+        recorded for the match) appends nothing: the latest record is returned."""
+        verdict = check_verdict(verdict)
+        for index in reversed(self.backend.find(suspect_id, mother_id, ["verdict"])):
+            latest = self.entry(index)
+            if latest.payload.get("mother_id") != mother_id:
+                continue
+            if latest.payload.get("verdict") == verdict and latest.payload.get("note") == note:
+                return latest
+            break
         payload = {
             "at": format_time(at or self.clock()),
             "by": by,
             "mother_id": mother_id,
             "note": note,
             "suspect_id": suspect_id,
-            "verdict": check_verdict(verdict),
+            "verdict": verdict,
         }
         return self.append("verdict", payload)
 
@@ -810,12 +844,65 @@ class EvidenceLog:
             for hid, signed in self.backend.heads()
         ]
 
+    def check_consistency(self) -> int:
+        """Refuse (``LogInconsistent``) unless the log still holds what every stored
+        signed tree head says: each head is signed by this log's key, covers no more
+        records than the log holds (a truncated log fails) and its root is the root of
+        the log's first ``size`` records (a rewritten log fails); the records added
+        since the latest head hash to their stored leaf hashes. Runs before any head
+        is signed or handed out (``tree_head``: ``yinji evidence head``, ``stamp``,
+        ``export`` and the scheduled job); ``audit`` recomputes everything. Returns
+        the log's size."""
+        size = self.size
+        problems: list[str] = []
+        roots: dict[int, bytes] = {}
+        largest = 0
+        for hid, signed in self.backend.heads():
+            head = signed.head
+            signed_at = format_time(time_from_ms(head.timestamp_ms))
+            name = f"signed tree head {hid} ({head.size} records, {signed_at})"
+            memo = (hid, signed.signature, head.encode())
+            if memo not in self._verified_heads:
+                if not signed.verify(self.key.public_key):
+                    problems.append(f"{name}: its signature does not verify with the log's key")
+                    continue
+                self._verified_heads.add(memo)
+            largest = max(largest, head.size)
+            if head.size > size:
+                problems.append(
+                    f"{name} covers {head.size} records but the log now holds {size}: "
+                    "records were removed (the log was truncated)"
+                )
+                continue
+            if head.size not in roots:
+                try:
+                    roots[head.size] = self.root(head.size)
+                except (EvidenceError, ProofError) as exc:
+                    problems.append(f"{name}: its records cannot be read ({exc})")
+                    continue
+            if roots[head.size] != head.root_hash:
+                problems.append(
+                    f"{name}: the log's first {head.size} records no longer hash to its root "
+                    "(the log was rewritten)"
+                )
+        if not problems:
+            for index, data, stored in self.backend.entries(largest, size):
+                if leaf_hash(data) != stored:
+                    problems.append(
+                        f"record {index}: its bytes no longer hash to its stored leaf hash"
+                    )
+        if problems:
+            raise LogInconsistent(problems)
+        return size
+
     def tree_head(self, *, fresh: bool = False) -> HeadRecord:
         """A signed head covering every record: the latest stored one when the log has
         not grown since (unless ``fresh``), else a new one, signed, stored and, when a
         TSA is configured, timestamped. A TSA failure loses nothing: the head is kept,
-        unstamped, with the error (``HeadRecord.stamp_error``); ``stamp_pending`` retries."""
-        size = self.size
+        unstamped, with the error (``HeadRecord.stamp_error``); ``stamp_pending`` retries.
+        ``LogInconsistent`` (nothing signed) when the log no longer holds what a stored
+        signed head says (``check_consistency``)."""
+        size = self.check_consistency()
         latest = self.backend.latest_head()
         if latest is not None and latest[1].head.size == size and not fresh:
             return self.head(latest[0])

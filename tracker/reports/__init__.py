@@ -86,12 +86,15 @@ def build_report(
     capture: Capture | None = None,
     submission: Submission | None = None,
     verdict_at: datetime | None = None,
+    case_id: str | None = None,
+    notice: str | None = None,
 ) -> bytes:
     """The evidence report of one match as ``json``, ``html`` or ``pdf`` bytes.
 
     ``evidence`` (the ``tracker.evidence.EvidenceLog``) supplies the page capture and
     the check and verdict times; ``capture``/``submission``/``verdict_at`` give them
-    directly (see ``report_data``). Raises ``ValueError`` for another format and
+    directly (see ``report_data``); ``case_id`` and ``notice`` name the takedown case and
+    notice number the report is attached to. Raises ``ValueError`` for another format and
     ``NotFound`` for an unknown match.
     """
     if fmt not in REPORT_FORMATS:
@@ -103,6 +106,8 @@ def build_report(
         capture=capture,
         submission=submission,
         verdict_at=verdict_at,
+        case_id=case_id,
+        notice=notice,
     )
     if fmt == "json":
         return json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8", errors="replace")

@@ -21,11 +21,12 @@ import hashlib
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tracker import __version__
 from tracker.records import Match, Mother, NotFound, Suspect
 from tracker.textdiff import char_diff
+from tracker.timefmt import iso_utc, parse_utc
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission
@@ -153,6 +154,8 @@ class ReportData(TypedDict):
     generator: str
     generated_at: str
     match_id: str
+    case_id: str | None  # the takedown case this report was made for, when one
+    notice: str | None  # the notice number (YJ-...) it is attached to, when one
     work: WorkInfo
     suspect: SuspectInfo
     score: float
@@ -175,17 +178,26 @@ def clean_text(text: str) -> str:
     return _UNPRINTABLE.sub("\ufffd", text or "")
 
 
-@overload
-def iso_utc(value: datetime) -> str: ...
-@overload
-def iso_utc(value: None) -> None: ...
-def iso_utc(value: datetime | None) -> str | None:
-    """``2024-05-01T12:00:00Z``; a naive datetime is taken as UTC."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def reference_line(d: ReportData) -> str:
+    """The report's references: the case and the notice it is attached to (when made
+    for one), then the match (suspect / work)."""
+    parts = []
+    if d.get("case_id"):
+        parts.append(f"案件编号 Case: {d['case_id']}")
+    if d.get("notice"):
+        parts.append(f"通知编号 Notice: {d['notice']}")
+    parts.append(f"匹配 Match: {d['match_id'].replace(chr(31), ' / ')}")
+    return " | ".join(parts)
+
+
+def public_source(source: str) -> str:
+    """A work's source as a document for others may show it: a web address as is, a
+    local file only by its name (``/tmp/x/wucheng.jsonl:1`` → ``wucheng.jsonl:1``): no
+    local path leaves the machine."""
+    text = (source or "").strip()
+    if re.match(r"^https?://", text, re.I):
+        return text
+    return re.split(r"[\\/]", text)[-1]
 
 
 def _sha256(text: str) -> str:
@@ -200,8 +212,12 @@ def report_data(
     capture: Capture | None = None,
     submission: Submission | None = None,
     verdict_at: datetime | None = None,
+    case_id: str | None = None,
+    notice: str | None = None,
 ) -> ReportData:
     """Everything a report shows, as JSON-serialisable data (the JSON report itself).
+    ``case_id`` and ``notice`` (the notice number) tie a report attached to a takedown
+    notice to its case and notice.
 
     Raises ``tracker.store.NotFound`` (a ``KeyError``) when the match does not exist.
     The mother or suspect may have been deleted since (a confirmed match is kept as
@@ -238,6 +254,8 @@ def report_data(
         "generator": f"音迹 Yinji {__version__}",
         "generated_at": iso_utc(datetime.now(UTC)),
         "match_id": match.id,
+        "case_id": case_id,
+        "notice": notice,
         "work": work,
         "suspect": suspect_info,
         "score": round(float(match.score), 4),
@@ -313,11 +331,12 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
 def _parse(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
+    if not re.search(r"(Z|[+-]\d\d:\d\d)$", value.strip()):
+        return None  # a time without a zone cannot be placed
     try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_utc(value)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else None
 
 
 def _capture_info(capture: Capture | None, index: int | None) -> CaptureInfo | None:
@@ -472,7 +491,7 @@ def _work_info(match: Match, mother: Mother | None) -> WorkInfo:
     return {
         "id": match.mother_id,
         "title": mother.title if mother else match.mother_title,
-        "source": mother.source if mother else "",
+        "source": public_source(mother.source) if mother else "",
         "ingested_at": iso_utc(mother.ingested_at) if mother else None,
         "characters": len(mother.text) if mother else None,
         "sha256": _sha256(mother.text) if mother else None,
@@ -647,3 +666,76 @@ def _timeline_problems(timeline: list[TimelineEvent], first_check: str | None) -
     before("submitted", at.get("submitted"), "checked", at.get("checked"))
     before("checked", first_check, "verdict", at.get("verdict"), " (the match's first check)")
     return problems
+
+
+# --- facts a takedown notice quotes (tracker.cases.facts) -------------------------------------
+class PageSource:
+    """Where a suspect's text came from, as recorded: fetched (the evidence log's capture,
+    else the suspect record's fetch time and raw-page hash) or submitted (the time Yinji
+    received it; never a fetch time). The same rules as the report's timeline."""
+
+    def __init__(
+        self,
+        *,
+        fetched: bool,
+        at: datetime | None,
+        content_sha256: str | None,
+        from_capture: bool,
+        log_error: str | None = None,
+    ) -> None:
+        self.fetched = fetched
+        self.at = at  # fetch time (fetched) or receipt time (submitted); None: not recorded
+        self.content_sha256 = content_sha256  # the bytes as served (fetched pages only)
+        self.from_capture = from_capture
+        self.log_error = log_error
+
+
+def page_source(
+    match: Match, suspect: Suspect | None, evidence: EvidenceLog | None = None
+) -> PageSource:
+    """The recorded origin of ``match``'s suspect text (see ``PageSource``)."""
+    found = _from_log(evidence, match) if evidence is not None else _Logged()
+    if found.capture is not None and found.submission is None:
+        return PageSource(
+            fetched=True,
+            at=found.capture.fetched_at,
+            content_sha256=found.capture.body.sha256,
+            from_capture=True,
+        )
+    fetched = _is_fetched(suspect, None) and found.submission is None
+    if fetched and suspect is not None:
+        raw = hashlib.sha256(suspect.raw).hexdigest() if suspect.raw else None
+        return PageSource(
+            fetched=True,
+            at=suspect.fetched_at,
+            content_sha256=raw,
+            from_capture=False,
+            log_error=found.error,
+        )
+    received = found.submission.received_at if found.submission is not None else None
+    if received is None and suspect is not None:
+        received = suspect.fetched_at  # a text handed in: the record's time is its receipt
+    return PageSource(
+        fetched=False, at=received, content_sha256=None, from_capture=False, log_error=found.error
+    )
+
+
+def match_similarities(
+    match: Match, mother: Mother | None, suspect: Suspect | None
+) -> tuple[float | None, float | None]:
+    """(on pinyin initials, on characters) over every copied passage, each passage
+    weighted by its length in the suspect; None where no passage gives the measure
+    (a text deleted since). The report shows the same figures passage by passage."""
+    initials_sum = char_sum = 0.0
+    initials_weight = char_weight = 0
+    for p in _passages(match, mother, suspect):
+        weight = max(1, p["suspect_end"] - p["suspect_start"])
+        initials_sum += p["initials_similarity"] * weight
+        initials_weight += weight
+        if p["char_similarity"] is not None:
+            char_sum += p["char_similarity"] * weight
+            char_weight += weight
+    return (
+        round(initials_sum / initials_weight, 4) if initials_weight else None,
+        round(char_sum / char_weight, 4) if char_weight else None,
+    )

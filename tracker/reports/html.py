@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from tracker.reports.data import VERDICT_LABELS, ReportData
+from tracker.reports.data import VERDICT_LABELS, ReportData, reference_line
 from tracker.reports.view import MARKS, fmt_similarity, passage_rows
 
 if TYPE_CHECKING:
@@ -86,4 +86,5 @@ def render_html(data: ReportData) -> str:
         marks=MARKS,
         rows=passage_rows,
         sim=fmt_similarity,
+        reference=reference_line(data),
     )

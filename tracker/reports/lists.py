@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tracker.records import Match
-from tracker.reports.data import iso_utc
+from tracker.timefmt import iso_utc
 
 LIST_FORMATS = ("csv", "json")
 

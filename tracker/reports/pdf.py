@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tracker.fonts import register_cjk_font
-from tracker.reports.data import VERDICT_LABELS, ReportData, clean_text
+from tracker.reports.data import VERDICT_LABELS, ReportData, clean_text, reference_line
 from tracker.reports.view import MARKS, Piece, Row, fmt_similarity, passage_rows
 
 if TYPE_CHECKING:
@@ -202,8 +202,7 @@ def _header(d: ReportData, kit: _Kit) -> list[Flowable]:
     story: list[Flowable] = [
         kit.p("侵权证据报告 / Copyright evidence report", kit.h1),
         kit.p(
-            f"生成时间 Generated at: {d['generated_at']} | {d['generator']} | "
-            f"编号 Case: {d['match_id'].replace(chr(31), ' / ')}",
+            f"生成时间 Generated at: {d['generated_at']} | {d['generator']} | {reference_line(d)}",
             kit.small,
         ),
     ]

@@ -36,21 +36,17 @@ if TYPE_CHECKING:
 
 
 def open_store(settings: Settings) -> Store:
-    """The store the settings ask for: MongoDB when ``mongo_uri`` is set, else the
-    sqlite file in the data folder (created if missing; opened read-only when the
-    folder is read-only, see ``Store.read_only``)."""
+    """The store the settings ask for, alone (``tracker.backends.Backends.store``):
+    MongoDB when ``mongo_uri`` is set (with a client of its own, closed by ``close``),
+    else the sqlite file in the data folder (created if missing; opened read-only when
+    the folder is read-only, see ``Store.read_only``)."""
     if settings.mongo_uri:
         from .mongo import MongoStore
 
         return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
-    try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(
-            f"cannot create the data folder {settings.data_dir} ({exc.strerror or exc}): "
-            "create it, or choose another with --data-dir or YINJI_DATA_DIR"
-        ) from None
-    return SqliteStore(settings.sqlite_path)
+    from tracker.backends import open_backends
+
+    return open_backends(settings).store()
 
 
 def __getattr__(name: str) -> Any:

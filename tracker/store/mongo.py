@@ -23,7 +23,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pymongo
 from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -194,14 +193,9 @@ class MongoStore(Store):
 
     def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
         if isinstance(uri_or_client, str):
-            # A server that does not answer fails in seconds (pymongo waits 30 s), unless
-            # the URI says otherwise.
-            options: dict[str, Any] = (
-                {}
-                if "serverselectiontimeoutms" in uri_or_client.lower()
-                else {"serverSelectionTimeoutMS": 10_000}
-            )
-            self._client: Any = pymongo.MongoClient(uri_or_client, tz_aware=True, **options)
+            from tracker.backends import mongo_client  # the one timeout rule
+
+            self._client: Any = mongo_client(uri_or_client)
             self._owns_client = True
         else:
             self._client = uri_or_client

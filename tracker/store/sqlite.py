@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from tracker.datadir import private_dir, private_file
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -326,7 +327,8 @@ class SqliteStore(Store):
         self._uri: str | None = None  # set when opened read-only
         self.read_only = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            private_file(self.path)  # works and password hashes: mode 600
             self._init_schema()
         except (sqlite3.Error, OSError) as exc:
             if not self._cannot_write(exc):

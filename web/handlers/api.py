@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
 
+from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
@@ -18,10 +19,12 @@ from workers import jobs
 
 from ..casework import set_verdict
 from ..core import (
+    MAX_OFFSET,
     MAX_PAGE,
     bad_request,
     fail,
     get_or_404,
+    int_arg,
     job_status,
     library,
     parse_match_filters,
@@ -57,19 +60,6 @@ def _rejected(message: str, errors: list[dict[str, str]]) -> Any:
     return response
 
 
-def _int_arg(name: str, default: int, hi: int) -> int:
-    raw = request.args.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        fail(400, f"{name} must be a whole number, got {raw!r}")
-    if not 0 <= value <= hi:
-        fail(400, f"{name} must be between 0 and {hi}, got {value}")
-    return value
-
-
 def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Ingest items checked by ``tracker.rules.check_document_item``: (valid items,
     errors naming the bad ones)."""
@@ -79,12 +69,19 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
         fail(413, f"at most {MAX_DOCUMENTS} documents per request, got {len(items)}")
     docs: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    ids = DuplicateIds()  # 7 and "7", "col" and " col ": one id, the second refused
     for i, item in enumerate(items):
         where = f"documents[{i}]"
         try:
-            docs.append(check_document_item(clean(item, where), where, source="api"))
+            doc = check_document_item(clean(item, where), where, source="api")
         except ValueError as exc:
             errors.append(_problem(where, exc))
+            continue
+        duplicate = ids.seen(doc["id"], where, item.get("id"))
+        if duplicate is not None:
+            errors.append({"source": where, "message": duplicate})
+            continue
+        docs.append(doc)
     return docs, errors
 
 
@@ -118,8 +115,8 @@ def mothers_add() -> Any:
 @bp.get("/mothers")
 def mothers_list() -> Any:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
-    offset = _int_arg("offset", 0, 10**12)
-    limit = _int_arg("limit", 50, MAX_PAGE)
+    offset = int_arg("offset", 0, 0, MAX_OFFSET)
+    limit = int_arg("limit", 50, 0, MAX_PAGE)
     mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
     return jsonify(
         {
@@ -244,8 +241,9 @@ def matches_patch(match_id: str) -> Any:
     match = _match(match_id)
     with bad_request():
         body = clean(body)
+        # A field left out is left as it is: PATCH {} changes (and logs) nothing.
         verdict = check_verdict(body.get("verdict", match.verdict))
-        note = check_note(body.get("note"))
+        note = check_note(body.get("note", match.note or None))
     # Through the case workflow: a confirmed match with a URL joins its case, and the
     # evidence log records the verdict (once).
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
@@ -253,6 +251,56 @@ def matches_patch(match_id: str) -> Any:
     out["case_id"] = result.case.id if result.case else None
     out["case_state"] = result.case.state if result.case else None
     return jsonify(out)
+
+
+# --- the evidence log's published key and head (public: recipients of a bundle need
+# them without an account; reading them writes nothing) -------------------------------
+def _evidence_public() -> Any:
+    from tracker.evidence import EvidenceError
+
+    try:
+        return library().evidence_log()
+    except (EvidenceError, ValueError) as exc:
+        fail(503, f"the evidence log is unavailable: {exc}")
+
+
+@bp.get("/evidence/head")
+def evidence_head() -> Any:
+    """The key fingerprint and PEM, the latest signed tree head with its signature and
+    timestamp token, and the verifier script's hash (``yinji evidence head --json``)."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.public import published_head
+
+    log = _evidence_public()
+    try:
+        return jsonify(published_head(log, sign=False).to_json())
+    except EvidenceError as exc:
+        fail(503, str(exc))
+
+
+@bp.get("/evidence/key.pem")
+def evidence_key() -> Response:
+    """The evidence log's public key (PEM), to pin with ``yinji evidence verify --key``."""
+    return Response(_evidence_public().public_key_pem(), content_type="application/x-pem-file")
+
+
+@bp.get("/evidence/consistency")
+def evidence_consistency() -> Any:
+    """RFC 6962 proof that the log at ``second`` records begins with the log at
+    ``first`` records (``second`` default: the latest signed head)."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.public import consistency
+
+    log = _evidence_public()
+    first = int_arg("first", -1, 0, 2**62)
+    if first < 0:
+        fail(400, "give first=<size of an earlier tree head>")
+    raw = request.args.get("second", "")
+    second = int_arg("second", 0, 0, 2**62) if raw != "" else None
+    try:
+        return jsonify(consistency(log, first, second).to_json())
+    except EvidenceError as exc:
+        fail(400, str(exc))
 
 
 # --- reports ------------------------------------------------------------------------------

@@ -127,7 +127,9 @@ def show(case_id: str) -> Any:
 def mark_sent(case_id: str) -> Any:
     note = _note()
     with case_errors():
-        case = cases().mark_sent(case_id, who=actor(), note=note, data={"channel": "manual"})
+        case = cases().mark_sent(
+            case_id, who=actor(), note=note, data={"channel": "manual"}, matches=store()
+        )
     flash(_("Notice marked as sent."), "info")
     return _back(case.id)
 

@@ -29,24 +29,11 @@ from ..casework import (
     site_stats,
     totals,
 )
-from ..core import MAX_PAGE, bad_request, fail, role_required
+from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
 from ..jsonbody import clean, request_json
 from ..serializers import case_detail_json, case_json
 
 bp = Blueprint("cases_api", __name__, url_prefix="/api/v1")
-
-
-def _int_arg(name: str, default: int, hi: int) -> int:
-    raw = request.args.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        fail(400, f"{name} must be a whole number, got {raw!r}")
-    if not 0 <= value <= hi:
-        fail(400, f"{name} must be between 0 and {hi}, got {value}")
-    return value
 
 
 def _object(allowed: set[str]) -> dict[str, Any]:
@@ -76,8 +63,8 @@ def cases_list() -> Any:
         fail(400, f"state must be one of {', '.join(STATES)}, got {state!r}")
     domain = normalize_domain(request.args.get("domain") or "") or None
     work = (request.args.get("work") or "").strip() or None
-    offset = _int_arg("offset", 0, 10**12)
-    limit = _int_arg("limit", 50, MAX_PAGE)
+    offset = int_arg("offset", 0, 0, MAX_OFFSET)
+    limit = int_arg("limit", 50, 0, MAX_PAGE)
     found = cases().list_cases(state=state, domain=domain, work=work)
     return jsonify(
         {
@@ -116,7 +103,9 @@ def cases_transition(case_id: str) -> Any:
     svc = cases()
     with case_errors():
         if to == "notice_sent":
-            case = svc.mark_sent(case_id, who=actor(), note=note, data={"channel": "api"})
+            case = svc.mark_sent(
+                case_id, who=actor(), note=note, data={"channel": "api"}, matches=store()
+            )
         else:
             case = svc.transition(case_id, to, who=actor(), note=note)
     return jsonify(case_detail_json(case, svc.history(case.id)))
@@ -181,6 +170,7 @@ def cases_notice_preview(case_id: str) -> Any:
             "plain_text": notice.plain_text(),
             "case_ids": notice.case_ids,
             "urls": notice.urls,
+            "left_out": [{"url": x.url, "reason": x.reason} for x in notice.left_out],
         }
     )
 

@@ -50,7 +50,11 @@ def upload_form() -> Any:
 @role_required("analyst")
 def upload() -> Any:
     refs, skipped = spooled_uploads(request.files.getlist("files"))
-    pasted = pasted_document(request.form, "work")
+    try:
+        pasted = pasted_document(request.form, "work")
+    except ValueError as exc:  # a bad id: the pasted text is refused, the files go on
+        skipped.append({"source": _("Pasted text"), "message": str(exc)})
+        pasted = None
     docs = [document_dict(pasted)] if pasted is not None else []
     if not refs and not docs:
         errors = [DocumentError(s["source"], s["message"]) for s in skipped]

@@ -13,6 +13,7 @@ from tracker.store import VERDICTS, Match
 
 from ..casework import case_state_labels, cases, set_verdict
 from ..core import (
+    VERDICT_LABELS,
     Page,
     bad_request,
     get_or_404,
@@ -143,8 +144,7 @@ def verdict(match_id: str) -> Any:
     # Through the case workflow (tracker.cases): the match, its case and the evidence
     # log change together, and the verdict is logged once.
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
-    labels = {"pending": _("Pending"), "confirmed": _("Confirmed"), "dismissed": _("Dismissed")}
-    flash(_("Verdict saved: {verdict}.", verdict=labels[verdict]), "info")
+    flash(_("Verdict saved: {verdict}.", verdict=_(VERDICT_LABELS[verdict])), "info")
     if result.case is not None:
         state = _(case_state_labels()[result.case.state])
         flash(_("Case {id}: {state}.", id=result.case.id, state=state), "info")

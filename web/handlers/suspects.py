@@ -63,7 +63,11 @@ def submit() -> Any:
     skipped = [{"source": "URL", "message": e} for e in url_errors]
     refs, file_skipped = spooled_uploads(request.files.getlist("files"))
     skipped += file_skipped
-    pasted = pasted_document(request.form, None)
+    try:
+        pasted = pasted_document(request.form, None)
+    except ValueError as exc:  # a bad id: the pasted text is refused, the rest go on
+        skipped.append({"source": _("Pasted text"), "message": str(exc)})
+        pasted = None
     texts = []
     limit = state().settings.max_suspect_chars
     if pasted is not None and suspect_size_problem(len(pasted.text), limit):

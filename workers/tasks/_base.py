@@ -78,26 +78,92 @@ def once(task: Task, work: Callable[[], Any]) -> Any:
         return work()
     key = task_key(task, task_id)
     ttl = worker_settings(task.app).result_expires
-    pipe = client.pipeline()
-    pipe.hincrby(key, "deliveries", 1)
-    pipe.hget(key, "result")
-    pipe.expire(key, ttl)
-    deliveries, cached, _ = pipe.execute()
+
+    def begin() -> list[Any]:
+        pipe = client.pipeline()
+        pipe.hincrby(key, "deliveries", 1)
+        pipe.hget(key, "result")
+        pipe.expire(key, ttl)
+        return list(pipe.execute())
+
+    deliveries, cached, _ = begin()
     if cached is not None:
         log.info(
             "task %s[%s] already done (delivery %s): not run again", task.name, task_id, deliveries
         )
         return json.loads(cached)
     _test_delay("YINJI_TEST_TASK_DELAY")
-    result = work()
+    result = retry_races(work, f"task {task.name}[{task_id}]")
     payload = json.dumps(result, ensure_ascii=False)  # also proves it is JSON-serialisable
-    pipe = client.pipeline()
-    pipe.hset(key, "result", payload)
-    pipe.hincrby(key, "runs", 1)
-    pipe.expire(key, ttl)
-    pipe.execute()
+    _test_delay("YINJI_TEST_TASK_DELAY_SAVED")
+
+    def finish() -> None:
+        pipe = client.pipeline()
+        pipe.hset(key, "result", payload)
+        pipe.hincrby(key, "runs", 1)
+        pipe.expire(key, ttl)
+        pipe.execute()
+
+    # The work is saved: a Redis outage now must not turn it into a failure (a retry
+    # would need the broker, which is down too). Wait for Redis and record it.
+    until_redis_answers(finish, f"task {task.name}[{task_id}] result")
     _test_delay("YINJI_TEST_TASK_DELAY_AFTER")
     return result
+
+
+RACE_RETRIES = 5  # tries again after a transient index race (0.5, 1, 2, 4, 8 s apart)
+
+
+def is_index_race(exc: BaseException) -> bool:
+    """A transient race of the index (its layout changed under a write, e.g. during the
+    first ingest on a Redis Cluster while it reshards): the same work succeeds when
+    tried again a moment later."""
+    if type(exc).__name__ in ("IndexLayoutChanged", "LayoutChanged"):
+        return True
+    return isinstance(exc, RuntimeError) and "keeps changing" in str(exc)
+
+
+def retry_races(
+    work: Callable[[], Any],
+    what: str,
+    retries: int = RACE_RETRIES,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
+    """``work()``, run again with backoff after a transient index race
+    (``is_index_race``), at most ``retries`` more times, inside the task: a task failed
+    by a race would leave its job reporting less than was really stored. The work is
+    idempotent (upserts by deterministic ids), so running it again is safe."""
+    for attempt in range(retries + 1):
+        try:
+            return work()
+        except Exception as exc:
+            if not is_index_race(exc) or attempt == retries:
+                raise
+            wait = 0.5 * 2**attempt
+            log.warning("%s: %s; trying again in %.1f s", what, exc, wait)
+            sleep(wait)
+    raise AssertionError("unreachable")
+
+
+RESULT_WRITE_PATIENCE = 300.0  # seconds a finished task waits for Redis to record it
+
+
+def until_redis_answers(
+    write: Callable[[], Any], what: str, patience: float = RESULT_WRITE_PATIENCE
+) -> Any:
+    """``write()``, tried again with backoff (0.1 s doubling to 5 s) while Redis does
+    not answer, for at most ``patience`` seconds; then the error is raised."""
+    deadline = time.monotonic() + patience
+    wait = 0.1
+    while True:
+        try:
+            return write()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            if time.monotonic() + wait > deadline:
+                raise
+            log.warning("%s not written yet (%s); trying again in %.1f s", what, exc, wait)
+            time.sleep(wait)
+            wait = min(5.0, wait * 2)
 
 
 def progress_meta(done: int, total: int | None) -> dict[str, Any]:
@@ -131,7 +197,10 @@ class Progress:
     def _report(self, done: int, total: int | None) -> None:
         self._last = time.monotonic()
         if not self.task.request.called_directly and self.task.request.id:
-            self.task.update_state(state="PROGRESS", meta=progress_meta(done, total))
+            try:
+                self.task.update_state(state="PROGRESS", meta=progress_meta(done, total))
+            except Exception as exc:  # progress is for show: the work goes on
+                log.warning("progress of %s not recorded: %s", self.task.request.id, exc)
 
 
 def child_id(parent_id: str, key: str) -> str:

@@ -31,12 +31,18 @@ log = logging.getLogger(__name__)
 MAX_ALERTED = 500  # matches one new-match alert lists (the best first)
 
 
-def _alerter() -> Any:
-    """The alerter of the environment (``YINJI_ALERT_*``, ``YINJI_SMTP_URL``); a bad
-    value raises ``SettingError`` naming the variable."""
-    from tracker.cases.alerts import Alerter
+ALERT_TIMEOUT = 5.0  # seconds to connect to, and to read from, an alert receiver
 
-    return Alerter.from_env()
+
+def _alerter() -> Any:
+    """The alerter of the environment (``YINJI_ALERT_*``, ``YINJI_SMTP_URL``), with short
+    network timeouts (``ALERT_TIMEOUT``): its tasks run on the ``alerts`` queue, and a
+    receiver that never answers must not hold a worker for long. A bad value raises
+    ``SettingError`` naming the variable."""
+    from tracker.cases.alerts import Alerter
+    from tracker.cases.settings import CaseSettings
+
+    return Alerter(CaseSettings.from_env(), timeout=ALERT_TIMEOUT)
 
 
 # --- removal checks ----------------------------------------------------------------------

@@ -3,7 +3,6 @@ check of suspects against new mothers."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from celery import Task, shared_task
@@ -12,6 +11,7 @@ from tracker.documents import DocumentError
 from tracker.longtext import SuspectTooLarge
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
+from tracker.timefmt import iso_utc, parse_utc
 from workers.app import app_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool
@@ -161,7 +161,7 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
     started = utcnow()
     scheduled = since is None
     raw = since if since is not None else store.get_meta(LAST_RUN_META)
-    since_dt = datetime.fromisoformat(raw) if raw else None
+    since_dt = parse_utc(raw) if raw else None
     # First run: every mother is new to the suspects seen so far.
     new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
     rechecked = 0
@@ -175,9 +175,9 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
         alert_new_matches_since(task, started)
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
-        store.set_meta(LAST_RUN_META, started.isoformat())
+        store.set_meta(LAST_RUN_META, iso_utc(started))
     return {
-        "since": since_dt.isoformat() if since_dt else None,
+        "since": iso_utc(since_dt),
         "new_mothers": new,
         "rechecked": rechecked,
         "total": rechecked,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
 
 from celery import Task, shared_task
 
 from tracker.config import env_int
 from tracker.crawler import CrawlError
+from tracker.crawler.links import same_site_links
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
 from workers.app import worker_settings
@@ -134,52 +134,13 @@ def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dic
     return result
 
 
-def same_host_links(html: str, base_url: str, limit: int) -> list[str]:
-    """Up to ``limit`` distinct http(s) links of ``html`` on the host of ``base_url``,
-    in page order, without fragments and without the page itself."""
-    import lxml.html
-    from lxml import etree
-
-    from tracker.pagesim import canonical_url
-
-    if limit <= 0 or not html:
-        return []
-    try:
-        root = lxml.html.fromstring(html)
-    except ValueError:  # a str that declares its encoding
-        root = lxml.html.fromstring(html.encode("utf-8"))
-    except etree.ParserError:
-        return []
-    host = (urlsplit(base_url).hostname or "").lower()
-    seen = {canonical_url(base_url)}
-    out: list[str] = []
-    for element, attribute, link, _pos in root.iterlinks():
-        if element.tag != "a" or attribute != "href":
-            continue
-        try:
-            absolute = urldefrag(urljoin(base_url, link.strip()))[0]
-            parts = urlsplit(absolute)
-            hostname = (parts.hostname or "").lower()
-        except ValueError:
-            continue
-        if parts.scheme not in ("http", "https") or hostname != host:
-            continue
-        canonical = canonical_url(absolute)
-        if canonical in seen:
-            continue
-        seen.add(canonical)
-        out.append(absolute)
-        if len(out) >= limit:
-            break
-    return out
-
-
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
 def crawl_site(
     self: Task, url: str, limit: int | None = None, check: bool = True
 ) -> dict[str, Any]:
-    """A watched site: crawl its start page, then the same-host links found on it (at
-    most ``limit``, default ``YINJI_SITE_CRAWL_LIMIT``) as ``crawl_url`` children. One
+    """A watched site: crawl its start page, then the same-site links found on it
+    (``tracker.crawler.links``; at most ``limit``, default ``YINJI_SITE_CRAWL_LIMIT``)
+    as ``crawl_url`` children. One
     level deep on purpose: a bounded, predictable daily load per site."""
     return once(self, lambda: _crawl_site(self, url, limit, check))
 
@@ -188,7 +149,11 @@ def _crawl_site(task: Task, url: str, limit: int | None, check: bool) -> dict[st
     limit = worker_settings(task.app).site_crawl_limit if limit is None else max(0, limit)
     Progress(task, total=limit + 1).start()
     start, page = crawl_and_check(task, url, None, check)
-    links = same_host_links(page.html, page.final_url, limit) if page is not None else []
+    links = (
+        [link.url for link in same_site_links(page.html, page.final_url, limit)]
+        if page is not None
+        else []
+    )
     children = fanout(
         task, [("yinji.crawl.crawl_url", [link], {"check": check}, link) for link in links]
     )

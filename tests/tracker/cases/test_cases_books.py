@@ -156,6 +156,36 @@ def test_book_is_followed_checked_and_filed_as_one_case(site) -> None:
     assert [len(ch.pages) for ch in mirror.chapters][:1] == [1]
 
 
+def test_one_url_one_open_case(site) -> None:
+    """A verdict first, then the book, a re-run, and a re-run after the works gained
+    other metadata: chapter 1's URL stays in one open case, and no case is added."""
+    lib, svc, crawler, server = site
+    base = server.url("/book/7/", "book.example")
+    page = lib.check_url(f"{base}1.html", crawler=crawler, save=True)
+    svc.apply_verdict(lib.store, page.suspect.id, "cs-1", "confirmed", who="alice")
+    (first,) = svc.list_cases()
+    assert [u.url for u in first.urls] == [f"{base}1.html"]
+
+    report = monitor_book(base, crawler=crawler, library=lib, svc=svc)
+    assert report.case is not None and report.case.id == first.id  # found, not a twin
+    assert [u.url for u in report.case.urls] == [f"{base}1.html", f"{base}3.html"]
+    lib.ingest(
+        [
+            Document(id=f"cs-{n}", text=text, title=f"春山记 第{n}章", metadata={"work": "cs2"})
+            for n, text in ((1, CH1), (3, CH3))
+        ]
+    )
+    for _ in range(2):
+        again = monitor_book(base, crawler=crawler, library=lib, svc=svc)
+        assert again.case is not None and again.case.id == first.id
+    # The verdict again (a re-run of the web's 确认): still the same case.
+    svc.apply_verdict(lib.store, page.suspect.id, "cs-1", "confirmed", who="bob")
+    (only,) = svc.list_cases()
+    urls = [u.url for u in only.urls]
+    assert sorted(urls) == [f"{base}1.html", f"{base}3.html"] and len(set(urls)) == len(urls)
+    assert svc.sync(lib.store) == 0
+
+
 def test_budget_and_refusals(site) -> None:
     lib, svc, crawler, server = site
     index = server.url("/book/7/", "book.example")

@@ -119,7 +119,9 @@ def test_docx_notice_has_the_elements(setup, lang: str) -> None:
 def test_eml_notice_has_the_elements_and_the_evidence(setup, lang: str) -> None:
     svc, lib, ids = setup
     evidence = b"%PDF-1.4 evidence report bytes"
-    notice = build_notice(svc, ids, lang, matches=lib, evidence_files={LONG_URL: "evidence-1.pdf"})
+    notice = build_notice(
+        svc, ids, lang, matches=lib, evidence_files={LONG_URL: ("evidence-1.pdf", "ab" * 32)}
+    )
     data = render(
         notice,
         "eml",
@@ -142,14 +144,14 @@ def test_eml_notice_has_the_elements_and_the_evidence(setup, lang: str) -> None:
 
 
 def test_user_template_overrides_and_is_checked(setup, tmp_path: Path) -> None:
-    svc, _lib, ids = setup
+    svc, lib, ids = setup
     own = tmp_path / "data" / "templates" / "notices" / "en"
     own.mkdir(parents=True)
     shipped = REPO / "tracker/cases/templates/notices/en/notice.txt.j2"
     (own / "notice.txt.j2").write_text(
         "Our own preamble.\n" + shipped.read_text("utf-8"), encoding="utf-8"
     )
-    assert build_notice(svc, ids, "en").text.startswith("Our own preamble.")
+    assert build_notice(svc, ids, "en", matches=lib).text.startswith("Our own preamble.")
     (own / "notice.txt.j2").write_text(
         "{{ holder.name }} {{ holder.address }} {{ holder.email }}\n"
         "{% for c in cases %}{{ c.work_title }} {% for u in c.urls %}{{ u.url }} "
@@ -157,29 +159,29 @@ def test_user_template_overrides_and_is_checked(setup, tmp_path: Path) -> None:
         encoding="utf-8",
     )
     with pytest.raises(NoticeIncomplete, match="good-faith statement") as err:
-        build_notice(svc, ids, "en")
+        build_notice(svc, ids, "en", matches=lib)
     assert "penalty-of-perjury" in str(err.value) and "signature" in str(err.value)
     (own / "notice.txt.j2").write_text("{{ holder.nmae }}\n", encoding="utf-8")
     with pytest.raises(CaseError, match=r"en/notice.txt.j2.*nmae"):
-        build_notice(svc, ids, "en")
+        build_notice(svc, ids, "en", matches=lib)
     # Templates run sandboxed: no way to the Python internals.
     (own / "notice.txt.j2").write_text("{{ ''.__class__.__mro__ }}\n", encoding="utf-8")
     with pytest.raises(CaseError):
-        build_notice(svc, ids, "en")
+        build_notice(svc, ids, "en", matches=lib)
 
 
 def test_notice_refusals(setup, tmp_path: Path) -> None:
-    svc, _lib, ids = setup
+    svc, lib, ids = setup
     with pytest.raises(CaseError, match="language must be one of"):
-        build_notice(svc, ids, "fr")
+        build_notice(svc, ids, "fr", matches=lib)
     other = svc.open_case(work="w9", domain="elsewhere.example", who="t")
     with pytest.raises(CaseError, match="one platform"):
-        build_notice(svc, [*ids, other.id], "zh")
+        build_notice(svc, [*ids, other.id], "zh", matches=lib)
     with pytest.raises(CaseError, match="without any URL"):
-        build_notice(svc, [other.id], "zh")
+        build_notice(svc, [other.id], "zh", matches=lib)
     svc.store.set_meta("profile", {"name": "X"})
     with pytest.raises(CaseError, match="missing: address, email or phone"):
-        build_notice(svc, ids, "zh")
+        build_notice(svc, ids, "zh", matches=lib)
 
 
 def test_cli_notice_files(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Removal checks against a local http.server: 404/410/DNS gone and changed pages move a
-noticed case to removed, a still-matching page to still_online, a page that comes back
+"""Removal checks against a local http.server: 404/410 and changed pages move a noticed
+case to removed (a host that does not resolve is unreachable and moves nothing), a
+still-matching page to still_online, a page that comes back
 re-opens the case; each re-crawl is in the history; the SSRF guard still applies."""
 
 from __future__ import annotations
@@ -110,11 +111,14 @@ def test_noticed_pages_gone_or_changed_mean_removed_and_back_reopens(env) -> Non
         ("still_online", "removed"),
         ("removed", "open"),
     ]
-    # DNS gone: the host does not resolve any more.
+    # A host that no longer resolves gave no answer: "unreachable", never "removed"
+    # (removal needs an answer from the site: 404/410 or the copied text gone).
     other = next(x for x in svc.list_cases() if x.id != cid)
     svc.mark_sent(other.id, who="alice")
     result = recheck_case(svc, other.id, crawler=crawler, library=lib)
-    assert result.checks[0].outcome == "gone" and result.after == "removed"
+    assert result.checks[0].outcome == "unreachable" and result.after == "notice_sent"
+    assert svc.get(other.id).urls[0].status == "unknown"
+    assert svc.get(other.id).removed_at is None
 
 
 def test_errors_conclude_nothing(env) -> None:

@@ -315,3 +315,34 @@ def test_cli_profile(tmp_path: Path) -> None:
     assert (data / "cases" / "blobs").is_dir()
     r = _run(data, case, "profile", "set", "--email", "bad")
     assert r.exit_code == 1 and "not an e-mail address" in r.output
+
+
+def test_history_hashed_before_one_time_format_still_verifies() -> None:
+    """Events recorded when case times were written ``…+00:00`` keep verifying; new ones
+    are written (and hashed) ``…Z`` like every other time."""
+    import hashlib
+
+    from tracker.cases.model import GENESIS
+
+    body = {
+        "case_id": "c1",
+        "seq": 1,
+        "kind": "created",
+        "who": "alice",
+        "note": "",
+        "from_state": None,
+        "to_state": "open",
+        "data": {},
+        "at": "2026-11-25T09:26:15.794+00:00",
+        "prev_hash": GENESIS,
+    }
+    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    old = {**body, "hash": hashlib.sha256(canonical.encode()).hexdigest(), "evidence_ref": None}
+    event = CaseEvent.from_dict(old)
+    assert verify_chain([event]) == []
+    assert event.to_dict()["at"] == "2026-11-25T09:26:15.794Z"
+    event.note = "edited"
+    assert verify_chain([event]) == ["event 1: content does not match its hash"]
+    fresh = CaseEvent.from_dict({**old, "hash": ""})
+    fresh.hash = fresh.compute_hash()
+    assert fresh.hash != old["hash"] and verify_chain([fresh]) == []

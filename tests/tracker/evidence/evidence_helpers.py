@@ -8,6 +8,7 @@ import json
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from tracker.evidence.capture import Capture, RedirectHop, Submission
 from tracker.evidence.log import EvidenceLog
@@ -111,5 +112,25 @@ def fix_sums(files: dict[str, bytes]) -> None:
     import hashlib
 
     files["SHA256SUMS"] = "".join(
-        f"{hashlib.sha256(files[n]).hexdigest()}  {n}\n" for n in sorted(files) if n != "SHA256SUMS"
+        f"{hashlib.sha256(files[n]).hexdigest()}  {n}\n"
+        for n in sorted(files)
+        if n not in ("SHA256SUMS", "SHA256SUMS.sig")
     ).encode()
+
+
+def resign(files: dict[str, bytes], key: Any) -> None:
+    """What a forger with a key of their own does: re-sign the tree head and the lists
+    with it and put its public key in (``key``: a ``SigningKey``)."""
+    from tracker.evidence.keys import TreeHead
+
+    head = json.loads(files["treehead.json"])
+    head["log_id"] = key.key_id
+    files["treehead.json"] = TreeHead(
+        head["size"], bytes.fromhex(head["root_hash"]), head["timestamp_ms"], key.key_id
+    ).encode()
+    files["treehead.sig"] = key.sign(files["treehead.json"])
+    files["public-key.pem"] = key.public_pem()
+    files.pop("treehead.tsr", None)
+    files.pop("tsa-certs.pem", None)
+    refresh_lists(files)
+    files["SHA256SUMS.sig"] = key.sign(files["SHA256SUMS"])

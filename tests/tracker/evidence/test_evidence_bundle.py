@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from tsa_server import TSAServer
 
-from tracker.evidence.blobs import BlobCorrupt
-from tracker.evidence.bundle import BundleError, Limits, export_bundle, verify_bundle
+from tracker.evidence.bundle import BundleError, Limits, export_bundle
 from tracker.evidence.keys import SigningKey
 from tracker.evidence.log import EvidenceError, EvidenceLog
 from tracker.evidence.settings import EvidenceSettings
 from tracker.evidence.tsa import TSAClient
+from tracker.evidence.verify import verify_bundle
 
 from .evidence_helpers import (
     PAGE,
@@ -73,13 +73,15 @@ def test_the_bundle_holds_the_case_and_nothing_else(bundle: bytes) -> None:
     assert files[BODY] == PAGE and files[SHOT] == PNG and files[TEXT_FILE] == TEXT.encode()
     assert files["report/report.pdf"] == REPORTS["report.pdf"]
     kinds = [json.loads(files[n])["kind"] for n in sorted(files) if n.startswith("log/")]
-    assert kinds == ["capture", "check", "verdict", "case_state", "export"]
+    assert kinds == ["capture", "check", "verdict", "case_state"]  # exporting appends none
     verdicts = [json.loads(files[n]) for n in files if n.startswith("log/")]
     assert all(v["payload"].get("suspect_id") == "s1" for v in verdicts)
     assert all(v["payload"].get("mother_id") in (None, "m1") for v in verdicts)
     assert {
         "manifest.json",
         "SHA256SUMS",
+        "SHA256SUMS.sig",
+        "captures.warc.gz",
         "treehead.json",
         "treehead.sig",
         "treehead.tsr",
@@ -93,19 +95,26 @@ def test_the_bundle_holds_the_case_and_nothing_else(bundle: bytes) -> None:
     assert roles[BODY] == "capture-body" and roles["report/report.html"] == "report"
     sums = files["SHA256SUMS"].decode().splitlines()
     assert f"{hashlib.sha256(PAGE).hexdigest()}  {BODY}" in sums
-    assert len(sums) == len(files) - 1
+    assert len(sums) == len(files) - 2  # all but SHA256SUMS and its signature
 
 
-def test_an_untouched_bundle_verifies(bundle: bytes, tsa_server: TSAServer) -> None:
-    result = check(bundle, tsa_roots=[tsa_server.tsa.ca_cert])
+def test_an_untouched_bundle_verifies(
+    bundle: bytes, tsa_server: TSAServer, stamped_log: EvidenceLog
+) -> None:
+    key = stamped_log.public_key_pem()
+    result = check(bundle, tsa_roots=[tsa_server.tsa.ca_cert], public_key=key)
     assert result.ok, result.summary()
-    assert result.records == 5
+    assert result.records == 4 and result.failed() == []
     assert result.timestamp is not None and result.timestamp.chain_checked
     assert BODY in result.verified and "report/report.pdf" in result.verified
-    assert result.summary().startswith("OK: ")
+    assert result.summary().startswith("OK: ") and result.trusted
     # without trusted roots it still verifies, and says who was not checked
-    plain = check(bundle)
-    assert plain.ok and "not checked against a trusted root" in plain.summary()
+    plain = check(bundle, fingerprint=stamped_log.key_id)
+    assert plain.trusted and "not checked against a trusted root" in plain.summary()
+    # without a pinned key it is intact under its own key, and says it is unpinned
+    unpinned = check(bundle)
+    assert unpinned.ok and not unpinned.pinned and not unpinned.trusted
+    assert unpinned.summary().startswith("UNPINNED: ")
 
 
 @pytest.mark.parametrize(
@@ -135,15 +144,16 @@ def test_a_careful_forger_who_fixes_the_lists_is_still_caught(bundle: bytes) -> 
         refresh_lists(files)
 
     result = check(edit(bundle, forge))
-    assert result.altered == [BODY]
-    assert f"{BODY}: its sha256 is not the one the export record names" in result.problems
+    assert result.altered == sorted([BODY, "SHA256SUMS"])
+    assert f"{BODY}: its sha256 is not the one record 0 names" in result.problems
+    assert {"signature", "files"} <= set(result.failed())
 
 
 def test_a_removed_member_is_missing(bundle: bytes) -> None:
     result = check(edit(bundle, lambda f: f.pop(SHOT)))
     assert result.missing == [SHOT] and result.altered == []
     forged = check(edit(bundle, lambda f: (f.pop(SHOT), refresh_lists(f))))
-    assert forged.missing == [SHOT]  # the export record still names it
+    assert forged.missing == [SHOT]  # the capture record still names it
     no_record = check(edit(bundle, lambda f: (f.pop("log/00000002.json"), refresh_lists(f))))
     assert "log/00000002.json" in no_record.missing
 
@@ -156,8 +166,9 @@ def test_an_edited_record_is_altered_and_what_it_names_unproven(bundle: bytes) -
     assert result.altered == [CAPTURE_RECORD]
     assert result.unproven == [BODY, SHOT, TEXT_FILE]
     forged = check(edit(bundle, lambda f: (change(f), refresh_lists(f))))
-    assert forged.altered == []
-    assert forged.unproven == sorted([BODY, CAPTURE_RECORD, SHOT, TEXT_FILE])
+    assert forged.altered == ["SHA256SUMS"]  # its signature no longer verifies
+    reports = ["report/report.html", "report/report.pdf"]  # no valid signature covers them
+    assert forged.unproven == sorted([BODY, CAPTURE_RECORD, SHOT, TEXT_FILE, *reports])
 
 
 def test_an_added_file_is_unexpected_or_unproven(bundle: bytes) -> None:
@@ -180,12 +191,17 @@ def test_an_added_file_is_unexpected_or_unproven(bundle: bytes) -> None:
         refresh_lists(files)
 
     listed = check(edit(bundle, add_listed))
-    assert listed.unproven == ["capture/00000000/extra.png"] and listed.altered == []
+    reports = ["report/report.html", "report/report.pdf"]  # no valid signature covers them
+    assert listed.unproven == sorted(["capture/00000000/extra.png", *reports])
+    assert listed.altered == ["SHA256SUMS"]
 
 
 def test_a_forged_tree_head_or_token_is_named(bundle: bytes, tsa_server: TSAServer) -> None:
     def resize(files: dict[str, bytes]) -> None:
-        files["treehead.json"] = files["treehead.json"].replace(b'"size":7', b'"size":8')
+        size = json.loads(files["treehead.json"])["size"]
+        files["treehead.json"] = files["treehead.json"].replace(
+            f'"size":{size}'.encode(), f'"size":{size + 1}'.encode()
+        )
 
     result = check(edit(bundle, lambda f: (resize(f), refresh_lists(f))))
     assert "treehead.json" in result.altered
@@ -193,7 +209,7 @@ def test_a_forged_tree_head_or_token_is_named(bundle: bytes, tsa_server: TSAServ
 
     other = TSAClient(tsa_server.url).stamp(b"another tree head")[0]
     token = check(edit(bundle, lambda f: (f.__setitem__("treehead.tsr", other), refresh_lists(f))))
-    assert token.altered == ["treehead.tsr"]
+    assert "treehead.tsr" in token.altered
     assert any("message imprint" in p for p in token.problems)
 
 
@@ -249,8 +265,13 @@ def test_export_refusals(stamped_log: EvidenceLog, tmp_path: Path) -> None:
     path = stamped_log.blobs.path(hashlib.sha256(PAGE).hexdigest())  # type: ignore[attr-defined]
     path.chmod(0o644)
     path.write_bytes(PAGE.replace(b"html", b"HTML"))
-    with pytest.raises(BlobCorrupt, match="it was altered"):
+    with pytest.raises(EvidenceError, match=r"body of capture record 0 .* was altered"):
         export_bundle(stamped_log, tmp_path / "x.zip", suspect_id="s1")
+    assert not (tmp_path / "x.zip").exists()
+    path.unlink()
+    with pytest.raises(EvidenceError, match=r"body of capture record 0 .* is missing"):
+        export_bundle(stamped_log, tmp_path / "x.zip", suspect_id="s1")
+    assert not (tmp_path / "x.zip").exists()
 
 
 def test_export_and_verify_on_each_backend(make_log: Any, tmp_path: Path) -> None:
@@ -355,7 +376,7 @@ def test_the_commands_of_verify_txt_work(
         zf.extractall(folder)  # our own bundle: safe to extract
     (folder / "TSA-ROOT.pem").write_bytes(tsa_server.tsa.ca_pem)
     commands = _commands((folder / "VERIFY.txt").read_text(encoding="utf-8"))
-    assert len(commands) == 8, commands
+    assert len(commands) == 9, commands
     head = json.loads((folder / "treehead.json").read_bytes())
     python = Path(sys.executable).parent / "python3"
     outputs: dict[str, str] = {}
@@ -370,7 +391,8 @@ def test_the_commands_of_verify_txt_work(
         [found] = [out for command, out in outputs.items() if command.startswith(prefix)]
         return found
 
-    assert "Signature Verified Successfully" in output("openssl pkeyutl -verify")
+    signed = [out for command, out in outputs.items() if command.startswith("openssl pkeyutl")]
+    assert len(signed) == 2 and all("Signature Verified Successfully" in o for o in signed)
     assert output("openssl pkey -pubin").split()[0] == head["log_id"]
     assert "Verification: OK" in output("openssl ts -verify")
     assert "Status: Granted." in output("openssl ts -reply")
@@ -378,7 +400,7 @@ def test_the_commands_of_verify_txt_work(
     assert "all checks passed" in output(("python3", sys.executable)[not python.exists()])
     proof = json.loads((folder / "proofs/00000000.json").read_bytes())
     assert output("(printf").split()[0] == proof["leaf_hash"]
-    assert output("sha256sum -c").count(": OK") == len(members(bundle)) - 1
+    assert output("sha256sum -c").count(": OK") == len(members(bundle)) - 2
 
     # and they fail on a tampered copy
     (folder / BODY).write_bytes(flip(PAGE))

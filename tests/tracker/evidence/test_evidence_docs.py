@@ -14,11 +14,12 @@ from cryptography.hazmat.primitives import serialization
 from repo import REPO
 from tsa_server import TSAServer
 
-from tracker.evidence.bundle import export_bundle, verify_bundle
+from tracker.evidence.bundle import export_bundle
 from tracker.evidence.keys import SigningKey
 from tracker.evidence.log import EvidenceLog
 from tracker.evidence.settings import EvidenceSettings
 from tracker.evidence.tsa import TSAClient
+from tracker.evidence.verify import verify_bundle
 
 from .evidence_helpers import REPORTS, record_case
 

@@ -48,6 +48,7 @@ def test_key_from_environment_text_or_path(tmp_path: Path) -> None:
     from_text = SigningKey.load(tmp_path / "unused", pem.decode())
     assert from_text.key_id == original.key_id
     (tmp_path / "k.pem").write_bytes(pem)
+    os.chmod(tmp_path / "k.pem", 0o600)
     assert SigningKey.load(tmp_path / "unused", str(tmp_path / "k.pem")).key_id == original.key_id
     assert not (tmp_path / "unused").exists()  # no data-folder key was made
 
@@ -135,3 +136,70 @@ def test_tree_head_decoding_is_strict(mutate: object) -> None:
     head = TreeHead(5, bytes(32), 1732264205123, "ab" * 32)
     with pytest.raises(CanonicalError):
         TreeHead.decode(mutate(head.encode()))  # type: ignore[operator]
+
+
+def test_a_configured_key_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    pem = SigningKey.generate().private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    path = tmp_path / "k.pem"
+    path.write_bytes(pem)
+    for mode in (0o644, 0o640, 0o604):
+        os.chmod(path, mode)
+        with pytest.raises(EvidenceKeyError) as err:
+            SigningKey.load(tmp_path / "unused", str(path))
+        assert str(path) in str(err.value) and f"chmod 600 {path}" in str(err.value)
+    os.chmod(path, 0o600)
+    assert SigningKey.load(tmp_path / "unused", str(path)).private_key is not None
+
+
+def test_an_exposed_configured_key_is_one_message_on_the_command_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    pem = SigningKey.generate().private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    path = tmp_path / "k.pem"
+    path.write_bytes(pem)
+    os.chmod(path, 0o644)
+    env = {**os.environ, "YINJI_EVIDENCE_KEY": str(path), "YINJI_DATA_DIR": str(tmp_path / "d")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "evidence", "head"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert f"chmod 600 {path}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_fingerprint_is_the_sha256_of_the_raw_public_key(tmp_path: Path) -> None:
+    import hashlib
+
+    from tracker.evidence.keys import (
+        format_fingerprint,
+        log_fingerprint,
+        parse_fingerprint,
+        public_key_fingerprint,
+    )
+
+    key = SigningKey.load(tmp_path)
+    raw = key.public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    expected = hashlib.sha256(raw).hexdigest()
+    assert public_key_fingerprint(key) == expected
+    assert public_key_fingerprint(key.public_key) == expected
+    assert public_key_fingerprint(key.public_pem()) == expected
+    assert public_key_fingerprint(raw) == expected
+    assert log_fingerprint(tmp_path, None) == expected
+    grouped = format_fingerprint(expected)
+    assert grouped.split() == [expected[i : i + 4] for i in range(0, 64, 4)]
+    assert parse_fingerprint(grouped.upper()) == expected
+    with pytest.raises(EvidenceKeyError, match="64 hex digits"):
+        parse_fingerprint("abc")

@@ -31,6 +31,7 @@ def site() -> Iterator[Site]:
         {
             "/form.html": page("第一章 转载", _copy("表单提交")),
             "/api.html": page("第二章 转载", _copy("接口提交")),
+            "/reads.html": page("第三章 转载", _copy("只读下载")),
         }
     ).start()
     try:
@@ -113,3 +114,70 @@ def test_uploaded_file_is_a_submission(system: WebSystem, works: None) -> None:
     bundle = client.get(f"/exports/reports/{encode_id(match_id(sid, 'mother-1'))}.zip")
     assert bundle.status_code == 200 and verify_bundle(io.BytesIO(bundle.data)).ok
     assert any(n.startswith("submission/") for n in _members(bundle.data))
+
+
+def test_reads_never_write_and_the_key_is_published(
+    system: WebSystem, site: Site, works: None
+) -> None:
+    """Issue #24: three downloads of a bundle, PATCH {} and repeating a verdict leave the
+    log's size unchanged; the key, head and consistency proofs are public and agree
+    with the log (and pin the bundle the web app hands out)."""
+    from tracker.evidence.merkle import verify_consistency
+
+    headers = {"Authorization": f"Bearer {system.tokens['analyst']}"}
+    api = system.app.test_client()
+    accepted = api.post("/api/v1/checks", json={"urls": [site.url("/reads.html")]}, headers=headers)
+    assert accepted.status_code == 202, accepted.get_json()
+    status = wait_job(api, accepted.get_json()["job_id"], headers=headers)
+    [item] = status["result"]["results"]
+    mid = encode_id(match_id(item["suspect_id"], "mother-1"))
+    patch = api.patch(f"/api/v1/matches/{mid}", json={"verdict": "confirmed"}, headers=headers)
+    assert patch.status_code == 200, patch.get_json()
+
+    def size() -> int:
+        with EvidenceLog.from_settings(system.settings) as log:
+            return log.size
+
+    before = size()
+    client = system.client("viewer")
+    downloads = [client.get(f"/exports/reports/{mid}.zip") for _ in range(3)]
+    assert [d.status_code for d in downloads] == [200, 200, 200]
+    api_zip = api.get(f"/api/v1/reports/{mid}.zip", headers=headers)
+    assert api_zip.status_code == 200
+    assert size() == before
+    assert api.patch(f"/api/v1/matches/{mid}", json={}, headers=headers).status_code == 200
+    again = api.patch(f"/api/v1/matches/{mid}", json={"verdict": "confirmed"}, headers=headers)
+    assert again.status_code == 200
+    assert size() == before
+    # a verdict that changes something is recorded
+    changed = api.patch(f"/api/v1/matches/{mid}", json={"note": "整章复制"}, headers=headers)
+    assert changed.status_code == 200 and size() == before + 1
+
+    anonymous = system.app.test_client()
+    head = anonymous.get("/api/v1/evidence/head")
+    assert head.status_code == 200, head.get_data(as_text=True)[:300]
+    published = head.get_json()
+    with EvidenceLog.from_settings(system.settings) as log:
+        assert published["fingerprint"] == log.key_id
+        stored = {r.head.size: r.head.root_hash.hex() for r in log.heads()}
+    assert stored[published["tree_head"]["size"]] == published["tree_head"]["root_hash"]
+    key = anonymous.get("/api/v1/evidence/key.pem")
+    assert key.status_code == 200 and key.data.startswith(b"-----BEGIN PUBLIC KEY-----")
+    for data in [d.data for d in downloads] + [api_zip.data]:
+        pinned = verify_bundle(io.BytesIO(data), public_key=key.data)
+        assert pinned.trusted, pinned.summary()
+        stranger = verify_bundle(io.BytesIO(data), fingerprint="ab" * 32)
+        assert not stranger.trusted and "key" in stranger.failed()
+    sizes = sorted(stored)
+    proof = anonymous.get(f"/api/v1/evidence/consistency?first={sizes[0]}&second={sizes[-1]}")
+    assert proof.status_code == 200, proof.get_json()
+    body = proof.get_json()
+    assert verify_consistency(
+        sizes[0],
+        sizes[-1],
+        bytes.fromhex(stored[sizes[0]]),
+        bytes.fromhex(stored[sizes[-1]]),
+        [bytes.fromhex(h) for h in body["proof"]],
+    )
+    bad = anonymous.get(f"/api/v1/evidence/consistency?first={sizes[-1] + 5}")
+    assert bad.status_code == 400 and "first <= second" in bad.get_json()["error"]

@@ -134,9 +134,9 @@ def test_bulk_loader_spills_and_sizes(
     """Partition files (a tiny memory budget) or partitions in memory, sized once from
     the distinct identities, then equal to adds; mothers taken back by identity remove
     exactly their postings."""
-    from tracker.indexes import inverted
+    from tracker.indexes import bulk
 
-    monkeypatch.setattr(inverted, "IN_MEMORY_PARTS", 100)
+    monkeypatch.setattr(bulk, "IN_MEMORY_PARTS", 100)
     items = _items(seed=7, mothers=80)
     ref = _index(redis_client, "t:ref")
     idx = _index(redis_client, "t:bulk")
@@ -313,3 +313,73 @@ def test_a_loader_whose_index_filled_meanwhile_grows_it_and_merges(
     ref.add(theirs)
     ref.add(mine)
     _same(redis_client, "t:ref", "t:late")
+
+
+_KILLED_LOAD = """
+import sys, time
+import numpy as np
+import redis
+from tracker.indexes.inverted import RedisInvertedIndex
+
+r = redis.Redis(unix_socket_path=sys.argv[1])
+rng = np.random.default_rng(11)
+items = [(s, rng.integers(0, 2**63, 300, dtype=np.uint64)) for s in range(1, 40)]
+idx = RedisInvertedIndex(r, "t:kill")
+
+def settle(**kwargs):
+    print("written", flush=True)  # every temporary bucket is in Redis, none settled
+    time.sleep(3600)
+
+idx._settle = settle
+idx.load(items)
+"""
+
+
+def _temporary(redis: Any, prefix: str) -> list[bytes]:
+    return list(redis.scan_iter(match=f"{prefix}:bt*", count=1000))
+
+
+def test_a_killed_load_leaves_no_temporary_keys_for_the_next(redis_client: Any) -> None:
+    """Issue 25: ``kill -9`` during a bulk load left ``:bt*`` keys that made the empty index
+    look non-empty and survived a full re-run; the next load's start deletes them."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_LOAD, redis_client.socket_file],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "written"
+        left = _temporary(redis_client, "t:kill")
+        assert len(left) > 1  # the buckets and the load's lease
+        idx = _index(redis_client, "t:kill")
+        # While the loader lives its keys are its own: nobody sweeps them.
+        assert not idx.is_empty() and len(_temporary(redis_client, "t:kill")) == len(left)
+        child.kill()  # SIGKILL
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    idx = _index(redis_client, "t:kill")
+    assert idx.is_empty()  # the dead load's keys are gone
+    assert _temporary(redis_client, "t:kill") == []
+    rng = np.random.default_rng(11)
+    items = [(s, rng.integers(0, 2**63, 300, dtype=np.uint64)) for s in range(1, 40)]
+    idx.load(items)
+    ref = _index(redis_client, "t:kref", idx.bucket_bits)
+    ref.add(items)
+    _same(redis_client, "t:kref", "t:kill")
+
+
+def test_a_live_load_elsewhere_keeps_its_keys(redis_client: Any) -> None:
+    """A lease of a load on another host (not expired) protects its temporary keys; once
+    the lease is gone they are swept."""
+    from tracker.indexes.bulk import sweep_temporary
+    from tracker.indexes.lock import Owner
+
+    redis_client.hset("t:live:btabc:3", mapping={b"f": b"1"})
+    redis_client.set("t:live:btabc:live", Owner("far-host", 7, "abc").id, px=60_000)
+    idx = _index(redis_client, "t:live")
+    assert sweep_temporary(idx) == 0 and not idx.is_empty()
+    redis_client.delete("t:live:btabc:live")  # expired
+    assert sweep_temporary(idx) == 1 and idx.is_empty()

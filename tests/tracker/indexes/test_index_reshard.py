@@ -12,7 +12,7 @@ from textgen import random_edits, work
 
 from tracker.config import Settings
 from tracker.documents import Document
-from tracker.indexes import inverted
+from tracker.indexes import inverted, keys
 from tracker.indexes.inverted import MIN_BITS, RedisInvertedIndex
 from tracker.library import Library
 
@@ -72,7 +72,7 @@ def test_reshard_keeps_check_results_and_health(lib):
 def test_ingest_grows_buckets_and_stats_advise(lib, monkeypatch, redis_client):
     # Small thresholds so that a small library outgrows its buckets.
     monkeypatch.setattr(inverted, "RESHARD_FIELDS", 20)
-    monkeypatch.setattr(inverted, "TARGET_FIELDS", 10)
+    monkeypatch.setattr(keys, "TARGET_FIELDS", 10)  # (bits_for reads it there)
     import tracker.engines.daguan as daguan
 
     monkeypatch.setattr(daguan, "RESHARD_FIELDS", 20)

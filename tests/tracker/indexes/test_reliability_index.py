@@ -186,7 +186,7 @@ def test_another_stores_index_under_the_same_prefix_is_not_trusted(tmp_path, red
 def test_a_rebuild_elsewhere_is_waited_for_then_refused(lib: Library) -> None:
     lib.ingest(_works(2))
     lib.tracker.begin_rebuild("daguan")
-    lib.redis.set(lib.tracker.lock_key("daguan"), "other-host:1:x", px=60_000)
+    _foreign_lock(lib, beat=True)  # a live owner on another host
     _fresh(lib)
     with pytest.raises(IndexOutOfSync, match="another process is rebuilding it"):
         lib.ensure_index(wait=0.3)
@@ -194,6 +194,76 @@ def test_a_rebuild_elsewhere_is_waited_for_then_refused(lib: Library) -> None:
         lib.rebuild_index()
     lib.redis.delete(lib.tracker.lock_key("daguan"))
     assert [m.mother_id for m in lib.check_text(work(401, 50)[:900]).matches] == ["w1"]
+
+
+def _foreign_lock(lib: Library, *, beat: bool) -> None:
+    """The daguan index lock held by a process on another host, with its heartbeat
+    (alive) or without (it died, or is a lock written before heartbeats)."""
+    from tracker.indexes.lock import Owner
+
+    key = lib.tracker.lock_key("daguan")
+    owner = Owner("other-host", 1, "x").id
+    lib.redis.set(key, owner, px=600_000)
+    if beat:
+        lib.redis.set(f"{key}:beat", owner, px=60_000)
+
+
+def test_a_lock_without_heartbeat_is_taken_over_at_once(lib: Library) -> None:
+    lib.ingest(_works(2))
+    lib.tracker.begin_rebuild("daguan")
+    _foreign_lock(lib, beat=False)
+    _fresh(lib)
+    assert lib.index_health().state == "lost"  # not "rebuilding": nobody is
+    _foreign_lock(lib, beat=False)
+    info = lib.rebuild_index()  # takes the dead owner's lock over
+    assert info["mothers"] == 2
+    assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
+
+
+_KILLED_REBUILD = """
+import sys, time
+from pathlib import Path
+import redis
+from tracker.config import Settings
+from tracker.library import Library
+from tracker.store import open_store
+
+settings = Settings(data_dir=Path(sys.argv[1]), redis_prefix="ih")
+lib = Library(settings, open_store(settings), redis.Redis(unix_socket_path=sys.argv[2]))
+
+def progress(done, total):
+    print("rebuilding", flush=True)  # the lock is held from here on
+    time.sleep(3600)
+
+lib.rebuild_index(progress=progress)
+"""
+
+
+def test_a_killed_rebuild_frees_the_lock_at_once(tmp_path, lib: Library) -> None:
+    """Issue 25: ``yinji index rebuild`` killed by SIGKILL while it holds the lock; the next
+    check finds the owner dead and proceeds (rebuilds by itself) without waiting."""
+    lib.ingest(_works(3))
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_REBUILD, str(tmp_path), lib.redis.socket_file],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "rebuilding"
+        assert lib.redis.exists(lib.tracker.lock_key("daguan"))
+        _fresh(lib)
+        assert lib.index_health().state == "rebuilding"  # its owner lives
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    _fresh(lib)
+    lib.ensure_index(wait=0.0)  # no wait allowed: a dead owner's lock is no rebuild
+    assert [m.mother_id for m in lib.check_text(_probe(1)).matches] == ["w1"]
+    assert any("rebuilt it from the store" in note for note in lib.repairs)
+    assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
 
 
 def _postings_match_the_store(lib: Library) -> bool:

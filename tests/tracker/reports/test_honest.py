@@ -156,7 +156,7 @@ def test_submitted_text_has_no_fetch_time() -> None:
     match, mother, suspect = _records(S1, S1, [passage], source="text")
     data = report_data(_Library(match, mother, suspect), match.id)  # type: ignore[arg-type]
     assert data["suspect"]["fetched"] is False and data["suspect"]["fetched_at"] is None
-    assert data["suspect"]["received_at"] == "2026-11-11T08:00:00Z"
+    assert data["suspect"]["received_at"] == "2026-11-11T08:00:00.000Z"
     events = [e["event"] for e in data["timeline"]]
     assert events == ["imported", "submitted", "checked", "verdict"]
     assert "submitted text, not fetched" in data["timeline"][1]["note"]
@@ -171,10 +171,10 @@ def test_timeline_in_order_and_missing_times() -> None:
     data = report_data(_Library(*_records(S1, S1, [passage])), "s1\x1fm1")  # type: ignore[arg-type]
     at = {e["event"]: e["at"] for e in data["timeline"]}
     assert at == {
-        "imported": "2026-11-10T08:00:00Z",
-        "fetched": "2026-11-11T08:00:00Z",
-        "checked": "2026-11-12T08:00:00Z",
-        "verdict": "2026-11-12T09:00:00Z",
+        "imported": "2026-11-10T08:00:00.000Z",
+        "fetched": "2026-11-11T08:00:00.000Z",
+        "checked": "2026-11-12T08:00:00.000Z",
+        "verdict": "2026-11-12T09:00:00.000Z",
     }
     assert data["timeline_problems"] == []
     # A pending match has no verdict time; a re-check after the verdict hides it: the
@@ -205,7 +205,7 @@ def test_contradictory_times_are_flagged_loudly() -> None:
     )
     data = report_data(_Library(*records), "s1\x1fm1")  # type: ignore[arg-type]
     assert len(data["timeline_problems"]) == 1
-    assert "2026-11-10T00:00:00Z is before" in data["timeline_problems"][0]
+    assert "2026-11-10T00:00:00.000Z is before" in data["timeline_problems"][0]
     html = render_html(data)
     assert '<p class="alarm">时间顺序矛盾' in html
     assert "Timescontradicteachother" in _pdf_text(render_pdf(data, pdfa=False))
@@ -242,9 +242,9 @@ def test_evidence_log_supplies_capture_check_and_verdict_times(tmp_path: Path) -
         )
         data = report_data(_Library(match, mother, suspect), match.id, evidence=log)  # type: ignore[arg-type]
     at = {e["event"]: e["at"] for e in data["timeline"]}
-    assert at["fetched"] == "2026-11-11T13:00:00Z"
-    assert at["checked"] == "2026-11-11T14:00:00Z"
-    assert at["verdict"] == "2026-11-11T15:00:00Z"
+    assert at["fetched"] == "2026-11-11T13:00:00.000Z"
+    assert at["checked"] == "2026-11-11T14:00:00.000Z"
+    assert at["verdict"] == "2026-11-11T15:00:00.000Z"
     assert data["capture"] is not None and data["capture"]["log_index"] == entry.index
     assert data["capture"]["resolved_ip"] == "203.0.113.7"
     assert data["capture"]["redirects"] == ["301 http://pirate.example/a -> /1"]

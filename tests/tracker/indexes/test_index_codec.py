@@ -1,0 +1,104 @@
+"""The value codec is written twice, once for the Lua scripts (``lua/codec.lua``) and once
+for Python (``tracker.indexes.codec``): both must read and write the same bytes. Checked
+here on the values of a real index (fingerprints of the example library, fields of one,
+two, three and more seqs and stop markers) and on seqs of every decimal length, by
+running ``codec.lua`` itself in Redis."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from repo import REPO
+
+from tracker.engines.daguan import DaguanEngine
+from tracker.indexes.codec import FORMAT, STOP, decode_value, encode_value, parse_values
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.scripts import lua
+
+# codec.lua's decode and encode, applied to every value given: for each, the decoded seqs
+# (a table of 4-byte strings, or false for a stop marker) and the re-encoded value.
+_PROBE = (
+    lua("codec")
+    + """
+local out = {}
+for i = 1, #ARGV - 1 do
+  local t = decode(ARGV[i])
+  if t == nil then
+    out[#out + 1] = false
+    out[#out + 1] = false
+  else
+    out[#out + 1] = table.concat(t)
+    out[#out + 1] = encode(t)
+  end
+end
+return out
+"""
+)
+
+
+def _lua_codec(redis: Any, values: list[bytes], fmt: int) -> list[tuple[bytes | None, ...]]:
+    reply = redis.eval(_PROBE, 0, *values, fmt)
+    return [(reply[i] or None, reply[i + 1] or None) for i in range(0, len(reply), 2)]
+
+
+def _real_values(redis: Any) -> list[bytes]:
+    """Every stored value of an index of the example library, each text added as up to
+    seven mothers (seqs of different decimal lengths) holding nested parts of it, so
+    fields hold 1, 2, 3+ seqs and, past ``stop_df`` 4, stop markers."""
+    engine = DaguanEngine(redis, "t:codec-fp")
+    texts = [
+        json.loads(line)["text"]
+        for line in (REPO / "examples" / "library.jsonl").read_text("utf-8").splitlines()
+        if line.strip()
+    ]
+    idx = RedisInvertedIndex(redis, "t:codec", bucket_bits=6, stop_df=4)
+    seqs = [7, 42, 999, 10_000, 123_456, 123_456_789, 4_294_967_295]
+    items = []
+    for i, text in enumerate(texts):
+        fps = engine.mother_fingerprints(text)
+        copies = (7, 3, 2)[i % 3]  # nested prefixes: the first fps held by every copy
+        for k, seq in enumerate(seqs[:copies]):
+            items.append((seq - i, fps[: fps.size * (copies - k) // copies]))
+    idx.add(items)
+    values = [v for key in redis.scan_iter(match="t:codec:b*") for v in redis.hvals(key)]
+    assert len(values) > 100
+    return values
+
+
+def test_lua_and_python_codecs_agree_on_a_real_index(redis_client: Any) -> None:
+    values = _real_values(redis_client)
+    kinds = {"stop" if v == STOP else min(len(decode_value(v, FORMAT) or []), 3) for v in values}
+    assert kinds == {"stop", 1, 2, 3}  # every kind of value is there
+    for value, (seqs, again) in zip(values, _lua_codec(redis_client, values, FORMAT), strict=True):
+        mine = decode_value(value, FORMAT)
+        if mine is None:  # a stop marker, for both
+            assert value == STOP and seqs is None and again is None
+            continue
+        assert b"".join(mine) == seqs
+        assert again == encode_value(mine, FORMAT) == value
+    # parse_values (the lookup path) reads the same seqs.
+    fp_index, got, stopped = parse_values(values, FORMAT)
+    assert stopped == values.count(STOP)
+    want = [int.from_bytes(s, "little") for v in values for s in (decode_value(v, FORMAT) or [])]
+    assert sorted(got.tolist()) == sorted(want)
+    assert fp_index.size == len(want)
+
+
+def test_codecs_agree_on_every_shape_and_both_formats(redis_client: Any) -> None:
+    rng = np.random.default_rng(4)
+    seqs = [1, 9, 10, 99, 100, 65_536, 999_999, 10**8, 2**32 - 1, 256, 2**24]
+    seqs += [int(s) for s in rng.integers(1, 2**32 - 1, 20)]
+    packed = [s.to_bytes(4, "little") for s in seqs]
+    for fmt in (1, 2):
+        lists = [packed[i : i + n] for n in (1, 2, 3, 5, 16) for i in range(0, len(packed) - n)]
+        values = [encode_value(t, fmt) for t in lists]
+        if fmt == 2:  # singles as digits, pairs as \x01 + 8 bytes
+            assert values[0] == b"1" and values[1] == b"9"
+            assert any(len(v) == 9 and v[0] == 1 for v in values)
+        for t, value, (got, again) in zip(
+            lists, values, _lua_codec(redis_client, values, fmt), strict=True
+        ):
+            assert got == b"".join(t)
+            assert again == value

@@ -1,0 +1,233 @@
+"""The stored facts a takedown notice may state, and nothing else.
+
+A notice is signed "under penalty of perjury"; every statement in it is derived here from
+a stored fact, per URL:
+
+- the URL is in the case **and** its match is confirmed in the library (a URL whose
+  matches are still pending, or were dismissed, is left out and reported as such);
+- the work and chapter are those of **that URL's own confirmed match** (the mother it
+  copies; a mother that is one chapter of a book names the book as the work and its own
+  title as the chapter);
+- its similarity on pinyin initials and on characters, from that match's passages
+  (length-weighted, as the evidence report shows them passage by passage), and the
+  share of the page copied (coverage);
+- for a fetched page, the capture's fetch time and the SHA-256 of the bytes served (the
+  evidence log's capture; without one, the suspect record's); for a text handed in,
+  "submitted, not fetched" with the time it was received — never a fetch time;
+- the evidence report's file name and SHA-256 when one is attached.
+
+URLs come in chapter order (``tracker.cases.chapters``), page order breaking ties.
+``notice_facts`` refuses (``NoConfirmedURL``) when no URL qualifies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from tracker.records import Match, MatchQuery, Mother, NotFound, Suspect, match_id
+
+from .chapters import in_chapter_order
+from .model import Case, CaseError
+
+if TYPE_CHECKING:
+    from tracker.store import Store
+
+_QUOTES = "《》〈〉「」『』\"'“”‘’ "
+
+
+class NoConfirmedURL(CaseError):
+    """None of the cases' URLs has a confirmed match: there is nothing to notice."""
+
+
+@dataclass(frozen=True)
+class URLFact:
+    """One URL of a notice with the facts stated about it."""
+
+    case_id: str
+    url: str
+    match_id: str
+    suspect_id: str
+    work_id: str  # the mother of the URL's confirmed match
+    work_title: str  # the work (a book, for a chapter mother) without quotation marks
+    chapter: str  # the chapter the URL copies ("" when the work is not split in chapters)
+    label: str  # the page's own title as the case records it
+    initials_similarity: float | None
+    char_similarity: float | None
+    coverage: float
+    fetched: bool  # False: a text handed in ("submitted, not fetched")
+    at: datetime | None  # fetch time (fetched) or receipt time (submitted); None: unknown
+    content_sha256: str | None  # the bytes as served (fetched pages)
+    from_capture: bool  # the time and hash come from the evidence log's capture
+    evidence_file: str = ""
+    evidence_sha256: str = ""
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A URL of the cases that the notice does not name, and why."""
+
+    case_id: str
+    url: str
+    reason: str
+
+
+@dataclass
+class NoticeFacts:
+    urls: list[URLFact] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+
+    def of_case(self, case_id: str) -> list[URLFact]:
+        return [f for f in self.urls if f.case_id == case_id]
+
+
+def bare_title(title: str) -> str:
+    """A title without the quotation marks around it (``《雾城旧梦》`` → ``雾城旧梦``);
+    inner marks stay (``《雾城旧梦》第一章`` keeps its own)."""
+    text = (title or "").strip()
+    while len(text) >= 2 and text[0] in '《「『“"' and text[-1] in '》」』”"':
+        if not _one_pair(text):  # 《a》…《b》: the outer marks are not one pair
+            break
+        text = text[1:-1].strip()
+    return text
+
+
+def _one_pair(text: str) -> bool:
+    """The mark opening ``text`` is closed by its last character."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "《「『“":
+            depth += 1
+        elif ch in "》」』”":
+            depth -= 1
+            if depth == 0:
+                return i == len(text) - 1
+    return text[0] == text[-1] == '"'
+
+
+def zh_title(title: str) -> str:
+    """``title`` in 《》 once: a title that already carries its own marks is not wrapped
+    again (no 《《雾城旧梦》第一章》)."""
+    text = bare_title(title)
+    return text if "《" in text else f"《{text}》"
+
+
+def _work_of(mother: Mother | None, match: Match) -> tuple[str, str]:
+    """(work title, chapter) of the mother a URL copies."""
+    title = bare_title(mother.title if mother else match.mother_title) or match.mother_id
+    meta = (mother.metadata or {}) if mother else {}
+    book = bare_title(str(meta.get("work_title") or meta.get("book_title") or ""))
+    if book and book != title:
+        return book, title
+    return title, ""
+
+
+def confirmed_match(store: Store, suspect_id: str, mother_id: str) -> Match | None:
+    """The confirmed match of a case URL's suspect: with the URL's own mother when that
+    is confirmed, else its best confirmed match."""
+    if not suspect_id:
+        return None
+    try:
+        own = store.get_match(match_id(suspect_id, mother_id))
+    except (NotFound, KeyError):
+        own = None
+    if own is not None and own.verdict == "confirmed":
+        return own
+    found = store.query_matches(
+        MatchQuery(suspect_id=suspect_id, verdict="confirmed", sort="-score", limit=1)
+    )
+    return found[0] if found else None
+
+
+def _why_not(store: Store, suspect_id: str, mother_id: str) -> str:
+    try:
+        own = store.get_match(match_id(suspect_id, mother_id))
+    except (NotFound, KeyError):
+        return "its match is no longer in the library"
+    return f"its match is {own.verdict}, not confirmed"
+
+
+def url_fact(store: Store, case: Case, url: Any, match: Match, evidence: Any = None) -> URLFact:
+    """The facts of one case URL (a ``CaseURL``) from its confirmed ``match``."""
+    from tracker.reports.data import match_similarities, page_source
+
+    mother: Mother | None
+    suspect: Suspect | None
+    try:
+        mother = store.get_mother(match.mother_id)
+    except (NotFound, KeyError):
+        mother = None
+    try:
+        suspect = store.get_suspect(match.suspect_id)
+    except (NotFound, KeyError):
+        suspect = None
+    work_title, chapter = _work_of(mother, match)
+    initials, chars = match_similarities(match, mother, suspect)
+    source = page_source(match, suspect, evidence)
+    return URLFact(
+        case_id=case.id,
+        url=url.url,
+        match_id=match.id,
+        suspect_id=match.suspect_id,
+        work_id=match.mother_id,
+        work_title=work_title,
+        chapter=chapter,
+        label=url.label,
+        initials_similarity=initials,
+        char_similarity=chars,
+        coverage=float(match.coverage),
+        fetched=source.fetched,
+        at=source.at,
+        content_sha256=source.content_sha256,
+        from_capture=source.from_capture,
+    )
+
+
+def notice_facts(
+    cases: Sequence[Case],
+    store: Store,
+    *,
+    evidence: Any = None,
+    evidence_files: dict[str, tuple[str, str]] | None = None,
+) -> NoticeFacts:
+    """The facts of every confirmed URL of ``cases`` (see the module docstring);
+    ``evidence`` is the evidence log (captures, submissions), ``evidence_files`` maps
+    a URL to (report file name, its SHA-256). Raises ``NoConfirmedURL`` when none."""
+    files = evidence_files or {}
+    out = NoticeFacts()
+    found: list[URLFact] = []
+    for case in cases:
+        for u in case.urls:
+            match = confirmed_match(store, u.suspect_id, u.mother_id or case.work)
+            if match is None:
+                why = (
+                    _why_not(store, u.suspect_id, u.mother_id or case.work)
+                    if u.suspect_id
+                    else "no match recorded"
+                )
+                out.left_out.append(LeftOut(case.id, u.url, why))
+                continue
+            fact = url_fact(store, case, u, match, evidence)
+            if u.url in files:
+                name, digest = files[u.url]
+                fact = _with_file(fact, name, digest)
+            found.append(fact)
+    # Chapter order over the whole notice (a book's cases too), page order breaking ties.
+    out.urls = in_chapter_order(found, lambda f: [f.chapter, f.label, f.work_title])
+    if not out.urls:
+        reasons = "; ".join(f"{x.url}: {x.reason}" for x in out.left_out[:5])
+        ids = ", ".join(c.id for c in cases)
+        raise NoConfirmedURL(
+            f"case(s) {ids}: no URL with a confirmed match, so there is nothing a notice "
+            f"may state (confirm the matches first: `yinji verdict SUSPECT_ID MOTHER_ID "
+            f"confirmed` or 确认 in the web app)" + (f" — {reasons}" if reasons else "")
+        )
+    return out
+
+
+def _with_file(fact: URLFact, name: str, digest: str) -> URLFact:
+    from dataclasses import replace
+
+    return replace(fact, evidence_file=name, evidence_sha256=digest)

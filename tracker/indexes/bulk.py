@@ -1,0 +1,503 @@
+"""Bulk loads of the inverted index (``index rebuild``, and an ingest into an empty
+index): postings grouped by identity on the client, each field written once with its
+final value; the index sized once from the exact count of identities.
+
+On a single server a bucket is written whole by one plain HSET into a key of the load's
+own (``{prefix}:bt{token}:{bucket}``, RESP packed with numpy), then moved in place by
+``lua/settle.lua``: RENAMENX when the bucket does not exist yet, else merged field by
+field exactly as adds merge (another writer came first), under the same layout and move
+guard as adds. On Redis Cluster one ``lua/fill.lua`` call per bucket does the same with
+its one key. The result is the index that adding the same postings in the same order
+makes (same field values, byte for byte), at ~1.4 us of Redis time a posting instead of
+~4 (100 M).
+
+A load's temporary keys carry a lease (``{prefix}:bt{token}:live``: its owner
+``host|pid|token`` with a TTL of ``LEASE_MS``, refreshed after every settle call). A load
+killed between its HSETs and its settle (``kill -9``) leaves temporary keys behind, which
+made an empty index look non-empty; ``sweep_temporary`` (run when a load or an ingest asks
+whether the index is empty) deletes the keys of every load whose lease is gone or whose
+owner's process on this host no longer runs, and leaves a live load's keys alone.
+
+``BulkLoader`` gathers a rebuild's postings in bounded memory (spilling to partition
+files) and loads them partition by partition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import shutil
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracker.indexes.codec import FORMAT, STOP, encode_value
+from tracker.indexes.keys import (
+    IDENTITY_BITS,
+    TEMP_MATCH,
+    bits_for,
+    layout_name,
+    pack_fields,
+    split_identity,
+    temp_prefix,
+)
+from tracker.indexes.lock import Owner
+from tracker.redis_client import delete_matching, process_alive
+
+if TYPE_CHECKING:
+    from tracker.indexes.inverted import RedisInvertedIndex
+
+_PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
+PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
+IN_MEMORY_PARTS = 1_000_000  # from this many postings, load in partitions (overlapped)
+
+
+def _distinct(ident: np.ndarray) -> int:
+    """How many distinct values (a sort: faster than numpy's hashing unique here)."""
+    s = np.sort(ident)
+    return int(s.size and 1 + np.count_nonzero(s[1:] != s[:-1]))
+
+
+def hset_commands(
+    keys: list[bytes], per_key: np.ndarray, fields: np.ndarray, vlen: np.ndarray, vdata: np.ndarray
+) -> tuple[bytes, np.ndarray]:
+    """RESP of ``HSET key f v ...`` for each key with its ``per_key`` fields (rows of
+    ``fields``, values ``vlen``/``vdata`` one after the other), built with numpy; and
+    where each command starts."""
+    n, fw = fields.shape
+    nd = 1 + (vlen >= 10) + (vlen >= 100)
+    size = 1 + len(str(fw)) + 2 + fw + 2 + 1 + nd + 2 + vlen + 2
+    off = np.cumsum(size) - size
+    rec = np.empty(int(size.sum()), dtype=np.uint8)
+    head = np.frombuffer(f"${fw}\r\n".encode(), np.uint8)
+    for c, byte in enumerate(head.tolist()):
+        rec[off + c] = byte
+    p = off + head.size
+    for c in range(fw):
+        rec[p + c] = fields[:, c]
+    p = p + fw
+    rec[p], rec[p + 1], rec[p + 2] = 13, 10, 36  # \r \n $
+    p = p + 3
+    digits = np.stack([vlen // 100, (vlen // 10) % 10, vlen % 10], axis=1) + 48
+    for c in range(3):
+        use = nd > 2 - c
+        rec[(p + nd - 3 + c)[use]] = digits[use, c]
+    p = p + nd
+    rec[p], rec[p + 1] = 13, 10
+    scatter(rec, p + 2, vlen, vdata)
+    p = p + 2 + vlen
+    rec[p], rec[p + 1] = 13, 10
+    heads = [
+        b"*%d\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n" % (2 + 2 * c, len(k), k)
+        for k, c in zip(keys, per_key.tolist(), strict=True)
+    ]
+    hlen = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    first = np.cumsum(per_key) - per_key
+    rlen = np.add.reduceat(size, first) if n else np.zeros(0, np.int64)
+    starts = np.cumsum(hlen + rlen) - (hlen + rlen)
+    bounds = np.append(off[first], rec.size).tolist() if n else [0]
+    body = rec.tobytes()
+    parts: list[bytes] = []
+    for i, head_bytes in enumerate(heads):
+        parts.append(head_bytes)
+        parts.append(body[bounds[i] : bounds[i + 1]])
+    return b"".join(parts), starts
+
+
+def scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
+    """``out[starts[i]:starts[i] + lengths[i]]`` = the i-th run of ``data`` (the runs one
+    after the other), for every i at once."""
+    if not data.size:
+        return
+    first = np.cumsum(lengths) - lengths
+    out[np.repeat(starts - first, lengths) + np.arange(data.size)] = data
+
+
+def load_pairs(
+    index: RedisInvertedIndex,
+    ident: np.ndarray,
+    seqs: np.ndarray,
+    *,
+    chunk: int = 2000,
+    size: bool = True,
+) -> int:
+    """``load`` of (identity, seq) pairs in arrival order (a field's seqs are stored
+    in that order, as adds in that order store them)."""
+    if ident.size == 0:
+        return 0
+    order = np.argsort(ident, kind="stable")
+    ident, seqs = ident[order], seqs[order].astype(np.uint32)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
+    groups = ident[starts]
+    vlen, vdata, counts = fill_values(seqs, starts, index.stop_df)
+    del order, ident
+    if size:
+        size_for(index, groups.size)
+    if not index._cluster:
+        index.wait_for_move()
+    new_fields = 0
+    with index._writing():
+        for _ in range(5):
+            index.refresh()
+            if index.fmt != FORMAT or index.ident_bits != IDENTITY_BITS:
+                raise RuntimeError(f"index {index.prefix} is in an old layout: reshard it")
+            index.redis.hsetnx(index.layout_key, "layout", index.layout)
+            used = index.layout
+            if index._cluster:
+                replies = fill_buckets(index, groups, vlen, vdata, chunk)
+                if index._layout_held(used):
+                    new_fields = sum(int(r[1]) for r in replies)
+                    break
+            else:
+                replies = index._fill_direct(groups, vlen, vdata, counts)
+                if all(int(r[0]) >= 0 for r in replies):
+                    break  # (the script counted its fields)
+                index.wait_for_move()  # resharded meanwhile: redo all (idempotent)
+        else:
+            raise RuntimeError(f"the layout of index {index.prefix} keeps changing; try again")
+    if new_fields:
+        index.redis.hincrby(index.layout_key, "fields", new_fields)
+    return sum(int(r[0]) for r in replies)
+
+
+def size_for(index: RedisInvertedIndex, fields: int) -> int:
+    """Before a bulk load of ``fields`` distinct identities into an EMPTY index: the
+    layout set to ``bits_for(fields)`` buckets (format 2) unless a writer counted
+    fields meanwhile. An index that is not empty keeps its layout. The bits."""
+    bits = bits_for(fields)
+    if (bits, IDENTITY_BITS, FORMAT) == (index.refresh(), index.ident_bits, index.fmt):
+        return bits
+    if not index.is_empty():
+        return index.bucket_bits
+    name = layout_name(bits, IDENTITY_BITS, FORMAT)
+    with index._writing():
+        if index._cluster:  # layout and buckets on different nodes: checked above
+            index.redis.hset(index.layout_key, "layout", name)
+        else:
+            index._size(keys=[index.layout_key], args=[name])
+    return index.refresh()
+
+
+def fill_values(
+    seqs: np.ndarray, starts: np.ndarray, stop_df: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
+    (lengths, the values' bytes one after the other). Single seqs (most fields)
+    as decimal digits, made with numpy; the others through ``encode_value``."""
+    counts = np.diff(np.append(starts, seqs.size))
+    single = counts == 1
+    ones = seqs[starts[single]].astype(np.uint64)
+    nd = np.ones(ones.size, dtype=np.int64)
+    for k in range(1, 10):
+        nd += ones >= np.uint64(10**k)
+    digits = np.empty((ones.size, 10), dtype=np.uint8)  # right-aligned, MSB first
+    x = ones.copy()
+    for j in range(9, -1, -1):
+        digits[:, j] = (x % np.uint64(10)).astype(np.uint8) + 48
+        x //= np.uint64(10)
+    one_bytes = digits[np.arange(10) >= (10 - nd)[:, None]]
+    many_at = np.flatnonzero(~single)
+    many: list[bytes] = []
+    posts: list[int] = []  # postings of each (as adds count: up to the stop)
+    raw = seqs.astype("<u4").tobytes()
+    for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
+        got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
+        kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
+        many.append(STOP if len(kept) > stop_df else encode_value(kept, FORMAT))
+        posts.append(min(len(kept), stop_df + 1))
+    vlen = np.empty(starts.size, dtype=np.int64)
+    vlen[single] = nd
+    vlen[many_at] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
+    vstart = np.cumsum(vlen) - vlen
+    vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
+    scatter(vdata, vstart[single], nd, one_bytes)
+    scatter(vdata, vstart[many_at], vlen[many_at], np.frombuffer(b"".join(many), np.uint8))
+    counts = np.ones(starts.size, dtype=np.int64)
+    counts[many_at] = posts
+    return vlen, vdata, counts
+
+
+def fill_records(
+    index: RedisInvertedIndex, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray
+) -> tuple[np.ndarray, bytes, np.ndarray]:
+    """(buckets, records, each record's byte offset) for the current layout: records
+    of (field, value length byte, value), in identity order."""
+    buckets, fields = split_identity(groups, index.bucket_bits, index.ident_bits)
+    fw = index.field_bytes
+    head = fw + 1
+    size = head + vlen
+    off = np.cumsum(size) - size
+    buf = np.empty(int(size.sum()), dtype=np.uint8)
+    packed = pack_fields(fields, fw)
+    for c in range(fw):
+        buf[off + c] = packed[:, c]
+    buf[off + fw] = vlen.astype(np.uint8)
+    scatter(buf, off + head, vlen, vdata)
+    return buckets, buf.tobytes(), off
+
+
+def fill_direct(
+    index: RedisInvertedIndex,
+    groups: np.ndarray,
+    vlen: np.ndarray,
+    vdata: np.ndarray,
+    counts: np.ndarray,
+    per_call: int = 2048,
+) -> list[Any]:
+    """Single server: every bucket HSET whole into a temporary key (commands packed
+    here with numpy, sent raw: redis-py's packing of two arguments a posting cost
+    more than Redis' work), then ``lua/settle.lua`` per ``per_call`` buckets. A
+    refused settle deletes this load's temporary keys and returns its reply."""
+    buckets, fields = split_identity(groups, index.bucket_bits, index.ident_bits)
+    firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
+    per_bucket = np.diff(np.append(firsts, groups.size))
+    nbuckets = firsts.size
+    ubuckets = buckets[firsts]
+    posts = np.add.reduceat(counts, firsts)
+    me = Owner.me()
+    tmp = temp_prefix(index.prefix, me.token[:12])
+    lease = f"{tmp}{LEASE}"
+    index.redis.set(lease, me.id, px=LEASE_MS)  # before the first temporary key
+    buf, starts = hset_commands(
+        [f"{tmp}{b}".encode() for b in ubuckets.tolist()],
+        per_bucket,
+        pack_fields(fields, index.field_bytes),
+        vlen,
+        vdata,
+    )
+    hdr = np.empty((nbuckets, 3), dtype="<u4")
+    hdr[:, 0], hdr[:, 1], hdr[:, 2] = ubuckets, posts, per_bucket
+    keys = [index.layout_key, index.moving_key]
+    args = [index.layout, index.stop_df, tmp, index.key_prefix()]
+    replies: list[Any] = []
+    ends = np.append(starts, len(buf)).tolist()
+    pool = index.redis.connection_pool
+    try:
+        conn = pool.get_connection()
+    except TypeError:  # redis-py before 5.3 wants a command name
+        conn = pool.get_connection("HSET")
+    try:
+        for a in range(0, nbuckets, per_call):
+            z = min(a + per_call, nbuckets)
+            conn.send_packed_command([buf[ends[a] : ends[z]]], check_health=False)
+            for _ in range(z - a):
+                conn.read_response()
+            reply = index._settle(keys=keys, args=[*args, hdr[a:z].tobytes(), index.fmt])
+            replies.append(reply)
+            index.redis.set(lease, me.id, px=LEASE_MS)
+            if int(reply[0]) < 0:
+                delete_matching(index.redis, f"{tmp}*")
+                break
+    except BaseException:
+        conn.disconnect()
+        with contextlib.suppress(Exception):
+            delete_matching(index.redis, f"{tmp}*")
+        raise
+    finally:
+        pool.release(conn)
+    index.redis.delete(lease)
+    return replies
+
+
+LEASE = "live"  # after a load's temporary prefix: its lease
+LEASE_MS = 60_000  # a load silent this long (no settle call) is taken for dead
+
+
+def sweep_temporary(index: RedisInvertedIndex) -> int:
+    """Delete the temporary keys of bulk loads that died (``kill -9`` between their
+    HSETs and their settle): those whose lease expired, or whose owner ran on this host
+    and is gone. A live load's keys stay. Returns how many keys went."""
+    start = len(index.prefix) + 3  # after "{prefix}:bt"
+    tokens: set[str] = set()
+    for key in index.redis.scan_iter(match=f"{index.prefix}{TEMP_MATCH}", count=1000):
+        name = key.decode() if isinstance(key, bytes) else str(key)
+        tokens.add(name[start:].partition(":")[0])
+    host = Owner.me().host
+    gone = 0
+    for token in tokens:
+        tmp = temp_prefix(index.prefix, token)
+        holder = index.redis.get(f"{tmp}{LEASE}")
+        if holder is not None:
+            owner = Owner.parse(holder)
+            if owner.host != host or not owner.pid or process_alive(owner.pid):
+                continue  # a live load (or one elsewhere whose lease has not expired)
+        gone += delete_matching(index.redis, f"{tmp}*")
+    return gone
+
+
+def fill_buckets(
+    index: RedisInvertedIndex, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
+) -> list[Any]:
+    """Redis Cluster: one ``_FILL_SCRIPT`` EVAL per bucket, ``chunk`` per pipeline."""
+    buckets, blob, off = fill_records(index, groups, vlen, vdata)
+    firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
+    ends = np.append(off, len(blob))
+    bounds = [*firsts.tolist(), groups.size]
+    args = [index.stop_df, index.field_bytes]
+    replies: list[Any] = []
+    pipe = index.redis.pipeline(transaction=False)
+    pending = 0
+    for a, z in itertools.pairwise(bounds):
+        key = index.bucket_key(int(buckets[a]))
+        part = blob[int(ends[a]) : int(ends[z])]
+        pipe.execute_command("EVAL", index._fill.script, 1, key, *args, part, index.fmt)
+        pending += 1
+        if pending >= chunk:
+            replies += pipe.execute()
+            pending = 0
+    if pending:
+        replies += pipe.execute()
+    return replies
+
+
+class BulkLoader:
+    """The postings of a rebuild or of an ingest into an empty index, gathered and then
+    bulk loaded (``load_pairs``) in bounded memory.
+
+    ``extend`` keeps (identity, seq) pairs in arrival order, in memory up to
+    ``memory_pairs``, then spills them (12 bytes a posting) into ``2**PART_BITS``
+    partition files by identity range under ``folder``. ``finish`` counts the distinct
+    identities (exactly: each partition sorted in turn), sizes the empty index once, and
+    loads one partition at a time: partitions hold whole buckets, so every bucket is
+    new when it is written and takes the fast path. ``take_back`` removes the postings
+    of given seqs again (mothers replaced meanwhile); ``close`` deletes the files."""
+
+    def __init__(
+        self, index: RedisInvertedIndex, folder: Path, *, memory_pairs: int = 4_000_000
+    ) -> None:
+        self.index = index
+        self.folder = Path(folder)
+        self.memory_pairs = memory_pairs
+        self._ident: list[np.ndarray] = []
+        self._seqs: list[np.ndarray] = []
+        self._held = 0
+        self._spilled = False
+        self.seqs: list[int] = []  # every mother gathered, in arrival order
+        self.pairs = 0
+        self.distinct = 0  # identities loaded (known after finish)
+        self._last: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.uint64), np.zeros(0, np.uint32))
+
+    def extend(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        for seq, fps in items:
+            fps = np.asarray(fps, dtype=np.uint64)
+            self.seqs.append(int(seq))
+            if not fps.size:
+                continue
+            self._ident.append(self.index.identities(fps))
+            self._seqs.append(np.full(fps.size, seq, dtype=np.uint32))
+            self._held += fps.size
+            self.pairs += fps.size
+        if self._held >= self.memory_pairs:
+            self._spill()
+
+    def _take(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._ident:
+            return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+        ident, seqs = np.concatenate(self._ident), np.concatenate(self._seqs)
+        self._ident, self._seqs, self._held = [], [], 0
+        return ident, seqs
+
+    def _part(self, p: int) -> Path:
+        return self.folder / f"part-{p:03d}.bin"
+
+    def _spill(self) -> None:
+        ident, seqs = self._take()
+        if not ident.size:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._spilled = True
+        for p, part_ident, part_seqs in self._split(ident, seqs):
+            rec = np.empty(part_ident.size, dtype=_PAIR)
+            rec["ident"], rec["seq"] = part_ident, part_seqs
+            with open(self._part(p), "ab") as fh:
+                rec.tofile(fh)
+
+    def _parts(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for p in range(1 << PART_BITS):
+            if self._part(p).exists():
+                rec = np.fromfile(self._part(p), dtype=_PAIR)
+                yield rec["ident"].copy(), rec["seq"].copy()
+
+    def _split(
+        self, ident: np.ndarray, seqs: np.ndarray
+    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(partition, its identities, its seqs), arrival order kept within each."""
+        part = (ident >> np.uint64(IDENTITY_BITS - PART_BITS)).astype(np.int64)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange((1 << PART_BITS) + 1)).tolist()
+        for p in range(1 << PART_BITS):
+            a, z = bounds[p], bounds[p + 1]
+            if z > a:
+                take = order[a:z]
+                yield p, ident[take], seqs[take]
+
+    def finish(
+        self,
+        between: Callable[[], None] | None = None,
+        grow: Callable[[int], None] | None = None,
+    ) -> int:
+        """Load everything gathered (``between`` is called between partitions, e.g. to
+        refresh a lock); returns how many postings were new. An index that is no longer
+        empty (another writer came first) keeps its layout: ``grow(fields)`` is called
+        first to reshard it if these fields would overfill its buckets."""
+        if not self._spilled:
+            ident, seqs = self._take()
+            self._last = (ident, seqs)  # for take_back
+            self.distinct = _distinct(ident)
+            if grow is not None and self.distinct and not self.index.is_empty():
+                grow(self.distinct)
+            if ident.size < IN_MEMORY_PARTS:
+                return self.index.load_pairs(ident, seqs)
+            self.index.size_for(self.distinct)
+            parts = ((i, s) for _, i, s in self._split(ident, seqs))
+            return self._load_parts(parts, between)
+        self._spill()
+        self.distinct = sum(_distinct(ident) for ident, _ in self._parts())
+        if grow is not None and not self.index.is_empty():
+            grow(self.distinct)
+        self.index.size_for(self.distinct)
+        return self._load_parts(self._parts(), between)
+
+    def _load_parts(
+        self,
+        parts: Iterator[tuple[np.ndarray, np.ndarray]],
+        between: Callable[[], None] | None,
+    ) -> int:
+        """Partitions loaded (each holds whole buckets, all new)."""
+        # Two partitions at a time: one sorted and packed here while Redis writes the
+        # other (numpy and the socket wait release the GIL).
+        new = 0
+        pending: deque[Future[int]] = deque()
+        with ThreadPoolExecutor(2, thread_name_prefix="yinji-load") as pool:
+            for ident, seqs in parts:
+                pending.append(pool.submit(self.index.load_pairs, ident, seqs, size=False))
+                while len(pending) >= 2:
+                    new += pending.popleft().result()
+                    if between is not None:
+                        between()
+            while pending:
+                new += pending.popleft().result()
+        return new
+
+    def take_back(self, seqs: set[int]) -> int:
+        """Remove the gathered postings of ``seqs`` from the index (after ``finish``);
+        how many there were."""
+        if not seqs:
+            return 0
+        want = np.fromiter(seqs, dtype=np.uint32, count=len(seqs))
+        parts = self._parts() if self._spilled else iter([self._last])
+        gone = 0
+        for ident, got in parts:
+            keep = np.isin(got, want)
+            if keep.any():
+                gone += self.index.remove_pairs(ident[keep], got[keep])
+        return gone
+
+    def close(self) -> None:
+        self._ident, self._seqs = [], []
+        self._last = (self._last[0][:0], self._last[1][:0])
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,93 @@
+"""The stored values of the inverted index, in Python: the twin of ``lua/codec.lua``
+(the scripts' codec), with a test that both agree on real values
+(tests/tracker/indexes/test_index_codec.py).
+
+A value holds the seqs of the mothers having one fingerprint. Format 1 (indexes written
+before format 2): the packed little-endian uint32 seqs. Format 2: a single seq (most
+fields) as its decimal digits, which Redis keeps in a listpack as an integer (2-5 bytes
+instead of 6: ~2 bytes a posting less); two seqs as ``\\x01`` and the 8 packed bytes (a
+marker, so it is never read as 8 digits); three or more (>= 12 bytes, longer than any
+decimal seq) packed. A stop marker is one ``\\x00`` byte in both. 16 seqs stay within
+Redis' 64-byte compact values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
+FORMAT = 2  # the value format of new indexes and of every reshard
+
+
+def packed_seqs(value: bytes, fmt: int) -> bytes:
+    """The packed little-endian uint32 seqs of a stored value (not a stop marker)."""
+    if fmt == 2 and len(value) < 12:
+        if len(value) == 9 and value[0] == 1:
+            return value[1:]
+        return int(value).to_bytes(4, "little")
+    return value
+
+
+def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(fp_index, seqs, stopped)`` of looked-up values (None: no field). Single seqs
+    (decimal in format 2, most hits) are converted in one ``map(int, ...)``."""
+    stopped = 0
+    one_at: list[int] = []
+    ones: list[bytes] = []
+    many_at: list[int] = []
+    blobs: list[bytes] = []
+    for i, v in enumerate(values):
+        if not v:
+            continue
+        n = len(v)
+        if fmt == 2 and n < 12 and not (n == 9 and v[0] == 1):
+            if v == STOP:
+                stopped += 1
+            else:
+                one_at.append(i)
+                ones.append(v)
+        elif v == STOP:
+            stopped += 1
+        else:
+            many_at.append(i)
+            blobs.append(packed_seqs(v, fmt))
+    if not ones and not blobs:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), stopped
+    lengths = np.fromiter((len(b) // 4 for b in blobs), dtype=np.int64, count=len(blobs))
+    fp_index = np.concatenate(
+        [
+            np.asarray(one_at, dtype=np.int64),
+            np.repeat(np.asarray(many_at, dtype=np.int64), lengths),
+        ]
+    )
+    seqs = np.concatenate(
+        [
+            np.fromiter(map(int, ones), dtype=np.uint32, count=len(ones)),
+            np.frombuffer(b"".join(blobs), dtype="<u4").astype(np.uint32),
+        ]
+    )
+    if ones and blobs:  # in fingerprint order, as callers may expect
+        order = np.argsort(fp_index, kind="stable")
+        fp_index, seqs = fp_index[order], seqs[order]
+    return fp_index, seqs, stopped
+
+
+def decode_value(value: bytes, fmt: int) -> list[bytes] | None:
+    """The 4-byte seqs of a stored value, None for a stop marker."""
+    if value == STOP:
+        return None
+    packed = packed_seqs(value, fmt)
+    return [packed[i : i + 4] for i in range(0, len(packed), 4)]
+
+
+def encode_value(seqs: list[bytes] | None, fmt: int) -> bytes:
+    """The stored value of 4-byte seqs (None: a stop marker), as ``codec.lua`` writes it."""
+    if seqs is None:
+        return STOP
+    if fmt == 2 and len(seqs) == 1:
+        return str(int.from_bytes(seqs[0], "little")).encode()
+    if fmt == 2 and len(seqs) == 2:
+        return b"\x01" + seqs[0] + seqs[1]
+    return b"".join(seqs)

@@ -1,0 +1,266 @@
+"""The check: one suspect text against the library, stage by stage.
+
+``CheckService.run`` is the whole path of every check (``yinji check``, the web app's
+paste and upload, the crawl and re-check tasks), readable top to bottom:
+
+1. size          the text over ``YINJI_MAX_SUSPECT_CHARS`` is refused before any work
+2. fingerprints  the engine fingerprints the suspect (densely: every offset)
+3. candidates    ... and looks them up in its index: mothers sharing enough of them
+4. verify        each candidate aligned with the suspect (``tracker.align``); a long
+                 suspect window by window, with bounded memory (``tracker.longtext``)
+5. score         alignments that are copies become matches (``MatchPolicy``)
+6. store         the suspect and its matches (re-checked: the matches only, verdicts kept)
+7. evidence      where the text came from (capture, submission) and the check
+
+Stages 1-5 are ``tracker.matching.Matcher``'s (2 and 3 are one engine call); ``save``
+turns 6 and 7 on, and ``origin`` says what 7 records.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tracker.config import Settings
+from tracker.documents import Document, DocumentError, clean_text
+from tracker.engines import Engine
+from tracker.longtext import SuspectTooLarge
+from tracker.matching import Matcher, MatchResult, PreparedCache
+from tracker.rules import domain_of
+from tracker.services.engines import EngineSet
+from tracker.services.evidence import EvidenceRecorder
+from tracker.services.index_admin import IndexAdmin
+from tracker.services.results import CheckResult
+from tracker.store import NotFound, Store, Suspect, utcnow
+
+if TYPE_CHECKING:
+    from tracker.crawler.results import Page
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int | None], None]  # (done, total or None)
+
+
+# -- where a checked text came from (what the evidence stage records) ---------------------
+@dataclass(frozen=True)
+class Submitted:
+    """Handed in (a file, a paste, an upload): a submission record, then the check.
+    ``source``: how it came (default the suspect's); ``once``: a task run's key."""
+
+    source: str | None = None
+    once: str | None = None
+
+
+@dataclass(frozen=True)
+class Crawled:
+    """Fetched as ``pages`` (one page, or a chapter split over several): a capture per
+    page, then the check naming them."""
+
+    pages: Sequence[Page]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A stored suspect checked again: its text is used as stored (not cleaned again),
+    only its matches are rewritten, and the check names the captures its text came
+    from. ``once``: a task run's key."""
+
+    once: str | None = None
+
+
+#: None: stored without evidence (``Library.check_suspect``).
+Origin = Submitted | Crawled | Stored | None
+
+
+class CheckService:
+    """Checks of one library: its ``engines``, their indexes (``admin``: made usable
+    before a check), the ``store`` and the ``evidence`` log."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        engines: EngineSet,
+        admin: IndexAdmin,
+        evidence: EvidenceRecorder,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.engines = engines
+        self.admin = admin
+        self.evidence = evidence
+        self.cache = PreparedCache()  # prepared mothers, shared by every check
+
+    def ready(self, engine: str | None = None) -> Engine:
+        """The engine, its index usable (repaired, or ``IndexOutOfSync``); ValueError if
+        the engine is unknown or this library never indexed it."""
+        eng = self.engines.get(engine)
+        indexed = self.engines.indexed()
+        if indexed and eng.name not in indexed:
+            # Checking against an engine nobody indexed would silently find nothing.
+            raise ValueError(
+                f"engine {eng.name!r} has no index in this library (indexed: "
+                f"{', '.join(indexed)}); run `yinji index rebuild --engine {eng.name}` first"
+            )
+        # Nor may a lost or partial index answer "no match": repaired, or refused.
+        self.admin.ensure(eng.name)
+        return eng
+
+    def matcher(self, engine: str | None = None) -> Matcher:
+        """The query path of an engine with this library's settings (``ready``)."""
+        eng = self.ready(engine)
+        policy, params = self.engines.verifier()
+        return Matcher(
+            self.store,
+            eng,
+            policy=policy,
+            align_params=params,
+            cache=self.cache,
+            max_chars=self.settings.max_suspect_chars,
+        )
+
+    def run(
+        self,
+        suspect: Suspect,
+        *,
+        engine: str | None = None,
+        save: bool = True,
+        origin: Origin = None,
+    ) -> CheckResult:
+        """Check one suspect (see the module's docstring for the stages)."""
+        if not isinstance(origin, Stored):
+            suspect = _cleaned(suspect)
+        matcher = self.matcher(engine)
+        started = time.perf_counter()
+        text = suspect.text
+        matcher.check_size(text, repr(suspect.id) if suspect.id else suspect.title)  # 1
+        if matcher.is_long(text):
+            found, verified = matcher.in_windows(text)  # 2, 3, 4 window by window
+        else:
+            candidates = matcher.candidates(text)  # 2, 3
+            found, verified = matcher.verify(text, candidates)  # 4
+        result = matcher.score(  # 5
+            found,
+            verified,
+            suspect_id=suspect.id,
+            title=suspect.title,
+            url=suspect.url,
+            domain=suspect.domain,
+            started=started,
+        )
+        checked = CheckResult(suspect, result)
+        if save:
+            self._store(checked, origin)  # 6
+            self._record(checked, matcher.engine.name, origin)  # 7
+        return checked
+
+    def _store(self, checked: CheckResult, origin: Origin) -> None:
+        """Stage 6: the suspect and its matches (idempotent: checking again replaces
+        the machine results and keeps verdicts); a re-check writes the matches only
+        (the suspect, with its raw page, is not written back)."""
+        suspect = checked.suspect
+        suspect.checked_at = utcnow()
+        if isinstance(origin, Stored):
+            self.store.put_matches(suspect.id, checked.matches)
+            self.store.mark_checked(suspect.id, suspect.checked_at)
+        else:
+            self.store.put_suspect(suspect)
+            self.store.put_matches(suspect.id, checked.matches)
+
+    def _record(self, checked: CheckResult, engine: str, origin: Origin) -> None:
+        """Stage 7: where the text came from, then the check."""
+        suspect_id = checked.suspect.id
+        if isinstance(origin, Submitted):
+            self.evidence.record_submission(
+                checked, engine=engine, source=origin.source, once=origin.once
+            )
+        elif isinstance(origin, Crawled):
+            captured = self.evidence.record_captures(suspect_id, origin.pages)
+            self.evidence.record_check(checked, engine=engine, capture_indexes=captured)
+        elif isinstance(origin, Stored):
+            self.evidence.record_check(
+                checked,
+                engine=engine,
+                capture_indexes=self.evidence.source_of(checked.suspect),
+                once=f"{origin.once}:{suspect_id}:check" if origin.once else None,
+            )
+
+    # -- many at once -------------------------------------------------------------------
+    def documents(
+        self,
+        documents: Iterable[Document | DocumentError],
+        *,
+        engine: str | None = None,
+        save: bool = True,
+        errors: list[DocumentError] | None = None,
+    ) -> Iterator[CheckResult]:
+        """Check documents as suspects, one result per document (errors collected: a
+        document over ``Settings.max_suspect_chars`` is one, the others go on). Saved,
+        each is a handed-in text (``Submitted``)."""
+        for item in documents:
+            if isinstance(item, DocumentError):
+                if errors is not None:
+                    errors.append(item)
+                continue
+            url = str(item.metadata.get("url", "")) if item.metadata else ""
+            suspect = Suspect(
+                id=item.id,
+                text=item.text,
+                title=item.title,
+                url=url,
+                domain=domain_of(url),
+                source=item.source,
+                metadata=item.metadata,
+            )
+            try:
+                yield self.run(
+                    suspect, engine=engine, save=save, origin=Submitted() if save else None
+                )
+            except SuspectTooLarge as exc:
+                if errors is None:
+                    raise
+                errors.append(DocumentError(item.source or item.id, str(exc)))
+
+    def recheck_all(
+        self,
+        *,
+        engine: str | None = None,
+        progress: Progress | None = None,
+        once: str | None = None,
+    ) -> int:
+        """Check every stored suspect again against the whole index (after new mothers
+        arrive: a suspect seen before a work was added may copy it); how many."""
+        # Ids first: the loop writes, which must not move a store cursor under it.
+        ids = [s.id for s in self.store.iter_suspects()]
+        done = 0
+        if progress:
+            progress(0, len(ids))
+        for suspect_id in ids:
+            try:
+                suspect = self.store.get_suspect(suspect_id)
+            except NotFound:
+                continue  # deleted meanwhile
+            try:
+                self.run(suspect, engine=engine, origin=Stored(once))
+            except SuspectTooLarge as exc:
+                # Stored before YINJI_MAX_SUSPECT_CHARS was lowered: the others go on.
+                log.warning("re-check skipped: %s", exc)
+                continue
+            done += 1
+            if progress:
+                progress(done, len(ids))
+        return done
+
+    def text(self, text: str, *, engine: str | None = None) -> MatchResult:
+        """Match a text without saving anything."""
+        return self.matcher(engine).match(text)
+
+
+def _cleaned(suspect: Suspect) -> Suspect:
+    """A new suspect's text and title cleaned (``clean_text``), its domain from its URL."""
+    if not suspect.domain and suspect.url:
+        suspect.domain = domain_of(suspect.url)
+    suspect.text, suspect.title = clean_text(suspect.text), clean_text(suspect.title)
+    return suspect

@@ -1,0 +1,108 @@
+"""The typed results of the services, each with its JSON form next to it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracker.documents import DocumentError
+from tracker.matching import MatchResult
+from tracker.records import Match, Suspect
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` did."""
+
+    ingested: int = 0
+    replaced: int = 0
+    characters: int = 0
+    errors: list[DocumentError] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ingested": self.ingested,
+            "replaced": self.replaced,
+            "characters": self.characters,
+            "errors": [{"source": e.source, "message": e.message} for e in self.errors],
+            "seconds": round(self.seconds, 3),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass
+class CheckResult:
+    """One checked suspect and what it matched."""
+
+    suspect: Suspect
+    result: MatchResult
+
+    @property
+    def matches(self) -> list[Match]:
+        return self.result.matches
+
+    def to_json(self, *, include_text: bool = False) -> dict[str, Any]:
+        """The CLI's ``--json`` line (see README: exact contract). ``text_sha256`` is
+        the SHA-256 of the checked text (UTF-8) that the offsets index into: for .html
+        and .docx input the extracted text, not the file; ``include_text`` adds it."""
+        text = self.suspect.text
+        line: dict[str, Any] = {
+            "suspect_id": self.suspect.id,
+            "matches": [
+                {
+                    "mother_id": m.mother_id,
+                    "title": m.mother_title,
+                    "score": m.score,
+                    "coverage": m.coverage,
+                    "passages": [p.to_dict() for p in m.passages],
+                }
+                for m in self.matches
+            ],
+            "text_sha256": text_sha256(text),
+        }
+        if include_text:
+            line["text"] = text
+        return line
+
+
+def text_sha256(text: str) -> str:
+    """The SHA-256 (hex) of a text as UTF-8: how checks and evidence name a text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """An index recreated from the store."""
+
+    engine: str
+    mothers: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "mothers": self.mothers, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class ReshardResult:
+    """An index moved to ``2**bucket_bits`` buckets."""
+
+    engine: str
+    bucket_bits: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "bucket_bits": self.bucket_bits, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class CandidateSettings:
+    """Daguan's query-time candidate options now in force."""
+
+    min_hits: int
+    weak_candidates: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"min_hits": self.min_hits, "weak_candidates": self.weak_candidates}

@@ -1,0 +1,339 @@
+"""Orphaned jobs found within a minute, whatever the visibility timeout.
+
+A task whose worker dies (SIGKILL, OOM, a lost machine, a crashed ``yinji serve``) keeps
+its message unacknowledged; Redis delivers it again only after
+``YINJI_VISIBILITY_TIMEOUT`` (an hour by default), and restarting the worker does not
+release it. So each worker says it lives, and each task says where it runs:
+
+- **Heartbeat**: every worker node (a ``yinji worker`` process, each consumer of the
+  in-process worker of ``yinji serve``) sets ``{<prefix>:workers}:hb:<node>`` every
+  ``HEARTBEAT_INTERVAL`` seconds with a ``HEARTBEAT_TTL`` expiry, from a daemon thread.
+- **Running tasks**: a task a worker has taken is an entry of the hash
+  ``{<prefix>:workers}:running`` (task id → its name, arguments, queue, node, and how
+  often it was re-queued), set when the worker receives it and removed when it has
+  finished (not when it only asked for a retry).
+- **Reaper** (``reap_orphans``): an entry whose node has no heartbeat (and was not
+  touched for ``HEARTBEAT_TTL``) is re-queued under the same task id, so the idempotency
+  guard (``workers.tasks._base.once``) keeps its results single; after ``MAX_REQUEUES``
+  re-queues it is marked failed with the reason instead (the task's work killed its
+  workers). Every worker runs it every ``REAP_INTERVAL`` seconds (one at a time, by a
+  Redis lock), and the beat sends ``yinji.workers.reap_orphans`` as often.
+
+The keys share one hash tag, so every multi-key command stays on one Redis Cluster slot;
+they live in the result backend's Redis (a plain Redis server even when the index is a
+Cluster, ``YINJI_BROKER_URL``). The original message is still delivered again after the
+visibility timeout; it then finds the stored result and does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import Celery, signals, states
+from celery.exceptions import WorkerLostError
+
+from tracker.timefmt import human_utc, iso_utc, parse_utc
+from workers.app import app_settings, worker_settings
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL = 5.0  # seconds between two heartbeats of a worker node
+HEARTBEAT_TTL = 20  # seconds a heartbeat lasts: a node silent this long is gone
+REAP_INTERVAL = 10.0  # seconds between two reaper passes of a worker (and of the beat)
+MAX_REQUEUES = 2  # re-queues of one task before it is marked failed
+TASK_PREFIX = "yinji."  # only Yinji's own tasks are tracked
+
+
+def _now() -> str:
+    return iso_utc(datetime.now(UTC))
+
+
+def _tag(app: Celery) -> str:
+    return "{" + f"{app_settings(app).redis_prefix}:workers" + "}"
+
+
+def heartbeat_key(app: Celery, node: str) -> str:
+    return f"{_tag(app)}:hb:{node}"
+
+
+def running_key(app: Celery) -> str:
+    return f"{_tag(app)}:running"
+
+
+def reaper_lock_key(app: Celery) -> str:
+    return f"{_tag(app)}:reaper"
+
+
+def _client(app: Celery) -> Any:
+    return app.backend.client
+
+
+# --- heartbeats -------------------------------------------------------------------------
+class Heartbeat:
+    """A daemon thread that keeps one node's heartbeat fresh and runs the reaper."""
+
+    def __init__(self, app: Celery, node: str, *, reap: bool = True) -> None:
+        self.app = app
+        self.node = node
+        self.reap = reap
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"yinji-heartbeat-{node}", daemon=True
+        )
+
+    def start(self) -> Heartbeat:
+        self.beat()  # at once: a task may arrive before the first interval
+        self._thread.start()
+        return self
+
+    def beat(self) -> None:
+        try:
+            _client(self.app).set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
+        except Exception as exc:  # Redis down: the next beat tries again
+            log.warning("heartbeat of %s not written: %s", self.node, exc)
+
+    def _run(self) -> None:
+        last_reap = 0.0
+        while not self._stop.wait(HEARTBEAT_INTERVAL):
+            self.beat()
+            if self.reap and time.monotonic() - last_reap >= REAP_INTERVAL:
+                last_reap = time.monotonic()
+                try:
+                    reap_orphans(self.app)
+                except Exception as exc:
+                    log.warning("orphan reaper pass failed: %s", exc)
+
+    def stop(self) -> None:
+        """Stop beating and remove the heartbeat (a clean stop leaves no orphans: a warm
+        shutdown lets running tasks finish first)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(HEARTBEAT_INTERVAL + 1)
+        try:
+            _client(self.app).delete(heartbeat_key(self.app, self.node))
+        except Exception as exc:
+            log.warning("heartbeat of %s not removed: %s", self.node, exc)
+
+
+_beats: dict[str, Heartbeat] = {}
+_beats_lock = threading.Lock()
+
+
+def start_heartbeat(app: Celery, node: str) -> Heartbeat:
+    """Start (once per node in this process) the heartbeat thread of ``node``."""
+    with _beats_lock:
+        hb = _beats.get(node)
+        if hb is None:
+            hb = _beats[node] = Heartbeat(app, node).start()
+        return hb
+
+
+def stop_heartbeat(node: str) -> None:
+    with _beats_lock:
+        hb = _beats.pop(node, None)
+    if hb is not None:
+        hb.stop()
+
+
+def _on_worker_ready(sender: Any = None, **_: Any) -> None:
+    # ``yinji worker`` and ``celery worker`` (app.Worker) send it; the in-process worker
+    # starts its heartbeats itself (workers.jobs).
+    if sender is not None and getattr(sender, "hostname", None):
+        start_heartbeat(sender.app, sender.hostname)
+
+
+def _on_worker_shutdown(sender: Any = None, **_: Any) -> None:
+    if sender is not None and getattr(sender, "hostname", None):
+        stop_heartbeat(sender.hostname)
+
+
+# --- running tasks ----------------------------------------------------------------------
+@dataclass
+class RunningTask:
+    """An entry of the running-tasks hash."""
+
+    id: str
+    name: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    queue: str | None
+    node: str  # "" while it waits in a queue after a re-queue
+    seen: str  # iso_utc of the last change
+    requeues: int = 0
+    history: list[str] = field(default_factory=list)  # nodes it was lost on
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> RunningTask:
+        data = json.loads(raw)
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+
+
+def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None:
+    """The worker took a message: note the task and its node (in the worker's main
+    process). A re-queued task keeps its count of re-queues."""
+    try:
+        name = request.task_name
+        if not name or not name.startswith(TASK_PREFIX):
+            return
+        app = request.task.app
+        client = _client(app)
+        key = running_key(app)
+        old = client.hget(key, request.task_id)
+        before = RunningTask.from_json(old) if old else None
+        entry = RunningTask(
+            id=request.task_id,
+            name=name,
+            args=list(request.args or []),
+            kwargs=dict(request.kwargs or {}),
+            queue=(request.delivery_info or {}).get("routing_key"),
+            node=request.hostname or getattr(sender, "hostname", "") or "",
+            seen=_now(),
+            requeues=before.requeues if before else 0,
+            history=before.history if before else [],
+        )
+        client.hset(key, request.task_id, entry.to_json())
+    except Exception as exc:  # bookkeeping never stops a task
+        log.warning("running task not recorded: %s", exc)
+
+
+def _on_task_postrun(
+    sender: Any = None, task_id: str | None = None, state: str | None = None, **_: Any
+) -> None:
+    """The task has finished (in the process that ran it): forget it, unless it only
+    asked to be retried (its next delivery is on its way)."""
+    try:
+        if sender is None or not task_id or not str(sender.name).startswith(TASK_PREFIX):
+            return
+        if state == states.RETRY:
+            return
+        _client(sender.app).hdel(running_key(sender.app), task_id)
+    except Exception as exc:
+        log.warning("running task %s not cleared: %s", task_id, exc)
+
+
+signals.worker_ready.connect(_on_worker_ready, weak=False)
+signals.worker_shutdown.connect(_on_worker_shutdown, weak=False)
+signals.task_received.connect(_on_task_received, weak=False)
+signals.task_postrun.connect(_on_task_postrun, weak=False)
+
+
+# --- the reaper -------------------------------------------------------------------------
+@dataclass
+class ReapReport:
+    """What one reaper pass did (task ids)."""
+
+    requeued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)  # finished tasks left in the hash
+    skipped: bool = False  # another process was reaping
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _age(entry: RunningTask, now: float) -> float:
+    try:
+        return now - parse_utc(entry.seen).timestamp()
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def reap_orphans(app: Celery) -> ReapReport:
+    """One pass: every tracked task whose node has no heartbeat is re-queued under its
+    own id, or marked failed with the reason after ``MAX_REQUEUES`` re-queues; tasks
+    already finished are forgotten. One process at a time (a Redis lock)."""
+    client = _client(app)
+    report = ReapReport()
+    token = uuid.uuid4().hex
+    lock = reaper_lock_key(app)
+    if not client.set(lock, token, nx=True, ex=max(5, int(REAP_INTERVAL))):
+        report.skipped = True
+        return report
+    try:
+        _reap(app, client, report)
+    finally:
+        if client.get(lock) in (token, token.encode()):
+            client.delete(lock)
+    if report.requeued or report.failed:
+        log.warning(
+            "orphaned tasks: %d re-queued, %d failed (their worker stopped)",
+            len(report.requeued),
+            len(report.failed),
+        )
+    return report
+
+
+def _reap(app: Celery, client: Any, report: ReapReport) -> None:
+    key = running_key(app)
+    raw = client.hgetall(key)
+    if not raw:
+        return
+    entries: list[RunningTask] = []
+    for task_id, value in raw.items():
+        try:
+            entries.append(RunningTask.from_json(value))
+        except (ValueError, TypeError):
+            client.hdel(key, task_id)
+    now = time.time()
+    nodes = sorted({e.node for e in entries if e.node})
+    alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
+    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None}
+    backend = app.backend
+    expires = worker_settings(app).result_expires
+    for entry in entries:
+        meta = backend.get_task_meta(entry.id)
+        if meta.get("status") in states.READY_STATES:
+            client.hdel(key, entry.id)
+            report.cleared.append(entry.id)
+            continue
+        if not entry.node:  # re-queued, waiting for a worker: not an orphan
+            if _age(entry, now) > expires:
+                client.hdel(key, entry.id)
+            continue
+        if entry.node in alive or _age(entry, now) < HEARTBEAT_TTL:
+            continue
+        lost_on = entry.node
+        if entry.requeues >= MAX_REQUEUES:
+            _fail(app, entry, lost_on)
+            client.hdel(key, entry.id)
+            report.failed.append(entry.id)
+            continue
+        entry.history = [*entry.history, lost_on]
+        entry.requeues += 1
+        entry.node = ""
+        entry.seen = _now()
+        client.hset(key, entry.id, entry.to_json())
+        options: dict[str, Any] = {"task_id": entry.id}
+        if entry.queue:
+            options["queue"] = entry.queue
+        app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options)
+        log.warning(
+            "task %s[%s] re-queued: its worker %s stopped (re-queue %d of %d)",
+            entry.name,
+            entry.id,
+            lost_on,
+            entry.requeues,
+            MAX_REQUEUES,
+        )
+        report.requeued.append(entry.id)
+
+
+def _fail(app: Celery, entry: RunningTask, lost_on: str) -> None:
+    nodes = ", ".join([*entry.history, lost_on])
+    reason = (
+        f"the worker running this task stopped ({nodes}; no heartbeat for "
+        f"{HEARTBEAT_TTL} s, last seen {human_utc(parse_utc(entry.seen))}); "
+        f"re-queued {entry.requeues} time(s), each run lost its worker: not re-queued again"
+    )
+    app.backend.mark_as_failure(entry.id, WorkerLostError(reason))
+    log.error("task %s[%s] failed: %s", entry.name, entry.id, reason)
