@@ -613,7 +613,13 @@ def index_configure(
     or set the query-time settings (--min-copied, --min-hits, --weak-candidates alone
     rebuild nothing)."""
     from tracker.fingerprint import FingerprintParams, Reference
+    from tracker.matching import parse_min_copied
 
+    if min_copied is not None:  # a bad value is a usage error before any library is read
+        try:
+            parse_min_copied(min_copied, "--min-copied")
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     with _open_library(ctx) as lib:
         query_time = (min_copied, min_hits, weak_candidates)
         try:

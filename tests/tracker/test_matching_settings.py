@@ -75,6 +75,8 @@ def test_index_configure_min_copied_from_the_command_line(tmp_path) -> None:
     runner = CliRunner()
     bad = runner.invoke(main, ["--data-dir", str(data), "index", "configure", "--min-copied", "5"])
     assert bad.exit_code == 2 and "from 20 to 5000, got 5" in bad.output
+    assert not data.exists()  # refused before anything was read or created
+    data.mkdir()  # an existing library (only ingest starts one)
     ok = runner.invoke(main, ["--data-dir", str(data), "index", "configure", "--min-copied", "120"])
     assert ok.exit_code == 0, ok.output
     assert "minimum copied length 120" in ok.output and "index rebuilt" not in ok.output
