@@ -656,5 +656,13 @@ def _rate_text(chars_per_second: float) -> str:
     return f"{chars_per_second:.0f} chars/s"
 
 
+def _add_discover() -> None:
+    from tracker.discovery.cli import discover
+
+    main.add_command(discover)
+
+
+_add_discover()
+
 if __name__ == "__main__":  # pragma: no cover
     main()

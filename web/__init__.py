@@ -88,6 +88,7 @@ def create_app(
         auth,
         cases,
         cases_api,
+        discover,
         exports,
         health,
         library,
@@ -108,6 +109,8 @@ def create_app(
         cases_api,
     ):
         app.register_blueprint(module.bp)
+    app.register_blueprint(discover.bp)
+    app.register_blueprint(discover.api)
 
     # Jobs submitted from this app go to the Celery app of these settings (the same
     # broker as the workers of this installation); tasks run in the app context.

@@ -6,6 +6,7 @@ from typing import Any
 
 from tracker.cases.model import STATES
 from tracker.records import VERDICTS
+from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
 
@@ -734,6 +735,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                     },
                 },
             },
+            **discover_paths(),
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",

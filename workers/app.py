@@ -40,6 +40,7 @@ TASK_MODULES = (
     "workers.tasks.cases",
     "workers.tasks.evidence",
     "workers.tasks.orphans",
+    "workers.tasks.discover",
 )
 DEFAULT_QUEUE = "default"
 ALERT_QUEUE = "alerts"

@@ -12,6 +12,9 @@
 - At 02:15: ``audit_log`` recomputes the whole evidence log and sends the
   ``evidence.audit_failed`` alert when it disagrees with itself.
 
+- ``YINJI_DISCOVER_AT`` (default ``02:00``): ``discover_daily`` runs discovery
+  (``workers/tasks/discover.py``, ``docs/DISCOVERY.md``) within its budgets.
+
 And one periodic run:
 
 - ``YINJI_EVIDENCE_HEAD_MINUTES`` (default ``60``, 1 to 1440): ``publish_tree_head``
@@ -109,6 +112,11 @@ def beat_schedule(
         "task": "yinji.workers.reap_orphans",
         "schedule": timedelta(seconds=REAP_INTERVAL * 2),
         "options": {"expires": REAP_INTERVAL * 2},  # no pile-up while no worker runs
+    }
+    discover_h, discover_m = env_time("YINJI_DISCOVER_AT", (2, 0))
+    schedule["discover-daily"] = {
+        "task": "yinji.crawl.discover_daily",
+        "schedule": crontab(hour=discover_h, minute=discover_m),
     }
     if ws.snapshot_minutes:
         schedule["refresh-snapshots"] = {

@@ -1,0 +1,83 @@
+"""The 发现 Discovery page and /api/v1/discover: sites registered through the API (the
+search form found on a local GBK pirate site), a run started through the API on the
+in-process worker, the page listing runs per source with links to the evidence view."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from discokit import FakePirateSite
+from textgen import work
+from webkit import WebSystem, csrf, web_system
+
+from tracker.documents import Document
+
+system = web_system(allow_private_urls=True)
+TEXT = work(707, 45)
+
+
+def auth(system: WebSystem, role: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {system.tokens[role]}"}
+
+
+@pytest.mark.slow
+def test_discovery_page_and_api(system: WebSystem) -> None:
+    system.library.ingest([Document(id="w-web", title="夜航船记", text=TEXT)])
+    sentences = [s + "。" for s in TEXT.split("。") if s]
+    chapters = ["".join(sentences[i : i + 15]) for i in range(0, 45, 15)]
+    api = system.app.test_client()
+    with FakePirateSite({"夜航船记": chapters}) as pirate:
+        refused = api.post("/api/v1/discover/sites", json={"url": pirate.base + "/"},
+                           headers=auth(system, "viewer"))  # fmt: skip
+        assert refused.status_code == 403
+        bad = api.post("/api/v1/discover/sites", json={"url": "ftp://x.test/"},
+                       headers=auth(system, "analyst"))  # fmt: skip
+        assert bad.status_code == 400 and "ftp://x.test/" in bad.get_json()["error"]
+        added = api.post("/api/v1/discover/sites", json={"url": pirate.base + "/"},
+                         headers=auth(system, "analyst"))  # fmt: skip
+        assert added.status_code == 201, added.get_data(as_text=True)
+        site = added.get_json()
+        assert site["profile"] == "jieqi" and site["encoding"] == "gbk"
+
+        wrong = api.post("/api/v1/discover/runs", json={"max_pages": "lots"},
+                         headers=auth(system, "analyst"))  # fmt: skip
+        assert wrong.status_code == 400 and "max_pages" in wrong.get_json()["error"]
+        started = api.post("/api/v1/discover/runs", json={"max_pages": 20},
+                           headers=auth(system, "analyst"))  # fmt: skip
+        assert started.status_code == 202 and started.get_json()["task_id"]
+
+        deadline = time.monotonic() + 90
+        run: dict = {}
+        while time.monotonic() < deadline:
+            runs = api.get("/api/v1/discover/runs", headers=auth(system, "viewer")).get_json()
+            if runs["runs"] and runs["runs"][0]["checked"] >= 3:
+                run = runs["runs"][0]
+                break
+            time.sleep(0.5)
+        assert run, "the run did not check the three chapters in 90 s"
+    host = site["url"].split("//")[1].rstrip("/")
+    assert run["sources"][f"site:{host}"]["matched"] == 3
+    assert {m["mother_id"] for m in run["matches"]} == {"w-web"}
+    one = api.get(f"/api/v1/discover/runs/{run['id']}", headers=auth(system, "viewer"))
+    assert one.status_code == 200 and one.get_json()["matched"] == 3
+    assert api.get("/api/v1/discover/runs/nope", headers=auth(system, "viewer")).status_code == 404
+
+    page = system.client("analyst")
+    html = page.get("/discover?lang=zh").get_data(as_text=True)
+    assert "发现" in html and "盗版网站" in html and host in html
+    evidence = run["matches"][0]["evidence_url"]
+    assert evidence in html
+    assert page.get(evidence).status_code == 200  # the evidence view of the match
+
+    token = csrf(page, "/discover")
+    gone = page.post(f"/discover/sites/{host}/delete", data={"csrf_token": token})
+    assert gone.status_code == 302
+    assert api.get("/api/v1/discover/sites", headers=auth(system, "viewer")).get_json() == {
+        "sites": []
+    }
+    doc = json.loads(api.get("/api/v1/openapi.json").data)
+    assert {"/api/v1/discover", "/api/v1/discover/runs", "/api/v1/discover/sites"} <= set(
+        doc["paths"]
+    )

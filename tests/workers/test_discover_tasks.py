@@ -1,0 +1,64 @@
+"""Discovery on Celery workers: one task plans and seeds the run, crawl tasks on two
+worker processes share the Redis frontier (every page fetched once, whoever fetched
+it), and the run's report adds the parts up. The beat sends the daily run."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from discokit import FakePirateSite
+from workerkit import MOTHER
+
+from tracker.crawler import Crawler, CrawlerConfig
+from tracker.discovery.run import RunHistory
+from tracker.discovery.sites import SiteRegistry, find_search, load_profiles
+from tracker.library import Library
+
+
+def test_beat_sends_the_daily_run(monkeypatch):
+    from celery.schedules import crontab
+
+    from workers.schedule import beat_schedule
+
+    monkeypatch.setenv("YINJI_DISCOVER_AT", "01:15")
+    entry = beat_schedule()["discover-daily"]
+    assert entry["task"] == "yinji.crawl.discover_daily"
+    assert entry["schedule"] == crontab(hour=1, minute=15)
+
+
+@pytest.mark.slow
+def test_crawl_spread_over_two_workers(installation_factory, tmp_path):
+    inst = installation_factory(tmp_path / "data")
+    sentences = [s + "。" for s in MOTHER.split("。") if s]
+    chapters = ["".join(sentences[i : i + 3]) for i in range(0, len(sentences), 3)]
+    with FakePirateSite({"茶山的故事": chapters}) as pirate:
+        crawler = Crawler(CrawlerConfig(allow_private=True, min_interval=0))
+        with Library.open(inst.settings) as lib:
+            SiteRegistry(lib.store).add(find_search(crawler, pirate.base + "/", load_profiles()))
+        for name in ("a", "b"):
+            inst.worker(name=name, pool="threads", extra={"YINJI_ALLOW_PRIVATE_URLS": "1",
+                                                         "YINJI_SCREENSHOTS": "off"})  # fmt: skip
+        options = {"interval": 0.05, "max_pages": 50, "concurrency": 2}
+        planned = inst.app.send_task("yinji.crawl.discover_run", args=[options, 2])
+        result = planned.get(timeout=60)
+        assert result["works"] == 1 and result["seeded"] == 1
+        parts = [inst.app.AsyncResult(t).get(timeout=120) for t in result["crawl_tasks"]]
+        assert sum(p["checked"] for p in parts) == len(chapters)
+
+        # Every page was fetched once, across both workers.
+        fetched = [p for p in pirate.server.paths() if p.startswith("/book/1/")]
+        assert sorted(fetched) == sorted(
+            ["/book/1/"] + [f"/book/1/{n}.html" for n in range(1, len(chapters) + 1)]
+        )
+        # The site was never asked faster than the interval (measured at the server).
+        times = sorted(t for t, p in pirate.server.requests if p != "/robots.txt")
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert min(gaps) >= 0.04, gaps
+
+    with Library.open(inst.settings) as lib:
+        report = RunHistory(lib.store).get(result["run"])
+    assert report is not None
+    assert report.checked == len(chapters)
+    assert report.matched == len(chapters) >= 3
+    assert {m["mother_id"] for m in report.matches} == {"mother-1"}

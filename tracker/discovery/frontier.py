@@ -1,0 +1,339 @@
+"""The crawl frontier in Redis, shared by every worker and surviving restarts.
+
+One queue per host (a sorted set, score = priority, lower first) and a sorted set of
+hosts by the time each may next be asked (the per-host politeness clock). ``claim``
+runs in one Lua script: it takes back leases whose worker died (their URLs go back to
+their queue), picks among the hosts whose clock has passed the one whose best URL has
+the best priority, moves that URL to the leases (with a deadline) and advances the
+host's clock by its interval (``set_interval``: the configured rate, or robots.txt's
+Crawl-delay). The clock is Redis's own (``TIME``), so workers on many machines with
+skewed clocks still never ask a host faster than its interval.
+
+A URL enters the frontier once (``seen``): ``add`` is one Lua script that checks and
+records it, so two workers that find the same link queue it once. ``done`` ends a lease;
+a URL is fetched again only through the revisit schedule (``schedule_revisit`` /
+``requeue_due``). A worker killed mid-fetch loses nothing: its lease runs out and the
+URL is claimed again.
+
+Keys (``DiscoveryKeys``: all under one hash tag, so the scripts are cluster-safe; the
+per-host queues are built inside the scripts from that same tag, i.e. the same slot):
+``q:HOST``, ``hosts``, ``clock``, ``interval``, ``leased``, ``entry``, ``seen``,
+``patterns``, ``revisit``, ``stats``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.urls import TrapDetector, host_of, normalize_url, url_pattern
+
+__all__ = ["Frontier", "FrontierItem"]
+
+
+@dataclass
+class FrontierItem:
+    """A URL waiting to be fetched, with why it is there."""
+
+    url: str
+    source: str  # the provider, site or "crawl" that found it
+    priority: float = 10.0  # lower first
+    kind: str = "page"  # page | index (a book's chapter list) | search (a site search)
+    depth: int = 0  # links followed from a seed
+    chain: int = 0  # links followed within one URL pattern (trap detection)
+    parent: str = ""
+    works: list[str] = field(default_factory=list)  # works the seed was found for
+    hint: str = ""  # what a site search looked for (the work's title)
+    run: str = ""  # the run that queued it
+    attempts: int = 0  # transient failures so far
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> FrontierItem:
+        data = json.loads(raw)
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+_ADD = """
+local tag, url, host, pri, entry = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+if redis.call('SADD', tag .. ':seen', url) == 0 then
+  redis.call('HINCRBY', tag .. ':stats', 'duplicates', 1)
+  return 0
+end
+redis.call('ZADD', tag .. ':q:' .. host, pri, url)
+redis.call('HSET', tag .. ':entry', url, entry)
+if not redis.call('ZSCORE', tag .. ':hosts', host) then
+  local clock = tonumber(redis.call('HGET', tag .. ':clock', host) or '0')
+  redis.call('ZADD', tag .. ':hosts', clock, host)
+end
+redis.call('HINCRBY', tag .. ':stats', 'added', 1)
+return 1
+"""
+
+_REQUEUE = """
+local tag, url, host, pri = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+redis.call('ZADD', tag .. ':q:' .. host, pri, url)
+if not redis.call('ZSCORE', tag .. ':hosts', host) then
+  local clock = tonumber(redis.call('HGET', tag .. ':clock', host) or '0')
+  redis.call('ZADD', tag .. ':hosts', clock, host)
+end
+return 1
+"""
+
+_CLAIM = """
+local tag, lease_ms = ARGV[1], tonumber(ARGV[2])
+local default_iv, scan = tonumber(ARGV[3]), tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function enqueue(url, pri)
+  local host = string.match(url, '^%a+://([^/?#]+)') or ''
+  host = string.lower(host)
+  redis.call('ZADD', tag .. ':q:' .. host, pri, url)
+  if not redis.call('ZSCORE', tag .. ':hosts', host) then
+    local clock = tonumber(redis.call('HGET', tag .. ':clock', host) or '0')
+    redis.call('ZADD', tag .. ':hosts', clock, host)
+  end
+end
+local expired = redis.call('ZRANGEBYSCORE', tag .. ':leased', '-inf', now, 'LIMIT', 0, 100)
+for _, u in ipairs(expired) do
+  redis.call('ZREM', tag .. ':leased', u)
+  local raw = redis.call('HGET', tag .. ':entry', u)
+  local pri = 10
+  if raw then pri = tonumber(cjson.decode(raw)['priority']) or 10 end
+  enqueue(u, pri)
+  redis.call('HINCRBY', tag .. ':stats', 'lease_expired', 1)
+end
+local ready = redis.call('ZRANGEBYSCORE', tag .. ':hosts', '-inf', now, 'LIMIT', 0, scan)
+local best_host, best_url, best_pri = nil, nil, nil
+for _, h in ipairs(ready) do
+  local head = redis.call('ZRANGE', tag .. ':q:' .. h, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    redis.call('ZREM', tag .. ':hosts', h)
+  else
+    local pri = tonumber(head[2])
+    if best_pri == nil or pri < best_pri then
+      best_host, best_url, best_pri = h, head[1], pri
+    end
+  end
+end
+if best_url == nil then
+  local first = redis.call('ZRANGE', tag .. ':hosts', 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    return {'', '', -1, redis.call('ZCARD', tag .. ':leased')}
+  end
+  return {'', '', math.max(1, tonumber(first[2]) - now), redis.call('ZCARD', tag .. ':leased')}
+end
+local iv = tonumber(redis.call('HGET', tag .. ':interval', best_host) or default_iv)
+redis.call('ZREM', tag .. ':q:' .. best_host, best_url)
+redis.call('HSET', tag .. ':clock', best_host, now + iv)
+if redis.call('ZCARD', tag .. ':q:' .. best_host) > 0 then
+  redis.call('ZADD', tag .. ':hosts', now + iv, best_host)
+else
+  redis.call('ZREM', tag .. ':hosts', best_host)
+end
+redis.call('ZADD', tag .. ':leased', now + lease_ms, best_url)
+redis.call('HINCRBY', tag .. ':stats', 'claimed', 1)
+return {best_url, redis.call('HGET', tag .. ':entry', best_url) or '', 0, 0}
+"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What ``claim`` gave: an item, or how long to wait (``wait`` seconds; ``empty``
+    when no URL is queued at all, ``leased`` URLs still being fetched elsewhere)."""
+
+    item: FrontierItem | None
+    wait: float = 0.0
+    empty: bool = False
+    leased: int = 0
+
+
+class Frontier:
+    """The shared frontier (see the module docstring)."""
+
+    def __init__(
+        self,
+        redis: Any,
+        keys: DiscoveryKeys | None = None,
+        *,
+        interval: float = 1.0,
+        lease: float = 300.0,
+        traps: TrapDetector | None = None,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys or DiscoveryKeys()
+        self.interval = interval
+        self.lease = lease
+        self.traps = traps or TrapDetector()
+        self._add = redis.register_script(_ADD)
+        self._requeue = redis.register_script(_REQUEUE)
+        self._claim = redis.register_script(_CLAIM)
+
+    # -- keys --
+    def k(self, suffix: str) -> str:
+        return self.keys.key(suffix)
+
+    def _run(self, script: Any, args: list[Any]) -> Any:
+        # Every key is built from the tag inside the script; the tag's queue key is
+        # named so cluster clients route the script to the tag's slot.
+        return script(keys=[self.k("hosts")], args=args)
+
+    # -- writing --
+    def set_interval(self, host: str, seconds: float) -> None:
+        """The politeness interval of ``host`` (seconds between two requests)."""
+        self.redis.hset(self.k("interval"), host.lower(), int(seconds * 1000))
+
+    def add(self, item: FrontierItem) -> bool:
+        """Queue ``item`` unless its (normalised) URL was ever queued; True if queued."""
+        try:
+            item.url = normalize_url(item.url)
+        except ValueError:
+            return False
+        host = host_of(item.url)
+        return bool(
+            self._run(
+                self._add,
+                [self.keys.tag, item.url, host, repr(float(item.priority)), item.to_json()],
+            )
+        )
+
+    def add_link(
+        self, parent: FrontierItem, url: str, *, priority: float, kind: str = "page"
+    ) -> str:
+        """Queue a link found on ``parent``'s page: "queued", "seen", "trap: REASON"
+        or "invalid"."""
+        try:
+            norm = normalize_url(url)
+        except ValueError:
+            return "invalid"
+        if self.redis.sismember(self.k("seen"), norm):
+            self.redis.hincrby(self.k("stats"), "duplicates", 1)
+            return "seen"
+        pattern = url_pattern(norm)
+        count = int(self.redis.hget(self.k("patterns"), pattern) or 0)
+        verdict = self.traps.judge(
+            norm, parent=parent.url, parent_chain=parent.chain, pattern_count=count
+        )
+        if verdict.trap:
+            self.redis.hincrby(self.k("stats"), "traps", 1)
+            return f"trap: {verdict.reason}"
+        child = FrontierItem(
+            url=norm,
+            source=parent.source,
+            priority=priority,
+            kind=kind,
+            depth=parent.depth + 1,
+            chain=verdict.chain,
+            parent=parent.url,
+            works=list(parent.works),
+            hint=parent.hint,
+            run=parent.run,
+        )
+        if self.add(child):
+            self.redis.hincrby(self.k("patterns"), pattern, 1)
+            return "queued"
+        return "seen"
+
+    def claim(self, *, scan: int = 64) -> Claim:
+        """The next URL some host may be asked for now (see the module docstring)."""
+        url, raw, wait_ms, leased = self._run(
+            self._claim,
+            [self.keys.tag, int(self.lease * 1000), int(self.interval * 1000), scan],
+        )
+        if isinstance(url, bytes):
+            url = url.decode()
+        if url:
+            item = FrontierItem.from_json(raw) if raw else FrontierItem(url=url, source="crawl")
+            return Claim(item)
+        wait = int(wait_ms)
+        return Claim(None, wait=max(wait, 0) / 1000, empty=wait < 0, leased=int(leased))
+
+    def done(self, item: FrontierItem, *, failed: bool = False) -> None:
+        """End ``item``'s lease: fetched (or failed for good). It stays seen."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.zrem(self.k("leased"), item.url)
+        pipe.hdel(self.k("entry"), item.url)
+        pipe.hincrby(self.k("stats"), "failed" if failed else "done", 1)
+        pipe.execute()
+
+    def retry(self, item: FrontierItem, *, penalty: float = 5.0) -> None:
+        """A transient failure: back into its host's queue, a little later in line."""
+        item.priority += penalty
+        self.redis.hset(self.k("entry"), item.url, item.to_json())
+        self.redis.zrem(self.k("leased"), item.url)
+        self._run(self._requeue, [self.keys.tag, item.url, host_of(item.url), repr(item.priority)])
+
+    def schedule_revisit(self, item: FrontierItem, after_seconds: float) -> None:
+        """Fetch ``item`` again after ``after_seconds`` (``requeue_due`` brings it back)."""
+        import time
+
+        self.redis.hset(self.k("revisit_entry"), item.url, item.to_json())
+        self.redis.zadd(self.k("revisit"), {item.url: time.time() + after_seconds})
+
+    def requeue_due(self, *, limit: int = 1000) -> int:
+        """Put the URLs whose revisit is due back into their queues; how many."""
+        import time
+
+        due = self.redis.zrangebyscore(self.k("revisit"), "-inf", time.time(), start=0, num=limit)
+        n = 0
+        for raw_url in due:
+            url = raw_url.decode() if isinstance(raw_url, bytes) else raw_url
+            raw = self.redis.hget(self.k("revisit_entry"), url)
+            item = FrontierItem.from_json(raw) if raw else FrontierItem(url=url, source="revisit")
+            self.redis.hset(self.k("entry"), url, item.to_json())
+            self._run(self._requeue, [self.keys.tag, url, host_of(url), repr(item.priority)])
+            self.redis.zrem(self.k("revisit"), url)
+            self.redis.hdel(self.k("revisit_entry"), url)
+            n += 1
+        return n
+
+    # -- reading --
+    def stats(self) -> dict[str, int]:
+        raw = self.redis.hgetall(self.k("stats"))
+        out = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
+        out["queued"] = self.queued()
+        out["leased"] = int(self.redis.zcard(self.k("leased")))
+        out["seen"] = int(self.redis.scard(self.k("seen")))
+        return out
+
+    def queued(self) -> int:
+        hosts = self.redis.zrange(self.k("hosts"), 0, -1)
+        return sum(
+            int(self.redis.zcard(self.k(f"q:{h.decode() if isinstance(h, bytes) else h}")))
+            for h in hosts
+        )
+
+    def mark_seen(self, url: str) -> None:
+        """Record ``url`` as fetched without queueing it (a redirect's target)."""
+        with contextlib.suppress(ValueError):
+            self.redis.sadd(self.k("seen"), normalize_url(url))
+
+    def seen(self, url: str) -> bool:
+        try:
+            return bool(self.redis.sismember(self.k("seen"), normalize_url(url)))
+        except ValueError:
+            return False
+
+    def clear(self) -> None:
+        """Forget everything (a new crawl from scratch)."""
+        hosts = self.redis.zrange(self.k("hosts"), 0, -1)
+        names = [
+            "hosts", "clock", "interval", "leased", "entry", "seen", "patterns",
+            "revisit", "revisit_entry", "stats",
+        ]  # fmt: skip
+        keys = [self.k(n) for n in names]
+        keys += [self.k(f"q:{h.decode() if isinstance(h, bytes) else h}") for h in hosts]
+        for key in keys:
+            self.redis.delete(key)
+
+    def hosts(self) -> Iterable[str]:
+        return [
+            h.decode() if isinstance(h, bytes) else h for h in self.redis.hkeys(self.k("clock"))
+        ]

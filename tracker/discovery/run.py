@@ -1,0 +1,608 @@
+"""A discovery run, as named stages:
+
+1. ``plan``: the works to look for (``--work`` ids, else every work, newest first up to
+   ``max_works``) and their queries (``queries.work_queries``, the library's statistics);
+2. ``search``: each query to each configured provider (``providers.Searcher``: cache,
+   daily quota, 429 backoff) within the per-work budget (``max_queries`` queries per
+   work per provider per UTC day, default 10); every result URL is a seed;
+3. ``sites``: each registered site searched for each book: the work's ``book``,
+   ``work`` or ``collection`` metadata, else the first word of its title ("红楼梦" of
+   "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
+4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
+   politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
+   on every URL, robots.txt, size and redirect limits), then, one at a time, checked by
+   ``Library.check_page`` exactly like ``yinji check URL`` (suspect, matches, capture and
+   check in the evidence log). A page whose SimHash is within 3 bits of a page already
+   checked is not checked again: its capture is recorded against that page's suspect
+   (``Library.record_captures``) and the run counts it as a duplicate. Links are followed
+   by kind: a site search's results that name the book, a book index's chapter list
+   (``tracker.cases.books.chapter_links``), the chapter links of a page that matched;
+   pages that did not match are followed only ``max_depth`` links deep;
+5. ``finish``: the ``RunReport`` (per source: found, fetched, checked, matched; errors
+   per provider, site and page) is kept in the store (``RunHistory``).
+
+Every failure is one line in ``RunReport.errors`` naming the provider, site or URL; the
+run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tracker.discovery.frontier import Frontier, FrontierItem
+from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
+from tracker.discovery.queries import LibraryStats, Query, work_queries
+from tracker.discovery.sites import (
+    Site,
+    SiteProfile,
+    SiteRegistry,
+    load_profiles,
+    profile_matches,
+    result_links,
+    search_url,
+)
+from tracker.timefmt import iso_utc
+
+__all__ = ["DiscoveryRun", "PageResult", "RunHistory", "RunOptions", "RunReport"]
+
+RUN_PREFIX = "discovery:run:"
+KEEP_RUNS = 50
+MIN_TEXT_CHARS = 50
+MAX_ERRORS = 200
+
+
+@dataclass
+class RunOptions:
+    works: list[str] = field(default_factory=list)  # empty: every work (max_works newest)
+    max_queries: int = 10  # per work per provider per UTC day
+    max_pages: int = 200  # fetches in this run
+    max_works: int = 100
+    concurrency: int = 4
+    interval: float = 1.0  # seconds between two requests to one host
+    max_depth: int = 2  # links followed from a page that did not match
+    max_site_searches: int = 50  # book names searched on each site per run
+    revisit_days: float = 7.0  # a page that matched is fetched again after this
+    save: bool = True
+    search: bool = True
+    sites: bool = True
+    # A crawl shared with other workers: when the queue is empty but URLs are still out
+    # with them (their pages may add links), wait up to this many seconds for more.
+    wait_for_others: float = 0.0
+
+
+@dataclass
+class SourceStats:
+    found: int = 0  # URLs it gave (seeds and the links followed from them)
+    fetched: int = 0
+    checked: int = 0
+    matched: int = 0  # checked pages with at least one match
+    duplicates: int = 0
+    errors: int = 0
+
+
+@dataclass
+class PageResult:
+    """One fetched page: checked (``matches``), a near-duplicate, or an error."""
+
+    url: str
+    source: str
+    final_url: str = ""
+    kind: str = "page"
+    suspect_id: str = ""
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_of: str = ""
+    error: str = ""
+    checked: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON line of ``yinji discover run --json`` (a checked page)."""
+        return {
+            "url": self.final_url or self.url,
+            "requested_url": self.url,
+            "source": self.source,
+            "suspect_id": self.suspect_id,
+            "matches": self.matches,
+        }
+
+
+@dataclass
+class RunReport:
+    id: str
+    started_at: str
+    finished_at: str = ""
+    works: int = 0
+    queries: int = 0  # asked of providers (cached answers included)
+    cached: int = 0
+    fetched: int = 0
+    checked: int = 0
+    duplicates: int = 0
+    matched: int = 0  # checked pages with a match
+    traps: int = 0
+    sources: dict[str, SourceStats] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def source(self, name: str) -> SourceStats:
+        return self.sources.setdefault(name, SourceStats())
+
+    def error(self, message: str) -> None:
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known["sources"] = {k: SourceStats(**v) for k, v in (known.get("sources") or {}).items()}
+        return cls(**known)
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"discovery run {self.id}: {self.works} works, {self.queries} queries "
+            f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
+            f"{self.duplicates} skipped as duplicates, {self.traps} trap links skipped, "
+            f"{self.matched} pages with matches"
+        ]
+        for name, s in sorted(self.sources.items()):
+            lines.append(
+                f"  {name}: found {s.found}, fetched {s.fetched}, checked {s.checked}, "
+                f"matched {s.matched}, duplicates {s.duplicates}, errors {s.errors}"
+            )
+        lines += [f"  error: {e}" for e in self.errors[:30]]
+        if len(self.errors) > 30:
+            lines.append(f"  ... and {len(self.errors) - 30} more errors")
+        return lines
+
+
+class RunHistory:
+    """The last runs' reports, in the store's meta table. A run whose crawl was spread
+    over workers has one record per part (``RUN_ID~PART``, each written by one worker,
+    so no two workers write one record); reading adds the parts up."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def save(self, report: RunReport) -> None:
+        self.store.set_meta(RUN_PREFIX + report.id, report.to_dict())
+        runs = sorted({k.split("~", 1)[0] for k in self.store.meta_items(RUN_PREFIX)})
+        old = set(runs[:-KEEP_RUNS])
+        for key in self.store.meta_items(RUN_PREFIX):
+            if key.split("~", 1)[0] in old:
+                self.store.delete_meta(key)
+
+    def _grouped(self) -> dict[str, list[RunReport]]:
+        groups: dict[str, list[RunReport]] = {}
+        for key, value in sorted(self.store.meta_items(RUN_PREFIX).items()):
+            if isinstance(value, dict):
+                groups.setdefault(key.split("~", 1)[0], []).append(RunReport.from_dict(value))
+        return groups
+
+    def list(self, limit: int = 20) -> list[RunReport]:
+        groups = self._grouped()
+        return [merge_reports(groups[k]) for k in sorted(groups, reverse=True)][:limit]
+
+    def get(self, run_id: str) -> RunReport | None:
+        parts = self._grouped().get(RUN_PREFIX + run_id.split("~", 1)[0])
+        return merge_reports(parts) if parts else None
+
+
+def merge_reports(parts: Sequence[RunReport]) -> RunReport:
+    """One report of a run from its parts (the first holds the plan and searches)."""
+    first = parts[0]
+    out = RunReport.from_dict(first.to_dict())
+    out.id = first.id.split("~", 1)[0]
+    for part in parts[1:]:
+        for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        for src, st in part.sources.items():
+            mine = out.source(src)
+            for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
+                setattr(mine, f, getattr(mine, f) + getattr(st, f))
+        out.errors += part.errors
+        out.matches += part.matches
+        out.finished_at = max(out.finished_at, part.finished_at)
+    return out
+
+
+class NearDuplicates:
+    """SimHash (64-bit, character 3-grams) of every page checked, in Redis: four 16-bit
+    bands, so a page within 3 bits of one already checked shares a band with it."""
+
+    def __init__(self, redis: Any, keys: DiscoveryKeys, *, distance: int = 3) -> None:
+        self.redis, self.keys, self.distance = redis, keys, distance
+
+    def _band_keys(self, h: int) -> list[tuple[str, str]]:
+        return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
+
+    def find(self, h: int) -> str | None:
+        """The suspect id of a checked page near ``h``, or None."""
+        from tracker.simhash import hamming
+
+        for key, band in self._band_keys(h):
+            raw = self.redis.hget(key, band)
+            if not raw:
+                continue
+            for entry in (raw.decode() if isinstance(raw, bytes) else raw).split(","):
+                other, _, suspect_id = entry.partition(":")
+                if hamming(int(other, 16), h) <= self.distance:
+                    return suspect_id
+        return None
+
+    def add(self, h: int, suspect_id: str) -> None:
+        for key, band in self._band_keys(h):
+            raw = self.redis.hget(key, band)
+            old = (raw.decode() if isinstance(raw, bytes) else raw) if raw else ""
+            entries = [e for e in old.split(",") if e][-31:]  # a band holds 32 pages at most
+            entries.append(f"{h:016x}:{suspect_id}")
+            self.redis.hset(key, band, ",".join(entries))
+
+
+@dataclass
+class Fetched:
+    item: FrontierItem
+    page: Any = None
+    error: Exception | None = None
+
+
+class DiscoveryRun:
+    """One run (see the module docstring). ``library`` is a ``tracker.library.Library``;
+    only its public methods are used."""
+
+    def __init__(
+        self,
+        library: Any,
+        options: RunOptions | None = None,
+        *,
+        providers: Sequence[SearchProvider] | None = None,
+        crawler: Any = None,
+        keys: DiscoveryKeys | None = None,
+        on_page: Callable[[PageResult], None] | None = None,
+        searcher: Searcher | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.lib = library
+        self.options = options or RunOptions()
+        self.keys = keys or DiscoveryKeys(library.settings.redis_prefix)
+        self.providers = list(providers_from_env() if providers is None else providers)
+        self.searcher = searcher or Searcher(self.providers, library.redis, self.keys)
+        self.frontier = Frontier(library.redis, self.keys, interval=self.options.interval)
+        self.near = NearDuplicates(library.redis, self.keys)
+        self._crawler = crawler
+        self.on_page = on_page
+        now = datetime.now(UTC)
+        self.report = RunReport(
+            id=run_id or new_run_id(),
+            started_at=iso_utc(now),
+            options=asdict(self.options),
+        )
+        self.queries: list[Query] = []
+        self.titles: dict[str, str] = {}
+        self.book_names: dict[str, str] = {}  # what a site is searched for, per work
+        self.profiles: dict[str, SiteProfile] = {}
+
+    # -- helpers --
+    @property
+    def crawler(self) -> Any:
+        if self._crawler is None:
+            from tracker.crawler import Crawler, CrawlerConfig
+
+            self._crawler = Crawler(
+                CrawlerConfig.from_settings(
+                    self.lib.settings, min_interval=self.options.interval, screenshots="off"
+                )
+            )
+        return self._crawler
+
+    def _seed(self, item: FrontierItem) -> None:
+        item.run = self.report.id
+        if self.frontier.add(item):
+            self.report.source(item.source).found += 1
+
+    # -- stages --
+    def plan(self) -> list[Query]:
+        store = self.lib.store
+        if self.options.works:
+            mothers = []
+            for work_id in self.options.works:
+                try:
+                    mothers.append(store.get_mother(work_id))
+                except Exception:
+                    self.report.error(f"work {work_id!r}: not in the library")
+        else:
+            listed = store.list_mothers(limit=self.options.max_works, with_text=False)
+            mothers = [store.get_mother(m.id) for m in listed]
+        self.report.works = len(mothers)
+        stats = LibraryStats.from_library(self.lib)
+        for m in mothers:
+            self.titles[m.id] = m.title
+            meta = m.metadata or {}
+            book = meta.get("book") or meta.get("work") or meta.get("collection")
+            self.book_names[m.id] = str(book) if book else _search_title(m.title)
+            author = str((m.metadata or {}).get("author", ""))
+            self.queries += work_queries(
+                m.id, m.title, m.text, stats, limit=self.options.max_queries, author=author
+            )
+        return self.queries
+
+    def search(self) -> None:
+        from tracker.discovery.urls import normalize_url
+
+        if not self.options.search:
+            return
+        day = datetime.now(UTC).strftime("%Y%m%d")
+        for provider in self.searcher.providers:
+            failures = 0
+            for q in self.queries:
+                budget_key = self.keys.key(f"budget:{provider.name}:{day}:{q.work_id}")
+                if int(self.lib.redis.get(budget_key) or 0) >= self.options.max_queries:
+                    continue
+                outcome = self.searcher.search(provider, q.text)
+                self.report.queries += 1
+                if outcome.cached:
+                    self.report.cached += 1
+                else:
+                    self.lib.redis.incr(budget_key)
+                    self.lib.redis.expire(budget_key, 2 * 86400)
+                if outcome.error:
+                    self.report.source(provider.name).errors += 1
+                    self.report.error(f"{outcome.error} (query {q.text})")
+                    failures += 1
+                    if failures >= 3 and not outcome.hits:
+                        self.report.error(f"{provider.name}: 3 failures, not asked again this run")
+                        break
+                    continue
+                for hit in outcome.hits:
+                    try:
+                        normalize_url(hit.url)
+                    except ValueError:
+                        self.report.error(
+                            f"{provider.name}: result is not an http(s) URL: {hit.url!r}"
+                        )
+                        continue
+                    self._seed(
+                        FrontierItem(
+                            url=hit.url, source=provider.name, priority=0, works=[q.work_id]
+                        )
+                    )
+
+    def sites(self) -> None:
+        if not self.options.sites:
+            return
+        from tracker.discovery.sites import SiteError
+
+        try:
+            self.profiles = load_profiles(self.lib.settings.data_dir / "discovery" / "profiles")
+        except SiteError as exc:
+            self.report.error(str(exc))
+            self.profiles = load_profiles()
+        books: dict[str, list[str]] = {}
+        for work_id, name in self.book_names.items():
+            if name.strip():
+                books.setdefault(name.strip(), []).append(work_id)
+        for site in SiteRegistry(self.lib.store).list():
+            for name, work_ids in list(books.items())[: self.options.max_site_searches]:
+                self._seed(
+                    FrontierItem(
+                        url=search_url(site, name),
+                        source=site.name,
+                        priority=1,
+                        kind="search",
+                        works=work_ids[:20],
+                        hint=name,
+                    )
+                )
+
+    def crawl(self) -> None:
+        self.frontier.requeue_due()
+        opts = self.options
+        inflight: dict[Future[Fetched], FrontierItem] = {}
+        idle_until = time.monotonic() + opts.wait_for_others
+        with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
+            while True:
+                wait_for = 0.05
+                started = self.report.fetched + len(inflight)
+                while len(inflight) < opts.concurrency and started < opts.max_pages:
+                    claim = self.frontier.claim()
+                    if claim.item is None:
+                        wait_for = claim.wait
+                        if claim.empty and not inflight:
+                            if claim.leased == 0 or time.monotonic() > idle_until:
+                                return
+                            wait_for = 0.2
+                        break
+                    idle_until = time.monotonic() + opts.wait_for_others
+                    inflight[pool.submit(self._fetch, claim.item)] = claim.item
+                    started += 1
+                if not inflight:
+                    if started >= opts.max_pages:
+                        return
+                    time.sleep(min(max(wait_for, 0.01), 1.0))
+                    continue
+                done, _ = wait(list(inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    inflight.pop(fut)
+                    self._process(fut.result())
+
+    def _fetch(self, item: FrontierItem) -> Fetched:
+        try:
+            return Fetched(item, page=self.crawler.crawl_page(item.url, screenshot=False))
+        except Exception as exc:  # every failure is this page's error; the run goes on
+            return Fetched(item, error=exc)
+
+    def _process(self, fetched: Fetched) -> None:
+        from tracker.crawler import CrawlError
+
+        item, stats = fetched.item, self.report.source(fetched.item.source)
+        if fetched.error is not None:
+            exc = fetched.error
+            if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
+                item.attempts += 1
+                self.frontier.retry(item)
+                return
+            self.report.fetched += 1
+            stats.fetched += 1
+            stats.errors += 1
+            message = str(exc) if isinstance(exc, CrawlError) else f"{item.url}: {exc!r}"
+            self.report.error(f"{item.source}: {message}")
+            self.frontier.done(item, failed=True)
+            self._emit(PageResult(item.url, item.source, kind=item.kind, error=message))
+            return
+        page = fetched.page
+        self.report.fetched += 1
+        stats.fetched += 1
+        result = PageResult(item.url, item.source, final_url=page.final_url, kind=item.kind)
+        if page.final_url != item.url:
+            self.frontier.mark_seen(page.final_url)  # a redirect's target: not fetched again
+        try:
+            if item.kind == "page" and len(page.text) >= MIN_TEXT_CHARS:
+                self._check(item, page, result, stats)
+            self._follow(item, page, result)
+        except Exception as exc:  # a page that breaks a step is its own error
+            result.error = f"{item.url}: {type(exc).__name__}: {exc}"
+            stats.errors += 1
+            self.report.error(f"{item.source}: {result.error}")
+        self.frontier.done(item)
+        self._emit(result)
+
+    def _emit(self, result: PageResult) -> None:
+        if self.on_page is not None:
+            self.on_page(result)
+
+    def _check(self, item: FrontierItem, page: Any, result: PageResult, stats: SourceStats) -> None:
+        from tracker.simhash import simhash
+
+        h = simhash(page.text, features="char3")
+        original = self.near.find(h) if len(page.text) >= 200 else None
+        if original is not None:
+            result.duplicate_of = original
+            self.report.duplicates += 1
+            stats.duplicates += 1
+            if self.options.save:
+                self.lib.record_captures(original, [page])
+            return
+        checked = self.lib.check_page(page, save=self.options.save)
+        result.checked = True
+        result.suspect_id = checked.suspect.id
+        result.matches = checked.to_json()["matches"]
+        self.report.checked += 1
+        stats.checked += 1
+        if len(page.text) >= 200:
+            self.near.add(h, checked.suspect.id)
+        if result.matches:
+            self.report.matched += 1
+            stats.matched += 1
+            for m in result.matches:
+                self.report.matches.append(
+                    {
+                        "url": page.final_url,
+                        "suspect_id": checked.suspect.id,
+                        "mother_id": m.get("mother_id"),
+                        "title": m.get("title", ""),
+                        "score": m.get("score"),
+                        "source": item.source,
+                    }
+                )
+            self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
+
+    def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
+        from tracker.cases.books import CHAPTER_RE, chapter_links
+        from tracker.crawler.links import page_links
+
+        html, base = page.html, page.final_url
+        stats = self.report.source(item.source)
+
+        def add(url: str, priority: float, kind: str = "page") -> None:
+            verdict = self.frontier.add_link(item, url, priority=priority, kind=kind)
+            if verdict == "queued":
+                stats.found += 1
+            elif verdict.startswith("trap"):
+                self.report.traps += 1
+
+        if item.kind == "search":
+            books = result_links(html, base, item.hint)
+            if books:
+                for url in books[:5]:
+                    add(url, 1.5, "index")
+                return
+            if len(chapter_links(html, base)) < 2:
+                profile = self._profile_of(item.source.removeprefix("site:"))
+                if not profile_matches(profile, html):
+                    stats.errors += 1
+                    self.report.error(
+                        f"{item.source}: the search page {item.url} shows neither results "
+                        f"nor a book ({profile.name if profile else 'form'} profile no "
+                        "longer matches: `yinji discover site add` the site again)"
+                    )
+                return
+            item.kind = "index"  # a search that went straight to the book
+        if item.kind == "index":
+            for url in chapter_links(html, base):
+                add(url, 2.0)
+            return
+        matched = bool(result.matches) or bool(result.duplicate_of)
+        links = [(link.url, link.text) for link in page_links(html, base)]
+        chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
+        if matched:
+            for u, text in links:
+                if "目录" in text or "目錄" in text:
+                    add(u, 2.0, "index")
+            for u in chapterish:
+                add(u, 3.0)
+            return
+        if item.depth >= self.options.max_depth:
+            return
+        for u in chapterish:
+            add(u, 20.0 + item.depth)
+        if item.depth == 0 and len(chapterish) >= 10:  # a book index found by a search
+            return
+        for u, _ in links[:100]:
+            add(u, 40.0 + item.depth)
+
+    def _profile_of(self, host: str) -> SiteProfile | None:
+        site: Site | None = SiteRegistry(self.lib.store).get(host)
+        return self.profiles.get(site.profile) if site else None
+
+    def finish(self) -> RunReport:
+        self.report.finished_at = iso_utc(datetime.now(UTC))
+        if self.options.save:
+            with contextlib.suppress(Exception):
+                RunHistory(self.lib.store).save(self.report)
+        return self.report
+
+    def run(self) -> RunReport:
+        """Every stage in order; the report."""
+        try:
+            self.plan()
+            self.search()
+            self.sites()
+            self.crawl()
+        finally:
+            self.finish()
+        return self.report
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261126T194704-13dcd0``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def _search_title(title: str) -> str:
+    """The book's name in a work title such as "红楼梦 第四回 ..." (its first word)."""
+    head = title.strip().split()[0] if title.strip() else ""
+    return head or title.strip()
+
+
+def report_json(report: RunReport) -> str:
+    return json.dumps(report.to_dict(), ensure_ascii=False)

@@ -1,0 +1,118 @@
+"""What the CLI, the web admin, the REST API and the workers share: registering a site
+and the state of discovery (providers with their quotas, sites, budgets, last runs).
+One rule, one place: ``yinji discover site add`` and ``POST /api/v1/discover/sites``
+both call ``register_site``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.providers import Searcher, providers_from_env
+from tracker.discovery.run import RunHistory, RunOptions, RunReport
+from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
+from tracker.timefmt import iso_utc
+
+__all__ = ["DiscoveryOverview", "ProviderStatus", "overview", "register_site"]
+
+
+def register_site(
+    library: Any,
+    url: str,
+    *,
+    search_url: str | None = None,
+    encoding: str | None = None,
+    crawler: Any = None,
+) -> Site:
+    """Register the pirate site at ``url``: with ``search_url`` (``{q}`` for the query)
+    as given, else its search form found on its home page (``sites.find_search``).
+    ``SiteError`` (a ``ValueError``) names the input and why it was refused."""
+    from tracker.discovery.urls import normalize_url
+    from tracker.rules import check_url
+
+    try:
+        check_url(url)
+        home = normalize_url(url)
+    except ValueError as exc:
+        raise SiteError(f"site URL {url!r}: {exc}") from None
+    if search_url:
+        if "{q}" not in search_url:
+            raise SiteError(f"search URL {search_url!r} has no {{q}} for the query")
+        try:
+            check_url(search_url.replace("{q}", "q"))
+        except ValueError as exc:
+            raise SiteError(f"search URL {search_url!r}: {exc}") from None
+        site = Site(url=home, search_url=search_url, encoding=encoding or "utf-8", profile="given")
+    else:
+        profiles = load_profiles(library.settings.data_dir / "discovery" / "profiles")
+        own = crawler is None
+        if own:
+            from tracker.crawler import Crawler, CrawlerConfig
+
+            crawler = Crawler(CrawlerConfig.from_settings(library.settings, screenshots="off"))
+        try:
+            site = find_search(crawler, home, profiles)
+        finally:
+            if own:
+                crawler.close()
+        if encoding:
+            site.encoding = encoding
+    site.added_at = iso_utc(datetime.now(UTC))
+    return SiteRegistry(library.store).add(site)
+
+
+@dataclass
+class ProviderStatus:
+    name: str
+    quota: int  # queries a UTC day
+    used_today: int
+    endpoint: str  # where it is asked (no key)
+
+
+@dataclass
+class DiscoveryOverview:
+    providers: list[ProviderStatus]
+    sites: list[Site]
+    budgets: dict[str, Any]
+    runs: list[RunReport] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "providers": [asdict(p) for p in self.providers],
+            "sites": [s.to_dict() for s in self.sites],
+            "budgets": self.budgets,
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+
+def overview(library: Any, *, runs: int = 10) -> DiscoveryOverview:
+    """Providers (from the environment) with today's use, sites, budgets, last runs."""
+    providers = providers_from_env()
+    searcher = Searcher(providers, library.redis, DiscoveryKeys(library.settings.redis_prefix))
+    statuses = [
+        ProviderStatus(
+            name=p.name,
+            quota=searcher.quotas[p.name],
+            used_today=searcher.used_today(p.name),
+            endpoint=str(getattr(p, "url", "")),
+        )
+        for p in providers
+    ]
+    defaults = RunOptions()
+    budgets = {
+        "queries_per_work_per_provider_per_day": int(
+            os.environ.get("YINJI_DISCOVER_QUERIES", defaults.max_queries)
+        ),
+        "pages_per_daily_run": int(os.environ.get("YINJI_DISCOVER_PAGES", 2000)),
+        "daily_run_at": os.environ.get("YINJI_DISCOVER_AT", "02:00"),
+        "seconds_between_requests_to_one_host": defaults.interval,
+    }
+    return DiscoveryOverview(
+        providers=statuses,
+        sites=SiteRegistry(library.store).list(),
+        budgets=budgets,
+        runs=RunHistory(library.store).list(runs),
+    )
