@@ -6,17 +6,10 @@ from typing import Any
 
 from tracker.cases.model import STATES
 from tracker.records import VERDICTS
+from web.openapi_common import TIME, TIME_OR_NULL
 from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
-
-# Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
-TIME: dict[str, Any] = {
-    "type": "string",
-    "format": "date-time",
-    "description": "UTC, milliseconds, Z: 2026-11-25T09:26:15.794Z",
-}
-TIME_OR_NULL: dict[str, Any] = {**TIME, "type": ["string", "null"]}
 
 
 def _ref(name: str) -> dict[str, str]:
