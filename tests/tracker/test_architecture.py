@@ -102,6 +102,30 @@ def test_importing_tracker_starts_no_server(tmp_path: Path) -> None:
     assert not (tmp_path / "yinji-data").exists()
 
 
+SERVICE_PATH = [
+    ROOT / "tracker" / "library.py",
+    *sorted((ROOT / "tracker" / "services").glob("*.py")),
+]
+
+
+@pytest.mark.parametrize("path", SERVICE_PATH, ids=lambda p: p.name)
+def test_the_service_path_asks_engines_by_type(path: Path) -> None:
+    """Capabilities are declared (``tracker.engines.capabilities``) and asked for with
+    isinstance: no getattr/hasattr probing, no silenced attribute errors; and each
+    module stays small enough to read (issue #27: under ~400 lines, the façade 450)."""
+    text = path.read_text(encoding="utf-8")
+    probes = [
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+    ]
+    assert probes == [], f"{path.name}: getattr/hasattr at lines {probes}"
+    assert "type: ignore[attr-defined]" not in text
+    assert text.count("\n") <= (450 if path.name == "library.py" else 400)
+
+
 # --- the fast tier (tests/support/fasttier.py) ---------------------------------------------
 @pytest.mark.slow  # its inner pytest starts servers
 def test_the_fast_tier_guard_names_what_a_test_starts(tmp_path: Path) -> None:

@@ -100,7 +100,11 @@ def test_check_against_an_empty_library_is_an_error(tmp_path):
     r = _yinji(tmp_path / "mistyped", "check", "--json", str(tmp_path / "one.txt"))
     assert r.returncode == 1
     assert r.stdout == ""
-    assert "holds no works" in r.stderr and "mistyped" in r.stderr
+    assert "no data folder at" in r.stderr and "mistyped" in r.stderr
+    assert not (tmp_path / "mistyped").exists()  # issue #23: a mistyped folder creates nothing
+    (tmp_path / "empty").mkdir()
+    r = _yinji(tmp_path / "empty", "check", "--json", str(tmp_path / "one.txt"))
+    assert r.returncode == 1 and "holds no works" in r.stderr
 
 
 @pytest.mark.slow
