@@ -131,8 +131,8 @@ def _watch_paths() -> dict[str, Any]:
             "url": {"type": "string"},
             "kind": {"enum": ["url", "site", "book"]},
             "active": {"type": "boolean"},
-            "added_at": {"type": "string", "format": "date-time"},
-            "last_crawled_at": {"type": ["string", "null"], "format": "date-time"},
+            "added_at": TIME,
+            "last_crawled_at": TIME_OR_NULL,
             "case_id": {"type": ["string", "null"], "description": "A book's case"},
         },
     }
@@ -145,7 +145,7 @@ def _watch_paths() -> dict[str, Any]:
             "case_state": {"enum": CASE_STATES},
             "domain": {"type": "string"},
             "watched": {"type": "boolean"},
-            "checked_at": {"type": ["string", "null"]},
+            "checked_at": TIME_OR_NULL,
             "pages_fetched": {"type": ["integer", "null"]},
             "truncated": {"type": "boolean"},
             "chapters": {
@@ -175,7 +175,7 @@ def _watch_paths() -> dict[str, Any]:
                             "type": "object",
                             "properties": {
                                 "items": {"type": "array", "items": item},
-                                "next_crawl_at": {"type": "string", "format": "date-time"},
+                                "next_crawl_at": TIME,
                             },
                         },
                         "The watch list",
@@ -212,7 +212,7 @@ def _watch_paths() -> dict[str, Any]:
                                     "properties": {
                                         "job_id": {"type": "string"},
                                         "status_url": {"type": "string"},
-                                        "next_crawl_at": {"type": "string"},
+                                        "next_crawl_at": TIME,
                                     },
                                 },
                             ]
