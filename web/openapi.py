@@ -6,17 +6,10 @@ from typing import Any
 
 from tracker.cases.model import STATES
 from tracker.records import VERDICTS
+from web.openapi_common import TIME, TIME_OR_NULL
 from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
-
-# Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
-TIME: dict[str, Any] = {
-    "type": "string",
-    "format": "date-time",
-    "description": "UTC, milliseconds, Z: 2026-11-25T09:26:15.794Z",
-}
-TIME_OR_NULL: dict[str, Any] = {**TIME, "type": ["string", "null"]}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -138,8 +131,8 @@ def _watch_paths() -> dict[str, Any]:
             "url": {"type": "string"},
             "kind": {"enum": ["url", "site", "book"]},
             "active": {"type": "boolean"},
-            "added_at": {"type": "string", "format": "date-time"},
-            "last_crawled_at": {"type": ["string", "null"], "format": "date-time"},
+            "added_at": TIME,
+            "last_crawled_at": TIME_OR_NULL,
             "case_id": {"type": ["string", "null"], "description": "A book's case"},
         },
     }
@@ -152,7 +145,7 @@ def _watch_paths() -> dict[str, Any]:
             "case_state": {"enum": CASE_STATES},
             "domain": {"type": "string"},
             "watched": {"type": "boolean"},
-            "checked_at": {"type": ["string", "null"]},
+            "checked_at": TIME_OR_NULL,
             "pages_fetched": {"type": ["integer", "null"]},
             "truncated": {"type": "boolean"},
             "chapters": {
@@ -182,7 +175,7 @@ def _watch_paths() -> dict[str, Any]:
                             "type": "object",
                             "properties": {
                                 "items": {"type": "array", "items": item},
-                                "next_crawl_at": {"type": "string", "format": "date-time"},
+                                "next_crawl_at": TIME,
                             },
                         },
                         "The watch list",
@@ -219,7 +212,7 @@ def _watch_paths() -> dict[str, Any]:
                                     "properties": {
                                         "job_id": {"type": "string"},
                                         "status_url": {"type": "string"},
-                                        "next_crawl_at": {"type": "string"},
+                                        "next_crawl_at": TIME,
                                     },
                                 },
                             ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from web.openapi_common import TIME
+
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
@@ -27,8 +29,8 @@ RUN = {
     "description": "One discovery run: what it asked, fetched, checked and found, per source",
     "properties": {
         "id": {"type": "string"},
-        "started_at": {"type": "string", "format": "date-time"},
-        "finished_at": {"type": "string"},
+        "started_at": TIME,
+        "finished_at": {**TIME, "description": TIME["description"] + "; empty while running"},
         "works": {"type": "integer"},
         "queries": {"type": "integer"},
         "cached": {"type": "integer"},
@@ -63,7 +65,7 @@ SITE = {
         "search_url": {"type": "string", "description": "{q} stands for the query"},
         "encoding": {"type": "string"},
         "profile": {"type": "string", "description": "jieqi, ptcms, biquge, form or given"},
-        "added_at": {"type": "string"},
+        "added_at": TIME,
     },
 }
 

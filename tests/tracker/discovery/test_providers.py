@@ -20,6 +20,9 @@ from tracker.discovery.providers import (
     quota_of,
 )
 
+# Every test here talks to a local stand-in server (tests/support/fasttier.py).
+pytestmark = pytest.mark.slow
+
 
 def test_searxng_json_api():
     with FakeSearxng() as searx:
