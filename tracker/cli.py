@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.config import ReadLimits, SettingError, Settings
+from tracker.config import DEFAULT_MIN_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
     from tracker.documents import DocumentError
@@ -581,7 +581,8 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     type=int,
     default=None,
     help="Minimum copied length, in pinyin initials (about one per Han character), of a "
-    "passage that reads alike; less alike passages need more (default 85; raise it for "
+    f"passage that reads alike; less alike passages need more (default {DEFAULT_MIN_COPIED}; "
+    "raise it for "
     "libraries of templated text such as regulations). No index rebuild.",
 )
 @click.option(

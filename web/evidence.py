@@ -30,7 +30,7 @@ def bundle_response(match_id: str) -> Response:
     head, timestamp, reports), as ``yinji evidence export --mother`` writes it."""
     import io
 
-    from tracker.evidence import EvidenceError
+    from tracker.evidence import EvidenceError, NoEvidence
 
     from .core import fail
 
@@ -39,9 +39,13 @@ def bundle_response(match_id: str) -> Response:
     sink = io.BytesIO()
     try:
         lib.export_evidence(sink, match.suspect_id, match.mother_id)
-    except EvidenceError as exc:
+    except NoEvidence as exc:
         # A match checked before the evidence log existed has nothing to prove.
         fail(404, f"no evidence recorded for this match: {exc}")
+    except EvidenceError as exc:
+        # A log inconsistent with its signed heads, a blob missing or altered: nothing
+        # is handed out, and the operator is told what (tracker.evidence.bundle).
+        fail(500, f"the evidence bundle cannot be built: {exc}")
     response = Response(sink.getvalue(), content_type="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{case_name(match_id)}.zip"'
     return response

@@ -10,6 +10,14 @@ from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
 
+# Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
+TIME: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "description": "UTC, milliseconds, Z: 2026-11-25T09:26:15.794Z",
+}
+TIME_OR_NULL: dict[str, Any] = {**TIME, "type": ["string", "null"]}
+
 
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
@@ -452,15 +460,14 @@ CASE_URL = {
         "mother_id": {"type": "string"},
         "score": {"type": "number"},
         "coverage": {"type": "number"},
-        "added_at": {"type": ["string", "null"], "format": "date-time"},
+        "added_at": TIME_OR_NULL,
         "status": {"enum": ["online", "removed", "unknown"]},
-        "last_checked_at": {"type": ["string", "null"], "format": "date-time"},
+        "last_checked_at": TIME_OR_NULL,
         "last_http_status": {"type": ["integer", "null"]},
         "last_outcome": {"type": "string"},
         "label": {"type": "string"},
     },
 }
-_TIME = {"type": ["string", "null"], "format": "date-time"}
 CASE_SCHEMAS: dict[str, Any] = {
     "Case": {
         "type": "object",
@@ -477,11 +484,11 @@ CASE_SCHEMAS: dict[str, Any] = {
             "domain": {"type": "string"},
             "urls": {"type": "array", "items": {"type": "string"}},
             "url_details": {"type": "array", "items": CASE_URL},
-            "created_at": _TIME,
-            "updated_at": _TIME,
-            "state_changed_at": _TIME,
-            "notice_sent_at": _TIME,
-            "removed_at": _TIME,
+            "created_at": TIME_OR_NULL,
+            "updated_at": TIME_OR_NULL,
+            "state_changed_at": TIME_OR_NULL,
+            "notice_sent_at": TIME_OR_NULL,
+            "removed_at": TIME_OR_NULL,
             "metadata": {"type": "object"},
             "version": {"type": "integer"},
         },
@@ -509,7 +516,7 @@ CASE_SCHEMAS: dict[str, Any] = {
             "from_state": {"type": ["string", "null"]},
             "to_state": {"type": ["string", "null"]},
             "data": {"type": "object"},
-            "at": {"type": "string", "format": "date-time"},
+            "at": TIME,
             "prev_hash": {"type": "string"},
             "hash": {"type": "string"},
             "evidence_ref": {"type": ["string", "null"]},
@@ -1003,7 +1010,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "title": {"type": "string"},
                         "source": {"type": "string"},
                         "characters": {"type": "integer"},
-                        "ingested_at": {"type": "string", "format": "date-time"},
+                        "ingested_at": TIME,
                         "metadata": {"type": "object"},
                         "text": {"type": "string"},
                     },
@@ -1042,8 +1049,8 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "engine": {"type": "string"},
                         "verdict": {"enum": list(VERDICTS)},
                         "note": {"type": "string"},
-                        "created_at": {"type": "string", "format": "date-time"},
-                        "updated_at": {"type": "string", "format": "date-time"},
+                        "created_at": TIME,
+                        "updated_at": TIME,
                         "passages": {"type": "array", "items": _ref("Passage")},
                     },
                 },

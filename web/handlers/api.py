@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
@@ -264,8 +264,10 @@ def _evidence_public() -> Any:
 
     try:
         return library().evidence_log()
-    except (EvidenceError, ValueError) as exc:
-        fail(503, f"the evidence log is unavailable: {exc}")
+    except (EvidenceError, ValueError):
+        # Anyone may call these: the reason (a key file's path, say) goes to the log only.
+        current_app.logger.exception("the evidence log cannot be opened")
+        fail(503, "the evidence log is unavailable; see the server log")
 
 
 @bp.get("/evidence/head")
@@ -278,8 +280,9 @@ def evidence_head() -> Any:
     log = _evidence_public()
     try:
         return jsonify(published_head(log, sign=False).to_json())
-    except EvidenceError as exc:
-        fail(503, str(exc))
+    except EvidenceError:
+        current_app.logger.exception("no evidence tree head can be published")
+        fail(503, "the evidence log has no head to publish; see the server log")
 
 
 @bp.get("/evidence/key.pem")

@@ -74,6 +74,7 @@ def _cases(obj: dict) -> list[dict]:
     return json.loads(_run(obj, case, ["list", "--json", "--no-sync"]))
 
 
+@pytest.mark.slow
 def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     settings = Settings(data_dir=data)
