@@ -19,6 +19,7 @@ from tracker.library import Library
 TEXT = work(5150, 30)
 
 
+@pytest.mark.slow
 def test_check_url_table_is_headed_by_url_and_title(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
