@@ -117,9 +117,9 @@ def case_state_labels() -> dict[str, str]:
 
 # --- figures over many cases -----------------------------------------------------------------
 def is_removal(case: Case) -> bool:
-    """The case's pages were taken down: it is ``removed``, or was closed after a
+    """The case's pages were taken down: it is ``removed``, compensated or closed after a
     removal (a removed case whose page came back is open again and does not count)."""
-    return case.removed_at is not None and case.state in ("removed", "closed")
+    return case.removed_at is not None and case.state in ("removed", "compensated", "closed")
 
 
 def days_to_removal(case: Case) -> float | None:

@@ -33,3 +33,12 @@ def test_short_works_are_imported_with_a_warning(system: WebSystem) -> None:
     assert wait_job(api, body["job_id"], headers=headers)["state"] == "SUCCESS"
     poem = api.get(f"/api/v1/mothers/{encode_id('poem')}", headers=headers)
     assert poem.status_code == 200  # imported all the same
+
+
+def test_a_compensated_case_counts_as_a_removal() -> None:
+    from tracker.cases.model import Case, now
+    from web.casework import is_removal
+
+    paid = Case(id="c1", work="w", domain="p.example", state="compensated", removed_at=now())
+    back = Case(id="c2", work="w", domain="p.example", state="open", removed_at=now())
+    assert is_removal(paid) and not is_removal(back)

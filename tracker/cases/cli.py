@@ -370,6 +370,8 @@ def case_notice(
                 (evidence_dir / name).write_bytes(blob)
     notice = made.notice
     click.echo(f"{output}: {fmt} notice {notice.reference} ({len(notice.urls)} URL(s))", err=True)
+    for left in notice.left_out:  # a notice names only confirmed URLs: say which are not in
+        click.echo(f"  not in the notice: {left.url} ({left.reason})", err=True)
 
 
 @case.command("send")

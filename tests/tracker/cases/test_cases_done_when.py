@@ -128,7 +128,9 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         for lang in ("zh", "en"):
             for fmt in ("pdf", "docx"):
                 path = tmp_path / f"notice-{lang}.{fmt}"
-                _run(obj, case, ["notice", cid, "--format", fmt, "--lang", lang, "-o", str(path)])
+                args = ["notice", cid, "--format", fmt, "--lang", lang, "-o", str(path)]
+                said = CliRunner().invoke(case, args, obj=obj).output
+                assert f"not in the notice: {url[2]} (its match is pending" in said
                 raw = path.read_bytes()
                 texts[(lang, fmt)] = _pdf_text(raw) if fmt == "pdf" else _docx_text(raw)
 
