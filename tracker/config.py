@@ -77,6 +77,12 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+#: The default minimum copied length, in pinyin initials (about one per Han character):
+#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
+#: --min-copied``. The one place of this number.
+DEFAULT_MIN_COPIED = 85
+
 
 class SettingError(ValueError):
     """An environment variable holds a value Yinji cannot use."""
@@ -236,6 +242,20 @@ class Settings:
 
         return DataFiles(self.data_dir).store
 
+    def require_data_dir(self) -> None:
+        """Refuse (``SettingError``) to read a library from a data folder that does not
+        exist, before anything creates it: a mistyped ``--data-dir`` leaves no empty
+        folder behind. Commands that start a library (``yinji ingest``, ``serve``,
+        ``demo``) create it instead."""
+        if self.mongo_uri:  # the works live in MongoDB: the folder holds no library
+            return
+        if not self.data_dir.is_dir():
+            raise SettingError(
+                f"no data folder at {self.data_dir.resolve()}: nothing to read there "
+                "(a mistyped --data-dir or $YINJI_DATA_DIR?); `yinji ingest FILES` starts a "
+                "library"
+            )
+
     def describe_library(self) -> str:
         """Which library a command uses, without passwords (said on stderr, so running
         an example while the demo serves another folder is never silent)."""
@@ -271,6 +291,8 @@ class WorkerSettings:
     site_crawl_limit: int = 20
     crawl_min_interval: float | None = None
     ingest_chunk: int = 200
+    check_chunk: int = 25  # texts per check task of a job (workers/jobs.py)
+    recheck_chunk: int = 200  # stored suspects per re-check task
     snapshot_minutes: int = 10
 
     @classmethod
@@ -284,6 +306,8 @@ class WorkerSettings:
             site_crawl_limit=env_int("YINJI_SITE_CRAWL_LIMIT", 20, minimum=0),
             crawl_min_interval=env_float("YINJI_CRAWL_MIN_INTERVAL", None),
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
+            check_chunk=env_int("YINJI_CHECK_CHUNK", 25, minimum=1),
+            recheck_chunk=env_int("YINJI_RECHECK_CHUNK", 200, minimum=1),
             snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 

@@ -96,6 +96,7 @@ def create_app(
         library,
         matches,
         suspects,
+        watch,
     )
 
     for module in (
@@ -109,6 +110,7 @@ def create_app(
         exports,
         api,
         cases_api,
+        watch,
     ):
         app.register_blueprint(module.bp)
     app.register_blueprint(discover.bp)

@@ -45,7 +45,8 @@ class Backend:
     open: Callable[[], Store]
 
 
-@pytest.fixture(params=["sqlite", "mongo"])
+# MongoDB through a local wire-protocol server: slow (it starts a server).
+@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.slow)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     opened: list[Store] = []
     if request.param == "sqlite":
