@@ -1,8 +1,8 @@
 """The one id rule: what a work's or a suspect's id may be, for every surface.
 
 The ``.jsonl`` readers, folder ingest (ids from file names), the web paste forms, the
-REST API, the job items and the stores all call ``check_id``, so an id one of them
-accepts is accepted by every other, spelled the same.
+REST API and the job items all call ``check_id``, so an id one of them accepts is
+accepted by every other, spelled the same.
 
 - **Type**: a string or a whole number (JSON ids may be numbers: ``7`` is the id
   ``"7"``). Objects, lists, booleans and null are refused, never stored as a repr.

@@ -6,13 +6,14 @@ right way round with U+202E RIGHT-TO-LEFT OVERRIDE (or ``<bdo dir="rtl">``, whic
 HTML extraction turns into the same control): a browser shows the original, a reader
 of the stored characters sees it backwards. ``reading_order`` gives the characters in
 the order they are displayed, by the Unicode Bidirectional Algorithm (UAX #9) of
-``python-bidi`` (a binding of the Rust ``unicode-bidi`` crate, maintained, about 14 M
-characters/s here), line by line, and then drops the bidi controls (U+202A-U+202E,
-U+2066-U+2069, U+200E, U+200F, U+061C): kept, they would turn the text around again
-wherever it is shown. Only lines holding an explicit embedding, override or isolate
-are touched (text without them is returned as it is, so no offset of ordinary text
-moves); a right-to-left script without controls (Arabic, Hebrew) is left in logical
-order, which is how it is stored and searched.
+``python-bidi`` (a binding of the Rust ``unicode-bidi`` crate, maintained; about 9 M
+characters/s on override-dense text, ``bench/bench_textform.py``), line by line, and
+then drops the bidi controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C):
+kept, they would turn the text around again wherever it is shown. Only lines holding
+an explicit embedding, override or isolate are touched (text without them is returned
+as it is, so no offset of ordinary text moves); a right-to-left script without
+controls (Arabic, Hebrew) is left in logical order, which is how it is stored and
+searched.
 
 **Empty.** ``is_blank`` is true when a text has no visible character: only white
 space, control, format (zero-width, bidi, BOM, soft hyphen) and separator characters,

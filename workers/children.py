@@ -118,10 +118,10 @@ def start(
         app.yinji_settings = settings
     preexec = _die_with_parent()
     children = ChildWorkers()
-    try:
-        nice = os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE
-    except OSError:
-        nice = None
+    nice: int | None = None
+    if hasattr(os, "getpriority"):  # Unix
+        with contextlib.suppress(OSError):
+            nice = os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE
     for name, command in _commands(settings.data_dir, loglevel):
         # The banner goes to stdout: dropped; warnings and errors are logged on stderr.
         proc = subprocess.Popen(command, preexec_fn=preexec, stdout=subprocess.DEVNULL)
