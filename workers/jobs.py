@@ -52,13 +52,21 @@ from typing import Any
 
 from celery import Celery, states
 from celery import _state as _celery_state
+from celery import group as celery_group
 
 from tracker.config import Settings
 from tracker.ids import DuplicateIds
 from tracker.rules import check_document_item, check_text_item, check_url
 from tracker.store import utcnow
 from tracker.timefmt import iso_utc
-from workers.app import ALERT_QUEUE, QUEUES, app_settings, get_celery, worker_settings
+from workers.app import (
+    ALERT_QUEUE,
+    QUEUES,
+    app_settings,
+    get_celery,
+    queue_for,
+    worker_settings,
+)
 from workers.payloads import unique
 from workers.spool import FORMATS, Spool
 
@@ -133,9 +141,30 @@ def _submit(
     _client(app).set(
         _job_key(app, job_id), json.dumps(record), ex=worker_settings(app).result_expires
     )
-    for e in entries:
-        app.send_task(e["name"], args=e["args"], kwargs=e["kwargs"], task_id=e["id"])
+    from workers.heartbeat import track_sent
+
+    sent = [(str(e["id"]), str(e["name"]), list(e["args"]), dict(e["kwargs"])) for e in entries]  # type: ignore[call-overload]
+    track_sent(app, [(i, n, a, k, queue_for(n)) for i, n, a, k in sent])
+    # One Celery group: the chunks go out together and any worker takes any of them;
+    # the job record above is what job_status aggregates the progress from.
+    sent = celery_group(
+        app.signature(e["name"], args=e["args"], kwargs=e["kwargs"]).set(task_id=e["id"])
+        for e in entries
+    ).apply_async()
+    release(sent)
     return job_id
+
+
+def release(sent: Any) -> None:
+    """Stop listening for the results of tasks just sent (``job_status`` reads them
+    from the backend): Celery subscribes to each one's channel until its AsyncResult
+    is collected, and one collected after Redis went away would try to unsubscribe
+    then. Never raises."""
+    for result in getattr(sent, "results", None) or [sent]:
+        try:
+            result.backend.remove_pending_result(result)
+        except Exception as exc:
+            log.debug("result %s not released: %s", getattr(result, "id", "?"), exc)
 
 
 def spool() -> Spool:
@@ -204,18 +233,40 @@ def submit_check(
     texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts or [])]
     urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls or [])]
     tasks: list[TaskSpec] = []
-    if texts:
-        payload = _inline_or_spooled(texts, "texts.jsonl")
-        if isinstance(payload, dict):
-            refs.insert(0, payload)
+    for first, chunk in check_chunks(texts, worker_settings(get_celery()).check_chunk):
+        label = f"texts[{first}:{first + len(chunk)}]"
+        payload = _inline_or_spooled(chunk, "texts.jsonl")
+        if isinstance(payload, dict):  # a chunk too big for a message: its own task
+            tasks.append(("yinji.check.check_uploads", [[payload]], {}, 1, label))
         else:
-            tasks.append(("yinji.check.check_texts", [payload], {}, len(texts), "texts"))
+            tasks.append(("yinji.check.check_texts", [payload], {}, len(chunk), label))
     for group in _upload_groups(refs):
         tasks.append(("yinji.check.check_uploads", [group], {}, len(group), _upload_label(group)))
     if urls:
         urls = unique(urls)
         tasks.append(("yinji.check.check_urls", [urls], {}, len(urls), "urls"))
     return _submit("check", tasks, skipped)
+
+
+CHUNK_CHARS = 1_000_000  # characters of text per check task, whatever the count
+
+
+def check_chunks(
+    texts: list[dict[str, Any]], size: int, chars: int = CHUNK_CHARS
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """``(index of the first, texts)`` chunks of at most ``size`` texts and (unless one
+    text is longer) ``chars`` characters: a job of many texts becomes several tasks of
+    bounded work (seconds each) that the workers share (``YINJI_CHECK_CHUNK``)."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    count = 0
+    for i, item in enumerate(texts):
+        n = len(str(item.get("text") or ""))
+        if not out or len(out[-1][1]) >= size or (count + n > chars and out[-1][1]):
+            out.append((i, []))
+            count = 0
+        out[-1][1].append(item)
+        count += n
+    return out
 
 
 def submit_ingest(
@@ -608,6 +659,15 @@ def _ping(app: Celery) -> list[Any]:
     return app.control.ping(timeout=PING_TIMEOUT) or []
 
 
+def workers_answer(settings: Settings | None = None) -> bool:
+    """True when some worker answers a ping (``PING_TIMEOUT``)."""
+    app = get_celery()
+    unset = getattr(app, "yinji_settings", None) is None and not app.configured
+    if settings is not None and unset:
+        app.yinji_settings = settings
+    return bool(_ping(app))
+
+
 def ensure_worker(settings: Settings | None = None) -> bool:
     """Make sure some worker consumes the jobs: ping the workers (``PING_TIMEOUT``) and,
     when none answers, start one in this process: two consumers in daemon threads
@@ -659,6 +719,10 @@ def _start_inprocess_worker(
         queues=queues,
         without_mingle=True,
         without_gossip=True,
+        # No event loop: Celery keeps one per process (kombu's global hub), and two
+        # consumers in one process driving the same hub from two threads break each
+        # other's broker connections. Each consumer drains its own connection instead.
+        use_eventloop=False,
         ready_callback=lambda consumer: ready.set(),
     )
 
@@ -697,14 +761,33 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
         previous = _inprocess.pop("previous_default", None)
     if not workers:
         return True
+    from celery.worker import state as worker_state
+
     from workers.heartbeat import stop_heartbeat
 
+    # Ask each worker's own thread to stop (a warm shutdown: running tasks finish), as
+    # Celery's testing worker does: its consumer loop checks this flag. Stopping it
+    # from this thread instead races the loop for the reply of the pending BRPOP on
+    # the broker connection, and the loser waits on the socket for ever.
+    worker_state.should_stop = 0
+    try:
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        worker_state.should_stop = None
     for worker in workers:
-        worker.stop(in_sighandler=False)
         stop_heartbeat(worker.hostname)
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
     if previous is not None:
         previous.set_default()
     return not any(t.is_alive() for t in threads)
+
+
+def submit_watch(url: str, kind: str) -> str:
+    """Crawl one watch-list item now with its daily task (``url``: crawl_url, ``site``:
+    crawl_site, ``book``: crawl_book): the first crawl of an item added in the web app."""
+    from workers.tasks.crawl import WATCH_TASKS
+
+    if kind not in WATCH_TASKS:
+        raise ValueError(f"watch kind must be one of {', '.join(WATCH_TASKS)}, got {kind!r}")
+    return _submit("watch", [(WATCH_TASKS[kind], [url], {}, 1, url)])

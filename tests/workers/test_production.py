@@ -30,6 +30,7 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["worker"], ["beat"], ["serve", "--no-worker", "--port", "0"]])
 def test_every_process_refuses_a_cluster_without_a_broker(
     tmp_path: Path, command: list[str]
@@ -476,3 +477,109 @@ def test_first_admin_credentials_go_to_a_private_file_not_the_log(
         assert accounts.authenticate(store, "admin", fields["password"]) is not None
         assert accounts.user_for_token(store, fields["api_token"]) is not None
     assert _bootstrap_admin(settings) is None  # users exist: nothing new
+
+
+# --- every job fans out ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_big_check_job_and_the_recheck_spread_over_workers(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One job of 23 texts is 5 chunks that both workers take; the daily re-check of
+    the 23 stored suspects is 5 chunks too, its progress the suspects done."""
+    import gc
+    import json
+
+    from workerkit import EXCERPT, UNRELATED, wait_job, wait_until
+
+    from workers import jobs
+
+    monkeypatch.setenv("YINJI_CHECK_CHUNK", "5")
+    inst = installation_factory(tmp_path / "data")
+    extra = {"YINJI_RECHECK_CHUNK": "5", "YINJI_TEST_ITEM_DELAY": "0.1"}
+    workers = [inst.worker(name=f"w{i}", extra=extra) for i in range(2)]
+    texts = [
+        {"id": f"t{i:02d}", "title": f"第{i}页", "text": f"{i}：{EXCERPT if i % 2 else UNRELATED}"}
+        for i in range(23)
+    ]
+    job = jobs.submit_check(texts=texts)
+    record = json.loads(inst.embedded.client.get(f"yinji:job:{job}"))
+    assert [t["total"] for t in record["tasks"]] == [5, 5, 5, 5, 3]
+    status, _ = wait_job(job, timeout=120)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 23
+    results = status["result"]["results"]
+    assert [r["suspect_id"] for r in results] == [t["id"] for t in texts]  # in order
+    assert [bool(r["matches"]) for r in results] == [i % 2 == 1 for i in range(23)]
+    for w in workers:  # both workers took chunks of the one job
+        wait_until(lambda w=w: "check_texts" in w.tail(400), 10, f"{w.hostname} to log", w)
+
+    run = inst.app.send_task("yinji.check.check_new_mothers", kwargs={"since": "2000-01-01"})
+    parent, run_id = run.get(timeout=60), run.id
+    # Unsubscribe from its result now, while Redis runs (not at garbage collection).
+    jobs.release(run)
+    del run
+    gc.collect()
+    assert parent["rechecked"] == 23
+    assert [c["total"] for c in parent["fanout"]] == [5, 5, 5, 5, 3]
+    status, _ = wait_job(run_id, timeout=120)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 23
+    assert sum(leaf["rechecked"] for leaf in status["result"]) == 23
+    for w in workers:
+        wait_until(lambda w=w: "check_suspects" in w.tail(400), 10, f"{w.hostname} to log", w)
+
+
+def test_a_task_lost_in_flight_is_sent_again(
+    tmp_path: Path,
+    installation_factory,  # type: ignore[no-untyped-def]
+) -> None:
+    """A worker killed right after its BRPOP took a message (before kombu recorded it as
+    unacknowledged) loses it: nothing would ever deliver it again. A task sent long
+    ago that no worker received and that is not in its queue is sent again; one still
+    waiting in its queue (a backlog) is left alone."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from tracker.timefmt import iso_utc
+    from workers import jobs
+    from workers.heartbeat import RunningTask, reap_orphans, running_key
+
+    inst = installation_factory(tmp_path / "data")
+    kept = jobs.submit_check(texts=[{"text": "江南的雨季总是来得悄无声息" * 5}])
+    lost = jobs.submit_check(texts=[{"text": "城市的地铁在早高峰时挤满了赶路的人" * 5}])
+    client = inst.embedded.client
+    key = running_key(inst.app)
+    for task_id in (kept, lost):
+        entry = RunningTask.from_json(client.hget(key, task_id))
+        assert entry.node == "" and entry.queue == "check"  # sent, not yet received
+        entry.seen = iso_utc(datetime.now(UTC) - timedelta(minutes=5))
+        client.hset(key, task_id, entry.to_json())
+    assert reap_orphans(inst.app).requeued == []  # both still in the queue
+    [raw] = [m for m in client.lrange("check", 0, -1) if json.loads(m)["headers"]["id"] == lost]
+    client.lrem("check", 1, raw)  # what a killed worker's BRPOP did
+    assert reap_orphans(inst.app).requeued == [lost]
+    queued = sorted(json.loads(m)["headers"]["id"] for m in client.lrange("check", 0, -1))
+    assert queued == sorted([kept, lost])
+
+
+def test_a_failed_ingest_reports_per_item_what_was_stored(tmp_path: Path) -> None:
+    from tracker.documents import Document, DocumentError
+    from tracker.library import Library
+    from workers.runtime import close_all
+    from workers.tasks.ingest import stored_report
+
+    settings = Settings(data_dir=tmp_path / "data")
+    stored = Document(id="w-1", title="一", text="江南的雨季总是来得悄无声息" * 20)
+    with Library.open(settings) as lib:
+        lib.ingest([stored])
+        changed = Document(id="w-1", title="一", text="另一个版本" * 20)  # not what is stored
+        missing = Document(id="w-2", title="二", text="城市的地铁在早高峰时挤满了赶路的人" * 20)
+        bad = DocumentError("documents[3]", "'text' must be a non-empty string")
+        report = stored_report(
+            lib.store, [stored, changed, missing, bad], RuntimeError("layout keeps changing")
+        )
+    close_all()
+    assert report["ingested"] == 1 and report["characters"] == len(stored.text)
+    assert [e["source"] for e in report["errors"]] == ["w-1", "w-2", "documents[3]"]
+    assert "not stored: layout keeps changing" in report["errors"][1]["message"]
+    assert "stopped early" in report["warnings"][0]

@@ -297,11 +297,11 @@ def test_scheduled_recrawl_and_check_of_new_mothers(
             store.put_watch(WatchItem(url=s.url("/"), kind="site"))
             store.put_watch(WatchItem(url=s.url("/single.html"), kind="url"))
         jobs.ensure_worker(inst.settings)
-        run = inst.app.send_task("yinji.crawl.recrawl_watchlist")
         # A task sent directly (as beat does) has no job record: job_status knows it
         # once it has started. Its children are followed all the same.
-        assert len(run.get(timeout=30)["fanout"]) == 2
-        status, _ = wait_job(run.id)
+        recrawl, run_id = _sent(inst, "yinji.crawl.recrawl_watchlist")
+        assert len(recrawl["fanout"]) == 2
+        status, _ = wait_job(run_id)
         assert status["state"] == "SUCCESS", status
         # The site's start page plus its first two same-host links; the single URL.
         assert sorted(s.hits) == ["/", "/a.html", "/b.html", "/robots.txt", "/single.html"]
@@ -309,20 +309,40 @@ def test_scheduled_recrawl_and_check_of_new_mothers(
             assert store.count_suspects() == 4
             assert all(w.last_crawled_at for w in store.list_watch())
 
-        first = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        first, first_id = _sent(inst, "yinji.check.check_new_mothers")
         assert first["rechecked"] == 4  # first run: every mother is new
-        none_new = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        # The re-check fans out in chunks (check_suspects); the run is done with them.
+        status, _ = wait_job(first_id)
+        assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 4
+        none_new, _ = _sent(inst, "yinji.check.check_new_mothers")
         assert none_new["new_mothers"] == 0 and none_new["rechecked"] == 0
         status, _ = wait_job(jobs.submit_ingest([{"id": "mother-b", "text": UNRELATED_2}]))
         assert status["state"] == "SUCCESS"
-        after = inst.app.send_task("yinji.check.check_new_mothers").get(timeout=30)
+        after, after_id = _sent(inst, "yinji.check.check_new_mothers")
         assert after["new_mothers"] == 1 and after["rechecked"] == 4
+        assert wait_job(after_id)[0]["state"] == "SUCCESS"
         with inst.store() as store:
             b = store.get_suspect(hashlib.sha1(s.url("/b.html").encode()).hexdigest())
             assert [m.mother_id for m in _matches(store, b.id)] == ["mother-b"]
             assert b.raw, "re-checking keeps the raw page"
     finally:
         s.stop()
+
+
+def _sent(inst: Installation, name: str) -> tuple[Any, str]:
+    """Send a task as the beat does and wait for its result; (result, task id). The
+    AsyncResult is dropped at once: collected after the test's Redis has stopped, it
+    would try to unsubscribe from it."""
+    import gc
+
+    from workers.jobs import release
+
+    run = inst.app.send_task(name)
+    result, task_id = run.get(timeout=30), run.id
+    release(run)
+    del run
+    gc.collect()
+    return result, task_id
 
 
 # --- fast checks: payloads, schedule, CLI, deployment files ---------------------------
@@ -386,11 +406,13 @@ def test_watch_commands(tmp_path: Path) -> None:
 
     runner = CliRunner()
     base = ["--data-dir", str(tmp_path / "d")]
-    assert runner.invoke(main, [*base, "watch", "add", "https://a.example/x"]).exit_code == 0
-    added = runner.invoke(main, [*base, "watch", "add", "https://b.example/", "--site"])
+    add = [*base, "watch", "add", "--no-crawl"]  # the first crawl: tests/workers/test_watch_add.py
+    assert runner.invoke(main, [*add, "https://a.example/x"]).exit_code == 0
+    added = runner.invoke(main, [*add, "https://b.example/", "--site"])
     assert added.exit_code == 0
-    book = runner.invoke(main, [*base, "watch", "add", "https://c.example/book/7/", "--book"])
+    book = runner.invoke(main, [*add, "https://c.example/book/7/", "--book"])
     assert book.exit_code == 0 and "watching book" in book.output
+    assert "next crawl:" in book.output and "yinji beat" in book.output
     both = runner.invoke(main, [*base, "watch", "add", "https://d.example/", "--site", "--book"])
     assert both.exit_code != 0 and "not both" in both.output
     bad = runner.invoke(main, [*base, "watch", "add", "file:///etc/passwd"])

@@ -229,11 +229,13 @@ class CheckService:
         engine: str | None = None,
         progress: Progress | None = None,
         once: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> int:
-        """Check every stored suspect again against the whole index (after new mothers
-        arrive: a suspect seen before a work was added may copy it); how many."""
+        """Check every stored suspect (or those of ``ids``: a chunk of a fanned-out
+        re-check) again against the whole index (after new mothers arrive: a suspect
+        seen before a work was added may copy it); how many."""
         # Ids first: the loop writes, which must not move a store cursor under it.
-        ids = [s.id for s in self.store.iter_suspects()]
+        ids = list(ids) if ids is not None else self.suspect_ids()
         done = 0
         if progress:
             progress(0, len(ids))
@@ -252,6 +254,10 @@ class CheckService:
             if progress:
                 progress(done, len(ids))
         return done
+
+    def suspect_ids(self) -> list[str]:
+        """The ids of every stored suspect (what ``recheck_all`` goes through)."""
+        return [s.id for s in self.store.iter_suspects()]
 
     def text(self, text: str, *, engine: str | None = None) -> MatchResult:
         """Match a text without saving anything."""

@@ -209,14 +209,38 @@ def child_id(parent_id: str, key: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"yinji-task:{parent_id}:{key}"))
 
 
-def fanout(task: Task, children: list[tuple[str, list[Any], dict[str, Any], str]]) -> list[dict]:
-    """Send ``(task name, args, kwargs, label)`` children; the returned list goes into
-    the parent's result as ``{"fanout": [...]}`` so ``workers.jobs.job_status`` can
-    follow them (progress = children finished / children)."""
+def fanout(
+    task: Task,
+    children: list[tuple[str, list[Any], dict[str, Any], str]],
+    totals: list[int] | None = None,
+) -> list[dict]:
+    """Send ``(task name, args, kwargs, label)`` children as one Celery group; the
+    returned list goes into the parent's result as ``{"fanout": [...]}`` so
+    ``workers.jobs.job_status`` can follow them (progress = items of the children
+    finished / items; ``totals``: each child's items, default 1)."""
+    from celery import group
+
     parent = task.request.id or str(uuid.uuid4())
     out = []
+    signatures = []
     for i, (name, args, kwargs, label) in enumerate(children):
         cid = child_id(parent, f"{i}:{label}")
-        task.app.send_task(name, args=args, kwargs=kwargs, task_id=cid)
-        out.append({"id": cid, "label": label, "total": 1})
+        signatures.append(task.app.signature(name, args=args, kwargs=kwargs).set(task_id=cid))
+        out.append({"id": cid, "label": label, "total": totals[i] if totals else 1})
+    if signatures:
+        from workers.app import queue_for
+        from workers.heartbeat import track_sent
+
+        track_sent(
+            task.app,
+            [
+                (str(o["id"]), c[0], c[1], c[2], queue_for(c[0]))
+                for o, c in zip(out, children, strict=True)
+            ],
+        )
+        from workers.jobs import release
+
+        # Not in the parent's "children" (its result lists them as "fanout"): a client
+        # reading the parent's result would otherwise rebuild and subscribe to each.
+        release(group(signatures).apply_async(add_to_parent=False))
     return out

@@ -178,5 +178,11 @@ def alert_new_matches_since(
     # Derived from the check task's id: a redelivered check sends the same alert task,
     # which its own guard then finds done.
     task_id = child_id(parent, "alert:new-matches") if parent else None
-    task.app.send_task("yinji.cases.alert_new_matches", args=[ids], task_id=task_id)
+    from workers.jobs import release
+
+    release(
+        task.app.send_task(
+            "yinji.cases.alert_new_matches", args=[ids], task_id=task_id, add_to_parent=False
+        )
+    )
     return ids

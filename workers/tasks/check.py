@@ -12,7 +12,7 @@ from tracker.longtext import SuspectTooLarge
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
 from tracker.timefmt import iso_utc, parse_utc
-from workers.app import app_settings
+from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
@@ -164,21 +164,49 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
     since_dt = parse_utc(raw) if raw else None
     # First run: every mother is new to the suspects seen so far.
     new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
-    rechecked = 0
+    children: list[dict[str, Any]] = []
+    ids: list[str] = []
     if new:
-        # recheck_suspects reports 0 of the total first, as Progress.start would.
-        rechecked = library.recheck_suspects(
-            engine=engine, progress=Progress(task, total=None), once=run_key(task)
+        # Fan out: chunks of YINJI_RECHECK_CHUNK suspects (seconds each) that every
+        # worker can take, far inside the visibility timeout however many suspects
+        # there are; each chunk alerts on the matches it created.
+        ids = library.suspect_ids()
+        size = worker_settings(task.app).recheck_chunk
+        chunks = [ids[i : i + size] for i in range(0, len(ids), size)]
+        children = fanout(
+            task,
+            [
+                ("yinji.check.check_suspects", [chunk], {"engine": engine}, f"suspects {i * size}+")
+                for i, chunk in enumerate(chunks)
+            ],
+            totals=[len(c) for c in chunks],
         )
-        # Every suspect was checked again: the matches created since the start are new
-        # (a match found again keeps its first created_at).
-        alert_new_matches_since(task, started)
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
         store.set_meta(LAST_RUN_META, iso_utc(started))
     return {
+        "fanout": children,
         "since": iso_utc(since_dt),
         "new_mothers": new,
-        "rechecked": rechecked,
-        "total": rechecked,
+        "rechecked": len(ids),
+        "total": len(ids),
     }
+
+
+@shared_task(name="yinji.check.check_suspects", **TASK_OPTIONS)
+def check_suspects(self: Task, suspect_ids: list[str], engine: str | None = None) -> dict[str, Any]:
+    """Check these stored suspects again (a chunk of ``check_new_mothers``):
+    ``Library.recheck_suspects(ids=...)``, then the new-match alert of their matches."""
+    return once(self, lambda: _check_suspects(self, suspect_ids, engine))
+
+
+def _check_suspects(task: Task, suspect_ids: list[str], engine: str | None) -> dict[str, Any]:
+    started = utcnow()
+    rechecked = rt(task).library.recheck_suspects(
+        engine=engine,
+        progress=Progress(task, total=len(suspect_ids)),
+        once=run_key(task),
+        ids=suspect_ids,
+    )
+    alert_new_matches_since(task, started, suspect_ids)
+    return {"rechecked": rechecked, "total": len(suspect_ids)}

