@@ -5,7 +5,6 @@ both call ``register_site``."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -101,13 +100,16 @@ def overview(library: Any, *, runs: int = 10) -> DiscoveryOverview:
         )
         for p in providers
     ]
+    from tracker.config import env_int, env_time
+
     defaults = RunOptions()
+    at_h, at_m = env_time("YINJI_DISCOVER_AT", (2, 0))
     budgets = {
-        "queries_per_work_per_provider_per_day": int(
-            os.environ.get("YINJI_DISCOVER_QUERIES", defaults.max_queries)
+        "queries_per_work_per_provider_per_day": env_int(
+            "YINJI_DISCOVER_QUERIES", defaults.max_queries, minimum=0
         ),
-        "pages_per_daily_run": int(os.environ.get("YINJI_DISCOVER_PAGES", 2000)),
-        "daily_run_at": os.environ.get("YINJI_DISCOVER_AT", "02:00"),
+        "pages_per_daily_run": env_int("YINJI_DISCOVER_PAGES", 2000, minimum=1),
+        "daily_run_at": f"{at_h:02d}:{at_m:02d}",
         "seconds_between_requests_to_one_host": defaults.interval,
     }
     return DiscoveryOverview(

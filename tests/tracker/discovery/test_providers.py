@@ -24,6 +24,7 @@ from tracker.discovery.providers import (
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.slow
 def test_searxng_json_api():
     with FakeSearxng() as searx:
         searx.index = [("http://a.test/1", "标题", "他在灯下翻看那封泛黄的旧信")]
@@ -40,6 +41,7 @@ def test_searxng_json_api():
         ("429", "429 too many requests"),
     ],
 )
+@pytest.mark.slow
 def test_searxng_failures_are_provider_errors(mode, message):
     with FakeSearxng() as searx:
         searx.mode = mode
@@ -48,6 +50,7 @@ def test_searxng_failures_are_provider_errors(mode, message):
         assert err.value.provider == "searxng"
 
 
+@pytest.mark.slow
 def test_timeout_and_unreachable():
     with FakeSearxng() as searx:
         searx.mode, searx.delay = "slow", 2.0
@@ -58,6 +61,7 @@ def test_timeout_and_unreachable():
         SearxngProvider(f"http://127.0.0.1:{port}/search", timeout=1).search("x")
 
 
+@pytest.mark.slow
 def test_google_and_brave_shapes():
     seen: list[str] = []
 
@@ -90,6 +94,7 @@ def test_providers_from_env_and_quota_setting():
         quota_of("brave", {"YINJI_SEARCH_QUOTA_BRAVE": "lots"})
 
 
+@pytest.mark.slow
 def test_searcher_caches_counts_quota_and_backs_off(redis_client):
     sleeps: list[float] = []
     with FakeSearxng() as searx:

@@ -99,3 +99,40 @@ def test_search_form_query_encoding_and_result_links():
     )
     links = result_links(results, "http://x.test/s?q=1", "青石巷记")
     assert links == ["http://x.test/book/7/", "http://x.test/book/8/"]
+
+
+@pytest.mark.slow
+def test_a_site_without_a_search_is_refused_with_the_way_out():
+    from discokit import LocalServer
+
+    from tracker.crawler import Crawler, CrawlerConfig
+    from tracker.discovery.sites import find_search
+
+    def route(path: str):
+        if path == "/":
+            return 200, {"Content-Type": "text/html"}, "<p>没有搜索框</p>".encode()
+        return 404, {}, b"not found"
+
+    with LocalServer(route) as srv:
+        crawler = Crawler(CrawlerConfig(allow_private=True, min_interval=0, retries=0))
+        with pytest.raises(SiteError) as err:
+            find_search(crawler, srv.base + "/", load_profiles())
+    message = str(err.value)
+    assert srv.base in message and "--search-url" in message
+    assert "jieqi" in message  # the layouts it tried are named
+
+
+def test_register_site_refuses_bad_input_before_any_fetch(data_dir):
+    from tracker.config import Settings
+    from tracker.discovery.service import register_site
+    from tracker.discovery.sites import SiteRegistry
+    from tracker.library import Library
+
+    with Library.open(Settings.from_env(data_dir)) as lib:
+        with pytest.raises(SiteError, match=r"ftp://x\.test/"):
+            register_site(lib, "ftp://x.test/")
+        with pytest.raises(SiteError, match=r"has no \{q\}"):
+            register_site(lib, "http://x.test/", search_url="http://x.test/search?kw=")
+        site = register_site(lib, "http://X.test/", search_url="http://x.test/so?kw={q}")
+        assert site.profile == "given" and site.host == "x.test"
+        assert [s.host for s in SiteRegistry(lib.store).list()] == ["x.test"]

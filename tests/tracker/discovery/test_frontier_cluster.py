@@ -1,0 +1,55 @@
+"""The discovery frontier on a real Redis Cluster (three masters): every key under one
+hash tag, the Lua scripts (which build the per-host queue keys from that tag) run on
+its slot, and claims, leases and politeness work as on one server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from redis_cluster import RedisClusterNodes
+
+from tracker.discovery.frontier import Frontier, FrontierItem
+from tracker.discovery.keys import DiscoveryKeys
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNodes]:
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-discovery"))
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.close()
+
+
+@pytest.mark.slow
+def test_frontier_on_a_redis_cluster(cluster: RedisClusterNodes) -> None:
+    from tracker.config import Settings
+    from tracker.redis_client import connect
+
+    client = connect(Settings(redis_url=cluster.url))
+    keys = DiscoveryKeys("c", f"disc{os.getpid()}")
+    f = Frontier(client, keys, interval=0.0)
+    urls = [f"http://h{i % 3}.test/{i}" for i in range(9)]
+    for i, url in enumerate(urls):
+        assert f.add(FrontierItem(url=url, source="s", priority=i))
+    assert not f.add(FrontierItem(url=urls[0], source="s"))
+    claimed = []
+    while True:
+        claim = f.claim()
+        if claim.item is None:
+            if claim.empty:
+                break
+            continue
+        claimed.append(claim.item.url)
+        f.done(claim.item)
+    assert sorted(claimed) == sorted(urls)
+    stats = f.stats()
+    assert stats["done"] == 9 and stats["queued"] == 0 and stats["duplicates"] == 1
+    # Every key of the frontier lives on one slot: the tag's.
+    slots = {
+        client.keyslot(k) for k in (keys.key("seen"), keys.key("hosts"), keys.key("q:h0.test"))
+    }
+    assert len(slots) == 1
