@@ -582,3 +582,13 @@ def test_a_failed_ingest_reports_per_item_what_was_stored(tmp_path: Path) -> Non
     assert [e["source"] for e in report["errors"]] == ["w-1", "w-2", "documents[3]"]
     assert "not stored: layout keeps changing" in report["errors"][1]["message"]
     assert "stopped early" in report["warnings"][0]
+
+
+def test_the_beat_sends_the_reaper_at_least_every_30_s() -> None:
+    from datetime import timedelta
+
+    from workers.schedule import beat_schedule
+
+    entry = beat_schedule()["reap-orphans"]
+    assert entry["task"] == "yinji.workers.reap_orphans"
+    assert entry["schedule"] <= timedelta(seconds=30)
