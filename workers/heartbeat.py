@@ -374,7 +374,10 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
 _ID = re.compile(rb'"id":\s*"([0-9a-fA-F-]{36})"')
 
 
-MAX_SCAN = 20_000  # messages in a queue above which lost tasks are not looked for
+# Messages in a queue above which lost tasks are not looked for (yet): a task lost in
+# flight is rare, and a long backlog would make every pass read megabytes of messages;
+# once the queue has drained to this length the lost task is found and sent again.
+MAX_SCAN = 200
 
 
 class _Everything(set[str]):
