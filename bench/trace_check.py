@@ -30,26 +30,30 @@ from textgen import work  # noqa: E402
 ORCHESTRATION = ("cli.py", "library.py", "services/", "matching.py")
 
 
-def trace(argv: list[str]) -> tuple[Counter[str], list[str]]:
+def trace(argv: list[str]) -> tuple[Counter[str], list[str], Counter[str]]:
     """Run the CLI with ``argv`` under a profiler: (calls per tracker function, files in
-    the order first entered)."""
+    the order first entered, calls per function on the per-suspect path: between the
+    first call of ``cli._check_inputs`` and its last return, so opening and closing the
+    library are left out)."""
     import tracker
     from tracker.cli import main
 
     package = str(Path(tracker.__file__).resolve().parent)
-    calls: Counter[str] = Counter()
-    files: list[str] = []
+    seen: list[str] = []  # every tracker call, in order
+    window: list[int] = []  # positions in ``seen`` of _check_inputs' calls and returns
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event != "call":
+        if event not in ("call", "return"):
             return
         code = frame.f_code
         if not code.co_filename.startswith(package) or code.co_name.startswith("<"):
             return
         rel = Path(code.co_filename).relative_to(package).as_posix()
-        calls[f"{rel}:{code.co_qualname}"] += 1
-        if rel not in files:
-            files.append(rel)
+        name = f"{rel}:{code.co_qualname}"
+        if name == "cli.py:_check_inputs":
+            window.append(len(seen))
+        if event == "call":
+            seen.append(name)
 
     out = io.StringIO()
     sys.setprofile(profile)
@@ -58,7 +62,13 @@ def trace(argv: list[str]) -> tuple[Counter[str], list[str]]:
             main(argv, standalone_mode=False)
     finally:
         sys.setprofile(None)
-    return calls, files
+    files: list[str] = []
+    for name in seen:
+        rel = name.split(":")[0]
+        if rel not in files:
+            files.append(rel)
+    path = Counter(seen[min(window) : max(window)]) if window else Counter()
+    return Counter(seen), files, path
 
 
 def tracker_file() -> str:
@@ -84,7 +94,7 @@ def main() -> None:
             cli(["--data-dir", data, "ingest", str(works)], standalone_mode=False)
             # A first check warms the modules it imports (their bodies are not counted).
             cli(["--data-dir", data, "check", "--no-save", str(suspect)], standalone_mode=False)
-            calls, files = trace(["--data-dir", data, "check", "--json", str(suspect)])
+            calls, files, path = trace(["--data-dir", data, "check", "--json", str(suspect)])
     settings = calls["config.py:Settings.from_env"]
     layer = [n for n in calls if n.startswith(ORCHESTRATION)]
     print(f"package: {Path(tracker_file()).parent}")
@@ -93,11 +103,17 @@ def main() -> None:
         f"of them on the orchestration layer (cli, library, services, matching): {len(layer)} "
         f"in {len({n.split(':')[0] for n in layer})} files"
     )
+    on_path = [n for n in path if n.startswith(ORCHESTRATION)]
+    print(
+        f"per-suspect path (inside cli._check_inputs): {len(path)} functions in "
+        f"{len({n.split(':')[0] for n in path})} files; orchestration layer {len(on_path)} "
+        f"in {len({n.split(':')[0] for n in on_path})} files"
+    )
     print(f"Settings.from_env ran {settings} times")
     print("files, in the order first entered: " + " → ".join(files))
     if "-v" in sys.argv:
         for name, n in sorted(calls.items()):
-            print(f"  {n:6d}  {name}")
+            print(f"  {n:6d}  {name}" + ("  (per-suspect path)" if name in path else ""))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ import pytest
 # Test support modules (textgen, mongo_wire, tsa_server, ...) import by bare name.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
-# The background-job fixtures (installation_factory, shared, site) for every package.
-pytest_plugins = ["workerkit"]
+# The background-job fixtures (installation_factory, shared, site) for every package;
+# the fast tier (tests/support/fasttier.py: what is marked slow, and the guard).
+pytest_plugins = ["workerkit", "fasttier"]
 
 # Crawls in tests take no screenshots unless a test asks (a browser start per crawl
 # would slow the suite; the screenshot tests set the mode themselves).

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracker.config import DEFAULT_MIN_COPIED
 from tracker.fingerprint import letter_indices
 from tracker.pinyin import initial_codes
 from tracker.records import Passage, Segment
@@ -62,7 +63,7 @@ class AlignParams:
     # ``required(fine)`` initials long: ``min_copied`` when it reads alike initial by
     # initial (fine similarity >= ``full_fine``), ``length_per_fine`` more per unit of
     # fine similarity below that, at most ``max_required`` (docs/FINGERPRINTS.md).
-    min_copied: int = 85
+    min_copied: int = DEFAULT_MIN_COPIED
     full_fine: float = 0.95
     length_per_fine: float = 2000.0
     max_required: int = 400

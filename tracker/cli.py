@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.config import ReadLimits, SettingError, Settings
+from tracker.config import DEFAULT_MIN_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
     from tracker.documents import DocumentError
@@ -39,10 +39,18 @@ def _settings(ctx: click.Context) -> Settings:
     return settings
 
 
-def _open_library(ctx: click.Context) -> Library:
+def _open_library(ctx: click.Context, *, create: bool = False) -> Library:
+    """The library of the data folder; only ``create`` (ingest) may start a new one: a
+    mistyped --data-dir is refused before anything is created."""
     from tracker.library import Library
 
-    return Library.open(_settings(ctx))
+    settings = _settings(ctx)
+    if not create:
+        try:
+            settings.require_data_dir()
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
+    return Library.open(settings)
 
 
 class _Progress:
@@ -188,7 +196,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
     progress = _Progress("ingest")
     settings = _settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
-    with _open_library(ctx) as lib:
+    with _open_library(ctx, create=True) as lib:
         report = lib.ingest(
             iter_documents(paths, limits=settings.read_limits),
             engine=engine,
@@ -303,11 +311,16 @@ def _print_table(res: CheckResult) -> None:
     Chinese character takes two), long ids and titles cut with "…"."""
     from tracker.terminal import fit
 
-    sid = res.suspect.id
+    suspect = res.suspect
+    # Headed by what a person recognises: the URL (or file) and the title; the suspect id
+    # (a 40-hex digest for a crawled page) follows for `yinji verdict`.
+    where = suspect.url or suspect.source or suspect.id
+    head = f"{where} — {fit(suspect.title, 40).rstrip()}" if suspect.title else where
+    found = f"{len(res.matches)} match(es)" if res.matches else "no match"
+    click.echo(f"{head}: {found}")
+    click.echo(f"  suspect id: {suspect.id}")
     if not res.matches:
-        click.echo(f"{sid}: no match")
         return
-    click.echo(f"{sid}: {len(res.matches)} match(es)")
     click.echo(f"  {'score':>6} {'cover':>6}  {fit('mother', 24)}  title / passages")
     for m in res.matches:
         row = f"  {m.score:6.3f} {m.coverage:6.1%}  {fit(m.mother_id, 24)}  "
@@ -568,7 +581,8 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     type=int,
     default=None,
     help="Minimum copied length, in pinyin initials (about one per Han character), of a "
-    "passage that reads alike; less alike passages need more (default 85; raise it for "
+    f"passage that reads alike; less alike passages need more (default {DEFAULT_MIN_COPIED}; "
+    "raise it for "
     "libraries of templated text such as regulations). No index rebuild.",
 )
 @click.option(

@@ -61,6 +61,8 @@ and production share one code path):
 ``WebSettings`` (the Flask app):
 
 - ``YINJI_MAX_UPLOAD_MB``: largest request body, uploads included (default 200).
+- ``YINJI_MAX_JSON_MB``: largest JSON request body (default 32), refused by its size
+  before it is read; bigger imports go as files.
 - ``YINJI_SECURE_COOKIES``: ``1`` marks the session cookie ``Secure`` (behind HTTPS).
 
 Booleans are ``1/true/yes/on`` or ``0/false/no/off`` (any case); unset or empty means
@@ -74,6 +76,12 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+#: The default minimum copied length, in pinyin initials (about one per Han character):
+#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
+#: --min-copied``. The one place of this number.
+DEFAULT_MIN_COPIED = 85
 
 
 class SettingError(ValueError):
@@ -173,9 +181,11 @@ class ReadLimits:
 
     @property
     def max_line_bytes(self) -> int:
-        """Longest .jsonl line: a document of the largest size, escaped (a CJK character
-        is 3 bytes of UTF-8), plus its metadata."""
-        return 4 * self.max_document_bytes + MIB
+        """Longest .jsonl line: a document of the largest size plus 1 MiB of metadata.
+        A line is held and parsed in memory (about 3x its bytes), so a longer one is
+        skipped, never parsed; a bigger work goes in a .txt file (read whole up to the same
+        document limit, without JSON)."""
+        return self.max_document_bytes + MIB
 
 
 @dataclass(frozen=True)
@@ -231,6 +241,20 @@ class Settings:
         from tracker.backends import DataFiles  # every file of the data folder named there
 
         return DataFiles(self.data_dir).store
+
+    def require_data_dir(self) -> None:
+        """Refuse (``SettingError``) to read a library from a data folder that does not
+        exist, before anything creates it: a mistyped ``--data-dir`` leaves no empty
+        folder behind. Commands that start a library (``yinji ingest``, ``serve``,
+        ``demo``) create it instead."""
+        if self.mongo_uri:  # the works live in MongoDB: the folder holds no library
+            return
+        if not self.data_dir.is_dir():
+            raise SettingError(
+                f"no data folder at {self.data_dir.resolve()}: nothing to read there "
+                "(a mistyped --data-dir or $YINJI_DATA_DIR?); `yinji ingest FILES` starts a "
+                "library"
+            )
 
     def describe_library(self) -> str:
         """Which library a command uses, without passwords (said on stderr, so running
@@ -292,10 +316,15 @@ class WorkerSettings:
 class WebSettings:
     max_upload_mb: int = 200
     secure_cookies: bool = False
+    # A JSON body is parsed in memory (about 3x its size, more for many small values):
+    # it is refused by its size before it is read. Big imports go as files (multipart),
+    # which are spooled to disk and read item by item.
+    max_json_mb: int = 32
 
     @classmethod
     def from_env(cls) -> WebSettings:
         return cls(
             max_upload_mb=env_int("YINJI_MAX_UPLOAD_MB", 200, minimum=1, maximum=1024 * 1024),
+            max_json_mb=env_int("YINJI_MAX_JSON_MB", 32, minimum=1, maximum=4096),
             secure_cookies=env_bool("YINJI_SECURE_COOKIES"),
         )

@@ -456,7 +456,11 @@ def _read_jsonl(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Documen
         where = f"{name}:{lineno}"
         if line is None:
             found = True
-            yield DocumentError(where, f"line longer than {limits.max_line_bytes} bytes: skipped")
+            yield DocumentError(
+                where,
+                f"line longer than {limits.max_line_bytes} bytes (YINJI_MAX_DOCUMENT_MB + 1 MiB): "
+                "skipped, not parsed; put a work this big in a .txt file",
+            )
             continue
         if not line.strip():
             continue

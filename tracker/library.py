@@ -1,22 +1,10 @@
 """The library: one façade that the CLI, the Celery tasks and the web app call.
 
 A library is a store (documents, results) plus a Redis connection holding each
-engine's index. The store is the source of truth; the index is derived data. The work
-is done by a few services (``tracker.services``), each readable on its own:
-
-- ``IngestService`` (``services/ingest.py``): works into the store, then every index;
-- ``CheckService`` (``services/check.py``): the check, stage by stage, from size to
-  evidence;
-- ``IndexAdmin`` (``services/index_admin.py``): indexes kept in step with the store
-  (verified before a check; repaired, rebuilt or refused: ``IndexOutOfSync``), rebuild,
-  reshard, snapshots, stats;
-- ``EvidenceRecorder`` (``services/evidence.py``): captures, submissions, checks and
-  bundles in the evidence log;
-- ``EngineSet`` (``services/engines.py``): the engines and their stored settings;
-- ``IndexRedis`` (``services/embedded_redis.py``): the index's Redis, embedded or not.
-
-``Library`` builds them over one store, one Redis and one evidence log
-(``tracker.backends.open_backends``) and keeps the method names callers know.
+engine's index; the store is the truth, the index derived data. ``Library`` builds the
+services of ``tracker.services`` (ingest, check, index administration, evidence, engines,
+the index's Redis: docs/ARCHITECTURE.md) over one store, one Redis and one evidence log
+(``tracker.backends.open_backends``), and keeps the method names callers know.
 """
 
 from __future__ import annotations
@@ -43,8 +31,10 @@ from tracker.services.results import CheckResult, IngestReport
 from tracker.store import Store, Suspect
 
 if TYPE_CHECKING:
+    from tracker.cases.store import CaseStore
     from tracker.crawler import Crawler
     from tracker.crawler.results import Page
+    from tracker.engines.base import RedisClient
     from tracker.evidence import EvidenceLog, ExportResult
     from tracker.evidence.log import LogEntry
 
@@ -66,7 +56,12 @@ class Library:
     """Mothers, suspects, matches and the engines' indexes, behind one object."""
 
     def __init__(
-        self, settings: Settings, store: Store, redis: Any, *, backends: Backends | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        redis: RedisClient,
+        *,
+        backends: Backends | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -115,10 +110,21 @@ class Library:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open_evidence(self) -> EvidenceLog:
+    @property
+    def backends(self) -> Backends:
+        """Where this library's data lives (``tracker.backends``), opened on first use:
+        with MongoDB its one client, shared by whatever is opened from it."""
         if self._backends is None:
             self._backends = open_backends(self.settings)
-        return self._backends.evidence_log()
+        return self._backends
+
+    def _open_evidence(self) -> EvidenceLog:
+        return self.backends.evidence_log()
+
+    def open_case_store(self) -> CaseStore:
+        """The case store beside this library, on its backends (with MongoDB: its one
+        client, not a second); the caller closes it before the library."""
+        return self.backends.case_store()
 
     # -- what callers and tests look at ------------------------------------------------
     @property
@@ -212,10 +218,12 @@ class Library:
         return self.indexes.stats()
 
     def snapshot_index(self, engine: str | None = None) -> dict[str, Any]:
-        return self.indexes.snapshot(engine)
+        """``{"engine", "path", "version", "postings", ...}`` of ``IndexAdmin.snapshot``."""
+        return self.indexes.snapshot(engine).to_dict()
 
     def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
-        return self.indexes.refresh_snapshots(min_postings)
+        """What ``IndexAdmin.refresh_snapshots`` did, per engine: taken or skipped."""
+        return [done.to_dict() for done in self.indexes.refresh_snapshots(min_postings)]
 
     # -- checks (CheckService) ---------------------------------------------------------
     def ready_to_check(self, engine: str | None = None) -> Engine:

@@ -23,6 +23,7 @@ from threading import Lock
 import numpy as np
 
 from tracker.align import Alignment, AlignParams, Prepared, align_prepared, index_mother, prepare
+from tracker.config import DEFAULT_MIN_COPIED
 from tracker.engines.base import Candidate, Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
 from tracker.records import Match, Mother
@@ -39,7 +40,7 @@ class MatchPolicy:
     candidates: int = 20  # how many candidates are verified (at least)
     chars_per_candidate: int = 2000  # a long suspect may hold many works: one per 2,000 chars
     long_suspect: int = 20_000  # initials; longer suspects are verified near the hits only
-    min_copied: int = 85  # initials of the suspect inside passages (AlignParams.min_copied)
+    min_copied: int = DEFAULT_MIN_COPIED  # initials of the suspect inside passages
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
 
@@ -297,3 +298,22 @@ class Matcher:
         )
         found = [(w.mother, w.alignment) for w in long.align(text)]
         return found, len(long.verified)
+
+
+def short_work_warnings(documents: list[tuple[str, str]], min_copied: int) -> list[str]:
+    """A warning for each ``(id, text)`` whose Han characters are fewer than the
+    minimum copied length: a copy of it alone can never be reported (the rule of
+    ``MatchPolicy.is_copy``); lower the length (``yinji index configure --min-copied``)
+    or join short works."""
+    from tracker.pinyin import initials
+
+    out = []
+    for doc_id, text in documents:
+        n = len(initials(text))
+        if n < min_copied:
+            out.append(
+                f"work {doc_id!r}: {n} Chinese characters, fewer than the minimum copied "
+                f"length of {min_copied}: a copy of this work alone can never be reported "
+                "(lower it with `yinji index configure --min-copied`, or join short works)"
+            )
+    return out

@@ -60,6 +60,8 @@ def create_app(
         TESTING=testing,
         # One request's body: uploads of many works at once, zips included.
         MAX_CONTENT_LENGTH=max_mb * MIB,
+        # A JSON body: refused by its size before it is read (web.jsonbody).
+        YINJI_MAX_JSON_BYTES=web_settings.max_json_mb * MIB,
         # Pasted text arrives as a form field; werkzeug's default (500 kB) is too small
         # for a novel chapter pasted whole.
         MAX_FORM_MEMORY_SIZE=64 * MIB,
@@ -94,6 +96,7 @@ def create_app(
         library,
         matches,
         suspects,
+        watch,
     )
 
     for module in (
@@ -107,6 +110,7 @@ def create_app(
         exports,
         api,
         cases_api,
+        watch,
     ):
         app.register_blueprint(module.bp)
     app.register_blueprint(discover.bp)

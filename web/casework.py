@@ -110,6 +110,8 @@ def case_state_labels() -> dict[str, str]:
         "still_online": "Still online",
         "disputed": "Disputed",
         "closed": "Closed",
+        "documents": "Documents requested",
+        "compensated": "Compensated",
     }
 
 

@@ -8,16 +8,18 @@ Labels are escaped by Jinja like any other value.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
+
+from tracker.timefmt import human_utc, to_utc
 
 
 def fmt_time(value: datetime | None, with_time: bool = True) -> str:
-    """UTC, to the minute: the same instant reads the same for every team member."""
+    """UTC for people (``tracker.timefmt.human_utc``: ``2026-11-25 09:26:15 UTC``), or
+    its date: the same instant reads the same for every team member and in documents."""
     if value is None:
         return "—"
-    value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-    return value.strftime("%Y-%m-%d %H:%M UTC" if with_time else "%Y-%m-%d")
+    return human_utc(value) if with_time else to_utc(value).strftime("%Y-%m-%d")
 
 
 def _axis(peak: int) -> tuple[int, int]:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import re
 import secrets
 import signal
 import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import click
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.redis_client import embedded_server_pid, stop_embedded_redis
@@ -23,8 +23,6 @@ DEMO_DIR = Path(__file__).parent / "demo"
 DEMO_USER = "demo"
 DEMO_PASSWORD = "yinji-demo"
 SERVER_NAME = "Yinji"  # the Server header: no software versions
-# Every printable ASCII character except space: only bytes above 0x7F get encoded.
-_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
 
 
 def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
@@ -54,31 +52,104 @@ def _store(settings: Settings) -> Any:
     return open_store(settings)
 
 
-class QuietRequestHandler(WSGIRequestHandler):
-    """Werkzeug's request handler without its version banner: the ``Server`` header
-    would tell every client (pirate sites' operators included) which Werkzeug and
-    Python versions to look up vulnerabilities for."""
-
-    def version_string(self) -> str:
-        return SERVER_NAME
-
-    def make_environ(self) -> Any:
-        """Werkzeug's environ, with raw (not percent-encoded) UTF-8 in the request line
-        read right: ``GET /matches?q=旧书店`` as clients such as curl send it. The
-        request line arrives as latin-1 text and werkzeug encodes it to UTF-8 once
-        more, so ``q`` became mojibake and found nothing. Percent-encoding the bytes
-        above 0x7F first gives werkzeug what a browser would have sent."""
-        if any(ord(c) > 0x7F for c in self.path):
-            self.path = quote(self.path.encode("latin-1", "replace"), safe=_URL_SAFE)
-        return super().make_environ()
+# Waitress' worker threads: requests served at once. Most of a request's time is spent
+# in sqlite, Redis and socket I/O, which release the GIL; beyond about 2 per core more
+# threads only queue on the GIL (bench/bench_web_load.py measured 4, 8 and 16).
+DEFAULT_THREADS = 8
 
 
-def make_http_server(app: Any, host: str, port: int) -> BaseWSGIServer:
-    """The threaded HTTP server ``yinji serve`` runs ``app`` on (port 0: any free one)."""
-    return make_server(host, port, app, threaded=True, request_handler=QuietRequestHandler)
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
-def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool = True) -> None:
+def _utf8_request_line_channel() -> type:
+    """Waitress' connection class, reading a request line with raw UTF-8 (``GET
+    /matches?q=旧书店``, as curl sends it) as the percent-encoded line a browser sends;
+    waitress alone answers "400 Bad URI" to it."""
+    from waitress.channel import HTTPChannel
+    from waitress.parser import HTTPRequestParser
+
+    class Utf8RequestLineParser(HTTPRequestParser):
+        def parse_header(self, header_plus: bytes) -> Any:
+            end = header_plus.find(b"\r\n")
+            if end > 0 and _NON_ASCII.search(header_plus, 0, end):
+                line = _NON_ASCII.sub(lambda m: b"%%%02X" % m.group()[0], header_plus[:end])
+                header_plus = line + header_plus[end:]
+            return super().parse_header(header_plus)
+
+    class Utf8RequestLineChannel(HTTPChannel):
+        parser_class = Utf8RequestLineParser
+
+    return Utf8RequestLineChannel
+
+
+class HttpServer:
+    """``yinji serve``'s production WSGI server: waitress (pure Python, no C extension,
+    maintained by the Pylons project, used under Pyramid and Flask deployments; it
+    runs on Windows and Linux alike, buffers request bodies over 512 kB to a temporary
+    file instead of memory, and reads a request whole before a thread takes it, so a
+    slow client never holds one of the ``threads``). The interface of the standard
+    library's servers: ``serve_forever``, ``shutdown`` (from another thread),
+    ``server_close``, ``server_port``."""
+
+    def __init__(
+        self, app: Any, host: str, port: int, *, threads: int = DEFAULT_THREADS, max_body: int
+    ) -> None:
+        from waitress.server import create_server
+
+        # "Task queue depth is N" for every request that waits for a thread: under load
+        # a line per request on stderr, and a queue is what a busy server has.
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+        self._server: Any = create_server(
+            app,
+            host=host,
+            port=port,
+            threads=threads,
+            ident=SERVER_NAME,  # the Server header: no software versions
+            max_request_body_size=max_body,  # cut at the server, as the app would
+            clear_untrusted_proxy_headers=True,
+            channel_timeout=120,
+        )
+        self._server.channel_class = _utf8_request_line_channel()
+        self.server_port = int(self._server.effective_port)
+        self.threads = threads
+        self._stop = False
+
+    def serve_forever(self) -> None:
+        from waitress import wasyncore
+
+        adj = self._server.adj
+        try:
+            while not self._stop:
+                wasyncore.loop(
+                    timeout=0.5, use_poll=adj.asyncore_use_poll, map=self._server._map, count=1
+                )
+        finally:
+            self._server.task_dispatcher.shutdown()
+
+    def shutdown(self) -> None:
+        self._stop = True
+
+    def server_close(self) -> None:
+        self._stop = True
+        self._server.close()
+
+
+def make_http_server(
+    app: Any, host: str, port: int, *, threads: int = DEFAULT_THREADS
+) -> HttpServer:
+    """The HTTP server ``yinji serve`` runs ``app`` on (port 0: any free one)."""
+    limit = int(app.config.get("MAX_CONTENT_LENGTH") or 0) or 1024**3
+    return HttpServer(app, host, port, threads=threads, max_body=limit + 1024 * 1024)
+
+
+def _run_server(
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    start_worker: bool = True,
+    threads: int = DEFAULT_THREADS,
+) -> None:
     from web import create_app
     from workers import jobs
 
@@ -86,13 +157,27 @@ def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool 
     # the one that started it (a running 'yinji worker' may have started it first).
     owns_redis = settings.embedded and embedded_server_pid(settings) is None
     app = create_app(settings)
+    children = None
     if start_worker:
-        started = jobs.ensure_worker(settings)
-        click.echo(
-            "started an in-process worker" if started else "using the running worker(s)", err=True
-        )
-    server = make_http_server(app, host, port)
-    click.echo(f"音迹 Yinji on http://{host}:{server.server_port}/  (Ctrl-C stops)", err=True)
+        # The jobs run in worker processes of their own when none runs (a check on a
+        # thread of this process would hold the GIL the web threads need): see
+        # workers.children; in-process consumers only if those cannot start.
+        from workers import children as child_workers
+
+        if jobs.workers_answer(settings):
+            click.echo("using the running worker(s)", err=True)
+        else:
+            children = child_workers.start(settings)
+            if children is not None:
+                click.echo("started 2 worker processes (checks; alerts)", err=True)
+            elif jobs.ensure_worker(settings):
+                click.echo("started an in-process worker", err=True)
+    server = make_http_server(app, host, port, threads=threads)
+    click.echo(
+        f"音迹 Yinji on http://{host}:{server.server_port}/  "
+        f"(waitress, {threads} threads; Ctrl-C stops)",
+        err=True,
+    )
     # docker stop (SIGTERM) shuts down like Ctrl-C; SIGINT is set too because a
     # process started in the background by a shell inherits it ignored.
     signal.signal(signal.SIGTERM, _terminate)
@@ -105,6 +190,8 @@ def _run_server(settings: Settings, host: str, port: int, *, start_worker: bool 
         # A second Ctrl-C must not interrupt the clean-up and leave Redis running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.server_close()
+        if children is not None:
+            children.stop()  # before the embedded Redis server they use
         shutdown(app, settings, stop_redis=owns_redis)
 
 
@@ -174,12 +261,20 @@ def _bootstrap_admin(settings: Settings) -> Path | None:
     is_flag=True,
     help="Do not start an in-process worker (run 'yinji worker' separately).",
 )
+@click.option(
+    "--threads",
+    default=DEFAULT_THREADS,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Requests served at once (waitress worker threads).",
+)
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, no_worker: bool) -> None:
-    """Run the web app (dashboard, REST API), with a worker unless one is running."""
+def serve(ctx: click.Context, host: str, port: int, no_worker: bool, threads: int) -> None:
+    """Run the web app (dashboard, REST API) on waitress, a production WSGI server, with
+    a worker unless one is running."""
     settings = _settings(ctx)
     _bootstrap_admin(settings)
-    _run_server(settings, host, port, start_worker=not no_worker)
+    _run_server(settings, host, port, start_worker=not no_worker, threads=threads)
 
 
 # --- demo -----------------------------------------------------------------------------------

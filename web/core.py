@@ -20,6 +20,7 @@ from werkzeug.exceptions import HTTPException
 from tracker.library import Library, LibraryHandle
 from tracker.rules import check_sort, check_verdict, normalize_domain
 from tracker.store import MatchQuery, Store, User
+from tracker.timefmt import parse_utc
 from workers import jobs
 
 from .accounts import role_at_least
@@ -213,12 +214,11 @@ def parse_when(raw: str, name: str, *, end: bool = False) -> datetime | None:
         if len(raw) == 10:
             day = datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=UTC)
             return day + timedelta(days=1) if end else day
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        return parse_utc(raw)  # tracker.timefmt: naive means UTC
     except ValueError:
         raise ValueError(
             f"{name} must be a date like 2024-05-01 or an ISO 8601 time, got {raw!r}"
         ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass

@@ -30,7 +30,7 @@ def bundle_response(match_id: str) -> Response:
     head, timestamp, reports), as ``yinji evidence export --mother`` writes it."""
     import io
 
-    from tracker.evidence import EvidenceError
+    from tracker.evidence import EvidenceError, NoEvidence
 
     from .core import fail
 
@@ -39,16 +39,35 @@ def bundle_response(match_id: str) -> Response:
     sink = io.BytesIO()
     try:
         lib.export_evidence(sink, match.suspect_id, match.mother_id)
-    except EvidenceError as exc:
+    except NoEvidence as exc:
         # A match checked before the evidence log existed has nothing to prove.
         fail(404, f"no evidence recorded for this match: {exc}")
+    except EvidenceError as exc:
+        # A log inconsistent with its signed heads, a blob missing or altered: nothing
+        # is handed out, and the operator is told what (tracker.evidence.bundle).
+        fail(500, f"the evidence bundle cannot be built: {exc}")
     response = Response(sink.getvalue(), content_type="application/zip")
     response.headers["Content-Disposition"] = f'attachment; filename="{case_name(match_id)}.zip"'
     return response
 
 
+def _report(match_id: str, fmt: str) -> bytes:
+    """The report with the evidence log's capture (the fetch time the notices quote) and
+    the case and latest notice that name the page (issue #23: documents tie together)."""
+    from .casework import cases
+
+    lib = library()
+    match = lib.store.get_match(match_id)  # NotFound: 404 below
+    try:
+        log = lib.evidence_log()
+    except Exception:  # no log (a read-only folder, a key that cannot be read): the record
+        log = None
+    case_id, notice = cases().report_references(match.suspect_url)
+    return build_report(lib, match_id, fmt, evidence=log, case_id=case_id, notice=notice)
+
+
 def report_response(match_id: str, fmt: str, *, download: bool) -> Response:
-    body = get_or_404(lambda key: build_report(library(), key, fmt), match_id, "no such match")
+    body = get_or_404(lambda key: _report(key, fmt), match_id, "no such match")
     response = Response(body, content_type=MIME[fmt])
     disposition = "attachment" if download or fmt == "pdf" else "inline"
     filename = f"{case_name(match_id)}.{fmt}"

@@ -24,6 +24,10 @@ from typing import Any
 from tracker.rules import MAX_JSON_DEPTH, check_json_value
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+DEFAULT_MAX_JSON_BYTES = 32 * 1024 * 1024  # YINJI_MAX_JSON_MB (tracker.config.WebSettings)
+# Objects and lists of one body: an API import of 10,000 works with metadata has a few
+# tens of thousands; 200,000 bound the parse's memory (about 14 MB of empty lists).
+MAX_CONTAINERS = 200_000
 _OUT_OF_RANGE = 2**64  # any integer outside the 64-bit range fails check_json_value
 
 
@@ -85,17 +89,64 @@ def clean(value: Any, where: str = "") -> Any:
     return root[0]
 
 
+def body_size_problem(raw: bytes) -> str | None:
+    """Why a body within the byte limit is still refused before parsing, or None:
+    more than ``MAX_CONTAINERS`` objects and lists (each ``{`` and ``[`` byte counted,
+    those inside strings too: an upper bound). A parsed container costs 50-70 bytes
+    for the 2 bytes of ``[],``; this bounds the parse at a few hundred MB whatever
+    the body holds."""
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > MAX_CONTAINERS:
+        return (
+            f"the JSON body holds up to {containers:,} objects and lists, over the "
+            f"{MAX_CONTAINERS:,} allowed: send big imports as files (multipart)"
+        )
+    return None
+
+
+def read_limited(stream: Any, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``stream`` read in chunks; None when it holds more
+    (a body without a length, chunked: refused without holding more than the limit)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(min(1024 * 1024, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return None
+
+
 def request_json() -> Any:
     """The current request's JSON body for the API: 415 when it is not sent as JSON,
-    400 naming why it cannot be read (``parse_body``). Items in it are cleaned one by
-    one by the handlers (``clean``)."""
-    from flask import request
+    413 when it is over ``YINJI_MAX_JSON_MB`` (by its ``Content-Length``, before any of
+    it is read; without one, as soon as the bytes read pass the limit) or holds too
+    many containers (``body_size_problem``), 400 naming why it cannot be read
+    (``parse_body``). Items in it are cleaned one by one by the handlers (``clean``)."""
+    from flask import current_app, request
 
     from .core import fail
 
     if not request.is_json:
         fail(415, "send JSON with 'Content-Type: application/json'")
+    limit = int(current_app.config.get("YINJI_MAX_JSON_BYTES") or DEFAULT_MAX_JSON_BYTES)
+    too_big = (
+        f"the JSON body is over the {limit // (1024 * 1024)} MB allowed (YINJI_MAX_JSON_MB): "
+        "send big imports as files (multipart .jsonl or .txt), or split them"
+    )
+    length = request.content_length
+    if length is not None and length > limit:
+        fail(413, f"{too_big}; it has {length:,} bytes")
+    raw = read_limited(request.stream, limit)
+    if raw is None:
+        fail(413, too_big)
+        raise AssertionError("unreachable")  # fail() raises
+    problem = body_size_problem(raw)
+    if problem is not None:
+        fail(413, problem)
     try:
-        return parse_body(request.get_data())
+        return parse_body(raw)
     except JsonBodyError as exc:
         fail(400, str(exc))

@@ -10,6 +10,14 @@ from web.openapi_discover import discover_paths
 
 API_VERSION = "1"
 
+# Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
+TIME: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "description": "UTC, milliseconds, Z: 2026-11-25T09:26:15.794Z",
+}
+TIME_OR_NULL: dict[str, Any] = {**TIME, "type": ["string", "null"]}
+
 
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
@@ -120,6 +128,139 @@ CASE_FILTERS: list[dict[str, Any]] = [
         "schema": {"type": "integer", "minimum": 0, "maximum": 200, "default": 50},
     },
 ]
+
+
+def _watch_paths() -> dict[str, Any]:
+    """The paths of ``/api/v1/watch`` and ``/api/v1/books`` (``web/handlers/watch.py``)."""
+    item = {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string"},
+            "kind": {"enum": ["url", "site", "book"]},
+            "active": {"type": "boolean"},
+            "added_at": {"type": "string", "format": "date-time"},
+            "last_crawled_at": {"type": ["string", "null"], "format": "date-time"},
+            "case_id": {"type": ["string", "null"], "description": "A book's case"},
+        },
+    }
+    book = {
+        "type": "object",
+        "properties": {
+            "index_url": {"type": "string"},
+            "title": {"type": "string"},
+            "case_id": {"type": "string"},
+            "case_state": {"enum": CASE_STATES},
+            "domain": {"type": "string"},
+            "watched": {"type": "boolean"},
+            "checked_at": {"type": ["string", "null"]},
+            "pages_fetched": {"type": ["integer", "null"]},
+            "truncated": {"type": "boolean"},
+            "chapters": {
+                "type": "array",
+                "description": "In chapter order (第N章 in the link text)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "n": {"type": "integer"},
+                        "url": {"type": "string"},
+                        "title": {"type": "string"},
+                        "matches": {"type": "integer"},
+                        "error": {"type": "string"},
+                    },
+                },
+            },
+        },
+    }
+    return {
+        "/api/v1/watch": {
+            "get": {
+                "summary": "The watch list (re-crawled daily by `yinji beat` at "
+                "YINJI_RECRAWL_AT) and the time of the next crawl",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "items": {"type": "array", "items": item},
+                                "next_crawl_at": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                        "The watch list",
+                    ),
+                    **ERRORS,
+                },
+            },
+            "post": {
+                "summary": "Watch a URL, a site or a pirate book (analyst); its first crawl "
+                "runs at once as a job",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["url"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "url": {"type": "string"},
+                                    "kind": {"enum": ["url", "site", "book"], "default": "url"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json(
+                        {
+                            "allOf": [
+                                item,
+                                {
+                                    "type": "object",
+                                    "properties": {
+                                        "job_id": {"type": "string"},
+                                        "status_url": {"type": "string"},
+                                        "next_crawl_at": {"type": "string"},
+                                    },
+                                },
+                            ]
+                        },
+                        "Watched; the first crawl is queued (poll status_url)",
+                    ),
+                    "400": _error(
+                        "Bad URL or kind (a private address is refused unless "
+                        "YINJI_ALLOW_PRIVATE_URLS=1)"
+                    ),
+                    **ERRORS,
+                },
+            },
+            "delete": {
+                "summary": "Stop watching a URL (analyst)",
+                "parameters": [
+                    {"name": "url", "in": "query", "required": True, "schema": {"type": "string"}}
+                ],
+                "responses": {
+                    "204": {"description": "Removed"},
+                    "404": _error("Not on the watch list"),
+                    **ERRORS,
+                },
+            },
+        },
+        "/api/v1/books": {
+            "get": {
+                "summary": "Monitored pirate books: each book case with its chapters",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"books": {"type": "array", "items": book}},
+                        },
+                        "Books",
+                    ),
+                    **ERRORS,
+                },
+            },
+        },
+    }
 
 
 def _case_paths(job_accepted: dict[str, Any]) -> dict[str, Any]:
@@ -319,15 +460,14 @@ CASE_URL = {
         "mother_id": {"type": "string"},
         "score": {"type": "number"},
         "coverage": {"type": "number"},
-        "added_at": {"type": ["string", "null"], "format": "date-time"},
+        "added_at": TIME_OR_NULL,
         "status": {"enum": ["online", "removed", "unknown"]},
-        "last_checked_at": {"type": ["string", "null"], "format": "date-time"},
+        "last_checked_at": TIME_OR_NULL,
         "last_http_status": {"type": ["integer", "null"]},
         "last_outcome": {"type": "string"},
         "label": {"type": "string"},
     },
 }
-_TIME = {"type": ["string", "null"], "format": "date-time"}
 CASE_SCHEMAS: dict[str, Any] = {
     "Case": {
         "type": "object",
@@ -344,11 +484,11 @@ CASE_SCHEMAS: dict[str, Any] = {
             "domain": {"type": "string"},
             "urls": {"type": "array", "items": {"type": "string"}},
             "url_details": {"type": "array", "items": CASE_URL},
-            "created_at": _TIME,
-            "updated_at": _TIME,
-            "state_changed_at": _TIME,
-            "notice_sent_at": _TIME,
-            "removed_at": _TIME,
+            "created_at": TIME_OR_NULL,
+            "updated_at": TIME_OR_NULL,
+            "state_changed_at": TIME_OR_NULL,
+            "notice_sent_at": TIME_OR_NULL,
+            "removed_at": TIME_OR_NULL,
             "metadata": {"type": "object"},
             "version": {"type": "integer"},
         },
@@ -376,10 +516,26 @@ CASE_SCHEMAS: dict[str, Any] = {
             "from_state": {"type": ["string", "null"]},
             "to_state": {"type": ["string", "null"]},
             "data": {"type": "object"},
-            "at": {"type": "string", "format": "date-time"},
+            "at": TIME,
             "prev_hash": {"type": "string"},
             "hash": {"type": "string"},
             "evidence_ref": {"type": ["string", "null"]},
+        },
+    },
+    "Platform": {
+        "type": "object",
+        "description": "A platform of the registry (tracker/cases/data/platforms.json, "
+        "overridden by <data folder>/platforms.json)",
+        "properties": {
+            "id": {"type": "string"},
+            "name": {"type": "string"},
+            "name_en": {"type": "string"},
+            "domains": {"type": "array", "items": {"type": "string"}},
+            "abuse_email": {"type": ["string", "null"]},
+            "web_form": {"type": ["string", "null"]},
+            "documents": {"type": "array", "items": {"type": "string"}},
+            "process": {"type": "string"},
+            "source": {"type": "string"},
         },
     },
     "CaseDetail": {
@@ -388,6 +544,11 @@ CASE_SCHEMAS: dict[str, Any] = {
             {
                 "type": "object",
                 "properties": {
+                    "platform": {
+                        "oneOf": [_ref("Platform"), {"type": "null"}],
+                        "description": "The registry's platform of the case's site (or the "
+                        "one chosen for it); null when the registry has none",
+                    },
                     "history": {"type": "array", "items": _ref("CaseEvent")},
                     "history_problems": {
                         "type": "array",
@@ -438,7 +599,21 @@ CASE_SCHEMAS: dict[str, Any] = {
             "text": {"type": "string", "description": "The template's light markup"},
             "plain_text": {"type": "string", "description": "As the body of an e-mail"},
             "case_ids": {"type": "array", "items": {"type": "string"}},
-            "urls": {"type": "array", "items": {"type": "string"}},
+            "urls": {
+                "type": "array",
+                "description": "The URLs the notice names: only those with a confirmed "
+                "match, in chapter order",
+                "items": {"type": "string"},
+            },
+            "left_out": {
+                "type": "array",
+                "description": "URLs of the cases the notice does not name, and why "
+                "(their match is pending or dismissed, or gone from the library)",
+                "items": {
+                    "type": "object",
+                    "properties": {"url": {"type": "string"}, "reason": {"type": "string"}},
+                },
+            },
         },
     },
 }
@@ -670,6 +845,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **_case_paths(job_accepted),
+            **_watch_paths(),
             "/api/v1/evidence/head": {
                 "get": {
                     "summary": "The evidence log's key fingerprint and latest signed tree head "
@@ -800,6 +976,13 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                             "description": "Items passed over (also the job's 'skipped')",
                             "items": _ref("Problem"),
                         },
+                        "warnings": {
+                            "type": "array",
+                            "description": "POST /mothers: works shorter than the library's "
+                            "minimum copied length (imported, but a copy of one alone can "
+                            "never be reported)",
+                            "items": {"type": "string"},
+                        },
                     },
                     "additionalProperties": True,
                 },
@@ -827,7 +1010,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "title": {"type": "string"},
                         "source": {"type": "string"},
                         "characters": {"type": "integer"},
-                        "ingested_at": {"type": "string", "format": "date-time"},
+                        "ingested_at": TIME,
                         "metadata": {"type": "object"},
                         "text": {"type": "string"},
                     },
@@ -866,8 +1049,8 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "engine": {"type": "string"},
                         "verdict": {"enum": list(VERDICTS)},
                         "note": {"type": "string"},
-                        "created_at": {"type": "string", "format": "date-time"},
-                        "updated_at": {"type": "string", "format": "date-time"},
+                        "created_at": TIME,
+                        "updated_at": TIME,
                         "passages": {"type": "array", "items": _ref("Passage")},
                     },
                 },

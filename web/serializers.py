@@ -73,11 +73,13 @@ def case_json(case: Case) -> dict[str, Any]:
     return case.to_dict()
 
 
-def case_detail_json(case: Case, events: list[CaseEvent]) -> dict[str, Any]:
-    """A case with its history, as ``yinji case show --json`` prints it."""
+def case_detail_json(case: Case, events: list[CaseEvent], platform: Any = None) -> dict[str, Any]:
+    """A case with its platform (``tracker.cases.platforms.Platform`` or None) and its
+    history, as ``yinji case show --json`` prints it."""
     from tracker.cases.model import verify_chain
 
     out = case.to_dict()
+    out["platform"] = platform.to_dict() if platform is not None else None
     out["history"] = [e.to_dict() for e in events]
     out["history_problems"] = verify_chain(events)
     return out

@@ -183,9 +183,11 @@ def _store(ctx: click.Context) -> Any:
     help="Watch a pirate book: URL is its index page; every chapter (and its next pages) "
     "is checked and the book is one case on its domain.",
 )
+@click.option("--no-crawl", is_flag=True, help="Do not crawl it now, only from the next run.")
 @click.pass_context
-def watch_add(ctx: click.Context, url: str, site: bool, book: bool) -> None:
-    """Add (or re-activate) URL."""
+def watch_add(ctx: click.Context, url: str, site: bool, book: bool, no_crawl: bool) -> None:
+    """Add (or re-activate) URL, crawl and check it once now, and say when the daily
+    re-crawl (run by `yinji beat` with a worker) visits it next."""
     from tracker.rules import check_url
     from tracker.store import WatchItem
 
@@ -200,6 +202,57 @@ def watch_add(ctx: click.Context, url: str, site: bool, book: bool) -> None:
         # A book item is re-crawled by the crawl_book task (tracker.cases.books).
         store.put_watch(WatchItem(url=url, kind=kind))
     click.echo(f"watching {kind} {url}", err=True)
+    if not no_crawl:
+        _watch_crawl_now(ctx, url, kind)
+    _say_next_crawl()
+
+
+def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
+    """The item's first crawl, in this process (``tracker.cases.watching.crawl_now``)."""
+    from tracker.cases import CaseService, open_case_store
+    from tracker.cases.watching import crawl_now
+    from tracker.crawler import Crawler, CrawlerConfig
+    from tracker.library import Library
+    from tracker.records import utcnow
+
+    settings = _settings(ctx)
+    ws = WorkerSettings.from_env()
+    overrides = {} if ws.crawl_min_interval is None else {"min_interval": ws.crawl_min_interval}
+    with (
+        Library.open(settings) as lib,
+        Crawler(CrawlerConfig.from_settings(settings, **overrides)) as crawler,
+        open_case_store(settings) as cases,
+    ):
+        svc = CaseService(cases, settings)
+        try:
+            run = crawl_now(
+                url, kind, library=lib, crawler=crawler, svc=svc, site_limit=ws.site_crawl_limit
+            )
+        finally:
+            svc.close()
+        item = next((i for i in lib.store.list_watch(active_only=False) if i.url == url), None)
+        if item is not None and run.pages:
+            item.last_crawled_at = utcnow()
+            lib.store.put_watch(item)
+    case = f"; case {run.case_id}" if run.case_id else ""
+    click.echo(f"crawled now: {run.pages} page(s), {run.matches} match(es){case}", err=True)
+    for error in run.errors:
+        click.echo(f"  not fetched: {error}", err=True)
+
+
+def _say_next_crawl() -> None:
+    from tracker.cases.watching import next_daily_run
+    from tracker.timefmt import human_utc
+
+    ws = WorkerSettings.from_env()
+    when = next_daily_run(ws.recrawl_at, ws.timezone)
+    click.echo(
+        f"next crawl: {human_utc(when)} (daily at {ws.recrawl_at[0]:02d}:{ws.recrawl_at[1]:02d}"
+        f" {ws.timezone}, YINJI_RECRAWL_AT), run by `yinji beat` with a worker "
+        "(`yinji worker`, or the one `yinji serve` starts): without `yinji beat` running, "
+        "no daily crawl happens",
+        err=True,
+    )
 
 
 @watch.command("list")

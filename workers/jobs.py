@@ -659,6 +659,15 @@ def _ping(app: Celery) -> list[Any]:
     return app.control.ping(timeout=PING_TIMEOUT) or []
 
 
+def workers_answer(settings: Settings | None = None) -> bool:
+    """True when some worker answers a ping (``PING_TIMEOUT``)."""
+    app = get_celery()
+    unset = getattr(app, "yinji_settings", None) is None and not app.configured
+    if settings is not None and unset:
+        app.yinji_settings = settings
+    return bool(_ping(app))
+
+
 def ensure_worker(settings: Settings | None = None) -> bool:
     """Make sure some worker consumes the jobs: ping the workers (``PING_TIMEOUT``) and,
     when none answers, start one in this process: two consumers in daemon threads
@@ -772,3 +781,13 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     if previous is not None:
         previous.set_default()
     return not any(t.is_alive() for t in threads)
+
+
+def submit_watch(url: str, kind: str) -> str:
+    """Crawl one watch-list item now with its daily task (``url``: crawl_url, ``site``:
+    crawl_site, ``book``: crawl_book): the first crawl of an item added in the web app."""
+    from workers.tasks.crawl import WATCH_TASKS
+
+    if kind not in WATCH_TASKS:
+        raise ValueError(f"watch kind must be one of {', '.join(WATCH_TASKS)}, got {kind!r}")
+    return _submit("watch", [(WATCH_TASKS[kind], [url], {}, 1, url)])

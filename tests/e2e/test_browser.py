@@ -524,3 +524,63 @@ def _b64(value: str) -> str:
     import base64
 
     return base64.urlsafe_b64encode(value.encode()).rstrip(b"=").decode()
+
+
+@pytest.mark.slow
+def test_match_buttons_and_passages_reachable_on_a_phone(phone: Any, app_server: str) -> None:
+    """At 375 px (narrower than the 390 px of the issue) the match list's 确认/排除
+    buttons and every column of the evidence view's passage table are on screen: no
+    sideways scrolling, not even inside a card."""
+    base = app_server
+    job = _api(
+        base,
+        "POST",
+        "/api/v1/mothers",
+        {"documents": [{"id": "phone-buttons", "title": "按钮测试作品", "text": work(8301, 20)}]},
+    )
+    _wait_job(base, job["job_id"])
+    job = _api(
+        base,
+        "POST",
+        "/api/v1/checks",
+        {
+            "texts": [
+                {
+                    "title": "很长很长的盗版页面标题 第一章 无弹窗 全文免费阅读 最新章节",
+                    "url": "https://www.another-very-long-pirate-domain.example/book/99/1.html",
+                    "text": "广告。" + work(8301, 20)[30:900],
+                }
+            ]
+        },
+    )
+    suspect_id = _wait_job(base, job["job_id"])["result"]["results"][0]["suspect_id"]
+    match = _api(base, "GET", f"/api/v1/matches?suspect={suspect_id}&passages=0")["matches"][0]
+    page = phone
+    page.goto(base + "/login")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit].primary")
+    page.wait_for_url(base + "/matches")
+    page.goto(base + "/matches?verdict=pending")
+    buttons = page.locator("table.matches button.confirm, table.matches button.dismiss").all()
+    assert buttons
+    for button in buttons:
+        box = button.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    wide = page.evaluate(
+        "() => [...document.querySelectorAll('.card, .scroll')]"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.className)"
+    )
+    assert wide == []
+    page.goto(base + f"/matches/{match['ref']}")
+    cells = page.locator("table.passages td.sim-chars").all()
+    assert cells
+    for cell in cells:
+        box = cell.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= PHONE["width"]
+    wide = page.evaluate(
+        "() => [...document.querySelectorAll('.card, .scroll')]"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.className)"
+    )
+    assert wide == []
+    page.screenshot(path=str(ARTIFACTS / "phone-passages.png"), full_page=True)

@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from textgen import work
 
 
@@ -15,6 +16,7 @@ def _yinji(data_dir, *args, input_text=None):
     )
 
 
+@pytest.mark.slow
 def test_ingest_check_json_contract(tmp_path):
     data = tmp_path / "data"
     lib = tmp_path / "lib.jsonl"
@@ -57,6 +59,7 @@ def test_ingest_check_json_contract(tmp_path):
     assert "w1" in r.stdout and "标题1" in r.stdout
 
 
+@pytest.mark.slow
 def test_index_rebuild_and_stats(tmp_path):
     data = tmp_path / "data"
     (tmp_path / "a.txt").write_text(work(1, 40), encoding="utf-8")
@@ -67,6 +70,7 @@ def test_index_rebuild_and_stats(tmp_path):
     assert stats["mothers"] == 1 and stats["engines"]["daguan"]["postings"] > 0
 
 
+@pytest.mark.slow
 def test_fingerprint_and_reference(tmp_path):
     (tmp_path / "a.txt").write_text(work(2, 10), encoding="utf-8")
     r = _yinji(tmp_path, "fingerprint", str(tmp_path / "a.txt"))
@@ -82,21 +86,28 @@ def test_fingerprint_and_reference(tmp_path):
     assert r.returncode != 0 and "do not fit" in r.stderr
 
 
+@pytest.mark.slow
 def test_nothing_readable_exits_nonzero(tmp_path):
     (tmp_path / "x.txt").write_bytes(b"\x00")
     r = _yinji(tmp_path / "d", "ingest", str(tmp_path / "x.txt"))
     assert r.returncode == 1 and "x.txt" in r.stderr
 
 
+@pytest.mark.slow
 def test_check_against_an_empty_library_is_an_error(tmp_path):
     # Issue #14: an empty library (or a mistyped --data-dir) answered "no match", exit 0.
     (tmp_path / "one.txt").write_text(work(3, 20), encoding="utf-8")
     r = _yinji(tmp_path / "mistyped", "check", "--json", str(tmp_path / "one.txt"))
     assert r.returncode == 1
     assert r.stdout == ""
-    assert "holds no works" in r.stderr and "mistyped" in r.stderr
+    assert "no data folder at" in r.stderr and "mistyped" in r.stderr
+    assert not (tmp_path / "mistyped").exists()  # issue #23: a mistyped folder creates nothing
+    (tmp_path / "empty").mkdir()
+    r = _yinji(tmp_path / "empty", "check", "--json", str(tmp_path / "one.txt"))
+    assert r.returncode == 1 and "holds no works" in r.stderr
 
 
+@pytest.mark.slow
 def test_check_folder_reports_every_file_passed_over(tmp_path):
     # Issue #14: `yinji check .` skipped a .pdf in the folder without a word.
     data = tmp_path / "data"
@@ -117,6 +128,7 @@ def test_check_folder_reports_every_file_passed_over(tmp_path):
     assert f"library: {data.resolve()}" in r.stderr
 
 
+@pytest.mark.slow
 def test_check_json_include_text_gives_what_offsets_index(tmp_path):
     # Issue #14: for .html input the offsets point into extracted text --json never showed.
     import hashlib

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from textgen import work
 
 from tracker.config import Settings
@@ -43,6 +44,7 @@ def _yinji(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_creates_the_data_folder_700_and_its_files_600(tmp_path: Path) -> None:
     data_dir = tmp_path / "new" / "yinji-data"
     (tmp_path / "w.txt").write_text(work(2601, 20), encoding="utf-8")

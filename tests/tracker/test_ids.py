@@ -96,6 +96,7 @@ def test_a_file_name_that_is_not_utf8_is_named_and_the_others_stored(tmp_path: P
         source.encode("utf-8")  # printable and storable
 
 
+@pytest.mark.slow
 def test_cli_ingest_of_a_folder_with_a_bad_name_stores_the_good_files(
     tmp_path: Path, data_dir: Path
 ) -> None:

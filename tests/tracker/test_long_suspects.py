@@ -185,6 +185,7 @@ def test_size_rule_and_setting(monkeypatch):
             Settings.from_env()
 
 
+@pytest.mark.slow
 def test_cli_check_skips_a_too_large_line(tmp_path):
     data = tmp_path / "data"
     mothers = _mothers()[:2]

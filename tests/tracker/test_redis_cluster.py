@@ -155,7 +155,7 @@ def test_writes_racing_a_reshard_on_the_cluster_are_not_lost(cluster: RedisClust
     noticed after their replies (the move mark, then the new layout) and redone with the
     new layout, so no posting is lost or resurrected (see tests/test_index_reshard.py for
     the same on a single server)."""
-    from test_index_reshard import _guarded_writes_survive_a_reshard
+    from indexkit import guarded_writes_survive_a_reshard as _guarded_writes_survive_a_reshard
 
     client = connect_url(cluster.url)
     try:
@@ -316,7 +316,8 @@ def test_a_snapshot_of_an_index_on_the_cluster_answers_as_the_cluster(
     """Snapshots read every bucket from its master, and the version (one key) is raised
     by cluster writes as by single-server ones (tests/test_index_snapshot.py)."""
     import numpy as np
-    from test_index_snapshot import _filled_index, _same
+    from indexkit import filled_index as _filled_index
+    from indexkit import same_lookup as _same
 
     from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 

@@ -161,6 +161,7 @@ def test_duplicate_ids_in_one_batch_are_errors_and_leave_no_orphan_postings(lib:
     assert stats["postings"] == expected
 
 
+@pytest.mark.slow
 def test_cli_ingest_stores_every_good_item_of_a_hostile_run(tmp_path: Path) -> None:
     hostile = tmp_path / "hostile.jsonl"
     cases = hostile_jsonl(hostile)
@@ -303,6 +304,7 @@ def test_the_size_cap_comes_before_reading(tmp_path: Path) -> None:
     assert "over the 67108864-byte document limit" in err.message
 
 
+@pytest.mark.slow
 def test_cli_ingest_of_a_hostile_folder(tmp_path: Path) -> None:
     folder = hostile_folder(tmp_path / "works", tmp_path / "elsewhere")
     r = _yinji(tmp_path / "data", "ingest", str(folder.root))
@@ -340,6 +342,7 @@ def _read_only(folder: Path) -> Iterator[None]:
         subprocess.run(["umount", str(folder)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_read_only_library_can_still_be_read(tmp_path: Path) -> None:
     data = tmp_path / "data"
     source = work(20, 40)
@@ -362,6 +365,7 @@ def test_a_read_only_library_can_still_be_read(tmp_path: Path) -> None:
     assert not list(data.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 def test_a_full_data_folder_is_said_and_loses_nothing_silently(tmp_path: Path) -> None:
     import resource
 
@@ -435,6 +439,7 @@ def test_utf16_without_bom_is_text(tmp_path: Path, big_endian: bool) -> None:
     assert "binary file" in err.message
 
 
+@pytest.mark.slow
 def test_cli_delete_list_and_empty_jsonl(tmp_path: Path) -> None:
     data = tmp_path / "data"
     for i in range(2):
@@ -488,6 +493,7 @@ def _ingest_then_kill(tmp_path: Path, data: Path, sig: int) -> subprocess.Popen[
     return proc
 
 
+@pytest.mark.slow
 def test_a_terminated_cli_stops_its_redis_server(tmp_path: Path) -> None:
     data = tmp_path / "data"
     proc = _ingest_then_kill(tmp_path, data, signal.SIGTERM)
@@ -495,6 +501,7 @@ def test_a_terminated_cli_stops_its_redis_server(tmp_path: Path) -> None:
     assert _server_pid(data) is None
 
 
+@pytest.mark.slow
 def test_a_killed_clis_redis_server_is_stopped_by_the_next_command(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _ingest_then_kill(tmp_path, data, signal.SIGKILL)

@@ -11,7 +11,7 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, read_bytes
 from tracker.library import Library
 from tracker.rules import check_document_item, check_text_item
-from tracker.store import open_store
+from tracker.store import Suspect, open_store
 from tracker.textform import is_blank, reading_order
 
 PASSAGE = work(2501, 8)  # about 280 characters, written for the tests
@@ -73,6 +73,11 @@ def test_a_reversed_passage_is_found_by_a_check(tmp_path, redis_client) -> None:
         txt = f"{work(2505, 3)}\u202e{copied[::-1]}\u202c"
         (doc,) = list(read_bytes(txt.encode(), "pirate.txt"))
         assert copied in doc.text
+        # a suspect handed in as it came (API, workers): stored and matched as shown
+        checked = library.check_suspect(Suspect(id="api-1", text=txt, title="t"), save=True)
+        assert [m.mother_id for m in checked.result.matches] == ["m"]
+        stored = library.store.get_suspect("api-1").text
+        assert copied in stored and "\u202e" not in stored
     finally:
         library.store.close()
 

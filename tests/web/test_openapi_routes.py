@@ -78,3 +78,28 @@ def test_the_check_sees_a_drift() -> None:
     doc = {"paths": {"/api/v1/x/{n}": {"get": {}, "delete": {}, "parameters": []}}}
     assert _routes(app)["/api/v1/x/{}"] == {"get", "post"}
     assert _documented(doc)["/api/v1/x/{}"] == {"get", "delete"}
+
+
+def test_every_time_in_the_document_is_one_format() -> None:
+    """Each time property is described as the API writes it (``…T09:26:15.794Z``)."""
+    from web.openapi import openapi_document
+
+    times: dict[str, dict] = {}
+
+    def walk(value: object, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "properties" and isinstance(item, dict):
+                    for name, schema in item.items():
+                        if re.search(r"(^|_)(at|created|since|until)$", name):
+                            times[f"{where}.{name}"] = schema
+                walk(item, f"{where}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+
+    walk(openapi_document(), "")
+    assert len(times) >= 10  # works, matches, cases, their URLs and history
+    for where, schema in times.items():
+        assert schema.get("format") == "date-time", where
+        assert "2026-11-25T09:26:15.794Z" in schema.get("description", ""), where

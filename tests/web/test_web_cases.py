@@ -285,6 +285,11 @@ def test_recheck_now_moves_the_case_by_what_the_site_shows(
     html = analyst.get(f"/cases/{case.id}").get_data(as_text=True)
     assert "复查记录" in html and "outcome-gone" in html and "outcome-changed" in html
     assert "case-removed" in html
+    # The Chinese page names outcomes in Chinese (the raw reason only as a tooltip).
+    visible = re.sub(r'title="[^"]*"', "", re.sub(r"<[^>]*(title=\"[^\"]*\")?[^>]*>", " ", html))
+    for english in ("still online", "200 · matching", "gone: HTTP", "changed: no copy"):
+        assert english not in visible, english
+    assert "已消失" in visible and "仍在复制" in visible
 
 
 # --- notices and the profile ----------------------------------------------------------------
@@ -366,6 +371,15 @@ def test_notice_needs_a_profile_then_previews_and_downloads(
     assert "certificate.pdf" in names and any(n.startswith("evidence-") for n in names)
     generated = [e for e in _svc(system).history(case.id) if e.kind == "notice"]
     assert [e.data["format"] for e in generated] == ["pdf", "docx", "eml"]
+    # The page's evidence report names its case and the latest notice (issue #23).
+    u = case.urls[0]
+    report = analyst.get(
+        f"/api/v1/reports/{encode_id(u.suspect_id + chr(31) + u.mother_id)}.json"
+    ).get_json()
+    assert report["case_id"] == case.id
+    assert report["notice"] == generated[-1].data["reference"]
+    head = system.client().get("/api/v1/evidence/head").get_json()
+    assert report["evidence_key"] == head["fingerprint"]  # the key the log publishes
     assert generated[0].data["sha256"] == hashlib.sha256(pdf.data).hexdigest()
     page_html = analyst.get(f"/cases/{case.id}?lang=zh").get_data(as_text=True)
     assert "生成通知" in page_html
@@ -506,7 +520,7 @@ def test_evidence_view_marks_differing_characters(system: WebSystem) -> None:
 
 
 def _cells(html: str, cls: str) -> list[str]:
-    return re.findall(rf'<td class="num {cls}">([0-9.]+)</td>', html)
+    return re.findall(rf'<td class="num {cls}"[^>]*>([0-9.]+)</td>', html)
 
 
 # --- analytics -------------------------------------------------------------------------------
@@ -520,3 +534,29 @@ def test_analytics_shows_removals_per_site(system: WebSystem, seeded: dict[str, 
     section = en.split('id="removals"')[1].split("</section>")[0]
     assert "Takedowns per site" in section and "127.0.0.1" in section
     assert "0%" in section  # work-b's case there was noticed, then disputed: not removed
+
+
+# --- the platform and its complaint flow ------------------------------------------------------
+def test_case_page_shows_platform_and_flow(system: WebSystem) -> None:
+    svc = _svc(system)
+    opened = svc.open_case(work="w-flow", domain="weibo.com", who="test")
+    analyst = system.client("analyst")
+    html = analyst.get(f"/cases/{opened.id}?lang=zh").get_data(as_text=True)
+    assert 'id="case-platform"' in html and "新浪微博" in html
+    assert "https://service.account.weibo.com/" in html and "所需材料" in html
+    assert '<li class="current">线索</li>' in html and "材料审核" in html and "删除下架" in html
+    detail = system.client().get(f"/api/v1/cases/{opened.id}", headers=auth(system, "viewer"))
+    assert detail.get_json()["platform"]["id"] == "weibo"
+    # The platform's flow: first review (notice sent), documents, removed, compensated.
+    svc.transition(opened.id, "notice_sent", who="test")
+    token = csrf(analyst, f"/cases/{opened.id}")
+    moved = analyst.post(
+        f"/cases/{opened.id}/state",
+        data={"csrf_token": token, "state": "documents", "note": "平台要求权属证明"},
+    )
+    assert moved.status_code == 302 and svc.get(opened.id).state == "documents"
+    html = analyst.get(f"/cases/{opened.id}?lang=zh").get_data(as_text=True)
+    assert '<li class="current">材料审核</li>' in html and 'id="move-compensated"' in html
+    unknown = svc.open_case(work="w-flow", domain="pirate-site.example", who="test")
+    html = analyst.get(f"/cases/{unknown.id}?lang=zh").get_data(as_text=True)
+    assert "平台登记表中没有该网站" in html

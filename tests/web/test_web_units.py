@@ -382,3 +382,16 @@ def test_safe_next_keeps_only_paths_on_this_site() -> None:
         "javascript:alert(1)",
     ):
         assert safe_next(bad, "/home") == "/home", bad
+
+
+def test_the_web_shows_times_for_people_one_way() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from web.charts import fmt_time
+
+    t = datetime(2026, 11, 25, 17, 26, 15, 794_000, tzinfo=timezone(timedelta(hours=8)))
+    assert fmt_time(t) == "2026-11-25 09:26:15 UTC"
+    assert fmt_time(t, False) == "2026-11-25"
+    assert fmt_time(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02 03:04:05 UTC"  # naive: UTC
+    assert fmt_time(datetime(2026, 1, 2, tzinfo=UTC), False) == "2026-01-02"
+    assert fmt_time(None) == "—"

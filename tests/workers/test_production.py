@@ -30,6 +30,7 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["worker"], ["beat"], ["serve", "--no-worker", "--port", "0"]])
 def test_every_process_refuses_a_cluster_without_a_broker(
     tmp_path: Path, command: list[str]

@@ -406,11 +406,13 @@ def test_watch_commands(tmp_path: Path) -> None:
 
     runner = CliRunner()
     base = ["--data-dir", str(tmp_path / "d")]
-    assert runner.invoke(main, [*base, "watch", "add", "https://a.example/x"]).exit_code == 0
-    added = runner.invoke(main, [*base, "watch", "add", "https://b.example/", "--site"])
+    add = [*base, "watch", "add", "--no-crawl"]  # the first crawl: tests/workers/test_watch_add.py
+    assert runner.invoke(main, [*add, "https://a.example/x"]).exit_code == 0
+    added = runner.invoke(main, [*add, "https://b.example/", "--site"])
     assert added.exit_code == 0
-    book = runner.invoke(main, [*base, "watch", "add", "https://c.example/book/7/", "--book"])
+    book = runner.invoke(main, [*add, "https://c.example/book/7/", "--book"])
     assert book.exit_code == 0 and "watching book" in book.output
+    assert "next crawl:" in book.output and "yinji beat" in book.output
     both = runner.invoke(main, [*base, "watch", "add", "https://d.example/", "--site", "--book"])
     assert both.exit_code != 0 and "not both" in both.output
     bad = runner.invoke(main, [*base, "watch", "add", "file:///etc/passwd"])

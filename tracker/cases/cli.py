@@ -25,7 +25,7 @@ from tracker.config import SettingError, Settings
 from tracker.records import VERDICTS
 from tracker.timefmt import human_utc
 
-from .model import STATES, CaseError
+from .model import STATE_FLOW, STATES, CaseError
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -54,11 +54,18 @@ def _who(by: str | None) -> str:
 
 
 @contextmanager
-def _service(ctx: click.Context) -> Iterator[Any]:
+def _service(ctx: click.Context, *, create: bool = False) -> Iterator[Any]:
+    """The cases of the data folder; without ``create`` (the profile may be set before
+    the first work is imported) a missing folder is refused, not created."""
     from .service import CaseService
     from .store import open_case_store
 
     settings = _settings(ctx)
+    if not create:
+        try:
+            settings.require_data_dir()
+        except SettingError as exc:
+            raise click.ClickException(str(exc)) from None
     store = open_case_store(settings)
     svc = CaseService(store, settings)
     try:
@@ -179,14 +186,26 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
     with _service(ctx) as svc, _errors():
         c = svc.get(case_id)
         events = svc.history(case_id)
+        platform = svc.platform_of(c)
     problems = verify_chain(events)
     if as_json:
         out = c.to_dict()
+        out["platform"] = platform.to_dict() if platform is not None else None
         out["history"] = [e.to_dict() for e in events]
         out["history_problems"] = problems
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    click.echo(f"case {c.id}: {c.state}  {c.domain}  {c.work_title or c.work} ({c.work})")
+    zh, en = STATE_FLOW[c.state]
+    click.echo(
+        f"case {c.id}: {c.state} ({zh} / {en})  {c.domain}  {c.work_title or c.work} ({c.work})"
+    )
+    if platform is not None:
+        contact = platform.abuse_email or platform.web_form or "contact not documented"
+        click.echo(f"  platform: {platform.name} — {contact}")
+        for doc in platform.documents:
+            click.echo(f"    asks for: {doc}")
+        if platform.process:
+            click.echo(f"    process: {platform.process}")
     for u in c.urls:
         checked = (
             f"{human_utc(u.last_checked_at)} {u.last_outcome}" if u.last_checked_at else "never"
@@ -221,6 +240,37 @@ def case_set_state(
     with _service(ctx) as svc, _errors():
         c = svc.transition(case_id, state, who=_who(by), note=note or "")
     click.echo(f"case {c.id}: {c.state}")
+
+
+@case.command("platforms")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def case_platforms(ctx: click.Context, as_json: bool) -> None:
+    """The platform registry notices are addressed from (edit it: copy
+    tracker/cases/data/platforms.json to DATA_DIR/platforms.json)."""
+    with _service(ctx) as svc, _errors():
+        known = svc.platforms()
+    if as_json:
+        click.echo(json.dumps([p.to_dict() for p in known], ensure_ascii=False, indent=2))
+        return
+    for p in known:
+        contact = p.abuse_email or p.web_form or "-"
+        click.echo(f"{p.id:<12} {p.name}  [{', '.join(p.domains) or 'chosen by hand'}]  {contact}")
+
+
+@case.command("platform")
+@click.argument("case_id")
+@click.argument("platform_id", required=False)
+@_by_option
+@click.pass_context
+def case_platform(
+    ctx: click.Context, case_id: str, platform_id: str | None, by: str | None
+) -> None:
+    """Choose CASE_ID's platform from the registry (no PLATFORM_ID: by its domain again)."""
+    with _service(ctx) as svc, _errors():
+        c = svc.set_platform(case_id, platform_id, who=_who(by))
+        platform = svc.platform_of(c)
+    click.echo(f"case {c.id}: platform {platform.name if platform else '(none: by domain)'}")
 
 
 @case.command("mark-sent")
@@ -474,6 +524,15 @@ def case_book(
             save=not no_save,
             who=by or "system:book",
         )
+        unconfirmed = []
+        if report.case is not None:
+            from .facts import confirmed_match
+
+            unconfirmed = [
+                u.url
+                for u in report.case.urls
+                if confirmed_match(lib.store, u.suspect_id, u.mother_id) is None
+            ]
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -489,6 +548,13 @@ def case_book(
     )
     if report.case is not None:
         click.echo(f"case {report.case.id} ({report.case.state})", err=True)
+        if unconfirmed:
+            click.echo(
+                f"{len(unconfirmed)} chapter URL(s) of the case have no confirmed match yet: "
+                "a notice names only confirmed ones (yinji verdict SUSPECT_ID MOTHER_ID "
+                "confirmed, or 确认 in the web app)",
+                err=True,
+            )
 
 
 # --- profile -------------------------------------------------------------------------------
@@ -519,7 +585,7 @@ def profile_set(
     **fields: str | None,
 ) -> None:
     """Set fields of the profile (the others stay as they are)."""
-    with _service(ctx) as svc, _errors():
+    with _service(ctx, create=True) as svc, _errors():
         prof = svc.set_profile(**fields)
         for path in attach:
             prof = svc.add_attachment(path.name, path.read_bytes())

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tracker.records import Match, MatchQuery, Mother, NotFound, Suspect, match_id
 
 from .chapters import in_chapter_order
-from .model import Case, CaseError
+from .model import Case, CaseError, CaseURL
 
 if TYPE_CHECKING:
     from tracker.store import Store
@@ -149,7 +149,7 @@ def _why_not(store: Store, suspect_id: str, mother_id: str) -> str:
     return f"its match is {own.verdict}, not confirmed"
 
 
-def url_fact(store: Store, case: Case, url: Any, match: Match, evidence: Any = None) -> URLFact:
+def url_fact(store: Store, case: Case, url: CaseURL, match: Match, evidence: Any = None) -> URLFact:
     """The facts of one case URL (a ``CaseURL``) from its confirmed ``match``."""
     from tracker.reports.data import match_similarities, page_source
 

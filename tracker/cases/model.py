@@ -3,13 +3,17 @@ rights-holder profile, and the state machine.
 
 A *case* is one work copied on one site (domain): a pirate site usually copies a whole
 book, so every confirmed match of the same work on the same domain joins one case with
-its URLs. States (the command line and the API use these exact names)::
+its URLs. States (the command line and the API use these exact names) follow a
+platform's complaint flow, 线索 → 初审 → 材料审核 → 删除下架 / 赔偿::
 
-    open ──► notice_sent ──► removed ──► closed
-      │          │  ▲           │
-      │          ▼  │           └──► open      (a removed page came back)
-      │      still_online ──► removed
-      └──► disputed ──► open / notice_sent / removed / closed
+    open (线索 clue) ──► notice_sent (初审 review) ──► documents (材料审核)
+      │                      │  ▲                          │
+      │                      ▼  │                          ▼
+      │                  still_online ──────────► removed (删除下架) ──► closed
+      │                                              │  └──► open (the page came back)
+      │                                              ▼
+      │                                  compensated (赔偿) ──► closed
+      └──► disputed (争议) ──► open / notice_sent / documents / removed / closed
 
 Every change is a ``CaseEvent`` (who, when, note, from and to state) appended to the
 case's history; each event's ``hash`` chains the previous one (sha256 over the previous
@@ -32,22 +36,48 @@ from typing import Any, Literal, get_args
 from tracker.records import utcnow
 from tracker.timefmt import iso_utc, parse_utc
 
-CaseState = Literal["open", "notice_sent", "removed", "still_online", "disputed", "closed"]
+CaseState = Literal[
+    "open",
+    "notice_sent",
+    "documents",
+    "removed",
+    "compensated",
+    "still_online",
+    "disputed",
+    "closed",
+]
 STATES: tuple[str, ...] = get_args(CaseState)
 
 # The one table of legal moves; anything else is refused with IllegalTransition.
 TRANSITIONS: dict[str, frozenset[str]] = {
     "open": frozenset({"notice_sent", "removed", "disputed", "closed"}),
-    "notice_sent": frozenset({"removed", "still_online", "disputed", "closed"}),
-    "still_online": frozenset({"notice_sent", "removed", "disputed", "closed"}),
-    "removed": frozenset({"open", "closed"}),
-    "disputed": frozenset({"open", "notice_sent", "removed", "closed"}),
+    "notice_sent": frozenset(
+        {"documents", "removed", "compensated", "still_online", "disputed", "closed"}
+    ),
+    "documents": frozenset(
+        {"notice_sent", "removed", "compensated", "still_online", "disputed", "closed"}
+    ),
+    "still_online": frozenset({"notice_sent", "documents", "removed", "disputed", "closed"}),
+    "removed": frozenset({"open", "compensated", "closed"}),
+    "compensated": frozenset({"closed"}),
+    "disputed": frozenset({"open", "notice_sent", "documents", "removed", "closed"}),
     "closed": frozenset(),
+}
+# Each state as the platforms' complaint flow names it (Chinese, English).
+STATE_FLOW: dict[str, tuple[str, str]] = {
+    "open": ("线索", "clue"),
+    "notice_sent": ("初审", "review"),
+    "documents": ("材料审核", "documents"),
+    "removed": ("删除下架", "removed"),
+    "compensated": ("赔偿", "compensated"),
+    "still_online": ("仍在线", "still online"),
+    "disputed": ("争议", "disputed"),
+    "closed": ("结案", "closed"),
 }
 ACTIVE_STATES: tuple[str, ...] = tuple(s for s in STATES if s != "closed")
 # States whose URLs the daily re-check visits: a notice went out (did the page go?),
 # or the page went (did it come back?).
-RECHECK_STATES: tuple[str, ...] = ("notice_sent", "still_online", "removed")
+RECHECK_STATES: tuple[str, ...] = ("notice_sent", "documents", "still_online", "removed")
 
 EventKind = Literal[
     "created", "transition", "url_added", "url_removed", "recheck", "notice", "note", "book"

@@ -71,6 +71,7 @@ class TemplateTooCostly(CaseError):
 MAX_TEMPLATE_ITERATIONS = 100_000
 MAX_TEMPLATE_VALUE = 1_000_000
 MAX_NOTICE_CHARS = 2_000_000
+BUDGET_NAME = "__yinji_loop_budget"  # the loop wrapper the sandbox puts around every for
 # Recipient addresses: one line, no controls (a CR/LF would add mail headers).
 _BAD_ADDRESS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 
@@ -131,6 +132,7 @@ class Notice:
     case_ids: list[str]
     profile: Profile
     urls: list[str] = field(default_factory=list)
+    to: str = ""  # the recipients named in the notice (the platform's, by default)
     facts: list[URLFact] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)  # URLs of the cases not named
 
@@ -187,6 +189,16 @@ def _environment(templates_dir: Path | None) -> Any:
     class BoundedSandbox(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset({"*", "**"})
 
+        def _generate(self, source: Any, *args: Any, **kwargs: Any) -> str:
+            # Every {% for %} iterates through the rendering's step budget, so nested
+            # loops over big values cannot run for hours (jinja2 3.x compiles the AST
+            # here: the one place all loops pass through).
+            from jinja2 import nodes
+
+            for loop in source.find_all(nodes.For):
+                loop.iter = nodes.Call(nodes.Name(BUDGET_NAME, "load"), [loop.iter], [], None, None)
+            return str(super()._generate(source, *args, **kwargs))
+
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             if operator == "**":
                 if isinstance(right, int | float) and abs(right) > 64:
@@ -213,6 +225,21 @@ def _environment(templates_dir: Path | None) -> Any:
         keep_trailing_newline=True,
         autoescape=False,  # plain text: each renderer escapes for its own format
     )
+
+
+def _budgeted(budget: list[int]) -> Any:
+    """Each item of a template's loops takes one step of the rendering's budget."""
+
+    def steps(iterable: Any) -> Any:
+        for item in iterable:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TemplateTooCostly(
+                    f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
+                )
+            yield item
+
+    return steps
 
 
 def _bounded_range(budget: list[int]) -> Any:
@@ -277,9 +304,12 @@ def notice_context(
     attachments: Sequence[str] = (),
     today: Date | None = None,
     evidence_key: str = "",
+    platform: Any = None,
 ) -> dict[str, Any]:
     """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
-    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL."""
+    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL; ``platform``
+    (``tracker.cases.platforms.Platform``) names the addressee when the registry
+    knows the site."""
     today = today or Date.today()
     reference = notice_reference((c.id for c in cases), today)
     items = []
@@ -305,6 +335,12 @@ def notice_context(
     return {
         "lang": lang,
         "platform": cases[0].domain,
+        "platform_name": (
+            (platform.name if lang == "zh" else platform.name_en or platform.name)
+            if platform is not None
+            else ""
+        ),
+        "platform_form": platform.web_form or "" if platform is not None else "",
         "to": to or "",
         "reference": reference,
         "evidence_key": evidence_key,
@@ -357,7 +393,8 @@ def _render_template(env: Any, name: str, context: dict[str, Any]) -> str:
         template = env.get_template(name)
         out: list[str] = []
         size = 0
-        for chunk in template.generate(**context, range=_bounded_range(budget)):
+        bounds = {"range": _bounded_range(budget), BUDGET_NAME: _budgeted(budget)}
+        for chunk in template.generate(**context, **bounds):
             size += len(chunk)
             if size > MAX_NOTICE_CHARS:
                 raise TemplateTooCostly(
@@ -427,6 +464,7 @@ def build_notice(
         attachments=[a.name for a in profile.attachments],
         today=today,
         evidence_key=_key_fingerprint(evidence),
+        platform=svc.platform_of(cases[0]),
     )
     env = _environment(templates_dir)
     text = _render_template(env, f"{lang}/notice.txt.j2", context)
@@ -441,6 +479,7 @@ def build_notice(
         case_ids=[c.id for c in cases],
         profile=profile,
         urls=[f.url for f in facts.urls],
+        to=to or "",
         facts=facts.urls,
         left_out=facts.left_out,
     )
@@ -453,8 +492,10 @@ def _key_fingerprint(evidence: Any) -> str:
     log's ``key_id``), printed so a reader can check the log's signatures; "" without."""
     if evidence is None:
         return ""
+    from tracker.evidence.keys import format_fingerprint
+
     try:
-        return str(evidence.key_id)
+        return format_fingerprint(str(evidence.key_id))
     except Exception as exc:  # a log whose key cannot be read: the notice says nothing
         log.warning("evidence log key unavailable: %s", exc)
         return ""
@@ -522,6 +563,10 @@ def prepare_notice(
     case_ids = list(case_ids)
     cases = svc.batch(case_ids)
     to = check_recipients(to)
+    if not to:  # addressed to the platform's abuse address when the registry has one
+        platform = svc.platform_of(cases[0])
+        if platform is not None and platform.abuse_email:
+            to = [platform.abuse_email]
     today = Date.today()
     log_ = _evidence_log(library)
     reference = notice_reference((c.id for c in cases), today)
@@ -812,7 +857,7 @@ def generate_notice(
         files = [(name, data, "application/pdf") for name, data in evidence.values()]
         options = {
             "sender": sender,
-            "to": list(to),
+            "to": list(to) or [a.strip() for a in notice.to.split(",") if a.strip()],
             "attachments": files + svc.attachment_files(notice.profile),
         }
     data = render(notice, fmt, **options)

@@ -135,22 +135,28 @@ def check_url(
     return URLCheck(url, "changed", page.status, reason, page.fetched_at, sha, 0.0, ref)
 
 
-def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str]:
-    """(state, note) after the checks applied to ``case.urls``."""
+def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str, dict[str, Any]]:
+    """(state, note, data) after the checks applied to ``case.urls``; ``data["auto"]``
+    names the reason (``back``, ``still_online``, ``removed``) so that each interface
+    can say it in its own language."""
     matching = [c.url for c in checks if c.outcome == "matching"]
     if matching:
         if case.state == "removed":
-            return "open", f"page is back: {matching[0]}"
+            data = {"auto": "back", "url": matching[0]}
+            return "open", f"页面恢复 / page is back: {matching[0]}", data
         if case.state == "notice_sent":
-            return "still_online", f"still online: {matching[0]}"
-        return case.state, ""
+            data = {"auto": "still_online", "url": matching[0]}
+            return "still_online", f"仍在线 / still online: {matching[0]}", data
+        return case.state, "", {}
     concluded = [c for c in checks if c.outcome in ("gone", "changed")]
     all_removed = bool(case.urls) and all(u.status == "removed" for u in case.urls)
-    movable = case.state in ("open", "notice_sent", "still_online", "disputed")
+    movable = case.state in ("open", "notice_sent", "documents", "still_online", "disputed")
     if concluded and all_removed and movable:
         gone = sum(1 for c in concluded if c.outcome == "gone")
-        return "removed", f"{gone} gone, {len(concluded) - gone} changed"
-    return case.state, ""
+        changed = len(concluded) - gone
+        note = f"{gone} 个已删除（404/410），{changed} 个不再复制 / {gone} gone, {changed} changed"
+        return "removed", note, {"auto": "removed", "gone": gone, "changed": changed}
+    return case.state, "", {}
 
 
 def _capturer(svc: CaseService, suspect_id: str) -> Callable[[Any], str | None]:
@@ -202,10 +208,10 @@ def recheck_case(
             elif chk.outcome == "unreachable" and u.status != "removed":
                 u.status = "unknown"
             events.append(CaseEvent(c.id, "recheck", who, data=chk.to_dict()))
-        state, note = _next_state(c, checks)
+        state, note, data = _next_state(c, checks)
         if state != c.state:
             check_transition(c.id, c.state, state)
-            events.append(svc.state_event(c, state, who, note))
+            events.append(svc.state_event(c, state, who, note, data))
         return events
 
     saved = svc.update(case_id, change) if checks else case

@@ -136,18 +136,40 @@ class CaseService:
             return None
         return next((c for c in self.active_cases_on(domain) if c.url(url) is not None), None)
 
-    def case_for_match(self, url: str, mother_id: str, domain: str) -> Case | None:
+    def report_references(self, url: str) -> tuple[str | None, str | None]:
+        """(case id, latest notice number) an evidence report of the page at ``url``
+        names: the active case holding it and the reference of its latest notice."""
+        case = self.case_holding(url) if url else None
+        if case is None:
+            return None, None
+        notices = [
+            e.data.get("reference")
+            for e in self.store.list_events(case.id)
+            if e.kind == "notice" and isinstance(e.data.get("reference"), str)
+        ]
+        return case.id, (notices[-1] if notices else None)
+
+    def case_for_match(
+        self, url: str, mother_id: str, domain: str, work_key: str | None = None
+    ) -> Case | None:
         """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
         already: the active case holding the URL, else the active case of the same
         domain that already holds copies of that work (a book case lists its chapters'
-        works)."""
+        works, and its work is the ``work``/``book`` metadata, ``work_key``, they share)."""
         held = self.case_holding(url, domain)
         if held is not None:
             return held
         found = self.active_case(mother_id, domain)
         if found is not None:
             return found
-        return next((c for c in self.active_cases_on(domain) if mother_id in c.mother_ids), None)
+        return next(
+            (
+                c
+                for c in self.active_cases_on(domain)
+                if mother_id in c.mother_ids or (work_key and c.work == work_key)
+            ),
+            None,
+        )
 
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
@@ -318,14 +340,17 @@ class CaseService:
                 return case
         raise ConcurrentUpdate(f"could not open a case for {work!r} on {domain}")
 
-    def file_match(self, match: Match, *, who: str, note: str = "") -> Case | None:
+    def file_match(
+        self, match: Match, *, who: str, note: str = "", matches: Store | None = None
+    ) -> Case | None:
         """Put a confirmed match's URL into its case; None when the match has no URL
         (a pasted text has no page to take down)."""
         url = match.suspect_url
         domain = normalize_domain(match.domain) or domain_of(url)
         if not url or not domain:
             return None
-        case = self.case_for_match(url, match.mother_id, domain) or self.open_case(
+        work_key = _work_key_of(matches, match.mother_id) if matches is not None else None
+        case = self.case_for_match(url, match.mother_id, domain, work_key) or self.open_case(
             work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
         )
 
@@ -388,7 +413,9 @@ class CaseService:
             ]
             if not c.urls:
                 events.append(
-                    self.state_event(c, "closed", who, "no confirmed URL left in the case")
+                    self.state_event(
+                        c, "closed", who, "案件中已无确认的网址 / no confirmed URL left in the case"
+                    )
                 )
             return events
 
@@ -418,7 +445,7 @@ class CaseService:
             log.warning("evidence log refused the verdict on %s: %s", mid, exc)
         case: Case | None = None
         if verdict == "confirmed":
-            case = self.file_match(match, who=who, note=note or "")
+            case = self.file_match(match, who=who, note=note or "", matches=matches)
             message = (
                 f"confirmed; case {case.id} ({case.state})"
                 if case
@@ -441,12 +468,56 @@ class CaseService:
                 MatchQuery(verdict="confirmed", sort="created_at", offset=offset, limit=page)
             )
             for m in batch:
-                if m.suspect_url and m.suspect_url not in held and self.file_match(m, who=who):
+                filed = m.suspect_url and m.suspect_url not in held
+                if filed and self.file_match(m, who=who, matches=matches):
                     held.add(m.suspect_url)
                     added += 1
             if len(batch) < page:
                 return added
             offset += page
+
+    # --- platforms -------------------------------------------------------------------------
+    def platforms(self) -> list[Any]:
+        """The platform registry (``tracker.cases.platforms``) with the data folder's
+        ``platforms.json`` applied."""
+        from .platforms import load_platforms
+
+        return load_platforms(self.settings.data_dir if self.settings else None)
+
+    def platform_of(self, case: Case) -> Any:
+        """The case's platform: the one chosen for it (``metadata.platform``), else the
+        registry's platform serving its domain; None when the registry has none."""
+        from .platforms import platform_for
+
+        known = self.platforms()
+        chosen = case.metadata.get("platform")
+        if isinstance(chosen, str):
+            found = next((p for p in known if p.id == chosen), None)
+            if found is not None:
+                return found
+        return platform_for(case.domain, known)
+
+    def set_platform(self, case_id: str, platform_id: str | None, *, who: str) -> Case:
+        """Choose the case's platform by registry id (None or "": back to the domain's)."""
+        who = check_who(who)
+        if platform_id:
+            ids = [p.id for p in self.platforms()]
+            if platform_id not in ids:
+                raise CaseError(
+                    f"unknown platform {platform_id!r}; the registry has: {', '.join(ids)}"
+                )
+
+        def change(c: Case) -> list[CaseEvent]:
+            if (c.metadata.get("platform") or None) == (platform_id or None):
+                return []
+            if platform_id:
+                c.metadata["platform"] = platform_id
+            else:
+                c.metadata.pop("platform", None)
+            note = f"platform: {platform_id or 'by domain'}"
+            return [CaseEvent(c.id, "note", who, note, data={"platform": platform_id or None})]
+
+        return self.update(case_id, change)
 
     # --- the rights holder ----------------------------------------------------------------
     def profile(self) -> Profile:
@@ -527,6 +598,16 @@ class CaseService:
         if closed:
             raise CaseError(f"closed case(s) cannot be noticed: {', '.join(closed)}")
         return cases
+
+
+def _work_key_of(matches: Store, mother_id: str) -> str | None:
+    """The ``work`` (or ``book``) metadata of a mother: the key its book's case has."""
+    try:
+        meta = matches.get_mother(mother_id).metadata or {}
+    except (NotFound, KeyError):
+        return None
+    key = meta.get("work") or meta.get("book")
+    return str(key) if key else None
 
 
 def summary_counts(cases: Iterable[Case]) -> dict[str, int]:

@@ -189,6 +189,8 @@ def validate_addresses(
         detail = (
             f"{host} resolves to non-public address {addr}" if host else f"{addr} is not public"
         )
+        # Say how to allow it (a local test site, an internal mirror): the one switch.
+        detail += "; set YINJI_ALLOW_PRIVATE_URLS=1 to crawl private and loopback addresses"
         raise Blocked(url, detail)
 
 

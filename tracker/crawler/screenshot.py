@@ -54,7 +54,26 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     # The browser resolves no name itself: every request is answered by our handler.
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # WebRTC (issue #25): a crawled page's RTCPeerConnection would send STUN/TURN over
+    # UDP to any address it names, past the route handler. No proxy is configured, so
+    # "disable_non_proxied_udp" means no UDP at all; the init script below also removes
+    # the API, and WebTransport (QUIC) is off with --disable-quic.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--enforce-webrtc-ip-permission-check",
+    "--disable-features=WebRtcHideLocalIpsWithMdns",
 )
+# Run in every frame before the page's own scripts: the APIs that open connections the
+# route handler cannot see (peer-to-peer UDP, QUIC) are gone.
+NO_WEBRTC_SCRIPT = """
+(() => {
+  for (const name of ["RTCPeerConnection", "webkitRTCPeerConnection", "RTCDataChannel",
+                      "RTCIceCandidate", "RTCSessionDescription", "WebTransport"]) {
+    try { Object.defineProperty(globalThis, name, {value: undefined, configurable: false}); }
+    catch (e) {}
+  }
+})();
+"""
 VIEWPORT = {"width": 1280, "height": 900}
 LOAD_WAIT = 10.0  # seconds at most for the load event after the document arrived
 MAX_HEIGHT = 16000  # pixels; Chromium cannot paint a taller full-page image in one piece
@@ -220,6 +239,7 @@ class Screenshotter:
                 timeout=max(1000.0, left() * 1000),
             )
             try:
+                context.add_init_script(NO_WEBRTC_SCRIPT)
                 context.route("**/*", handle)
                 context.route_web_socket("**/*", refuse_socket)
                 tab = context.new_page()

@@ -4,10 +4,13 @@ One queue per host (a sorted set, score = priority, lower first) and a sorted se
 hosts by the time each may next be asked (the per-host politeness clock). ``claim``
 runs in one Lua script: it takes back leases whose worker died (their URLs go back to
 their queue), picks among the hosts whose clock has passed the one whose best URL has
-the best priority, moves that URL to the leases (with a deadline) and advances the
-host's clock by its interval (``set_interval``: the configured rate, or robots.txt's
-Crawl-delay). The clock is Redis's own (``TIME``), so workers on many machines with
-skewed clocks still never ask a host faster than its interval.
+the best priority and moves that URL to the leases (with a deadline). A host has one
+request in flight at a time: it is not handed out again until that URL is done (or
+given back), and then only after its interval (``set_interval``: the configured rate,
+or robots.txt's Crawl-delay) counted from the end of that fetch. So two requests to one
+host are always at least the interval apart where the server sees them, however late a
+thread sends its request; and the clock is Redis's own (``TIME``), so workers on many
+machines with skewed clocks share it.
 
 A URL enters the frontier once (``seen``): ``add`` is one Lua script that checks and
 records it, so two workers that find the same link queue it once. ``done`` ends a lease;
@@ -87,6 +90,21 @@ end
 return 1
 """
 
+_RELEASE = """
+local tag, url, host, default_iv = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local iv = tonumber(redis.call('HGET', tag .. ':interval', host) or default_iv)
+redis.call('ZREM', tag .. ':leased', url)
+redis.call('HSET', tag .. ':clock', host, now + iv)
+if redis.call('ZCARD', tag .. ':q:' .. host) > 0 then
+  redis.call('ZADD', tag .. ':hosts', now + iv, host)
+else
+  redis.call('ZREM', tag .. ':hosts', host)
+end
+return 1
+"""
+
 _CLAIM = """
 local tag, lease_ms = ARGV[1], tonumber(ARGV[2])
 local default_iv, scan = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -130,14 +148,11 @@ if best_url == nil then
   end
   return {'', '', math.max(1, tonumber(first[2]) - now), redis.call('ZCARD', tag .. ':leased')}
 end
-local iv = tonumber(redis.call('HGET', tag .. ':interval', best_host) or default_iv)
 redis.call('ZREM', tag .. ':q:' .. best_host, best_url)
-redis.call('HSET', tag .. ':clock', best_host, now + iv)
-if redis.call('ZCARD', tag .. ':q:' .. best_host) > 0 then
-  redis.call('ZADD', tag .. ':hosts', now + iv, best_host)
-else
-  redis.call('ZREM', tag .. ':hosts', best_host)
-end
+-- One request in flight per host: the host waits until this one is done (``_RELEASE``
+-- sets its clock to the end of the fetch plus its interval) or its lease runs out.
+redis.call('HSET', tag .. ':clock', best_host, now + lease_ms)
+redis.call('ZADD', tag .. ':hosts', now + lease_ms, best_host)
 redis.call('ZADD', tag .. ':leased', now + lease_ms, best_url)
 redis.call('HINCRBY', tag .. ':stats', 'claimed', 1)
 return {best_url, redis.call('HGET', tag .. ':entry', best_url) or '', 0, 0}
@@ -175,6 +190,7 @@ class Frontier:
         self._add = redis.register_script(_ADD)
         self._requeue = redis.register_script(_REQUEUE)
         self._claim = redis.register_script(_CLAIM)
+        self._release = redis.register_script(_RELEASE)
 
     # -- keys --
     def k(self, suffix: str) -> str:
@@ -257,18 +273,22 @@ class Frontier:
 
     def done(self, item: FrontierItem, *, failed: bool = False) -> None:
         """End ``item``'s lease: fetched (or failed for good). It stays seen."""
+        self._free(item.url)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.zrem(self.k("leased"), item.url)
         pipe.hdel(self.k("entry"), item.url)
         pipe.hincrby(self.k("stats"), "failed" if failed else "done", 1)
         pipe.execute()
+
+    def _free(self, url: str) -> None:
+        """End ``url``'s lease and start its host's interval now (Redis's clock)."""
+        self._run(self._release, [self.keys.tag, url, host_of(url), int(self.interval * 1000)])
 
     def retry(self, item: FrontierItem, *, penalty: float = 5.0) -> None:
         """A transient failure: back into its host's queue, a little later in line."""
         item.priority += penalty
         self.redis.hset(self.k("entry"), item.url, item.to_json())
-        self.redis.zrem(self.k("leased"), item.url)
         self._run(self._requeue, [self.keys.tag, item.url, host_of(item.url), repr(item.priority)])
+        self._free(item.url)
 
     def schedule_revisit(self, item: FrontierItem, after_seconds: float) -> None:
         """Fetch ``item`` again after ``after_seconds`` (``requeue_due`` brings it back)."""

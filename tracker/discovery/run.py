@@ -70,6 +70,7 @@ class RunOptions:
     interval: float = 1.0  # seconds between two requests to one host
     max_depth: int = 2  # links followed from a page that did not match
     max_site_searches: int = 50  # book names searched on each site per run
+    search_concurrency: int = 4  # queries in flight to one provider
     revisit_days: float = 7.0  # a page that matched is fetched again after this
     save: bool = True
     search: bool = True
@@ -337,45 +338,61 @@ class DiscoveryRun:
         return self.queries
 
     def search(self) -> None:
-        from tracker.discovery.urls import normalize_url
-
         if not self.options.search:
             return
         day = datetime.now(UTC).strftime("%Y%m%d")
         for provider in self.searcher.providers:
-            failures = 0
+            # The queries within each work's budget for this provider today.
+            chosen: list[Query] = []
+            used: dict[str, int] = {}
             for q in self.queries:
-                budget_key = self.keys.key(f"budget:{provider.name}:{day}:{q.work_id}")
-                if int(self.lib.redis.get(budget_key) or 0) >= self.options.max_queries:
-                    continue
-                outcome = self.searcher.search(provider, q.text)
-                self.report.queries += 1
-                if outcome.cached:
-                    self.report.cached += 1
-                else:
-                    self.lib.redis.incr(budget_key)
-                    self.lib.redis.expire(budget_key, 2 * 86400)
-                if outcome.error:
-                    self.report.source(provider.name).errors += 1
-                    self.report.error(f"{outcome.error} (query {q.text})")
-                    failures += 1
-                    if failures >= 3 and not outcome.hits:
-                        self.report.error(f"{provider.name}: 3 failures, not asked again this run")
-                        break
-                    continue
-                for hit in outcome.hits:
-                    try:
-                        normalize_url(hit.url)
-                    except ValueError:
-                        self.report.error(
-                            f"{provider.name}: result is not an http(s) URL: {hit.url!r}"
-                        )
-                        continue
-                    self._seed(
-                        FrontierItem(
-                            url=hit.url, source=provider.name, priority=0, works=[q.work_id]
-                        )
+                if q.work_id not in used:
+                    key = self.keys.key(f"budget:{provider.name}:{day}:{q.work_id}")
+                    used[q.work_id] = int(self.lib.redis.get(key) or 0)
+                if used[q.work_id] < self.options.max_queries:
+                    used[q.work_id] += 1
+                    chosen.append(q)
+            failures = 0
+            width = max(1, self.options.search_concurrency)
+            with ThreadPoolExecutor(max_workers=width) as pool:
+                for start in range(0, len(chosen), 4 * width):
+                    batch = chosen[start : start + 4 * width]
+                    outcomes = list(
+                        pool.map(lambda q, p=provider: self.searcher.search(p, q.text), batch)
                     )
+                    ok = False
+                    for q, outcome in zip(batch, outcomes, strict=True):
+                        ok |= self._take(provider.name, q, outcome, day)
+                        failures += bool(outcome.error)
+                    if failures >= 3 and not ok:
+                        self.report.error(
+                            f"{provider.name}: {failures} failures, not asked again this run"
+                        )
+                        break
+
+    def _take(self, name: str, q: Query, outcome: Any, day: str) -> bool:
+        """Count one answer against the budget and seed its results; False on an error."""
+        from tracker.discovery.urls import normalize_url
+
+        self.report.queries += 1
+        if outcome.cached:
+            self.report.cached += 1
+        else:
+            budget_key = self.keys.key(f"budget:{name}:{day}:{q.work_id}")
+            self.lib.redis.incr(budget_key)
+            self.lib.redis.expire(budget_key, 2 * 86400)
+        if outcome.error:
+            self.report.source(name).errors += 1
+            self.report.error(f"{outcome.error} (query {q.text})")
+            return False
+        for hit in outcome.hits:
+            try:
+                normalize_url(hit.url)
+            except ValueError:
+                self.report.error(f"{name}: result is not an http(s) URL: {hit.url!r}")
+                continue
+            self._seed(FrontierItem(url=hit.url, source=name, priority=0, works=[q.work_id]))
+        return True
 
     def sites(self) -> None:
         if not self.options.sites:

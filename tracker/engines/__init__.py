@@ -12,9 +12,12 @@ Engines are imported lazily, so choosing one never loads the others.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracker.engines.base import Engine
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 ENGINES: dict[str, str] = {
     "daguan": "tracker.engines.daguan:DaguanEngine",
@@ -32,7 +35,7 @@ def engine_class(name: str) -> type[Engine]:
     return getattr(importlib.import_module(module), attr)
 
 
-def make_engine(name: str, redis: Any, prefix: str, **options: Any) -> Engine:
+def make_engine(name: str, redis: RedisClient, prefix: str, **options: Any) -> Engine:
     return engine_class(name)(redis, prefix, **options)
 
 

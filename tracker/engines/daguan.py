@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,18 @@ from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
+
+# Suspect windows (at query stride 1) that a run of stopped fingerprints must span to be
+# a much-copied text rather than a boilerplate formula: 48 windows of 24 initials span
+# 71 initials.
+LONG_RUN = 48
+
+# A candidate before its edition group is expanded: (weak, posted id, strength,
+# (evidence, common)).
+Proposal = tuple[bool, int, float, tuple[np.ndarray, np.ndarray | None]]
 
 
 class DaguanEngine(Engine):
@@ -36,7 +48,7 @@ class DaguanEngine(Engine):
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         *,
         params: FingerprintParams | dict[str, Any] | None = None,
@@ -54,7 +66,11 @@ class DaguanEngine(Engine):
         if isinstance(reference, dict):
             reference = Reference.from_json(reference)
         self.fingerprinter = Fingerprinter(params, reference)
-        self.index = RedisInvertedIndex(redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df)
+        # Identical or near-identical mothers are one text to the index (editions), so
+        # that many copies of a work cannot turn its fingerprints into stop words.
+        self.index = RedisInvertedIndex(
+            redis, self.base, bucket_bits=bucket_bits, stop_df=stop_df, editions=True
+        )
         self.min_hits = min_hits
         self.weak_candidates = weak_candidates
         self.query_stride = query_stride
@@ -100,6 +116,21 @@ class DaguanEngine(Engine):
         hits = self._suspect_hits(text)
         if hits is None:
             return []
+        found = self._ranked(hits, limit)
+        # The index holds edition groups: each one found stands for all its editions.
+        found += self._stopped_runs(hits, {c[1] for c in found})
+        editions = self.index.members(sorted({posted for _, posted, _, _ in found}))
+        return [
+            Candidate(seq, power, evidence, common, weak=weak)
+            for weak, posted, power, (evidence, common) in found
+            for seq in editions[posted]
+        ]
+
+    def _ranked(self, hits: SuspectHits, limit: int) -> list[Proposal]:
+        """``(weak, posted id, strength, (evidence, common))`` of the mothers (edition
+        groups) the postings rank, strongest first, at most ``limit``."""
+        if hits.seqs.size == 0:
+            return []
         # Windows whose fingerprints many mothers hold are boilerplate: they make no
         # candidate, but the verifier learns where they are (``Candidate.common``).
         common = boilerplate_windows(
@@ -115,17 +146,49 @@ class DaguanEngine(Engine):
         )
         evidence = evidence_by_mother(pairs, hits.starts)
         common_starts = hits.starts[common]
-        strong = ranked.strong
         return [
-            Candidate(
+            (
+                rank >= ranked.strong,
                 int(seqs[i]),
                 float(strength[i]),
-                evidence(int(seqs[i])),
-                common_starts,
-                weak=rank >= strong,
+                (evidence(int(seqs[i])), common_starts),
             )
             for rank, i in enumerate(ranked[:limit])
         ]
+
+    def _stopped_runs(self, hits: SuspectHits, known: set[int]) -> list[Proposal]:
+        """Weak candidates for long runs of stopped windows (issue #25): a passage
+        spanning ``LONG_RUN`` or more windows whose indexed fingerprints more than
+        ``stop_df`` distinct texts hold is no boilerplate formula but a much-copied text
+        (one inside many different works). The holders its stop markers kept (the first
+        4 of each) that hold at least half of the run's fingerprints are proposed, the
+        run as their evidence; the verifier decides, when the other candidates leave room
+        for it."""
+        run = max(1, LONG_RUN // self.query_stride)  # windows a run spans, at least
+        step = max(1, self.params.stride // self.query_stride)  # between mother windows
+        if hits.stopped * step < run or hits.fps is None or hits.stop_mask is None:
+            return []
+        # Mothers are indexed at their stride: a shared passage shows as stopped windows
+        # about ``step`` apart. A run: stopped windows no more than two steps apart.
+        pos = np.flatnonzero(hits.stop_mask[hits.inverse])
+        cuts = np.flatnonzero(np.diff(pos) > 2 * step) + 1
+        runs = [part for part in np.split(pos, cuts) if part.size and part[-1] - part[0] >= run - 1]
+        if not runs:
+            return []
+        # Only the stop markers of long runs are read again, for the holders they kept.
+        wanted = np.unique(np.concatenate([hits.inverse[part] for part in runs]))
+        at, held = self.index.stop_samples(hits.fps[wanted])
+        out: list[Proposal] = []
+        for part in runs:
+            run_fps = np.unique(hits.inverse[part])
+            mine = np.isin(wanted[at], run_fps)
+            seqs, counts = np.unique(held[mine], return_counts=True)
+            evidence = np.unique(hits.starts[part])
+            for seq, count in zip(seqs.tolist(), counts.tolist(), strict=True):
+                if 2 * count >= run_fps.size and seq not in known:
+                    known.add(seq)
+                    out.append((True, seq, count / run_fps.size, (evidence, None)))
+        return out
 
     def _suspect_hits(self, text: str) -> SuspectHits | None:
         """The suspect's dense windows and the postings of their fingerprints, or None when
@@ -134,9 +197,16 @@ class DaguanEngine(Engine):
         # sparse mother window inside it meets a suspect window starting at its letter.
         dense = self.fingerprinter.fingerprints(text, stride=self.query_stride)
         fps, inverse = np.unique(dense.values, return_inverse=True)
-        found = self.snapshots.lookup(self.index, fps) if self.snapshots is not None else None
-        fp_index, seqs, _stopped = found if found is not None else self.index.lookup(fps)
-        if seqs.size == 0:
+        stop_mask = np.zeros(fps.size, dtype=bool)
+        found = (
+            self.snapshots.lookup(self.index, fps, stop_mask=stop_mask)
+            if self.snapshots is not None
+            else None
+        )
+        if found is None:
+            found = self.index.lookup(fps, stop_mask=stop_mask)
+        fp_index, seqs, stopped = found
+        if seqs.size == 0 and stopped * self.params.stride < LONG_RUN:
             return None
         df_fp = np.bincount(fp_index, minlength=fps.size)
         return SuspectHits(
@@ -146,6 +216,9 @@ class DaguanEngine(Engine):
             seqs=seqs,
             df_fp=df_fp,
             df_pos=df_fp[inverse],
+            fps=fps,
+            stopped=stopped,
+            stop_mask=stop_mask,
         )
 
     def stats(self) -> dict[str, Any]:
@@ -154,6 +227,7 @@ class DaguanEngine(Engine):
             "engine": self.name,
             "params": self.params.to_dict(),
             "keys": stats["buckets"]
+            + stats.get("edition_keys", 0)
             + int(self.redis.exists(self.index.layout_key))
             + int(self.redis.exists(self.index.version_key)),
             **stats,
@@ -172,7 +246,9 @@ class SuspectHits:
     ``starts[w]``: where window ``w`` starts (in initials); ``inverse[w]``: its distinct
     fingerprint; ``fp_index``/``seqs``: the postings as parallel arrays, mother
     ``seqs[i]`` holds distinct fingerprint ``fp_index[i]``; ``df_fp[f]``: how many mothers
-    hold distinct fingerprint ``f``; ``df_pos[w]``: the same for window ``w``'s."""
+    hold distinct fingerprint ``f``; ``df_pos[w]``: the same for window ``w``'s; ``fps``:
+    the distinct fingerprints; ``stopped``: how many of them are stop words, ``stop_mask``
+    which."""
 
     starts: np.ndarray
     inverse: np.ndarray
@@ -180,6 +256,9 @@ class SuspectHits:
     seqs: np.ndarray
     df_fp: np.ndarray
     df_pos: np.ndarray
+    fps: np.ndarray | None = None
+    stopped: int = 0
+    stop_mask: np.ndarray | None = None  # per distinct fingerprint: a stop word
 
 
 @dataclass

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from tracker.engines.windows import (
 )
 from tracker.indexes.lsh import RedisLSH, choose_bands
 from tracker.minhash import MinHasher
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 # Per normalization: shingle, window gap, window min length, window max length, anchor n,
 # permutations, LSH threshold, min Jaccard. Chars: the original engine, unchanged (its
@@ -96,7 +99,7 @@ class MinHashEngine(WindowedEngine):
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         *,
         normalization: str = "initials",

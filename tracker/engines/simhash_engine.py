@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -64,6 +64,9 @@ from tracker.engines.windows import (
 )
 from tracker.indexes.hamming import RedisHammingIndex
 from tracker.simhash import simhash_spans
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 # Per normalization: ngram, window gap, window min length, window max length, anchor n-gram.
 # Chars: the original parameters (characters). Initials: chosen on bench/eval.py, see
@@ -97,7 +100,7 @@ class SimHashEngine(WindowedEngine):
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         *,
         normalization: str = "initials",

@@ -88,6 +88,8 @@ from .log import (
     EvidenceLog,
     HeadRecord,
     LogEntry,
+    LogInconsistent,
+    NoEvidence,
     Publication,
 )
 from .settings import EvidenceSettings
@@ -115,6 +117,8 @@ __all__ = [
     "HeadRecord",
     "Limits",
     "LogEntry",
+    "LogInconsistent",
+    "NoEvidence",
     "Publication",
     "RedirectHop",
     "SignedTreeHead",

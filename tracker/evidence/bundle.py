@@ -21,6 +21,9 @@ timestamped when a TSA is configured) and writes:
 ``treehead.sig``       its Ed25519 signature; ``public-key.pem`` the log's key
 ``treehead.tsr``       the RFC 3161 timestamp response, when there is one;
                        ``tsa-certs.pem`` the certificates it carries
+``heads/N.*``          earlier timestamped tree heads that already held older records
+                       (``.json``, ``.sig``, ``.tsr``), with ``.consistency.json``: the
+                       proof that the bundle's tree head extends each
 ``VERIFY.txt``         how to check all of it with sha256sum, openssl and python3
 ``verify_proof.py``    a standard-library script that checks the Merkle proofs
 =====================  ==============================================================
@@ -55,7 +58,7 @@ from .blobs import BlobCorrupt, BlobMissing
 from .canonical import CanonicalError, format_time, time_from_ms
 from .capture import Capture, CaptureError
 from .keys import TreeHead, format_fingerprint
-from .log import EvidenceError, EvidenceLog, LogEntry
+from .log import EvidenceError, EvidenceLog, HeadRecord, LogEntry, NoEvidence
 from .merkle import leaf_hash, verify_inclusion
 from .tsa import TokenError, token_of
 
@@ -214,7 +217,7 @@ def export_bundle(
     entries = log.entries(suspect_id=suspect_id, mother_id=mother_id)
     if not entries:
         target = f"suspect {suspect_id!r}" + (f" and work {mother_id!r}" if mother_id else "")
-        raise EvidenceError(f"the evidence log has no record about {target}")
+        raise NoEvidence(f"the evidence log has no record about {target}")
 
     record = log.tree_head()  # refuses a log inconsistent with its signed heads
     head = record.head
@@ -284,6 +287,33 @@ def export_bundle(
             {"file": log_name, "kind": entry.kind, "leaf_index": entry.index, "proof": proof_name}
         )
 
+    anchors = []
+    for anchor, indexes in _anchors(log, entries, record):
+        base = f"heads/{anchor.id:08d}"
+        first = anchor.head
+        assert anchor.token is not None
+        add(f"{base}.json", first.encode(), "anchor-tree-head")
+        add(f"{base}.sig", anchor.signed.signature, "anchor-tree-head-signature")
+        add(f"{base}.tsr", anchor.token, "anchor-timestamp")
+        proof = {
+            "first": first.size,
+            "first_root": first.root_hash.hex(),
+            "proof": [h.hex() for h in log.consistency_proof(first.size, head.size)],
+            "second": head.size,
+            "second_root": head.root_hash.hex(),
+        }
+        add(f"{base}.consistency.json", _pretty(proof), "consistency-proof")
+        anchors.append(
+            {
+                "consistency": f"{base}.consistency.json",
+                "head": f"{base}.json",
+                "records": indexes,
+                "signature": f"{base}.sig",
+                "size": first.size,
+                "timestamp": f"{base}.tsr",
+            }
+        )
+
     add(TREEHEAD, head.encode(), "tree-head")
     add(SIGNATURE, record.signed.signature, "tree-head-signature")
     add(PUBLIC_KEY, log.public_key_pem(), "public-key")
@@ -296,10 +326,11 @@ def export_bundle(
     add(VERIFY_SCRIPT, VERIFIER.read_bytes(), "verifier")
     add(
         INSTRUCTIONS,
-        instructions(suspect_id, mother_id, head, records, token is not None),
+        instructions(suspect_id, mother_id, head, records, token is not None, anchors),
         "instructions",
     )
     manifest = {
+        "anchors": anchors,
         "created_at": format_time(log.clock()),
         "fingerprint": head.log_id,
         "format": BUNDLE_FORMAT,
@@ -365,6 +396,27 @@ def export_bundle(
 _DateTime = tuple[int, int, int, int, int, int]
 
 
+def _anchors(
+    log: EvidenceLog, entries: Sequence[LogEntry], latest: HeadRecord
+) -> list[tuple[HeadRecord, list[int]]]:
+    """For each record, the earliest timestamped tree head that covers it, when that is
+    older than the bundle's head: its token bounds the record's time from the time it
+    was signed, not from the export. Returns (head, the record indexes it anchors)."""
+    stamped = sorted(
+        (h for h in log.heads() if h.token is not None and h.head.size <= latest.head.size),
+        key=lambda h: (h.head.size, h.id),
+    )
+    chosen: dict[int, tuple[HeadRecord, list[int]]] = {}
+    for entry in entries:
+        anchor = next((h for h in stamped if h.head.size > entry.index), None)
+        if anchor is None or anchor.id == latest.id:
+            continue
+        if latest.token is not None and anchor.head.timestamp_ms >= latest.head.timestamp_ms:
+            continue
+        chosen.setdefault(anchor.id, (anchor, []))[1].append(entry.index)
+    return [chosen[k] for k in sorted(chosen)]
+
+
 def sums_text(files: Mapping[str, bytes]) -> bytes:
     """``SHA256SUMS``: every member but itself and its signature, sorted by name."""
     names = sorted(n for n in files if n not in (SUMS, SUMS_SIG))
@@ -403,6 +455,7 @@ def instructions(
     head: TreeHead,
     records: Sequence[Mapping[str, Any]],
     stamped: bool,
+    anchors: Sequence[Mapping[str, Any]] = (),
 ) -> bytes:
     """``VERIFY.txt`` of a bundle: a function of the manifest and the tree head only, so
     ``verify_bundle`` can rebuild it and name a rewritten one."""
@@ -455,6 +508,21 @@ def instructions(
         ]
     else:
         lines += ["5. This tree head has no timestamp token (本树头没有可信时间戳).", ""]
+    if anchors:
+        lines += [
+            "5b. Older records are also under earlier timestamped tree heads (heads/), which",
+            "   the signed tree head extends (consistency proofs; verify_proof.py checks them).",
+            "   No record may claim a time after its earlier head's timestamp",
+            "   (更早的带时间戳的树头):",
+        ]
+        for anchor in anchors:
+            head_file, sig_file, tsr_file = anchor["head"], anchor["signature"], anchor["timestamp"]
+            lines += [
+                "   openssl pkeyutl -verify -pubin -inkey public-key.pem -rawin \\",
+                f"     -in {head_file} -sigfile {sig_file}",
+                f"   openssl ts -verify -in {tsr_file} -data {head_file} -CAfile TSA-ROOT.pem",
+            ]
+        lines.append("")
     lines += [
         "6. Each record is in the signed log, and each file is the one a record names",
         "   (每条记录都在已签名的日志中，每个文件都是记录所指的文件):",

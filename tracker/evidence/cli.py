@@ -11,7 +11,9 @@ log's signed tree head (issue #15's command-line contract; registered through th
   pinned; exit 2 with ``--trust-bundled-key`` for a bundle intact under its own key.
 - ``yinji evidence head [--json] [--publish DIR]``: the key fingerprint and the current
   signed tree head (checked against every stored head first).
-- ``yinji evidence consistency FIRST [SECOND]``: RFC 6962 consistency proof (JSON).
+- ``yinji evidence consistency FIRST [SECOND]``: RFC 6962 consistency proof (JSON);
+  ``yinji evidence check-consistency PROOF.json OLD.json NEW.json`` checks one offline
+  against two tree heads (``treehead.json`` of two bundles).
 - ``yinji evidence audit``: recompute the whole log; exit 1 listing the problems.
 - ``yinji evidence stamp``: what the scheduled job does, by hand: a signed tree head
   covering every record, timestamped with ``YINJI_TSA_URL``, and the timestamps still
@@ -112,6 +114,9 @@ def _library_key(ctx: click.Context) -> tuple[bytes, str] | None:
     default=None,
     help="PEM certificates of trusted timestamp authorities [$YINJI_TSA_CA].",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as JSON (same exit status)."
+)
 @click.pass_context
 def verify(
     ctx: click.Context,
@@ -120,6 +125,7 @@ def verify(
     fingerprint: str | None,
     trust_bundled_key: bool,
     tsa_ca: Path | None,
+    as_json: bool,
 ) -> None:
     """Check BUNDLE offline against a pinned key: --key or --fingerprint, else this
     library's own key when run inside it. Every file against the signed SHA256SUMS,
@@ -149,6 +155,10 @@ def verify(
     except BundleError as exc:
         click.echo(f"FAILED: {bundle}: {exc}")
         ctx.exit(1)
+    if as_json:
+        status = 0 if result.trusted else (2 if trust_bundled_key and result.ok else 1)
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False, sort_keys=True))
+        ctx.exit(status)
     if result.pinned_key_id is not None:
         click.echo(result.summary())
         click.echo(f"pinned key: {format_fingerprint(result.pinned_key_id)} ({where})")
@@ -211,10 +221,13 @@ def head(ctx: click.Context, as_json: bool, publish_dir: Path | None) -> None:
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False, sort_keys=True))
         return
+    from tracker.evidence.canonical import time_from_ms
+    from tracker.timefmt import human_utc
+
     th = out["tree_head"]
     click.echo(f"fingerprint (指纹): {out['fingerprint_grouped']}")
     click.echo(f"tree head (树头):   {th['size']} records, root {th['root_hash']}")
-    click.echo(f"signed (签署):      {th['time_utc']}")
+    click.echo(f"signed (签署):      {human_utc(time_from_ms(th['timestamp_ms']))}")
     click.echo(f"timestamped (时间戳): {'yes' if out['timestamped'] else 'no'}")
     click.echo(f"verify_proof.py sha256: {out['verifier_sha256']}")
 
@@ -237,6 +250,44 @@ def consistency_cmd(ctx: click.Context, first: int, second: int | None) -> None:
     finally:
         log.close()
     click.echo(json.dumps(proof.to_json(), sort_keys=True))
+
+
+@evidence.command("check-consistency")
+@click.argument("proof_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("first_head", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("second_head", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def check_consistency_cmd(proof_file: Path, first_head: Path, second_head: Path) -> None:
+    """Offline: does PROOF_FILE (from `yinji evidence consistency` or
+    /api/v1/evidence/consistency) show that the log of SECOND_HEAD extends the log of
+    FIRST_HEAD? The heads are treehead.json files (of two bundles, say); check their
+    signatures with `yinji evidence verify` or openssl. Exit 0 "OK", 1 otherwise."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.canonical import CanonicalError
+    from tracker.evidence.keys import TreeHead
+    from tracker.evidence.merkle import verify_consistency
+    from tracker.evidence.public import Consistency
+
+    try:
+        first = TreeHead.decode(first_head.read_bytes(), str(first_head))
+        second = TreeHead.decode(second_head.read_bytes(), str(second_head))
+        proof = Consistency.from_json(json.loads(proof_file.read_text(encoding="utf-8")))
+    except (CanonicalError, EvidenceError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if first.log_id != second.log_id:
+        raise click.ClickException("the two tree heads are of different logs (log_id)")
+    ok = (proof.first, proof.second) == (first.size, second.size) and verify_consistency(
+        first.size, second.size, first.root_hash, second.root_hash, list(proof.proof)
+    )
+    if not ok:
+        click.echo(
+            f"FAILED: the proof does not show that the log of {second.size} records "
+            f"extends the log of {first.size} records (rewritten, or another proof)"
+        )
+        raise SystemExit(1)
+    click.echo(
+        f"OK: the log of {second.size} records ({second_head}) extends the log of "
+        f"{first.size} records ({first_head}): nothing before was changed or removed"
+    )
 
 
 @evidence.command("audit")

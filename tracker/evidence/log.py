@@ -72,6 +72,10 @@ class EvidenceError(Exception):
     """The evidence log cannot do what was asked (the message says why)."""
 
 
+class NoEvidence(EvidenceError):
+    """Nothing was recorded about what was asked for (a suspect, a match)."""
+
+
 class LogInconsistent(EvidenceError):
     """The log no longer holds what a tree head it signed says (truncated, rewritten,
     or a head not signed by its key): nothing more is signed until it is restored."""
@@ -531,6 +535,17 @@ class _Nodes:
         return value
 
 
+class _HeadName:
+    """A head's name in messages, formatted only when a problem names it."""
+
+    def __init__(self, hid: int, head: TreeHead) -> None:
+        self.hid, self.head = hid, head
+
+    def __format__(self, spec: str) -> str:
+        signed_at = format_time(time_from_ms(self.head.timestamp_ms))
+        return f"signed tree head {self.hid} ({self.head.size} records, {signed_at})"
+
+
 class EvidenceLog:
     """The append-only, signed, timestamped evidence log (see the module docstring)."""
 
@@ -550,7 +565,8 @@ class EvidenceLog:
         self.tsa = tsa
         self.clock = clock
         self._on_close = on_close
-        self._verified_heads: set[tuple[int, bytes, bytes]] = set()
+        self._verified_heads: set[tuple[int, bytes, TreeHead]] = set()
+        self._rooted_heads: set[tuple[int, int, bytes]] = set()
         stored = backend.put_meta_once("public_key", self.key.public_pem().decode("ascii"))
         stored_key = public_key_from_pem(stored.encode("ascii"), "the log's public key")
         if stored_key.public_bytes_raw() != self.key.public_key.public_bytes_raw():
@@ -605,23 +621,19 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe, alone
-        (``tracker.backends.Backends.evidence_log``): MongoDB when ``mongo_uri`` is set
-        (its own client, closed by ``close``), else the data folder."""
-        if settings.mongo_uri:
-            from tracker.backends import mongo_client  # the one timeout rule
+        """The log beside the library ``settings`` describe, alone: opened by
+        ``tracker.backends`` (MongoDB when ``mongo_uri`` is set, with a client of its
+        own that ``close`` closes; else the data folder)."""
+        from tracker.backends import open_backends
 
-            client = mongo_client(settings.mongo_uri)
-            try:
-                log = cls.open(
-                    settings.data_dir, mongo_db=client[settings.mongo_db], evidence=evidence
-                )
-            except BaseException:
-                client.close()
-                raise
-            log._on_close = client.close
-            return log
-        return cls.open(settings.data_dir, evidence=evidence)
+        backends = open_backends(settings)
+        try:
+            log = backends.evidence_log(evidence)
+        except BaseException:
+            backends.close()
+            raise
+        log._on_close = backends.close
+        return log
 
     def close(self) -> None:
         self.backend.close()
@@ -849,31 +861,35 @@ class EvidenceLog:
         signed tree head says: each head is signed by this log's key, covers no more
         records than the log holds (a truncated log fails) and its root is the root of
         the log's first ``size`` records (a rewritten log fails); the records added
-        since the latest head hash to their stored leaf hashes. Runs before any head
-        is signed or handed out (``tree_head``: ``yinji evidence head``, ``stamp``,
+        since the latest head hash to their stored leaf hashes. A head's root, once
+        found right, is not recomputed in the same process (the largest head's always
+        is, and every size is compared every time). Runs before any head is signed or
+        handed out (``tree_head``: ``yinji evidence head``, ``stamp``,
         ``export`` and the scheduled job); ``audit`` recomputes everything. Returns
         the log's size."""
         size = self.size
         problems: list[str] = []
         roots: dict[int, bytes] = {}
-        largest = 0
-        for hid, signed in self.backend.heads():
+        signed_heads = self.backend.heads()
+        largest = max((signed.head.size for _, signed in signed_heads), default=0)
+        for hid, signed in signed_heads:
             head = signed.head
-            signed_at = format_time(time_from_ms(head.timestamp_ms))
-            name = f"signed tree head {hid} ({head.size} records, {signed_at})"
-            memo = (hid, signed.signature, head.encode())
+            name = _HeadName(hid, head)
+            memo = (hid, signed.signature, head)
             if memo not in self._verified_heads:
                 if not signed.verify(self.key.public_key):
                     problems.append(f"{name}: its signature does not verify with the log's key")
                     continue
                 self._verified_heads.add(memo)
-            largest = max(largest, head.size)
             if head.size > size:
                 problems.append(
                     f"{name} covers {head.size} records but the log now holds {size}: "
                     "records were removed (the log was truncated)"
                 )
                 continue
+            rooted = (hid, head.size, head.root_hash)
+            if rooted in self._rooted_heads and head.size != largest:
+                continue  # checked earlier in this process; the largest head always is
             if head.size not in roots:
                 try:
                     roots[head.size] = self.root(head.size)
@@ -885,6 +901,8 @@ class EvidenceLog:
                     f"{name}: the log's first {head.size} records no longer hash to its root "
                     "(the log was rewritten)"
                 )
+            else:
+                self._rooted_heads.add(rooted)
         if not problems:
             for index, data, stored in self.backend.entries(largest, size):
                 if leaf_hash(data) != stored:

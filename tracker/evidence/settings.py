@@ -3,7 +3,8 @@ parsers of ``tracker.config`` (a bad value is an error naming the variable):
 
 - ``YINJI_EVIDENCE_KEY``: the Ed25519 signing key of the evidence log. Either the PEM
   text itself (a value that starts with ``-----BEGIN``) or the path of a PEM file
-  (PKCS#8, unencrypted). Unset: the key is ``evidence-ed25519.pem`` in the data folder,
+  (PKCS#8, unencrypted; a file group or others can read is refused, naming the file
+  and ``chmod 600``). Unset: the key is ``evidence-ed25519.pem`` in the data folder,
   created on first use with mode 0600. Set it for every process (web, workers) when they
   do not share one data folder, as with MongoDB: all must sign with the same key.
 - ``YINJI_TSA_URL``: an RFC 3161 time-stamping authority (``http(s)://``). When set,
@@ -43,9 +44,30 @@ class EvidenceSettings:
         if tsa_ca is not None and not Path(tsa_ca).is_file():
             raise SettingError(f"YINJI_TSA_CA must name a PEM file, got {tsa_ca!r}")
         timeout = env_float("YINJI_TSA_TIMEOUT", 10.0, minimum=0.1)
+        key = env_optional_str("YINJI_EVIDENCE_KEY")
+        if key is not None and key.strip() and not key.strip().startswith("-----BEGIN"):
+            _check_key_file(Path(key.strip()))
         return cls(
-            key=env_optional_str("YINJI_EVIDENCE_KEY"),
+            key=key,
             tsa_url=tsa_url,
             tsa_ca=Path(tsa_ca) if tsa_ca else None,
             tsa_timeout=10.0 if timeout is None else timeout,
         )
+
+
+def _check_key_file(path: Path) -> None:
+    """A key file named by YINJI_EVIDENCE_KEY must exist and be private to its owner:
+    checked when the settings are read, so that a worker or server refuses to start
+    (naming the file and the fix) instead of failing on its first record."""
+    from .keys import EvidenceKeyError, _refuse_exposed
+
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError as exc:
+        raise SettingError(
+            f"YINJI_EVIDENCE_KEY: cannot read key file {str(path)!r} ({exc.strerror})"
+        ) from None
+    try:
+        _refuse_exposed(path, mode, "YINJI_EVIDENCE_KEY: ")
+    except EvidenceKeyError as exc:
+        raise SettingError(str(exc)) from None

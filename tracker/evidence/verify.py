@@ -20,9 +20,13 @@ with what failed):
 ``tree_head``   ``treehead.json`` is canonical and ``treehead.sig`` is the key's
 ``timestamp``   ``treehead.tsr`` (if any) binds the SHA-256 of ``treehead.json``
 ``records``     each record's inclusion proof leads to the signed root
+``anchors``     each earlier timestamped head (``heads/``) is signed by the key, its
+                token binds it, and a consistency proof shows the signed head extends
+                it; the records it anchors are within it
 ``files``       each evidence file is the one its proven record names
-``times``       no proven record claims a time after the tree head's, nor, with a
-                token, after the token's time (plus ``MAX_CLOCK_SKEW``)
+``times``       no proven record claims a time after its tree head's (its anchor's,
+                when it has one), nor after that head's token time (plus
+                ``MAX_CLOCK_SKEW``)
 ``warc``        each WARC response replays the body its capture record names
 ``verifier``    ``verify_proof.py`` is the verifier this Yinji publishes, and
                 ``VERIFY.txt`` the instructions it writes for this bundle
@@ -36,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -76,7 +80,7 @@ from .keys import (
     parse_fingerprint,
     public_key_from_pem,
 )
-from .merkle import leaf_hash, verify_inclusion
+from .merkle import leaf_hash, verify_consistency, verify_inclusion
 from .tsa import TimestampInfo, TokenError, verify_response
 
 # How far a record's time may run ahead of the TSA's (the two clocks differ a little).
@@ -89,6 +93,7 @@ CHECKS = (
     "tree_head",
     "timestamp",
     "records",
+    "anchors",
     "files",
     "times",
     "warc",
@@ -136,6 +141,27 @@ class VerifyResult:
     @property
     def trusted(self) -> bool:
         return self.ok and self.pinned
+
+    def to_json(self) -> dict[str, Any]:
+        """The result for machines (``yinji evidence verify --json``)."""
+        return {
+            "altered": self.altered,
+            "checks": [{"detail": c.detail, "name": c.name, "ok": c.ok} for c in self.checks],
+            "fingerprint": self.key_id,
+            "missing": self.missing,
+            "notes": self.notes,
+            "ok": self.ok,
+            "pinned": self.pinned,
+            "pinned_fingerprint": self.pinned_key_id,
+            "problems": self.problems,
+            "records": self.records,
+            "timestamp": self.timestamp.to_json() if self.timestamp else None,
+            "tree_head": self.tree_head.to_json() if self.tree_head else None,
+            "trusted": self.trusted,
+            "unexpected": self.unexpected,
+            "unproven": self.unproven,
+            "verified": self.verified,
+        }
 
     def failed(self) -> list[str]:
         """The names of the checks that failed."""
@@ -213,6 +239,9 @@ class _Verifier:
         self.head_ok = False
         self.proven: dict[int, dict[str, Any]] = {}
         self.proof_files: set[str] = set()
+        self.anchors: list[Any] = []
+        # record index -> (its anchor head's file, head time, token time)
+        self.anchored: dict[int, tuple[str, datetime, datetime]] = {}
 
     # helpers
     def data(self, name: str) -> bytes | None:
@@ -230,6 +259,7 @@ class _Verifier:
             ("tree_head", self.check_tree_head),
             ("timestamp", self.check_timestamp),
             ("records", self.check_records),
+            ("anchors", self.check_anchors),
             ("files", self.check_files),
             ("times", self.check_times),
             ("warc", self.check_warc),
@@ -355,6 +385,7 @@ class _Verifier:
             if fmt != BUNDLE_FORMAT:
                 raise ValueError(f"not a {BUNDLE_FORMAT} manifest")
             self.listed, self.records = _manifest_lists(manifest)
+            self.anchors = _anchor_list(manifest)
             self.manifest = manifest
         except (CanonicalError, KeyError, TypeError, ValueError) as exc:
             self.flag(r.altered, MANIFEST, f"{MANIFEST} cannot be read: {exc}")
@@ -442,6 +473,60 @@ class _Verifier:
                 f"{log_name}: its proof {proof_name} does not lead to the signed tree head",
             )
 
+    # 7b. earlier timestamped heads, and the proof that the signed head extends each
+    def check_anchors(self) -> None:
+        r = self.result
+        head = self.head
+        for anchor in self.anchors:
+            files = [anchor[k] for k in ("head", "signature", "timestamp", "consistency")]
+            self.proof_files.update(files)
+            for name in files:
+                if name not in self.members:
+                    self.flag(r.missing, name, f"{name} is an anchor of the manifest but missing")
+            head_bytes, sig, token, cons = (self.data(n) for n in files)
+            name = anchor["head"]
+            if None in (head_bytes, sig, token, cons) or head is None or not self.head_ok:
+                continue
+            assert head_bytes is not None and sig is not None and token is not None
+            assert cons is not None
+            try:
+                first = TreeHead.decode(head_bytes, name)
+            except CanonicalError as exc:
+                self.flag(r.altered, name, str(exc))
+                continue
+            if self.key is None or not SignedTreeHead(first, sig).verify(self.key):
+                self.flag(r.altered, name, f"{name}: its signature {anchor['signature']} fails")
+                continue
+            try:
+                info = verify_response(token, data=head_bytes, trusted=self.tsa_roots)
+            except TokenError as exc:
+                self.flag(
+                    r.altered,
+                    anchor["timestamp"],
+                    f"{anchor['timestamp']}: it does not vouch for {name}: {exc}",
+                )
+                continue
+            try:
+                proof = parse_json_object(cons, anchor["consistency"])
+                path = [bytes.fromhex(h) for h in proof["proof"]]
+            except (CanonicalError, KeyError, TypeError, ValueError):
+                path = None
+            if path is None or not verify_consistency(
+                first.size, head.size, first.root_hash, head.root_hash, path
+            ):
+                self.flag(
+                    r.altered,
+                    anchor["consistency"],
+                    f"{anchor['consistency']}: it does not show that the signed tree head "
+                    f"extends {name}",
+                )
+                continue
+            for index in anchor["records"]:
+                if not isinstance(index, int) or not 0 <= index < first.size:
+                    self.flag(r.altered, MANIFEST, f"{name} does not hold record {index!r}")
+                    continue
+                self.anchored[index] = (name, time_from_ms(first.timestamp_ms), info.gen_time)
+
     # 8. each file against the record naming it
     def check_files(self) -> None:
         r = self.result
@@ -487,7 +572,11 @@ class _Verifier:
             else:
                 r.verified.append(name)
 
-        # every file a proven capture or submission names is in the bundle
+        self.check_named_present()
+
+    def check_named_present(self) -> None:
+        """Every file a proven capture or submission names is in the bundle."""
+        r = self.result
         present = {_sha(d) for d in self.members.values() if d is not None}
         for index, record in sorted(self.proven.items()):
             kind, payload = record.get("kind"), record.get("payload")
@@ -514,10 +603,13 @@ class _Verifier:
         head = self.head
         if head is None or not self.head_ok:
             return
-        head_time = time_from_ms(head.timestamp_ms)
-        token_time = self.result.timestamp.gen_time if self.result.timestamp else None
+        latest_time = time_from_ms(head.timestamp_ms)
+        latest_token = self.result.timestamp.gen_time if self.result.timestamp else None
         for index in sorted(self.proven):
             name = f"log/{index:08d}.json"
+            head_name, head_time, token_time = TREEHEAD, latest_time, latest_token
+            if index in self.anchored:
+                head_name, head_time, token_time = self.anchored[index]
             for what, text in record_times(self.proven[index]):
                 try:
                     when = parse_time(text, f"{name} {what}")
@@ -528,15 +620,15 @@ class _Verifier:
                     self.flag(
                         self.result.altered,
                         name,
-                        f"{name}: its {what} {text} is after the signed tree head's time "
-                        f"{format_time(head_time)}",
+                        f"{name}: its {what} {text} is after the time of the signed tree "
+                        f"head {head_name} ({format_time(head_time)})",
                     )
                 elif token_time is not None and when > token_time + MAX_CLOCK_SKEW:
                     self.flag(
                         self.result.altered,
                         name,
                         f"{name}: its {what} {text} is after the time the TSA vouches for "
-                        f"the tree head ({format_time(token_time)})",
+                        f"the tree head {head_name} ({format_time(token_time)})",
                     )
 
     # 10. the WARC replays the captured bodies
@@ -589,6 +681,7 @@ class _Verifier:
                 self.head,
                 self.records,
                 TOKEN in self.members,
+                self.anchors,
             )
             if text != expected:
                 message = f"{INSTRUCTIONS}: its text is not the instructions Yinji writes"
@@ -620,6 +713,18 @@ def _manifest_lists(manifest: dict[str, Any]) -> tuple[dict[str, Any], list[Any]
         if not ok or not isinstance(r.get("file"), str) or not isinstance(r.get("proof"), str):
             raise ValueError(f"a malformed record entry {r!r}")
     return listed, records
+
+
+def _anchor_list(manifest: dict[str, Any]) -> list[Any]:
+    anchors = manifest.get("anchors", [])
+    if not isinstance(anchors, list):
+        raise ValueError("anchors must be a list")
+    keys = ("head", "signature", "timestamp", "consistency")
+    for a in anchors:
+        ok = isinstance(a, dict) and all(isinstance(a.get(k), str) for k in keys)
+        if not ok or not isinstance(a.get("records"), list):
+            raise ValueError(f"a malformed anchor entry {a!r}")
+    return anchors
 
 
 def verify_bundle(

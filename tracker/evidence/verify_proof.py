@@ -52,6 +52,37 @@ def root_from_path(leaf: bytes, index: int, size: int, path: list[bytes]) -> byt
     return r if sn == 0 else None
 
 
+def consistent(
+    first: int, second: int, first_root: bytes, second_root: bytes, proof: list[bytes]
+) -> bool:
+    """RFC 9162, 2.1.4.2: the tree of ``second`` leaves begins with that of ``first``."""
+    if not 0 < first <= second:
+        return False
+    if first == second:
+        return not proof and first_root == second_root
+    path = ([first_root] if first & (first - 1) == 0 else []) + list(proof)
+    if not path:
+        return False
+    fn, sn = first - 1, second - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == first_root and sr == second_root
+
+
 def lookup(obj: object, path: list[str]) -> object:
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
@@ -95,6 +126,22 @@ def main(argv: list[str]) -> int:
         report(ok, f"{name}: leaf {leaf.hex()} is record {index} of the tree head")
         if ok:
             proven[index] = json.loads(data.decode("utf-8"))
+
+    for anchor in manifest.get("anchors", []):
+        try:
+            first = json.loads((folder / anchor["head"]).read_text(encoding="utf-8"))
+            proof = json.loads((folder / anchor["consistency"]).read_text(encoding="utf-8"))
+            ok = consistent(
+                int(first["size"]),
+                size,
+                bytes.fromhex(first["root_hash"]),
+                root,
+                [bytes.fromhex(h) for h in proof["proof"]],
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            report(False, f"anchor {anchor!r}: cannot read it ({exc})")
+            continue
+        report(ok, f"{anchor['head']}: the tree head extends it (consistency proof)")
 
     for member in manifest.get("members", []):
         check = member.get("proof") if isinstance(member, dict) else None

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.indexes.codec import FORMAT, STOP, encode_value
+from tracker.indexes.codec import FORMAT, encode_value, stop_value
+from tracker.indexes.editions import Seen
 from tracker.indexes.keys import (
     IDENTITY_BITS,
     TEMP_MATCH,
@@ -207,7 +208,7 @@ def fill_values(
     for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
         got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
         kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
-        many.append(STOP if len(kept) > stop_df else encode_value(kept, FORMAT))
+        many.append(stop_value(kept) if len(kept) > stop_df else encode_value(kept, FORMAT))
         posts.append(min(len(kept), stop_df + 1))
     vlen = np.empty(starts.size, dtype=np.int64)
     vlen[single] = nd
@@ -377,18 +378,20 @@ class BulkLoader:
         self._held = 0
         self._spilled = False
         self.seqs: list[int] = []  # every mother gathered, in arrival order
+        self._seen = Seen()  # edition groups of this load (``tracker.indexes.editions``)
         self.pairs = 0
         self.distinct = 0  # identities loaded (known after finish)
         self._last: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.uint64), np.zeros(0, np.uint32))
 
     def extend(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        for seq, fps in items:
-            fps = np.asarray(fps, dtype=np.uint64)
-            self.seqs.append(int(seq))
+        items = [(int(seq), np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
+        self.seqs.extend(seq for seq, _ in items)
+        # Edition groups among this load's mothers (the index was empty when it began).
+        for posted, fps in self.index._posted(items, self._seen, look=False):
             if not fps.size:
                 continue
             self._ident.append(self.index.identities(fps))
-            self._seqs.append(np.full(fps.size, seq, dtype=np.uint32))
+            self._seqs.append(np.full(fps.size, posted, dtype=np.uint32))
             self._held += fps.size
             self.pairs += fps.size
         if self._held >= self.memory_pairs:
@@ -485,10 +488,14 @@ class BulkLoader:
 
     def take_back(self, seqs: set[int]) -> int:
         """Remove the gathered postings of ``seqs`` from the index (after ``finish``);
-        how many there were."""
+        how many there were. A mother whose edition group keeps other members leaves the
+        group and its postings (theirs too)."""
         if not seqs:
             return 0
-        want = np.fromiter(seqs, dtype=np.uint32, count=len(seqs))
+        posted = {g for g, _ in self.index._withdrawn([(s, np.zeros(0, np.uint64)) for s in seqs])}
+        if not posted:
+            return 0
+        want = np.fromiter(posted, dtype=np.uint32, count=len(posted))
         parts = self._parts() if self._spilled else iter([self._last])
         gone = 0
         for ident, got in parts:

@@ -7,8 +7,11 @@ before format 2): the packed little-endian uint32 seqs. Format 2: a single seq (
 fields) as its decimal digits, which Redis keeps in a listpack as an integer (2-5 bytes
 instead of 6: ~2 bytes a posting less); two seqs as ``\\x01`` and the 8 packed bytes (a
 marker, so it is never read as 8 digits); three or more (>= 12 bytes, longer than any
-decimal seq) packed. A stop marker is one ``\\x00`` byte in both. 16 seqs stay within
-Redis' 64-byte compact values.
+decimal seq) packed. A stop marker is one ``\\x00`` byte in both, followed by the packed
+seqs of its first ``SAMPLE`` holders (so its length is never a multiple of 4, and it is
+never read as digits or as the two-seq marker): a long passage that more than ``stop_df``
+distinct texts hold is still traced to some of them (``stop_samples``). 16 seqs stay
+within Redis' 64-byte compact values.
 """
 
 from __future__ import annotations
@@ -17,7 +20,26 @@ from typing import Any
 
 import numpy as np
 
-STOP = b"\x00"  # one byte: never a multiple of 4, so never a posting list
+STOP = b"\x00"  # a stop marker's first byte (alone: one without its holders)
+SAMPLE = 4  # holders a stop marker keeps (the first ones, in the order they came)
+
+
+def is_stop(value: bytes) -> bool:
+    """Whether a stored value is a stop marker (``\\x00`` and 0..SAMPLE packed seqs)."""
+    return value[:1] == STOP and len(value) % 4 == 1
+
+
+def stop_value(seqs: list[bytes]) -> bytes:
+    """The stop marker of a field whose holders (4-byte seqs, in the order they came)
+    passed ``stop_df``: it keeps the first ``SAMPLE``."""
+    return STOP + b"".join(seqs[:SAMPLE])
+
+
+def stop_sample(value: bytes) -> list[int]:
+    """The holders a stop marker kept (none for a marker written before samples)."""
+    return np.frombuffer(value[1:], dtype="<u4").tolist()
+
+
 FORMAT = 2  # the value format of new indexes and of every reshard
 
 
@@ -30,9 +52,12 @@ def packed_seqs(value: bytes, fmt: int) -> bytes:
     return value
 
 
-def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, int]:
+def parse_values(
+    values: list[Any], fmt: int, stop_mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """``(fp_index, seqs, stopped)`` of looked-up values (None: no field). Single seqs
-    (decimal in format 2, most hits) are converted in one ``map(int, ...)``."""
+    (decimal in format 2, most hits) are converted in one ``map(int, ...)``. A
+    ``stop_mask`` given is set where a value is a stop marker."""
     stopped = 0
     one_at: list[int] = []
     ones: list[bytes] = []
@@ -42,14 +67,13 @@ def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, i
         if not v:
             continue
         n = len(v)
-        if fmt == 2 and n < 12 and not (n == 9 and v[0] == 1):
-            if v == STOP:
-                stopped += 1
-            else:
-                one_at.append(i)
-                ones.append(v)
-        elif v == STOP:
+        if v[0] == 0 and n % 4 == 1:  # a stop marker
             stopped += 1
+            if stop_mask is not None:
+                stop_mask[i] = True
+        elif fmt == 2 and n < 12 and not (n == 9 and v[0] == 1):
+            one_at.append(i)
+            ones.append(v)
         else:
             many_at.append(i)
             blobs.append(packed_seqs(v, fmt))
@@ -76,14 +100,15 @@ def parse_values(values: list[Any], fmt: int) -> tuple[np.ndarray, np.ndarray, i
 
 def decode_value(value: bytes, fmt: int) -> list[bytes] | None:
     """The 4-byte seqs of a stored value, None for a stop marker."""
-    if value == STOP:
+    if is_stop(value):
         return None
     packed = packed_seqs(value, fmt)
     return [packed[i : i + 4] for i in range(0, len(packed), 4)]
 
 
 def encode_value(seqs: list[bytes] | None, fmt: int) -> bytes:
-    """The stored value of 4-byte seqs (None: a stop marker), as ``codec.lua`` writes it."""
+    """The stored value of 4-byte seqs (None: a stop marker without holders), as
+    ``codec.lua`` writes it."""
     if seqs is None:
         return STOP
     if fmt == 2 and len(seqs) == 1:

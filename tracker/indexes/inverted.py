@@ -31,8 +31,12 @@ docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
   ``{prefix}:layout``; an index written before layouts were kept (2**14 buckets
   ``{prefix}:b:{bucket}``, 46-bit identities) is read as such and resharded on request.
 - A fingerprint found in more than ``stop_df`` mothers is replaced by a stop marker
-  (one byte): it is boilerplate (且听下回分解, legal formulas) and must not make
-  matches on its own; queries skip it. ``index rebuild`` recomputes stop markers.
+  (a zero byte, then its first 4 holders: ``tracker.indexes.codec``): it is boilerplate
+  (且听下回分解, legal formulas) and must not make matches on its own; queries skip it
+  (only a long run of them proposes the holders kept, ``tracker.engines.daguan``).
+  ``index rebuild`` recomputes stop markers. An index with ``editions`` (the daguan
+  engine's) posts identical or near-identical mothers under one id, so that it counts
+  distinct texts (``tracker.indexes.editions``).
 
 Every write touches one key on Redis Cluster: the bucket Lua scripts declare their one
 key (on a cluster they are sent as EVAL, which redis-py's cluster pipeline routes by
@@ -87,12 +91,17 @@ from tracker.indexes.bulk import (  # re-exported
 )
 from tracker.indexes.codec import (  # re-exported
     FORMAT,
+    SAMPLE,
     STOP,
     decode_value,
     encode_value,
+    is_stop,
     packed_seqs,
     parse_values,
+    stop_sample,
+    stop_value,
 )
+from tracker.indexes.editions import Editions, Seen
 from tracker.indexes.keys import (  # re-exported
     IDENTITY_BITS,
     LEGACY,
@@ -123,6 +132,7 @@ __all__ = [
     "MOVE_WAIT_S",
     "PART_BITS",
     "RESHARD_FIELDS",
+    "SAMPLE",
     "STOP",
     "TARGET_FIELDS",
     "BulkLoader",
@@ -133,6 +143,7 @@ __all__ = [
     "encode_value",
     "field_width",
     "hset_commands",
+    "is_stop",
     "layout_name",
     "mix64",
     "pack_fields",
@@ -140,6 +151,7 @@ __all__ = [
     "parse_values",
     "scatter",
     "split_identity",
+    "stop_value",
     "unpack_fields",
 ]
 
@@ -172,7 +184,13 @@ class RedisInvertedIndex:
     """
 
     def __init__(
-        self, redis: Any, prefix: str, *, bucket_bits: int | None = None, stop_df: int = 16
+        self,
+        redis: Any,
+        prefix: str,
+        *,
+        bucket_bits: int | None = None,
+        stop_df: int = 16,
+        editions: bool = False,
     ) -> None:
         if bucket_bits is not None and not MIN_BITS <= bucket_bits <= MAX_BITS:
             raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bucket_bits}")
@@ -188,6 +206,9 @@ class RedisInvertedIndex:
         self._settle = redis.register_script(lua("settle"))
         self._fill = redis.register_script(lua("fill"))
         self._size = redis.register_script(lua("size"))
+        # Identical or near-identical mothers posted as one text (``editions``: the
+        # daguan engine's index): None for a plain index of seqs.
+        self.editions = Editions(redis, prefix) if editions else None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
@@ -334,8 +355,9 @@ class RedisInvertedIndex:
         return {int(buckets[a]): blob[rw * a : rw * z] for a, z in zip(starts, ends, strict=True)}
 
     def add(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
-        """Add postings ``(seq, fingerprints)``; returns how many were new."""
-        items = list(items)
+        """Add postings ``(seq, fingerprints)``; returns how many were new. With
+        ``editions``, a mother is posted under its edition group's id."""
+        items = self._posted(list(items))
         if not self._cluster:  # (the cluster path waits in _guarded_write)
             self.wait_for_move()
         self.refresh()
@@ -351,6 +373,35 @@ class RedisInvertedIndex:
         if new_fields:
             self.redis.hincrby(self.layout_key, "fields", new_fields)
         return sum(int(r[0]) for r in replies)
+
+    def _posted(
+        self, items: list[tuple[int, np.ndarray]], seen: Seen | None = None, *, look: bool = True
+    ) -> list[tuple[int, np.ndarray]]:
+        """New mothers as they are posted: under their edition group's id (registered
+        first, ``tracker.indexes.editions``), or as they are in a plain index."""
+        if self.editions is None or not items:
+            return items
+        groups = self.editions.assign(items, self.lookup if look else None, seen)
+        return [(g, fps) for g, (_, fps) in zip(groups, items, strict=True)]
+
+    def members(self, posted: list[int]) -> dict[int, list[int]]:
+        """The mothers behind posted ids (lookup's seqs): an edition group's members,
+        else the seq itself."""
+        if self.editions is None:
+            return {int(s): [int(s)] for s in posted}
+        return self.editions.members(posted)
+
+    def _withdrawn(self, items: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+        """Mothers to remove, as their postings go: a mother whose edition group keeps
+        other members takes none away (they share them), the last one takes the group's."""
+        if self.editions is None:
+            return items
+        out = []
+        for seq, fps in items:
+            group, left = self.editions.leave(int(seq))
+            if left == 0:
+                out.append((group, fps))
+        return out
 
     def _add_sorted(self, items: list[tuple[int, np.ndarray]], per_call: int = 32_768) -> list[Any]:
         """Single server: the batch's postings sorted by bucket, ``per_call`` a script
@@ -425,6 +476,7 @@ class RedisInvertedIndex:
         if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS or self.stop_df > 63:
             # An old index (written as it is), or values past one length byte.
             return self.add(items, chunk=chunk)
+        items = self._posted(items)
         parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
         parts = [(seq, fps) for seq, fps in parts if fps.size]
         if not parts:
@@ -474,10 +526,9 @@ class RedisInvertedIndex:
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
+        items = self._withdrawn(list(items))
         with self._writing():
-            replies = self._guarded_write(
-                self._remove, list(items), lambda: [self.field_bytes], chunk
-            )
+            replies = self._guarded_write(self._remove, items, lambda: [self.field_bytes], chunk)
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
@@ -529,17 +580,37 @@ class RedisInvertedIndex:
         return replies
 
     # -- reads ----------------------------------------------------------------
-    def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def lookup(
+        self, fps: np.ndarray, *, stop_mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Postings of distinct fingerprints.
 
         Returns ``(fp_index, seqs, stopped)``: parallel arrays where ``seqs[i]`` is a
-        mother holding ``fps[fp_index[i]]``, and how many fingerprints were stop words.
+        mother holding ``fps[fp_index[i]]``, and how many fingerprints were stop words
+        (marked in ``stop_mask``, a bool array of ``fps.size``, when given).
         """
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
         values, fmt = self._values(fps)
-        return parse_values(values, fmt)
+        return parse_values(values, fmt, stop_mask)
+
+    def stop_samples(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The holders stop markers kept (``tracker.indexes.codec.SAMPLE``) for distinct
+        fingerprints: ``(fp_index, seqs)`` as ``lookup`` gives postings, for the stopped
+        ones only (always read from Redis; snapshots do not copy them)."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if fps.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint32)
+        values, _ = self._values(fps)
+        at: list[int] = []
+        seqs: list[int] = []
+        for i, v in enumerate(values):
+            if v and is_stop(v) and len(v) > 1:
+                held = stop_sample(v)
+                at += [i] * len(held)
+                seqs += held
+        return np.asarray(at, dtype=np.int64), np.asarray(seqs, dtype=np.uint32)
 
     def _values(self, fps: np.ndarray) -> tuple[list[Any], int]:
         """The stored value (or None) of each fingerprint's field, and their format."""
@@ -575,6 +646,8 @@ class RedisInvertedIndex:
         self._bump_version()  # a reader of the old version stops trusting copies of it
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
+        if self.editions is not None:
+            n += self.editions.clear()
         # The next write makes a new epoch: no copy of the cleared index matches it.
         self.redis.delete(self.version_key)
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
@@ -703,9 +776,9 @@ class RedisInvertedIndex:
         """One posting list of two identities cut to one (both in ``FORMAT``)."""
         sa, sb = decode_value(a, FORMAT), decode_value(b, FORMAT)
         if sa is None or sb is None:
-            return STOP
+            return a if sa is None else b  # a stop marker, with the holders it kept
         seqs = list(dict.fromkeys([*sa, *sb]))
-        return STOP if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
+        return stop_value(seqs) if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
 
     def stats(self) -> dict[str, Any]:
         keys = fields = postings = stopped = 0
@@ -715,7 +788,7 @@ class RedisInvertedIndex:
             keys += 1
             for v in self.redis.hvals(key):
                 fields += 1
-                if v == STOP:
+                if is_stop(v):
                     stopped += 1
                 else:
                     postings += len(packed_seqs(v, self.fmt)) // 4
@@ -728,5 +801,6 @@ class RedisInvertedIndex:
             "payload_bytes": nbytes,
             "bucket_bits": self.bucket_bits,
             "stop_df": self.stop_df,
+            **(self.editions.stats() if self.editions is not None else {}),
             **self.advice(fields),
         }

@@ -34,6 +34,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -41,12 +42,13 @@ from typing import Any
 import numpy as np
 
 from tracker.indexes.inverted import (
-    STOP,
     RedisInvertedIndex,
+    is_stop,
     mix64,
     parse_values,
     unpack_fields,
 )
+from tracker.timefmt import iso_utc
 
 STOP_SEQ = np.uint32(0xFFFFFFFF)  # never a mother's seq (they count up from 1)
 FORMAT = 1  # of the files
@@ -103,9 +105,12 @@ class Snapshot:
         if self.ident.shape != self.seq.shape or self.dir.size != (1 << self.dir_bits) + 1:
             raise ValueError(f"{path}: its arrays do not fit together")
 
-    def lookup(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def lookup(
+        self, fps: np.ndarray, *, stop_mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """``(fp_index, seqs, stopped)`` of distinct fingerprints, as the index gives them:
-        postings in fingerprint order, a field's seqs in their stored order."""
+        postings in fingerprint order, a field's seqs in their stored order (stop words
+        marked in ``stop_mask`` when given)."""
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0 or self.ident.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
@@ -122,6 +127,8 @@ class Snapshot:
         stop = np.zeros(fps.size, dtype=bool)
         stop[found] = self.seq[lo[found]] == STOP_SEQ  # a stop marker is its field's one row
         count[stop] = 0
+        if stop_mask is not None:
+            stop_mask |= stop
         total = int(count.sum())
         fp_index = np.repeat(np.arange(fps.size, dtype=np.int64), count)
         within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
@@ -208,7 +215,7 @@ def take_snapshot(
                 "dir_bits": dir_bits,
                 "postings": rows - stopped,
                 "stop_fingerprints": stopped,
-                "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "taken_at": iso_utc(datetime.now(UTC)),
             }
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
             os.replace(tmp, final)
@@ -262,7 +269,7 @@ def _copy(index: RedisInvertedIndex, batch: int) -> tuple[list[np.ndarray], list
             continue
         ident = np.concatenate(heads)
         fp_index, got, _ = parse_values(values, fmt)
-        stops = np.flatnonzero(np.fromiter((v == STOP for v in values), bool, len(values)))
+        stops = np.flatnonzero(np.fromiter((is_stop(v) for v in values), bool, len(values)))
         rows = np.concatenate([ident[fp_index], ident[stops]])
         order = np.argsort(rows, kind="stable")
         idents.append(rows[order])
@@ -304,12 +311,12 @@ class SnapshotFolder:
             return snap
 
     def lookup(
-        self, index: RedisInvertedIndex, fps: np.ndarray
+        self, index: RedisInvertedIndex, fps: np.ndarray, *, stop_mask: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, int] | None:
         """``index.lookup(fps)`` from the snapshot at the index's version, or None when
         there is none (the caller asks Redis)."""
         snap = self.current(index)
-        return snap.lookup(fps) if snap is not None else None
+        return snap.lookup(fps, stop_mask=stop_mask) if snap is not None else None
 
     def state(self, index: RedisInvertedIndex) -> dict[str, Any]:
         """For ``yinji index stats``: whether lookups are answered locally."""

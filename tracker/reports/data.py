@@ -156,6 +156,7 @@ class ReportData(TypedDict):
     match_id: str
     case_id: str | None  # the takedown case this report was made for, when one
     notice: str | None  # the notice number (YJ-...) it is attached to, when one
+    evidence_key: str | None  # the evidence log's public-key fingerprint (SHA-256), if read
     work: WorkInfo
     suspect: SuspectInfo
     score: float
@@ -178,6 +179,16 @@ def clean_text(text: str) -> str:
     return _UNPRINTABLE.sub("\ufffd", text or "")
 
 
+def _key_fingerprint(evidence: EvidenceLog | None) -> str | None:
+    """The evidence log's key fingerprint (``tracker.evidence.keys``), or None."""
+    if evidence is None:
+        return None
+    try:
+        return str(evidence.key_id)
+    except Exception:  # a key that cannot be read: the report says nothing of it
+        return None
+
+
 def reference_line(d: ReportData) -> str:
     """The report's references: the case and the notice it is attached to (when made
     for one), then the match (suspect / work)."""
@@ -187,6 +198,11 @@ def reference_line(d: ReportData) -> str:
     if d.get("notice"):
         parts.append(f"通知编号 Notice: {d['notice']}")
     parts.append(f"匹配 Match: {d['match_id'].replace(chr(31), ' / ')}")
+    if d.get("evidence_key"):
+        from tracker.evidence.keys import format_fingerprint
+
+        key = format_fingerprint(str(d["evidence_key"]))
+        parts.append(f"证据日志公钥指纹 Evidence-log key SHA-256: {key}")
     return " | ".join(parts)
 
 
@@ -256,6 +272,7 @@ def report_data(
         "match_id": match.id,
         "case_id": case_id,
         "notice": notice,
+        "evidence_key": _key_fingerprint(evidence),
         "work": work,
         "suspect": suspect_info,
         "score": round(float(match.score), 4),

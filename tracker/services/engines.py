@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracker.align import AlignParams
 from tracker.config import Settings
@@ -20,6 +20,9 @@ from tracker.indexes.snapshot import SnapshotFolder
 from tracker.matching import MatchPolicy, parse_min_copied
 from tracker.services.results import CandidateSettings
 from tracker.store import Store
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 MATCHING_META = "matching:options"  # the verifier's library settings (min_copied)
 ENGINES_META = "engines"  # the engines this library keeps an index of
@@ -43,7 +46,7 @@ class EngineSet:
     """Each engine built once, with the options stored for it, on ``redis``; and the
     library settings of the verifier (``policy`` with the stored ``min_copied``)."""
 
-    def __init__(self, settings: Settings, store: Store, redis: Any) -> None:
+    def __init__(self, settings: Settings, store: Store, redis: RedisClient) -> None:
         self.settings = settings
         self.store = store
         self.redis = redis

@@ -24,7 +24,12 @@ from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.snapshot import take_snapshot
 from tracker.services.engines import EngineSet
 from tracker.services.index_writer import batches, bulk_folder
-from tracker.services.results import RebuildResult, ReshardResult
+from tracker.services.results import (
+    RebuildResult,
+    ReshardResult,
+    SnapshotSkipped,
+    SnapshotTaken,
+)
 from tracker.store import Store
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
@@ -232,7 +237,7 @@ class IndexAdmin:
                 out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
         return out
 
-    def snapshot(self, engine: str | None = None) -> dict[str, Any]:
+    def snapshot(self, engine: str | None = None) -> SnapshotTaken:
         """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
         checks then look fingerprints up there (memory-mapped arrays) until the next
         write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
@@ -241,24 +246,25 @@ class IndexAdmin:
         if not isinstance(eng, LocalCopies):
             raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
         self.ensure(eng.name)
-        info = take_snapshot(eng.index, self.settings.snapshots_path)
-        return {"engine": eng.name, **info.to_dict()}
+        return SnapshotTaken(eng.name, take_snapshot(eng.index, self.settings.snapshots_path))
 
-    def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
+    def refresh_snapshots(
+        self, min_postings: int | None = None
+    ) -> list[SnapshotTaken | SnapshotSkipped]:
         """Take a snapshot of each index that has local copies, holds at least
         ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and changed since its
         last one (the workers' periodic task); what was done, per engine."""
         floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
-        done: list[dict[str, Any]] = []
+        done: list[SnapshotTaken | SnapshotSkipped] = []
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
             fields = eng.index.fields_estimate()
             if fields < max(floor, 1):
-                done.append({"engine": name, "skipped": f"{fields:,} postings < {floor:,}"})
+                done.append(SnapshotSkipped(name, f"{fields:,} postings < {floor:,}"))
             elif eng.snapshots.current(eng.index) is not None:
-                done.append({"engine": name, "skipped": "the snapshot is current"})
+                done.append(SnapshotSkipped(name, "the snapshot is current"))
             else:
                 done.append(self.snapshot(name))
         return done

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracker.documents import DocumentError
+from tracker.indexes.snapshot import SnapshotInfo
 from tracker.matching import MatchResult
 from tracker.records import Match, Suspect
 
@@ -95,6 +96,28 @@ class ReshardResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "bucket_bits": self.bucket_bits, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    """A local copy of an engine's index, written (``yinji index snapshot``)."""
+
+    engine: str
+    info: SnapshotInfo
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, **self.info.to_dict()}
+
+
+@dataclass(frozen=True)
+class SnapshotSkipped:
+    """No copy taken of an engine's index by ``refresh_snapshots``, and why."""
+
+    engine: str
+    skipped: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "skipped": self.skipped}
 
 
 @dataclass(frozen=True)

@@ -225,12 +225,18 @@ class MongoStore(Store):
         self.suspects.create_index([("fetched_at", ASCENDING), ("_id", ASCENDING)], name="fetched")
         self.matches.create_index([("suspect_id", ASCENDING)], name="suspect_id")
         self.matches.create_index([("mother_id", ASCENDING)], name="mother_id")
-        self.matches.create_index(
-            [("verdict", ASCENDING), ("score", ASCENDING)], name="verdict_score"
-        )
-        self.matches.create_index([("score", ASCENDING)], name="score")
-        self.matches.create_index([("coverage", ASCENDING)], name="coverage")
-        self.matches.create_index([("created_at", ASCENDING)], name="created_at")
+        # The match list's pages: each sort in index order with the query's tie-break
+        # (field descending, _id ascending; ascending sorts read it backwards), with and
+        # without the verdict filter (as in the sqlite store).
+        for field in ("score", "created_at", "coverage"):
+            self.matches.create_index(
+                [(field, DESCENDING), ("_id", ASCENDING)], name=f"list_{field}"
+            )
+        for field in ("score", "created_at"):
+            self.matches.create_index(
+                [("verdict", ASCENDING), (field, DESCENDING), ("_id", ASCENDING)],
+                name=f"list_verdict_{field}",
+            )
         self.matches.create_index([("domain", ASCENDING)], name="domain")
         self.matches.create_index([("rdomain", ASCENDING)], name="rdomain")
         # Sparse: users without a token have no field and do not collide.

@@ -126,10 +126,19 @@ CREATE TABLE IF NOT EXISTS matches (
 );
 CREATE INDEX IF NOT EXISTS matches_suspect ON matches(suspect_id);
 CREATE INDEX IF NOT EXISTS matches_mother ON matches(mother_id);
-CREATE INDEX IF NOT EXISTS matches_verdict_score ON matches(verdict, score);
-CREATE INDEX IF NOT EXISTS matches_score ON matches(score);
-CREATE INDEX IF NOT EXISTS matches_coverage ON matches(coverage);
-CREATE INDEX IF NOT EXISTS matches_created_at ON matches(created_at);
+-- The match list's pages: each sort read in index order, ties by id as the query
+-- orders them (ORDER BY field DESC, id ASC: the ascending sorts scan it backwards for
+-- the field), with and without the verdict filter, so LIMIT/OFFSET stop early and the
+-- total is counted on the same index. They replace single-column indexes.
+DROP INDEX IF EXISTS matches_verdict_score;
+DROP INDEX IF EXISTS matches_score;
+DROP INDEX IF EXISTS matches_coverage;
+DROP INDEX IF EXISTS matches_created_at;
+CREATE INDEX IF NOT EXISTS matches_list_score ON matches(score DESC, id);
+CREATE INDEX IF NOT EXISTS matches_list_created ON matches(created_at DESC, id);
+CREATE INDEX IF NOT EXISTS matches_list_coverage ON matches(coverage DESC, id);
+CREATE INDEX IF NOT EXISTS matches_list_verdict_score ON matches(verdict, score DESC, id);
+CREATE INDEX IF NOT EXISTS matches_list_verdict_created ON matches(verdict, created_at DESC, id);
 CREATE INDEX IF NOT EXISTS matches_domain ON matches(domain);
 CREATE INDEX IF NOT EXISTS matches_rdomain ON matches(rdomain);
 

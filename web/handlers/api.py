@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
+from tracker.matching import short_work_warnings
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
@@ -107,9 +108,12 @@ def mothers_add() -> Any:
     docs, errors = _documents_from_json(items)
     if not docs:
         return _rejected("no valid document to import", errors)
+    warnings = short_work_warnings(
+        [(str(d.get("id", "")), str(d.get("text", ""))) for d in docs], library().min_copied()
+    )
     with bad_request():
         job_id = jobs.submit_ingest(docs, skipped=errors)
-    return _accepted(job_id, documents=len(docs), errors=errors)
+    return _accepted(job_id, documents=len(docs), errors=errors, warnings=warnings)
 
 
 @bp.get("/mothers")
@@ -260,8 +264,10 @@ def _evidence_public() -> Any:
 
     try:
         return library().evidence_log()
-    except (EvidenceError, ValueError) as exc:
-        fail(503, f"the evidence log is unavailable: {exc}")
+    except (EvidenceError, ValueError):
+        # Anyone may call these: the reason (a key file's path, say) goes to the log only.
+        current_app.logger.exception("the evidence log cannot be opened")
+        fail(503, "the evidence log is unavailable; see the server log")
 
 
 @bp.get("/evidence/head")
@@ -274,8 +280,9 @@ def evidence_head() -> Any:
     log = _evidence_public()
     try:
         return jsonify(published_head(log, sign=False).to_json())
-    except EvidenceError as exc:
-        fail(503, str(exc))
+    except EvidenceError:
+        current_app.logger.exception("no evidence tree head can be published")
+        fail(503, "the evidence log has no head to publish; see the server log")
 
 
 @bp.get("/evidence/key.pem")

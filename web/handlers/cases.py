@@ -37,7 +37,15 @@ bp = Blueprint("cases", __name__)
 
 PER_PAGE = 50
 # The moves the case page offers as buttons (notice_sent has its own form: mark sent).
-ACTIONS = ("disputed", "closed", "open", "removed", "still_online")
+# The platforms' complaint flow the case page draws (线索 → 初审 → 材料审核 → 删除下架 / 赔偿).
+FLOW = (
+    ("open", "Clue"),
+    ("notice_sent", "First review"),
+    ("documents", "Document review"),
+    ("removed", "Taken down"),
+    ("compensated", "Compensated"),
+)
+ACTIONS = ("documents", "compensated", "disputed", "closed", "open", "removed", "still_online")
 
 
 def _note() -> str:
@@ -114,7 +122,9 @@ def show(case_id: str) -> Any:
         notices=list(reversed(notices)),
         rechecks=list(reversed(rechecks)),
         moves=moves,
-        can_send=case.state in ("open", "still_online", "disputed", "notice_sent"),
+        can_send=case.state in ("open", "still_online", "disputed", "notice_sent", "documents"),
+        platform=cases().platform_of(case),
+        flow=FLOW,
         labels=case_state_labels(),
         book=book,
         langs=NOTICE_LANGS,

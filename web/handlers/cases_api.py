@@ -87,7 +87,8 @@ def cases_sites() -> Any:
 @bp.get("/cases/<case_id>")
 def cases_get(case_id: str) -> Any:
     case = get_case(case_id)
-    return jsonify(case_detail_json(case, cases().history(case.id)))
+    svc = cases()
+    return jsonify(case_detail_json(case, svc.history(case.id), svc.platform_of(case)))
 
 
 @bp.post("/cases/<case_id>/transitions")
@@ -108,7 +109,7 @@ def cases_transition(case_id: str) -> Any:
             )
         else:
             case = svc.transition(case_id, to, who=actor(), note=note)
-    return jsonify(case_detail_json(case, svc.history(case.id)))
+    return jsonify(case_detail_json(case, svc.history(case.id), svc.platform_of(case)))
 
 
 @bp.post("/cases/<case_id>/notes")
@@ -119,7 +120,7 @@ def cases_note(case_id: str) -> Any:
     svc = cases()
     with case_errors():
         case = svc.add_note(case_id, note, who=actor())
-    return jsonify(case_detail_json(case, svc.history(case.id)))
+    return jsonify(case_detail_json(case, svc.history(case.id), svc.platform_of(case)))
 
 
 @bp.post("/cases/<case_id>/recheck")

@@ -71,6 +71,18 @@ def _get(match_id: str) -> Match:
     return get_or_404(store().get_match, match_id, "no such match")
 
 
+def _evidence_key() -> str:
+    """The evidence log's key fingerprint, grouped for people ("" when the log cannot
+    be opened: the view still shows the match)."""
+    from tracker.evidence import EvidenceError
+    from tracker.evidence.keys import format_fingerprint
+
+    try:
+        return format_fingerprint(library().evidence_log().key_id)
+    except (EvidenceError, ValueError):
+        return ""
+
+
 @bp.get("/matches/<id:match_id>")
 def detail(match_id: str) -> Any:
     match = _get(match_id)
@@ -119,6 +131,7 @@ def detail(match_id: str) -> Any:
     ]
     return render_template(
         "matches/detail.html",
+        evidence_key=_evidence_key(),
         match=match,
         suspect=suspect,
         mother=mother,

@@ -35,6 +35,7 @@ def _match(score: float, sid: str = "s1") -> Match:
     )
 
 
+@pytest.mark.slow
 def test_webhook_signed_and_retried_with_backoff() -> None:
     waits: list[float] = []
     with PageServer() as receiver:
@@ -70,6 +71,7 @@ def test_webhook_signed_and_retried_with_backoff() -> None:
     assert [m["suspect_id"] for m in payload["data"]["matches"]] == ["s1", "s3"]
 
 
+@pytest.mark.slow
 def test_webhook_gives_up_and_does_not_retry_client_errors() -> None:
     waits: list[float] = []
     with PageServer() as receiver:
@@ -91,6 +93,7 @@ def test_webhook_gives_up_and_does_not_retry_client_errors() -> None:
     assert Alerter(settings).new_matches([_match(0.1)]) == []
 
 
+@pytest.mark.slow
 def test_email_alert_and_case_removed(tmp_path: Path) -> None:
     store = SqliteCaseStore(tmp_path / "c.sqlite3", blob_dir=tmp_path / "b")
     svc = CaseService(store)
@@ -129,6 +132,7 @@ def test_alert_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         CaseSettings.from_env()
 
 
+@pytest.mark.slow
 def test_daily_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     data.mkdir()

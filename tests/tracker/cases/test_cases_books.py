@@ -228,6 +228,7 @@ def test_link_rules() -> None:
     assert next_page_link(nxt, "http://b.example/c/p1.html", {"http://b.example/c/p2.html"}) is None
 
 
+@pytest.mark.slow
 def test_cli_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     with Library.open(Settings(data_dir=data)) as lib:

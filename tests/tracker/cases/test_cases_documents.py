@@ -128,6 +128,11 @@ def test_recipients_with_line_breaks_are_refused(setup) -> None:
     [
         ("{% for i in range(10**7) %}{% endfor %}", "range"),
         ("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", "loops"),
+        (
+            "{% set s = 'x' * 999999 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+            "loops",
+        ),
+        ("{% for c in cases * 99999 %}{% for u in c.urls %}{% endfor %}{% endfor %}", "loops"),
         ("{{ 'x' * 10**9 }}", "more than a notice needs"),
         ("{{ 2 ** 100000 }}", "exponent"),
         ("{% for i in range(99999) %}{{ 'y' * 99 }}{% endfor %}", "longer than"),
@@ -140,3 +145,34 @@ def test_template_work_is_bounded(setup, template: str, said: str) -> None:
     (own / "notice.txt.j2").write_text(template, encoding="utf-8")
     with pytest.raises(TemplateTooCostly, match=said):
         build_notice(svc, [cid], "en", matches=store)
+
+
+def test_a_chapter_confirmed_later_joins_its_books_case(tmp_path: Path) -> None:
+    """One work on one site is one case: a confirmed page copying another chapter of a
+    book (its work metadata) joins the book's open case instead of opening its own."""
+    store = library_store(tmp_path / "lib")
+    svc = CaseService(SqliteCaseStore(tmp_path / "c.sqlite3", blob_dir=tmp_path / "b"))
+    try:
+        book = svc.open_case(work="chunshan", domain="pirate.example", who="t", kind="book")
+        for n in (1, 2):
+            store.put_mother(
+                Mother(
+                    id=f"cs-{n}",
+                    title=f"春山记 第{n}章",
+                    text="正文" * 50,
+                    metadata={"work": "chunshan"},
+                )
+            )
+            add_match(store, f"s{n}", f"cs-{n}", f"https://pirate.example/7/{n}.html")
+            result = svc.apply_verdict(store, f"s{n}", f"cs-{n}", "confirmed", who="alice")
+            assert result.case is not None and result.case.id == book.id
+        add_match(store, "o1", "other", "https://pirate.example/other.html", title="别的书")
+        other = svc.apply_verdict(store, "o1", "other", "confirmed", who="alice").case
+        assert other is not None and other.id != book.id  # another work: its own case
+        assert [u.url for u in svc.get(book.id).urls] == [
+            "https://pirate.example/7/1.html",
+            "https://pirate.example/7/2.html",
+        ]
+    finally:
+        svc.store.close()
+        store.close()

@@ -20,6 +20,7 @@ from tracker.cases.cli import case, verdict
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.evidence import Capture, EvidenceLog
+from tracker.evidence.keys import format_fingerprint
 from tracker.library import Library
 from tracker.timefmt import human_utc
 
@@ -73,6 +74,7 @@ def _cases(obj: dict) -> list[dict]:
     return json.loads(_run(obj, case, ["list", "--json", "--no-sync"]))
 
 
+@pytest.mark.slow
 def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     settings = Settings(data_dir=data)
@@ -113,6 +115,7 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         # The capture times the evidence log holds for each chapter page.
         fetched = {}
         with EvidenceLog.from_settings(settings) as log:
+            key = format_fingerprint(log.key_id)  # printed on every notice
             for n in (1, 3):
                 (entry,) = [
                     e
@@ -145,6 +148,7 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 assert _flat(TITLES[n]) in line, (where, line)  # its own chapter
                 assert _flat(TITLES[other]) not in line, (where, line)
                 assert _flat(fetched[n]) in line, (where, line)  # the capture's fetch time
+            assert _flat(key) in flat, where
             if lang == "zh":
                 assert "签名或盖章" in flat
         pdf_zh = tmp_path / "notice-zh.pdf"
@@ -177,3 +181,6 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         before = len(_cases(obj))
         again = json.loads(_run(obj, case, ["book", index, "--json"]))
         assert again["case_id"] == cid and len(_cases(obj)) == before
+        said = CliRunner().invoke(case, ["book", index], obj=obj).output
+        assert f"case {cid} (open)" in said and "1 chapter URL(s) of the case have no" in said
+        assert len(_cases(obj)) == before

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from casekit import add_match, library_store
 from repo import REPO
 
@@ -19,6 +20,7 @@ verdict = tracker.cases.cli:verdict
 """
 
 
+@pytest.mark.slow
 def test_commands_through_the_yinji_entry_point_group(tmp_path: Path) -> None:
     dist = tmp_path / "ep" / "yinji_cases_contract-0.dist-info"
     dist.mkdir(parents=True)

@@ -66,6 +66,7 @@ def test_history_alone_when_the_log_cannot_open(tmp_path: Path, monkeypatch, cap
     lib.close()
 
 
+@pytest.mark.slow
 def test_recheck_captures_the_page_in_the_log(tmp_path: Path, redis_client: object) -> None:
     from casekit import PageServer, html
     from textgen import work

@@ -60,6 +60,7 @@ def _confirm(lib: Library, svc: CaseService, url: str, text: str, sid: str) -> s
     return r.case.id
 
 
+@pytest.mark.slow
 def test_noticed_pages_gone_or_changed_mean_removed_and_back_reopens(env) -> None:
     lib, svc, crawler, server = env
     copy = html("第一章", WORK[:900])
@@ -121,6 +122,7 @@ def test_noticed_pages_gone_or_changed_mean_removed_and_back_reopens(env) -> Non
     assert svc.get(other.id).removed_at is None
 
 
+@pytest.mark.slow
 def test_errors_conclude_nothing(env) -> None:
     lib, svc, crawler, server = env
     server.pages["/a.html"] = (200, html("第一章", WORK[:900]), "text/html")
@@ -136,6 +138,7 @@ def test_errors_conclude_nothing(env) -> None:
     assert ids == [cid] and open_case.id not in ids
 
 
+@pytest.mark.slow
 def test_cli_recheck_honours_the_ssrf_guard(tmp_path: Path, monkeypatch) -> None:
     data = tmp_path / "data"
     settings = Settings(data_dir=data)

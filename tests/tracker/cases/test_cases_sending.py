@@ -33,6 +33,7 @@ def _setup(tmp_path: Path) -> tuple[dict, str]:
     return obj, c["id"]
 
 
+@pytest.mark.slow
 def test_send_by_smtp_marks_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     obj, cid = _setup(tmp_path)
     runner = CliRunner()
@@ -96,6 +97,7 @@ def test_smtp_settings_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         CaseSettings.from_env()
 
 
+@pytest.mark.slow
 def test_smtp_refusals() -> None:
     from email.message import EmailMessage
 

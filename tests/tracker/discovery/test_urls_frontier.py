@@ -146,3 +146,19 @@ def test_revisit_brings_a_page_back(redis_client):
     f.schedule_revisit(item, 0)
     assert f.requeue_due() == 1
     assert _drain(f) == ["http://a.test/1"]
+
+
+def test_one_request_in_flight_per_host(redis_client):
+    f = Frontier(redis_client, DiscoveryKeys("t"), interval=0.0)
+    for i in range(2):
+        f.add(FrontierItem(url=f"http://a.test/{i}", source="s", priority=i))
+    f.add(FrontierItem(url="http://b.test/0", source="s", priority=5))
+    first = f.claim().item
+    second = f.claim().item
+    assert first is not None and first.url == "http://a.test/0"
+    assert second is not None and second.url == "http://b.test/0"  # a.test is busy
+    third = f.claim()
+    assert third.item is None and not third.empty and third.wait > 0  # a.test still busy
+    f.done(first)
+    again = f.claim().item
+    assert again is not None and again.url == "http://a.test/1"  # free once done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -155,6 +156,7 @@ def test_a_configured_key_file_others_can_read_is_refused(tmp_path: Path) -> Non
     assert SigningKey.load(tmp_path / "unused", str(path)).private_key is not None
 
 
+@pytest.mark.slow
 def test_an_exposed_configured_key_is_one_message_on_the_command_line(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -203,3 +205,29 @@ def test_fingerprint_is_the_sha256_of_the_raw_public_key(tmp_path: Path) -> None
     assert parse_fingerprint(grouped.upper()) == expected
     with pytest.raises(EvidenceKeyError, match="64 hex digits"):
         parse_fingerprint("abc")
+
+
+def test_settings_refuse_an_exposed_key_file_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker or server reads the settings before its first task: an exposed or
+    missing YINJI_EVIDENCE_KEY file stops it there, naming the file and the fix."""
+    path = tmp_path / "k.pem"
+    path.write_bytes(
+        SigningKey.generate().private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    monkeypatch.setenv("YINJI_EVIDENCE_KEY", str(path))
+    for name in ("YINJI_TSA_URL", "YINJI_TSA_CA", "YINJI_TSA_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    os.chmod(path, 0o644)
+    with pytest.raises(SettingError, match=re.escape(f"run: chmod 600 {path}")):
+        EvidenceSettings.from_env()
+    os.chmod(path, 0o600)
+    assert EvidenceSettings.from_env().key == str(path)
+    monkeypatch.setenv("YINJI_EVIDENCE_KEY", str(tmp_path / "gone.pem"))
+    with pytest.raises(SettingError, match="YINJI_EVIDENCE_KEY: cannot read key file"):
+        EvidenceSettings.from_env()

@@ -118,3 +118,31 @@ def test_consistency_between_any_two_heads(make_log: Any) -> None:
     assert not verify_consistency(3, 15, heads[6], heads[15], list(wrong.proof))
     with pytest.raises(Exception, match="first <= second"):
         consistency(log, 10, 3)
+
+
+def test_check_consistency_offline_between_two_bundles_heads(make_log: Any, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+
+    log = make_log()
+    _fill(log, 3)
+    old = log.tree_head().head
+    _fill(log, 4)
+    new = log.tree_head().head
+    (tmp_path / "old.json").write_bytes(old.encode())
+    (tmp_path / "new.json").write_bytes(new.encode())
+    proof = consistency(log, old.size, new.size).to_json()
+    (tmp_path / "proof.json").write_text(json.dumps(proof))
+    files = [str(tmp_path / n) for n in ("proof.json", "old.json", "new.json")]
+    runner = CliRunner()
+    ok = runner.invoke(main, ["evidence", "check-consistency", *files])
+    assert ok.exit_code == 0 and ok.output.startswith("OK: the log of 7 records"), ok.output
+    proof["proof"][0] = "00" * 32
+    (tmp_path / "proof.json").write_text(json.dumps(proof))
+    bad = runner.invoke(main, ["evidence", "check-consistency", *files])
+    assert bad.exit_code == 1 and bad.output.startswith("FAILED"), bad.output
+    swapped = runner.invoke(main, ["evidence", "check-consistency", files[0], files[2], files[1]])
+    assert swapped.exit_code == 1

@@ -133,6 +133,7 @@ def silent_server() -> Iterator[str]:
     sock.close()
 
 
+@pytest.mark.slow
 def test_a_silent_tsa_times_out_with_its_url(silent_server: str) -> None:
     with pytest.raises(TSAError, match=f"TSA {silent_server} is unreachable .*timed out"):
         TSAClient(silent_server, timeout=0.5).stamp(DATA)

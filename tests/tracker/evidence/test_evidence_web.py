@@ -161,6 +161,10 @@ def test_reads_never_write_and_the_key_is_published(
         assert published["fingerprint"] == log.key_id
         stored = {r.head.size: r.head.root_hash.hex() for r in log.heads()}
     assert stored[published["tree_head"]["size"]] == published["tree_head"]["root_hash"]
+    from tracker.evidence.keys import format_fingerprint
+
+    view = client.get(f"/matches/{mid}").get_data(as_text=True)
+    assert format_fingerprint(published["fingerprint"]) in view  # where people work
     key = anonymous.get("/api/v1/evidence/key.pem")
     assert key.status_code == 200 and key.data.startswith(b"-----BEGIN PUBLIC KEY-----")
     for data in [d.data for d in downloads] + [api_zip.data]:

@@ -364,3 +364,65 @@ def test_evidence_stamp_command(
     done = json.loads(up.output.splitlines()[0])
     assert done["timestamped"] and done["size"] == 1 and not done["new_head"]
     assert done["heads_stamped"] == [done["head_id"]]
+
+
+def test_daily_audit_alerts_and_the_scheduled_head_refuses_a_truncated_log(
+    installed: Installation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #24: the beat's ``audit_log`` recomputes the log and sends the
+    ``evidence.audit_failed`` alert to a local webhook when records were deleted under a
+    signed head; ``publish_tree_head`` then signs nothing."""
+    import sqlite3
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    posts: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            posts.append({"event": self.headers.get("X-Yinji-Event"), "body": json.loads(body)})
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv(
+            "YINJI_ALERT_WEBHOOK_URL", f"http://127.0.0.1:{server.server_address[1]}/hook"
+        )
+        monkeypatch.setenv("YINJI_ALERT_WEBHOOK_SECRET", "s")
+        monkeypatch.setenv("YINJI_ALERT_RETRIES", "0")
+        app = installed.app
+        with EvidenceLog.from_settings(installed.settings) as log:
+            for state in ("notice_sent", "taken_down", "reappeared"):
+                log.record_case_state(suspect_id="s1", state=state)
+        assert app.send_task("yinji.evidence.publish_tree_head").get(timeout=60)["size"] == 3
+        clean = app.send_task("yinji.evidence.audit_log").get(timeout=60)
+        assert clean["ok"] and clean["size"] == 3 and clean["alerted"] == 0 and posts == []
+
+        db = sqlite3.connect(installed.settings.data_dir / "evidence.sqlite3", isolation_level=None)
+        for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+            db.execute(f"DROP TRIGGER {name}")
+        db.execute("DELETE FROM leaves WHERE idx = 2")
+        db.close()
+        failed = app.send_task("yinji.evidence.audit_log").get(timeout=60)
+        assert not failed["ok"] and failed["alerted"] == 1
+        assert [p["event"] for p in posts] == ["evidence.audit_failed"]
+        assert any(
+            "covers records that do not exist" in p for p in posts[0]["body"]["data"]["problems"]
+        )
+        with pytest.raises(Exception, match="not consistent with the tree heads it signed"):
+            app.send_task("yinji.evidence.publish_tree_head").get(timeout=60)
+        with EvidenceLog.from_settings(installed.settings) as log:
+            assert [r.head.size for r in log.heads()] == [3]  # nothing signed
+        from workers.schedule import beat_schedule
+
+        assert beat_schedule()["evidence-audit"]["task"] == "yinji.evidence.audit_log"
+    finally:
+        server.shutdown()
+        server.server_close()

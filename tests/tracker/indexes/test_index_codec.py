@@ -13,7 +13,14 @@ import numpy as np
 from repo import REPO
 
 from tracker.engines.daguan import DaguanEngine
-from tracker.indexes.codec import FORMAT, STOP, decode_value, encode_value, parse_values
+from tracker.indexes.codec import (
+    FORMAT,
+    decode_value,
+    encode_value,
+    is_stop,
+    parse_values,
+    stop_sample,
+)
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.scripts import lua
 
@@ -69,18 +76,19 @@ def _real_values(redis: Any) -> list[bytes]:
 
 def test_lua_and_python_codecs_agree_on_a_real_index(redis_client: Any) -> None:
     values = _real_values(redis_client)
-    kinds = {"stop" if v == STOP else min(len(decode_value(v, FORMAT) or []), 3) for v in values}
+    kinds = {"stop" if is_stop(v) else min(len(decode_value(v, FORMAT) or []), 3) for v in values}
     assert kinds == {"stop", 1, 2, 3}  # every kind of value is there
     for value, (seqs, again) in zip(values, _lua_codec(redis_client, values, FORMAT), strict=True):
         mine = decode_value(value, FORMAT)
-        if mine is None:  # a stop marker, for both
-            assert value == STOP and seqs is None and again is None
+        if mine is None:  # a stop marker, for both, with the first 4 holders
+            assert is_stop(value) and seqs is None and again is None
+            assert len(stop_sample(value)) == 4
             continue
         assert b"".join(mine) == seqs
         assert again == encode_value(mine, FORMAT) == value
     # parse_values (the lookup path) reads the same seqs.
     fp_index, got, stopped = parse_values(values, FORMAT)
-    assert stopped == values.count(STOP)
+    assert stopped == sum(1 for v in values if is_stop(v))
     want = [int.from_bytes(s, "little") for v in values for s in (decode_value(v, FORMAT) or [])]
     assert sorted(got.tolist()) == sorted(want)
     assert fp_index.size == len(want)

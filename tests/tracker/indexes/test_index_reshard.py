@@ -3,17 +3,14 @@ exactly as before), the index grows by itself during ingest, stats advise, the
 index's health marks are untouched, and writes that race a reshard are not lost."""
 
 import json
-from typing import Any
 
-import numpy as np
 import pytest
-from redis_cluster import write_during_reshard
+from indexkit import guarded_writes_survive_a_reshard as _guarded_writes_survive_a_reshard
 from textgen import random_edits, work
 
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.indexes import inverted, keys
-from tracker.indexes.inverted import MIN_BITS, RedisInvertedIndex
 from tracker.library import Library
 
 
@@ -115,6 +112,7 @@ def _yinji(data_dir, *args):
     )
 
 
+@pytest.mark.slow
 def test_cli_reshard_and_stats_advice(tmp_path):
     data = tmp_path / "data"
     src = tmp_path / "a.txt"
@@ -135,30 +133,6 @@ def test_cli_reshard_and_stats_advice(tmp_path):
     assert _yinji(data, "check", "--json", "--no-save", str(suspect)).stdout == before
     r = _yinji(data, "index", "reshard", "--bits", "3")
     assert r.returncode != 0 and "--bits" in r.stderr
-
-
-def _guarded_writes_survive_a_reshard(redis: Any, prefix: str) -> None:
-    """Adds and removes planned with the layout before a reshard and landing while it
-    moves the buckets: none is lost (or resurrected) once the new layout is in place."""
-    rng = np.random.default_rng(11)
-    old = [(seq, rng.integers(1, 2**63, 300, dtype=np.uint64)) for seq in range(1, 21)]
-    new = [(seq, rng.integers(1, 2**63, 300, dtype=np.uint64)) for seq in range(21, 41)]
-    writer = RedisInvertedIndex(redis, prefix, bucket_bits=MIN_BITS)
-    mover = RedisInvertedIndex(redis, prefix)
-    writer.add(old)
-    write_during_reshard(writer, mover, lambda: writer.add(new), MIN_BITS + 2)
-    write_during_reshard(writer, mover, lambda: writer.remove(old[:5]), MIN_BITS + 3)
-    reader = RedisInvertedIndex(redis, prefix)
-    assert reader.bucket_bits == MIN_BITS + 3
-    for seq, fps in old[5:] + new:
-        _, seqs, _ = reader.lookup(fps)
-        assert seqs.tolist() == [seq] * fps.size, seq
-    for _, fps in old[:5]:
-        assert reader.lookup(fps)[1].size == 0
-    # Nothing was left behind in a dropped layout's buckets.
-    keys = [k.decode() for k in redis.scan_iter(match=f"{prefix}:b*")]
-    assert keys and all(k.startswith(f"{prefix}:b{MIN_BITS + 3}v2:") for k in keys)
-    assert not redis.exists(reader.moving_key)
 
 
 def test_writes_during_a_reshard_are_redone_with_the_new_layout(redis_client) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from indexkit import filled_index as _filled_index
+from indexkit import same_lookup as _same
 from textgen import random_edits, work
 
 from tracker.cli import main
@@ -18,27 +20,6 @@ from tracker.config import Settings
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.library import Library
-
-
-def _same(a: tuple[np.ndarray, np.ndarray, int], b: tuple[np.ndarray, np.ndarray, int]) -> bool:
-    return np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[2] == b[2]
-
-
-def _filled_index(redis_client: Any) -> tuple[RedisInvertedIndex, np.ndarray]:
-    """An index with fields of one, two, three and more mothers, and stop markers."""
-    idx = RedisInvertedIndex(redis_client, "t:snap", bucket_bits=7, stop_df=4)
-    rng = np.random.default_rng(5)
-    shared = rng.integers(0, 2**63, 40, dtype=np.uint64)
-    items = []
-    for seq in range(1, 31):
-        own = rng.integers(0, 2**63, 300, dtype=np.uint64)
-        # shared[i] is held by the mothers seq % (i + 1) == 0: 30, 15, 10, ... of them.
-        common = shared[[i for i in range(40) if seq % (i + 1) == 0]]
-        items.append((seq, np.concatenate([own, common])))
-    idx.add(items)
-    absent = rng.integers(0, 2**63, 200, dtype=np.uint64)
-    query = np.unique(np.concatenate([shared, items[3][1][:50], items[17][1][:50], absent]))
-    return idx, query
 
 
 def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) -> None:
@@ -52,6 +33,11 @@ def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) 
     snaps = SnapshotFolder(tmp_path)
     got = snaps.lookup(idx, query)
     assert got is not None and _same(got, from_redis)
+    # Which fingerprints are stop words, too (long runs of them propose their holders).
+    mask_redis, mask_snap = np.zeros(query.size, bool), np.zeros(query.size, bool)
+    idx.lookup(query, stop_mask=mask_redis)
+    snaps.lookup(idx, query, stop_mask=mask_snap)
+    assert mask_redis.sum() == from_redis[2] and np.array_equal(mask_redis, mask_snap)
     # Every stored fingerprint, one at a time and all at once.
     assert _same(snaps.lookup(idx, query[:1]), idx.lookup(query[:1]))  # type: ignore[arg-type]
     empty = snaps.lookup(idx, np.zeros(0, np.uint64))

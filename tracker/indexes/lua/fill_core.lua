@@ -7,7 +7,7 @@
 -- as add counts up to the stop). Needs codec.lua and a local stop_df before it.
 local n, nf = 0, 0
 local function nseq(v)
-  if v == '\0' then return stop_df + 1 end
+  if is_stop(v) then return stop_df + 1 end
   if FMT == 2 and #v < 12 then
     if #v == 9 and string.byte(v, 1) == 1 then return 2 end
     return 1
@@ -37,12 +37,21 @@ local function fill(key, fl, vl)
       if not v then
         nf = nf + 1; n = n + nseq(w)
         out[#out + 1] = part[j]; out[#out + 1] = w
-      elseif w == '\0' then
-        -- More than stop_df seqs came: with any stored ones, still more.
+      elseif is_stop(w) then
+        -- More than stop_df seqs came: with any stored ones, still more. The holders
+        -- kept: the stored ones first, then the load's (as adds in that order keep them).
         local cur = decode(v)
         if cur then
           n = n + stop_df + 1 - #cur
-          out[#out + 1] = part[j]; out[#out + 1] = '\0'
+          for k = 2, #w, 4 do
+            local s = string.sub(w, k, k + 3)
+            local found = false
+            for _, p in ipairs(cur) do
+              if p == s then found = true; break end
+            end
+            if not found then cur[#cur + 1] = s end
+          end
+          out[#out + 1] = part[j]; out[#out + 1] = stop_of(cur)
         end
       else
         local m, added = merge(v, decode(w), stop_df)

@@ -1,0 +1,485 @@
+"""Discovery on a simulated web (issue #22): recall of planted copies, fetches, trap
+share, politeness at the server, throughput, a crawl killed and restarted; beside a
+breadth-first crawl of the same seeds with the same crawler, concurrency and per-host
+rate, measured in the same run.
+
+Usage: python bench/bench_simweb.py [--pages 2000] [--bfs-max 20000] [--write]
+
+The web (``bench/simweb/world.py``): 20 sites under their own host names, 20,436 pages,
+traps, 250 library works planted (one page each, obfuscated) and ten exact mirrors,
+served by one process (``bench/simweb/server.py``) that logs every request as it
+arrives. Discovery gets what a user gives it: the six novel sites registered (their
+search forms found by themselves), a search provider (the fake engine, SearXNG's JSON)
+and the library (550 works: 红楼梦, 三国演义, 鲁迅). The baseline gets the home pages
+of all 20 sites and follows every link breadth-first (URLs deduplicated as written);
+it only fetches (recall judged by the planted URL list, which favours it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import publish  # noqa: E402
+
+from bench.simweb.server import SimWeb  # noqa: E402
+from bench.simweb.world import HOSTS, NOVEL, World  # noqa: E402
+
+INTERVAL = 0.02  # seconds between two requests to one host (50 a second)
+CONCURRENCY = 8
+
+
+def crawler_for(port: int, interval: float = INTERVAL):  # type: ignore[no-untyped-def]
+    from tracker.crawler import Crawler, CrawlerConfig
+
+    crawler = Crawler(
+        CrawlerConfig(
+            resolver=lambda host, p: ["127.0.0.1"],
+            allow_address=lambda ip, p: str(ip) == "127.0.0.1" and p == port,
+            min_interval=interval,
+            retries=0,
+            total_timeout=20,
+        )
+    )
+    # The slot the crawler's limiter gave each request (the client's side of politeness):
+    # HostRateLimiter.wait's own computation, recorded under its lock.
+    crawler.sends = []  # type: ignore[attr-defined]
+    limiter = crawler._limiter
+
+    def timed(host: str) -> float:
+        with limiter._lock:
+            now = time.monotonic()
+            slot = max(now, limiter._next.get(host, 0.0))
+            limiter._next[host] = slot + limiter._intervals.get(host, limiter.interval)
+            crawler.sends.append((slot, host))  # type: ignore[attr-defined]
+        if slot > now:
+            time.sleep(slot - now)
+        return max(slot - now, 0.0)
+
+    limiter.wait = timed  # type: ignore[method-assign]
+    return crawler
+
+
+def send_gaps(sends: list, interval: float) -> tuple[int, float | None]:
+    """(gaps under the interval, the shortest gap) between two requests let go to one host."""
+    by_host: dict[str, list[float]] = collections.defaultdict(list)
+    for t, host in sends:
+        by_host[host].append(t)
+    gaps = [b - a for ts in by_host.values() for a, b in itertools.pairwise(sorted(ts))]
+    return sum(1 for g in gaps if g < interval * 0.999), (min(gaps) if gaps else None)
+
+
+def page_key(url: str) -> str:
+    """A page by host and path (ports and query strings such as ?sid= left out)."""
+    u = urlsplit(url)
+    return f"{(u.hostname or '').lower()}{u.path}"
+
+
+def server_stats(log: list, interval: float) -> dict:
+    by_host: dict[str, list[float]] = collections.defaultdict(list)
+    for t, host, _path, _trap, _status in log:
+        by_host[host].append(t)
+    gaps = [
+        b - a for ts in by_host.values() for a, b in zip(sorted(ts), sorted(ts)[1:], strict=False)
+    ]
+    traps = sum(1 for x in log if x[3])
+    pages = collections.Counter((x[1], x[2]) for x in log if x[2] != "/robots.txt")
+    return {
+        "fetches": len(log),
+        "trap_fetches": traps,
+        "min_gap": min(gaps) if gaps else None,
+        "gaps_under_interval": sum(1 for g in gaps if g < interval * 0.999),
+        "fetched_twice": sum(1 for n in pages.values() if n > 1),
+        "hosts": len(by_host),
+    }
+
+
+def recall_of(found: set[str], world: World) -> float:
+    return len(found) / len(set(world.planted.values()))
+
+
+# --- discovery ---------------------------------------------------------------------
+def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: ignore[no-untyped-def]
+    from tracker.discovery.keys import DiscoveryKeys
+    from tracker.discovery.providers import SearxngProvider
+    from tracker.discovery.run import DiscoveryRun, RunOptions
+
+    crawler = crawler_for(sim.port)
+    results = []
+    run = DiscoveryRun(
+        lib,
+        RunOptions(
+            max_pages=pages,
+            concurrency=CONCURRENCY,
+            interval=INTERVAL,
+            max_works=1000,
+            max_site_searches=50,
+        ),
+        providers=[SearxngProvider(f"http://127.0.0.1:{sim.port}/search", timeout=60)],
+        crawler=crawler,
+        keys=DiscoveryKeys(lib.settings.redis_prefix, "bench"),
+        on_page=results.append,
+    )
+    sim.reset()
+    t0 = time.perf_counter()
+    run.plan()
+    t_plan = time.perf_counter()
+    run.search()
+    run.sites()
+    t_search = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    run.crawl()
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    t_crawl = time.perf_counter()
+    crawl_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    report = run.finish()
+    log = sim.log()
+    planted = {page_key(u): w for u, w in world.planted.items()}
+    near = {page_key(u): w for u, w in world.near_copies.items()}
+    found: set[str] = set()
+    by_suspect: dict[str, set[str]] = {}
+    first_at: dict[str, int] = {}  # work -> pages processed when it was first found
+    for n, r in enumerate(results, 1):
+        works = {m["mother_id"] for m in r.matches}
+        by_suspect[r.suspect_id] = works
+        key = page_key(r.final_url or r.url)
+        dup = by_suspect.get(r.duplicate_of, set()) if r.duplicate_of else set()
+        if key in planted and (planted[key] in works or planted[key] in dup):
+            found.add(planted[key])
+            first_at.setdefault(planted[key], n)
+    total = len(set(world.planted.values()))
+    order = sorted(first_at.values())
+    at_95 = order[int(0.95 * total) - 1] if len(order) >= int(0.95 * total) else None
+    false_pages = sum(
+        1
+        for r in results
+        if r.matches
+        and page_key(r.final_url or r.url) not in planted
+        and page_key(r.final_url or r.url) not in near
+    )
+    under, shortest = send_gaps(crawler.sends, INTERVAL)
+    return {
+        "send_gaps_under": under,
+        "send_min_gap": shortest,
+        "crawl_cpu": crawl_cpu,
+        "pages_at_95": at_95,
+        "report": report,
+        "found": found,
+        "recall": recall_of(found, world),
+        "server": server_stats(log, INTERVAL),
+        "plan_s": t_plan - t0,
+        "search_s": t_search - t_plan,
+        "crawl_s": t_crawl - t_search,
+        "checked": report.checked,
+        "fetched": report.fetched,
+        "false_pages": false_pages,
+        "sources": {k: v for k, v in report.sources.items()},
+    }
+
+
+# --- breadth-first baseline ------------------------------------------------------------
+def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float) -> dict:
+    from tracker.crawler import CrawlError
+    from tracker.crawler.links import page_links
+
+    crawler = crawler_for(sim.port)
+    planted = {page_key(u): w for u, w in world.planted.items()}
+    queue = collections.deque(f"http://{h}:{sim.port}/" for h in HOSTS)
+    seen = set(queue)
+    found: set[str] = set()
+    curve: list[tuple[int, float]] = []
+    reached_at = None
+    fetched = 0
+    lock = threading.Lock()
+    sim.reset()
+    t0 = time.perf_counter()
+
+    def fetch(url: str) -> list[str]:
+        try:
+            page = crawler.crawl_page(url, screenshot=False)
+        except CrawlError:
+            return []
+        return [link.url for link in page_links(page.html, page.final_url)]
+
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        while queue and fetched < max_fetches:
+            batch = [
+                queue.popleft()
+                for _ in range(min(CONCURRENCY * 4, len(queue), max_fetches - fetched))
+            ]
+            for url, links in zip(batch, pool.map(fetch, batch), strict=True):
+                fetched += 1
+                key = page_key(url)
+                if key in planted:
+                    found.add(planted[key])
+                with lock:
+                    for link in links:
+                        if link not in seen:
+                            seen.add(link)
+                            queue.append(link)
+                r = recall_of(found, world)
+                if reached_at is None and r >= target:
+                    reached_at = fetched
+            curve.append((fetched, recall_of(found, world)))
+    elapsed = time.perf_counter() - t0
+    log = sim.log()
+    under, shortest = send_gaps(crawler.sends, INTERVAL)
+    return {
+        "send_gaps_under": under,
+        "send_min_gap": shortest,
+        "fetched": fetched,
+        "recall": recall_of(found, world),
+        "reached_at": reached_at,
+        "curve": curve,
+        "seconds": elapsed,
+        "server": server_stats(log, INTERVAL),
+    }
+
+
+def recall_at(curve: list[tuple[int, float]], fetches: int) -> float:
+    best = 0.0
+    for n, r in curve:
+        if n <= fetches:
+            best = r
+    return best
+
+
+# --- kill and restart ------------------------------------------------------------------------
+PART = r"""
+import sys, json
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+from bench_simweb import crawler_for, INTERVAL
+from tracker.config import Settings
+from tracker.library import Library
+from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.providers import SearxngProvider
+from tracker.discovery.run import DiscoveryRun, RunOptions
+with Library.open(Settings.from_env({data!r})) as lib:
+    run = DiscoveryRun(lib, RunOptions(max_pages={pages}, concurrency=8, interval=INTERVAL,
+        max_works=1000, search={seed}, sites={seed}),
+        providers=[SearxngProvider("http://127.0.0.1:{port}/search", timeout=60)],
+        crawler=crawler_for({port}), keys=DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
+    if {seed}:
+        run.plan(); run.search(); run.sites()
+        print("seeded", flush=True)
+    run.crawl()
+    run.finish()
+    print("done", run.report.fetched, flush=True)
+"""
+
+
+def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
+    from tracker.config import Settings
+    from tracker.discovery.frontier import Frontier
+    from tracker.discovery.keys import DiscoveryKeys
+    from tracker.library import Library
+
+    env = dict(os.environ, YINJI_SCREENSHOTS="off")
+    sim.reset()
+
+    def part(seed: bool, n: int) -> subprocess.Popen[str]:
+        code = PART.format(
+            root=str(ROOT),
+            bench=str(ROOT / "bench"),
+            data=str(data),
+            pages=n,
+            seed=seed,
+            port=sim.port,
+        )
+        return subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    first = part(True, pages)
+    assert first.stdout is not None
+    first.stdout.readline()  # seeded
+    time.sleep(6)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    fetched_before = len([x for x in sim.log() if x[2] != "/robots.txt"])
+    with Library.open(Settings.from_env(data)) as lib:
+        f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
+        at_kill = f.stats()
+    time.sleep(1)  # no lease is older than the kill: shorten them for the restart
+    with Library.open(Settings.from_env(data)) as lib:
+        f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
+        leased = lib.redis.zrange(f.k("leased"), 0, -1)
+        if leased:
+            lib.redis.zadd(f.k("leased"), dict.fromkeys(leased, 0))
+            lib.redis.zadd(f.k("hosts"), dict.fromkeys(lib.redis.zrange(f.k("hosts"), 0, -1), 0))
+    second = part(False, 100_000)
+    out, _ = second.communicate(timeout=1800)
+    log = sim.log()
+    with Library.open(Settings.from_env(data)) as lib:
+        f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
+        after = f.stats()
+        seen = {m.decode() for m in lib.redis.smembers(f.k("seen"))}
+    served = {f"http://{h}:{sim.port}{p}" for _, h, p, _, _ in log}
+    lost = [u for u in seen if u not in served and not u.endswith("/robots.txt")]
+    pages_log = collections.Counter((x[1], x[2]) for x in log if x[2] != "/robots.txt")
+    twice = [k for k, n in pages_log.items() if n > 1]
+    return {
+        "fetched_before_kill": fetched_before,
+        "leased_at_kill": at_kill["leased"],
+        "queued_at_kill": at_kill["queued"],
+        "fetched_total": sum(pages_log.values()),
+        "seen": len(seen),
+        "never_fetched": len(lost),
+        "queued_after": after["queued"],
+        "fetched_twice": len(twice),
+        "second_output": out.strip().splitlines()[-1:] if out else [],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", type=int, default=2000)
+    ap.add_argument("--bfs-max", type=int, default=20000)
+    ap.add_argument("--kill-pages", type=int, default=600)
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    started = time.time()
+    os.environ["YINJI_SCREENSHOTS"] = "off"
+    from tracker.config import Settings
+    from tracker.discovery.service import register_site
+    from tracker.documents import Document
+    from tracker.library import Library
+
+    world = World.build()
+    tmp = Path(tempfile.mkdtemp(prefix="simweb-"))
+    data = tmp / "data"
+    parts: list[str] = []
+    with SimWeb() as sim:
+        t = time.perf_counter()
+        with Library.open(Settings.from_env(data)) as lib:
+            docs = [
+                Document(
+                    id=d["id"],
+                    title=d["title"],
+                    text=d["text"],
+                    metadata={k: v for k, v in d.items() if k in ("book", "collection")},
+                )
+                for d in world.library
+            ]
+            lib.ingest(docs)
+            ingest_s = time.perf_counter() - t
+            crawler = crawler_for(sim.port)
+            profiles = collections.Counter()
+            for host, _ in NOVEL:
+                site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
+                profiles[site.profile] += 1
+            d = run_discovery(lib, sim, world, args.pages)
+        print(
+            json.dumps(
+                {k: v for k, v in d.items() if k not in ("report", "found", "sources")}, default=str
+            ),
+            flush=True,
+        )
+        b = run_bfs(sim, world, args.bfs_max, d["recall"])
+        print(json.dumps({k: v for k, v in b.items() if k != "curve"}, default=str), flush=True)
+        k = run_kill_restart(data, sim, args.kill_pages)
+        print(json.dumps(k), flush=True)
+    total_pages = world.pages_total()
+    planted = len(set(world.planted.values()))
+    rep = d["report"]
+    srv, bsrv = d["server"], b["server"]
+    ratio = (b["reached_at"] / srv["fetches"]) if b["reached_at"] else None
+    bfs_same_budget = recall_at(b["curve"], srv["fetches"])
+    src_rows = "\n".join(
+        f"| {name} | {s.found} | {s.fetched} | {s.checked} | {s.matched} | {s.duplicates} "
+        f"| {s.errors} |"
+        for name, s in sorted(d["sources"].items())
+    )
+    parts += [
+        f"Simulated web: {len(HOSTS)} host names, {total_pages:,} pages (plus traps: "
+        f"endless book lists and forum pages, an infinite calendar, session ids), "
+        f"{planted} library works planted (one page each, obfuscated) and 10 exact mirrors; "
+        f"library {len(world.library)} works, ingested in {ingest_s:.0f} s; six novel sites "
+        f"registered, their search forms found by themselves ({dict(profiles)}). Per-host "
+        f"rate {1 / INTERVAL:.0f} requests/s, {CONCURRENCY} fetch threads for both crawlers.",
+        "",
+        "| measure | discovery | breadth-first baseline (the same sites, same crawler) | target |",
+        "|---|---|---|---|",
+        f"| recall of planted works | **{d['recall']:.3f}** ({len(d['found'])}/{planted}) | "
+        f"{bfs_same_budget:.3f} at the same {srv['fetches']:,} fetches; "
+        f"{b['recall']:.3f} after {b['fetched']:,} | ≥ 0.95 |",
+        f"| fetches (at the server, robots.txt included) | **{srv['fetches']:,}** "
+        f"({100 * srv['fetches'] / total_pages:.1f}% of the web) | "
+        + (
+            f"{b['reached_at']:,} to reach the same recall (**{ratio:.1f}x**)"
+            if ratio
+            else f"never reached {d['recall']:.3f} within {b['fetched']:,} fetches (> "
+            f"**{b['fetched'] / srv['fetches']:.1f}x**)"
+        )
+        + " | ≤ 10% of the web; ≥ 5x fewer |",
+        f"| fetches spent in traps | **{100 * srv['trap_fetches'] / max(srv['fetches'], 1):.2f}%** "
+        f"({srv['trap_fetches']}) | {100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
+        f"({bsrv['trap_fetches']:,}) | ≤ 2% |",
+        f"| pages fetched, extracted and checked per second (crawl stage) | "
+        f"**{rep.fetched / d['crawl_s']:.0f}** fetched/s, {rep.checked / d['crawl_s']:.0f} "
+        f"checked/s ({rep.fetched} fetched, {rep.checked} checked in {d['crawl_s']:.1f} s) | "
+        f"{b['fetched'] / b['seconds']:.0f} fetched/s (fetch and link extraction only) | ≥ 50 |",
+        f"| CPU of the crawling process per page fetched (all its threads) | "
+        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms: "
+        f"{rep.fetched / max(d['crawl_cpu'], 1e-9):.0f} pages per CPU-second | | |",
+        f"| requests to one host closer than its interval ({INTERVAL * 1000:.0f} ms), "
+        "at the server | "
+        f"**{srv['gaps_under_interval']}** (shortest gap {1000 * (srv['min_gap'] or 0):.1f} ms) | "
+        f"{bsrv['gaps_under_interval']} (shortest {1000 * (bsrv['min_gap'] or 0):.1f} ms) | 0 |",
+        f"| the same, at the client (the slots the crawler's limiter gave) | "
+        f"**{d['send_gaps_under']}** (shortest gap {1000 * (d['send_min_gap'] or 0):.1f} ms) | "
+        f"{b['send_gaps_under']} (shortest {1000 * (b['send_min_gap'] or 0):.1f} ms) | 0 |",
+        f"| pages fetched twice in the run | {srv['fetched_twice']} | "
+        f"{bsrv['fetched_twice']} | 0 |",
+        "",
+        f"Discovery reached recall 0.95 after {d['pages_at_95']} pages of its crawl (the "
+        f"rest of its budget went on finding the last few). "
+        f"Discovery's stages: plan (queries of {len(world.library)} works from the library's "
+        f"statistics) {d['plan_s']:.1f} s, search and site searches ({rep.queries} queries, "
+        f"{rep.cached} cached) {d['search_s']:.1f} s, crawl {d['crawl_s']:.1f} s; "
+        f"{rep.duplicates} pages skipped as near-duplicates, {rep.traps} trap links refused, "
+        f"{d['false_pages']} pages outside the planted set reported as copies, "
+        f"{len(rep.errors)} errors.",
+        "",
+        "| source | found | fetched | checked | matched | duplicates | errors |",
+        "|---|---|---|---|---|---|---|",
+        src_rows,
+        "",
+        f"Killed and restarted (a second frontier, {args.kill_pages} pages, SIGKILL 6 s into "
+        f"the crawl): {k['fetched_before_kill']} pages fetched before the kill, "
+        f"{k['leased_at_kill']} URLs leased and {k['queued_at_kill']} queued at that moment; "
+        f"after the restart {k['fetched_total']} pages fetched in all, "
+        f"**{k['fetched_twice']} fetched twice**, **{k['never_fetched']} frontier entries "
+        f"lost** (seen but neither fetched nor queued; {k['queued_after']} still queued when "
+        f"the budget ran out).",
+    ]
+    publish("simweb", "bench_simweb.py", parts, started, args.write)
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""Editions: identical or near-identical mothers indexed as one text (issue #25).
+
+A fingerprint held by more than ``stop_df`` mothers becomes a stop marker (boilerplate).
+Counted over mothers, that blinded detection of any work held 17 times or more: importing
+16 copies of a work (or a publisher's many editions of a classic) turned every fingerprint
+of it into a stop marker, and a copy of it got no match at all. So the index counts over
+*distinct texts*: mothers whose fingerprint sets are (nearly) the same are an *edition
+group*, posted under one id (the group's, the seq of its first mother), and a check that
+finds the group reports the copy against every edition in it (the verifier aligns each
+one, so a wrongly grouped mother costs time, never a wrong answer).
+
+Which group a new mother joins: its *sketch* is its ``SKETCH`` fingerprints of smallest
+mix (a bottom-k sample: near-identical sets share most of it, unrelated ones almost none).
+A group is its edition when the group holds at least ``SHARE`` of the sketch (looked up in
+the index, and among the mothers of the same batch or bulk load) and the group's first
+mother has about as many fingerprints (``SIZE_RATIO``): a chapter of a book is held by
+the book but is not an edition of it. Fingerprints are taken at fixed offsets, so
+"near-identical" here means what could stop each other's fingerprints out: the same
+initials at the same phase (homophones, same-length edits); a copy shifted by an insertion
+has other fingerprints and never collided.
+
+Registry (single-key commands, so usable on Redis Cluster): one Redis hash per 256 seqs
+(``{prefix}:ed:{seq >> 8}``) holds ``n{seq}``, the fingerprint count of a group's first
+mother, and ``m{seq}``, the group of a mother that joined another's; the hash
+``{prefix}:ed:groups`` holds, per group of more than one mother, its members' seqs
+(packed little-endian uint32), so that a check asks for the editions of all its
+candidates in one HMGET. An index
+written before editions has no registry: every mother is its own group until
+``yinji index rebuild``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracker.indexes.keys import mix64
+from tracker.redis_client import delete_matching
+
+SKETCH = 8  # fingerprints in a mother's sketch
+SHARE = 6  # of them a group must hold (of fewer, all but a quarter)
+SIZE_RATIO = 0.8  # the smaller fingerprint count over the larger, at least
+SHARD_BITS = 8  # seqs per registry hash: 2**8 (a compact listpack in Redis)
+
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
+# Adds the member (the group's own seq first when the list is new); 1 if it was new.
+_JOIN = """
+local v = redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2]
+for i = 1, #v, 4 do
+  if string.sub(v, i, i + 3) == ARGV[3] then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[3])
+return 1
+"""
+
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
+# Removes the member; returns how many members are left (a group without a list is its
+# own seq alone). A list of the group's own seq alone is not kept.
+_LEAVE = """
+local v = redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2]
+local kept = {}
+for i = 1, #v, 4 do
+  local s = string.sub(v, i, i + 3)
+  if s ~= ARGV[3] then kept[#kept + 1] = s end
+end
+if #kept == 0 or (#kept == 1 and kept[1] == ARGV[2]) then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], table.concat(kept))
+end
+return #kept
+"""
+
+
+def distinct(fps: np.ndarray) -> np.ndarray:
+    """The distinct fingerprints (a mother's usually are already: sorted and unique)."""
+    fps = np.asarray(fps, dtype=np.uint64)
+    if fps.size < 2 or bool(np.all(fps[1:] > fps[:-1])):
+        return fps
+    return np.unique(fps)
+
+
+def sketch(fps: np.ndarray) -> np.ndarray:
+    """The ``SKETCH`` distinct fingerprints of smallest mix (all of them when fewer)."""
+    uniq = distinct(fps)
+    if uniq.size <= SKETCH:
+        return uniq
+    return uniq[np.argpartition(mix64(uniq), SKETCH - 1)[:SKETCH]]
+
+
+def needed(k: int) -> int:
+    """Sketch fingerprints a group must hold for a sketch of ``k``."""
+    return min(SHARE, max(1, k - k // 4))
+
+
+def _packed(seq: int) -> bytes:
+    return int(seq).to_bytes(4, "little")
+
+
+@dataclass
+class Seen:
+    """Groups formed so far in one batch or bulk load (not yet in the index):
+    ``holders[fingerprint]``: the groups whose mothers' sketches hold it; ``sizes[group]``."""
+
+    holders: dict[int, int | set[int]] = field(default_factory=dict)  # (one: an int)
+    sizes: dict[int, int] = field(default_factory=dict)
+
+    def of(self, fp: int) -> set[int]:
+        got = self.holders.get(fp)
+        return set() if got is None else {got} if isinstance(got, int) else got
+
+    def add(self, fp: int, group: int) -> None:
+        got = self.holders.get(fp)
+        if got is None:
+            self.holders[fp] = group
+        elif isinstance(got, int):
+            if got != group:
+                self.holders[fp] = {got, group}
+        else:
+            got.add(group)
+
+
+class Editions:
+    """The edition registry of one inverted index (key prefix ``prefix``)."""
+
+    def __init__(self, redis: Any, prefix: str) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self._join = redis.register_script(_JOIN)
+        self._leave = redis.register_script(_LEAVE)
+
+    def key(self, seq: int) -> str:
+        return f"{self.prefix}:ed:{int(seq) >> SHARD_BITS}"
+
+    @property
+    def groups_key(self) -> str:
+        return f"{self.prefix}:ed:groups"
+
+    def clear(self) -> int:
+        return delete_matching(self.redis, f"{self.prefix}:ed:*")
+
+    def stats(self) -> dict[str, int]:
+        """``edition_keys`` (registry hashes) and ``edition_mothers`` (mothers that joined
+        another's group: posted under it, not under their own seq)."""
+        keys = joined = 0
+        for key in self.redis.scan_iter(match=f"{self.prefix}:ed:*", count=1000):
+            keys += 1
+            if key not in (self.groups_key, self.groups_key.encode()):
+                joined += sum(1 for f in self.redis.hkeys(key) if f.startswith(b"m"))
+        return {"edition_keys": keys, "edition_mothers": joined}
+
+    # -- reads ----------------------------------------------------------------------
+    def _hget_many(self, fields: list[tuple[int, str]]) -> list[Any]:
+        if not fields:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for seq, name in fields:
+            pipe.hget(self.key(seq), name)
+        return list(pipe.execute())
+
+    def members(self, groups: Sequence[int]) -> dict[int, list[int]]:
+        """Each group's mothers (a group of one: itself), first mother first."""
+        groups = [int(g) for g in groups]
+        got = self.redis.hmget(self.groups_key, groups) if groups else []
+        out: dict[int, list[int]] = {}
+        for g, v in zip(groups, got, strict=True):
+            out[int(g)] = np.frombuffer(v, dtype="<u4").tolist() if v else [int(g)]
+        return out
+
+    def group_of(self, seqs: Sequence[int]) -> dict[int, int]:
+        """The group of each mother (its own seq unless it joined another's)."""
+        got = self._hget_many([(s, f"m{s}") for s in seqs])
+        return {int(s): int(v) if v else int(s) for s, v in zip(seqs, got, strict=True)}
+
+    def sizes(self, groups: Iterable[int]) -> dict[int, int]:
+        """The fingerprint counts of groups' first mothers that are known."""
+        groups = list(groups)
+        got = self._hget_many([(g, f"n{g}") for g in groups])
+        return {int(g): int(v) for g, v in zip(groups, got, strict=True) if v is not None}
+
+    # -- assigning ------------------------------------------------------------------
+    def assign(
+        self,
+        items: list[tuple[int, np.ndarray]],
+        lookup: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, int]] | None,
+        seen: Seen | None = None,
+    ) -> list[int]:
+        """The group of each new mother ``(seq, fingerprints)``, in order, registered
+        before any of its postings is written. ``lookup``: the index's (None: an empty
+        index, only ``seen`` counts); ``seen``: groups of this batch or load so far
+        (updated here)."""
+        seen = seen if seen is not None else Seen()
+        # A mother written before (a redelivered task) keeps its group. (A bulk load
+        # into an empty index, ``lookup`` None, has none.)
+        seqs = [int(seq) for seq, _ in items]
+        before = self.group_of(seqs) if lookup is not None else {s: s for s in seqs}
+        primary = self.sizes([s for s, g in before.items() if g == s]) if lookup else {}
+        sketches = [sketch(fps) for _, fps in items]
+        # Per item and sketch fingerprint: the groups in the index holding it.
+        held: list[list[set[int]]] = [[set() for _ in range(s.size)] for s in sketches]
+        if lookup is not None and items:
+            flat = np.concatenate(sketches)
+            owner = np.repeat(np.arange(len(items)), [s.size for s in sketches])
+            place = np.concatenate([np.arange(s.size) for s in sketches])
+            uniq, inverse = np.unique(flat, return_inverse=True)
+            fp_index, groups, _ = lookup(uniq)
+            by_fp: dict[int, list[int]] = {}
+            for f, g in zip(fp_index.tolist(), groups.tolist(), strict=True):
+                by_fp.setdefault(f, []).append(g)
+            for i, k, f in zip(owner.tolist(), place.tolist(), inverse.tolist(), strict=True):
+                held[i][k].update(by_fp.get(f, ()))
+        known = seen.sizes.copy()
+        wanted = {g for h in held for gs in h for g in gs if g not in known}
+        known.update(self.sizes(wanted))
+        out: list[int] = []
+        for i, ((seq, fps), sk) in enumerate(zip(items, sketches, strict=True)):
+            if before[seq] != seq or seq in primary:
+                out.append(before[seq])
+                continue
+            counts: dict[int, int] = {}  # group -> sketch fingerprints it holds
+            for k, f in enumerate(sk.tolist()):
+                for g in held[i][k] | seen.of(f):
+                    counts[g] = counts.get(g, 0) + 1
+            n = int(distinct(fps).size)
+            group = int(seq)
+            need = needed(sk.size)
+            for g, c in sorted(counts.items(), key=lambda gc: (-gc[1], gc[0])):
+                if c < need:
+                    break
+                size = known.get(g)
+                if g != seq and size and min(size, n) >= SIZE_RATIO * max(size, n):
+                    group = g
+                    break
+            out.append(group)
+            # Later mothers of this batch or load see the group (and its size).
+            seen.sizes[group] = known[group] = known.get(group) or n
+            for f in sk.tolist():
+                seen.add(f, group)
+        self.register(
+            [it for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],
+            [g for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],
+        )
+        return out
+
+    def register(self, items: list[tuple[int, np.ndarray]], groups: list[int]) -> None:
+        """Write the registry of new mothers: a group's size, a member's group and the
+        group's member list."""
+        pipe = self.redis.pipeline(transaction=False)
+        joined: list[tuple[int, int]] = []
+        for (seq, fps), group in zip(items, groups, strict=True):
+            if group == seq:
+                n = int(distinct(fps).size)
+                pipe.hset(self.key(seq), f"n{seq}", n)
+            else:
+                pipe.hset(self.key(seq), f"m{seq}", group)
+                joined.append((int(seq), group))
+        pipe.execute()
+        for seq, group in joined:
+            self._join(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)])
+
+    def leave(self, seq: int) -> tuple[int, int]:
+        """Take a mother out of its group: ``(group, members left)``; its registry fields
+        go (a group's size stays while it has members)."""
+        group = self.group_of([seq])[seq]
+        left = int(self._leave(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)]))
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hdel(self.key(seq), f"m{seq}")
+        if left == 0:
+            pipe.hdel(self.key(group), f"n{group}")
+        pipe.execute()
+        return group, left

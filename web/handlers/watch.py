@@ -1,0 +1,181 @@
+"""The watch list and the monitored books, in the web admin (``/watch``) and the REST
+API (``/api/v1/watch``, ``/api/v1/books``).
+
+An item added here is crawled once at once (a job running its daily task) and then
+every day by ``yinji beat`` (``YINJI_RECRAWL_AT``); the page says when. A book's case
+(``tracker.cases.books``) is found by its index URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
+
+from tracker.cases.watching import WATCH_KINDS, next_daily_run
+from tracker.config import WorkerSettings
+from tracker.records import WatchItem
+from tracker.rules import check_url
+from tracker.timefmt import iso_utc
+from workers import jobs
+
+from ..casework import cases
+from ..core import bad_request, fail, role_required, store
+from ..i18n import translate as _
+from ..jsonbody import request_json
+
+bp = Blueprint("watch", __name__)
+
+
+def _next_run() -> Any:
+    ws = WorkerSettings.from_env()
+    return next_daily_run(ws.recrawl_at, ws.timezone)
+
+
+def _book_cases() -> dict[str, Any]:
+    """Index URL → the book's active (else latest) case."""
+    out: dict[str, Any] = {}
+    for c in cases().list_cases():
+        book = c.metadata.get("book")
+        if c.kind == "book" and isinstance(book, dict) and book.get("index_url"):
+            url = str(book["index_url"])
+            if url not in out or (out[url].state == "closed" and c.state != "closed"):
+                out[url] = c
+    return out
+
+
+def _item_json(item: WatchItem, book_case: Any = None) -> dict[str, Any]:
+    return {
+        "url": item.url,
+        "kind": item.kind,
+        "active": item.active,
+        "added_at": iso_utc(item.added_at),
+        "last_crawled_at": iso_utc(item.last_crawled_at) if item.last_crawled_at else None,
+        "case_id": book_case.id if book_case is not None else None,
+    }
+
+
+def _book_json(url: str, case: Any, watched: bool) -> dict[str, Any]:
+    book = case.metadata.get("book") or {}
+    chapters = book.get("chapters") or []
+    return {
+        "index_url": url,
+        "title": book.get("title", ""),
+        "case_id": case.id,
+        "case_state": case.state,
+        "domain": case.domain,
+        "watched": watched,
+        "checked_at": book.get("checked_at"),
+        "pages_fetched": book.get("pages_fetched"),
+        "truncated": bool(book.get("truncated")),
+        "chapters": [
+            {
+                "n": ch.get("n"),
+                "url": ch.get("url"),
+                "title": ch.get("title", ""),
+                "matches": len(ch.get("matches") or []),
+                "error": ch.get("error", ""),
+            }
+            for ch in chapters
+        ],
+    }
+
+
+def _add(url: Any, kind: Any) -> tuple[WatchItem, str]:
+    """Put ``url`` on the watch list and submit its first crawl; (item, job id)."""
+    if kind not in WATCH_KINDS:
+        fail(400, f"kind must be one of {', '.join(WATCH_KINDS)}, got {kind!r}")
+    if not isinstance(url, str):
+        fail(400, f"url must be text, got {url!r}")
+    with bad_request():
+        url = check_url(url)
+    item = WatchItem(url=url, kind=kind)
+    store().put_watch(item)
+    with bad_request():
+        job_id = jobs.submit_watch(url, kind)
+    return item, job_id
+
+
+# --- pages ------------------------------------------------------------------------------------
+@bp.get("/watch")
+def index() -> Any:
+    books = _book_cases()
+    items = store().list_watch(active_only=False)
+    watched = {i.url for i in items}
+    return render_template(
+        "watch.html",
+        items=items,
+        books=books,
+        unwatched_books=[(u, c) for u, c in books.items() if u not in watched],
+        next_run=_next_run(),
+        kinds=WATCH_KINDS,
+    )
+
+
+@bp.post("/watch")
+@role_required("analyst")
+def add() -> Any:
+    item, job_id = _add((request.form.get("url") or "").strip(), request.form.get("kind") or "url")
+    flash(_("Watching {url}: the first crawl runs now.", url=item.url), "info")
+    return redirect(url_for("suspects.job", job_id=job_id, kind="watch"))
+
+
+@bp.post("/watch/remove")
+@role_required("analyst")
+def remove() -> Any:
+    url = (request.form.get("url") or "").strip()
+    if url not in {i.url for i in store().list_watch(active_only=False)}:
+        fail(404, f"not on the watch list: {url}")
+    store().delete_watch(url)
+    flash(_("Removed from the watch list."), "info")
+    return redirect(url_for("watch.index"))
+
+
+# --- API --------------------------------------------------------------------------------------
+@bp.get("/api/v1/watch")
+def api_list() -> Any:
+    books = _book_cases()
+    items = store().list_watch(active_only=False)
+    return jsonify(
+        {
+            "items": [_item_json(i, books.get(i.url)) for i in items],
+            "next_crawl_at": iso_utc(_next_run()),
+        }
+    )
+
+
+@bp.post("/api/v1/watch")
+@role_required("analyst")
+def api_add() -> Any:
+    body = request_json()
+    if not isinstance(body, dict) or set(body) - {"url", "kind"}:
+        fail(400, "send a JSON object with url and kind (url, site or book)")
+    item, job_id = _add(body.get("url"), body.get("kind", "url"))
+    status_url = url_for("api.job", job_id=job_id)
+    response = jsonify(
+        {
+            **_item_json(item),
+            "job_id": job_id,
+            "status_url": status_url,
+            "next_crawl_at": iso_utc(_next_run()),
+        }
+    )
+    response.status_code = 202
+    response.headers["Location"] = status_url
+    return response
+
+
+@bp.delete("/api/v1/watch")
+@role_required("analyst")
+def api_remove() -> Response:
+    url = (request.args.get("url") or "").strip()
+    if url not in {i.url for i in store().list_watch(active_only=False)}:
+        fail(404, f"not on the watch list: {url}")
+    store().delete_watch(url)
+    return Response(status=204)
+
+
+@bp.get("/api/v1/books")
+def api_books() -> Any:
+    watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
+    return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
