@@ -28,6 +28,7 @@ def test_next_daily_run() -> None:
     assert next_daily_run((3, 0), "Asia/Shanghai", now) == datetime(2026, 11, 27, 19, 0, tzinfo=UTC)
 
 
+@pytest.mark.slow
 def test_watch_add_book_crawls_now_and_says_when_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
