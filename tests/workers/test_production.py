@@ -599,3 +599,22 @@ def test_the_beat_sends_the_reaper_at_least_every_30_s() -> None:
     entry = beat_schedule()["reap-orphans"]
     assert entry["task"] == "yinji.workers.reap_orphans"
     assert entry["schedule"] <= timedelta(seconds=30)
+
+
+def test_check_chunks_bound_texts_and_characters() -> None:
+    from workers.app import queue_for
+    from workers.jobs import check_chunks
+
+    texts = [{"text": "甲" * n} for n in (10, 10, 10, 10, 10, 50, 10)]
+    assert [(i, len(c)) for i, c in check_chunks(texts, 2)] == [(0, 2), (2, 2), (4, 2), (6, 1)]
+    # 40 characters at most a chunk, unless one text alone is longer
+    assert [(i, len(c)) for i, c in check_chunks(texts, 10, chars=40)] == [
+        (0, 4),
+        (4, 1),
+        (5, 1),
+        (6, 1),
+    ]
+    assert check_chunks([], 5) == []
+    assert queue_for("yinji.check.check_texts") == "check"
+    assert queue_for("yinji.cases.alert_new_matches") == "alerts"
+    assert queue_for("yinji.workers.reap_orphans") == "default"
