@@ -25,7 +25,7 @@ DEMO_PASSWORD = "yinji-demo"
 SERVER_NAME = "Yinji"  # the Server header: no software versions
 
 
-def _settings(ctx: click.Context) -> Settings:
+def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
     """Settings of the parent group's ``--data-dir`` (exported as ``YINJI_DATA_DIR`` so
     that the workers this process starts, and their children, use the same folder)."""
     data_dir = (ctx.obj or {}).get("data_dir") if ctx.obj is not None else None
@@ -39,7 +39,8 @@ def _settings(ctx: click.Context) -> Settings:
         WebSettings.from_env()
         WorkerSettings.from_env()
         settings = Settings.from_env()
-        require_broker(settings)  # the broker too: never Celery's silent default
+        if broker:  # serve and demo submit jobs: never Celery's silent default broker
+            require_broker(settings)
         return settings
     except SettingError as exc:
         raise click.ClickException(str(exc)) from None
@@ -428,7 +429,7 @@ def user_add(ctx: click.Context, username: str, role: str, password: str | None)
             raise click.UsageError(
                 "no password given and no terminal to ask for it: use --password"
             ) from None
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx, broker=False))
     try:
         token = accounts.create_user(store, username, role, password)
     except accounts.AccountError as exc:
@@ -445,7 +446,7 @@ def user_add(ctx: click.Context, username: str, role: str, password: str | None)
 @click.pass_context
 def user_list(ctx: click.Context) -> None:
     """Users, their roles, and whether they have an API token."""
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx, broker=False))
     try:
         users = store.list_users()
     finally:
@@ -464,7 +465,7 @@ def user_token(ctx: click.Context, username: str) -> None:
     """Give a user a new API token (the old one stops working); prints it once."""
     from web import accounts
 
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx, broker=False))
     try:
         token = accounts.reset_token(store, username)
     except accounts.AccountError as exc:
@@ -484,7 +485,7 @@ def user_password(ctx: click.Context, username: str, password: str | None) -> No
 
     if password is None:
         password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx, broker=False))
     try:
         accounts.set_password(store, username, password)
     except accounts.AccountError as exc:
@@ -499,7 +500,7 @@ def user_password(ctx: click.Context, username: str, password: str | None) -> No
 @click.pass_context
 def user_delete(ctx: click.Context, username: str) -> None:
     """Delete a user."""
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx, broker=False))
     try:
         if store.get_user(username) is None:
             raise click.ClickException(f"no user {username!r}")

@@ -309,11 +309,15 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
     nodes = sorted({e.node for e in entries if e.node})
     alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
     alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None}
-    backend = app.backend
+    from workers.jobs import _metas
+
+    metas: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(entries), 1000):  # one round trip per 1,000 tasks
+        metas.update(_metas(app, [e.id for e in entries[i : i + 1000]]))
     expires = worker_settings(app).result_expires
     waiting: list[RunningTask] = []
     for entry in entries:
-        meta = backend.get_task_meta(entry.id)
+        meta = metas[entry.id]
         if meta.get("status") in states.READY_STATES:
             client.hdel(key, entry.id)
             report.cleared.append(entry.id)
@@ -370,7 +374,10 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
 _ID = re.compile(rb'"id":\s*"([0-9a-fA-F-]{36})"')
 
 
-MAX_SCAN = 20_000  # messages in a queue above which lost tasks are not looked for
+# Messages in a queue above which lost tasks are not looked for (yet): a task lost in
+# flight is rare, and a long backlog would make every pass read megabytes of messages;
+# once the queue has drained to this length the lost task is found and sent again.
+MAX_SCAN = 200
 
 
 class _Everything(set[str]):
