@@ -174,7 +174,13 @@ def test_rechecks_record_their_checks_and_a_rerun_records_nothing_twice(
     task_id = "check-new-mothers-run-1"
     since = "2000-01-01T00:00:00+00:00"
     run = app.send_task("yinji.check.check_new_mothers", args=[since], task_id=task_id)
-    assert run.get(timeout=60)["rechecked"] == 1
+    result = run.get(timeout=60)
+    assert result["rechecked"] == 1
+    # The re-check fans out in chunks (workers.tasks._base.fanout): wait for them.
+    chunks = [c["id"] for c in result["fanout"]]
+    assert chunks
+    for cid in chunks:
+        wait_until(lambda cid=cid: installed.task_counters(cid).get("runs"), 60, "a chunk")
     found = entries(installed.settings, sid)
     assert kinds(found) == ["capture", "check", "check", "check"]
     assert found[-1].payload["capture_index"] == capture.index
@@ -184,10 +190,20 @@ def test_rechecks_record_their_checks_and_a_rerun_records_nothing_twice(
     # A delivery that died during the work left no result: the work runs again under
     # the same task id, and the log gains no second record of it.
     rerun(installed, "yinji.check.check_new_mothers", [since], task_id)
+    # Its chunks keep their ids (derived from the parent's): each is delivered again and
+    # answers from its stored result.
+    for cid in chunks:
+        wait_until(
+            lambda cid=cid: installed.task_counters(cid).get("deliveries", 0) >= 2,
+            60,
+            "a chunk delivered again",
+        )
     with EvidenceLog.from_settings(installed.settings) as log:
         assert log.size == size
     # Another run (another task id) is another check, recorded.
-    app.send_task("yinji.check.check_new_mothers", args=[since]).get(timeout=60)
+    other = app.send_task("yinji.check.check_new_mothers", args=[since]).get(timeout=60)
+    for c in other["fanout"]:
+        wait_until(lambda c=c: installed.task_counters(c["id"]).get("runs"), 60, "a chunk")
     assert kinds(entries(installed.settings, sid)).count("check") == 4
 
 
