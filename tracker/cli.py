@@ -14,7 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tracker.library import Library
     from tracker.services.results import CheckResult
 from tracker.datadir import private_umask
+from tracker.records import JSONScalar, json_object
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -607,7 +608,7 @@ def index_configure(
     min_copied: int | None,
     min_hits: int | None,
     weak_candidates: int | None,
-    **fields: Any,
+    **fields: JSONScalar,
 ) -> None:
     """Set the Daguan parameters / reference of this library, then rebuild its index;
     or set the query-time settings (--min-copied, --min-hits, --weak-candidates alone
@@ -643,13 +644,13 @@ def index_configure(
         name = engine or "daguan"
         if name != "daguan":
             raise click.UsageError("only the daguan engine has these parameters")
-        options = lib.store.get_meta("engine:daguan:options") or {}
-        params = dict(options.get("params") or FingerprintParams().to_dict())
+        options = json_object(lib.store.get_meta("engine:daguan:options"))
+        params = json_object(options.get("params")) or FingerprintParams().to_dict()
         for key, value in fields.items():
             if value is not None:
                 params[key] = int(value) if key == "levels" else value
         try:
-            FingerprintParams(**params)
+            FingerprintParams(**cast(dict[str, Any], params))  # it checks the values
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         options["params"] = params

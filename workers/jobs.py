@@ -293,7 +293,7 @@ def submit_ingest(
         if duplicate is not None:
             skipped.append({"source": where, "message": duplicate})
         else:
-            docs.append(doc)
+            docs.append(dict(doc))
     size = worker_settings(get_celery()).ingest_chunk
     tasks: list[TaskSpec] = []
     for i in range(0, len(docs), size):

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
 
-from tracker.records import NotFound
+from tracker.records import JSONValue, NotFound
 
-from .model import Case, CaseEvent, ConcurrentUpdate
+from .model import Case, CaseEvent, CaseRecord, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
 
 
@@ -31,7 +31,7 @@ def _doc(case: Case) -> dict[str, Any]:
 def _case(doc: dict[str, Any]) -> Case:
     doc = dict(doc)
     doc.pop("_id", None)
-    return Case.from_dict(doc)
+    return Case.from_dict(cast(CaseRecord, doc))
 
 
 class MongoCaseStore(CaseStore):
@@ -148,11 +148,11 @@ class MongoCaseStore(CaseStore):
         self.events.update_one({"case_id": case_id, "seq": seq}, {"$set": {"evidence_ref": ref}})
 
     # --- settings --------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         doc = self.meta.find_one({"_id": key})
         return None if doc is None else doc.get("value")
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         self.meta.replace_one({"_id": key}, {"_id": key, "value": value}, upsert=True)
 
     # --- blobs -------------------------------------------------------------------------

@@ -15,6 +15,8 @@ from tracker.records import (
     ROLES,
     SORTS,
     VERDICTS,
+    JSONObject,
+    JSONValue,
     Match,
     MatchQuery,
     Mother,
@@ -263,14 +265,14 @@ class Store(ABC):
 
     # --- key/value settings (reference distribution version, index params...) --
     @abstractmethod
-    def get_meta(self, key: str) -> Any | None: ...
+    def get_meta(self, key: str) -> JSONValue: ...
 
     @abstractmethod
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         """``value`` must be JSON-serialisable."""
 
     @abstractmethod
-    def init_meta(self, key: str, value: Any) -> Any:
+    def init_meta(self, key: str, value: JSONValue) -> JSONValue:
         """Set ``key`` to ``value`` unless it is set; return the value it has then
         (atomic: of two callers, both get the first one's value)."""
 
@@ -284,7 +286,7 @@ class Store(ABC):
     def delete_meta(self, key: str) -> None: ...
 
     @abstractmethod
-    def meta_items(self, prefix: str) -> dict[str, Any]:
+    def meta_items(self, prefix: str) -> JSONObject:
         """Every meta key starting with ``prefix``, with its value."""
 
     # --- lifecycle -----------------------------------------------------------

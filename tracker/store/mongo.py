@@ -26,6 +26,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from tracker.records import JSONObject, JSONValue
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -828,16 +829,16 @@ class MongoStore(Store):
         self.watch.delete_one({"_id": url})
 
     # --- meta ----------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         doc = self.meta.find_one({"_id": key})
         return None if doc is None else json.loads(doc["value"])
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         # Kept as JSON text: exactly what was given comes back (keys with "." or
         # "$", big ints, nested lists), the same as in the sqlite adapter.
         self.meta.replace_one({"_id": key}, {"value": dumps(value)}, upsert=True)
 
-    def init_meta(self, key: str, value: Any) -> Any:
+    def init_meta(self, key: str, value: JSONValue) -> JSONValue:
         text = dumps(value)
         # A concurrent upsert may insert it first (DuplicateKeyError): its value stands.
         with contextlib.suppress(DuplicateKeyError):
@@ -861,7 +862,7 @@ class MongoStore(Store):
     def delete_meta(self, key: str) -> None:
         self.meta.delete_one({"_id": key})
 
-    def meta_items(self, prefix: str) -> dict[str, Any]:
+    def meta_items(self, prefix: str) -> JSONObject:
         cursor = self.meta.find({"_id": {"$regex": "^" + re.escape(prefix)}}).sort("_id", ASCENDING)
         return {doc["_id"]: json.loads(doc["value"]) for doc in cursor}
 
