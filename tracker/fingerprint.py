@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tracker.pinyin import INITIAL_LETTERS, initial_codes
+from tracker.records import JSONObject
 
 #: Maximum number of letters that fit in 64 bits for each number of levels.
 MAX_LETTERS = {L: int(64 * math.log(2) / math.log(L) + 1e-9) for L in (2, 4, 8, 10)}
@@ -66,7 +67,7 @@ class Reference:
     chars: int = 0
     sources: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "format": "yinji-reference/1",
             "chars": self.chars,
@@ -223,7 +224,7 @@ class FingerprintParams:
     def stride(self) -> int:
         return max(1, round(self.granularity * (1.0 - self.overlap)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "granularity": self.granularity,
             "overlap": self.overlap,

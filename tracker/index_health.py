@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from tracker.indexes.lock import IndexLock, LockHeld
 from tracker.indexes.lock import lock_key as _lock_key
+from tracker.records import JSONObject
 from tracker.redis_client import process_alive
 
 WRITER_PREFIX = "index-writer:"
@@ -79,7 +80,7 @@ class Health:
         """The index answers for every stored mother (or there is none)."""
         return self.state in ("ok", "empty")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"state": self.state, "reason": self.reason}
 
 

@@ -16,6 +16,7 @@ Identity:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Self, TypeAlias, TypedDict, get_args
@@ -28,21 +29,25 @@ ROLES: tuple[str, ...] = ("admin", "analyst", "viewer")
 
 # JSON values as the stores, the API, the CLI's --json and the evidence log hold them:
 # the one alias, for results that are JSON objects (``to_dict``/``to_json``) and for
-# values stored as JSON (``Store.set_meta``).
+# values stored as JSON (``Store.set_meta``). Nested containers are read-only types
+# (``Sequence``/``Mapping``, which take a ``list[str]`` or a ``dict[str, int]`` as
+# they are); the top level of a ``JSONObject`` is a ``dict`` callers may add keys to.
 JSONScalar: TypeAlias = str | int | float | bool | None
-JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
+JSONValue: TypeAlias = JSONScalar | Sequence["JSONValue"] | Mapping[str, "JSONValue"]
 JSONObject: TypeAlias = dict[str, JSONValue]
 
 
 def json_object(value: JSONValue) -> JSONObject:
     """A copy of ``value`` when it is a JSON object, else an empty one (a meta key not
     set yet reads as None)."""
-    return dict(value) if isinstance(value, dict) else {}
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def json_strings(value: JSONValue) -> list[str]:
     """The strings of a JSON list (a meta key not set yet: none)."""
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return []
+    return [v for v in value if isinstance(v, str)]
 
 
 # Sort keys of the match dashboard, ``GET /api/v1/matches`` and the stores: the one list.

@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import TYPE_CHECKING, Any
 
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 from .model import STATES, Case, iso
@@ -87,7 +88,7 @@ class Delivery:
     error: str = ""
     waits: list[float] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "channel": self.channel,
             "event": self.event,

@@ -36,6 +36,8 @@ from .model import Case, CaseError, Profile
 from .service import CaseService
 
 if TYPE_CHECKING:
+    from tracker.evidence.log import EvidenceLog
+    from tracker.library import Library
     from tracker.store import Store
 
 log = logging.getLogger(__name__)
@@ -107,13 +109,13 @@ def notice_reference(case_ids: Iterable[str], today: Date) -> str:
     return f"YJ-{today:%Y%m%d}-{digest}"
 
 
-def check_lang(lang: Any) -> str:
+def check_lang(lang: object) -> str:
     if lang not in LANGS:
         raise CaseError(f"language must be one of {', '.join(LANGS)}, got {lang!r}")
     return str(lang)
 
 
-def check_format(fmt: Any) -> str:
+def check_format(fmt: object) -> str:
     if fmt not in FORMATS:
         raise CaseError(f"notice format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     return str(fmt)
@@ -425,7 +427,7 @@ def build_notice(
     lang: str,
     *,
     matches: Store,
-    evidence: Any = None,
+    evidence: EvidenceLog | None = None,
     to: str | None = None,
     evidence_files: dict[str, tuple[str, str]] | None = None,
     templates_dir: Path | None = None,
@@ -487,7 +489,7 @@ def build_notice(
     return notice
 
 
-def _key_fingerprint(evidence: Any) -> str:
+def _key_fingerprint(evidence: EvidenceLog | None) -> str:
     """The evidence log's public-key fingerprint (SHA-256 of the raw Ed25519 key, the
     log's ``key_id``), printed so a reader can check the log's signatures; "" without."""
     if evidence is None:
@@ -505,7 +507,7 @@ def _key_fingerprint(evidence: Any) -> str:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _evidence_log(library: Any) -> Any:
+def _evidence_log(library: Library) -> EvidenceLog | None:
     """The library's evidence log, or None when it cannot be opened (the notice then
     quotes the suspect records, and says nothing of a log)."""
     opener = getattr(library, "evidence_log", None)
@@ -519,7 +521,11 @@ def _evidence_log(library: Any) -> Any:
 
 
 def collect_evidence(
-    library: Any, cases: Sequence[Case], *, reference: str = "", evidence: Any = None
+    library: Library,
+    cases: Sequence[Case],
+    *,
+    reference: str = "",
+    evidence: EvidenceLog | None = None,
 ) -> dict[str, tuple[str, bytes]]:
     """The PDF evidence report of each confirmed URL's match, naming its case and the
     notice ``reference``: ``{url: (file name, bytes)}``.
@@ -550,7 +556,7 @@ def collect_evidence(
 
 def prepare_notice(
     svc: CaseService,
-    library: Any,
+    library: Library,
     case_ids: Iterable[str],
     lang: str,
     *,
@@ -832,7 +838,7 @@ class GeneratedNotice:
 
 def generate_notice(
     svc: CaseService,
-    library: Any,
+    library: Library,
     case_ids: Iterable[str],
     fmt: str,
     lang: str,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import Match, MatchQuery, NotFound, match_id
+from tracker.records import JSONObject, Match, MatchQuery, NotFound, match_id
 from tracker.rules import check_note, check_verdict, domain_of, normalize_domain
 
 from .model import (
@@ -74,7 +74,7 @@ class VerdictResult:
     case: Case | None
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "suspect_id": self.match.suspect_id,
             "mother_id": self.match.mother_id,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class Engine(ABC):
         delete_matching(self.redis, f"{self.base}:*")
 
     @abstractmethod
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         """Sizes and settings for ``yinji index stats``. Every engine reports at least
         ``engine`` (its name), ``keys`` (Redis keys of its index) and ``fingerprints``
         (fingerprints indexed, in the engine's unit); more as it likes."""

@@ -26,6 +26,7 @@ from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
+from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient
@@ -221,7 +222,7 @@ class DaguanEngine(Engine):
             stop_mask=stop_mask,
         )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         stats = self.index.stats()
         return {
             "engine": self.name,

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracker.datadir import private_dir, private_file
-from tracker.records import Match
+from tracker.records import JSONObject, Match
 from tracker.rules import check_verdict
 
 from .blobs import BlobStore, FileBlobStore
@@ -108,7 +108,7 @@ class LogEntry:
     leaf_hash: bytes
 
     @property
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> JSONObject:
         return parse_json_object(self.data, f"log record {self.index}")
 
     @property
@@ -116,14 +116,14 @@ class LogEntry:
         return str(self.envelope["kind"])
 
     @property
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> JSONObject:
         payload = self.envelope["payload"]
         assert isinstance(payload, dict)
         return payload
 
     @property
     def logged_at(self) -> datetime:
-        return parse_time(self.envelope["logged_at"], f"log record {self.index}")
+        return parse_time(str(self.envelope["logged_at"]), f"log record {self.index}")
 
 
 def encode_entry(kind: str, payload: Mapping[str, Any], logged_at: datetime) -> bytes:
@@ -189,7 +189,7 @@ class Publication:
     new_head: bool
     attempts: tuple[Stamp, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         granted = [s for s in self.attempts if s.ok]
         return {
             **self.head.head.to_json(),

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracker.records import JSONObject
+
 from .bundle import verifier_sha256
 from .keys import TreeHead, format_fingerprint
 from .log import EvidenceError, EvidenceLog, HeadRecord
@@ -36,7 +38,7 @@ class PublishedHead:
     def head(self) -> TreeHead:
         return self.record.head
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         token = self.record.token
         return {
             "fingerprint": self.fingerprint,
@@ -92,7 +94,7 @@ class Consistency:
     proof: tuple[bytes, ...]
     log_id: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "first": self.first,
             "first_root": self.first_root.hex(),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -321,7 +321,8 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
                 sources[entry.index] = Submission.from_json(payload)
                 last_source = entry.index
             elif kind == "check" and any(
-                m.get("mother_id") == match.mother_id for m in payload.get("matches", [])
+                isinstance(m, Mapping) and m.get("mother_id") == match.mother_id
+                for m in _list(payload.get("matches"))
             ):
                 found.checked_at = _parse(payload.get("checked_at"))
                 named = payload.get("capture_index")
@@ -343,6 +344,11 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
         found = _Logged()
         found.error = f"{type(exc).__name__}: {exc}"
     return found
+
+
+def _list(value: object) -> list[object]:
+    """A JSON list of a log record, or none."""
+    return value if isinstance(value, list) else []
 
 
 def _parse(value: Any) -> datetime | None:

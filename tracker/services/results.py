@@ -9,7 +9,7 @@ from typing import Any
 from tracker.documents import DocumentError
 from tracker.indexes.snapshot import SnapshotInfo
 from tracker.matching import MatchResult
-from tracker.records import Match, Suspect
+from tracker.records import JSONObject, Match, Suspect
 
 
 @dataclass
@@ -23,7 +23,7 @@ class IngestReport:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "ingested": self.ingested,
             "replaced": self.replaced,
@@ -82,7 +82,7 @@ class RebuildResult:
     mothers: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "mothers": self.mothers, "seconds": self.seconds}
 
 
@@ -94,7 +94,7 @@ class ReshardResult:
     bucket_bits: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "bucket_bits": self.bucket_bits, "seconds": self.seconds}
 
 
@@ -105,7 +105,7 @@ class SnapshotTaken:
     engine: str
     info: SnapshotInfo
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, **self.info.to_dict()}
 
 
@@ -116,7 +116,7 @@ class SnapshotSkipped:
     engine: str
     skipped: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "skipped": self.skipped}
 
 

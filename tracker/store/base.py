@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from tracker.records import (
     ROLES,
@@ -68,7 +68,16 @@ class Replaced:
     fingerprints: dict[str, bytes] = field(default_factory=dict)
 
 
-def check_batch_ids(items: Sequence[tuple[Mother, Any]]) -> None:
+class MatchStats(TypedDict):
+    """The analytics page's counts over the filtered matches (``Store.match_stats``)."""
+
+    by_day: list[tuple[str, int]]  # (date, matches found that day), oldest first
+    by_verdict: dict[str, int]  # every verdict, with 0 for none
+    top_mothers: list[tuple[str, str, int]]  # (mother id, title, matches), most first
+    top_domains: list[tuple[str, int]]  # (domain, matches), most first
+
+
+def check_batch_ids(items: Sequence[tuple[Mother, object]]) -> None:
     seen: set[str] = set()
     for mother, _ in items:
         if mother.id in seen:
@@ -230,7 +239,7 @@ class Store(ABC):
         """How many matches the query's filters select (offset and limit ignored)."""
 
     @abstractmethod
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         """For the analytics page, over the filtered matches:
         ``{"by_day": [(date_iso, count)], "by_verdict": {verdict: count},
         "top_mothers": [(mother_id, title, count)], "top_domains": [(domain, count)]}``

@@ -47,6 +47,7 @@ from .base import (
     VERDICTS,
     Match,
     MatchQuery,
+    MatchStats,
     Mother,
     NotFound,
     Passage,
@@ -717,7 +718,7 @@ class MongoStore(Store):
     def count_matches(self, query: MatchQuery) -> int:
         return self.matches.count_documents(_match_filter(query))
 
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         flt = _match_filter(query)
         head = [{"$match": flt}] if flt else []
         by_day = [

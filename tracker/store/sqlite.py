@@ -47,6 +47,7 @@ from .base import (
     VERDICTS,
     Match,
     MatchQuery,
+    MatchStats,
     Mother,
     NotFound,
     Passage,
@@ -919,7 +920,7 @@ class SqliteStore(Store):
         where, params = _match_where(query)
         return self._conn().execute(f"SELECT count(*) FROM matches{where}", params).fetchone()[0]
 
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         where, params = _match_where(query)
         conn = self._conn()
         by_day = [
