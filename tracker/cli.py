@@ -499,7 +499,7 @@ def index_rebuild(ctx: click.Context, engine: str | None) -> None:
         info = lib.rebuild_index(engine, progress=progress)
     progress.close()
     click.echo(
-        f"rebuilt {info['engine']} index of {info['mothers']} mothers in {info['seconds']:.2f} s",
+        f"rebuilt {info.engine} index of {info.mothers} mothers in {info.seconds:.2f} s",
         err=True,
     )
 
@@ -527,8 +527,8 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
     with _open_library(ctx) as lib:
         info = lib.reshard_index(engine, bits)
     click.echo(
-        f"resharded {info['engine']} index to {2 ** info['bucket_bits']} buckets "
-        f"in {info['seconds']:.2f} s / 已重新分桶",
+        f"resharded {info.engine} index to {2**info.bucket_bits} buckets "
+        f"in {info.seconds:.2f} s / 已重新分桶",
         err=True,
     )
 
@@ -544,11 +544,12 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
             info = lib.snapshot_index(engine)
         except (ValueError, RuntimeError) as exc:  # no such copies; written to throughout
             raise click.ClickException(str(exc)) from None
-        click.echo(json.dumps(info, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
         _say_repairs(lib)
+    done = info.info
     click.echo(
-        f"snapshot of the {info['engine']} index: {info['postings']:,} postings, "
-        f"{info['bytes'] / 2**20:.1f} MiB, {info['seconds']:.1f} s / 索引快照已建立",
+        f"snapshot of the {info.engine} index: {done.postings:,} postings, "
+        f"{done.bytes / 2**20:.1f} MiB, {round(done.seconds, 3):.1f} s / 索引快照已建立",
         err=True,
     )
 
@@ -658,7 +659,7 @@ def index_configure(
             options["reference"] = Reference.load(reference).to_json()
         info = lib.configure_engine("daguan", options)
     click.echo(
-        f"daguan parameters {json.dumps(params)}; index rebuilt ({info['mothers']} mothers)",
+        f"daguan parameters {json.dumps(params)}; index rebuilt ({info.mothers} mothers)",
         err=True,
     )
 

@@ -43,6 +43,11 @@ def json_object(value: JSONValue) -> JSONObject:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+def json_int(value: JSONValue) -> int:
+    """An integer stored as JSON (a number, or its digits); 0 when not set."""
+    return int(value) if isinstance(value, int | float | str) else 0
+
+
 def json_strings(value: JSONValue) -> list[str]:
     """The strings of a JSON list (a meta key not set yet: none)."""
     if isinstance(value, str) or not isinstance(value, Sequence):

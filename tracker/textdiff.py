@@ -58,7 +58,7 @@ class Span:
     kind: SpanKind
     detail: str = ""  # substituted spans: homophone / variant / edit
 
-    def to_json(self) -> list[Any]:
+    def to_json(self) -> list[int | str]:
         return [self.start, self.end, self.kind, self.detail]
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
 from typing import TYPE_CHECKING
 
+from tracker.records import JSONObject
+
 from .model import CaseError
 from .service import CaseService
 from .settings import SmtpConfig
@@ -109,7 +111,7 @@ def send_notice(
         attachments=files + svc.attachment_files(notice.profile),
     )
     message_id = send_message(cfg, msg, to=to)
-    data = {
+    data: JSONObject = {
         "channel": "smtp",
         "to": list(to),
         "message_id": message_id,

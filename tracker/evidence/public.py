@@ -15,7 +15,6 @@ import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tracker.records import JSONObject
 
@@ -110,8 +109,10 @@ class Consistency:
         )
 
     @classmethod
-    def from_json(cls, obj: Any) -> Consistency:
+    def from_json(cls, obj: object) -> Consistency:
         try:
+            if not isinstance(obj, dict):
+                raise TypeError("expected an object")
             return cls(
                 int(obj["first"]),
                 int(obj["second"]),

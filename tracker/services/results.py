@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracker.documents import DocumentError
 from tracker.indexes.snapshot import SnapshotInfo
@@ -45,12 +44,12 @@ class CheckResult:
     def matches(self) -> list[Match]:
         return self.result.matches
 
-    def to_json(self, *, include_text: bool = False) -> dict[str, Any]:
+    def to_json(self, *, include_text: bool = False) -> JSONObject:
         """The CLI's ``--json`` line (see README: exact contract). ``text_sha256`` is
         the SHA-256 of the checked text (UTF-8) that the offsets index into: for .html
         and .docx input the extracted text, not the file; ``include_text`` adds it."""
         text = self.suspect.text
-        line: dict[str, Any] = {
+        line: JSONObject = {
             "suspect_id": self.suspect.id,
             "matches": [
                 {

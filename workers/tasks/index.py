@@ -22,10 +22,10 @@ def _rebuild(task: Task, engine: str | None) -> dict[str, Any]:
     progress.start()
     info = library.rebuild_index(engine, progress=progress)
     return {
-        "engine": info["engine"],
-        "mothers": info["mothers"],
-        "seconds": round(float(info["seconds"]), 3),
-        "total": info["mothers"],
+        "engine": info.engine,
+        "mothers": info.mothers,
+        "seconds": round(info.seconds, 3),
+        "total": info.mothers,
     }
 
 
