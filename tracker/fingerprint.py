@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 import numpy as np
 
@@ -51,6 +51,17 @@ def letter_indices(codes: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Reference distribution
 # ---------------------------------------------------------------------------
+
+
+class ReferenceRecord(TypedDict, total=False):
+    """A reference file as ``Reference.to_json`` writes it."""
+
+    format: Required[str]
+    freq: Required[dict[str, float]]
+    count_cdf: dict[str, dict[str, list[float]]]  # window length -> letter -> CDF
+    chars: int
+    sources: list[str]
+    letters: str
 
 
 @dataclass
@@ -81,7 +92,7 @@ class Reference:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Reference:
+    def from_json(cls, data: ReferenceRecord) -> Reference:
         if data.get("format") != "yinji-reference/1":
             raise ValueError("not a Yinji reference file (format yinji-reference/1 expected)")
         return cls(

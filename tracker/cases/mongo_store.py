@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
@@ -20,6 +20,11 @@ from tracker.records import JSONValue, NotFound
 
 from .model import Case, CaseEvent, CaseRecord, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
+
+if TYPE_CHECKING:
+    from pymongo import MongoClient
+
+    from tracker.backends import MongoDocument
 
 
 def _doc(case: Case) -> dict[str, Any]:
@@ -35,7 +40,9 @@ def _case(doc: dict[str, Any]) -> Case:
 
 
 class MongoCaseStore(CaseStore):
-    def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
+    def __init__(
+        self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
+    ) -> None:
         if isinstance(uri_or_client, str):
             from tracker.backends import mongo_client  # the one timeout rule
 

@@ -25,7 +25,7 @@ from datetime import date as Date
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from xml.sax.saxutils import escape
 
 from tracker.records import NotFound
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from tracker.evidence.log import EvidenceLog
     from tracker.library import Library
     from tracker.store import Store
+
+    from .platforms import Platform
 
 log = logging.getLogger(__name__)
 
@@ -306,8 +308,8 @@ def notice_context(
     attachments: Sequence[str] = (),
     today: Date | None = None,
     evidence_key: str = "",
-    platform: Any = None,
-) -> dict[str, Any]:
+    platform: Platform | None = None,
+) -> dict[str, object]:
     """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
     of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL; ``platform``
     (``tracker.cases.platforms.Platform``) names the addressee when the registry
@@ -473,9 +475,9 @@ def build_notice(
     subject = _render_template(env, f"{lang}/subject.txt.j2", context)
     notice = Notice(
         lang=lang,
-        platform=context["platform"],
-        reference=context["reference"],
-        date=context["date"],
+        platform=str(context["platform"]),
+        reference=str(context["reference"]),
+        date=str(context["date"]),
         subject=" ".join(subject.split()),
         text=text,
         case_ids=[c.id for c in cases],
@@ -811,11 +813,20 @@ def render_email(
     return msg
 
 
-def render_eml(notice: Notice, **kwargs: Any) -> bytes:
+class EmlOptions(TypedDict, total=False):
+    """The keywords of ``render_email`` that ``render_eml`` and ``render`` pass on."""
+
+    sender: str | None
+    to: Sequence[str]
+    attachments: Sequence[tuple[str, bytes, str]]
+    attach_pdf: bool
+
+
+def render_eml(notice: Notice, **kwargs: Unpack[EmlOptions]) -> bytes:
     return bytes(render_email(notice, **kwargs))
 
 
-def render(notice: Notice, fmt: str, **eml_options: Any) -> bytes:
+def render(notice: Notice, fmt: str, **eml_options: Unpack[EmlOptions]) -> bytes:
     """The notice in ``fmt`` (pdf, docx, eml)."""
     fmt = check_format(fmt)
     if fmt == "pdf":

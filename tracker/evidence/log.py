@@ -61,7 +61,9 @@ from .tsa import TokenError, TSAClient, TSAError, load_certificates, verify_resp
 
 if TYPE_CHECKING:
     from cryptography import x509
+    from pymongo.database import Database
 
+    from tracker.backends import MongoDocument
     from tracker.config import Settings
 
 ENTRY_VERSION = "yinji-log-entry/1"
@@ -590,7 +592,7 @@ class EvidenceLog:
         cls,
         data_dir: str | Path,
         *,
-        mongo_db: Any | None = None,
+        mongo_db: Database[MongoDocument] | None = None,
         evidence: EvidenceSettings | None = None,
         key: SigningKey | None = None,
         tsa: TSAClient | None = None,

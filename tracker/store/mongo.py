@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -59,6 +59,11 @@ from .base import (
     check_batch_ids,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from pymongo import MongoClient
+
+    from tracker.backends import MongoDocument
 
 _CHUNK = 1000  # values per $in list
 _SEQ_COUNTER = "mother_seq"
@@ -193,7 +198,9 @@ class MongoStore(Store):
     pymongo-compatible client (``mongomock.MongoClient()`` in tests); a client passed
     in belongs to the caller and is not closed by ``close``."""
 
-    def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
+    def __init__(
+        self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
+    ) -> None:
         if isinstance(uri_or_client, str):
             from tracker.backends import mongo_client  # the one timeout rule
 
