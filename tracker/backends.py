@@ -52,6 +52,17 @@ def mongo_client(uri: str) -> MongoClient[MongoDocument]:
     return pymongo.MongoClient(uri, **options)
 
 
+def client_of(
+    uri_or_client: str | MongoClient[MongoDocument],
+) -> tuple[MongoClient[MongoDocument], bool]:
+    """(the client, whether the caller owns it and closes it) for a store opened on a
+    ``mongodb://`` URI (a client of its own, ``mongo_client``'s timeout rule) or on a
+    client it is given (pymongo's or ``mongomock.MongoClient()``; the giver closes it)."""
+    if isinstance(uri_or_client, str):
+        return mongo_client(uri_or_client), True
+    return uri_or_client, False
+
+
 @dataclass(frozen=True)
 class DataFiles:
     """The files of the embedded default, all under one data folder."""

@@ -12,9 +12,9 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -168,6 +168,35 @@ def _say_repairs(lib: Library) -> None:
     for note in lib.repairs:
         click.echo(f"note: {note}", err=True)
     lib.repairs.clear()
+
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def _params_options(f: _F) -> _F:
+    """The Daguan parameter options of ``fingerprint`` and ``index configure``."""
+    options = [
+        click.option("--granularity", type=int, default=None, help="Window length in initials."),
+        click.option(
+            "--overlap", type=float, default=None, help="Overlap ratio of mother windows."
+        ),
+        click.option(
+            "--levels",
+            type=click.Choice(["10", "8", "4", "2"]),
+            default=None,
+            help="Levels per letter count (digits of the packed value): fewer tolerate more "
+            "edits and give more chance hits.",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["quantile", "fixed"]),
+            default=None,
+            help="How counts become levels: the reference's quantiles, or fixed cut points.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def _engine_option(f: Any) -> Any:
@@ -343,21 +372,7 @@ def _print_table(res: CheckResult) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--granularity", type=int, default=None, help="Window length in initials.")
-@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
-@click.option(
-    "--levels",
-    type=click.Choice(["10", "8", "4", "2"]),
-    default=None,
-    help="Levels per letter count (digits of the packed value): fewer tolerate more "
-    "edits and give more chance hits.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["quantile", "fixed"]),
-    default=None,
-    help="How counts become levels: the reference's quantiles, or fixed cut points.",
-)
+@_params_options
 @click.option(
     "--reference",
     type=click.Path(exists=True, path_type=Path),
@@ -556,21 +571,7 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
 
 @index.command("configure")
 @_engine_option
-@click.option("--granularity", type=int, default=None, help="Window length in initials.")
-@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
-@click.option(
-    "--levels",
-    type=click.Choice(["10", "8", "4", "2"]),
-    default=None,
-    help="Levels per letter count (digits of the packed value): fewer tolerate more "
-    "edits and give more chance hits.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["quantile", "fixed"]),
-    default=None,
-    help="How counts become levels: the reference's quantiles, or fixed cut points.",
-)
+@_params_options
 @click.option("--letters", default=None, help="Letters packed, in order.")
 @click.option(
     "--reference",

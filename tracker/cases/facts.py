@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from tracker.records import Match, MatchQuery, Mother, NotFound, Suspect, match_id
+from tracker.records import Match, MatchQuery, Mother, NotFound, match_id
+from tracker.store.base import match_sides
 
 from .chapters import in_chapter_order
 from .model import Case, CaseError, CaseURL
@@ -156,16 +157,7 @@ def url_fact(
     """The facts of one case URL (a ``CaseURL``) from its confirmed ``match``."""
     from tracker.reports.data import match_similarities, page_source
 
-    mother: Mother | None
-    suspect: Suspect | None
-    try:
-        mother = store.get_mother(match.mother_id)
-    except (NotFound, KeyError):
-        mother = None
-    try:
-        suspect = store.get_suspect(match.suspect_id)
-    except (NotFound, KeyError):
-        suspect = None
+    mother, suspect = match_sides(store, match)
     work_title, chapter = _work_of(mother, match)
     initials, chars = match_similarities(match, mother, suspect)
     source = page_source(match, suspect, evidence)

@@ -18,7 +18,7 @@ from pymongo.errors import DuplicateKeyError
 
 from tracker.records import JSONValue, NotFound
 
-from .model import Case, CaseEvent, CaseRecord, ConcurrentUpdate
+from .model import Case, CaseEvent, CaseEventRecord, CaseRecord, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
 
 if TYPE_CHECKING:
@@ -43,13 +43,9 @@ class MongoCaseStore(CaseStore):
     def __init__(
         self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
     ) -> None:
-        if isinstance(uri_or_client, str):
-            from tracker.backends import mongo_client  # the one timeout rule
+        from tracker.backends import client_of  # the one timeout rule
 
-            self._client: Any = mongo_client(uri_or_client)
-            self._owns_client = True
-        else:
-            self._client, self._owns_client = uri_or_client, False
+        self._client, self._owns_client = client_of(uri_or_client)
         db = self._client[db_name]
         self.cases = db["cases"]
         self.events = db["case_events"]
@@ -126,7 +122,7 @@ class MongoCaseStore(CaseStore):
         if doc is None:
             return None
         doc.pop("_id", None)
-        return CaseEvent.from_dict(doc)
+        return CaseEvent.from_dict(cast(CaseEventRecord, doc))
 
     def append_events(self, case_id: str, events: Sequence[CaseEvent]) -> list[CaseEvent]:
         out: list[CaseEvent] = []
@@ -148,7 +144,7 @@ class MongoCaseStore(CaseStore):
         out = []
         for doc in self.events.find({"case_id": case_id}).sort([("seq", ASCENDING)]):
             doc.pop("_id", None)
-            out.append(CaseEvent.from_dict(doc))
+            out.append(CaseEvent.from_dict(cast(CaseEventRecord, doc)))
         return out
 
     def set_evidence_ref(self, case_id: str, seq: int, ref: str) -> None:

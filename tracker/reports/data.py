@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tracker import __version__
-from tracker.records import Match, Mother, NotFound, Suspect
+from tracker.records import Match, Mother, Suspect
+from tracker.store.base import match_sides
 from tracker.textdiff import char_diff
 from tracker.timefmt import iso_utc, parse_utc
 
@@ -245,16 +246,7 @@ def report_data(
     """
     store = library.store
     match: Match = store.get_match(match_id)
-    mother: Mother | None
-    suspect: Suspect | None
-    try:
-        mother = store.get_mother(match.mother_id)
-    except (NotFound, KeyError):
-        mother = None
-    try:
-        suspect = store.get_suspect(match.suspect_id)
-    except (NotFound, KeyError):
-        suspect = None
+    mother, suspect = match_sides(store, match)
     found = _from_log(evidence, match) if evidence is not None else _Logged()
     capture = capture or found.capture
     submission = submission or found.submission

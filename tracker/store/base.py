@@ -85,6 +85,22 @@ def check_batch_ids(items: Sequence[tuple[Mother, object]]) -> None:
         seen.add(mother.id)
 
 
+def match_sides(store: Store, match: Match) -> tuple[Mother | None, Suspect | None]:
+    """The mother and the suspect of ``match``, None for one deleted since (a confirmed
+    match is kept as evidence; a report or notice then says its text is missing)."""
+    mother: Mother | None
+    suspect: Suspect | None
+    try:
+        mother = store.get_mother(match.mother_id)
+    except (NotFound, KeyError):
+        mother = None
+    try:
+        suspect = store.get_suspect(match.suspect_id)
+    except (NotFound, KeyError):
+        suspect = None
+    return mother, suspect
+
+
 class Store(ABC):
     """Documents and results. Implementations: ``SqliteStore``, ``MongoStore``."""
 

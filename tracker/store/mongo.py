@@ -201,14 +201,9 @@ class MongoStore(Store):
     def __init__(
         self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
     ) -> None:
-        if isinstance(uri_or_client, str):
-            from tracker.backends import mongo_client  # the one timeout rule
+        from tracker.backends import client_of  # the one timeout rule
 
-            self._client: Any = mongo_client(uri_or_client)
-            self._owns_client = True
-        else:
-            self._client = uri_or_client
-            self._owns_client = False
+        self._client, self._owns_client = client_of(uri_or_client)
         self.db = self._client[db_name]
         self.mothers = self.db["mothers"]
         self.fingerprints = self.db["fingerprints"]
@@ -268,6 +263,7 @@ class MongoStore(Store):
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
+        assert doc is not None  # upserted, returned after the update
         return int(doc["value"])
 
     def replace_mother(
@@ -365,6 +361,7 @@ class MongoStore(Store):
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
+        assert top is not None  # upserted, returned after the update
         first = int(top["value"]) - n + 1
         stored = [
             Mother(
