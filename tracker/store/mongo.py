@@ -159,16 +159,17 @@ def _and(clauses: list[dict[str, Any]]) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _bounds(ops: dict[str, object]) -> dict[str, object]:
+    """A range condition of the bounds given (``{"$gte": low, "$lt": high}``, None left out)."""
+    return {op: value for op, value in ops.items() if value is not None}
+
+
 def _match_filter(query: MatchQuery | None) -> dict[str, Any]:
     f = filters_of(query)
     clauses: list[dict[str, Any]] = []
     if f.verdict is not None:
         clauses.append({"verdict": f.verdict})
-    score: dict[str, float] = {}
-    if f.min_score is not None:
-        score["$gte"] = f.min_score
-    if f.max_score is not None:
-        score["$lte"] = f.max_score
+    score = _bounds({"$gte": f.min_score, "$lte": f.max_score})
     if score:
         clauses.append({"score": score})
     if f.mother_id is not None:
@@ -180,11 +181,7 @@ def _match_filter(query: MatchQuery | None) -> dict[str, Any]:
         # reversed domain (see _common.domain_bounds).
         lo, hi = domain_bounds(f.rdomain)
         clauses.append({"$or": [{"rdomain": f.rdomain}, {"rdomain": {"$gte": lo, "$lt": hi}}]})
-    created: dict[str, datetime] = {}
-    if f.since is not None:
-        created["$gte"] = f.since
-    if f.until is not None:
-        created["$lt"] = f.until
+    created = _bounds({"$gte": f.since, "$lt": f.until})
     if created:
         clauses.append({"created_at": created})
     if f.search is not None:
