@@ -584,11 +584,11 @@ def job_status(job_id: str) -> dict:
     }
 
 
-PAGE_KINDS = ("ingest", "check", "recheck")
+PAGE_KINDS = ("ingest", "check", "recheck", "rebuild")
 
 
 def job_kind(status: dict[str, Any], hint: str = "") -> str:
-    """``ingest``, ``check`` or ``recheck``: the kind the job was submitted as, else
+    """``ingest``, ``check``, ``recheck`` or ``rebuild``: the kind the job was submitted as, else
     what its result shows, else ``hint`` when it is one of them, else ""."""
     if status.get("kind") in PAGE_KINDS:
         return str(status["kind"])
@@ -598,6 +598,8 @@ def job_kind(status: dict[str, Any], hint: str = "") -> str:
             return "ingest"
         if "rechecked" in result:
             return "recheck"
+        if "refilled" in result and "chunks" in result:
+            return "rebuild"
         if "results" in result:
             return "check"
     return hint if hint in PAGE_KINDS else ""
