@@ -321,7 +321,8 @@ def submit_report(match_id: str, fmt: str) -> str:
 
 
 def submit_rebuild(engine: str | None = None) -> str:
-    """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``)."""
+    """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``), in
+    chunks that the workers share, then one load (``workers.tasks.index``)."""
     from tracker.engines import ENGINES
 
     if engine is not None and engine not in ENGINES:
