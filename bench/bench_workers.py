@@ -349,6 +349,29 @@ def cost_rows(
     return rows
 
 
+def split(settings: Any, texts: list[dict[str, Any]]) -> dict[str, float]:
+    """In this process, on the same texts: ms per text of the check alone (no save) and
+    of a check as a job does it (``check_submitted``: suspect, matches, the submission
+    and the check in the evidence log, the text's capture written and fsynced)."""
+    from tracker.library import Library
+    from tracker.records import Suspect
+
+    spent = {"check only": 0.0, "check + store + evidence": 0.0}
+    with Library.open(settings) as lib:
+        for i, t in enumerate(texts[:20]):  # warm up (snapshot pages, caches)
+            lib.check_suspect(Suspect(id=f"warm-{i}", title="", text=t["text"]), save=False)
+        for i, t in enumerate(texts):  # interleaved: the machine's load hits both alike
+            s = Suspect(id=f"split-{i}", title=t["title"], text=t["text"], source="text")
+            t0 = time.perf_counter()
+            lib.check_suspect(s, save=False)
+            t1 = time.perf_counter()
+            lib.check_submitted(s, once=f"split:{i}")
+            t2 = time.perf_counter()
+            spent["check only"] += t1 - t0
+            spent["check + store + evidence"] += t2 - t1
+    return {k: round(1000 * v / len(texts), 2) for k, v in spent.items()}
+
+
 def _runs(runs: dict[str, list[float]]) -> str:
     return json.dumps({k: [round(x, 1) for x in v] for k, v in runs.items()}, ensure_ascii=False)
 
@@ -366,6 +389,12 @@ def main() -> None:
         help="take a snapshot of the index first (`yinji index snapshot`), as the beat does "
         "for an index of YINJI_SNAPSHOT_MIN_POSTINGS or more",
     )
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="only time N checks in this process, with and without storing them (no workers)",
+    )
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
     started = time.time()
@@ -382,6 +411,9 @@ def main() -> None:
             if args.snapshot:  # checks look fingerprints up in a local copy, not in Redis
                 snap = lib.snapshot_index()
                 print("snapshot:", snap, file=sys.stderr, flush=True)
+        if args.split:
+            print(json.dumps(split(bench.settings, texts[: args.split])), flush=True)
+            return
         bench.start_worker("w1")
         bench.wait_jobs([jobs.submit_check(texts=texts[:4])])  # warm the worker up
         cost1: dict[str, list[dict[str, Any]]] = {}

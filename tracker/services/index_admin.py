@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -266,11 +266,11 @@ class IndexAdmin:
             done = eng.reshard(bits)
         return ReshardResult(eng.name, done, time.perf_counter() - started)
 
-    def configure_engine(self, name: str, options: dict[str, Any]) -> RebuildResult:
+    def configure_engine(self, name: str, options: Mapping[str, object]) -> RebuildResult:
         """Store new options of an engine (parameters, reference distribution), then
         recompute every stored fingerprint with them and rebuild the engine's index:
         fingerprints made with the old options would never match new ones."""
-        self.engines.set_options(name, options)
+        self.engines.set_options(name, dict(options))
         return self.rebuild(name, recompute=True)
 
     # -- local copies and stats -------------------------------------------------------
