@@ -395,11 +395,17 @@ def main() -> None:
         default=0,
         help="only time N checks in this process, with and without storing them (no workers)",
     )
+    parser.add_argument(
+        "--folder",
+        default=None,
+        help="where the installation's data folder goes (default: the system's temp folder); "
+        "/dev/shm (memory, fsync nearly free) shows what the evidence log's fsyncs cost",
+    )
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
     started = time.time()
     mothers, texts = corpus(args.texts)
-    root = Path(tempfile.mkdtemp(prefix="bench-workers-"))
+    root = Path(tempfile.mkdtemp(prefix="bench-workers-", dir=args.folder))
     bench = Bench(root)
     try:
         from tracker.documents import Document
