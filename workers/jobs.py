@@ -157,7 +157,7 @@ def _submit(
     return job_id
 
 
-def release(sent: Any) -> None:
+def release(sent: object) -> None:
     """Stop listening for the results of tasks just sent (``job_status`` reads them
     from the backend): Celery subscribes to each one's channel until its AsyncResult
     is collected, and one collected after Redis went away would try to unsubscribe
