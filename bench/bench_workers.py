@@ -380,6 +380,36 @@ def split(settings: Any, texts: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(1000 * v / len(texts), 2) for k, v in spent.items()}
 
 
+def rebuild(bench: Bench) -> dict[str, Any]:
+    """An index rebuild as a job on the running workers (chunks, then the load) against
+    the one-step load in this process, on the same library; checks answer the same."""
+    from tracker.library import Library
+    from workers import jobs
+
+    probe = "".join(t["text"] for t in corpus(4)[1][::2])[:600]
+    with Library.open(bench.settings) as lib:
+        before = [(m.mother_id, m.score) for m in lib.check_text(probe).matches]
+        t0 = time.perf_counter()
+        lib.indexes.load()
+        one_step = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    job = jobs.submit_rebuild()
+    bench.wait_jobs([job], timeout=1800)
+    seconds = time.perf_counter() - t0
+    status = jobs.job_status(job)
+    with Library.open(bench.settings) as lib:
+        after = [(m.mother_id, m.score) for m in lib.check_text(probe).matches]
+    result = status["result"] or {}
+    return {
+        "one_step": one_step,
+        "job": seconds,
+        "state": status["state"],
+        "chunks": result.get("chunks"),
+        "mothers": result.get("mothers"),
+        "same_answers": before == after and bool(before),
+    }
+
+
 def _runs(runs: dict[str, list[float]]) -> str:
     return json.dumps({k: [round(x, 1) for x in v] for k, v in runs.items()}, ensure_ascii=False)
 
@@ -408,6 +438,12 @@ def main() -> None:
         default=None,
         help="where the installation's data folder goes (default: the system's temp folder); "
         "/dev/shm (memory, fsync nearly free) shows what the evidence log's fsyncs cost",
+    )
+    parser.add_argument(
+        "--rebuild",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="rebuild the index as a job on 2 workers (chunks, then the load)",
     )
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
@@ -439,6 +475,8 @@ def main() -> None:
         two = spread(bench, texts, args.repeat, cost2)
         print("2 workers:", _runs(two), file=sys.stderr, flush=True)
         print("costs:", json.dumps({"1": cost1, "2": cost2}), file=sys.stderr, flush=True)
+        rb = rebuild(bench) if args.rebuild else None
+        print("rebuild:", rb, file=sys.stderr, flush=True)
         killed = kill_mid_batch(bench, texts, args.kill_jobs) if args.kill_jobs else None
         print("kill:", killed, file=sys.stderr, flush=True)
         if killed:
@@ -466,6 +504,14 @@ def main() -> None:
         "",
         *cost_rows(cost1, cost2),
     ]
+    if rb:
+        parts += [
+            "",
+            f"Index rebuild as a job on 2 workers: {rb['job']:.1f} s ({rb['chunks']} chunks of "
+            f"`YINJI_REBUILD_CHUNK`, then the load; {rb['mothers']} mothers, {rb['state']}), "
+            f"against {rb['one_step']:.1f} s for the one-step load in one process; the same "
+            f"answers before and after: {rb['same_answers']}.",
+        ]
     if killed:
         parts += [
             "",
