@@ -133,3 +133,53 @@ def test_a_rebuild_spreads_and_a_killed_chunk_runs_again_once(
         after = lib.check_text(docs[3].text[100:500]).matches
     assert [(m.mother_id, m.score) for m in after] == [(m.mother_id, m.score) for m in before]
     assert survivor.proc.poll() is None
+
+
+def test_a_second_delivery_of_a_running_load_waits_and_answers_its_result(
+    tmp_path: Path, redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a visibility timeout shorter than the load, its message comes again while
+    it runs: that delivery finds the index lock held, waits, and returns the first
+    delivery's result instead of loading the index a second time."""
+    import json
+    import threading
+
+    from tracker.config import Settings
+    from tracker.library import Library
+    from tracker.store import open_store
+    from workers.tasks import index
+
+    settings = Settings(data_dir=tmp_path, redis_prefix="t")
+    lib = Library(settings, open_store(settings), redis_client)
+    try:
+        task = _task(redis_client)
+        monkeypatch.setattr(index, "rt", lambda t: SimpleNamespace(library=lib))
+        monkeypatch.setattr(index, "task_key", lambda t, i: f"t:task:{i}")
+        monkeypatch.setattr(index, "Progress", lambda t, total: SimpleNamespace(start=lambda: 0))
+        first = {"engine": "daguan", "mothers": 3, "seconds": 0.5, "total": 3}
+        held = threading.Event()
+
+        def first_delivery() -> None:
+            with lib.tracker.lock("daguan"):
+                held.set()
+                time.sleep(0.5)
+                redis_client.hset("t:task:parent", "result", json.dumps(first))
+
+        thread = threading.Thread(target=first_delivery)
+        thread.start()
+        held.wait(5)
+        monkeypatch.setattr(lib.indexes, "load", _held(lib))
+        assert index._load(task, "daguan", 3) == first
+        thread.join()
+    finally:
+        lib.store.close()
+
+
+def _held(lib: Any) -> Any:
+    """``IndexAdmin.load`` as it behaves while another process holds the index lock."""
+
+    def load(engine: str, **_: Any) -> None:
+        with lib.tracker.lock(engine):
+            raise AssertionError("the lock was free")
+
+    return load
