@@ -293,6 +293,7 @@ class WorkerSettings:
     ingest_chunk: int = 200
     check_chunk: int = 25  # texts per check task of a job (workers/jobs.py)
     recheck_chunk: int = 200  # stored suspects per re-check task
+    rebuild_chunk: int = 200  # mothers per refill task of an index rebuild
     snapshot_minutes: int = 10
 
     @classmethod
@@ -308,6 +309,7 @@ class WorkerSettings:
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
             check_chunk=env_int("YINJI_CHECK_CHUNK", 25, minimum=1),
             recheck_chunk=env_int("YINJI_RECHECK_CHUNK", 200, minimum=1),
+            rebuild_chunk=env_int("YINJI_REBUILD_CHUNK", 200, minimum=1),
             snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 

@@ -460,6 +460,22 @@ def test_check_page_shows_job_result(system: WebSystem, seeded: dict[str, Any]) 
     assert client.get(f"/jobs/{job}").status_code == 200
 
 
+def test_rebuild_job_page_says_what_was_indexed(system: WebSystem, seeded: dict[str, Any]) -> None:
+    """A rebuild (chunks, then the load) on the job page: progress over both steps, and
+    the works the load put in the index."""
+    from workers import jobs
+
+    works = system.store.count_mothers()
+    job = jobs.submit_rebuild()
+    client = system.client("viewer")
+    status = wait_job(client, job)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 2 * works
+    page = client.get(f"/jobs/{job}").get_data(as_text=True)
+    assert "索引已重建" in page
+    said = f"已为 {works} 部作品建立索引（daguan），分 1 块准备；其中 0 部由原文重新计算指纹。"
+    assert said in page
+
+
 def test_check_without_input_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
     response = client.post(

@@ -232,6 +232,8 @@ settings = Settings(data_dir=Path(sys.argv[1]), redis_prefix="ih")
 lib = Library(settings, open_store(settings), redis.Redis(unix_socket_path=sys.argv[2]))
 
 def progress(done, total):
+    if not lib.redis.exists(lib.tracker.lock_key("daguan")):
+        return  # refilling its chunks: the lock is taken for the load
     print("rebuilding", flush=True)  # the lock is held from here on
     time.sleep(3600)
 
