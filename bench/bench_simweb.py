@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 import json
 import os
 import resource
@@ -59,31 +58,40 @@ def crawler_for(port: int, interval: float = INTERVAL):  # type: ignore[no-untyp
             total_timeout=20,
         )
     )
-    # The slot the crawler's limiter gave each request (the client's side of politeness):
-    # HostRateLimiter.wait's own computation, recorded under its lock.
+    # When the crawler's limiter let each request to a host go and when it was told the
+    # request ended (the client's side of politeness), recorded around its own methods.
     crawler.sends = []  # type: ignore[attr-defined]
     limiter = crawler._limiter
+    acquire, release = limiter.acquire, limiter.release
 
-    def timed(host: str) -> float:
-        with limiter._lock:
-            now = time.monotonic()
-            slot = max(now, limiter._next.get(host, 0.0))
-            limiter._next[host] = slot + limiter._intervals.get(host, limiter.interval)
-            crawler.sends.append((slot, host))  # type: ignore[attr-defined]
-        if slot > now:
-            time.sleep(slot - now)
-        return max(slot - now, 0.0)
+    def timed_acquire(host: str) -> float:
+        waited = acquire(host)
+        crawler.sends.append((time.monotonic(), host, "start"))  # type: ignore[attr-defined]
+        return waited
 
-    limiter.wait = timed  # type: ignore[method-assign]
+    def timed_release(host: str) -> None:
+        crawler.sends.append((time.monotonic(), host, "end"))  # type: ignore[attr-defined]
+        release(host)
+
+    limiter.acquire = timed_acquire  # type: ignore[method-assign]
+    limiter.release = timed_release  # type: ignore[method-assign]
     return crawler
 
 
 def send_gaps(sends: list, interval: float) -> tuple[int, float | None]:
-    """(gaps under the interval, the shortest gap) between two requests let go to one host."""
-    by_host: dict[str, list[float]] = collections.defaultdict(list)
-    for t, host in sends:
-        by_host[host].append(t)
-    gaps = [b - a for ts in by_host.values() for a, b in itertools.pairwise(sorted(ts))]
+    """(requests let go sooner than the interval after the previous request to the same
+    host ended, the shortest such gap), at the client."""
+    by_host: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
+    for t, host, what in sends:
+        by_host[host].append((t, what))
+    gaps = []
+    for events in by_host.values():
+        last_end = None
+        for t, what in sorted(events):
+            if what == "end":
+                last_end = t
+            elif last_end is not None:
+                gaps.append(t - last_end)
     return sum(1 for g in gaps if g < interval * 0.999), (min(gaps) if gaps else None)
 
 
@@ -449,7 +457,7 @@ def main() -> None:
         "at the server | "
         f"**{srv['gaps_under_interval']}** (shortest gap {1000 * (srv['min_gap'] or 0):.1f} ms) | "
         f"{bsrv['gaps_under_interval']} (shortest {1000 * (bsrv['min_gap'] or 0):.1f} ms) | 0 |",
-        f"| the same, at the client (the slots the crawler's limiter gave) | "
+        "| the same, at the client (after the end of the previous request) | "
         f"**{d['send_gaps_under']}** (shortest gap {1000 * (d['send_min_gap'] or 0):.1f} ms) | "
         f"{b['send_gaps_under']} (shortest {1000 * (b['send_min_gap'] or 0):.1f} ms) | 0 |",
         f"| pages fetched twice in the run | {srv['fetched_twice']} | "
