@@ -21,7 +21,15 @@ URL is claimed again.
 Keys (``DiscoveryKeys``: all under one hash tag, so the scripts are cluster-safe; the
 per-host queues are built inside the scripts from that same tag, i.e. the same slot):
 ``q:HOST``, ``hosts``, ``clock``, ``interval``, ``leased``, ``entry``, ``seen``,
-``patterns``, ``revisit``, ``stats``.
+``patterns``, ``revisit``, ``stats``, ``body`` (pages fetched and not yet checked),
+``ready`` (those of them whose worker died).
+
+A page is recorded the moment its body arrives (``fetched``: the page in ``body``, its
+host's interval started), before it is checked; ``done`` ends it. A worker killed
+between the two leaves the page in ``body`` under an expired lease: ``claim`` moves it
+to ``ready`` and hands it out (``Claim.stored``) to be checked from the stored body, so
+nothing whose body arrived is fetched twice (only a request in the air at the kill is
+sent again).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ class FrontierItem:
     hint: str = ""  # what a site search looked for (the work's title)
     run: str = ""  # the run that queued it
     attempts: int = 0  # transient failures so far
+    fetched: bool = False  # its fetch ended (``Frontier.fetched``): the host is free
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
@@ -122,11 +131,23 @@ end
 local expired = redis.call('ZRANGEBYSCORE', tag .. ':leased', '-inf', now, 'LIMIT', 0, 100)
 for _, u in ipairs(expired) do
   redis.call('ZREM', tag .. ':leased', u)
-  local raw = redis.call('HGET', tag .. ':entry', u)
-  local pri = 10
-  if raw then pri = tonumber(cjson.decode(raw)['priority']) or 10 end
-  enqueue(u, pri)
-  redis.call('HINCRBY', tag .. ':stats', 'lease_expired', 1)
+  if redis.call('HEXISTS', tag .. ':body', u) == 1 then
+    -- Its body arrived before its worker died: check the stored page, never fetch again.
+    redis.call('RPUSH', tag .. ':ready', u)
+    redis.call('HINCRBY', tag .. ':stats', 'recovered', 1)
+  else
+    local raw = redis.call('HGET', tag .. ':entry', u)
+    local pri = 10
+    if raw then pri = tonumber(cjson.decode(raw)['priority']) or 10 end
+    enqueue(u, pri)
+    redis.call('HINCRBY', tag .. ':stats', 'lease_expired', 1)
+  end
+end
+local stored = redis.call('LPOP', tag .. ':ready')
+if stored then  -- a page fetched by a worker that died: checked from its stored body
+  redis.call('ZADD', tag .. ':leased', now + lease_ms, stored)
+  return {stored, redis.call('HGET', tag .. ':entry', stored) or '', 0, 0,
+          redis.call('HGET', tag .. ':body', stored) or ''}
 end
 local ready = redis.call('ZRANGEBYSCORE', tag .. ':hosts', '-inf', now, 'LIMIT', 0, scan)
 local best_host, best_url, best_pri = nil, nil, nil
@@ -144,9 +165,9 @@ end
 if best_url == nil then
   local first = redis.call('ZRANGE', tag .. ':hosts', 0, 0, 'WITHSCORES')
   if #first == 0 then
-    return {'', '', -1, redis.call('ZCARD', tag .. ':leased')}
+    return {'', '', -1, redis.call('ZCARD', tag .. ':leased'), ''}
   end
-  return {'', '', math.max(1, tonumber(first[2]) - now), redis.call('ZCARD', tag .. ':leased')}
+  return {'', '', math.max(1, tonumber(first[2]) - now), redis.call('ZCARD', tag .. ':leased'), ''}
 end
 redis.call('ZREM', tag .. ':q:' .. best_host, best_url)
 -- One request in flight per host: the host waits until this one is done (``_RELEASE``
@@ -155,7 +176,26 @@ redis.call('HSET', tag .. ':clock', best_host, now + lease_ms)
 redis.call('ZADD', tag .. ':hosts', now + lease_ms, best_host)
 redis.call('ZADD', tag .. ':leased', now + lease_ms, best_url)
 redis.call('HINCRBY', tag .. ':stats', 'claimed', 1)
-return {best_url, redis.call('HGET', tag .. ':entry', best_url) or '', 0, 0}
+return {best_url, redis.call('HGET', tag .. ':entry', best_url) or '', 0, 0, ''}
+"""
+
+
+_FETCHED = """
+local tag, url, host, default_iv, record = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local iv = tonumber(redis.call('HGET', tag .. ':interval', host) or default_iv)
+if record ~= '' then
+  redis.call('HSET', tag .. ':body', url, record)
+  redis.call('HINCRBY', tag .. ':stats', 'fetched', 1)
+end
+redis.call('HSET', tag .. ':clock', host, now + iv)
+if redis.call('ZCARD', tag .. ':q:' .. host) > 0 then
+  redis.call('ZADD', tag .. ':hosts', now + iv, host)
+else
+  redis.call('ZREM', tag .. ':hosts', host)
+end
+return 1
 """
 
 
@@ -165,6 +205,7 @@ class Claim:
     when no URL is queued at all, ``leased`` URLs still being fetched elsewhere)."""
 
     item: FrontierItem | None
+    stored: str = ""  # the page its dead worker fetched (``Page.to_record``): check this
     wait: float = 0.0
     empty: bool = False
     leased: int = 0
@@ -191,6 +232,7 @@ class Frontier:
         self._requeue = redis.register_script(_REQUEUE)
         self._claim = redis.register_script(_CLAIM)
         self._release = redis.register_script(_RELEASE)
+        self._fetched = redis.register_script(_FETCHED)
 
     # -- keys --
     def k(self, suffix: str) -> str:
@@ -259,7 +301,7 @@ class Frontier:
 
     def claim(self, *, scan: int = 64) -> Claim:
         """The next URL some host may be asked for now (see the module docstring)."""
-        url, raw, wait_ms, leased = self._run(
+        url, raw, wait_ms, leased, record = self._run(
             self._claim,
             [self.keys.tag, int(self.lease * 1000), int(self.interval * 1000), scan],
         )
@@ -267,15 +309,35 @@ class Frontier:
             url = url.decode()
         if url:
             item = FrontierItem.from_json(raw) if raw else FrontierItem(url=url, source="crawl")
+            if record:  # fetched by a worker that died before the check: not fetched again
+                item.fetched = True
+                text = record.decode() if isinstance(record, bytes) else record
+                return Claim(item, stored=text)
             return Claim(item)
         wait = int(wait_ms)
         return Claim(None, wait=max(wait, 0) / 1000, empty=wait < 0, leased=int(leased))
 
+    def fetched(self, item: FrontierItem, record: str | None) -> None:
+        """The fetch of ``item`` ended: its host's interval starts now (Redis's clock),
+        and its page (``Page.to_record``; None for a failed fetch) is kept until
+        ``done``. The lease stays: if this worker dies before ``done``, the lease runs
+        out and ``claim`` hands the stored page out to be checked, so a page
+        whose body arrived is never fetched again."""
+        host = host_of(item.url)
+        args = [self.keys.tag, item.url, host, int(self.interval * 1000), record or ""]
+        self._run(self._fetched, args)
+        item.fetched = True
+
     def done(self, item: FrontierItem, *, failed: bool = False) -> None:
-        """End ``item``'s lease: fetched (or failed for good). It stays seen."""
-        self._free(item.url)
-        pipe = self.redis.pipeline(transaction=False)
+        """End ``item``'s lease: fetched and checked (or failed for good). It stays
+        seen. Its host is freed here unless ``fetched`` did it already."""
+        if not item.fetched:
+            self._free(item.url)
+        pipe = self.redis.pipeline(transaction=True)  # the page and its lease go together
+        if item.fetched:
+            pipe.zrem(self.k("leased"), item.url)
         pipe.hdel(self.k("entry"), item.url)
+        pipe.hdel(self.k("body"), item.url)
         pipe.hincrby(self.k("stats"), "failed" if failed else "done", 1)
         pipe.execute()
 
@@ -286,6 +348,7 @@ class Frontier:
     def retry(self, item: FrontierItem, *, penalty: float = 5.0) -> None:
         """A transient failure: back into its host's queue, a little later in line."""
         item.priority += penalty
+        item.fetched = False
         self.redis.hset(self.k("entry"), item.url, item.to_json())
         self._run(self._requeue, [self.keys.tag, item.url, host_of(item.url), repr(item.priority)])
         self._free(item.url)
@@ -321,6 +384,7 @@ class Frontier:
         out["queued"] = self.queued()
         out["leased"] = int(self.redis.zcard(self.k("leased")))
         out["seen"] = int(self.redis.scard(self.k("seen")))
+        out["stored"] = int(self.redis.hlen(self.k("body")))  # fetched, not yet checked
         return out
 
     def queued(self) -> int:
@@ -346,7 +410,7 @@ class Frontier:
         hosts = self.redis.zrange(self.k("hosts"), 0, -1)
         names = [
             "hosts", "clock", "interval", "leased", "entry", "seen", "patterns",
-            "revisit", "revisit_entry", "stats",
+            "revisit", "revisit_entry", "stats", "body", "ready",
         ]  # fmt: skip
         keys = [self.k(n) for n in names]
         keys += [self.k(f"q:{h.decode() if isinstance(h, bytes) else h}") for h in hosts]

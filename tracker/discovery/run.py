@@ -432,6 +432,10 @@ class DiscoveryRun:
                 started = self.report.fetched + len(inflight)
                 while len(inflight) < opts.concurrency and started < opts.max_pages:
                     claim = self.frontier.claim()
+                    if claim.item is not None and claim.stored:  # its worker died: check it
+                        self._process(self._restore(claim.item, claim.stored))
+                        started += 1
+                        continue
                     if claim.item is None:
                         wait_for = claim.wait
                         if claim.empty and not inflight:
@@ -453,10 +457,27 @@ class DiscoveryRun:
                     self._process(fut.result())
 
     def _fetch(self, item: FrontierItem) -> Fetched:
+        """Fetch ``item`` (a pool thread) and record the page in the frontier the moment
+        its body arrived, before the check: a crawl killed now checks it on restart
+        instead of fetching it again (``Frontier.fetched``)."""
         try:
-            return Fetched(item, page=self.crawler.crawl_page(item.url, screenshot=False))
+            fetched = Fetched(item, page=self.crawler.crawl_page(item.url, screenshot=False))
         except Exception as exc:  # every failure is this page's error; the run goes on
-            return Fetched(item, error=exc)
+            fetched = Fetched(item, error=exc)
+        try:
+            self.frontier.fetched(item, fetched.page.to_record() if fetched.page else None)
+        except Exception as exc:  # Redis unreachable: ``done`` frees the host later
+            fetched.page, fetched.error = None, exc
+        return fetched
+
+    def _restore(self, item: FrontierItem, record: str) -> Fetched:
+        """A stored page of a worker that died (``Claim.stored``)."""
+        from tracker.crawler import Page
+
+        try:
+            return Fetched(item, page=Page.from_record(record))
+        except Exception as exc:  # a record that cannot be read: this page's error
+            return Fetched(item, error=ValueError(f"stored page unreadable: {exc}"))
 
     def _process(self, fetched: Fetched) -> None:
         from tracker.crawler import CrawlError
