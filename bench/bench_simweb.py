@@ -125,7 +125,7 @@ def recall_of(found: set[str], world: World) -> float:
 
 
 # --- discovery ---------------------------------------------------------------------
-def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: ignore[no-untyped-def]
+def run_discovery(lib, sim: SimWeb, world: World, pages: int, trap_rules: bool = True) -> dict:  # type: ignore[no-untyped-def]
     from tracker.discovery.keys import DiscoveryKeys
     from tracker.discovery.providers import SearxngProvider
     from tracker.discovery.run import DiscoveryRun, RunOptions
@@ -140,10 +140,12 @@ def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: 
             interval=INTERVAL,
             max_works=1000,
             max_site_searches=50,
+            trap_rules=trap_rules,
         ),
         providers=[SearxngProvider(f"http://127.0.0.1:{sim.port}/search", timeout=60)],
         crawler=crawler,
-        keys=DiscoveryKeys(lib.settings.redis_prefix, "bench"),
+        # Its own frontier, budget and answer cache: the two arms do not share them.
+        keys=DiscoveryKeys(lib.settings.redis_prefix, "bench" if trap_rules else "bench-off"),
         on_page=results.append,
     )
     sim.reset()
@@ -330,6 +332,10 @@ def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
     with Library.open(Settings.from_env(data)) as lib:
         f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
         at_kill = f.stats()
+        # Leased with no stored body: their request may have been in the air at the kill
+        # (sent, its answer never read): those alone may be fetched again.
+        stored_at_kill = {u.decode() for u in lib.redis.hkeys(f.k("body"))}
+        in_air = {u.decode() for u in lib.redis.zrange(f.k("leased"), 0, -1)} - stored_at_kill
     time.sleep(1)  # no lease is older than the kill: shorten them for the restart
     with Library.open(Settings.from_env(data)) as lib:
         f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
@@ -348,7 +354,13 @@ def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
     lost = [u for u in seen if u not in served and not u.endswith("/robots.txt")]
     pages_log = collections.Counter((x[1], x[2]) for x in log if x[2] != "/robots.txt")
     twice = [k for k, n in pages_log.items() if n > 1]
+    in_air_keys = {(urlsplit(u).hostname, urlsplit(u).path) for u in in_air}
+    twice_in_air = [k for k in twice if k in in_air_keys]
     return {
+        "stored_at_kill": len(stored_at_kill),
+        "in_air_at_kill": len(in_air),
+        "twice_in_air": len(twice_in_air),
+        "twice_other": len(twice) - len(twice_in_air),
         "fetched_before_kill": fetched_before,
         "leased_at_kill": at_kill["leased"],
         "queued_at_kill": at_kill["queued"],
@@ -400,6 +412,7 @@ def main() -> None:
                 site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
                 profiles[site.profile] += 1
             d = run_discovery(lib, sim, world, args.pages)
+            off = run_discovery(lib, sim, world, args.pages, trap_rules=False)
         print(
             json.dumps(
                 {k: v for k, v in d.items() if k not in ("report", "found", "sources")}, default=str
@@ -413,7 +426,7 @@ def main() -> None:
     total_pages = world.pages_total()
     planted = len(set(world.planted.values()))
     rep = d["report"]
-    srv, bsrv = d["server"], b["server"]
+    srv, bsrv, osrv = d["server"], b["server"], off["server"]
     ratio = (b["reached_at"] / srv["fetches"]) if b["reached_at"] else None
     bfs_same_budget = recall_at(b["curve"], srv["fetches"])
     src_rows = "\n".join(
@@ -444,7 +457,10 @@ def main() -> None:
         )
         + " | ≤ 10% of the web; ≥ 5x fewer |",
         f"| fetches spent in traps | **{100 * srv['trap_fetches'] / max(srv['fetches'], 1):.2f}%** "
-        f"({srv['trap_fetches']}) | {100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
+        f"({srv['trap_fetches']}; with the trap rules off, same budget: "
+        f"{100 * osrv['trap_fetches'] / max(osrv['fetches'], 1):.1f}%, "
+        f"{osrv['trap_fetches']}, recall {off['recall']:.3f}) | "
+        f"{100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
         f"({bsrv['trap_fetches']:,}) | ≤ 2% |",
         f"| pages fetched, extracted and checked per second (crawl stage) | "
         f"**{rep.fetched / d['crawl_s']:.0f}** fetched/s, {rep.checked / d['crawl_s']:.0f} "
@@ -479,10 +495,13 @@ def main() -> None:
         f"Killed and restarted (a second frontier, {args.kill_pages} pages, SIGKILL 6 s into "
         f"the crawl): {k['fetched_before_kill']} pages fetched before the kill, "
         f"{k['leased_at_kill']} URLs leased and {k['queued_at_kill']} queued at that moment; "
+        f"{k['stored_at_kill']} of them fetched and stored but not yet checked, "
+        f"{k['in_air_at_kill']} with their request possibly in the air; "
         f"after the restart {k['fetched_total']} pages fetched in all, "
-        f"**{k['fetched_twice']} fetched twice**, **{k['never_fetched']} frontier entries "
-        f"lost** (seen but neither fetched nor queued; {k['queued_after']} still queued when "
-        f"the budget ran out).",
+        f"**{k['twice_other']} fetched twice** apart from those in the air "
+        f"({k['twice_in_air']} of the {k['in_air_at_kill']} in the air were sent again), "
+        f"**{k['never_fetched']} frontier entries lost** (seen but neither fetched nor "
+        f"queued; {k['queued_after']} still queued when the budget ran out).",
     ]
     publish("simweb", "bench_simweb.py", parts, started, args.write)
     if not args.keep:

@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.urls import TrapDetector, host_of, normalize_url, url_pattern
 
-__all__ = ["Frontier", "FrontierItem"]
+__all__ = ["Claim", "Frontier", "FrontierItem", "Link"]
 
 
 @dataclass
@@ -87,6 +87,35 @@ if not redis.call('ZSCORE', tag .. ':hosts', host) then
 end
 redis.call('HINCRBY', tag .. ':stats', 'added', 1)
 return 1
+"""
+
+_ADD_MANY = """
+-- ARGV: tag, seen-before count, traps count, then per URL: url, host, priority, entry,
+-- pattern. Each URL is queued unless seen (as ``_ADD``); its pattern counted when it is.
+local tag = ARGV[1]
+local out = {}
+local dup = tonumber(ARGV[2])
+redis.call('HINCRBY', tag .. ':stats', 'traps', tonumber(ARGV[3]))
+for i = 4, #ARGV, 5 do
+  local url, host, pri = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local entry, pattern = ARGV[i + 3], ARGV[i + 4]
+  if redis.call('SADD', tag .. ':seen', url) == 0 then
+    dup = dup + 1
+    out[#out + 1] = 0
+  else
+    redis.call('ZADD', tag .. ':q:' .. host, pri, url)
+    redis.call('HSET', tag .. ':entry', url, entry)
+    if not redis.call('ZSCORE', tag .. ':hosts', host) then
+      local clock = tonumber(redis.call('HGET', tag .. ':clock', host) or '0')
+      redis.call('ZADD', tag .. ':hosts', clock, host)
+    end
+    redis.call('HINCRBY', tag .. ':patterns', pattern, 1)
+    redis.call('HINCRBY', tag .. ':stats', 'added', 1)
+    out[#out + 1] = 1
+  end
+end
+redis.call('HINCRBY', tag .. ':stats', 'duplicates', dup)
+return out
 """
 
 _REQUEUE = """
@@ -200,6 +229,16 @@ return 1
 
 
 @dataclass(frozen=True)
+class Link:
+    """A link to queue from a page (``Frontier.add_links``)."""
+
+    url: str
+    priority: float
+    kind: str = "page"
+    depth: int | None = None  # None: one below the page it was found on
+
+
+@dataclass(frozen=True)
 class Claim:
     """What ``claim`` gave: an item, or how long to wait (``wait`` seconds; ``empty``
     when no URL is queued at all, ``leased`` URLs still being fetched elsewhere)."""
@@ -229,6 +268,7 @@ class Frontier:
         self.lease = lease
         self.traps = traps or TrapDetector()
         self._add = redis.register_script(_ADD)
+        self._add_many = redis.register_script(_ADD_MANY)
         self._requeue = redis.register_script(_REQUEUE)
         self._claim = redis.register_script(_CLAIM)
         self._release = redis.register_script(_RELEASE)
@@ -263,10 +303,16 @@ class Frontier:
         )
 
     def add_link(
-        self, parent: FrontierItem, url: str, *, priority: float, kind: str = "page"
+        self,
+        parent: FrontierItem,
+        url: str,
+        *,
+        priority: float,
+        kind: str = "page",
+        depth: int | None = None,
     ) -> str:
         """Queue a link found on ``parent``'s page: "queued", "seen", "trap: REASON"
-        or "invalid"."""
+        or "invalid". ``depth``: the link's depth (default: one below ``parent``)."""
         try:
             norm = normalize_url(url)
         except ValueError:
@@ -287,7 +333,7 @@ class Frontier:
             source=parent.source,
             priority=priority,
             kind=kind,
-            depth=parent.depth + 1,
+            depth=parent.depth + 1 if depth is None else depth,
             chain=verdict.chain,
             parent=parent.url,
             works=list(parent.works),
@@ -298,6 +344,67 @@ class Frontier:
             self.redis.hincrby(self.k("patterns"), pattern, 1)
             return "queued"
         return "seen"
+
+    def add_links(self, parent: FrontierItem, links: Sequence[Link]) -> list[str]:
+        """``add_link`` for every link of one page, in two round trips to Redis (one
+        read of what is seen and the patterns' counts, one script that queues the rest):
+        a verdict per link, in order."""
+        verdicts = ["invalid"] * len(links)
+        valid: list[tuple[int, str, str]] = []  # index, normalised URL, pattern
+        for i, link in enumerate(links):
+            try:
+                norm = normalize_url(link.url)
+            except ValueError:
+                continue
+            valid.append((i, norm, url_pattern(norm)))
+        if not valid:
+            return verdicts
+        pipe = self.redis.pipeline(transaction=False)
+        for _, norm, pattern in valid:
+            pipe.sismember(self.k("seen"), norm)
+            pipe.hget(self.k("patterns"), pattern)
+        answers = pipe.execute()
+        args: list[Any] = []
+        pending: list[int] = []
+        batch_urls: set[str] = set()  # queued by this very page
+        batch_patterns: dict[str, int] = {}
+        seen = traps = 0
+        for n, (i, norm, pattern) in enumerate(valid):
+            if answers[2 * n] or norm in batch_urls:
+                verdicts[i] = "seen"
+                seen += 1
+                continue
+            link = links[i]
+            count = int(answers[2 * n + 1] or 0) + batch_patterns.get(pattern, 0)
+            verdict = self.traps.judge(
+                norm, parent=parent.url, parent_chain=parent.chain, pattern_count=count
+            )
+            if verdict.trap:
+                verdicts[i] = f"trap: {verdict.reason}"
+                traps += 1
+                continue
+            batch_urls.add(norm)
+            batch_patterns[pattern] = batch_patterns.get(pattern, 0) + 1
+            child = FrontierItem(
+                url=norm,
+                source=parent.source,
+                priority=link.priority,
+                kind=link.kind,
+                depth=parent.depth + 1 if link.depth is None else link.depth,
+                chain=verdict.chain,
+                parent=parent.url,
+                works=list(parent.works),
+                hint=parent.hint,
+                run=parent.run,
+            )
+            args += [norm, host_of(norm), repr(float(link.priority)), child.to_json(), pattern]
+            pending.append(i)
+        if not pending and not seen and not traps:
+            return verdicts
+        added = self._run(self._add_many, [self.keys.tag, seen, traps, *args])
+        for i, ok in zip(pending, added, strict=True):
+            verdicts[i] = "queued" if int(ok) else "seen"
+        return verdicts
 
     def claim(self, *, scan: int = 64) -> Claim:
         """The next URL some host may be asked for now (see the module docstring)."""

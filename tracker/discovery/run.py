@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tracker.discovery.frontier import Frontier, FrontierItem
+from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
 from tracker.discovery.queries import LibraryStats, Query, work_queries
@@ -78,6 +78,7 @@ class RunOptions:
     # A crawl shared with other workers: when the queue is empty but URLs are still out
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
+    trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
 
 
 @dataclass
@@ -223,16 +224,19 @@ class NearDuplicates:
 
     def __init__(self, redis: Any, keys: DiscoveryKeys, *, distance: int = 3) -> None:
         self.redis, self.keys, self.distance = redis, keys, distance
+        self._add = redis.register_script(_SIM_ADD)
 
     def _band_keys(self, h: int) -> list[tuple[str, str]]:
         return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
 
     def find(self, h: int) -> str | None:
-        """The suspect id of a checked page near ``h``, or None."""
+        """The suspect id of a checked page near ``h``, or None (one round trip)."""
         from tracker.simhash import hamming
 
+        pipe = self.redis.pipeline(transaction=False)
         for key, band in self._band_keys(h):
-            raw = self.redis.hget(key, band)
+            pipe.hget(key, band)
+        for raw in pipe.execute():
             if not raw:
                 continue
             for entry in (raw.decode() if isinstance(raw, bytes) else raw).split(","):
@@ -242,12 +246,29 @@ class NearDuplicates:
         return None
 
     def add(self, h: int, suspect_id: str) -> None:
-        for key, band in self._band_keys(h):
-            raw = self.redis.hget(key, band)
-            old = (raw.decode() if isinstance(raw, bytes) else raw) if raw else ""
-            entries = [e for e in old.split(",") if e][-31:]  # a band holds 32 pages at most
-            entries.append(f"{h:016x}:{suspect_id}")
-            self.redis.hset(key, band, ",".join(entries))
+        """Remember a checked page (one script: each band keeps its last 32 pages)."""
+        bands = self._band_keys(h)
+        self._add(
+            keys=[bands[0][0]],
+            args=[self.keys.tag, f"{h:016x}:{suspect_id}", *[b for _, b in bands]],
+        )
+
+
+_SIM_ADD = """
+local tag, entry = ARGV[1], ARGV[2]
+for i = 0, 3 do
+  local key, band = tag .. ':sim:' .. i, ARGV[3 + i]
+  local old = redis.call('HGET', key, band) or ''
+  local parts = {}
+  for e in string.gmatch(old, '[^,]+') do parts[#parts + 1] = e end
+  local first = math.max(1, #parts - 30)
+  local kept = {}
+  for k = first, #parts do kept[#kept + 1] = parts[k] end
+  kept[#kept + 1] = entry
+  redis.call('HSET', key, band, table.concat(kept, ','))
+end
+return 1
+"""
 
 
 @dataclass
@@ -278,7 +299,14 @@ class DiscoveryRun:
         self.keys = keys or DiscoveryKeys(library.settings.redis_prefix)
         self.providers = list(providers_from_env() if providers is None else providers)
         self.searcher = searcher or Searcher(self.providers, library.redis, self.keys)
-        self.frontier = Frontier(library.redis, self.keys, interval=self.options.interval)
+        from tracker.discovery.urls import TrapDetector
+
+        self.frontier = Frontier(
+            library.redis,
+            self.keys,
+            interval=self.options.interval,
+            traps=TrapDetector(enabled=self.options.trap_rules),
+        )
         self.near = NearDuplicates(library.redis, self.keys)
         self._crawler = crawler
         self.on_page = on_page
@@ -555,19 +583,64 @@ class DiscoveryRun:
             self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
 
     def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
-        from tracker.cases.books import CHAPTER_RE, chapter_links
-        from tracker.crawler.links import page_links
+        """Queue the links worth following from ``item``'s page, by what it was (see
+        the module docstring), in one batch. One trap rule lives here, because it needs
+        the whole page: a page that gave nothing new does not lead on to the next page
+        of its own kind (same URL pattern): the empty months of a calendar, a list paged
+        past its end, a thread's page past its last each cost one fetch, not an endless
+        walk. Chapter links are never held back."""
+        now: list[Link] = []
+        onward: list[Link] = []  # the same URL pattern as this page: next month, page
 
-        html, base = page.html, page.final_url
-        stats = self.report.source(item.source)
+        def add(
+            url: str,
+            priority: float,
+            kind: str = "page",
+            depth: int | None = None,
+            chapter: bool = False,
+        ) -> None:
+            link = Link(url, priority, kind, depth)
+            if self.options.trap_rules and not chapter and _same_pattern(url, item.url):
+                onward.append(link)
+            else:
+                now.append(link)
 
-        def add(url: str, priority: float, kind: str = "page") -> None:
-            verdict = self.frontier.add_link(item, url, priority=priority, kind=kind)
+        self._links(item, page.html, page.final_url, result, add)
+        queued = self._queue(item, now)
+        if onward and queued == 0 and self.options.trap_rules:
+            self.report.traps += len(onward)
+            self.lib.redis.hincrby(self.frontier.k("stats"), "traps", len(onward))
+        elif onward:
+            self._queue(item, onward)
+
+    def _queue(self, item: FrontierItem, links: list[Link]) -> int:
+        """Queue ``links`` of ``item``'s page (one batch); how many were new."""
+        if not links:
+            return 0
+        queued = 0
+        for verdict in self.frontier.add_links(item, links):
             if verdict == "queued":
-                stats.found += 1
+                queued += 1
             elif verdict.startswith("trap"):
                 self.report.traps += 1
+        self.report.source(item.source).found += queued
+        return queued
 
+    def _links(
+        self,
+        item: FrontierItem,
+        html: str,
+        base: str,
+        result: PageResult,
+        add: Callable[..., None],
+    ) -> None:
+        """Name the links of ``item``'s page worth following to ``add``, by what the
+        page was: a site search's results, a chapter list, a page that matched (or a
+        duplicate of one), a page that did not."""
+        from tracker.cases.books import CHAPTER_RE, NEXT_PAGE_RE, chapter_links
+        from tracker.crawler.links import page_links, same_site
+
+        stats = self.report.source(item.source)
         if item.kind == "search":
             books = result_links(html, base, item.hint)
             if books:
@@ -585,24 +658,34 @@ class DiscoveryRun:
                     )
                 return
             item.kind = "index"  # a search that went straight to the book
+        links = [(link.url, link.text) for link in page_links(html, base)]
+        nexts = [u for u, text in links if NEXT_PAGE_RE.match(text) and same_site(u, base)]
         if item.kind == "index":
             for url in chapter_links(html, base):
-                add(url, 2.0)
+                add(url, 2.0, chapter=True)
+            for url in nexts[:1]:  # a chapter list over several pages
+                add(url, 2.0, "index")
             return
         matched = bool(result.matches) or bool(result.duplicate_of)
-        links = [(link.url, link.text) for link in page_links(html, base)]
         chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
         if matched:
             for u, text in links:
                 if "目录" in text or "目錄" in text:
                     add(u, 2.0, "index")
             for u in chapterish:
+                add(u, 3.0, chapter=True)
+            for u in nexts[:1]:  # the copy goes on on the next page
                 add(u, 3.0)
+            # A site that copied one work has often copied more: its other pages are
+            # explored as if found by a search (two links deep, behind the chapters).
+            for u, _ in links[:200]:
+                if same_site(u, base):
+                    add(u, 10.0, depth=0)
             return
         if item.depth >= self.options.max_depth:
             return
         for u in chapterish:
-            add(u, 20.0 + item.depth)
+            add(u, 20.0 + item.depth, chapter=True)
         if item.depth == 0 and len(chapterish) >= 10:  # a book index found by a search
             return
         for u, _ in links[:100]:
@@ -629,6 +712,18 @@ class DiscoveryRun:
         finally:
             self.finish()
         return self.report
+
+
+def _same_pattern(url: str, other: str) -> bool:
+    """``url`` is the next page of ``other``'s kind (same URL pattern): next month,
+    next page, next page of a thread. Chapters are not: a chapter link is never held
+    back (an index's chapters, a chapter's next chapter)."""
+    from tracker.discovery.urls import normalize_url, url_pattern
+
+    try:
+        return url_pattern(normalize_url(url)) == url_pattern(normalize_url(other))
+    except ValueError:
+        return False
 
 
 def new_run_id() -> str:

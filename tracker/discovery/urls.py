@@ -148,11 +148,18 @@ class TrapDetector:
     every worker) and passes them in."""
 
     def __init__(
-        self, *, max_chain: int = 6, max_per_pattern: int = 5000, max_url_chars: int = 400
+        self,
+        *,
+        max_chain: int = 6,
+        max_per_pattern: int = 5000,
+        max_url_chars: int = 400,
+        enabled: bool = True,
     ) -> None:
         self.max_chain = max_chain
         self.max_per_pattern = max_per_pattern
         self.max_url_chars = max_url_chars
+        self.enabled = enabled  # False: count chains, call nothing a trap (the benchmark's
+        # "trap rules off" arm, to measure what the rules save)
 
     def judge(
         self, url: str, *, parent: str | None, parent_chain: int, pattern_count: int
@@ -162,6 +169,8 @@ class TrapDetector:
         chain = 0
         if parent is not None and url_pattern(parent) == url_pattern(url):
             chain = parent_chain + 1
+        if not self.enabled:
+            return TrapVerdict(False, chain)
         if len(url) > self.max_url_chars:
             return TrapVerdict(True, chain, f"URL longer than {self.max_url_chars} characters")
         segments = [s for s in urlsplit(url).path.split("/") if s]
