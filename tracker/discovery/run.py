@@ -79,6 +79,10 @@ class RunOptions:
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
     trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
+    # Processes that decode and extract fetched pages, so extraction and the check run
+    # on two cores: -1 = one when the machine has two cores or more and this process
+    # may have children (not a Celery prefork child), 0 = in the crawl process.
+    read_processes: int = -1
 
 
 @dataclass
@@ -309,6 +313,7 @@ class DiscoveryRun:
         )
         self.near = NearDuplicates(library.redis, self.keys)
         self._crawler = crawler
+        self._readers: Any = None  # the reader processes' pool while crawling
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
@@ -449,7 +454,45 @@ class DiscoveryRun:
                     )
                 )
 
+    def _start_readers(self) -> None:
+        import multiprocessing
+        import os
+
+        n = self.options.read_processes
+        if n < 0:
+            daemon = multiprocessing.current_process().daemon
+            n = 1 if (os.cpu_count() or 1) > 1 and not daemon else 0
+        if n > 0 and self._readers is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: this process has threads (a fork would copy their locks).
+            self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
+        """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
+        there is none, or when the pool broke)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from tracker.crawler.crawler import read_page
+
+        pool = self._readers
+        if pool is not None:
+            try:
+                return pool.submit(read_page, body, content_type, mime, url).result()
+            except (BrokenProcessPool, RuntimeError):
+                self._readers = None  # a reader died: read here from now on
+        return read_page(body, content_type, mime, url)
+
     def crawl(self) -> None:
+        self._start_readers()
+        try:
+            self._crawl()
+        finally:
+            if self._readers is not None:
+                self._readers.shutdown(wait=True, cancel_futures=True)
+                self._readers = None
+
+    def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
@@ -489,7 +532,8 @@ class DiscoveryRun:
         its body arrived, before the check: a crawl killed now checks it on restart
         instead of fetching it again (``Frontier.fetched``)."""
         try:
-            fetched = Fetched(item, page=self.crawler.crawl_page(item.url, screenshot=False))
+            page = self.crawler.crawl_page(item.url, screenshot=False, reader=self._read)
+            fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
             fetched = Fetched(item, error=exc)
         try:
