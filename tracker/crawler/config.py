@@ -70,7 +70,7 @@ class CrawlerConfig:
             )
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlerConfig:
+    def from_settings(cls, settings: Settings, **overrides: object) -> CrawlerConfig:
         from tracker.config import SettingError, env_float, env_optional_str, env_str
 
         mode = env_str("YINJI_SCREENSHOTS", "auto").lower()

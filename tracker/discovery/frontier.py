@@ -38,10 +38,13 @@ import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.urls import TrapDetector, host_of, normalize_url, url_pattern
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 __all__ = ["Claim", "Frontier", "FrontierItem", "Link"]
 
@@ -255,24 +258,25 @@ class Frontier:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         keys: DiscoveryKeys | None = None,
         *,
         interval: float = 1.0,
         lease: float = 300.0,
         traps: TrapDetector | None = None,
     ) -> None:
-        self.redis = redis
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.keys = keys or DiscoveryKeys()
         self.interval = interval
         self.lease = lease
         self.traps = traps or TrapDetector()
-        self._add = redis.register_script(_ADD)
-        self._add_many = redis.register_script(_ADD_MANY)
-        self._requeue = redis.register_script(_REQUEUE)
-        self._claim = redis.register_script(_CLAIM)
-        self._release = redis.register_script(_RELEASE)
-        self._fetched = redis.register_script(_FETCHED)
+        self._add = self.redis.register_script(_ADD)
+        self._add_many = self.redis.register_script(_ADD_MANY)
+        self._requeue = self.redis.register_script(_REQUEUE)
+        self._claim = self.redis.register_script(_CLAIM)
+        self._release = self.redis.register_script(_RELEASE)
+        self._fetched = self.redis.register_script(_FETCHED)
 
     # -- keys --
     def k(self, suffix: str) -> str:

@@ -10,14 +10,19 @@
    "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
 4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
    politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
-   on every URL, robots.txt, size and redirect limits), then, one at a time, checked by
-   ``Library.check_page`` exactly like ``yinji check URL`` (suspect, matches, capture and
-   check in the evidence log). A page whose SimHash is within 3 bits of a page already
-   checked is not checked again: its capture is recorded against that page's suspect
-   (``Library.record_captures``) and the run counts it as a duplicate. Links are followed
-   by kind: a site search's results that name the book, a book index's chapter list
-   (``tracker.cases.books.chapter_links``), the chapter links of a page that matched;
-   pages that did not match are followed only ``max_depth`` links deep;
+   on every URL, robots.txt, size and redirect limits), decoded and extracted in a
+   reader process (``read_processes``), recorded in the frontier the moment they
+   arrive (a crawl killed before the check checks them on restart instead of fetching
+   them again), then, one at a time, checked by ``Library.check_page`` exactly like
+   ``yinji check URL`` (suspect, matches, capture and check in the evidence log). A
+   page whose SimHash is within 3 bits of a page already checked is not checked again:
+   its capture is recorded against that page's suspect (``Library.record_captures``)
+   and the run counts it as a duplicate. Links are followed by kind (``_links``): a
+   site search's results that name the book, a book index's chapter list
+   (``tracker.cases.books.chapter_links``) and its next page, the chapters, next page
+   and other pages of the site of a page that matched; pages that did not match are
+   followed only ``max_depth`` links deep; a page that gave nothing new does not lead
+   on to the next page of its own URL pattern (calendars, endless paging);
 5. ``finish``: the ``RunReport`` (per source: found, fetched, checked, matched; errors
    per provider, site and page) is kept in the store (``RunHistory``).
 
@@ -35,7 +40,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
@@ -51,6 +56,12 @@ from tracker.discovery.sites import (
     search_url,
 )
 from tracker.timefmt import iso_utc
+
+if TYPE_CHECKING:
+    from tracker.crawler import Crawler
+    from tracker.engines.base import RedisClient
+    from tracker.library import Library
+    from tracker.store.base import Store
 
 __all__ = ["DiscoveryRun", "PageResult", "RunHistory", "RunOptions", "RunReport"]
 
@@ -177,7 +188,7 @@ class RunHistory:
     over workers has one record per part (``RUN_ID~PART``, each written by one worker,
     so no two workers write one record); reading adds the parts up."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def save(self, report: RunReport) -> None:
@@ -226,9 +237,10 @@ class NearDuplicates:
     """SimHash (64-bit, character 3-grams) of every page checked, in Redis: four 16-bit
     bands, so a page within 3 bits of one already checked shares a band with it."""
 
-    def __init__(self, redis: Any, keys: DiscoveryKeys, *, distance: int = 3) -> None:
-        self.redis, self.keys, self.distance = redis, keys, distance
-        self._add = redis.register_script(_SIM_ADD)
+    def __init__(self, redis: RedisClient, keys: DiscoveryKeys, *, distance: int = 3) -> None:
+        self.redis: Any = cast(Any, redis)  # redis-py's stubs of RedisCluster lack register_script
+        self.keys, self.distance = keys, distance
+        self._add = self.redis.register_script(_SIM_ADD)
 
     def _band_keys(self, h: int) -> list[tuple[str, str]]:
         return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
@@ -288,11 +300,11 @@ class DiscoveryRun:
 
     def __init__(
         self,
-        library: Any,
+        library: Library,
         options: RunOptions | None = None,
         *,
         providers: Sequence[SearchProvider] | None = None,
-        crawler: Any = None,
+        crawler: Crawler | None = None,
         keys: DiscoveryKeys | None = None,
         on_page: Callable[[PageResult], None] | None = None,
         searcher: Searcher | None = None,
@@ -328,7 +340,7 @@ class DiscoveryRun:
 
     # -- helpers --
     @property
-    def crawler(self) -> Any:
+    def crawler(self) -> Crawler:
         if self._crawler is None:
             from tracker.crawler import Crawler, CrawlerConfig
 
