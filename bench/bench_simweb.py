@@ -95,12 +95,12 @@ def send_gaps(sends: list, interval: float) -> tuple[int, float | None]:
     return sum(1 for g in gaps if g < interval * 0.999), (min(gaps) if gaps else None)
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and of its children that ended (the reader process:
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process, and of its children that ended (the reader process:
     ``DiscoveryRun.crawl`` waits for it at its end)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def page_key(url: str) -> str:
@@ -170,7 +170,8 @@ def run_discovery(  # type: ignore[no-untyped-def]
     run.crawl()
     cpu1 = _cpu()
     t_crawl = time.perf_counter()
-    crawl_cpu = cpu1 - cpu0
+    crawl_cpu = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1])
+    reader_cpu = cpu1[1] - cpu0[1]
     report = run.finish()
     log = sim.log()
     planted = {page_key(u): w for u, w in world.planted.items()}
@@ -201,6 +202,8 @@ def run_discovery(  # type: ignore[no-untyped-def]
         "send_gaps_under": under,
         "send_min_gap": shortest,
         "crawl_cpu": crawl_cpu,
+        "reader_cpu": reader_cpu,
+        "load": os.getloadavg(),
         "pages_at_95": at_95,
         "report": report,
         "found": found,
@@ -483,8 +486,13 @@ def main() -> None:
         f"{one['fetched'] / one['crawl_s']:.0f} fetched/s, {one['checked'] / one['crawl_s']:.0f} "
         f"checked/s ({one['fetched']} fetched in {one['crawl_s']:.1f} s) | | |",
         f"| CPU per page fetched (crawl process and its reader process, all threads) | "
-        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms "
-        f"(in one process: {1000 * one['crawl_cpu'] / max(one['fetched'], 1):.1f} ms) | | |",
+        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms, of which the reader process "
+        f"{1000 * d['reader_cpu'] / max(rep.fetched, 1):.1f} ms "
+        f"(all in one process: {1000 * one['crawl_cpu'] / max(one['fetched'], 1):.1f} ms); "
+        f"both got {d['crawl_cpu'] / d['crawl_s']:.2f} CPU-seconds a second of the "
+        f"machine (load average {d['load'][0]:.1f} at the end); the crawl process alone "
+        f"does {rep.fetched / max(d['crawl_cpu'] - d['reader_cpu'], 1e-9):.0f} pages per "
+        "CPU-second, the bound on two idle cores | | |",
         f"| requests to one host closer than its interval ({INTERVAL * 1000:.0f} ms), "
         "at the server | "
         f"**{srv['gaps_under_interval']}** (shortest gap {1000 * (srv['min_gap'] or 0):.1f} ms) | "

@@ -18,6 +18,7 @@ from tracker.crawler.decoding import decode_html
 from tracker.crawler.extraction import extract, normalise_text
 from tracker.crawler.fetch import Fetcher, mime_of
 from tracker.crawler.guard import prepare
+from tracker.crawler.links import Link, page_links
 from tracker.crawler.ratelimit import Deadline, HostRateLimiter
 from tracker.crawler.results import FetchResult, Page
 from tracker.crawler.robots import RobotsCache
@@ -32,17 +33,22 @@ class ReadPage:
     encoding: str
     title: str
     text: str
+    links: list[Link] | None = None  # its links (``links.page_links``) when asked for
 
 
-def read_page(body: bytes, content_type: str | None, mime: str, final_url: str) -> ReadPage:
-    """Decode ``body`` (its ``Content-Type`` header) and extract its title and main text.
-    A pure function of its arguments: it may run in another process."""
+def read_page(
+    body: bytes, content_type: str | None, mime: str, final_url: str, links: bool = False
+) -> ReadPage:
+    """Decode ``body`` (its ``Content-Type`` header) and extract its title and main text
+    (and, with ``links``, its links). A pure function of its arguments: it may run in
+    another process."""
     text, encoding = decode_html(body, content_type)
     if mime == "text/plain":
         # Pirated novels are often served as .txt: there is no markup to extract from.
-        return ReadPage(text, encoding, "", normalise_text(text))
+        return ReadPage(text, encoding, "", normalise_text(text), [] if links else None)
     title, main = extract(text, final_url)
-    return ReadPage(text, encoding, title, main)
+    found = page_links(text, final_url) if links else None
+    return ReadPage(text, encoding, title, main, found)
 
 
 class Crawler:
@@ -124,6 +130,7 @@ class Crawler:
             result.body, result.headers.get("content-type"), result.content_type, result.final_url
         )
         text, encoding, title, main = read.html, read.encoding, read.title, read.text
+        links = read.links
         page = Page(
             url=url,
             final_url=result.final_url,
@@ -140,6 +147,7 @@ class Crawler:
             resolved_ip=result.resolved_ip,
             peer_cert=result.peer_cert,
             request_headers=result.request_headers,
+            links=links,
         )
         self._screenshot(page, screenshot)
         return page

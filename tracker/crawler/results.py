@@ -22,6 +22,7 @@ from tracker import __version__
 from tracker.records import Suspect
 
 if TYPE_CHECKING:
+    from tracker.crawler.links import Link
     from tracker.evidence import BlobStore, Capture, TLSInfo
 
 CRAWLER_VERSION = f"yinji {__version__} crawler"
@@ -77,6 +78,7 @@ class Page:
     screenshot: bytes | None = None  # full-page PNG of the rendered page, when taken
     screenshot_none_reason: str | None = None  # why there is none ("no screenshot: ...")
     request_headers: tuple[tuple[str, str], ...] = ()  # sent for final_url (evidence, WARC)
+    links: list[Link] | None = None  # its links, when the reader took them (not evidence)
 
     @property
     def content_decoded(self) -> bool:

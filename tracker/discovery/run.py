@@ -58,7 +58,7 @@ from tracker.discovery.sites import (
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
-    from tracker.crawler import Crawler
+    from tracker.crawler import Crawler, Page
     from tracker.engines.base import RedisClient
     from tracker.library import Library
     from tracker.store.base import Store
@@ -490,10 +490,10 @@ class DiscoveryRun:
         pool = self._readers
         if pool is not None:
             try:
-                return pool.submit(read_page, body, content_type, mime, url).result()
+                return pool.submit(read_page, body, content_type, mime, url, True).result()
             except (BrokenProcessPool, RuntimeError):
                 self._readers = None  # a reader died: read here from now on
-        return read_page(body, content_type, mime, url)
+        return read_page(body, content_type, mime, url, True)
 
     def crawl(self) -> None:
         self._start_readers()
@@ -645,8 +645,11 @@ class DiscoveryRun:
         of its own kind (same URL pattern): the empty months of a calendar, a list paged
         past its end, a thread's page past its last each cost one fetch, not an endless
         walk. Chapter links are never held back."""
+        from tracker.discovery.urls import url_pattern
+
         now: list[Link] = []
         onward: list[Link] = []  # the same URL pattern as this page: next month, page
+        mine = url_pattern(item.url)  # item.url is normalised
 
         def add(
             url: str,
@@ -656,12 +659,12 @@ class DiscoveryRun:
             chapter: bool = False,
         ) -> None:
             link = Link(url, priority, kind, depth)
-            if self.options.trap_rules and not chapter and _same_pattern(url, item.url):
+            if self.options.trap_rules and not chapter and _pattern_of(url) == mine:
                 onward.append(link)
             else:
                 now.append(link)
 
-        self._links(item, page.html, page.final_url, result, add)
+        self._links(item, page, result, add)
         queued = self._queue(item, now)
         if onward and queued == 0 and self.options.trap_rules:
             self.report.traps += len(onward)
@@ -683,12 +686,7 @@ class DiscoveryRun:
         return queued
 
     def _links(
-        self,
-        item: FrontierItem,
-        html: str,
-        base: str,
-        result: PageResult,
-        add: Callable[..., None],
+        self, item: FrontierItem, page: Page, result: PageResult, add: Callable[..., None]
     ) -> None:
         """Name the links of ``item``'s page worth following to ``add``, by what the
         page was: a site search's results, a chapter list, a page that matched (or a
@@ -697,6 +695,7 @@ class DiscoveryRun:
         from tracker.crawler.links import page_links, same_site
 
         stats = self.report.source(item.source)
+        html, base = page.html, page.final_url
         if item.kind == "search":
             books = result_links(html, base, item.hint)
             if books:
@@ -714,7 +713,8 @@ class DiscoveryRun:
                     )
                 return
             item.kind = "index"  # a search that went straight to the book
-        links = [(link.url, link.text) for link in page_links(html, base)]
+        found = page.links if page.links is not None else page_links(html, base)
+        links = [(link.url, link.text) for link in found]
         nexts = [u for u, text in links if NEXT_PAGE_RE.match(text) and same_site(u, base)]
         if item.kind == "index":
             for url in chapter_links(html, base):
@@ -770,16 +770,16 @@ class DiscoveryRun:
         return self.report
 
 
-def _same_pattern(url: str, other: str) -> bool:
-    """``url`` is the next page of ``other``'s kind (same URL pattern): next month,
-    next page, next page of a thread. Chapters are not: a chapter link is never held
-    back (an index's chapters, a chapter's next chapter)."""
+def _pattern_of(url: str) -> str:
+    """The URL pattern of ``url`` once normalised ("" when it is not an http(s) URL): a
+    link of the same pattern as its page is the next page of its kind (next month, next
+    page of a list or a thread)."""
     from tracker.discovery.urls import normalize_url, url_pattern
 
     try:
-        return url_pattern(normalize_url(url)) == url_pattern(normalize_url(other))
+        return url_pattern(normalize_url(url))
     except ValueError:
-        return False
+        return ""
 
 
 def new_run_id() -> str:

@@ -21,6 +21,7 @@ are at chain depth 0, however many there are.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -101,7 +102,14 @@ def _drop_key(key: str, value: str) -> bool:
 
 def normalize_url(url: str) -> str:
     """One spelling per page (see the module docstring). Raises ``ValueError`` for a
-    URL that is not http(s) or has no host."""
+    URL that is not http(s) or has no host. Remembers the last 65,536 URLs it was asked
+    (a crawl meets the same navigation links on every page of a site; courlan takes
+    tens of microseconds a URL)."""
+    return _normalized(url)
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalized(url: str) -> str:
     from courlan import normalize_url as courlan_normalize
 
     raw = url.strip()
