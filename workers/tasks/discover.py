@@ -110,6 +110,9 @@ def discover_crawl(
 def _crawl(task: Task, run_id: str, part: int, options: dict[str, Any] | None) -> dict[str, Any]:
     runtime = rt(task)
     opts = _options(options)
+    # Workers scale by their own processes; a reader process per chunk would cost its
+    # start-up (trafilatura's imports) every 50 pages.
+    opts.read_processes = 0
     progress = Progress(task, opts.max_pages)
     progress.start()
     fetched = 0
