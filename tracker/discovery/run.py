@@ -534,7 +534,12 @@ class DiscoveryRun:
                         return
                     time.sleep(min(max(wait_for, 0.01), 1.0))
                     continue
-                done, _ = wait(list(inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+                # Back when a fetch ends or, sooner, when a host's interval has passed.
+                done, _ = wait(
+                    list(inflight),
+                    timeout=min(max(wait_for, 0.005), 1.0),
+                    return_when=FIRST_COMPLETED,
+                )
                 for fut in done:
                     inflight.pop(fut)
                     self._process(fut.result())
