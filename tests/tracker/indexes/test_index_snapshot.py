@@ -44,28 +44,66 @@ def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) 
     assert empty is not None and empty[0].size == 0
 
 
-def test_a_write_makes_the_snapshot_stale_until_the_next(redis_client: Any, tmp_path: Path) -> None:
+def test_after_a_write_the_snapshot_answers_what_was_not_written_since(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     idx, query = _filled_index(redis_client)
-    assert idx.version() is not None
     take_snapshot(idx, tmp_path)
     snaps = SnapshotFolder(tmp_path)
     assert snaps.current(idx) is not None
+    found = snaps.answering(idx)
+    assert found is not None and found[1] is None  # nothing written since
     before = idx.version()
-    # An add that changes nothing still counts as a write: copies are not trusted.
+    # An add that changes nothing still counts as a write, and marks no bucket.
     idx.add([(3, np.zeros(0, np.uint64))])
-    assert idx.version() != before
-    assert snaps.current(idx) is None and snaps.lookup(idx, query) is None
-    assert snaps.state(idx)["state"] == "stale"
+    assert idx.version() != before and snaps.current(idx) is None
+    found = snaps.answering(idx)
+    assert found is not None and idx.overlay_state().dirty_buckets() == 0
+    # Adds of new and held fingerprints (one field passes stop_df: its holders become a
+    # stop marker), and a remove: the overlay answers as Redis, asking Redis only for
+    # the fingerprints of the buckets written.
+    rng = np.random.default_rng(8)
+    new_fps = rng.integers(0, 2**63, 30, dtype=np.uint64)
+    idx.add([(40, np.concatenate([new_fps, query[:6]])), (41, query[6:8])])
+    idx.remove([(5, query[8:12])])
+    asked: list[int] = []
+    real_lookup = idx.lookup
+
+    def counted(fps: np.ndarray, **kw: Any) -> Any:
+        asked.append(int(np.asarray(fps).size))
+        return real_lookup(fps, **kw)
+
+    monkeypatch.setattr(idx, "lookup", counted)
+    everything = np.unique(np.concatenate([query, new_fps]))
+    mask_snap = np.zeros(everything.size, bool)
+    got = snaps.lookup(idx, everything, stop_mask=mask_snap)
+    assert got is not None and len(asked) == 1 and 0 < asked[0] < everything.size
+    monkeypatch.undo()
+    mask_redis = np.zeros(everything.size, bool)
+    assert _same(got, idx.lookup(everything, stop_mask=mask_redis))
+    assert np.array_equal(mask_snap, mask_redis)
+    state = snaps.state(idx)
+    assert state["state"] == "current" and state["buckets_written_since"] > 0
+    # A take after writes copies only the buckets written since: the same files as a
+    # copy of everything.
     info = take_snapshot(idx, tmp_path)
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    assert (info.postings, info.stopped) == (full.postings, full.stopped)
+    assert [p.name for p in tmp_path.iterdir() if p.name != "full"] == [info.path.name]
     assert snaps.current(idx) is not None
-    assert [p.name for p in tmp_path.iterdir()] == [info.path.name]  # the old one deleted
+    # A reshard or a bulk load may touch any bucket: lookups go to Redis until the next.
     new_fp = np.array([12345], dtype=np.uint64)
     idx.add([(99, new_fp)])
-    assert snaps.current(idx) is None
-    idx.remove([(99, new_fp)])
-    assert snaps.current(idx) is None
+    assert snaps.lookup(idx, new_fp) is None  # its one bucket was written: Redis
+    assert snaps.lookup(idx, query) is not None
     idx.reshard(8)
-    assert snaps.current(idx) is None
+    assert snaps.answering(idx) is None and snaps.lookup(idx, query) is None
+    assert snaps.state(idx)["state"] == "stale"
+    take_snapshot(idx, tmp_path)
+    idx.load_pairs(idx.identities(np.array([777], np.uint64)), np.array([98], np.uint32))
+    assert snaps.answering(idx) is None
 
 
 def test_an_index_cleared_and_written_again_never_matches_an_old_copy(
@@ -159,9 +197,11 @@ def test_checks_answer_the_same_from_a_snapshot_and_use_it(
             [_match(m) for m in r] for r in from_redis
         ]
         monkeypatch.undo()
-        # A work ingested after the snapshot is found (Redis answers again).
+        # A work ingested after the snapshot is found: the buckets it was written to
+        # are answered by Redis, the others still by the snapshot.
         lib.ingest([Document(id="late", title="late", text=work(555, 30))])
-        assert lib.index_stats()["engines"]["daguan"]["snapshot"]["state"] == "stale"
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert state["state"] == "current" and state["buckets_written_since"] > 0
         found = lib.check_text(work(555, 30)[300:1500]).matches
         assert [m.mother_id for m in found] == ["late"]
 
