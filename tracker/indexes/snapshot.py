@@ -28,11 +28,14 @@ moves on).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -196,6 +199,26 @@ def directory_bits(rows: int, ident_bits: int) -> int:
     return max(1, min(ident_bits, (max(rows, 1) // 8).bit_length()))
 
 
+class TakeBusy(RuntimeError):
+    """Another process is taking a snapshot of this index into the same folder."""
+
+
+@contextlib.contextmanager
+def taking(folder: Path, prefix: str, *, wait: bool = True) -> Iterator[None]:
+    """One take of an index's snapshot at a time per folder (a file lock: processes
+    sharing ``YINJI_SNAPSHOT_DIR`` take turns); ``wait`` False: ``TakeBusy`` at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f".{folder_name(prefix)}.lock").open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise TakeBusy(f"a snapshot of {prefix} is being taken by another process") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def take_snapshot(
     index: RedisInvertedIndex,
     folder: Path,
@@ -203,11 +226,20 @@ def take_snapshot(
     batch: int = 1024,
     attempts: int = 3,
     incremental: bool = True,
+    wait: bool = True,
 ) -> SnapshotInfo:
     """Copy the index into ``folder`` at its current version (``attempts`` tries when
     writes come meanwhile) and make it the overlay's base; older snapshots of this index
     are deleted. ``incremental``: when the overlay's base snapshot is here, only the
-    buckets written since it are read from Redis, the rest is copied from it."""
+    buckets written since it are read from Redis, the rest is copied from it. One take
+    per index and folder at a time (``taking``; ``wait`` False: ``TakeBusy``)."""
+    with taking(folder, index.prefix, wait=wait):
+        return _take(index, folder, batch, attempts, incremental)
+
+
+def _take(
+    index: RedisInvertedIndex, folder: Path, batch: int, attempts: int, incremental: bool
+) -> SnapshotInfo:
     started = time.perf_counter()
     for _ in range(attempts):
         index.wait_for_move()

@@ -21,7 +21,7 @@ from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
-from tracker.indexes.snapshot import take_snapshot
+from tracker.indexes.snapshot import TakeBusy, take_snapshot
 from tracker.services.engines import EngineSet
 from tracker.services.index_writer import batches, bulk_folder
 from tracker.services.results import (
@@ -237,34 +237,58 @@ class IndexAdmin:
                 out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
         return out
 
-    def snapshot(self, engine: str | None = None) -> SnapshotTaken:
+    def snapshot(self, engine: str | None = None, *, wait: bool = True) -> SnapshotTaken:
         """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
-        checks then look fingerprints up there (memory-mapped arrays) until the next
-        write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
-        with the store (a copy of it would answer wrongly until the next write)."""
+        checks then look fingerprints up there (memory-mapped arrays), except those of
+        the buckets written since, which Redis answers (``tracker.indexes.snapshot``).
+        Refused for an index that is not in sync with the store (a copy of it would
+        answer wrongly until the next write)."""
         eng = self.engines.get(engine)
         if not isinstance(eng, LocalCopies):
             raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
         self.ensure(eng.name)
-        return SnapshotTaken(eng.name, take_snapshot(eng.index, self.settings.snapshots_path))
+        return SnapshotTaken(
+            eng.name, take_snapshot(eng.index, self.settings.snapshots_path, wait=wait)
+        )
 
     def refresh_snapshots(
-        self, min_postings: int | None = None
+        self,
+        min_postings: int | None = None,
+        *,
+        share: float | None = None,
+        wait: bool = True,
     ) -> list[SnapshotTaken | SnapshotSkipped]:
         """Take a snapshot of each index that has local copies, holds at least
-        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and changed since its
-        last one (the workers' periodic task); what was done, per engine."""
+        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and had more than
+        ``share`` of its buckets (default ``YINJI_SNAPSHOT_REFRESH_SHARE``) written since
+        the snapshot that answers its lookups, or has none (after an ingest, and the
+        workers' periodic task). The take copies only the buckets written since. With
+        ``wait`` False, an index whose snapshot another process is taking is skipped.
+        What was done, per engine."""
         floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
+        limit = self.settings.snapshot_refresh_share if share is None else share
         done: list[SnapshotTaken | SnapshotSkipped] = []
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
             fields = eng.index.fields_estimate()
+            written = eng.snapshots.written_fraction(eng.index)
             if fields < max(floor, 1):
                 done.append(SnapshotSkipped(name, f"{fields:,} postings < {floor:,}"))
-            elif eng.snapshots.current(eng.index) is not None:
+            elif written == 0.0:
                 done.append(SnapshotSkipped(name, "the snapshot is current"))
+            elif written is not None and written <= limit:
+                done.append(
+                    SnapshotSkipped(
+                        name,
+                        f"the snapshot is current but for {written:.1%} of the buckets "
+                        f"(<= {limit:.1%}: Redis answers those)",
+                    )
+                )
             else:
-                done.append(self.snapshot(name))
+                try:
+                    done.append(self.snapshot(name, wait=wait))
+                except TakeBusy:
+                    done.append(SnapshotSkipped(name, "another process is taking one"))
         return done

@@ -29,7 +29,7 @@ from tracker.rules import check_metadata
 from tracker.services.engines import EngineSet
 from tracker.services.index_admin import IndexAdmin
 from tracker.services.index_writer import IndexWriter, Writes, bulk_folder
-from tracker.services.results import IngestReport
+from tracker.services.results import IngestReport, SnapshotTaken
 from tracker.store import Mother, Store
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
@@ -60,8 +60,11 @@ class IngestService:
         batch_size: int = 256,
         progress: Progress | None = None,
         expected_chars: int | None = None,
+        refresh_snapshots: bool = True,
     ) -> IngestReport:
         """Add or replace mothers; bad items are reported in ``errors`` and skipped.
+        Then, for a big index, a fresh local snapshot (``refresh_snapshots``; the time
+        it took in ``snapshot_seconds``, not in ``seconds``).
 
         ``expected_chars`` (about how many characters are coming, e.g. from file sizes:
         ``input_chars``) lets a growing index take its final bucket count at the first
@@ -93,7 +96,23 @@ class IngestService:
             raise
         self.tracker.end_write(mark)
         report.seconds = time.perf_counter() - started
+        if refresh_snapshots and report.ingested:
+            self._fresh_snapshots(report)
         return report
+
+    def _fresh_snapshots(self, report: IngestReport) -> None:
+        """After an ingest into a big index: a new local snapshot when the ingest wrote
+        past ``YINJI_SNAPSHOT_REFRESH_SHARE`` of its buckets (only those are read again),
+        so checks answer from local memory right away. Skipped while another process
+        takes one; a failure is a warning (checks then ask Redis for what changed)."""
+        started = time.perf_counter()
+        try:
+            taken = self.admin.refresh_snapshots(wait=False)
+        except Exception as exc:  # the ingest itself is done and stored
+            report.warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
+            return
+        if any(isinstance(t, SnapshotTaken) for t in taken):
+            report.snapshot_seconds = time.perf_counter() - started
 
     def _prepare_for_writes(self, eng: Engine, report: IngestReport) -> None:
         """Before an ingest: the engine's index usable (repaired if it can be), and

@@ -22,6 +22,7 @@ class IngestReport:
     errors: list[DocumentError] = field(default_factory=list)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
+    snapshot_seconds: float = 0.0  # a fresh local snapshot taken after it (0: none)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -31,7 +32,7 @@ class IngestReport:
             "errors": [{"source": e.source, "message": e.message} for e in self.errors],
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
-        }
+        } | ({"snapshot_seconds": round(self.snapshot_seconds, 3)} if self.snapshot_seconds else {})
 
 
 @dataclass

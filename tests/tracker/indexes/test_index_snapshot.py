@@ -91,7 +91,8 @@ def test_after_a_write_the_snapshot_answers_what_was_not_written_since(
     for name in ("ident.npy", "seq.npy", "dir.npy"):
         assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
     assert (info.postings, info.stopped) == (full.postings, full.stopped)
-    assert [p.name for p in tmp_path.iterdir() if p.name != "full"] == [info.path.name]
+    kept = [p.name for p in tmp_path.iterdir() if p.name != "full" and p.name[0] != "."]
+    assert kept == [info.path.name]  # the older one deleted
     assert snaps.current(idx) is not None
     # A reshard or a bulk load may touch any bucket: lookups go to Redis until the next.
     new_fp = np.array([12345], dtype=np.uint64)
@@ -251,3 +252,46 @@ def test_beat_refreshes_snapshots_unless_turned_off(monkeypatch: pytest.MonkeyPa
     assert entry["schedule"] == timedelta(minutes=10)
     monkeypatch.setenv("YINJI_SNAPSHOT_MINUTES", "0")
     assert "refresh-snapshots" not in beat_schedule()
+
+
+def test_an_ingest_into_a_big_index_leaves_a_current_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracker.library import Document
+
+    works = {f"w{i}": work(300 + i, 30) for i in range(4)}
+    # "Big" here: any size (YINJI_SNAPSHOT_MIN_POSTINGS 0); retaken past half the buckets.
+    settings = Settings(
+        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.5
+    )
+    with Library.open(settings) as lib:
+        report = lib.ingest(Document(id=k, title=k, text=v) for k, v in works.items())
+        assert report.snapshot_seconds > 0
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert state["state"] == "current" and state["buckets_written_since"] == 0
+        eng = lib.engine()
+        real_lookup = eng.index.lookup  # type: ignore[attr-defined]
+
+        def no_redis(fps: Any, **kw: Any) -> Any:
+            raise AssertionError("looked up in Redis right after the ingest")
+
+        monkeypatch.setattr(eng.index, "lookup", no_redis)  # type: ignore[attr-defined]
+        found = lib.check_text(works["w2"][100:1300]).matches
+        assert [m.mother_id for m in found] == ["w2"]
+        monkeypatch.undo()
+        # A small ingest (a short work: few buckets) keeps the snapshot, and the overlay
+        # answers the new work from Redis.
+        late = work(777, 2)
+        report = lib.ingest([Document(id="late", title="late", text=late)])
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert report.snapshot_seconds == 0
+        assert state["state"] == "current" and 0 < state["written_fraction"] <= 0.5
+        asked: list[int] = []
+
+        def counted(fps: Any, **kw: Any) -> Any:
+            asked.append(len(fps))
+            return real_lookup(fps, **kw)
+
+        monkeypatch.setattr(eng.index, "lookup", counted)  # type: ignore[attr-defined]
+        assert [m.mother_id for m in lib.check_text(late).matches] == ["late"]
+        assert asked  # the late work's buckets from Redis
