@@ -44,12 +44,11 @@ from typing import Any
 
 import numpy as np
 
+from tracker.indexes.codec import parse_many
 from tracker.indexes.inverted import (
     OverlayState,
     RedisInvertedIndex,
-    is_stop,
     mix64,
-    parse_values,
     unpack_fields,
 )
 from tracker.timefmt import iso_utc
@@ -457,8 +456,8 @@ def _read_buckets(index: RedisInvertedIndex, buckets: np.ndarray) -> tuple[np.nd
     if not values:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
     ident = np.concatenate(heads)
-    fp_index, got, _ = parse_values(values, fmt)
-    stops = np.flatnonzero(np.fromiter((is_stop(v) for v in values), bool, len(values)))
+    fp_index, got, stop = parse_many(values, fmt)
+    stops = np.flatnonzero(stop)
     rows = np.concatenate([ident[fp_index], ident[stops]])
     order = np.argsort(rows, kind="stable")
     seq = np.concatenate([got, np.full(stops.size, STOP_SEQ, dtype=np.uint32)])
