@@ -135,13 +135,15 @@ def load_pairs(
     starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
     groups = ident[starts]
     vlen, vdata, counts = fill_values(seqs, starts, index.stop_df)
+    if index.recording is not None:
+        index.recording.add(ident, seqs, starts, index.stop_df)
     del order, ident
     if size:
         size_for(index, groups.size)
     if not index._cluster:
         index.wait_for_move()
     new_fields = 0
-    with index._writing():
+    with index._writing(loading=True):
         for _ in range(5):
             index.refresh()
             if index.fmt != FORMAT or index.ident_bits != IDENTITY_BITS:
@@ -175,7 +177,7 @@ def size_for(index: RedisInvertedIndex, fields: int) -> int:
     if not index.is_empty():
         return index.bucket_bits
     name = layout_name(bits, IDENTITY_BITS, FORMAT)
-    with index._writing():
+    with index._writing(loading=True):
         if index._cluster:  # layout and buckets on different nodes: checked above
             index.redis.hset(index.layout_key, "layout", name)
         else:

@@ -119,6 +119,7 @@ from tracker.indexes.keys import (  # re-exported
     split_identity,
     unpack_fields,
 )
+from tracker.indexes.recording import Recording
 from tracker.indexes.scripts import lua
 from tracker.redis_client import delete_matching
 
@@ -231,6 +232,9 @@ class RedisInvertedIndex:
         # Identical or near-identical mothers posted as one text (``editions``: the
         # daguan engine's index): None for a plain index of seqs.
         self.editions = Editions(redis, prefix) if editions else None
+        # The rows of a bulk load, for a snapshot without reading them back (None: not
+        # kept; ``start_recording``, ``tracker.indexes.recording``).
+        self.recording: Recording | None = None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
@@ -280,14 +284,24 @@ class RedisInvertedIndex:
         (``tracker.indexes.snapshot``), in the version's hash slot."""
         return same_slot(self.version_key, "dirty")
 
-    def _bump_version(self, touched: bytes = b"", layout: str | None = None) -> None:
+    def _bump_version(
+        self, touched: bytes = b"", layout: str | None = None, *, loading: bool = False
+    ) -> None:
         """The version raised, and the buckets of ``touched`` (a bitmap in ``layout``,
         default the current one; empty: any bucket) marked dirty for the snapshot overlay
-        (``lua/mark.lua``)."""
-        self._mark(
+        (``lua/mark.lua``). ``loading``: a bulk load's write (``recording``)."""
+        n = self._mark(
             keys=[self.version_key, self.dirty_key],
             args=[layout or self.layout, touched, uuid.uuid4().hex],
         )
+        if self.recording is not None:
+            self.recording.bumped(int(n), own=loading)
+
+    def start_recording(self) -> Recording:
+        """Keep the rows of the bulk loads that follow (``tracker.indexes.recording``)."""
+        version = self.version()
+        self.recording = Recording(int(version.split("/")[1]) if version else 0)
+        return self.recording
 
     def touched(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> bytes:
         """The buckets that writing ``items`` touches, as a bitmap in SETBIT order."""
@@ -303,16 +317,17 @@ class RedisInvertedIndex:
         return np.packbits(marks).tobytes()
 
     @contextlib.contextmanager
-    def _writing(self, touched: bytes = b"") -> Iterator[None]:
+    def _writing(self, touched: bytes = b"", *, loading: bool = False) -> Iterator[None]:
         """Around a write: the version raised before (a reader taking the old version
         after this no longer trusts a copy of it) and after (also when it failed), the
-        buckets ``touched`` marked dirty both times (empty: the overlay ends)."""
+        buckets ``touched`` marked dirty both times (empty: the overlay ends).
+        ``loading``: a bulk load's write (``recording``)."""
         layout = self.layout  # what ``touched`` was computed in, both times
-        self._bump_version(touched, layout)
+        self._bump_version(touched, layout, loading=loading)
         try:
             yield
         finally:
-            self._bump_version(touched, layout)
+            self._bump_version(touched, layout, loading=loading)
 
     def wait_for_move(self, timeout: float = MOVE_WAIT_S) -> None:
         """Return once no reshard is moving this index's buckets (at once, usually)."""

@@ -22,7 +22,7 @@ import numpy as np
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, unexpected
 from tracker.engines import Engine
-from tracker.engines.capabilities import BulkLoad, BulkLoading
+from tracker.engines.capabilities import BulkLoad, BulkLoading, LocalCopies
 from tracker.ids import DuplicateIds
 from tracker.index_health import IndexOutOfSync, IndexTracker
 from tracker.rules import check_metadata
@@ -87,6 +87,7 @@ class IngestService:
                 documents, engines, report, batch_size, progress, mark, expected_chars or 0
             )
         except BaseException as exc:
+            self._drop_recordings()
             with contextlib.suppress(Exception):
                 self.tracker.fail_write(mark)
             exc.add_note(
@@ -98,7 +99,15 @@ class IngestService:
         report.seconds = time.perf_counter() - started
         if refresh_snapshots and report.ingested:
             self._fresh_snapshots(report)
+        self._drop_recordings()
         return report
+
+    def _drop_recordings(self) -> None:
+        """The rows kept by bulk loads for a snapshot, dropped (used or not)."""
+        for name in self.engines.indexed():
+            eng = self.engines.get(name)
+            if isinstance(eng, LocalCopies):
+                eng.index.recording = None
 
     def _fresh_snapshots(self, report: IngestReport) -> None:
         """After an ingest into a big index: a new local snapshot when the ingest wrote
@@ -111,6 +120,8 @@ class IngestService:
         except Exception as exc:  # the ingest itself is done and stored
             report.warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
             return
+        finally:
+            self._drop_recordings()
         if any(isinstance(t, SnapshotTaken) for t in taken):
             report.snapshot_seconds = time.perf_counter() - started
 
@@ -330,6 +341,10 @@ class IngestService:
         def job() -> None:
             try:
                 for eng in engines:
+                    if isinstance(eng, LocalCopies) and eng.snapshots is not None:
+                        # The rows loaded are kept: the snapshot after the ingest is
+                        # written from them, not read back (``_fresh_snapshots``).
+                        eng.index.start_recording()
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))

@@ -295,3 +295,55 @@ def test_an_ingest_into_a_big_index_leaves_a_current_snapshot(
         monkeypatch.setattr(eng.index, "lookup", counted)  # type: ignore[attr-defined]
         assert [m.mother_id for m in lib.check_text(late).matches] == ["late"]
         assert asked  # the late work's buckets from Redis
+
+
+def test_a_bulk_load_leaves_its_rows_for_the_snapshot(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest into an empty index: the snapshot is written from the rows the load
+    wrote (fields of one and several seqs, a seq twice in a field, stop markers), the
+    same files as a copy read back from Redis; any other write spoils the rows."""
+    import tracker.indexes.snapshot as snapshot
+    from tracker.indexes.inverted import BulkLoader
+
+    def build(prefix: str) -> tuple[RedisInvertedIndex, list[tuple[int, np.ndarray]]]:
+        idx = RedisInvertedIndex(redis_client, prefix, stop_df=4)
+        rng = np.random.default_rng(9)
+        shared = rng.integers(0, 2**63, 12, dtype=np.uint64)
+        items = []
+        for seq in range(1, 21):
+            own = rng.integers(0, 2**63, 400, dtype=np.uint64)
+            items.append(
+                (seq, np.concatenate([own, shared[[i for i in range(12) if seq % (i + 1) == 0]]]))
+            )
+        # A mother given twice (its seq twice in the same fields): one row each.
+        items.append((1, items[0][1][:50]))
+        return idx, items
+
+    real_copy = snapshot._copy
+    copies: list[int] = []
+
+    def counted(index: RedisInvertedIndex, batch: int) -> Any:
+        copies.append(1)
+        return real_copy(index, batch)
+
+    monkeypatch.setattr(snapshot, "_copy", counted)
+    idx, items = build("t:rec")
+    idx.start_recording()
+    loader = BulkLoader(idx, tmp_path / "bulk", memory_pairs=3000)  # spilled: partitions
+    loader.extend(items)
+    loader.finish()
+    loader.close()
+    info = take_snapshot(idx, tmp_path / "snaps")
+    assert copies == [] and idx.recording is None  # written from the rows, read nothing
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    assert copies == [1] and info.stopped > 0
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    # A write that is not the load's (here an add after it): the rows are not used.
+    idx2, items2 = build("t:rec2")
+    idx2.start_recording()
+    idx2.load(items2[:10])
+    idx2.add(items2[10:])
+    take_snapshot(idx2, tmp_path / "snaps2")
+    assert copies == [1, 1]
