@@ -297,10 +297,11 @@ class RedisInvertedIndex:
         if self.recording is not None:
             self.recording.bumped(int(n), own=loading)
 
-    def start_recording(self) -> Recording:
-        """Keep the rows of the bulk loads that follow (``tracker.indexes.recording``)."""
+    def start_recording(self, *, adds: bool = False) -> Recording:
+        """Keep the rows of the bulk loads that follow, or (``adds``) the postings of
+        the adds that follow (``tracker.indexes.recording``)."""
         version = self.version()
-        self.recording = Recording(int(version.split("/")[1]) if version else 0)
+        self.recording = Recording(int(version.split("/")[1]) if version else 0, adds=adds)
         return self.recording
 
     def touched(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> bytes:
@@ -442,7 +443,20 @@ class RedisInvertedIndex:
             self.wait_for_move()
         self.refresh()
         self.redis.hsetnx(self.layout_key, "layout", self.layout)
-        with self._writing(self.touched(items)):
+        recording = self.recording
+        if recording is not None:
+            parts = [
+                (self.identities(np.unique(np.asarray(fps, dtype=np.uint64))), seq)
+                for seq, fps in items
+            ]
+            recording.added(
+                np.concatenate([p for p, _ in parts] or [np.zeros(0, np.uint64)]),
+                np.concatenate(
+                    [np.full(p.size, seq, np.uint32) for p, seq in parts]
+                    or [np.zeros(0, np.uint32)]
+                ),
+            )
+        with self._writing(self.touched(items), loading=recording is not None and recording.adds):
             if self._cluster:
                 replies = self._guarded_write(
                     self._add, items, lambda: [self.stop_df, self.field_bytes], chunk

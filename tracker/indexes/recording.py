@@ -18,13 +18,19 @@ import threading
 import numpy as np
 
 STOP_SEQ = np.uint32(0xFFFFFFFF)  # never a mother's seq (they count up from 1)
+ADDS_KEPT = 20_000_000  # postings of adds kept at most (~240 MB); past it: a copy
 
 
 class Recording:
-    """The rows of a bulk load and the versions its writes got (module docstring)."""
+    """The rows of a bulk load (``adds`` False), or the postings added to an index whose
+    snapshot was current (``adds`` True), and the versions their writes got (module
+    docstring)."""
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, *, adds: bool = False) -> None:
         self.start = start  # the version's n before the load
+        self.adds = adds
+        self._added: list[tuple[np.ndarray, np.ndarray]] = []
+        self._held = 0
         self.spoiled = False
         self._got: list[int] = []
         self._chunks: list[tuple[int, np.ndarray, np.ndarray]] = []
@@ -37,9 +43,32 @@ class Recording:
             if not own:
                 self.spoiled = True
 
+    def added(self, ident: np.ndarray, seqs: np.ndarray) -> None:
+        """The (identity, seq) postings of one add, in the order the add writes them."""
+        with self._lock:
+            self._held += ident.size
+            if not self.adds or self._held > ADDS_KEPT:
+                self.spoiled = True
+                self._added = []
+                return
+            self._added.append((ident, seqs.astype(np.uint32)))
+
+    def postings_added(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every posting added, in arrival order."""
+        with self._lock:
+            if not self._added:
+                return np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+            return (
+                np.concatenate([a[0] for a in self._added]),
+                np.concatenate([a[1] for a in self._added]),
+            )
+
     def add(self, ident: np.ndarray, seqs: np.ndarray, starts: np.ndarray, stop_df: int) -> None:
         """The fields of one ``load_pairs``: identities sorted (``ident``, arrival order
         within a field), ``starts`` the first row of each field."""
+        if self.adds:
+            self.spoiled = True
+            return
         n = ident.size
         if n == 0:
             return
@@ -65,7 +94,7 @@ class Recording:
             got = sorted(self._got)
             return (
                 not self.spoiled
-                and bool(self._chunks)
+                and bool(self._chunks or self._added)
                 and got == list(range(self.start + 1, self.start + 1 + len(got)))
                 and got[-1] == n
             )

@@ -51,7 +51,7 @@ from tracker.indexes.inverted import (
     mix64,
     unpack_fields,
 )
-from tracker.indexes.recording import STOP_SEQ
+from tracker.indexes.recording import STOP_SEQ, Recording
 from tracker.timefmt import iso_utc
 
 FORMAT = 1  # of the files
@@ -253,13 +253,21 @@ def _take(
         layout = index.layout
         final = snapshot_path(folder, index.prefix, before)
         recording, index.recording = index.recording, None
-        if recording is not None and recording.holds_at(int(before.split("/")[1])):
-            # A bulk load's own rows: the index as it wrote it, nothing read back.
-            if not final.is_dir():
-                _write(final, folder, index, before, layout, *recording.chunks())
-            if index.rebase(before, layout):
-                break
-            continue
+        epoch, n = before.split("/")
+        if recording is not None and recording.holds_at(int(n)):
+            # A bulk load's own rows, or the snapshot before the adds with what they
+            # added: the index as they wrote it, nothing read back.
+            rows = (
+                _with_adds(folder, index, f"{epoch}/{recording.start}", recording)
+                if recording.adds
+                else recording.chunks()
+            )
+            if rows is not None:
+                if not final.is_dir():
+                    _write(final, folder, index, before, layout, *rows)
+                if index.rebase(before, layout):
+                    break
+                continue
         old = _base(folder, index, state, layout) if incremental else None
         if old is not None and old.version == before:
             # Nothing written since the base: it is the snapshot (made the base again
@@ -290,6 +298,51 @@ def _take(
     _drop_others(folder, index.prefix, final)
     meta = json.loads((final / "meta.json").read_text(encoding="utf-8"))
     return _info(final, meta, started)
+
+
+def _with_adds(
+    folder: Path, index: RedisInvertedIndex, version: str, recording: Recording
+) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """The rows of the snapshot at ``version`` (the one current when the adds began)
+    with the recorded adds applied as ``lua/add_many.lua`` applies them: a field's new
+    seqs after its stored ones, each once; past ``stop_df`` a stop marker; a stop
+    marker unchanged. None without that snapshot."""
+    try:
+        old = Snapshot(snapshot_path(folder, index.prefix, version))
+    except (OSError, ValueError, KeyError):
+        return None
+    ident, seqs = recording.postings_added()
+    touched = np.unique(ident)
+    lo = np.searchsorted(old.ident, touched, side="left").astype(np.int64)
+    cnt = np.searchsorted(old.ident, touched, side="right").astype(np.int64) - lo
+    within = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    at = np.repeat(lo, cnt) + within  # the old rows of the fields added to
+    o_ident = np.asarray(old.ident[at])
+    o_seq = np.asarray(old.seq[at])
+    stopped = o_ident[o_seq == STOP_SEQ]
+    fresh = ~np.isin(ident, stopped)  # adds to a stop marker change nothing
+    c_ident = np.concatenate([o_ident, ident[fresh]])
+    c_seq = np.concatenate([o_seq, seqs[fresh]])
+    pos = np.arange(c_ident.size, dtype=np.int64)  # stored first, then as they came
+    order = np.lexsort((pos, c_seq, c_ident))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = (c_ident[order][1:] != c_ident[order][:-1]) | (
+        c_seq[order][1:] != c_seq[order][:-1]
+    )
+    keep = order[first]
+    keep = keep[np.lexsort((pos[keep], c_ident[keep]))]  # by field, in stored order
+    k_ident, k_seq = c_ident[keep], c_seq[keep]
+    fields, count = np.unique(k_ident, return_counts=True)  # (k_ident is by field)
+    over = (count > index.stop_df) & ~np.isin(fields, stopped)
+    drop = np.repeat(over, count)
+    new_ident = np.concatenate([k_ident[~drop], fields[over]])
+    new_seq = np.concatenate([k_seq[~drop], np.full(int(over.sum()), STOP_SEQ, np.uint32)])
+    rest = np.ones(old.ident.size, dtype=bool)
+    rest[at] = False
+    all_ident = np.concatenate([np.asarray(old.ident)[rest], new_ident])
+    all_seq = np.concatenate([np.asarray(old.seq)[rest], new_seq]).astype(np.uint32)
+    order = np.argsort(all_ident, kind="stable")
+    return [all_ident[order]], [all_seq[order]]
 
 
 def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:

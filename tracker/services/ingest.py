@@ -81,6 +81,15 @@ class IngestService:
         report = IngestReport()
         for e in engines:
             self._prepare_for_writes(e, report)
+            if (
+                refresh_snapshots
+                and isinstance(e, LocalCopies)
+                and e.snapshots is not None
+                and e.snapshots.current(e.index) is not None
+            ):
+                # The snapshot after this ingest is the current one with what it adds
+                # (``tracker.indexes.recording``), not a copy read back from Redis.
+                e.index.start_recording(adds=True)
         mark = self.tracker.begin_write([e.name for e in engines])
         try:
             self._ingest_all(

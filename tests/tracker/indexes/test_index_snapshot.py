@@ -347,3 +347,82 @@ def test_a_bulk_load_leaves_its_rows_for_the_snapshot(
     idx2.add(items2[10:])
     take_snapshot(idx2, tmp_path / "snaps2")
     assert copies == [1, 1]
+
+
+def test_adds_to_an_index_with_a_current_snapshot_leave_their_rows(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adds after a snapshot: the next one is the old snapshot with what they added
+    (appended to fields, fields passing stop_df, adds to stop markers, a seq a field
+    already holds), the same files as a copy read back from Redis; a remove meanwhile
+    and the take copies."""
+    import tracker.indexes.snapshot as snapshot
+
+    real_copy = snapshot._copy
+    copies: list[int] = []
+
+    def counted(index: RedisInvertedIndex, batch: int) -> Any:
+        copies.append(1)
+        return real_copy(index, batch)
+
+    idx, query = _filled_index(redis_client)  # stop_df 4: stop markers among them
+    take_snapshot(idx, tmp_path / "snaps")
+    monkeypatch.setattr(snapshot, "_copy", counted)
+    rng = np.random.default_rng(12)
+    new_fps = rng.integers(0, 2**63, 300, dtype=np.uint64)
+    idx.start_recording(adds=True)
+    idx.add([(50, np.concatenate([new_fps, query[:40]])), (51, query[20:60])])
+    idx.add([(52, np.concatenate([new_fps[:10], query[:5]])), (50, query[:3])])
+    info = take_snapshot(idx, tmp_path / "snaps")
+    assert copies == [] and idx.recording is None
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    assert copies == [1]
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    got = SnapshotFolder(tmp_path / "snaps").lookup(idx, np.concatenate([query, new_fps]))
+    assert got is not None and _same(got, idx.lookup(np.concatenate([query, new_fps])))
+    # A remove among the adds: not recorded, so the take reads the buckets back.
+    idx.start_recording(adds=True)
+    idx.add([(53, new_fps[50:80])])
+    idx.remove([(50, new_fps[:5])])
+    real_over = snapshot._copy_over
+    read_back: list[int] = []
+
+    def over(*args: Any) -> Any:
+        read_back.append(1)
+        return real_over(*args)
+
+    monkeypatch.setattr(snapshot, "_copy_over", over)
+    take_snapshot(idx, tmp_path / "snaps")
+    assert read_back == [1]  # only the buckets written since, read back
+    assert SnapshotFolder(tmp_path / "snaps").current(idx) is not None
+
+
+def test_ingests_leave_a_current_snapshot_without_reading_the_index_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first ingest (a bulk load) and the next (adds) write their snapshots from
+    what they wrote; checks after each answer from it, as Redis does."""
+    import tracker.indexes.snapshot as snapshot
+    from tracker.library import Document
+
+    def no_copy(*args: Any) -> Any:
+        raise AssertionError("the index was read back for a snapshot")
+
+    monkeypatch.setattr(snapshot, "_copy", no_copy)
+    monkeypatch.setattr(snapshot, "_copy_over", no_copy)
+    settings = Settings(
+        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.0
+    )
+    first = {f"a{i}": work(400 + i, 30) for i in range(5)}
+    second = {f"b{i}": work(500 + i, 30) for i in range(3)}
+    with Library.open(settings) as lib:
+        lib.ingest(Document(id=k, title=k, text=v) for k, v in first.items())
+        report = lib.ingest(Document(id=k, title=k, text=v) for k, v in second.items())
+        assert report.snapshot_seconds > 0
+        assert lib.index_stats()["engines"]["daguan"]["snapshot"]["buckets_written_since"] == 0
+        suspects = [first["a1"][200:1400], second["b2"][100:1300], work(999, 20)]
+        from_snapshot = [sorted(m.mother_id for m in lib.check_text(s).matches) for s in suspects]
+        lib.engine().snapshots = None  # type: ignore[attr-defined]
+        from_redis = [sorted(m.mother_id for m in lib.check_text(s).matches) for s in suspects]
+        assert from_snapshot == from_redis == [["a1"], ["b2"], []]
