@@ -8,12 +8,18 @@ cache shares them between processes), so a lookup is two numpy binary searches.
 
 **When a snapshot answers.** It is taken at one version of the index
 (``RedisInvertedIndex.version``: raised before and after every write, see
-``tracker.indexes.inverted``) and answers only while the index is at that version;
-``SnapshotFolder.lookup`` reads the version (one round trip) before every lookup, and
-after any write lookups go to Redis until a new snapshot is taken. So a check answers
-the same from either: that rule lives here, in ``SnapshotFolder.current``, and nowhere
-else. Snapshots are taken by ``yinji index snapshot`` (``Library.snapshot_index``) and
-by the workers' periodic task; a take that saw a write meanwhile tries again.
+``tracker.indexes.inverted``) and becomes the *base* of the overlay: every write since
+marks the buckets it touches in a bitmap beside the version (``lua/mark.lua``; a write
+that may touch any bucket, a bulk load or a reshard, ends the overlay). A lookup reads
+the version, the base and the bitmap in one call (``lua/overlay.lua``) and answers the
+fingerprints of unmarked buckets from the snapshot, those of marked buckets from Redis:
+the same answers as Redis. That rule lives here, in ``SnapshotFolder.answering``, and
+nowhere else. Snapshots are taken by ``yinji index snapshot``, after an ingest into a big
+index and by the workers' periodic task (``IndexAdmin.refresh_snapshots``): from the
+rows a bulk load or adds recorded (``tracker.indexes.recording``) when nothing else was
+written, else by reading back only the buckets marked since the base; a take that saw a
+write meanwhile tries again, and the base moves only if the version is still the one
+copied (``lua/rebase.lua``).
 
 **Files.** ``{folder}/{index}-{epoch}-{n}/``: ``ident.npy`` (uint64 identities, the top
 ``ident_bits`` of a fingerprint's mix as the index computes them, sorted, one row a
