@@ -250,7 +250,7 @@ def fill_direct(
     vdata: np.ndarray,
     counts: np.ndarray,
     per_call: int = 2048,
-) -> list[Any]:
+) -> list[list[int]]:
     """Single server: every bucket HSET whole into a temporary key (commands packed
     here with numpy, sent raw: redis-py's packing of two arguments a posting cost
     more than Redis' work), then ``lua/settle.lua`` per ``per_call`` buckets. A
@@ -334,7 +334,7 @@ def sweep_temporary(index: RedisInvertedIndex) -> int:
 
 def fill_buckets(
     index: RedisInvertedIndex, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
-) -> list[Any]:
+) -> list[list[int]]:
     """Redis Cluster: one ``_FILL_SCRIPT`` EVAL per bucket, ``chunk`` per pipeline."""
     buckets, blob, off = fill_records(index, groups, vlen, vdata)
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])

@@ -84,7 +84,7 @@ class SnapshotInfo:
     bytes: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int | float]:
         return {
             "path": str(self.path),
             "version": self.version,
@@ -613,7 +613,7 @@ class SnapshotFolder:
         seqs = np.concatenate([p[1] for p in parts])
         return fp_index[order], seqs[order], sum(p[2] for p in parts)
 
-    def state(self, index: RedisInvertedIndex) -> dict[str, Any]:
+    def state(self, index: RedisInvertedIndex) -> dict[str, str | int | float | None]:
         """For ``yinji index stats``: whether lookups are answered locally, and how many
         buckets were written since (those go to Redis until the next snapshot)."""
         overlay = index.overlay_state()
