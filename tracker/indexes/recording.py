@@ -18,7 +18,8 @@ import threading
 import numpy as np
 
 STOP_SEQ = np.uint32(0xFFFFFFFF)  # never a mother's seq (they count up from 1)
-ADDS_KEPT = 20_000_000  # postings of adds kept at most (~240 MB); past it: a copy
+ADDS_KEPT = 20_000_000  # postings of adds kept at most (~240 MB); past it: read back
+ROWS_KEPT = 150_000_000  # rows of a bulk load kept at most (~1.8 GB, about 1 B characters)
 
 
 class Recording:
@@ -40,14 +41,15 @@ class Recording:
         """A write raised the version to ``n``; ``own``: one of the load's."""
         with self._lock:
             self._got.append(n)
-            if not own:
+            if not own:  # rows kept so far are of no use now
                 self.spoiled = True
+                self._chunks, self._added = [], []
 
     def added(self, ident: np.ndarray, seqs: np.ndarray) -> None:
         """The (identity, seq) postings of one add, in the order the add writes them."""
         with self._lock:
             self._held += ident.size
-            if not self.adds or self._held > ADDS_KEPT:
+            if self.spoiled or not self.adds or self._held > ADDS_KEPT:
                 self.spoiled = True
                 self._added = []
                 return
@@ -66,10 +68,13 @@ class Recording:
     def add(self, ident: np.ndarray, seqs: np.ndarray, starts: np.ndarray, stop_df: int) -> None:
         """The fields of one ``load_pairs``: identities sorted (``ident``, arrival order
         within a field), ``starts`` the first row of each field."""
-        if self.adds:
-            self.spoiled = True
-            return
         n = ident.size
+        with self._lock:
+            self._held += n
+            if self.spoiled or self.adds or self._held > ROWS_KEPT:
+                self.spoiled = True
+                self._chunks = []
+                return
         if n == 0:
             return
         field = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
