@@ -292,3 +292,36 @@ class IndexAdmin:
                 except TakeBusy:
                     done.append(SnapshotSkipped(name, "another process is taking one"))
         return done
+
+    def record_writes(self, eng: Engine, *, load: bool = False) -> None:
+        """Before an ingest's writes: keep what they write (``load``: a bulk load's rows;
+        else adds, when the engine's snapshot is current), so that the snapshot after it
+        is written from that, not read back (``tracker.indexes.recording``)."""
+        if not isinstance(eng, LocalCopies) or eng.snapshots is None:
+            return
+        if load or eng.snapshots.current(eng.index) is not None:
+            eng.index.start_recording(adds=not load)
+
+    def drop_recordings(self) -> None:
+        """What ``record_writes`` kept, dropped (used or not)."""
+        for name in self.engines.indexed():
+            eng = self.engines.get(name)
+            if isinstance(eng, LocalCopies):
+                eng.index.recording = None
+
+    def fresh_snapshots(self, warnings: list[str]) -> float:
+        """After an ingest: ``refresh_snapshots`` without waiting for another process's
+        take, so that checks answer from local memory at once; the seconds it took when
+        it took one (else 0). A failure is a warning (checks then ask Redis for what
+        changed); the ingest itself is stored."""
+        started = time.perf_counter()
+        try:
+            taken = self.refresh_snapshots(wait=False)
+        except Exception as exc:
+            warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
+            return 0.0
+        finally:
+            self.drop_recordings()
+        if any(isinstance(t, SnapshotTaken) for t in taken):
+            return time.perf_counter() - started
+        return 0.0

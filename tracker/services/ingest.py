@@ -22,14 +22,14 @@ import numpy as np
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, unexpected
 from tracker.engines import Engine
-from tracker.engines.capabilities import BulkLoad, BulkLoading, LocalCopies
+from tracker.engines.capabilities import BulkLoad, BulkLoading
 from tracker.ids import DuplicateIds
 from tracker.index_health import IndexOutOfSync, IndexTracker
 from tracker.rules import check_metadata
 from tracker.services.engines import EngineSet
 from tracker.services.index_admin import IndexAdmin
 from tracker.services.index_writer import IndexWriter, Writes, bulk_folder
-from tracker.services.results import IngestReport, SnapshotTaken
+from tracker.services.results import IngestReport
 from tracker.store import Mother, Store
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
@@ -81,22 +81,15 @@ class IngestService:
         report = IngestReport()
         for e in engines:
             self._prepare_for_writes(e, report)
-            if (
-                refresh_snapshots
-                and isinstance(e, LocalCopies)
-                and e.snapshots is not None
-                and e.snapshots.current(e.index) is not None
-            ):
-                # The snapshot after this ingest is the current one with what it adds
-                # (``tracker.indexes.recording``), not a copy read back from Redis.
-                e.index.start_recording(adds=True)
+            if refresh_snapshots:
+                self.admin.record_writes(e)
         mark = self.tracker.begin_write([e.name for e in engines])
         try:
             self._ingest_all(
                 documents, engines, report, batch_size, progress, mark, expected_chars or 0
             )
         except BaseException as exc:
-            self._drop_recordings()
+            self.admin.drop_recordings()
             with contextlib.suppress(Exception):
                 self.tracker.fail_write(mark)
             exc.add_note(
@@ -107,32 +100,9 @@ class IngestService:
         self.tracker.end_write(mark)
         report.seconds = time.perf_counter() - started
         if refresh_snapshots and report.ingested:
-            self._fresh_snapshots(report)
-        self._drop_recordings()
+            report.snapshot_seconds = self.admin.fresh_snapshots(report.warnings)
+        self.admin.drop_recordings()
         return report
-
-    def _drop_recordings(self) -> None:
-        """The rows kept by bulk loads for a snapshot, dropped (used or not)."""
-        for name in self.engines.indexed():
-            eng = self.engines.get(name)
-            if isinstance(eng, LocalCopies):
-                eng.index.recording = None
-
-    def _fresh_snapshots(self, report: IngestReport) -> None:
-        """After an ingest into a big index: a new local snapshot when the ingest wrote
-        past ``YINJI_SNAPSHOT_REFRESH_SHARE`` of its buckets (only those are read again),
-        so checks answer from local memory right away. Skipped while another process
-        takes one; a failure is a warning (checks then ask Redis for what changed)."""
-        started = time.perf_counter()
-        try:
-            taken = self.admin.refresh_snapshots(wait=False)
-        except Exception as exc:  # the ingest itself is done and stored
-            report.warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
-            return
-        finally:
-            self._drop_recordings()
-        if any(isinstance(t, SnapshotTaken) for t in taken):
-            report.snapshot_seconds = time.perf_counter() - started
 
     def _prepare_for_writes(self, eng: Engine, report: IngestReport) -> None:
         """Before an ingest: the engine's index usable (repaired if it can be), and
@@ -350,10 +320,7 @@ class IngestService:
         def job() -> None:
             try:
                 for eng in engines:
-                    if isinstance(eng, LocalCopies) and eng.snapshots is not None:
-                        # The rows loaded are kept: the snapshot after the ingest is
-                        # written from them, not read back (``_fresh_snapshots``).
-                        eng.index.start_recording()
+                    self.admin.record_writes(eng, load=True)
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))
