@@ -318,7 +318,7 @@ def _with_adds(
     except (OSError, ValueError, KeyError):
         return None
     ident, seqs = recording.postings_added()
-    touched = np.unique(ident)
+    touched = _distinct_sorted(np.sort(ident))
     lo = np.searchsorted(old.ident, touched, side="left").astype(np.int64)
     cnt = np.searchsorted(old.ident, touched, side="right").astype(np.int64) - lo
     within = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
@@ -329,26 +329,47 @@ def _with_adds(
     fresh = ~np.isin(ident, stopped)  # adds to a stop marker change nothing
     c_ident = np.concatenate([o_ident, ident[fresh]])
     c_seq = np.concatenate([o_seq, seqs[fresh]])
-    pos = np.arange(c_ident.size, dtype=np.int64)  # stored first, then as they came
-    order = np.lexsort((pos, c_seq, c_ident))
+    # Rows in their order (stored first, then as they came); each (field, seq) kept
+    # once, where it came first. Fields numbered densely so that (field, seq) and
+    # (field, position) each fit one uint64 key (stable radix sorts, not lexsorts).
+    field = np.searchsorted(touched, c_ident).astype(np.uint64)
+    order = np.argsort((field << np.uint64(32)) | c_seq.astype(np.uint64), kind="stable")
+    key = ((field << np.uint64(32)) | c_seq.astype(np.uint64))[order]
     first = np.ones(order.size, dtype=bool)
-    first[1:] = (c_ident[order][1:] != c_ident[order][:-1]) | (
-        c_seq[order][1:] != c_seq[order][:-1]
-    )
-    keep = order[first]
-    keep = keep[np.lexsort((pos[keep], c_ident[keep]))]  # by field, in stored order
+    first[1:] = key[1:] != key[:-1]
+    keep = np.sort(order[first])  # in order of position, then grouped by field:
+    keep = keep[np.argsort(field[keep], kind="stable")]
     k_ident, k_seq = c_ident[keep], c_seq[keep]
-    fields, count = np.unique(k_ident, return_counts=True)  # (k_ident is by field)
+    fields = _distinct_sorted(k_ident)  # (k_ident is by field)
+    count = np.diff(np.append(np.searchsorted(k_ident, fields), k_ident.size))
     over = (count > index.stop_df) & ~np.isin(fields, stopped)
     drop = np.repeat(over, count)
     new_ident = np.concatenate([k_ident[~drop], fields[over]])
     new_seq = np.concatenate([k_seq[~drop], np.full(int(over.sum()), STOP_SEQ, np.uint32)])
     rest = np.ones(old.ident.size, dtype=bool)
     rest[at] = False
-    all_ident = np.concatenate([np.asarray(old.ident)[rest], new_ident])
-    all_seq = np.concatenate([np.asarray(old.seq)[rest], new_seq]).astype(np.uint32)
-    order = np.argsort(all_ident, kind="stable")
-    return [all_ident[order]], [all_seq[order]]
+    kept_ident = np.asarray(old.ident)[rest]
+    kept_seq = np.asarray(old.seq)[rest]
+    # The new rows (sorted by field, a field's rows in stored order) go between the
+    # kept ones, which hold none of their fields: one pass, no sort of everything.
+    by_field = np.argsort(new_ident, kind="stable")
+    new_ident, new_seq = new_ident[by_field], new_seq[by_field]
+    slot = np.searchsorted(kept_ident, new_ident) + np.arange(new_ident.size)
+    size = kept_ident.size + new_ident.size
+    out_ident = np.empty(size, dtype=np.uint64)
+    out_seq = np.empty(size, dtype=np.uint32)
+    is_new = np.zeros(size, dtype=bool)
+    is_new[slot] = True
+    out_ident[slot], out_seq[slot] = new_ident, new_seq
+    out_ident[~is_new], out_seq[~is_new] = kept_ident, kept_seq
+    return [out_ident], [out_seq]
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``np.unique`` hashes: slower here)."""
+    if values.size == 0:
+        return values
+    return values[np.concatenate([[True], values[1:] != values[:-1]])]
 
 
 def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:
