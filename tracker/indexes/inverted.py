@@ -56,7 +56,9 @@ raised before and after every write (adds, removes, reshards; clear removes it),
 reader that saw the same version twice saw no write in between, and a copy of the index taken at a
 version (``tracker.indexes.snapshot``) answers exactly as Redis does while the version
 stays. The epoch tells a Redis emptied and written again from the same ``n``; a Redis
-restarted from an older save brings back the version that its buckets had.
+restarted from an older save brings back the version that its buckets had. Both raises
+of a write also mark the buckets it touches in the snapshot overlay's bitmap
+(``lua/mark.lua``), so that a snapshot keeps answering for the buckets not written since.
 
 Writes and reshards: a reshard marks the index as moving (``{prefix}:moving``, with a
 TTL it keeps refreshing, so a dead reshard frees writers within a minute), copies every
@@ -232,8 +234,8 @@ class RedisInvertedIndex:
         # Identical or near-identical mothers posted as one text (``editions``: the
         # daguan engine's index): None for a plain index of seqs.
         self.editions = Editions(redis, prefix) if editions else None
-        # The rows of a bulk load, for a snapshot without reading them back (None: not
-        # kept; ``start_recording``, ``tracker.indexes.recording``).
+        # What a bulk load or adds wrote, for a snapshot without reading it back (None:
+        # not kept; ``start_recording``, ``tracker.indexes.recording``).
         self.recording: Recording | None = None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
