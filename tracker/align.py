@@ -108,6 +108,9 @@ class Prepared:
     # initial -> the character's code point (whole text, like offsets): where two
     # reordered segment pairs meet, the characters tell which one a shared initial is.
     chars: np.ndarray | None = None
+    # A suspect's bitmap of its grams (``_pairs_by_suspect``), made once for all the
+    # candidates it is aligned with: (bits, table).
+    gram_table: tuple[int, np.ndarray] | None = None
 
     @property
     def n(self) -> int:
@@ -169,7 +172,8 @@ def seeds(
 
 
 def index_mother(mother: Prepared) -> None:
-    """Sort a mother's grams once, for a mother that will be aligned again (cached)."""
+    """Sort a mother's grams once, for a mother that will be aligned again (cached); a
+    suspect's too, for the candidates it is aligned with one after the other."""
     if mother.sorted_grams is None or mother.order is None:
         mother.order = np.argsort(mother.grams, kind="stable")
         mother.sorted_grams = mother.grams[mother.order]
@@ -204,13 +208,19 @@ def _pairs_by_suspect(
     """``seeds``' pairs, unordered, by searching the mother's grams in the suspect's
     sorted grams; a bitmap of the suspect's grams passes only the few mother grams that
     may match (a false pass is then refused by the search)."""
-    s_order = np.argsort(suspect.grams, kind="stable")
-    s_sorted = suspect.grams[s_order]
-    bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+    # The suspect's sorted grams and bitmap, made once for all its candidates.
+    index_mother(suspect)
+    assert suspect.order is not None and suspect.sorted_grams is not None
+    s_order, s_sorted = suspect.order, suspect.sorted_grams
+    if suspect.gram_table is None:
+        bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+        table = np.zeros(1 << bits, dtype=bool)
+        with np.errstate(over="ignore"):
+            table[(suspect.grams * _GOLDEN) >> np.uint64(64 - bits)] = True
+        suspect.gram_table = (bits, table)
+    bits, table = suspect.gram_table
     shift = np.uint64(64 - bits)
-    table = np.zeros(1 << bits, dtype=bool)
     with np.errstate(over="ignore"):
-        table[(suspect.grams * _GOLDEN) >> shift] = True
         maybe = np.flatnonzero(table[(mother.grams * _GOLDEN) >> shift])
     grams = mother.grams[maybe]
     lo = np.searchsorted(s_sorted, grams, side="left")

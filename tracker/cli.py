@@ -246,6 +246,12 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
         f"{_plural(len(report.errors), 'error')}",
         err=True,
     )
+    if report.snapshot_seconds:
+        click.echo(
+            f"local snapshot of the index refreshed in {report.snapshot_seconds:.2f} s "
+            "/ 已更新本地索引快照",
+            err=True,
+        )
     if report.ingested == 0 and report.errors:
         ctx.exit(1)
 

@@ -190,15 +190,17 @@ class Library:
         batch_size: int = 256,
         progress: Progress | None = None,
         expected_chars: int | None = None,
+        refresh_snapshots: bool = True,
     ) -> IngestReport:
-        """Add or replace mothers; bad items are reported in ``errors`` and skipped
-        (``IngestService.run``)."""
+        """Add or replace mothers; bad items are reported in ``errors`` and skipped;
+        then a fresh snapshot of a big index (``IngestService.run``)."""
         return self.ingestion.run(
             documents,
             engine=engine,
             batch_size=batch_size,
             progress=progress,
             expected_chars=expected_chars,
+            refresh_snapshots=refresh_snapshots,
         )
 
     def delete_mother(self, mother_id: str) -> bool:

@@ -21,9 +21,10 @@ class IngestReport:
     errors: list[DocumentError] = field(default_factory=list)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
+    snapshot_seconds: float = 0.0  # a fresh local snapshot taken after it (0: none)
 
     def to_dict(self) -> JSONObject:
-        return {
+        out: JSONObject = {
             "ingested": self.ingested,
             "replaced": self.replaced,
             "characters": self.characters,
@@ -31,6 +32,9 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
         }
+        if self.snapshot_seconds:
+            out["snapshot_seconds"] = round(self.snapshot_seconds, 3)
+        return out
 
 
 @dataclass
@@ -44,6 +48,19 @@ class CheckResult:
     def matches(self) -> list[Match]:
         return self.result.matches
 
+    def matches_json(self) -> list[JSONObject]:
+        """The ``matches`` of the ``--json`` line: mother, title, score, coverage, passages."""
+        return [
+            {
+                "mother_id": m.mother_id,
+                "title": m.mother_title,
+                "score": m.score,
+                "coverage": m.coverage,
+                "passages": [p.to_dict() for p in m.passages],
+            }
+            for m in self.matches
+        ]
+
     def to_json(self, *, include_text: bool = False) -> JSONObject:
         """The CLI's ``--json`` line (see README: exact contract). ``text_sha256`` is
         the SHA-256 of the checked text (UTF-8) that the offsets index into: for .html
@@ -51,16 +68,7 @@ class CheckResult:
         text = self.suspect.text
         line: JSONObject = {
             "suspect_id": self.suspect.id,
-            "matches": [
-                {
-                    "mother_id": m.mother_id,
-                    "title": m.mother_title,
-                    "score": m.score,
-                    "coverage": m.coverage,
-                    "passages": [p.to_dict() for p in m.passages],
-                }
-                for m in self.matches
-            ],
+            "matches": list(self.matches_json()),
             "text_sha256": text_sha256(text),
         }
         if include_text:
