@@ -1,0 +1,380 @@
+"""What of a suspect the engine reads: the scripts it can read, and noise at a fixed
+rhythm taken out before fingerprinting (issue #26).
+
+**Scripts.** The engines and the verifier read Chinese text (pinyin initials of Han
+characters, and pinyin syllables written for them): an English page, or one with a
+Chinese sentence in it, cannot match, and must not say "no match" silently.
+``script_warning`` names such a document: no Han character at all (``no-chinese``),
+fewer than a copy needs (``few-chinese``: under the library's minimum copied length),
+or mostly words of scripts the engine does not read (``mostly-other``: more such words
+than Han characters). What an engine reads is declared on it (``Engine.scripts`` and
+``Engine.readable``), so an engine for Latin-script works can declare its own.
+
+**Noise at a fixed rhythm.** Pirate pages break up copied text with a short string
+inserted again and again at a fixed rhythm: a 4-character Han watermark every 10 or
+20 characters, or a junk character after every character. Inserted every 10
+characters, a 4-character mark leaves no 8-initial seed of the copy whole: the copy
+cannot be found. ``find_noise`` recognises such a string inside the suspect by its
+repetition: a string of at least two Han characters, or a single one repeated every
+2-3 characters, whose
+occurrences follow each other at a regular distance (``NoiseRule``: at least
+``min_repeats`` of them, ``min_regular`` of the distances within ``tolerance`` of
+their median, the median at most ``max_period``). Every occurrence in such a chain is
+taken out (an occurrence far from the others stays: it may be a word of the text);
+``Reading`` keeps which characters remain, so passages found in the cleaned text are
+mapped back into the original (``Reading.map_back``): the evidence points into the
+suspect as it was stored. Real text does not repeat a string like this: run over every
+work of the evaluation corpus (novels, Lu Xun, Wikipedia, 1,000 laws) the rule removes
+nothing (docs/FINGERPRINTS.md, "Noise and inserted lines").
+
+A leaf module (the standard library, numpy, ``tracker.pinyin``, ``tracker.textform``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tracker.records import Passage
+
+if TYPE_CHECKING:
+    from tracker.align import Alignment
+from tracker.textform import reading_order
+
+# -- scripts --------------------------------------------------------------------------
+#: Han characters (CJK Unified Ideographs, extension A, compatibility, extensions B-).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HAN_RE = re.compile(f"[{_HAN}]")
+#: A word of letters of other scripts (Latin, Cyrillic, kana, Hangul ...).
+_OTHER_WORD = re.compile(f"(?:(?![{_HAN}])[^\\W\\d_])+")
+
+
+@dataclass(frozen=True)
+class ScriptWarning:
+    """A checked document the engine reads little or nothing of.
+
+    ``code``: ``no-chinese``, ``few-chinese`` or ``mostly-other``; ``name``: the
+    document; ``read``: characters the engine reads (Han characters and pinyin
+    syllables); ``needed``: the minimum copied length; ``other_words``: words in
+    scripts the engine does not read; ``engine`` and the ``scripts`` it reads."""
+
+    code: str
+    name: str
+    read: int
+    needed: int
+    other_words: int
+    engine: str
+    scripts: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        reads = "/".join(self.scripts)
+        if self.code == "no-chinese":
+            return (
+                f"{self.name}: no Chinese text: engine {self.engine!r} reads {reads} "
+                "text only, so nothing in this document can match"
+            )
+        if self.code == "few-chinese":
+            return (
+                f"{self.name}: only {self.read} Chinese characters, fewer than the minimum "
+                f"copied length of {self.needed}: no copy can be reported in it"
+            )
+        return (
+            f"{self.name}: mostly text in other scripts ({self.other_words} words engine "
+            f"{self.engine!r} does not read, {self.read} Chinese characters): only its "
+            "Chinese text was checked"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "read": self.read,
+            "needed": self.needed,
+            "other_words": self.other_words,
+            "engine": self.engine,
+            "scripts": list(self.scripts),
+            "message": self.message,
+        }
+
+
+def script_warning(
+    text: str,
+    name: str,
+    *,
+    read: int,
+    needed: int,
+    engine: str,
+    scripts: Sequence[str] = ("Han",),
+) -> ScriptWarning | None:
+    """The warning for a document of which the engine reads ``read`` characters (see
+    the module), or None when it reads enough of it."""
+    other = 0
+    if read == 0 or read >= needed:
+        # Pinyin syllables count among ``read``: the words they were are not "other".
+        han = len(_HAN_RE.findall(text))
+        other = max(0, sum(1 for _ in _OTHER_WORD.finditer(text)) - (read - han))
+    code = None
+    if read == 0:
+        code = "no-chinese"
+    elif read < needed:
+        code = "few-chinese"
+    elif other > read:
+        code = "mostly-other"
+    if code is None:
+        return None
+    return ScriptWarning(code, name, read, needed, other, engine, tuple(scripts))
+
+
+# -- noise at a fixed rhythm -----------------------------------------------------------
+@dataclass(frozen=True)
+class NoiseRule:
+    """When a repeated string is noise (see the module)."""
+
+    min_repeats: int = 8  # occurrences in one chain
+    max_period: int = 64  # characters from one occurrence to the next (median)
+    tolerance: int = 1  # a regular distance: the period within this many characters
+    min_regular: float = 0.6  # share of a character's occurrences in the rhythm
+    max_length: int = 16  # longest noise string, characters
+    single_period: int = 3  # a single readable character is noise only this dense
+    sample: int = 100_000  # characters read to find the strings (every occurrence is removed)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A string found at a fixed rhythm: ``text``, removed ``count`` times, one
+    occurrence every ``period`` characters (median)."""
+
+    text: str
+    count: int
+    period: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"text": self.text, "count": self.count, "period": self.period}
+
+
+def _readable(ch: str) -> bool:
+    """A Han character: what noise must hold to matter (other characters, and Latin
+    letters away from Han text, are not read)."""
+    return bool(_HAN_RE.match(ch))
+
+
+def _regular(positions: np.ndarray, span: int, rule: NoiseRule) -> tuple[np.ndarray, int]:
+    """The occurrences at ``positions`` (ascending, in a text of ``span`` characters)
+    that follow a fixed rhythm, and its period: the most common distance between
+    neighbours; an occurrence belongs when another stands one period (within the
+    tolerance) after or before it. The text's own occurrences of the same character
+    may stand between. Empty when too few belong, or no more than a character this
+    frequent would by chance."""
+    none = positions[:0]
+    if positions.size < rule.min_repeats:
+        return none, 0
+    gaps = np.diff(positions)
+    small = gaps[gaps <= rule.max_period]
+    if small.size < rule.min_repeats - 1:
+        return none, 0
+    period = int(np.argmax(np.bincount(small)))
+    if period < 1:
+        return none, 0
+    tol = rule.tolerance if period > rule.single_period else 0
+    after = np.searchsorted(positions, positions + period - tol, side="left")
+    has_next = (after < positions.size) & (
+        positions[np.minimum(after, positions.size - 1)] <= positions + period + tol
+    )
+    has_prev = np.zeros_like(has_next)
+    has_prev[1:] = has_next[:-1] & (
+        np.abs(positions[1:] - positions[:-1] - period) <= tol
+    )  # approximately: the previous occurrence points here
+    member = has_next | has_prev
+    share = float(member.mean())
+    chance = min(1.0, (2 * tol + 1) * positions.size / max(1, span))
+    # Nearly every occurrence in the rhythm is a rhythm even where the character is
+    # dense enough to stand there by chance (a junk character after every character).
+    by_chance = share < 2.5 * chance and share < 0.9
+    if member.sum() < rule.min_repeats or share < rule.min_regular or by_chance or period < 2:
+        return none, period
+    return positions[member], period
+
+
+def _grow(text: str, positions: np.ndarray, rule: NoiseRule) -> tuple[int, int]:
+    """How far the string at ``positions`` (one character each) extends left and right:
+    while at least ``min_regular`` of the occurrences agree on the next character."""
+    n = len(text)
+    left = right = 0
+    while left + right + 1 < rule.max_length:
+        grown = False
+        for side in (1, -1):
+            offset = (right + 1) if side == 1 else -(left + 1)
+            chars = [text[p + offset] for p in positions.tolist() if 0 <= p + offset < n]
+            if not chars:
+                continue
+            best = max(set(chars), key=chars.count)
+            if best.isspace() or chars.count(best) < rule.min_regular * positions.size:
+                continue
+            if side == 1:
+                right += 1
+            else:
+                left += 1
+            grown = True
+        if not grown:
+            break
+    return left, right
+
+
+def _chains(starts: list[int], length: int, period: int, rule: NoiseRule) -> list[int]:
+    """The occurrences (non-overlapping ``starts`` of a string of ``length``) that stand
+    in a chain: one period (within the tolerance) from the next, the chain at least
+    ``min_repeats`` long; at either end of a chain one occurrence nearer than a period
+    (the text before the first mark, or after the last, was shorter) belongs too."""
+    tol = rule.tolerance if period > rule.single_period else 0
+    kept: list[int] = []
+    i, n = 0, len(starts)
+    while i < n:
+        j = i
+        while j + 1 < n and abs(starts[j + 1] - starts[j] - period) <= tol:
+            j += 1
+        if j - i + 1 >= rule.min_repeats:
+            lo = i - 1 if i > 0 and length <= starts[i] - starts[i - 1] < period else i
+            hi = j + 1 if j + 1 < n and length <= starts[j + 1] - starts[j] < period else j
+            if kept and kept[-1] >= starts[lo]:
+                lo += 1  # already kept as the end of the chain before
+            kept.extend(starts[lo : hi + 1])
+        i = j + 1
+    return kept
+
+
+def find_noise(text: str, rule: NoiseRule | None = None) -> list[tuple[Noise, list[int]]]:
+    """Strings repeated at a fixed rhythm in ``text`` (see the module), each with the
+    starts of the occurrences to remove; at most three strings, the one covering the
+    most characters first."""
+    rule = rule or NoiseRule()
+    found: list[tuple[Noise, list[int]]] = []
+    work = text
+    for _ in range(3):
+        best = _strongest(work[: rule.sample], rule)
+        if best is None:
+            break
+        mark, period = best
+        starts, at = [], work.find(mark)
+        while at >= 0:
+            starts.append(at)
+            at = work.find(mark, at + len(mark))
+        kept = _chains(starts, len(mark), period, rule)
+        if not kept:
+            break
+        found.append((Noise(mark, len(kept), period), kept))
+        # Further strings are looked for with this one blanked (same length: the
+        # starts of every string found index into ``text``).
+        chars = list(work)
+        for s in kept:
+            chars[s : s + len(mark)] = "\x00" * len(mark)
+        work = "".join(chars)
+    return found
+
+
+def _strongest(text: str, rule: NoiseRule) -> tuple[str, int] | None:
+    """The noise string covering the most characters in ``text`` and its period."""
+    if len(text) < rule.min_repeats * 2:
+        return None
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [codes.size]])
+    best: tuple[int, str, int] | None = None
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        if b - a < rule.min_repeats:
+            continue
+        ch = chr(int(sorted_codes[a]))
+        if not _readable(ch):
+            continue
+        positions, period = _regular(order[a:b], len(text), rule)  # stable: ascending
+        if not positions.size:
+            continue
+        left, right = _grow(text, positions, rule)
+        mark = text[max(0, int(positions[0]) - left) : int(positions[0]) + right + 1]
+        if sum(map(_readable, mark)) < 2 and period > rule.single_period:
+            continue  # one character at a verse's rhythm (兮) is the text's own
+        if "\x00" in mark:
+            continue
+        covered = len(mark) * positions.size
+        if best is None or covered > best[0]:
+            best = (covered, mark, period)
+    return (best[1], best[2]) if best else None
+
+
+@dataclass
+class Reading:
+    """A suspect as the engine reads it: ``original`` in display order (what the
+    passages index into), ``text`` (noise taken out), ``kept`` (for each character of
+    ``text``, its offset in ``original``; None: the same text), the ``noise`` removed
+    and the ``warnings``."""
+
+    original: str
+    text: str
+    kept: np.ndarray | None = None
+    noise: list[Noise] = field(default_factory=list)
+    warnings: list[ScriptWarning] = field(default_factory=list)
+    read: int | None = None  # characters of ``original`` the engine reads (when counted)
+
+    def offset(self, pos: int, *, end: bool = False) -> int:
+        """Where offset ``pos`` of ``text`` lies in ``original`` (``end``: an exclusive
+        end offset, mapped after the character before it)."""
+        if self.kept is None:
+            return pos
+        if end:
+            return int(self.kept[pos - 1]) + 1 if pos > 0 else 0
+        return int(self.kept[pos]) if pos < self.kept.size else len(self.original)
+
+    def passage(self, p: Passage) -> Passage:
+        """A passage found in ``text`` with its suspect offsets in ``original``."""
+        if self.kept is None:
+            return p
+        out = replace(
+            p,
+            suspect_start=self.offset(p.suspect_start),
+            suspect_end=self.offset(p.suspect_end, end=True),
+        )
+        if p.segments:
+            out.segments = [
+                replace(
+                    g,
+                    suspect_start=self.offset(g.suspect_start),
+                    suspect_end=self.offset(g.suspect_end, end=True),
+                )
+                for g in p.segments
+            ]
+        return out
+
+    def passages(self, passages: Iterable[Passage]) -> list[Passage]:
+        return [self.passage(p) for p in passages]
+
+    def alignment(self, a: Alignment) -> Alignment:
+        """An alignment with ``text`` as one with ``original``: its passages mapped
+        back, and the suspect's initials those of ``original`` (when counted)."""
+        return replace(
+            a,
+            passages=self.passages(a.passages),
+            suspect_initials=self.read if self.read is not None else a.suspect_initials,
+        )
+
+
+def read_suspect(text: str, rule: NoiseRule | None = None) -> Reading:
+    """``text`` in display order (``tracker.textform.reading_order``; a text already in
+    display order, as every stored one is, stays as it is) with its noise at a fixed
+    rhythm taken out (``find_noise``)."""
+    shown = reading_order(text)
+    found = find_noise(shown, rule)
+    if not found:
+        return Reading(shown, shown)
+    keep = np.ones(len(shown), dtype=bool)
+    for noise, starts in found:
+        for s in starts:
+            keep[s : s + len(noise.text)] = False
+    kept = np.flatnonzero(keep)
+    cleaned = "".join(shown[i] for i in kept.tolist())
+    return Reading(shown, cleaned, kept, [n for n, _ in found])
