@@ -88,6 +88,12 @@ class AlignParams:
     # keep their initials), the templated law passages it would admit 0.910-0.972
     # (bench/eval.py --laws 40; docs/FINGERPRINTS.md). Above 1: off.
     best_occurrence: float = 0.98
+    # Passages that are true (issue #26): a stretch of at least ``min_insertion``
+    # initials that the suspect holds between two runs of a passage copied in order and
+    # the mother does not (the suspect's gap exceeds the mother's by that much: an ad
+    # line, a watermark, chapter boilerplate) splits the passage there
+    # (``_insertion_pieces``). 0: off.
+    min_insertion: int = 6
 
     def required(self, fine: float) -> float:
         """Initials a passage of this fine similarity needs to count as copied."""
@@ -661,16 +667,46 @@ def _char_span(prepared: Prepared, start: int, end: int) -> tuple[int, int]:
     return int(prepared.offsets[start]), int(prepared.offsets[end - 1]) + 1
 
 
-def _passage(
+def _insertion_pieces(c: _Cluster, p: AlignParams) -> list[Run]:
+    """The cluster's suspect span cut where the suspect holds text the mother does not
+    (``AlignParams.min_insertion``), as ``(s_start, s_end, m_start, m_end)`` pieces in
+    initials: in suspect order, each run extends the piece it continues, and a run that
+    starts at least ``min_insertion`` initials after the piece's reach in the suspect
+    while the mother goes on (gaps: suspect minus mother at least ``min_insertion``)
+    starts the next piece. An edited stretch (characters replaced: both texts' gaps
+    alike) or a stretch the copy left out (the mother's gap the larger) joins."""
+    runs = sorted(c.runs, key=lambda r: (r[0], -(r[1] - r[0])))
+    if p.min_insertion <= 0 or len(runs) < 2:
+        return [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    pieces: list[Run] = []
+    sa0, reach_s, ma0, reach_m = runs[0]
+    m_lo, m_hi = ma0, reach_m
+    for sa, sb, ma, mb in runs[1:]:
+        if sb <= reach_s:
+            continue  # inside the piece in the suspect
+        gap_s, gap_m = sa - reach_s, ma - reach_m
+        if gap_s >= p.min_insertion and gap_s - gap_m >= p.min_insertion:
+            pieces.append((sa0, reach_s, m_lo, m_hi))
+            sa0, m_lo, m_hi = sa, ma, mb
+        else:
+            m_lo, m_hi = min(m_lo, ma), max(m_hi, mb)
+        reach_s, reach_m = sb, mb
+    pieces.append((sa0, reach_s, m_lo, m_hi))
+    return pieces
+
+
+def _passages(
     c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float, p: AlignParams
-) -> Passage:
-    """The cluster as a passage, in characters of the original texts; a reordered one
-    with its segment pairs."""
-    s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
-    m_start, m_end = _char_span(mother, c.m_start, c.m_end)
-    passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
+) -> list[tuple[Passage, Run]]:
+    """The cluster as passages, in characters of the original texts, each with its span
+    in initials: a reordered one as one passage with its segment pairs; one copied in
+    order split at the text the suspect inserted (``_insertion_pieces``), so a passage
+    states only copied text."""
     pairs = _segment_pairs(c, suspect, mother, p)
     if len(pairs) > 1 and _reordered(pairs):
+        s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
+        m_start, m_end = _char_span(mother, c.m_start, c.m_end)
+        passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
         passage.segments = [
             Segment(
                 *_char_span(suspect, g.s_start, g.s_end),
@@ -679,7 +715,14 @@ def _passage(
             )
             for g in pairs
         ]
-    return passage
+        return [(passage, (c.s_start, c.s_end, c.m_start, c.m_end))]
+    out = []
+    for sa, sb, ma, mb in _insertion_pieces(c, p):
+        passage = Passage(
+            *_char_span(suspect, sa, sb), *_char_span(mother, ma, mb), round(similarity, 4)
+        )
+        out.append((passage, (sa, sb, ma, mb)))
+    return out
 
 
 def _matched(a: np.ndarray, b: np.ndarray) -> int:
@@ -857,11 +900,13 @@ def keep_passages(
                 kept = s_len >= p.required(fine)
         if not kept:
             continue
-        s_spans.append((c.s_start, c.s_end))
-        m_spans.append((c.m_start, c.m_end))
-        weighted += similarity * s_len
-        result.passages.append(_passage(view, suspect, mother, similarity, p).moved(shift))
-        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
+        at = c.s_start - view.s_start  # the view's initials in the whole suspect
+        for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+            weighted += similarity * (sb - sa)
+            s_spans.append((sa + at, sb + at))
+            m_spans.append((ma, mb))
+            result.passages.append(passage.moved(shift))
+            result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)
