@@ -22,7 +22,8 @@ known answer (true mother and, where it is exact, the copied spans in both texts
 - ``homophone``: 500 characters with homophones (same pinyin) substituted;
 - ``s2t``: 500 characters converted to traditional characters (OpenCC);
 - ``edits-5pct`` / ``excerpt-150-edits``: 5 % of characters replaced at random;
-- ``watermark``: pirate-site watermarks inserted and punctuation stripped;
+- ``watermark``: pirate-site watermarks inserted and punctuation stripped (the marks are
+  not true copied text: ``s_exclude``);
 - ``reordered``: the sentences of a 600-character excerpt shuffled;
 - ``web-copy`` / ``alt-edition`` / ``trad-edition``: 1,500-character slices of the
   independent editions, the truth being the chapters the slice overlaps;
@@ -230,12 +231,24 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
     for _ in range(n):
         d, a, ex = excerpt(800)
         parts = re.split(r"[，。！？；：、“”‘’\s]", ex)
-        text = ""
+        text, inserted = "", []
         for i, part in enumerate(parts):
             text += part
             if i % 6 == 5:
-                text += rng.choice(marks)
-        cases.append(Case("watermark", text, {d["id"]}, (0, len(text)), (a, a + 800)))
+                mark = rng.choice(marks)
+                inserted.append((len(text), len(text) + len(mark)))
+                text += mark
+        # The marks are not copied text (s_exclude, as the ad lines of ads-dense).
+        cases.append(
+            Case(
+                "watermark",
+                text,
+                {d["id"]},
+                (0, len(text)),
+                (a, a + 800),
+                extra={"s_exclude": inserted},
+            )
+        )
     for _ in range(n):
         d, a, ex = excerpt(600)
         sents = [s for s in re.split(r"(?<=[。！？])", ex) if s]

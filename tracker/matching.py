@@ -210,7 +210,7 @@ class Matcher:
         cleaned, more = self._find(reading.text)
         best: dict[str, tuple[Mother, Alignment]] = {m.id: (m, a) for m, a in found}
         for mother, alignment in cleaned:
-            mapped = reading.alignment(alignment)
+            mapped = reading.alignment(alignment, mother.text)
             held = best.get(mother.id)
             if held is None or self._rank(mapped) > self._rank(held[1]):
                 best[mother.id] = (mother, mapped)

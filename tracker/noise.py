@@ -145,6 +145,10 @@ class NoiseRule:
     max_length: int = 16  # longest noise string, characters
     single_period: int = 3  # a single readable character is noise only this dense
     sample: int = 100_000  # characters read to find the strings (every occurrence is removed)
+    # A line (2-``max_line`` characters, two Han characters at least) that stands
+    # ``min_lines`` times or more on a line of its own: an ad or boilerplate line.
+    min_lines: int = 3
+    max_line: int = 40
     block: int = 256  # the cheap test first (``_may_have_noise``): stretches this long ...
     block_share: float = 0.08  # ... with this share of characters repeated a period on
 
@@ -157,9 +161,10 @@ class Noise:
     text: str
     count: int
     period: int
+    line: bool = False  # a whole line repeated (no rhythm: ``period`` 0)
 
     def to_json(self) -> dict[str, object]:
-        return {"text": self.text, "count": self.count, "period": self.period}
+        return {"text": self.text, "count": self.count, "period": self.period, "line": self.line}
 
 
 def _readable(ch: str) -> bool:
@@ -356,6 +361,8 @@ class Reading:
     noise: list[Noise] = field(default_factory=list)
     warnings: list[ScriptWarning] = field(default_factory=list)
     read: int | None = None  # characters of ``original`` the engine reads (when counted)
+    #: Removed lines (spans of ``original``): a passage over one is split there.
+    cuts: list[tuple[int, int]] = field(default_factory=list)
 
     def offset(self, pos: int, *, end: bool = False) -> int:
         """Where offset ``pos`` of ``text`` lies in ``original`` (``end``: an exclusive
@@ -386,31 +393,118 @@ class Reading:
             ]
         return out
 
-    def passages(self, passages: Iterable[Passage]) -> list[Passage]:
-        return [self.passage(p) for p in passages]
+    def passages(self, passages: Iterable[Passage], mother: str = "") -> list[Passage]:
+        """Passages found in ``text``, in ``original``: mapped back, and split at the
+        removed lines (``cuts``) inside them, so that a passage states only copied
+        text. The mother offsets of a piece are where its first and last characters
+        stand in ``mother`` near where the passage puts them (``_locate``); without
+        the mother text, or when they are not there (an edited copy), counted from
+        the passage's start in the cleaned text."""
+        out = []
+        for p in passages:
+            back = self.passage(p)
+            inside = [
+                (a, b) for a, b in self.cuts if back.suspect_start < a and b < back.suspect_end
+            ]
+            if not inside or back.segments:
+                out.append(back)
+                continue
+            m_len, s_len = p.mother_end - p.mother_start, p.suspect_end - p.suspect_start
+            start = back.suspect_start
+            for a, b in [*inside, (back.suspect_end, back.suspect_end)]:
+                while start < a and self.original[start].isspace():
+                    start += 1
+                while a > start and self.original[a - 1].isspace():
+                    a -= 1
+                if a > start:
+                    lo = self._cleaned(start) - p.suspect_start
+                    hi = self._cleaned(a) - p.suspect_start
+                    m_lo = p.mother_start + round(lo * m_len / max(1, s_len))
+                    m_hi = p.mother_start + round(hi * m_len / max(1, s_len))
+                    if mother:
+                        m_lo, m_hi = _locate(self.original[start:a], mother, m_lo, m_hi)
+                    out.append(
+                        replace(
+                            back,
+                            suspect_start=start,
+                            suspect_end=a,
+                            mother_start=m_lo,
+                            mother_end=m_hi,
+                        )
+                    )
+                start = b
+        return out
 
-    def alignment(self, a: Alignment) -> Alignment:
-        """An alignment with ``text`` as one with ``original``: its passages mapped
-        back, and the suspect's initials those of ``original`` (when counted)."""
+    def _cleaned(self, pos: int) -> int:
+        """Offset in ``text`` of the first kept character at or after ``pos`` of
+        ``original``."""
+        if self.kept is None:
+            return pos
+        return int(np.searchsorted(self.kept, pos))
+
+    def alignment(self, a: Alignment, mother: str = "") -> Alignment:
+        """An alignment of ``text`` with ``mother`` as one of ``original``: its
+        passages mapped back (``passages``), and the suspect's initials those of
+        ``original`` (when counted)."""
         return replace(
             a,
-            passages=self.passages(a.passages),
+            passages=self.passages(a.passages, mother),
             suspect_initials=self.read if self.read is not None else a.suspect_initials,
         )
 
 
+def _locate(piece: str, mother: str, m_lo: int, m_hi: int, near: int = 40) -> tuple[int, int]:
+    """Where ``piece`` starts and ends in ``mother`` within ``near`` characters of
+    ``m_lo`` and ``m_hi``: its first and last (up to 8) characters found there, else
+    the estimates."""
+    edge = min(8, len(piece))
+    head, tail = piece[:edge], piece[-edge:]
+    lo_from = max(0, m_lo - near)
+    at = mother.find(head, lo_from, m_lo + near + edge)
+    start = at if at >= 0 else m_lo
+    at = mother.rfind(tail, max(start, m_hi - near - edge), m_hi + near)
+    end = at + edge if at >= 0 else m_hi
+    return start, max(start, end)
+
+
+_LINE = re.compile(r"[^\n]+")
+
+
+def find_lines(text: str, rule: NoiseRule | None = None) -> list[tuple[Noise, list[int]]]:
+    """Lines repeated on lines of their own (``NoiseRule.min_lines``), each with the
+    starts of its occurrences: the ad and boilerplate lines of a pirate page. The
+    text's own repeated lines (a refrain) are found too; the check reads the text with
+    and without them (``Matcher.find``), so nothing is lost by that."""
+    rule = rule or NoiseRule()
+    if text.count("\n") < rule.min_lines:
+        return []
+    where: dict[str, list[int]] = {}
+    for m in _LINE.finditer(text):
+        line = m.group().strip()
+        if 2 <= len(line) <= rule.max_line and len(_HAN_RE.findall(line)) >= 2:
+            where.setdefault(line, []).append(m.start() + m.group().index(line))
+    return [
+        (Noise(line, len(starts), 0, line=True), starts)
+        for line, starts in where.items()
+        if len(starts) >= rule.min_lines
+    ]
+
+
 def read_suspect(text: str, rule: NoiseRule | None = None) -> Reading:
     """``text`` in display order (``tracker.textform.reading_order``; a text already in
-    display order, as every stored one is, stays as it is) with its noise at a fixed
-    rhythm taken out (``find_noise``)."""
+    display order, as every stored one is, stays as it is) without its noise: strings
+    at a fixed rhythm (``find_noise``) and repeated lines (``find_lines``)."""
     shown = reading_order(text)
-    found = find_noise(shown, rule)
+    found = find_noise(shown, rule) + find_lines(shown, rule)
     if not found:
         return Reading(shown, shown)
     keep = np.ones(len(shown), dtype=bool)
+    cuts: list[tuple[int, int]] = []
     for noise, starts in found:
         for s in starts:
             keep[s : s + len(noise.text)] = False
+            if noise.line:
+                cuts.append((s, s + len(noise.text)))
     kept = np.flatnonzero(keep)
     cleaned = "".join(shown[i] for i in kept.tolist())
-    return Reading(shown, cleaned, kept, [n for n, _ in found])
+    return Reading(shown, cleaned, kept, [n for n, _ in found], cuts=sorted(cuts))

@@ -116,3 +116,33 @@ def test_pinyin_syllables_are_not_other_words() -> None:
     # 60 Han characters and 60 syllables read as initials: nothing unread.
     text = "".join(c + " ta " for c in COPY[:60])
     assert warn(text, read=120, needed=85) is None
+
+
+def test_repeated_ad_lines_are_taken_out_and_passages_split_there() -> None:
+    sentences = [s + "。" for s in COPY.split("。") if s][:12]
+    ads = ["最新章节请到笔趣阁阅读", "天才一秒记住本站地址"]
+    text = "".join(
+        s + (f"\n{ads[(i // 2) % 2]}\n" if i % 2 else "") for i, s in enumerate(sentences)
+    )
+    reading = read_suspect(text)
+    assert sorted((n.text, n.count, n.line) for n in reading.noise) == [
+        ("天才一秒记住本站地址", 3, True),
+        ("最新章节请到笔趣阁阅读", 3, True),
+    ]
+    assert reading.text.replace("\n", "") == "".join(sentences)
+    # One passage over the whole cleaned text, copied from characters 1000- of a
+    # mother, comes back as the copied stretches between the ad lines, each with its
+    # own place in the mother.
+    mother = work(8, 30)[:1000] + "".join(sentences) + work(9, 10)
+    n = len(reading.text)
+    pieces = reading.passages([Passage(0, n, 1000, 1000 + n - 10, 1.0)], mother)
+    assert len(pieces) == 6
+    for i, piece in enumerate(pieces):
+        copied = text[piece.suspect_start : piece.suspect_end]
+        assert copied == "".join(sentences[2 * i : 2 * i + 2])
+        assert mother[piece.mother_start : piece.mother_end] == copied
+
+
+def test_a_line_repeated_twice_is_the_texts_own() -> None:
+    text = "他说：“走吧。”\n" + COPY[:200] + "\n他说：“走吧。”\n" + COPY[200:400]
+    assert read_suspect(text).noise == []

@@ -67,7 +67,7 @@ def test_a_copy_under_a_watermark_every_ten_characters_is_found(library: Library
         "风花雪月", ""
     )
     line = checked.to_json()
-    assert line["noise"] == [{"text": "风花雪月", "count": 80, "period": 14}]
+    assert line["noise"] == [{"text": "风花雪月", "count": 80, "period": 14, "line": False}]
     assert line["warnings"] == []
 
 
