@@ -506,5 +506,6 @@ def read_suspect(text: str, rule: NoiseRule | None = None) -> Reading:
             if noise.line:
                 cuts.append((s, s + len(noise.text)))
     kept = np.flatnonzero(keep)
-    cleaned = "".join(shown[i] for i in kept.tolist())
+    codes = np.frombuffer(shown.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cleaned = codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
     return Reading(shown, cleaned, kept, [n for n, _ in found], cuts=sorted(cuts))
