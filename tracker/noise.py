@@ -187,8 +187,10 @@ def _regular(positions: np.ndarray, span: int, rule: NoiseRule) -> tuple[np.ndar
     small = gaps[gaps <= rule.max_period]
     if small.size < rule.min_repeats - 1:
         return none, 0
-    period = int(np.argmax(np.bincount(small)))
-    if period < 1:
+    counts = np.bincount(small)
+    counts[:2] = 0  # a character doubled inside the mark (水水人人) is not its rhythm
+    period = int(np.argmax(counts))
+    if period < 2:
         return none, 0
     tol = rule.tolerance if period > rule.single_period else 0
     after = np.searchsorted(positions, positions + period - tol, side="left")
@@ -336,6 +338,11 @@ def _strongest(text: str, rule: NoiseRule) -> tuple[str, int] | None:
         positions, period = _regular(order[a:b], len(text), rule)  # stable: ascending
         if not positions.size:
             continue
+        # One occurrence per mark: the first of a character the mark holds twice.
+        first = np.concatenate([[True], np.diff(positions) >= period - rule.tolerance])
+        positions = positions[first]
+        if positions.size >= 2:
+            period = int(np.argmax(np.bincount(np.diff(positions))))
         left, right = _grow(text, positions, rule)
         mark = text[max(0, int(positions[0]) - left) : int(positions[0]) + right + 1]
         if sum(map(_readable, mark)) < 2 and period > rule.single_period:

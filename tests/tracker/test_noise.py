@@ -146,3 +146,10 @@ def test_repeated_ad_lines_are_taken_out_and_passages_split_there() -> None:
 def test_a_line_repeated_twice_is_the_texts_own() -> None:
     text = "他说：“走吧。”\n" + COPY[:200] + "\n他说：“走吧。”\n" + COPY[200:400]
     assert read_suspect(text).noise == []
+
+
+def test_a_mark_that_holds_a_character_twice() -> None:
+    suspect = marked(COPY, "水水人人", 10)
+    reading = read_suspect(suspect)
+    assert [(n.text, n.period) for n in reading.noise] == [("水水人人", 14)]
+    assert reading.text == COPY
