@@ -35,6 +35,9 @@ def prose(seed: int, sentences: int) -> str:
 
 
 PROSE = prose(26, 80)
+# A list that repeats a string at a fixed rhythm in the work itself (real text does:
+# lists of arbitration commissions in a law).
+LIST = "".join(name[:2] + "仲裁委员会、" for name in prose(31, 40).split("。")[:40])
 ADS = ["最新章节请到笔趣阁阅读", "天才一秒记住本站地址", "手机用户请浏览阅读"]
 
 
@@ -44,6 +47,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with Library.open(Settings(data_dir=folder)) as lib:
         lib.ingest([Document(id="work-1", title="原作", text=WORK)])
         lib.ingest([Document(id="prose", title="散文", text=PROSE)])
+        lib.ingest([Document(id="list", title="名录", text=work(5, 10) + LIST + work(6, 10))])
         lib.ingest([Document(id="other", title="别的", text=work(77, 60))])
     yield folder
 
@@ -119,3 +123,13 @@ def test_english_is_never_a_silent_no_match(data: Path, tmp_path: Path) -> None:
     assert len(warned) == 2
     assert "english.txt: no Chinese text" in warned[0]
     assert "few.txt: only 4 Chinese characters" in warned[1]
+
+
+def test_a_copy_of_a_list_that_repeats_a_string_loses_nothing(library: Library) -> None:
+    # The rhythm rule finds 仲裁委员会、 in it; the check also reads it as it is.
+    checked = library.check_suspect(Suspect(id="list-copy", text=LIST), save=False)
+    assert [n.text for n in checked.result.noise] == ["仲裁委员会、"]
+    (match,) = checked.matches
+    assert match.mother_id == "list"
+    (p,) = match.passages
+    assert (p.suspect_start, p.suspect_end) == (0, len(LIST) - 1)  # the last 、 is no initial
