@@ -88,6 +88,12 @@ class AlignParams:
     # keep their initials), the templated law passages it would admit 0.910-0.972
     # (bench/eval.py --laws 40; docs/FINGERPRINTS.md). Above 1: off.
     best_occurrence: float = 0.98
+    # Passages that are true (issue #26): a stretch of at least ``min_insertion``
+    # initials that the suspect holds between two runs of a passage copied in order and
+    # the mother does not (the suspect's gap exceeds the mother's by that much: an ad
+    # line, a watermark, chapter boilerplate) splits the passage there
+    # (``_insertion_pieces``). 0: off.
+    min_insertion: int = 6
 
     def required(self, fine: float) -> float:
         """Initials a passage of this fine similarity needs to count as copied."""
@@ -671,16 +677,91 @@ def _char_span(prepared: Prepared, start: int, end: int) -> tuple[int, int]:
     return int(prepared.offsets[start]), int(prepared.offsets[end - 1]) + 1
 
 
-def _passage(
+def _insertion_pieces(
+    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+) -> list[Run]:
+    """The cluster's suspect span cut where the suspect holds text the mother does not
+    (``AlignParams.min_insertion``), as ``(s_start, s_end, m_start, m_end)`` pieces in
+    initials: in suspect order, each run extends the piece it continues, and a run that
+    starts at least ``min_insertion`` initials after the piece's reach in the suspect
+    while the mother goes on (gaps: suspect minus mother at least ``min_insertion``)
+    starts the next piece. An edited stretch (characters replaced: both texts' gaps
+    alike) or a stretch the copy left out (the mother's gap the larger) joins. At a
+    cut, initials a run took into the inserted text by chance (the same initial, not
+    the same character) go back to it (``_trim_cut``)."""
+    runs = sorted(c.runs, key=lambda r: (r[0], -(r[1] - r[0])))
+    if p.min_insertion <= 0 or len(runs) < 2:
+        return [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    pieces: list[list[int]] = []
+    sa0, reach_s, ma0, reach_m = runs[0]
+    piece = [sa0, reach_s, ma0, reach_m]
+    diag = ma0 - sa0
+    for sa, sb, ma, mb in runs[1:]:
+        if sb <= reach_s:
+            continue  # inside the piece in the suspect
+        if abs((ma - sa) - diag) > p.max_drift:
+            if sb - sa < p.anchor:
+                continue  # a short phrase found elsewhere in the mother
+            pieces.append(piece)  # a long run elsewhere: a new piece, no cut
+            piece, diag = [sa, sb, ma, mb], ma - sa
+            reach_s, reach_m = sb, mb
+            continue
+        gap_s, gap_m = sa - reach_s, ma - reach_m
+        if gap_s >= p.min_insertion and gap_s - gap_m >= p.min_insertion:
+            pieces.append(piece)
+            piece = [sa, sb, ma, mb]
+        else:
+            piece[1] = sb
+            piece[2], piece[3] = min(piece[2], ma), max(piece[3], mb)
+        reach_s, reach_m = sb, mb
+        if sb - sa >= p.anchor:
+            diag = ma - sa
+    pieces.append(piece)
+    if len(pieces) > 1:
+        _trim_cut(pieces, suspect, mother, p)
+    return [(a, b, ma, mb) for a, b, ma, mb in pieces]
+
+
+def _trim_cut(pieces: list[list[int]], suspect: Prepared, mother: Prepared, p: AlignParams) -> None:
+    """Where the pieces were cut, up to ``min_insertion - 1`` initials at each side that
+    read another character than the mother's (on the piece's own diagonal) leave the
+    piece: a run ends or starts inside an ad line when its first or last initials
+    happen to be the mother's next ones."""
+    s_chars, m_chars = suspect.chars, mother.chars
+    if s_chars is None or m_chars is None:
+        return
+    limit = p.min_insertion - 1
+
+    def differs(s_pos: int, m_pos: int) -> bool:
+        return 0 <= m_pos < m_chars.size and bool(s_chars[s_pos] != m_chars[m_pos])
+
+    for before, after in itertools.pairwise(pieces):
+        for _ in range(limit):  # the end of the piece before the cut
+            if before[1] - before[0] > 1 and differs(before[1] - 1, before[3] - 1):
+                before[1] -= 1
+                before[3] -= 1
+            else:
+                break
+        for _ in range(limit):  # the start of the piece after it
+            if after[1] - after[0] > 1 and differs(after[0], after[2]):
+                after[0] += 1
+                after[2] += 1
+            else:
+                break
+
+
+def _passages(
     c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float, p: AlignParams
-) -> Passage:
-    """The cluster as a passage, in characters of the original texts; a reordered one
-    with its segment pairs."""
-    s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
-    m_start, m_end = _char_span(mother, c.m_start, c.m_end)
-    passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
+) -> list[tuple[Passage, Run]]:
+    """The cluster as passages, in characters of the original texts, each with its span
+    in initials: a reordered one as one passage with its segment pairs; one copied in
+    order split at the text the suspect inserted (``_insertion_pieces``), so a passage
+    states only copied text."""
     pairs = _segment_pairs(c, suspect, mother, p)
     if len(pairs) > 1 and _reordered(pairs):
+        s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
+        m_start, m_end = _char_span(mother, c.m_start, c.m_end)
+        passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
         passage.segments = [
             Segment(
                 *_char_span(suspect, g.s_start, g.s_end),
@@ -689,7 +770,14 @@ def _passage(
             )
             for g in pairs
         ]
-    return passage
+        return [(passage, (c.s_start, c.s_end, c.m_start, c.m_end))]
+    out = []
+    for sa, sb, ma, mb in _insertion_pieces(c, suspect, mother, p):
+        passage = Passage(
+            *_char_span(suspect, sa, sb), *_char_span(mother, ma, mb), round(similarity, 4)
+        )
+        out.append((passage, (sa, sb, ma, mb)))
+    return out
 
 
 def _matched(a: np.ndarray, b: np.ndarray) -> int:
@@ -867,11 +955,13 @@ def keep_passages(
                 kept = s_len >= p.required(fine)
         if not kept:
             continue
-        s_spans.append((c.s_start, c.s_end))
-        m_spans.append((c.m_start, c.m_end))
-        weighted += similarity * s_len
-        result.passages.append(_passage(view, suspect, mother, similarity, p).moved(shift))
-        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
+        at = c.s_start - view.s_start  # the view's initials in the whole suspect
+        for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+            weighted += similarity * (sb - sa)
+            s_spans.append((sa + at, sb + at))
+            m_spans.append((ma, mb))
+            result.passages.append(passage.moved(shift))
+            result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)

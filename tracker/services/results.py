@@ -70,6 +70,11 @@ class CheckResult:
             "suspect_id": self.suspect.id,
             "matches": list(self.matches_json()),
             "text_sha256": text_sha256(text),
+            # Too little of the text is read by the engine (not Chinese): never a
+            # silent "no match" (tracker.noise.script_warning).
+            "warnings": [w.to_json() for w in self.result.warnings],
+            # Strings found repeated at a fixed rhythm, read without (tracker.noise).
+            "noise": [n.to_json() for n in self.result.noise],
         }
         if include_text:
             line["text"] = text
