@@ -101,6 +101,15 @@ class AlignParams:
     short_chars: float = 0.9
     short_common: float = 0.25
     short_library_common: float = 0.5
+    # Formula text (issue #26): a passage up to ``formula_span`` initials whose mother
+    # text is mostly ordinary (at least ``formula_common`` of its Han 4-grams common in
+    # the reference, ``tracker.rarity``: legal formulas, the revision history heading a
+    # regulation) counts only when it reads alike letter for letter (``formula_fine``,
+    # or its best occurrences do, ``best_occurrence``): the same-subject regulations
+    # that read 0.72-0.97 alike and run past ``max_required``.
+    formula_common: float = 0.8
+    formula_fine: float = 0.98
+    formula_span: int = 700
 
     @property
     def base(self) -> int:
@@ -847,8 +856,7 @@ def short_copy(
         return False
     if library_common > p.short_library_common or mother.chars is None:
         return False
-    ordinary = reference_grams().ordinariness(mother.chars[c.m_start : c.m_end])
-    if ordinary.common_share > p.short_common:
+    if ordinary_share(c, mother) > p.short_common:
         return False
     return char_similarity(c, suspect, mother, p) >= p.short_chars
 
@@ -867,12 +875,23 @@ def reads_alike_enough(
     initials counts whatever it reads like (None), and difflib's cost grows with the
     square of the length."""
     s_len = c.s_end - c.s_start
-    if s_len >= p.max_required:
+    formula = s_len < p.formula_span and ordinary_share(c, mother) >= p.formula_common
+    if s_len >= p.max_required and not formula:
         return True, None
     fine = fine_similarity(c, suspect, mother, p)
+    if formula and fine < p.formula_fine:
+        return False, fine
     if s_len >= p.required(fine):
         return True, fine
     return short_copy(c, suspect, mother, p, fine, library_common), fine
+
+
+def ordinary_share(c: _Cluster, mother: Prepared) -> float:
+    """Share of the Han 4-grams of the cluster's mother text that are common in ordinary
+    text (``tracker.rarity``); 0 when the characters are not known."""
+    if mother.chars is None:
+        return 0.0
+    return reference_grams().ordinariness(mother.chars[c.m_start : c.m_end]).common_share
 
 
 # Where step 4 reads a cluster's characters: the suspect prepared (whole, or just the
