@@ -93,12 +93,12 @@ class AlignParams:
     best_occurrence: float = 0.98
     # Short copies (issue #26): a passage from ``min_copied`` up to ``base`` initials
     # counts when it is distinctive: it reads alike on initials (``short_fine``) and on
-    # characters (``short_chars``), at most ``short_common`` of the mother's Han 4-grams
-    # are common in ordinary text (``tracker.rarity``) and at most
+    # characters (``short_chars``), at most ``short_common`` of its Han 4-grams are
+    # common in ordinary text (``ordinary_share``, ``tracker.rarity``) and at most
     # ``short_library_common`` of it lies under index windows many works of the library
     # share (the engine's ``common`` evidence). docs/FINGERPRINTS.md, "Short copies".
-    short_fine: float = 0.95
-    short_chars: float = 0.9
+    short_fine: float = 0.97
+    short_chars: float = 0.97
     short_common: float = 0.25
     short_library_common: float = 0.5
     # Formula text (issue #26): a passage up to ``formula_span`` initials whose mother
@@ -848,15 +848,15 @@ def short_copy(
 ) -> bool:
     """Whether a passage shorter than ``p.base`` is a distinctive copy (the fields
     ``short_*`` of ``AlignParams``): at least ``min_copied`` initials, reading alike on
-    initials and on characters, its words rare in ordinary text (``tracker.rarity``, read
-    on the mother's characters) and in the library (``library_common``: the share of it
-    under index windows many works share)."""
+    initials and on characters, its words rare in ordinary text (``ordinary_share``) and
+    in the library (``library_common``: the share of it under index windows many works
+    share)."""
     s_len = c.s_end - c.s_start
     if not (p.min_copied <= s_len < p.base) or fine < p.short_fine:
         return False
     if library_common > p.short_library_common or mother.chars is None:
         return False
-    if ordinary_share(c, mother) > p.short_common:
+    if ordinary_share(c, suspect, mother) > p.short_common:
         return False
     return char_similarity(c, suspect, mother, p) >= p.short_chars
 
@@ -875,7 +875,7 @@ def reads_alike_enough(
     initials counts whatever it reads like (None), and difflib's cost grows with the
     square of the length."""
     s_len = c.s_end - c.s_start
-    formula = s_len < p.formula_span and ordinary_share(c, mother) >= p.formula_common
+    formula = s_len < p.formula_span and ordinary_share(c, suspect, mother) >= p.formula_common
     if s_len >= p.max_required and not formula:
         return True, None
     fine = fine_similarity(c, suspect, mother, p)
@@ -886,12 +886,21 @@ def reads_alike_enough(
     return short_copy(c, suspect, mother, p, fine, library_common), fine
 
 
-def ordinary_share(c: _Cluster, mother: Prepared) -> float:
-    """Share of the Han 4-grams of the cluster's mother text that are common in ordinary
-    text (``tracker.rarity``); 0 when the characters are not known."""
-    if mother.chars is None:
-        return 0.0
-    return reference_grams().ordinariness(mother.chars[c.m_start : c.m_end]).common_share
+def ordinary_share(c: _Cluster, suspect: Prepared, mother: Prepared) -> float:
+    """Share of the Han 4-grams common in ordinary text (``tracker.rarity``) in the
+    cluster's text, the larger of its suspect and its mother span (a reordered
+    cluster's mother span holds other words between its pieces; a traditional copy's
+    suspect span reads rare); 0 when the characters are not known."""
+    ref = reference_grams()
+    shares = [
+        ref.ordinariness(chars[a:b]).common_share
+        for chars, a, b in (
+            (suspect.chars, c.s_start, c.s_end),
+            (mother.chars, c.m_start, c.m_end),
+        )
+        if chars is not None
+    ]
+    return max(shares, default=0.0)
 
 
 # Where step 4 reads a cluster's characters: the suspect prepared (whole, or just the
