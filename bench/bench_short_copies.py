@@ -4,8 +4,9 @@ Usage: python bench/bench_short_copies.py [--data ../shared/data] [--cases 30] [
        [--rounds 3]
 
 One library (the evaluation's mothers, ``bench/eval.py``), two matchers on it: "before"
-(``AlignParams(min_copied=85)``, ``MatchPolicy(min_copied=85)``: the verifier before the
-short-copy rule, whose floor and sure length were both 85) and "after" (the defaults).
+(``AlignParams(min_copied=85, formula_span=0)``, ``MatchPolicy(min_copied=85)``: the
+verifier before issue #26, whose floor and sure length were both 85, without the
+formula-text rule) and "after" (the defaults).
 Every suspect of the evaluation (with ``--evasions``' kinds) is checked by both, in
 alternating order, ``--rounds`` times; the medians per suspect and their ratio are
 printed, so machine load hits both alike.
@@ -58,7 +59,7 @@ def main() -> None:
                 lib.store,
                 after.engine,
                 policy=replace(after.policy, min_copied=SURE_COPIED),
-                align_params=AlignParams(min_copied=SURE_COPIED),
+                align_params=AlignParams(min_copied=SURE_COPIED, formula_span=0),
                 cache=after.cache,
             )
             times: dict[str, list[float]] = {"before": [], "after": []}
