@@ -8,11 +8,11 @@ national laws (legal formulas) and the traditional Wikipedia paragraphs of DRCD
 the evaluation draws its news-reprint hosts and simplified-Wikipedia negatives from the
 odd ones, so they are text the table has not seen), and three classical novels that no
 library of the evaluation holds (儒林外史, 镜花缘, 老残游记: the formulas of classical
-fiction), traditional text
-converted to simplified with OpenCC, each novel cut into 3,000-character documents. A
-4-gram enters the table when at least ``--min-df`` documents hold it. The novels of the
-evaluation's library (红楼梦, 三国演义), Lu Xun and the simplified Wikipedia paragraphs
-(CMRC) stay out: the table must say what is ordinary, not what the library holds.
+fiction), traditional text converted to simplified with OpenCC, each novel cut into
+3,000-character documents. A 4-gram enters the table when at least ``--min-df``
+documents hold it. The novels of the evaluation's library (红楼梦, 三国演义), Lu Xun
+and the simplified Wikipedia paragraphs (CMRC) stay out: the table must say what is
+ordinary, not what the library holds.
 (tracker/rarity.py; docs/FINGERPRINTS.md, "Short copies".)
 """
 
