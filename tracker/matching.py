@@ -40,7 +40,9 @@ class MatchPolicy:
     candidates: int = 20  # how many candidates are verified (at least)
     chars_per_candidate: int = 2000  # a long suspect may hold many works: one per 2,000 chars
     long_suspect: int = 20_000  # initials; longer suspects are verified near the hits only
-    min_copied: int = DEFAULT_MIN_COPIED  # initials of the suspect inside passages
+    # Initials of the suspect inside passages: the library's floor (a passage under
+    # ``config.SURE_COPIED`` is one only as a distinctive short copy, ``align.short_copy``).
+    min_copied: int = DEFAULT_MIN_COPIED
     min_similarity: float = 0.6  # length-weighted passage similarity
     score_scale: float = 80.0  # copied initials at which confidence reaches 1 - 1/e
 
