@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from tracker.config import DEFAULT_MIN_COPIED, ReadLimits, SettingError, Settings
+from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
     from tracker.documents import DocumentError
@@ -591,10 +591,10 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     "--min-copied",
     type=int,
     default=None,
-    help="Minimum copied length, in pinyin initials (about one per Han character), of a "
-    f"passage that reads alike; less alike passages need more (default {DEFAULT_MIN_COPIED}; "
-    "raise it for "
-    "libraries of templated text such as regulations). No index rebuild.",
+    help="Minimum copied length, in pinyin initials (about one per Han character): nothing "
+    f"shorter is reported (default {DEFAULT_MIN_COPIED}); a passage under {SURE_COPIED} is "
+    "reported only when distinctive, less alike passages need more. Raise it for "
+    "libraries of templated text such as regulations. No index rebuild.",
 )
 @click.option(
     "--min-hits",

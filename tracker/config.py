@@ -83,10 +83,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: The default minimum copied length, in pinyin initials (about one per Han character):
-#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: the floor under which nothing counts as copied (``AlignParams.min_copied``,
 #: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
-#: --min-copied``. The one place of this number.
-DEFAULT_MIN_COPIED = 85
+#: --min-copied``. The one place of this number. Between it and ``SURE_COPIED`` a
+#: passage counts only as a distinctive short copy (``tracker.align.short_copy``).
+DEFAULT_MIN_COPIED = 50
+
+#: From this many initials a passage that reads alike counts as copied whatever its
+#: words (the templated-text rule grows from here: ``AlignParams.required``).
+SURE_COPIED = 85
 
 
 class SettingError(ValueError):
