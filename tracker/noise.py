@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracker.records import Passage
+from tracker.records import JSONObject, Passage
 
 if TYPE_CHECKING:
     from tracker.align import Alignment
@@ -94,7 +94,7 @@ class ScriptWarning:
             "Chinese text was checked"
         )
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JSONObject:
         return {
             "code": self.code,
             "read": self.read,
@@ -168,7 +168,7 @@ class Noise:
     period: int
     line: bool = False  # a whole line repeated (no rhythm: ``period`` 0)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JSONObject:
         return {"text": self.text, "count": self.count, "period": self.period, "line": self.line}
 
 
