@@ -83,10 +83,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: The default minimum copied length, in pinyin initials (about one per Han character):
-#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: the floor under which nothing counts as copied (``AlignParams.min_copied``,
 #: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
-#: --min-copied``. The one place of this number.
-DEFAULT_MIN_COPIED = 85
+#: --min-copied``. The one place of this number. Between it and ``SURE_COPIED`` a
+#: passage counts only as a distinctive short copy (``tracker.align.short_copy``).
+DEFAULT_MIN_COPIED = 50
+
+#: From this many initials a passage that reads alike counts as copied whatever its
+#: words (the templated-text rule grows from here: ``AlignParams.required``).
+SURE_COPIED = 85
 
 
 class SettingError(ValueError):
@@ -300,6 +305,7 @@ class WorkerSettings:
     ingest_chunk: int = 200
     check_chunk: int = 25  # texts per check task of a job (workers/jobs.py)
     recheck_chunk: int = 200  # stored suspects per re-check task
+    rebuild_chunk: int = 200  # mothers per refill task of an index rebuild
     snapshot_minutes: int = 10
 
     @classmethod
@@ -315,6 +321,7 @@ class WorkerSettings:
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
             check_chunk=env_int("YINJI_CHECK_CHUNK", 25, minimum=1),
             recheck_chunk=env_int("YINJI_RECHECK_CHUNK", 200, minimum=1),
+            rebuild_chunk=env_int("YINJI_REBUILD_CHUNK", 200, minimum=1),
             snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 

@@ -22,8 +22,11 @@ from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.records import JSONObject
+from tracker.services import refill as refills
 from tracker.services.engines import EngineSet
 from tracker.services.index_writer import batches, bulk_folder
+from tracker.services.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.services.results import (
     RebuildResult,
     ReshardResult,
@@ -134,12 +137,61 @@ class IndexAdmin:
         )
 
     # -- rebuild, growth, new options -------------------------------------------------
+    def plan_rebuild(self, engine: str | None = None, size: int = 200) -> RefillPlan:
+        """A rebuild of an engine's index as chunks of at most ``size`` mothers
+        (``tracker.services.refill``): refilled in any order by any process, then
+        ``load``-ed once every chunk is done."""
+        return refills.plan(self.store, self.engines.get(engine).name, size)
+
+    def refill(
+        self,
+        engine: str | None,
+        chunk: RefillChunk,
+        *,
+        recompute: bool = False,
+        progress: Progress | None = None,
+    ) -> RefillDone:
+        """One chunk of a rebuild: its mothers' fingerprints stored (computed where
+        missing, or all of them with ``recompute``). Idempotent; the index is not touched."""
+        eng = self.engines.get(engine)
+        return refills.refill(self.store, eng, chunk, recompute=recompute, progress=progress)
+
     def rebuild(
-        self, engine: str | None = None, *, progress: Progress | None = None
+        self,
+        engine: str | None = None,
+        *,
+        progress: Progress | None = None,
+        recompute: bool = False,
+        chunk: int = 200,
     ) -> RebuildResult:
-        """Recreate an engine's index from the store (fingerprints recomputed if missing).
-        One rebuild per engine at a time (a Redis lock); checks meanwhile wait for it.
-        The stored fingerprints go in batches of 256 mothers into a bulk loader (written
+        """Recreate an engine's index from the store: the chunks of ``plan_rebuild``
+        refilled one after the other (fingerprints recomputed if missing, or all with
+        ``recompute``), then ``load``. The same chunks the workers share
+        (``workers.tasks.index``). ``progress`` counts every mother twice (its
+        fingerprints, then its load) out of twice the mothers."""
+        started = time.perf_counter()
+        work = self.plan_rebuild(engine, chunk)
+        total = 2 * work.mothers
+        done = 0
+        for part in work.chunks:
+            got = self.refill(work.engine, part, recompute=recompute)
+            done += got.mothers
+            if progress:
+                progress(done, total)
+        base = done
+
+        def loading(n: int, _total: int | None) -> None:
+            if progress:
+                progress(min(base + n, total), total)
+
+        info = self.load(work.engine, progress=loading if progress else None)
+        return RebuildResult(info.engine, info.mothers, time.perf_counter() - started)
+
+    def load(self, engine: str | None = None, *, progress: Progress | None = None) -> RebuildResult:
+        """Recreate an engine's index from the stored fingerprints (computed and stored
+        here for a mother that has none: one stored after the chunks were planned).
+        One load per engine at a time (a Redis lock); checks meanwhile wait for it. The
+        stored fingerprints go in batches of 256 mothers into a bulk loader (written
         once at the end, sized from their exact count) or, for an engine without one,
         straight to ``add``."""
         eng = self.engines.get(engine)
@@ -215,15 +267,12 @@ class IndexAdmin:
             done = eng.reshard(bits)
         return ReshardResult(eng.name, done, time.perf_counter() - started)
 
-    def configure_engine(self, name: str, options: dict[str, Any]) -> RebuildResult:
+    def configure_engine(self, name: str, options: JSONObject) -> RebuildResult:
         """Store new options of an engine (parameters, reference distribution), then
         recompute every stored fingerprint with them and rebuild the engine's index:
         fingerprints made with the old options would never match new ones."""
-        eng = self.engines.set_options(name, options)
-        for mother in self.store.iter_mothers():
-            fps = eng.mother_fingerprints(mother.text)
-            self.store.put_fingerprints(mother.seq, name, fps.tobytes())
-        return self.rebuild(name)
+        self.engines.set_options(name, dict(options))
+        return self.rebuild(name, recompute=True)
 
     # -- local copies and stats -------------------------------------------------------
     def stats(self) -> dict[str, Any]:

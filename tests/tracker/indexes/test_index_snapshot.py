@@ -184,9 +184,9 @@ def test_checks_answer_the_same_from_a_snapshot_and_use_it(
         from_redis = [lib.check_text(s).matches for s in suspects]
         assert {m.mother_id for m in from_redis[0]} == {"w1"}
         info = lib.snapshot_index()
-        assert info["postings"] > 0 and Path(info["path"]).is_dir()
+        assert info.info.postings > 0 and Path(info.info.path).is_dir()
         stats = lib.index_stats()["engines"]["daguan"]["snapshot"]
-        assert stats["state"] == "current" and stats["postings"] == info["postings"]
+        assert stats["state"] == "current" and stats["postings"] == info.info.postings
         eng = lib.engine()
 
         def no_redis(fps: Any) -> Any:
