@@ -295,7 +295,7 @@ def submit_ingest(
         if duplicate is not None:
             skipped.append({"source": where, "message": duplicate})
         else:
-            docs.append(doc)
+            docs.append(dict(doc))
     size = worker_settings(get_celery()).ingest_chunk
     tasks: list[TaskSpec] = []
     for i in range(0, len(docs), size):
@@ -631,12 +631,17 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
             continue
         matches = item.get("matches")
         count = len(matches) if isinstance(matches, list) else int(matches or 0)
+        warnings = item.get("warnings")
         rows.append(
             {
                 "suspect_id": item.get("suspect_id"),
                 "title": item.get("title") or "",
                 "url": item.get("url") or "",
                 "matches": count,
+                # not Chinese (tracker.noise.ScriptWarning.to_json): shown, never silent
+                "warnings": [w for w in warnings if isinstance(w, dict)]
+                if isinstance(warnings, list)
+                else [],
             }
         )
     errors = _problems(result.get("errors"))
@@ -649,6 +654,7 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
         "checked": len(rows),
         "matches": sum(r["matches"] for r in rows),
         "with_matches": sum(1 for r in rows if r["matches"]),
+        "warned": sum(1 for r in rows if r["warnings"]),
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,8 @@ from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
-from tracker.indexes.snapshot import take_snapshot
+from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.records import JSONObject
 from tracker.services import refill as refills
 from tracker.services.engines import EngineSet
 from tracker.services.index_writer import batches, bulk_folder
@@ -268,7 +269,7 @@ class IndexAdmin:
             done = eng.reshard(bits)
         return ReshardResult(eng.name, done, time.perf_counter() - started)
 
-    def configure_engine(self, name: str, options: Mapping[str, object]) -> RebuildResult:
+    def configure_engine(self, name: str, options: JSONObject) -> RebuildResult:
         """Store new options of an engine (parameters, reference distribution), then
         recompute every stored fingerprint with them and rebuild the engine's index:
         fingerprints made with the old options would never match new ones."""
@@ -287,34 +288,91 @@ class IndexAdmin:
                 out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
         return out
 
-    def snapshot(self, engine: str | None = None) -> SnapshotTaken:
+    def snapshot(self, engine: str | None = None, *, wait: bool = True) -> SnapshotTaken:
         """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
-        checks then look fingerprints up there (memory-mapped arrays) until the next
-        write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
-        with the store (a copy of it would answer wrongly until the next write)."""
+        checks then look fingerprints up there (memory-mapped arrays), except those of
+        the buckets written since, which Redis answers (``tracker.indexes.snapshot``).
+        Refused for an index that is not in sync with the store (a copy of it would
+        answer wrongly until the next write)."""
         eng = self.engines.get(engine)
         if not isinstance(eng, LocalCopies):
             raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
         self.ensure(eng.name)
-        return SnapshotTaken(eng.name, take_snapshot(eng.index, self.settings.snapshots_path))
+        return SnapshotTaken(
+            eng.name, take_snapshot(eng.index, self.settings.snapshots_path, wait=wait)
+        )
 
     def refresh_snapshots(
-        self, min_postings: int | None = None
+        self,
+        min_postings: int | None = None,
+        *,
+        share: float | None = None,
+        wait: bool = True,
     ) -> list[SnapshotTaken | SnapshotSkipped]:
         """Take a snapshot of each index that has local copies, holds at least
-        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and changed since its
-        last one (the workers' periodic task); what was done, per engine."""
+        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and had more than
+        ``share`` of its buckets (default ``YINJI_SNAPSHOT_REFRESH_SHARE``) written since
+        the snapshot that answers its lookups, or has none (after an ingest, and the
+        workers' periodic task). The take copies only the buckets written since. With
+        ``wait`` False, an index whose snapshot another process is taking is skipped.
+        What was done, per engine."""
         floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
+        limit = self.settings.snapshot_refresh_share if share is None else share
         done: list[SnapshotTaken | SnapshotSkipped] = []
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
             fields = eng.index.fields_estimate()
+            written = eng.snapshots.written_fraction(eng.index)
             if fields < max(floor, 1):
                 done.append(SnapshotSkipped(name, f"{fields:,} postings < {floor:,}"))
-            elif eng.snapshots.current(eng.index) is not None:
+            elif written == 0.0:
                 done.append(SnapshotSkipped(name, "the snapshot is current"))
+            elif written is not None and written <= limit:
+                done.append(
+                    SnapshotSkipped(
+                        name,
+                        f"the snapshot is current but for {written:.1%} of the buckets "
+                        f"(<= {limit:.1%}: Redis answers those)",
+                    )
+                )
             else:
-                done.append(self.snapshot(name))
+                try:
+                    done.append(self.snapshot(name, wait=wait))
+                except TakeBusy:
+                    done.append(SnapshotSkipped(name, "another process is taking one"))
         return done
+
+    def record_writes(self, eng: Engine, *, load: bool = False) -> None:
+        """Before an ingest's writes: keep what they write (``load``: a bulk load's rows;
+        else adds, when the engine's snapshot is current), so that the snapshot after it
+        is written from that, not read back (``tracker.indexes.recording``)."""
+        if not isinstance(eng, LocalCopies) or eng.snapshots is None:
+            return
+        if load or eng.snapshots.current(eng.index) is not None:
+            eng.index.start_recording(adds=not load)
+
+    def drop_recordings(self) -> None:
+        """What ``record_writes`` kept, dropped (used or not)."""
+        for name in self.engines.indexed():
+            eng = self.engines.get(name)
+            if isinstance(eng, LocalCopies):
+                eng.index.recording = None
+
+    def fresh_snapshots(self, warnings: list[str]) -> float:
+        """After an ingest: ``refresh_snapshots`` without waiting for another process's
+        take, so that checks answer from local memory at once; the seconds it took when
+        it took one (else 0). A failure is a warning (checks then ask Redis for what
+        changed); the ingest itself is stored."""
+        started = time.perf_counter()
+        try:
+            taken = self.refresh_snapshots(wait=False)
+        except Exception as exc:
+            warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
+            return 0.0
+        finally:
+            self.drop_recordings()
+        if any(isinstance(t, SnapshotTaken) for t in taken):
+            return time.perf_counter() - started
+        return 0.0

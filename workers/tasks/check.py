@@ -190,7 +190,7 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> Rec
     started = utcnow()
     scheduled = since is None
     raw = since if since is not None else store.get_meta(LAST_RUN_META)
-    since_dt = parse_utc(raw) if raw else None
+    since_dt = parse_utc(raw) if isinstance(raw, str) and raw else None
     # First run: every mother is new to the suspects seen so far.
     new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
     children: list[dict[str, Any]] = []

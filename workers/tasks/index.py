@@ -25,6 +25,7 @@ from typing import TypedDict
 from celery import Task, shared_task
 
 from tracker.index_health import IndexOutOfSync
+from tracker.records import JSONObject
 from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, child_id, fanout, once, rt, task_key
@@ -207,8 +208,8 @@ def _load(task: Task, engine: str, mothers: int) -> LoadResult:
 
 
 @shared_task(name="yinji.index.refresh_snapshots", **TASK_OPTIONS)
-def refresh_snapshots(self: Task) -> list[dict[str, object]]:
+def refresh_snapshots(self: Task) -> list[JSONObject]:
     """A fresh local copy of each index that changed and is big enough
     (``Library.refresh_snapshots``; the beat sends it every ``YINJI_SNAPSHOT_MINUTES``)."""
-    done: list[dict[str, object]] = rt(self).library.refresh_snapshots()
+    done: list[JSONObject] = rt(self).library.refresh_snapshots()
     return done
