@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import itertools
 import json
 import os
 import resource
@@ -59,32 +58,49 @@ def crawler_for(port: int, interval: float = INTERVAL):  # type: ignore[no-untyp
             total_timeout=20,
         )
     )
-    # The slot the crawler's limiter gave each request (the client's side of politeness):
-    # HostRateLimiter.wait's own computation, recorded under its lock.
+    # When the crawler's limiter let each request to a host go and when it was told the
+    # request ended (the client's side of politeness), recorded around its own methods.
     crawler.sends = []  # type: ignore[attr-defined]
     limiter = crawler._limiter
+    acquire, release = limiter.acquire, limiter.release
 
-    def timed(host: str) -> float:
-        with limiter._lock:
-            now = time.monotonic()
-            slot = max(now, limiter._next.get(host, 0.0))
-            limiter._next[host] = slot + limiter._intervals.get(host, limiter.interval)
-            crawler.sends.append((slot, host))  # type: ignore[attr-defined]
-        if slot > now:
-            time.sleep(slot - now)
-        return max(slot - now, 0.0)
+    def timed_acquire(host: str) -> float:
+        waited = acquire(host)
+        crawler.sends.append((time.monotonic(), host, "start"))  # type: ignore[attr-defined]
+        return waited
 
-    limiter.wait = timed  # type: ignore[method-assign]
+    def timed_release(host: str) -> None:
+        crawler.sends.append((time.monotonic(), host, "end"))  # type: ignore[attr-defined]
+        release(host)
+
+    limiter.acquire = timed_acquire  # type: ignore[method-assign]
+    limiter.release = timed_release  # type: ignore[method-assign]
     return crawler
 
 
 def send_gaps(sends: list, interval: float) -> tuple[int, float | None]:
-    """(gaps under the interval, the shortest gap) between two requests let go to one host."""
-    by_host: dict[str, list[float]] = collections.defaultdict(list)
-    for t, host in sends:
-        by_host[host].append(t)
-    gaps = [b - a for ts in by_host.values() for a, b in itertools.pairwise(sorted(ts))]
+    """(requests let go sooner than the interval after the previous request to the same
+    host ended, the shortest such gap), at the client."""
+    by_host: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
+    for t, host, what in sends:
+        by_host[host].append((t, what))
+    gaps = []
+    for events in by_host.values():
+        last_end = None
+        for t, what in sorted(events):
+            if what == "end":
+                last_end = t
+            elif last_end is not None:
+                gaps.append(t - last_end)
     return sum(1 for g in gaps if g < interval * 0.999), (min(gaps) if gaps else None)
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process, and of its children that ended (the reader process:
+    ``DiscoveryRun.crawl`` waits for it at its end)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def page_key(url: str) -> str:
@@ -117,7 +133,9 @@ def recall_of(found: set[str], world: World) -> float:
 
 
 # --- discovery ---------------------------------------------------------------------
-def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: ignore[no-untyped-def]
+def run_discovery(  # type: ignore[no-untyped-def]
+    lib, sim: SimWeb, world: World, pages: int, trap_rules: bool = True, readers: int = -1
+) -> dict:
     from tracker.discovery.keys import DiscoveryKeys
     from tracker.discovery.providers import SearxngProvider
     from tracker.discovery.run import DiscoveryRun, RunOptions
@@ -132,10 +150,13 @@ def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: 
             interval=INTERVAL,
             max_works=1000,
             max_site_searches=50,
+            trap_rules=trap_rules,
+            read_processes=readers,
         ),
         providers=[SearxngProvider(f"http://127.0.0.1:{sim.port}/search", timeout=60)],
         crawler=crawler,
-        keys=DiscoveryKeys(lib.settings.redis_prefix, "bench"),
+        # Its own frontier, budget and answer cache: the two arms do not share them.
+        keys=DiscoveryKeys(lib.settings.redis_prefix, f"bench-{trap_rules}-{readers}"),
         on_page=results.append,
     )
     sim.reset()
@@ -145,11 +166,12 @@ def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: 
     run.search()
     run.sites()
     t_search = time.perf_counter()
-    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = _cpu()
     run.crawl()
-    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu1 = _cpu()
     t_crawl = time.perf_counter()
-    crawl_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    crawl_cpu = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1])
+    reader_cpu = cpu1[1] - cpu0[1]
     report = run.finish()
     log = sim.log()
     planted = {page_key(u): w for u, w in world.planted.items()}
@@ -180,6 +202,8 @@ def run_discovery(lib, sim: SimWeb, world: World, pages: int) -> dict:  # type: 
         "send_gaps_under": under,
         "send_min_gap": shortest,
         "crawl_cpu": crawl_cpu,
+        "reader_cpu": reader_cpu,
+        "load": os.getloadavg(),
         "pages_at_95": at_95,
         "report": report,
         "found": found,
@@ -322,6 +346,10 @@ def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
     with Library.open(Settings.from_env(data)) as lib:
         f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
         at_kill = f.stats()
+        # Leased with no stored body: their request may have been in the air at the kill
+        # (sent, its answer never read): those alone may be fetched again.
+        stored_at_kill = {u.decode() for u in lib.redis.hkeys(f.k("body"))}
+        in_air = {u.decode() for u in lib.redis.zrange(f.k("leased"), 0, -1)} - stored_at_kill
     time.sleep(1)  # no lease is older than the kill: shorten them for the restart
     with Library.open(Settings.from_env(data)) as lib:
         f = Frontier(lib.redis, DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
@@ -340,7 +368,13 @@ def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
     lost = [u for u in seen if u not in served and not u.endswith("/robots.txt")]
     pages_log = collections.Counter((x[1], x[2]) for x in log if x[2] != "/robots.txt")
     twice = [k for k, n in pages_log.items() if n > 1]
+    in_air_keys = {(urlsplit(u).hostname, urlsplit(u).path) for u in in_air}
+    twice_in_air = [k for k in twice if k in in_air_keys]
     return {
+        "stored_at_kill": len(stored_at_kill),
+        "in_air_at_kill": len(in_air),
+        "twice_in_air": len(twice_in_air),
+        "twice_other": len(twice) - len(twice_in_air),
         "fetched_before_kill": fetched_before,
         "leased_at_kill": at_kill["leased"],
         "queued_at_kill": at_kill["queued"],
@@ -392,6 +426,9 @@ def main() -> None:
                 site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
                 profiles[site.profile] += 1
             d = run_discovery(lib, sim, world, args.pages)
+            off = run_discovery(lib, sim, world, args.pages, trap_rules=False)
+            # The same run with pages decoded and extracted in the crawl process itself.
+            one = run_discovery(lib, sim, world, args.pages, readers=0)
         print(
             json.dumps(
                 {k: v for k, v in d.items() if k not in ("report", "found", "sources")}, default=str
@@ -405,7 +442,7 @@ def main() -> None:
     total_pages = world.pages_total()
     planted = len(set(world.planted.values()))
     rep = d["report"]
-    srv, bsrv = d["server"], b["server"]
+    srv, bsrv, osrv = d["server"], b["server"], off["server"]
     ratio = (b["reached_at"] / srv["fetches"]) if b["reached_at"] else None
     bfs_same_budget = recall_at(b["curve"], srv["fetches"])
     src_rows = "\n".join(
@@ -436,20 +473,31 @@ def main() -> None:
         )
         + " | ≤ 10% of the web; ≥ 5x fewer |",
         f"| fetches spent in traps | **{100 * srv['trap_fetches'] / max(srv['fetches'], 1):.2f}%** "
-        f"({srv['trap_fetches']}) | {100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
+        f"({srv['trap_fetches']}; with the trap rules off, same budget: "
+        f"{100 * osrv['trap_fetches'] / max(osrv['fetches'], 1):.1f}%, "
+        f"{osrv['trap_fetches']}, recall {off['recall']:.3f}) | "
+        f"{100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
         f"({bsrv['trap_fetches']:,}) | ≤ 2% |",
         f"| pages fetched, extracted and checked per second (crawl stage) | "
         f"**{rep.fetched / d['crawl_s']:.0f}** fetched/s, {rep.checked / d['crawl_s']:.0f} "
         f"checked/s ({rep.fetched} fetched, {rep.checked} checked in {d['crawl_s']:.1f} s) | "
         f"{b['fetched'] / b['seconds']:.0f} fetched/s (fetch and link extraction only) | ≥ 50 |",
-        f"| CPU of the crawling process per page fetched (all its threads) | "
-        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms: "
-        f"{rep.fetched / max(d['crawl_cpu'], 1e-9):.0f} pages per CPU-second | | |",
+        f"| the same, pages decoded and extracted in the crawl process (no reader process) | "
+        f"{one['fetched'] / one['crawl_s']:.0f} fetched/s, {one['checked'] / one['crawl_s']:.0f} "
+        f"checked/s ({one['fetched']} fetched in {one['crawl_s']:.1f} s) | | |",
+        f"| CPU per page fetched (crawl process and its reader process, all threads) | "
+        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms, of which the reader process "
+        f"{1000 * d['reader_cpu'] / max(rep.fetched, 1):.1f} ms "
+        f"(all in one process: {1000 * one['crawl_cpu'] / max(one['fetched'], 1):.1f} ms); "
+        f"both got {d['crawl_cpu'] / d['crawl_s']:.2f} CPU-seconds a second of the "
+        f"machine (load average {d['load'][0]:.1f} at the end); the crawl process alone "
+        f"does {rep.fetched / max(d['crawl_cpu'] - d['reader_cpu'], 1e-9):.0f} pages per "
+        "CPU-second, the bound on two idle cores | | |",
         f"| requests to one host closer than its interval ({INTERVAL * 1000:.0f} ms), "
         "at the server | "
         f"**{srv['gaps_under_interval']}** (shortest gap {1000 * (srv['min_gap'] or 0):.1f} ms) | "
         f"{bsrv['gaps_under_interval']} (shortest {1000 * (bsrv['min_gap'] or 0):.1f} ms) | 0 |",
-        f"| the same, at the client (the slots the crawler's limiter gave) | "
+        "| the same, at the client (after the end of the previous request) | "
         f"**{d['send_gaps_under']}** (shortest gap {1000 * (d['send_min_gap'] or 0):.1f} ms) | "
         f"{b['send_gaps_under']} (shortest {1000 * (b['send_min_gap'] or 0):.1f} ms) | 0 |",
         f"| pages fetched twice in the run | {srv['fetched_twice']} | "
@@ -471,10 +519,13 @@ def main() -> None:
         f"Killed and restarted (a second frontier, {args.kill_pages} pages, SIGKILL 6 s into "
         f"the crawl): {k['fetched_before_kill']} pages fetched before the kill, "
         f"{k['leased_at_kill']} URLs leased and {k['queued_at_kill']} queued at that moment; "
+        f"{k['stored_at_kill']} of them fetched and stored but not yet checked, "
+        f"{k['in_air_at_kill']} with their request possibly in the air; "
         f"after the restart {k['fetched_total']} pages fetched in all, "
-        f"**{k['fetched_twice']} fetched twice**, **{k['never_fetched']} frontier entries "
-        f"lost** (seen but neither fetched nor queued; {k['queued_after']} still queued when "
-        f"the budget ran out).",
+        f"**{k['twice_other']} fetched twice** apart from those in the air "
+        f"({k['twice_in_air']} of the {k['in_air_at_kill']} in the air were sent again), "
+        f"**{k['never_fetched']} frontier entries lost** (seen but neither fetched nor "
+        f"queued; {k['queued_after']} still queued when the budget ran out).",
     ]
     publish("simweb", "bench_simweb.py", parts, started, args.write)
     if not args.keep:

@@ -91,6 +91,12 @@ class AlignParams:
     # keep their initials), the templated law passages it would admit 0.910-0.972
     # (bench/eval.py --laws 40; docs/FINGERPRINTS.md). Above 1: off.
     best_occurrence: float = 0.98
+    # Passages that are true (issue #26): a stretch of at least ``min_insertion``
+    # initials that the suspect holds between two runs of a passage copied in order and
+    # the mother does not (the suspect's gap exceeds the mother's by that much: an ad
+    # line, a watermark, chapter boilerplate) splits the passage there
+    # (``_insertion_pieces``). 0: off.
+    min_insertion: int = 6
     # Short copies (issue #26): a passage from ``min_copied`` up to ``base`` initials
     # counts when it is distinctive: it reads alike on initials (``short_fine``) and on
     # characters (``short_chars``), at most ``short_common`` of its Han 4-grams are
@@ -136,6 +142,9 @@ class Prepared:
     # initial -> the character's code point (whole text, like offsets): where two
     # reordered segment pairs meet, the characters tell which one a shared initial is.
     chars: np.ndarray | None = None
+    # A suspect's bitmap of its grams (``_pairs_by_suspect``), made once for all the
+    # candidates it is aligned with: (bits, table).
+    gram_table: tuple[int, np.ndarray] | None = None
 
     @property
     def n(self) -> int:
@@ -197,7 +206,8 @@ def seeds(
 
 
 def index_mother(mother: Prepared) -> None:
-    """Sort a mother's grams once, for a mother that will be aligned again (cached)."""
+    """Sort a mother's grams once, for a mother that will be aligned again (cached); a
+    suspect's too, for the candidates it is aligned with one after the other."""
     if mother.sorted_grams is None or mother.order is None:
         mother.order = np.argsort(mother.grams, kind="stable")
         mother.sorted_grams = mother.grams[mother.order]
@@ -232,13 +242,19 @@ def _pairs_by_suspect(
     """``seeds``' pairs, unordered, by searching the mother's grams in the suspect's
     sorted grams; a bitmap of the suspect's grams passes only the few mother grams that
     may match (a false pass is then refused by the search)."""
-    s_order = np.argsort(suspect.grams, kind="stable")
-    s_sorted = suspect.grams[s_order]
-    bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+    # The suspect's sorted grams and bitmap, made once for all its candidates.
+    index_mother(suspect)
+    assert suspect.order is not None and suspect.sorted_grams is not None
+    s_order, s_sorted = suspect.order, suspect.sorted_grams
+    if suspect.gram_table is None:
+        bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+        table = np.zeros(1 << bits, dtype=bool)
+        with np.errstate(over="ignore"):
+            table[(suspect.grams * _GOLDEN) >> np.uint64(64 - bits)] = True
+        suspect.gram_table = (bits, table)
+    bits, table = suspect.gram_table
     shift = np.uint64(64 - bits)
-    table = np.zeros(1 << bits, dtype=bool)
     with np.errstate(over="ignore"):
-        table[(suspect.grams * _GOLDEN) >> shift] = True
         maybe = np.flatnonzero(table[(mother.grams * _GOLDEN) >> shift])
     grams = mother.grams[maybe]
     lo = np.searchsorted(s_sorted, grams, side="left")
@@ -689,16 +705,91 @@ def _char_span(prepared: Prepared, start: int, end: int) -> tuple[int, int]:
     return int(prepared.offsets[start]), int(prepared.offsets[end - 1]) + 1
 
 
-def _passage(
+def _insertion_pieces(
+    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+) -> list[Run]:
+    """The cluster's suspect span cut where the suspect holds text the mother does not
+    (``AlignParams.min_insertion``), as ``(s_start, s_end, m_start, m_end)`` pieces in
+    initials: in suspect order, each run extends the piece it continues, and a run that
+    starts at least ``min_insertion`` initials after the piece's reach in the suspect
+    while the mother goes on (gaps: suspect minus mother at least ``min_insertion``)
+    starts the next piece. An edited stretch (characters replaced: both texts' gaps
+    alike) or a stretch the copy left out (the mother's gap the larger) joins. At a
+    cut, initials a run took into the inserted text by chance (the same initial, not
+    the same character) go back to it (``_trim_cut``)."""
+    runs = sorted(c.runs, key=lambda r: (r[0], -(r[1] - r[0])))
+    if p.min_insertion <= 0 or len(runs) < 2:
+        return [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    pieces: list[list[int]] = []
+    sa0, reach_s, ma0, reach_m = runs[0]
+    piece = [sa0, reach_s, ma0, reach_m]
+    diag = ma0 - sa0
+    for sa, sb, ma, mb in runs[1:]:
+        if sb <= reach_s:
+            continue  # inside the piece in the suspect
+        if abs((ma - sa) - diag) > p.max_drift:
+            if sb - sa < p.anchor:
+                continue  # a short phrase found elsewhere in the mother
+            pieces.append(piece)  # a long run elsewhere: a new piece, no cut
+            piece, diag = [sa, sb, ma, mb], ma - sa
+            reach_s, reach_m = sb, mb
+            continue
+        gap_s, gap_m = sa - reach_s, ma - reach_m
+        if gap_s >= p.min_insertion and gap_s - gap_m >= p.min_insertion:
+            pieces.append(piece)
+            piece = [sa, sb, ma, mb]
+        else:
+            piece[1] = sb
+            piece[2], piece[3] = min(piece[2], ma), max(piece[3], mb)
+        reach_s, reach_m = sb, mb
+        if sb - sa >= p.anchor:
+            diag = ma - sa
+    pieces.append(piece)
+    if len(pieces) > 1:
+        _trim_cut(pieces, suspect, mother, p)
+    return [(a, b, ma, mb) for a, b, ma, mb in pieces]
+
+
+def _trim_cut(pieces: list[list[int]], suspect: Prepared, mother: Prepared, p: AlignParams) -> None:
+    """Where the pieces were cut, up to ``min_insertion - 1`` initials at each side that
+    read another character than the mother's (on the piece's own diagonal) leave the
+    piece: a run ends or starts inside an ad line when its first or last initials
+    happen to be the mother's next ones."""
+    s_chars, m_chars = suspect.chars, mother.chars
+    if s_chars is None or m_chars is None:
+        return
+    limit = p.min_insertion - 1
+
+    def differs(s_pos: int, m_pos: int) -> bool:
+        return 0 <= m_pos < m_chars.size and bool(s_chars[s_pos] != m_chars[m_pos])
+
+    for before, after in itertools.pairwise(pieces):
+        for _ in range(limit):  # the end of the piece before the cut
+            if before[1] - before[0] > 1 and differs(before[1] - 1, before[3] - 1):
+                before[1] -= 1
+                before[3] -= 1
+            else:
+                break
+        for _ in range(limit):  # the start of the piece after it
+            if after[1] - after[0] > 1 and differs(after[0], after[2]):
+                after[0] += 1
+                after[2] += 1
+            else:
+                break
+
+
+def _passages(
     c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float, p: AlignParams
-) -> Passage:
-    """The cluster as a passage, in characters of the original texts; a reordered one
-    with its segment pairs."""
-    s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
-    m_start, m_end = _char_span(mother, c.m_start, c.m_end)
-    passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
+) -> list[tuple[Passage, Run]]:
+    """The cluster as passages, in characters of the original texts, each with its span
+    in initials: a reordered one as one passage with its segment pairs; one copied in
+    order split at the text the suspect inserted (``_insertion_pieces``), so a passage
+    states only copied text."""
     pairs = _segment_pairs(c, suspect, mother, p)
     if len(pairs) > 1 and _reordered(pairs):
+        s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
+        m_start, m_end = _char_span(mother, c.m_start, c.m_end)
+        passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
         passage.segments = [
             Segment(
                 *_char_span(suspect, g.s_start, g.s_end),
@@ -707,7 +798,14 @@ def _passage(
             )
             for g in pairs
         ]
-    return passage
+        return [(passage, (c.s_start, c.s_end, c.m_start, c.m_end))]
+    out = []
+    for sa, sb, ma, mb in _insertion_pieces(c, suspect, mother, p):
+        passage = Passage(
+            *_char_span(suspect, sa, sb), *_char_span(mother, ma, mb), round(similarity, 4)
+        )
+        out.append((passage, (sa, sb, ma, mb)))
+    return out
 
 
 def _matched(a: np.ndarray, b: np.ndarray) -> int:
@@ -974,11 +1072,13 @@ def keep_passages(
                 kept = s_len >= p.required(fine)
         if not kept:
             continue
-        s_spans.append((c.s_start, c.s_end))
-        m_spans.append((c.m_start, c.m_end))
-        weighted += similarity * s_len
-        result.passages.append(_passage(view, suspect, mother, similarity, p).moved(shift))
-        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
+        at = c.s_start - view.s_start  # the view's initials in the whole suspect
+        for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+            weighted += similarity * (sb - sa)
+            s_spans.append((sa + at, sb + at))
+            m_spans.append((ma, mb))
+            result.passages.append(passage.moved(shift))
+            result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)

@@ -108,7 +108,17 @@ def discover_paths() -> dict[str, Any]:
                 },
                 "responses": {
                     "202": _json(
-                        {"type": "object", "properties": {"task_id": {"type": "string"}}},
+                        {
+                            "type": "object",
+                            "properties": {
+                                "task_id": {"type": "string"},
+                                "progress": {
+                                    "type": "string",
+                                    "description": "GET it: the run's progress, its crawl "
+                                    "chunks added up (/api/v1/jobs/{task_id})",
+                                },
+                            },
+                        },
                         "Queued",
                     ),
                     "400": _json(_ERROR, "Bad option"),

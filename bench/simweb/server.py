@@ -21,6 +21,7 @@ def _serve(port_box: Any, ready: Any, seed: int) -> None:
     world = World.build(seed)
     engine = world.search_index()
     log: list[tuple[float, str, str, bool, int]] = []
+    sids: dict[tuple[str, str], str] = {}  # (host, path) -> the first session id it had
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -52,11 +53,17 @@ def _serve(port_box: Any, ready: Any, seed: int) -> None:
                     return
                 if parts.path == "/__reset":
                     log.clear()
+                    sids.clear()
                     self._send(200, {}, b"ok")
                     return
                 self._send(404, {}, b"")
                 return
             status, headers, body, trap = world.page(host, self.path)
+            parts = urlsplit(self.path)
+            sid = parse_qs(parts.query).get("sid")
+            if sid:  # the same page under another session id: a session trap
+                first = sids.setdefault((host, parts.path), sid[0])
+                trap = trap or first != sid[0]
             log.append((now, host, self.path, trap, status))
             self._send(status, headers, body)
 

@@ -7,12 +7,17 @@ Filler (never in the library): 儒林外史, 镜花缘, 老残游记, laws, Wiki
 
 Sites (``HOSTS``):
 - 6 novel sites (JieQi GBK ``/modules/article/search.php?searchkey=``, PTCMS
-  ``/search.html?keyword=``, 笔趣阁 ``/s.php?q=``): books with an index and chapters,
-  a book list with endless pagination (a trap past its last real page);
+  ``/search.html?keyword=``, 笔趣阁 ``/s.php?q=``): books with a chapter list over two
+  pages (``/book/B/``, ``/book/B/index_2.html``) whose "下一页" never ends (empty pages
+  past the last: a trap off every book found), chapters, a book list with endless
+  pagination (a trap past its last real page);
 - 4 mirrors on other domains: books under ``/html/B/C.shtml``, every link with a new
-  ``?sid=`` (a session trap);
-- 4 forums: ``/forum/list?page=N`` (endless), threads;
-- 3 blogs: ``/archive?y=&m=`` (an infinite calendar), posts;
+  ``?sid=`` (a session trap: the server counts a path asked again under another sid);
+- 4 forums: ``/forum/list?page=N`` (endless), threads; a thread holding a copy has a
+  "下一页" that never ends (past its one page the forum shows it again);
+- 3 blogs: posts with a calendar widget, ``/archive?y=&m=`` (one month lists posts,
+  every other month is empty, and each links to the next and previous: an infinite
+  calendar on every blog with a copy);
 - 3 news aggregators: articles, links with ``sid`` and ``utm_`` parameters.
 
 Planted copies (``World.planted``: URL -> work id): 160 novel chapters on the novel sites
@@ -58,6 +63,8 @@ THREADS = 500
 POSTS = 600
 ARTICLES = 1500
 LIST_PAGES = 12  # real pages of a novel site's book list (then the trap)
+INDEX_PER_PAGE = 20  # chapters on a page of a book's chapter list (then "下一页")
+ARCHIVE_POSTS = 30  # posts listed in a blog's one real archive month
 FORUM_PAGES = 50
 PAGE_CHARS = 1800
 
@@ -258,6 +265,8 @@ class World:
     # -- serving --
     def pages_total(self) -> int:
         n = sum(len(b) * (1 + CHAPTERS_PER_BOOK) for b in self.books.values())
+        index_pages = -(-CHAPTERS_PER_BOOK // INDEX_PER_PAGE) - 1  # a novel site's index_N
+        n += sum(len(self.books[h]) * index_pages for h, _ in NOVEL)
         return n + len(self.content)
 
     def page(self, host: str, path_qs: str) -> tuple[int, dict[str, str], bytes, bool]:
@@ -335,13 +344,16 @@ class World:
                 charset,
                 trap=n > LIST_PAGES,
             )
+        m = re.fullmatch(r"/book/(\d+)/index_(\d+)\.html", path)
+        if m and 1 <= int(m.group(1)) <= len(books):
+            name, chapters = books[int(m.group(1)) - 1]
+            return self._book_index(int(m.group(1)), int(m.group(2)), name, len(chapters), charset)
         m = re.fullmatch(r"/book/(\d+)/(?:(\d+)\.html)?", path)
         if m and 1 <= int(m.group(1)) <= len(books):
             b = int(m.group(1))
             name, chapters = books[b - 1]
             if m.group(2) is None:
-                links = [(f"/book/{b}/{c}.html", f"第{c}章") for c in range(1, len(chapters) + 1)]
-                return self._html(Page(f"{name}最新章节", "", links), charset)
+                return self._book_index(b, 1, name, len(chapters), charset)
             c = int(m.group(2))
             if 1 <= c <= len(chapters):
                 links = [(f"/book/{b}/", "目录")]
@@ -350,6 +362,21 @@ class World:
                 links += [*hot[:4], ("/private/vip.html", "VIP")]
                 return self._html(Page(f"{name} 第{c}章", chapters[c - 1], links), charset)
         return 404, {}, b"not found", False
+
+    def _book_index(
+        self, b: int, n: int, name: str, count: int, charset: str
+    ) -> tuple[int, dict[str, str], bytes, bool]:
+        """A book's chapter list, ``INDEX_PER_PAGE`` chapters a page; its "下一页" never
+        ends: past the last real page an empty list with a "下一页" again (a trap)."""
+        first = (n - 1) * INDEX_PER_PAGE + 1
+        links = [
+            (f"/book/{b}/{c}.html", f"第{c}章")
+            for c in range(first, min(first + INDEX_PER_PAGE, count + 1))
+        ]
+        links.append((f"/book/{b}/index_{n + 1}.html", "下一页"))
+        pages = -(-count // INDEX_PER_PAGE)
+        title = f"{name}最新章节" + (f" 第{n}页" if n > 1 else "")
+        return self._html(Page(title, "", links), charset, trap=n > pages)
 
     def _mirror(self, host: str, path: str) -> tuple[int, dict[str, str], bytes, bool]:
         books = self.books[host]
@@ -417,7 +444,15 @@ class World:
         if got:
             i = int(re.findall(r"\d+", path)[-1])
             links = [(f"/{prefix}/{j}.html", "相关") for j in (i + 1, i + 7) if j <= count]
-            return self._html(Page(got[0], got[1], [*links, ("/", "首页")]))
+            links.append(("/", "首页"))
+            if prefix == "post":  # a blog's calendar widget
+                links.append(("/archive?m=11&y=2026", "2026年11月"))
+            n = int((q.get("page") or ["1"])[0])
+            if prefix == "thread" and f"http://{host}{path}" in self.planted:
+                # A long thread has pages; past its last one the forum shows the last
+                # again, with a "下一页" again (an endless pagination trap).
+                links.append((f"{path}?page={n + 1}", "下一页"))
+            return self._html(Page(got[0], got[1], links), trap=n > 1)
         return 404, {}, b"not found", False
 
     def _blog(self, host: str, path: str, q: dict) -> tuple[int, dict[str, str], bytes, bool]:
@@ -435,7 +470,13 @@ class World:
                 (f"/archive?y={prev[0]}&m={prev[1]}", "上个月"),
                 (f"/archive?y={nxt[0]}&m={nxt[1]}", "下个月"),
             ]
-            return self._html(Page(f"归档 {y}年{m}月", "", links), trap=(y, m) != (2026, 11))
+            real = (y, m) == (2026, 11)  # every other month is empty: an endless calendar
+            if real:
+                links += [
+                    (f"/post/{i}.html", self.content[(host, f"/post/{i}.html")][0])
+                    for i in range(1, ARCHIVE_POSTS + 1)
+                ]
+            return self._html(Page(f"归档 {y}年{m}月", "", links), trap=not real)
         return self._listing(host, path, q, "post", POSTS, "/__none__", None)
 
     # -- the fake search engine --

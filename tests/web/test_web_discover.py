@@ -47,6 +47,7 @@ def test_discovery_page_and_api(system: WebSystem) -> None:
         started = api.post("/api/v1/discover/runs", json={"max_pages": 20},
                            headers=auth(system, "analyst"))  # fmt: skip
         assert started.status_code == 202 and started.get_json()["task_id"]
+        assert started.get_json()["progress"] == f"/api/v1/jobs/{started.get_json()['task_id']}"
 
         deadline = time.monotonic() + 90
         run: dict = {}

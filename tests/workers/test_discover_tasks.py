@@ -14,6 +14,16 @@ from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.run import RunHistory
 from tracker.discovery.sites import SiteRegistry, find_search, load_profiles
 from tracker.library import Library
+from workers import jobs
+
+
+def test_chunk_budgets_add_up_to_the_run_budget():
+    from workers.tasks.discover import chunk_budgets
+
+    assert chunk_budgets(2000, 50, 4) == [50] * 40
+    assert chunk_budgets(30, 4, 2) == [4] * 6 + [3] * 2  # at most 4, 30 in all
+    assert chunk_budgets(3, 50, 4) == [1, 1, 1]  # never a chunk of nothing
+    assert chunk_budgets(10, 50, 2) == [5, 5]
 
 
 def test_beat_sends_the_daily_run(monkeypatch):
@@ -38,13 +48,22 @@ def test_crawl_spread_over_two_workers(installation_factory, tmp_path):
             SiteRegistry(lib.store).add(find_search(crawler, pirate.base + "/", load_profiles()))
         for name in ("a", "b"):
             inst.worker(name=name, pool="threads", extra={"YINJI_ALLOW_PRIVATE_URLS": "1",
-                                                         "YINJI_SCREENSHOTS": "off"})  # fmt: skip
-        options = {"interval": 0.05, "max_pages": 50, "concurrency": 2}
+                                                         "YINJI_SCREENSHOTS": "off",
+                                                         "YINJI_DISCOVER_CHUNK": "4"})  # fmt: skip
+        options = {"interval": 0.05, "max_pages": 30, "concurrency": 2}
         planned = inst.app.send_task("yinji.crawl.discover_run", args=[options, 2])
         result = planned.get(timeout=60)
         assert result["works"] == 1 and result["seeded"] == 1
+        # The run's budget of 30 pages became chunks of at most 4 pages: 8 chunks.
+        assert len(result["crawl_tasks"]) == 8
         parts = [inst.app.AsyncResult(t).get(timeout=120) for t in result["crawl_tasks"]]
+        assert all(p["fetched"] <= 4 for p in parts), parts
         assert sum(p["checked"] for p in parts) == len(chapters)
+        assert sum(p["total"] for p in parts) == 30
+        # The run's task id is a job: its chunks' progress adds up.
+        status = jobs.job_status(planned.id)
+        assert status["state"] == "SUCCESS" and status["progress"] == 1.0
+        assert status["total"] == 30
 
         # Every page was fetched once, across both workers.
         fetched = [p for p in pirate.server.paths() if p.startswith("/book/1/")]

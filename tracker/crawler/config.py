@@ -39,7 +39,7 @@ class CrawlerConfig:
     max_bytes: int = 5 * 1024 * 1024  # decoded body cap
     max_redirects: int = 5
     user_agent: str = DEFAULT_USER_AGENT
-    min_interval: float = 1.0  # per host, between request starts
+    min_interval: float = 1.0  # per host: from the end of one request to the next
     retries: int = 2  # extra attempts after the first one
     backoff_factor: float = 0.5  # sleeps factor * 2**attempt (0.5 s, 1 s, ...)
     retry_statuses: frozenset[int] = frozenset({429, 500, 502, 503, 504})
@@ -70,7 +70,7 @@ class CrawlerConfig:
             )
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlerConfig:
+    def from_settings(cls, settings: Settings, **overrides: object) -> CrawlerConfig:
         from tracker.config import SettingError, env_float, env_optional_str, env_str
 
         mode = env_str("YINJI_SCREENSHOTS", "auto").lower()

@@ -8,7 +8,8 @@ decoding (``decoding``) and main-text extraction (``extraction``).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from tracker.config import SettingError
@@ -17,10 +18,37 @@ from tracker.crawler.decoding import decode_html
 from tracker.crawler.extraction import extract, normalise_text
 from tracker.crawler.fetch import Fetcher, mime_of
 from tracker.crawler.guard import prepare
+from tracker.crawler.links import Link, page_links
 from tracker.crawler.ratelimit import Deadline, HostRateLimiter
 from tracker.crawler.results import FetchResult, Page
 from tracker.crawler.robots import RobotsCache
 from tracker.crawler.screenshot import Screenshotter, find_browser, unavailable
+
+
+@dataclass(frozen=True)
+class ReadPage:
+    """A body decoded (``html``, ``encoding``) and its main text extracted."""
+
+    html: str
+    encoding: str
+    title: str
+    text: str
+    links: list[Link] | None = None  # its links (``links.page_links``) when asked for
+
+
+def read_page(
+    body: bytes, content_type: str | None, mime: str, final_url: str, links: bool = False
+) -> ReadPage:
+    """Decode ``body`` (its ``Content-Type`` header) and extract its title and main text
+    (and, with ``links``, its links). A pure function of its arguments: it may run in
+    another process."""
+    text, encoding = decode_html(body, content_type)
+    if mime == "text/plain":
+        # Pirated novels are often served as .txt: there is no markup to extract from.
+        return ReadPage(text, encoding, "", normalise_text(text), [] if links else None)
+    title, main = extract(text, final_url)
+    found = page_links(text, final_url) if links else None
+    return ReadPage(text, encoding, title, main, found)
 
 
 class Crawler:
@@ -84,19 +112,25 @@ class Crawler:
             request_headers=response.request_headers,
         )
 
-    def crawl_page(self, url: str, *, screenshot: bool | None = None) -> Page:
+    def crawl_page(
+        self,
+        url: str,
+        *,
+        screenshot: bool | None = None,
+        reader: Callable[[bytes, str | None, str, str], ReadPage] | None = None,
+    ) -> Page:
         """Fetch, decode and extract: the ready-to-store suspect page, with what its
         capture needs (``Page.to_capture``). A full-page screenshot is taken when the
         config's ``screenshots`` allows it (``screenshot=False`` skips it for this page;
-        ``True`` takes one even when the mode is ``off``)."""
+        ``True`` takes one even when the mode is ``off``). ``reader`` decodes and
+        extracts instead of ``read_page`` (the same function run elsewhere, such as in
+        another process: discovery's crawl)."""
         result = self.fetch(url)
-        content_type = result.headers.get("content-type")
-        text, encoding = decode_html(result.body, content_type)
-        if result.content_type == "text/plain":
-            # Pirated novels are often served as .txt: there is no markup to extract from.
-            title, main = "", normalise_text(text)
-        else:
-            title, main = extract(text, result.final_url)
+        read = (reader or read_page)(
+            result.body, result.headers.get("content-type"), result.content_type, result.final_url
+        )
+        text, encoding, title, main = read.html, read.encoding, read.title, read.text
+        links = read.links
         page = Page(
             url=url,
             final_url=result.final_url,
@@ -113,6 +147,7 @@ class Crawler:
             resolved_ip=result.resolved_ip,
             peer_cert=result.peer_cert,
             request_headers=result.request_headers,
+            links=links,
         )
         self._screenshot(page, screenshot)
         return page

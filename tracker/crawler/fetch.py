@@ -293,11 +293,14 @@ class Fetcher:
         cfg = self.config
         attempt = 0
         while True:
-            deadline.extend(self._limiter.wait(target.host_ascii))
             # Rotate through the validated addresses so a dead one does not sink all tries.
             address = target.addresses[attempt % len(target.addresses)]
             try:
-                return self._attempt(target, address, deadline, text_only, max_bytes, truncate)
+                # One request at a time to a host, its interval counted from the end of
+                # the previous one (body read): what the server sees (``ratelimit``).
+                with self._limiter.slot(target.host_ascii) as waited:
+                    deadline.extend(waited)
+                    return self._attempt(target, address, deadline, text_only, max_bytes, truncate)
             except (Timeout, Unreachable, HTTPStatusError) as exc:
                 retryable = (
                     exc.status in cfg.retry_statuses

@@ -10,7 +10,9 @@ presented (DER; ``Page.tls_info()`` gives its subject and SHA-256 fingerprint).
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ from tracker import __version__
 from tracker.records import Suspect
 
 if TYPE_CHECKING:
+    from tracker.crawler.links import Link
     from tracker.evidence import BlobStore, Capture, TLSInfo
 
 CRAWLER_VERSION = f"yinji {__version__} crawler"
@@ -75,6 +78,7 @@ class Page:
     screenshot: bytes | None = None  # full-page PNG of the rendered page, when taken
     screenshot_none_reason: str | None = None  # why there is none ("no screenshot: ...")
     request_headers: tuple[tuple[str, str], ...] = ()  # sent for final_url (evidence, WARC)
+    links: list[Link] | None = None  # its links, when the reader took them (not evidence)
 
     @property
     def content_decoded(self) -> bool:
@@ -131,6 +135,58 @@ class Page:
             screenshot_none_reason=None if self.screenshot else reason,
             crawler_version=crawler_version,
             request_headers=self.request_headers,
+        )
+
+    def to_record(self) -> str:
+        """This page as one JSON string (bytes in base64): what discovery keeps in Redis
+        the moment a body arrives, so a crawl killed before the check checks the stored
+        page instead of fetching it again (``from_record``)."""
+        data = {
+            "url": self.url,
+            "final_url": self.final_url,
+            "status": self.status,
+            "headers": self.headers,
+            "encoding": self.encoding,
+            "raw": base64.b64encode(self.raw).decode("ascii"),
+            "title": self.title,
+            "text": self.text,
+            "fetched_at": self.fetched_at.isoformat(),
+            "redirects": [[r.url, r.status, r.location] for r in self.redirects],
+            "header_pairs": [list(p) for p in self.header_pairs],
+            "resolved_ip": self.resolved_ip,
+            "peer_cert": base64.b64encode(self.peer_cert).decode("ascii")
+            if self.peer_cert
+            else None,
+            "screenshot_none_reason": self.screenshot_none_reason,
+            "request_headers": [list(p) for p in self.request_headers],
+        }
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_record(cls, record: str | bytes) -> Page:
+        """The page ``to_record`` kept (its HTML decoded again from the raw bytes, as
+        the crawler decoded it)."""
+        from tracker.crawler.decoding import decode_html
+
+        d = json.loads(record)
+        raw = base64.b64decode(d["raw"])
+        return cls(
+            url=d["url"],
+            final_url=d["final_url"],
+            status=int(d["status"]),
+            headers=dict(d["headers"]),
+            encoding=d["encoding"],
+            raw=raw,
+            html=decode_html(raw, d["headers"].get("content-type"))[0],
+            title=d["title"],
+            text=d["text"],
+            fetched_at=datetime.fromisoformat(d["fetched_at"]),
+            redirects=[Redirect(u, int(st), loc) for u, st, loc in d["redirects"]],
+            header_pairs=tuple((k, v) for k, v in d["header_pairs"]),
+            resolved_ip=d["resolved_ip"],
+            peer_cert=base64.b64decode(d["peer_cert"]) if d["peer_cert"] else None,
+            screenshot_none_reason=d["screenshot_none_reason"],
+            request_headers=tuple((k, v) for k, v in d["request_headers"]),
         )
 
     def to_suspect(self, id: str | None = None) -> Suspect:

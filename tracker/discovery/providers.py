@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 from tracker.discovery.keys import DiscoveryKeys
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
 
 __all__ = [
     "BraveProvider",
@@ -295,7 +298,7 @@ class Searcher:
     def __init__(
         self,
         providers: Sequence[SearchProvider],
-        redis: Any,
+        redis: RedisClient,
         keys: DiscoveryKeys,
         *,
         quotas: dict[str, int] | None = None,

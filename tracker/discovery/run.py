@@ -10,14 +10,19 @@
    "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
 4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
    politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
-   on every URL, robots.txt, size and redirect limits), then, one at a time, checked by
-   ``Library.check_page`` exactly like ``yinji check URL`` (suspect, matches, capture and
-   check in the evidence log). A page whose SimHash is within 3 bits of a page already
-   checked is not checked again: its capture is recorded against that page's suspect
-   (``Library.record_captures``) and the run counts it as a duplicate. Links are followed
-   by kind: a site search's results that name the book, a book index's chapter list
-   (``tracker.cases.books.chapter_links``), the chapter links of a page that matched;
-   pages that did not match are followed only ``max_depth`` links deep;
+   on every URL, robots.txt, size and redirect limits), decoded and extracted in a
+   reader process (``read_processes``), recorded in the frontier the moment they
+   arrive (a crawl killed before the check checks them on restart instead of fetching
+   them again), then, one at a time, checked by ``Library.check_page`` exactly like
+   ``yinji check URL`` (suspect, matches, capture and check in the evidence log). A
+   page whose SimHash is within 3 bits of a page already checked is not checked again:
+   its capture is recorded against that page's suspect (``Library.record_captures``)
+   and the run counts it as a duplicate. Links are followed by kind (``_links``): a
+   site search's results that name the book, a book index's chapter list
+   (``tracker.cases.books.chapter_links``) and its next page, the chapters, next page
+   and other pages of the site of a page that matched; pages that did not match are
+   followed only ``max_depth`` links deep; a page that gave nothing new does not lead
+   on to the next page of its own URL pattern (calendars, endless paging);
 5. ``finish``: the ``RunReport`` (per source: found, fetched, checked, matched; errors
    per provider, site and page) is kept in the store (``RunHistory``).
 
@@ -35,9 +40,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from tracker.discovery.frontier import Frontier, FrontierItem
+from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
 from tracker.discovery.queries import LibraryStats, Query, work_queries
@@ -51,6 +56,12 @@ from tracker.discovery.sites import (
     search_url,
 )
 from tracker.timefmt import iso_utc
+
+if TYPE_CHECKING:
+    from tracker.crawler import Crawler, Page
+    from tracker.engines.base import RedisClient
+    from tracker.library import Library
+    from tracker.store.base import Store
 
 __all__ = ["DiscoveryRun", "PageResult", "RunHistory", "RunOptions", "RunReport"]
 
@@ -78,6 +89,11 @@ class RunOptions:
     # A crawl shared with other workers: when the queue is empty but URLs are still out
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
+    trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
+    # Processes that decode and extract fetched pages, so extraction and the check run
+    # on two cores: -1 = one when the machine has two cores or more and this process
+    # may have children (not a Celery prefork child), 0 = in the crawl process.
+    read_processes: int = -1
 
 
 @dataclass
@@ -172,7 +188,7 @@ class RunHistory:
     over workers has one record per part (``RUN_ID~PART``, each written by one worker,
     so no two workers write one record); reading adds the parts up."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def save(self, report: RunReport) -> None:
@@ -221,18 +237,22 @@ class NearDuplicates:
     """SimHash (64-bit, character 3-grams) of every page checked, in Redis: four 16-bit
     bands, so a page within 3 bits of one already checked shares a band with it."""
 
-    def __init__(self, redis: Any, keys: DiscoveryKeys, *, distance: int = 3) -> None:
-        self.redis, self.keys, self.distance = redis, keys, distance
+    def __init__(self, redis: RedisClient, keys: DiscoveryKeys, *, distance: int = 3) -> None:
+        self.redis: Any = cast(Any, redis)  # redis-py's stubs of RedisCluster lack register_script
+        self.keys, self.distance = keys, distance
+        self._add = self.redis.register_script(_SIM_ADD)
 
     def _band_keys(self, h: int) -> list[tuple[str, str]]:
         return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
 
     def find(self, h: int) -> str | None:
-        """The suspect id of a checked page near ``h``, or None."""
+        """The suspect id of a checked page near ``h``, or None (one round trip)."""
         from tracker.simhash import hamming
 
+        pipe = self.redis.pipeline(transaction=False)
         for key, band in self._band_keys(h):
-            raw = self.redis.hget(key, band)
+            pipe.hget(key, band)
+        for raw in pipe.execute():
             if not raw:
                 continue
             for entry in (raw.decode() if isinstance(raw, bytes) else raw).split(","):
@@ -242,12 +262,29 @@ class NearDuplicates:
         return None
 
     def add(self, h: int, suspect_id: str) -> None:
-        for key, band in self._band_keys(h):
-            raw = self.redis.hget(key, band)
-            old = (raw.decode() if isinstance(raw, bytes) else raw) if raw else ""
-            entries = [e for e in old.split(",") if e][-31:]  # a band holds 32 pages at most
-            entries.append(f"{h:016x}:{suspect_id}")
-            self.redis.hset(key, band, ",".join(entries))
+        """Remember a checked page (one script: each band keeps its last 32 pages)."""
+        bands = self._band_keys(h)
+        self._add(
+            keys=[bands[0][0]],
+            args=[self.keys.tag, f"{h:016x}:{suspect_id}", *[b for _, b in bands]],
+        )
+
+
+_SIM_ADD = """
+local tag, entry = ARGV[1], ARGV[2]
+for i = 0, 3 do
+  local key, band = tag .. ':sim:' .. i, ARGV[3 + i]
+  local old = redis.call('HGET', key, band) or ''
+  local parts = {}
+  for e in string.gmatch(old, '[^,]+') do parts[#parts + 1] = e end
+  local first = math.max(1, #parts - 30)
+  local kept = {}
+  for k = first, #parts do kept[#kept + 1] = parts[k] end
+  kept[#kept + 1] = entry
+  redis.call('HSET', key, band, table.concat(kept, ','))
+end
+return 1
+"""
 
 
 @dataclass
@@ -263,11 +300,11 @@ class DiscoveryRun:
 
     def __init__(
         self,
-        library: Any,
+        library: Library,
         options: RunOptions | None = None,
         *,
         providers: Sequence[SearchProvider] | None = None,
-        crawler: Any = None,
+        crawler: Crawler | None = None,
         keys: DiscoveryKeys | None = None,
         on_page: Callable[[PageResult], None] | None = None,
         searcher: Searcher | None = None,
@@ -278,9 +315,17 @@ class DiscoveryRun:
         self.keys = keys or DiscoveryKeys(library.settings.redis_prefix)
         self.providers = list(providers_from_env() if providers is None else providers)
         self.searcher = searcher or Searcher(self.providers, library.redis, self.keys)
-        self.frontier = Frontier(library.redis, self.keys, interval=self.options.interval)
+        from tracker.discovery.urls import TrapDetector
+
+        self.frontier = Frontier(
+            library.redis,
+            self.keys,
+            interval=self.options.interval,
+            traps=TrapDetector(enabled=self.options.trap_rules),
+        )
         self.near = NearDuplicates(library.redis, self.keys)
         self._crawler = crawler
+        self._readers: Any = None  # the reader processes' pool while crawling
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
@@ -295,7 +340,7 @@ class DiscoveryRun:
 
     # -- helpers --
     @property
-    def crawler(self) -> Any:
+    def crawler(self) -> Crawler:
         if self._crawler is None:
             from tracker.crawler import Crawler, CrawlerConfig
 
@@ -421,7 +466,45 @@ class DiscoveryRun:
                     )
                 )
 
+    def _start_readers(self) -> None:
+        import multiprocessing
+        import os
+
+        n = self.options.read_processes
+        if n < 0:
+            daemon = multiprocessing.current_process().daemon
+            n = 1 if (os.cpu_count() or 1) > 1 and not daemon else 0
+        if n > 0 and self._readers is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: this process has threads (a fork would copy their locks).
+            self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
+        """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
+        there is none, or when the pool broke)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from tracker.crawler.crawler import read_page
+
+        pool = self._readers
+        if pool is not None:
+            try:
+                return pool.submit(read_page, body, content_type, mime, url, True).result()
+            except (BrokenProcessPool, RuntimeError):
+                self._readers = None  # a reader died: read here from now on
+        return read_page(body, content_type, mime, url, True)
+
     def crawl(self) -> None:
+        self._start_readers()
+        try:
+            self._crawl()
+        finally:
+            if self._readers is not None:
+                self._readers.shutdown(wait=True, cancel_futures=True)
+                self._readers = None
+
+    def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
@@ -432,6 +515,10 @@ class DiscoveryRun:
                 started = self.report.fetched + len(inflight)
                 while len(inflight) < opts.concurrency and started < opts.max_pages:
                     claim = self.frontier.claim()
+                    if claim.item is not None and claim.stored:  # its worker died: check it
+                        self._process(self._restore(claim.item, claim.stored))
+                        started += 1
+                        continue
                     if claim.item is None:
                         wait_for = claim.wait
                         if claim.empty and not inflight:
@@ -447,16 +534,39 @@ class DiscoveryRun:
                         return
                     time.sleep(min(max(wait_for, 0.01), 1.0))
                     continue
-                done, _ = wait(list(inflight), timeout=1.0, return_when=FIRST_COMPLETED)
+                # Back when a fetch ends or, sooner, when a host's interval has passed.
+                done, _ = wait(
+                    list(inflight),
+                    timeout=min(max(wait_for, 0.005), 1.0),
+                    return_when=FIRST_COMPLETED,
+                )
                 for fut in done:
                     inflight.pop(fut)
                     self._process(fut.result())
 
     def _fetch(self, item: FrontierItem) -> Fetched:
+        """Fetch ``item`` (a pool thread) and record the page in the frontier the moment
+        its body arrived, before the check: a crawl killed now checks it on restart
+        instead of fetching it again (``Frontier.fetched``)."""
         try:
-            return Fetched(item, page=self.crawler.crawl_page(item.url, screenshot=False))
+            page = self.crawler.crawl_page(item.url, screenshot=False, reader=self._read)
+            fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
-            return Fetched(item, error=exc)
+            fetched = Fetched(item, error=exc)
+        try:
+            self.frontier.fetched(item, fetched.page.to_record() if fetched.page else None)
+        except Exception as exc:  # Redis unreachable: ``done`` frees the host later
+            fetched.page, fetched.error = None, exc
+        return fetched
+
+    def _restore(self, item: FrontierItem, record: str) -> Fetched:
+        """A stored page of a worker that died (``Claim.stored``)."""
+        from tracker.crawler import Page
+
+        try:
+            return Fetched(item, page=Page.from_record(record))
+        except Exception as exc:  # a record that cannot be read: this page's error
+            return Fetched(item, error=ValueError(f"stored page unreadable: {exc}"))
 
     def _process(self, fetched: Fetched) -> None:
         from tracker.crawler import CrawlError
@@ -512,7 +622,7 @@ class DiscoveryRun:
         checked = self.lib.check_page(page, save=self.options.save)
         result.checked = True
         result.suspect_id = checked.suspect.id
-        result.matches = checked.to_json()["matches"]
+        result.matches = checked.matches_json()
         self.report.checked += 1
         stats.checked += 1
         if len(page.text) >= 200:
@@ -534,19 +644,63 @@ class DiscoveryRun:
             self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
 
     def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
-        from tracker.cases.books import CHAPTER_RE, chapter_links
-        from tracker.crawler.links import page_links
+        """Queue the links worth following from ``item``'s page, by what it was (see
+        the module docstring), in one batch. One trap rule lives here, because it needs
+        the whole page: a page that gave nothing new does not lead on to the next page
+        of its own kind (same URL pattern): the empty months of a calendar, a list paged
+        past its end, a thread's page past its last each cost one fetch, not an endless
+        walk. Chapter links are never held back."""
+        from tracker.discovery.urls import url_pattern
 
-        html, base = page.html, page.final_url
-        stats = self.report.source(item.source)
+        now: list[Link] = []
+        onward: list[Link] = []  # the same URL pattern as this page: next month, page
+        mine = url_pattern(item.url)  # item.url is normalised
 
-        def add(url: str, priority: float, kind: str = "page") -> None:
-            verdict = self.frontier.add_link(item, url, priority=priority, kind=kind)
+        def add(
+            url: str,
+            priority: float,
+            kind: str = "page",
+            depth: int | None = None,
+            chapter: bool = False,
+        ) -> None:
+            link = Link(url, priority, kind, depth)
+            if self.options.trap_rules and not chapter and _pattern_of(url) == mine:
+                onward.append(link)
+            else:
+                now.append(link)
+
+        self._links(item, page, result, add)
+        queued = self._queue(item, now)
+        if onward and queued == 0 and self.options.trap_rules:
+            self.report.traps += len(onward)
+            self.lib.redis.hincrby(self.frontier.k("stats"), "traps", len(onward))
+        elif onward:
+            self._queue(item, onward)
+
+    def _queue(self, item: FrontierItem, links: list[Link]) -> int:
+        """Queue ``links`` of ``item``'s page (one batch); how many were new."""
+        if not links:
+            return 0
+        queued = 0
+        for verdict in self.frontier.add_links(item, links):
             if verdict == "queued":
-                stats.found += 1
+                queued += 1
             elif verdict.startswith("trap"):
                 self.report.traps += 1
+        self.report.source(item.source).found += queued
+        return queued
 
+    def _links(
+        self, item: FrontierItem, page: Page, result: PageResult, add: Callable[..., None]
+    ) -> None:
+        """Name the links of ``item``'s page worth following to ``add``, by what the
+        page was: a site search's results, a chapter list, a page that matched (or a
+        duplicate of one), a page that did not."""
+        from tracker.cases.books import CHAPTER_RE, NEXT_PAGE_RE, chapter_links
+        from tracker.crawler.links import page_links, same_site
+
+        stats = self.report.source(item.source)
+        html, base = page.html, page.final_url
         if item.kind == "search":
             books = result_links(html, base, item.hint)
             if books:
@@ -564,24 +718,35 @@ class DiscoveryRun:
                     )
                 return
             item.kind = "index"  # a search that went straight to the book
+        found = page.links if page.links is not None else page_links(html, base)
+        links = [(link.url, link.text) for link in found]
+        nexts = [u for u, text in links if NEXT_PAGE_RE.match(text) and same_site(u, base)]
         if item.kind == "index":
             for url in chapter_links(html, base):
-                add(url, 2.0)
+                add(url, 2.0, chapter=True)
+            for url in nexts[:1]:  # a chapter list over several pages
+                add(url, 2.0, "index")
             return
         matched = bool(result.matches) or bool(result.duplicate_of)
-        links = [(link.url, link.text) for link in page_links(html, base)]
         chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
         if matched:
             for u, text in links:
                 if "目录" in text or "目錄" in text:
                     add(u, 2.0, "index")
             for u in chapterish:
+                add(u, 3.0, chapter=True)
+            for u in nexts[:1]:  # the copy goes on on the next page
                 add(u, 3.0)
+            # A site that copied one work has often copied more: its other pages are
+            # explored as if found by a search (two links deep, behind the chapters).
+            for u, _ in links[:200]:
+                if same_site(u, base):
+                    add(u, 10.0, depth=0)
             return
         if item.depth >= self.options.max_depth:
             return
         for u in chapterish:
-            add(u, 20.0 + item.depth)
+            add(u, 20.0 + item.depth, chapter=True)
         if item.depth == 0 and len(chapterish) >= 10:  # a book index found by a search
             return
         for u, _ in links[:100]:
@@ -608,6 +773,18 @@ class DiscoveryRun:
         finally:
             self.finish()
         return self.report
+
+
+def _pattern_of(url: str) -> str:
+    """The URL pattern of ``url`` once normalised ("" when it is not an http(s) URL): a
+    link of the same pattern as its page is the next page of its kind (next month, next
+    page of a list or a thread)."""
+    from tracker.discovery.urls import normalize_url, url_pattern
+
+    try:
+        return url_pattern(normalize_url(url))
+    except ValueError:
+        return ""
 
 
 def new_run_id() -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, providers_from_env
@@ -15,16 +15,20 @@ from tracker.discovery.run import RunHistory, RunOptions, RunReport
 from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
 from tracker.timefmt import iso_utc
 
+if TYPE_CHECKING:
+    from tracker.crawler import Crawler
+    from tracker.library import Library
+
 __all__ = ["DiscoveryOverview", "ProviderStatus", "overview", "register_site"]
 
 
 def register_site(
-    library: Any,
+    library: Library,
     url: str,
     *,
     search_url: str | None = None,
     encoding: str | None = None,
-    crawler: Any = None,
+    crawler: Crawler | None = None,
 ) -> Site:
     """Register the pirate site at ``url``: with ``search_url`` (``{q}`` for the query)
     as given, else its search form found on its home page (``sites.find_search``).
@@ -47,16 +51,16 @@ def register_site(
         site = Site(url=home, search_url=search_url, encoding=encoding or "utf-8", profile="given")
     else:
         profiles = load_profiles(library.settings.data_dir / "discovery" / "profiles")
-        own = crawler is None
-        if own:
+        reader = crawler
+        if reader is None:
             from tracker.crawler import Crawler, CrawlerConfig
 
-            crawler = Crawler(CrawlerConfig.from_settings(library.settings, screenshots="off"))
+            reader = Crawler(CrawlerConfig.from_settings(library.settings, screenshots="off"))
         try:
-            site = find_search(crawler, home, profiles)
+            site = find_search(reader, home, profiles)
         finally:
-            if own:
-                crawler.close()
+            if crawler is None:
+                reader.close()
         if encoding:
             site.encoding = encoding
     site.added_at = iso_utc(datetime.now(UTC))
@@ -87,7 +91,7 @@ class DiscoveryOverview:
         }
 
 
-def overview(library: Any, *, runs: int = 10) -> DiscoveryOverview:
+def overview(library: Library, *, runs: int = 10) -> DiscoveryOverview:
     """Providers (from the environment) with today's use, sites, budgets, last runs."""
     providers = providers_from_env()
     searcher = Searcher(providers, library.redis, DiscoveryKeys(library.settings.redis_prefix))

@@ -23,10 +23,14 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from tracker.discovery.urls import host_of
+
+if TYPE_CHECKING:
+    from tracker.crawler import Crawler
+    from tracker.store.base import Store
 
 __all__ = [
     "Site",
@@ -118,7 +122,7 @@ class Site:
 class SiteRegistry:
     """Registered sites, kept in the store's meta table (shared by every worker)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def add(self, site: Site) -> Site:
@@ -183,7 +187,7 @@ def _codec(encoding: str) -> str:
     return "big5" if enc.startswith("big5") else "utf-8"
 
 
-def find_search(crawler: Any, home_url: str, profiles: dict[str, SiteProfile]) -> Site:
+def find_search(crawler: Crawler, home_url: str, profiles: dict[str, SiteProfile]) -> Site:
     """Find the search of the site at ``home_url`` (see the module docstring)."""
     from tracker.crawler import CrawlError
 

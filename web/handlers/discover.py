@@ -148,7 +148,9 @@ def api_start() -> Any:
         options = _run_options(clean(body, "body"))
     except ValueError as exc:
         fail(400, str(exc))
-    response = jsonify({"task_id": _start(options)})
+    task_id = _start(options)
+    # The run fans its crawl out in chunks: the job endpoint adds their progress up.
+    response = jsonify({"task_id": task_id, "progress": f"/api/v1/jobs/{task_id}"})
     response.status_code = 202
     return response
 

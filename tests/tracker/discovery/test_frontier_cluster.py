@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import pytest
 from redis_cluster import RedisClusterNodes
 
-from tracker.discovery.frontier import Frontier, FrontierItem
+from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.run import NearDuplicates
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +45,20 @@ def test_frontier_on_a_redis_cluster(cluster: RedisClusterNodes) -> None:
                 break
             continue
         claimed.append(claim.item.url)
+        if len(claimed) % 2:  # half of them as a crawl does: recorded on arrival first
+            f.fetched(claim.item, '{"page": "stored"}')
         f.done(claim.item)
     assert sorted(claimed) == sorted(urls)
     stats = f.stats()
     assert stats["done"] == 9 and stats["queued"] == 0 and stats["duplicates"] == 1
+    assert stats["stored"] == 0 and stats["leased"] == 0
+    # The links of a page in one batch, and the SimHash bands, on the tag's slot too.
+    parent = FrontierItem(url=urls[0], source="s")
+    verdicts = f.add_links(parent, [Link("http://h0.test/new", 1.0), Link(urls[1], 1.0)])
+    assert verdicts == ["queued", "seen"]
+    near = NearDuplicates(client, keys)
+    near.add(0xFFFF0000FFFF0000, "suspect-1")
+    assert near.find(0xFFFF0000FFFF0001) == "suspect-1"
     # Every key of the frontier lives on one slot: the tag's.
     slots = {
         client.keyslot(k) for k in (keys.key("seen"), keys.key("hosts"), keys.key("q:h0.test"))
