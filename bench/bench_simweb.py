@@ -1,18 +1,21 @@
 """Discovery on a simulated web (issue #22): recall of planted copies, fetches, trap
 share, politeness at the server, throughput, a crawl killed and restarted; beside a
 breadth-first crawl of the same seeds with the same crawler, concurrency and per-host
-rate, measured in the same run.
+rate, and beside discovery with its trap rules off and with pages read in the crawl
+process itself, all measured in the same run.
 
 Usage: python bench/bench_simweb.py [--pages 2000] [--bfs-max 20000] [--write]
+       python bench/bench_simweb.py --only-kill   (the kill arm alone, printed)
 
-The web (``bench/simweb/world.py``): 20 sites under their own host names, 20,436 pages,
-traps, 250 library works planted (one page each, obfuscated) and ten exact mirrors,
-served by one process (``bench/simweb/server.py``) that logs every request as it
-arrives. Discovery gets what a user gives it: the six novel sites registered (their
-search forms found by themselves), a search provider (the fake engine, SearXNG's JSON)
-and the library (550 works: 红楼梦, 三国演义, 鲁迅). The baseline gets the home pages
-of all 20 sites and follows every link breadth-first (URLs deduplicated as written);
-it only fetches (recall judged by the planted URL list, which favours it).
+The web (``bench/simweb/world.py``): 20 sites under their own host names, 20,652 pages,
+traps on the path of discovery, 250 library works planted (one page each, obfuscated)
+and ten exact mirrors, served by one process (``bench/simweb/server.py``) that logs
+every request as it arrives. Discovery gets what a user gives it: the six novel sites
+registered (their search forms found by themselves), a search provider (the fake
+engine, SearXNG's JSON) and the library (550 works: 红楼梦, 三国演义, 鲁迅). The
+baseline gets the home pages of all 20 sites and follows every link breadth-first
+(URLs deduplicated as written); it only fetches (recall judged by the planted URL
+list, which favours it).
 """
 
 from __future__ import annotations
