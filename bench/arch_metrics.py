@@ -45,32 +45,39 @@ def _mentions_any(node: ast.AST | None) -> bool:
     )
 
 
-def _public_signatures(tree: ast.Module) -> tuple[int, int]:
-    """(public functions and methods, those whose parameters or result mention ``Any``):
-    module-level and class-level ``def``s whose names (and class names) do not start with
-    an underscore; dunders other than ``__init__`` are left out."""
-    total = with_any = 0
+def public_signatures(tree: ast.Module) -> list[tuple[str, bool]]:
+    """(qualified name, whether its parameters or result mention ``Any``) of every
+    public function and method: module-level and class-level ``def``s whose names (and
+    class names) do not start with an underscore; dunders other than ``__init__`` are
+    left out. ``tests/tracker/test_public_types.py`` holds tracker to this."""
+    found: list[tuple[str, bool]] = []
 
-    def visit(body: list[ast.stmt], in_class: bool) -> None:
-        nonlocal total, with_any
+    def visit(body: list[ast.stmt], owner: str | None) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                visit(node.body, True)
+                visit(node.body, node.name)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 name = node.name
                 if name.startswith("_") and name != "__init__":
                     continue
-                if name == "__init__" and not in_class:
+                if name == "__init__" and owner is None:
                     continue
-                total += 1
                 args = node.args
                 params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
                 params += [a for a in (args.vararg, args.kwarg) if a is not None]
-                if _mentions_any(node.returns) or any(_mentions_any(a.annotation) for a in params):
-                    with_any += 1
+                with_any = _mentions_any(node.returns) or any(
+                    _mentions_any(a.annotation) for a in params
+                )
+                found.append((f"{owner}.{name}" if owner else name, with_any))
 
-    visit(tree.body, False)
-    return total, with_any
+    visit(tree.body, None)
+    return found
+
+
+def _public_signatures(tree: ast.Module) -> tuple[int, int]:
+    """(public functions and methods, those whose parameters or result mention ``Any``)."""
+    found = public_signatures(tree)
+    return len(found), sum(with_any for _, with_any in found)
 
 
 def measure(root: Path) -> Metrics:

@@ -46,12 +46,27 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# ``--code DIR``: measure another checkout's tracker (e.g. main at an earlier commit)
+# with this script; the CLI subprocesses get it through PYTHONPATH.
+if "--code" in sys.argv:
+    CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve()
+    sys.path.insert(0, str(CODE))
+    os.environ["PYTHONPATH"] = str(CODE) + os.pathsep + os.environ.get("PYTHONPATH", "")
 
 import contextlib
 
 from bench._common import ROOT, machine, write_section
 
-DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside this checkout (a worktree under /work/wt: two levels up).
+HERE = Path(__file__).resolve().parents[1]
+DATA = next(
+    (
+        p
+        for p in (HERE.parent / "shared" / "data", HERE.parents[1] / "shared" / "data")
+        if p.is_dir()
+    ),
+    HERE.parent / "shared" / "data",
+)
 WORK_CHARS = 20_000  # one generated work: a long chapter or a news dossier
 FILE_CHARS = 8_000_000  # characters per generated .jsonl file
 SUSPECT_CHARS = 2_000
@@ -244,7 +259,12 @@ def parse_size(text: str) -> int:
 
 
 def generate_library(
-    model: BigramModel, chars: int, folder: Path, rng: np.random.Generator, keep_works: int
+    model: BigramModel,
+    chars: int,
+    folder: Path,
+    rng: np.random.Generator,
+    keep_works: int,
+    id_prefix: str = "w",
 ) -> tuple[list[Path], dict[str, str]]:
     """Write works of WORK_CHARS to .jsonl files; return the files and a sample of works
     (the ones suspects are planted from)."""
@@ -262,9 +282,9 @@ def generate_library(
             if done % per_file == 0:
                 if fh:
                     fh.close()
-                files.append(folder / f"works-{len(files):05d}.jsonl")
+                files.append(folder / f"{id_prefix}works-{len(files):05d}.jsonl")
                 fh = files[-1].open("w", encoding="utf-8")
-            wid = f"w{done:08d}"
+            wid = f"{id_prefix}{done:08d}"
             assert fh is not None
             fh.write(
                 json.dumps(
@@ -397,6 +417,150 @@ def check_existing(
     return res
 
 
+# -- issue #28: the default path right after an ingest, and after a second one ----
+INGEST_RE = r"characters in ([0-9.]+) s"
+SNAPSHOT_RE = r"snapshot of the index refreshed in ([0-9.]+) s"
+
+
+def cli_ingest(data: Path, files: list[Path], engine: str | None) -> dict[str, float]:
+    """``yinji ingest FILES`` as a user runs it: wall seconds, the ingest's own seconds
+    (its report: no interpreter start, no embedded server start or final save) and the
+    seconds of the snapshot refresh it did after (0: none)."""
+    import re
+
+    cmd = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", *map(str, files)]
+    t0 = time.perf_counter()
+    # cwd: not this checkout (``-m`` would import its tracker before PYTHONPATH's)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=dict(os.environ), cwd=data.parent
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"ingest failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    own = re.search(INGEST_RE, proc.stderr)
+    snap = re.search(SNAPSHOT_RE, proc.stderr)
+    return {
+        "wall": wall,
+        "own": float(own.group(1)) if own else wall,
+        "snapshot": float(snap.group(1)) if snap else 0.0,
+    }
+
+
+def default_checks(data: Path, cases: list[Planted]) -> dict[str, object]:
+    """The planted checks in a fresh process's library, as a check runs by default
+    (nothing taken by hand): latency per case, found or not, the mothers matched."""
+    from tracker.config import Settings
+    from tracker.library import Library
+
+    lib = Library.open(replace(Settings.from_env(), data_dir=data))
+    try:
+        stats = lib.index_stats()
+        eng = next(iter(stats["engines"].values()), {})
+        for case in cases[:10]:  # warm-up: caches, connections, the snapshot's pages
+            lib.check_text(case.text)
+        ms: list[float] = []
+        found: list[bool] = []
+        answers: list[list[str]] = []
+        for case in cases:
+            t = time.perf_counter()
+            result = lib.check_text(case.text)
+            ms.append((time.perf_counter() - t) * 1000)
+            ids = sorted({m.mother_id for m in result.matches})
+            answers.append(ids)
+            found.append(bool(ids) if case.mother is None else case.mother in ids)
+        info = lib.redis.info("memory")
+        return {
+            "ms": ms,
+            "found": found,
+            "answers": answers,
+            "kinds": [c.kind for c in cases],
+            "postings": int(eng.get("postings", 0)),
+            "snapshot": eng.get("snapshot", {}).get("state", "?"),
+            "redis_bytes": int(info["used_memory"]) - int(info.get("used_memory_startup", 0)),
+        }
+    finally:
+        lib.close()
+
+
+def run_default_path(
+    model: BigramModel, chars: int, work_dir: Path, per_kind: int, seed: int, add_share: float
+) -> dict[str, object]:
+    """A fresh library of ``chars`` ingested, checked; ``add_share`` more ingested
+    into it, checked again (copies planted from both parts)."""
+    rng = np.random.default_rng(seed)
+    src, data = work_dir / "src", work_dir / "data"
+    src.mkdir(parents=True, exist_ok=True)
+    files, kept = generate_library(model, chars, src, rng, keep_works=per_kind * 4)
+    extra = int(chars * add_share)
+    files2, kept2 = generate_library(model, extra, src, rng, per_kind * 4, id_prefix="x")
+    cases = plant(model, kept, per_kind, rng)
+    late_cases = plant(model, kept2, max(1, per_kind // 2), rng)
+    import tracker
+
+    out: dict[str, object] = {"chars": chars, "added": extra, "code": tracker.__file__}
+    out["ingest"] = cli_ingest(data, files, None)
+    print(f"  ingest {chars:,}: {out['ingest']}")
+    out["after_ingest"] = default_checks(data, cases)
+    out["add"] = cli_ingest(data, files2, None)
+    print(f"  add {extra:,}: {out['add']}")
+    out["after_add"] = default_checks(data, cases + late_cases)
+    out["data_bytes"] = folder_bytes(data)
+    return out
+
+
+def default_path_table(runs: dict[str, dict[str, object]]) -> str:
+    """before/after rows of ``run_default_path`` results (same library, same cases)."""
+    rows = [
+        "| code | library | ingest M chars/s (wall; of it snapshot s) | checks after the "
+        "ingest: p50 / p90 / p99 ms (copies) | p50 / p99 (negatives) | snapshot | add "
+        "M chars/s: the ingest's own / wall (of it snapshot s) | checks after the add: p50 / "
+        "p90 / p99 ms (copies) | p50 / p99 (negatives) | snapshot | recall after the add "
+        "(verbatim / excerpt / homophones / edits5) | negatives flagged | postings |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, r in runs.items():
+        ing, add = r["ingest"], r["add"]
+        a1, a2 = r["after_ingest"], r["after_add"]
+
+        def lat(c: dict, neg: bool) -> list[float]:
+            return [m for m, k in zip(c["ms"], c["kinds"], strict=True) if (k == "negative") == neg]
+
+        def rec(c: dict, kind: str) -> str:
+            hits = [f for f, k in zip(c["found"], c["kinds"], strict=True) if k == kind]
+            return f"{np.mean(hits):.2f}" if hits else "-"
+
+        negs = [f for f, k in zip(a2["found"], a2["kinds"], strict=True) if k == "negative"]
+        cols = [
+            label,
+            human(r["chars"]),
+            f"{r['chars'] / ing['wall'] / 1e6:.2f} ({ing['snapshot']:.1f} s)",
+            " / ".join(f"{pct(lat(a1, False), q):.1f}" for q in (50, 90, 99)),
+            " / ".join(f"{pct(lat(a1, True), q):.1f}" for q in (50, 99)),
+            a1["snapshot"],
+            f"{r['added'] / add['own'] / 1e6:.2f} / {r['added'] / add['wall'] / 1e6:.2f} "
+            f"({add['snapshot']:.1f} s)",
+            " / ".join(f"{pct(lat(a2, False), q):.1f}" for q in (50, 90, 99)),
+            " / ".join(f"{pct(lat(a2, True), q):.1f}" for q in (50, 99)),
+            a2["snapshot"],
+            " / ".join(rec(a2, k) for k in ("verbatim", "excerpt", "homophones", "edits5")),
+            f"{sum(negs)} of {len(negs)}",
+            f"{a2['postings']:,}",
+        ]
+        rows.append("| " + " | ".join(str(c) for c in cols) + " |")
+    labels = list(runs)
+    if len(labels) == 2:
+        a, b = (runs[x] for x in labels)
+        for step in ("after_ingest", "after_add"):
+            differ = sum(
+                x != y for x, y in zip(a[step]["answers"], b[step]["answers"], strict=True)
+            )
+            rows.append(
+                f"\nAnswers differing between {labels[0]} and {labels[1]}, {step}: "
+                f"{differ} of {len(a[step]['answers'])}."
+            )
+    return "\n".join(rows)
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
@@ -467,7 +631,29 @@ def main() -> None:
         default=None,
         help="daguan's weak_candidates for the checks (default: the library's)",
     )
+    ap.add_argument("--code", type=Path, default=None, help="the checkout whose tracker runs")
+    ap.add_argument(
+        "--default-path",
+        type=Path,
+        default=None,
+        help="issue #28: ingest, check, add --add-share more, check; results as JSON here",
+    )
+    ap.add_argument("--add-share", type=float, default=0.1)
+    ap.add_argument(
+        "--combine",
+        nargs="+",
+        default=None,
+        help="LABEL=RESULT.json ...: the --default-path results as one table",
+    )
     args = ap.parse_args()
+    if args.combine:
+        runs = {
+            x.split("=", 1)[0]: json.loads(Path(x.split("=", 1)[1]).read_text())
+            for x in args.combine
+        }
+        body = default_path_table(runs)
+        print(body)
+        return
     global WEAK_CANDIDATES
     WEAK_CANDIDATES = args.weak_candidates
 
@@ -476,6 +662,20 @@ def main() -> None:
     took = time.perf_counter() - t0
     print(f"model: {len(model.vocab):,} chars, {len(model.nexts):,} bigrams ({took:.0f} s)")
     results: list[SizeResult] = []
+    if args.default_path is not None:
+        base = args.keep or Path(tempfile.mkdtemp(prefix="yinji-scale-"))
+        try:
+            chars = parse_size(args.sizes.split(",")[0])
+            folder = base / "default-path"
+            if folder.exists():
+                shutil.rmtree(folder)
+            out = run_default_path(model, chars, folder, args.per_kind, args.seed, args.add_share)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(base, ignore_errors=True)
+        args.default_path.write_text(json.dumps(out))
+        print(default_path_table({"this": out}))
+        return
     if args.check_existing is not None:
         chars = parse_size(args.sizes.split(",")[0])
         res = check_existing(

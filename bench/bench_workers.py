@@ -71,6 +71,64 @@ def corpus(n: int, seed: int = 7) -> tuple[list[dict[str, Any]], list[dict[str, 
     return [{"id": d["id"], "title": d.get("title", ""), "text": d["text"]} for d in mothers], texts
 
 
+CLK = os.sysconf("SC_CLK_TCK")
+# Seconds between two polls of the client: each poll of a big job reads and decodes every
+# finished chunk's result (``job_status``), CPU taken from the workers on a small machine.
+POLL = 0.25
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system) of the live processes of a process group (a worker:
+    its main process and its prefork pool child), read from /proc."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat: the process group
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLK
+
+
+def pid_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+class Meter:
+    """CPU seconds of each process of a run (the workers, the embedded Redis server, this
+    client) and the Redis commands served, between two readings."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+        self.start = self.read()
+
+    def read(self) -> dict[str, Any]:
+        b = self.bench
+        t = os.times()
+        stats = b.client.info("commandstats")
+        return {
+            "workers": sum(group_cpu(p.pid) for p in b.workers.values()),
+            "redis": pid_cpu(int(b.client.pid)),
+            "client": t.user + t.system,
+            "commands": {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()},
+        }
+
+    def per_text(self, n: int) -> dict[str, Any]:
+        """CPU ms per text of each process class, and Redis commands per text (by name)."""
+        end = self.read()
+        out: dict[str, Any] = {
+            k: 1000 * (end[k] - self.start[k]) / n for k in ("workers", "redis", "client")
+        }
+        calls = {
+            c: (end["commands"][c] - self.start["commands"].get(c, 0)) / n for c in end["commands"]
+        }
+        out["commands"] = sum(calls.values())
+        out["top"] = sorted(((round(v, 1), c) for c, v in calls.items() if v >= 0.5), reverse=True)
+        return out
+
+
 class Bench:
     """One embedded installation and the ``yinji worker`` processes of a run."""
 
@@ -158,7 +216,7 @@ class Bench:
                         if s in ("SUCCESS", "FAILURE")]  # fmt: skip
             pending = [i for i in pending if i not in set(done)]
             if pending:
-                time.sleep(0.05)
+                time.sleep(POLL)
         return time.perf_counter() - t0
 
     def counters(self, task_id: str) -> dict[str, int]:
@@ -166,20 +224,33 @@ class Bench:
         return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
 
 
-def spread(bench: Bench, texts: list[dict[str, Any]], repeat: int) -> dict[str, list[float]]:
-    """Texts/s of the one-job and the many-jobs form, ``repeat`` runs each."""
+def spread(
+    bench: Bench, texts: list[dict[str, Any]], repeat: int, costs: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[float]]:
+    """Texts/s of the one-job and the many-jobs form, ``repeat`` runs each; the CPU and
+    Redis commands per text of each run go into ``costs`` (by form)."""
     from workers import jobs
 
     out: dict[str, list[float]] = {"one job": [], "jobs": []}
     for _ in range(repeat):
+        meter = Meter(bench)
         t0 = time.perf_counter()
         job = jobs.submit_check(texts=texts)
         bench.wait_jobs([job])
-        out["one job"].append(len(texts) / (time.perf_counter() - t0))
+        wall = time.perf_counter() - t0
+        out["one job"].append(len(texts) / wall)
+        costs.setdefault("one job", []).append(
+            {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
+        )
+        meter = Meter(bench)
         t0 = time.perf_counter()
         ids = [jobs.submit_check(texts=[t]) for t in texts]
         bench.wait_jobs(ids)
-        out["jobs"].append(len(texts) / (time.perf_counter() - t0))
+        wall = time.perf_counter() - t0
+        out["jobs"].append(len(texts) / wall)
+        costs.setdefault("jobs", []).append(
+            {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
+        )
     return out
 
 
@@ -190,9 +261,17 @@ def kill_mid_batch(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[st
     victim = next(iter(bench.workers))
     batch = [{"title": f"kill {i}", "text": f"kill {t['text']}"} for i, t in enumerate(texts[:n])]
     ids = [jobs.submit_check(texts=[t]) for t in batch]
-    while sum(s == "SUCCESS" for s in bench.states(ids)) < 0.4 * n:
-        time.sleep(0.02)
-    running = {RunningTask.from_json(v).node for v in bench.client.hvals(running_key(bench.app))}
+
+    def holders() -> set[str]:
+        return {RunningTask.from_json(v).node for v in bench.client.hvals(running_key(bench.app))}
+
+    # From 40 % done on, kill the victim as soon as it holds a task (by 90 %, anyway).
+    while True:
+        done = sum(s == "SUCCESS" for s in bench.states(ids))
+        running = holders()
+        if done >= 0.9 * n or (done >= 0.4 * n and victim in running):
+            break
+        time.sleep(0.01)
     bench.kill(victim)
     t0 = time.perf_counter()
     bench.wait_jobs(ids, timeout=600)
@@ -214,6 +293,7 @@ def recheck(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]
     from tracker.store import open_store
     from workers import jobs
 
+    t0 = time.perf_counter()
     with open_store(bench.settings) as store:
         for i in range(n):
             t = texts[i % len(texts)]
@@ -222,6 +302,8 @@ def recheck(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]
                     id=f"stored-{i:06d}", text=f"{i} {t['text']}", title=t["title"], source="text"
                 )
             )
+    stored = time.perf_counter() - t0
+    print(f"stored {n} suspects in {stored:.0f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     run = bench.app.send_task("yinji.check.check_new_mothers", kwargs={"since": "2000-01-01"})
     run_id = run.id
@@ -244,6 +326,90 @@ def recheck(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]
     }
 
 
+def cost_rows(
+    cost1: dict[str, list[dict[str, Any]]], cost2: dict[str, list[dict[str, Any]]]
+) -> list[str]:
+    """Where the CPU goes, per text (medians over the runs): each process class, Redis
+    commands, and the worker CPU-seconds per second of wall time (cores the workers got)."""
+    rows = [
+        "| form, workers | worker CPU ms/text | Redis CPU ms/text | client CPU ms/text "
+        "| Redis commands/text | worker cores busy | texts per worker CPU-s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for form in ("one job", "jobs"):
+        for n, cost in (("1", cost1), ("2", cost2)):
+            runs = cost.get(form) or []
+            if not runs:
+                continue
+
+            def med(key: str, runs: list[dict[str, Any]] = runs) -> float:
+                return float(statistics.median(r[key] for r in runs))
+
+            w, r, c = med("workers"), med("redis"), med("client")
+            busy = statistics.median(
+                r_["workers"] * len_ / 1000 / r_["wall"]
+                for r_, len_ in ((x, x.get("texts", 0)) for x in runs)
+            )
+            rows.append(
+                f"| {form}, {n} | {w:.1f} | {r:.1f} | {c:.1f} | {med('commands'):.0f} "
+                f"| {busy:.2f} | {1000 / w:.0f} |"
+            )
+    return rows
+
+
+def split(settings: Any, texts: list[dict[str, Any]]) -> dict[str, float]:
+    """In this process, on the same texts: ms per text of the check alone (no save) and
+    of a check as a job does it (``check_submitted``: suspect, matches, the submission
+    and the check in the evidence log, the text's capture written and fsynced)."""
+    from tracker.library import Library
+    from tracker.records import Suspect
+
+    spent = {"check only": 0.0, "check + store + evidence": 0.0}
+    with Library.open(settings) as lib:
+        for i, t in enumerate(texts[:20]):  # warm up (snapshot pages, caches)
+            lib.check_suspect(Suspect(id=f"warm-{i}", title="", text=t["text"]), save=False)
+        for i, t in enumerate(texts):  # interleaved: the machine's load hits both alike
+            s = Suspect(id=f"split-{i}", title=t["title"], text=t["text"], source="text")
+            t0 = time.perf_counter()
+            lib.check_suspect(s, save=False)
+            t1 = time.perf_counter()
+            lib.check_submitted(s, once=f"split:{i}")
+            t2 = time.perf_counter()
+            spent["check only"] += t1 - t0
+            spent["check + store + evidence"] += t2 - t1
+    return {k: round(1000 * v / len(texts), 2) for k, v in spent.items()}
+
+
+def rebuild(bench: Bench) -> dict[str, Any]:
+    """An index rebuild as a job on the running workers (chunks, then the load) against
+    the one-step load in this process, on the same library; checks answer the same."""
+    from tracker.library import Library
+    from workers import jobs
+
+    probe = "".join(t["text"] for t in corpus(4)[1][::2])[:600]
+    with Library.open(bench.settings) as lib:
+        before = [(m.mother_id, m.score) for m in lib.check_text(probe).matches]
+        t0 = time.perf_counter()
+        lib.indexes.load()
+        one_step = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    job = jobs.submit_rebuild()
+    bench.wait_jobs([job], timeout=1800)
+    seconds = time.perf_counter() - t0
+    status = jobs.job_status(job)
+    with Library.open(bench.settings) as lib:
+        after = [(m.mother_id, m.score) for m in lib.check_text(probe).matches]
+    result = status["result"] or {}
+    return {
+        "one_step": one_step,
+        "job": seconds,
+        "state": status["state"],
+        "chunks": result.get("chunks"),
+        "mothers": result.get("mothers"),
+        "same_answers": before == after and bool(before),
+    }
+
+
 def _runs(runs: dict[str, list[float]]) -> str:
     return json.dumps({k: [round(x, 1) for x in v] for k, v in runs.items()}, ensure_ascii=False)
 
@@ -254,11 +420,36 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kill-jobs", type=int, default=200)
     parser.add_argument("--recheck", type=int, default=100_000)
+    parser.add_argument(
+        "--snapshot",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="take a snapshot of the index first (`yinji index snapshot`), as the beat does "
+        "for an index of YINJI_SNAPSHOT_MIN_POSTINGS or more",
+    )
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="only time N checks in this process, with and without storing them (no workers)",
+    )
+    parser.add_argument(
+        "--folder",
+        default=None,
+        help="where the installation's data folder goes (default: the system's temp folder); "
+        "/dev/shm (memory, fsync nearly free) shows what the evidence log's fsyncs cost",
+    )
+    parser.add_argument(
+        "--rebuild",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="rebuild the index as a job on 2 workers (chunks, then the load)",
+    )
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
     started = time.time()
     mothers, texts = corpus(args.texts)
-    root = Path(tempfile.mkdtemp(prefix="bench-workers-"))
+    root = Path(tempfile.mkdtemp(prefix="bench-workers-", dir=args.folder))
     bench = Bench(root)
     try:
         from tracker.documents import Document
@@ -267,17 +458,29 @@ def main() -> None:
 
         with Library.open(bench.settings) as lib:
             lib.ingest([Document(**m) for m in mothers])
+            if args.snapshot:  # checks look fingerprints up in a local copy, not in Redis
+                snap = lib.snapshot_index()
+                print("snapshot:", snap, file=sys.stderr, flush=True)
+        if args.split:
+            print(json.dumps(split(bench.settings, texts[: args.split])), flush=True)
+            return
         bench.start_worker("w1")
         bench.wait_jobs([jobs.submit_check(texts=texts[:4])])  # warm the worker up
-        one = spread(bench, texts, args.repeat)
+        cost1: dict[str, list[dict[str, Any]]] = {}
+        cost2: dict[str, list[dict[str, Any]]] = {}
+        one = spread(bench, texts, args.repeat, cost1)
         print("1 worker:", _runs(one), file=sys.stderr, flush=True)
         bench.start_worker("w2")
         bench.wait_jobs([jobs.submit_check(texts=texts[:50])])
-        two = spread(bench, texts, args.repeat)
+        two = spread(bench, texts, args.repeat, cost2)
         print("2 workers:", _runs(two), file=sys.stderr, flush=True)
-        killed = kill_mid_batch(bench, texts, args.kill_jobs)
+        print("costs:", json.dumps({"1": cost1, "2": cost2}), file=sys.stderr, flush=True)
+        rb = rebuild(bench) if args.rebuild else None
+        print("rebuild:", rb, file=sys.stderr, flush=True)
+        killed = kill_mid_batch(bench, texts, args.kill_jobs) if args.kill_jobs else None
         print("kill:", killed, file=sys.stderr, flush=True)
-        bench.start_worker("w3")  # two workers again for the re-check
+        if killed:
+            bench.start_worker("w3")  # two workers again for the re-check
         rc = recheck(bench, texts, args.recheck) if args.recheck else None
     finally:
         bench.close()
@@ -299,12 +502,26 @@ def main() -> None:
         "",
         *rows,
         "",
-        f"SIGKILL of one of 2 workers when 40 % of {killed['jobs']} one-text jobs were done "
-        f"(default visibility timeout 3600 s; the victim was running a task: "
-        f"{killed['victim_was_running']}): all done {killed['seconds_after_kill']:.1f} s after the "
-        f"kill; {killed['success']} SUCCESS, {killed['runs_not_1']} tasks whose work ran "
-        f"other than once, {killed['redelivered']} delivered twice (the orphan re-queued).",
+        *cost_rows(cost1, cost2),
     ]
+    if rb:
+        parts += [
+            "",
+            f"Index rebuild as a job on 2 workers: {rb['job']:.1f} s ({rb['chunks']} chunks of "
+            f"`YINJI_REBUILD_CHUNK`, then the load; {rb['mothers']} mothers, {rb['state']}), "
+            f"against {rb['one_step']:.1f} s for the one-step load in one process; the same "
+            f"answers before and after: {rb['same_answers']}.",
+        ]
+    if killed:
+        parts += [
+            "",
+            f"SIGKILL of one of 2 workers once 40 % of {killed['jobs']} one-text jobs were done "
+            f"(default visibility timeout 3600 s; the victim was running a task: "
+            f"{killed['victim_was_running']}): all done {killed['seconds_after_kill']:.1f} s "
+            f"after the kill; {killed['success']} SUCCESS, {killed['runs_not_1']} tasks whose "
+            f"work ran other than once, {killed['redelivered']} delivered twice (the orphan "
+            "re-queued).",
+        ]
     if rc:
         parts += [
             "",

@@ -22,7 +22,8 @@ known answer (true mother and, where it is exact, the copied spans in both texts
 - ``homophone``: 500 characters with homophones (same pinyin) substituted;
 - ``s2t``: 500 characters converted to traditional characters (OpenCC);
 - ``edits-5pct`` / ``excerpt-150-edits``: 5 % of characters replaced at random;
-- ``watermark``: pirate-site watermarks inserted and punctuation stripped;
+- ``watermark``: pirate-site watermarks inserted and punctuation stripped (the marks are
+  not true copied text: ``s_exclude``);
 - ``reordered``: the sentences of a 600-character excerpt shuffled;
 - ``web-copy`` / ``alt-edition`` / ``trad-edition``: 1,500-character slices of the
   independent editions, the truth being the chapters the slice overlaps;
@@ -38,7 +39,10 @@ the output names each such case.
 stay as they were): ``short-100-in-3000``, ``edits-10pct-indel-3pct``, ``ads-dense`` (an ad
 line after every 1-3 sentences), ``pinyin-10pct`` / ``pinyin-20pct`` (characters written as
 toneless syllables), ``han-mark-every-10`` / ``-20`` (a 4-character Han watermark) and
-``bidi-reversed`` (text stored reversed behind U+202E).
+``bidi-reversed`` (text stored reversed behind U+202E), then on a stream of their own the
+short copies ``short-50-in-3000`` and ``news-reprint`` and the negatives ``neg-wiki-s2t``
+(``build_short_cases``). The ad lines of ``ads-dense`` are not true copied text: a passage
+over them loses passage precision (``s_exclude``).
 
 ``--laws N`` (default 400) adds the templated-text suite of ``bench/eval_laws.py``
 (issue #13): N national laws join the library; unrelated laws are negatives
@@ -229,12 +233,24 @@ def build_cases(data: Path, n: int, seed: int = 7) -> tuple[list[dict], list[Cas
     for _ in range(n):
         d, a, ex = excerpt(800)
         parts = re.split(r"[，。！？；：、“”‘’\s]", ex)
-        text = ""
+        text, inserted = "", []
         for i, part in enumerate(parts):
             text += part
             if i % 6 == 5:
-                text += rng.choice(marks)
-        cases.append(Case("watermark", text, {d["id"]}, (0, len(text)), (a, a + 800)))
+                mark = rng.choice(marks)
+                inserted.append((len(text), len(text) + len(mark)))
+                text += mark
+        # The marks are not copied text (s_exclude, as the ad lines of ads-dense).
+        cases.append(
+            Case(
+                "watermark",
+                text,
+                {d["id"]},
+                (0, len(text)),
+                (a, a + 800),
+                extra={"s_exclude": inserted},
+            )
+        )
     for _ in range(n):
         d, a, ex = excerpt(600)
         sents = [s for s in re.split(r"(?<=[。！？])", ex) if s]
@@ -363,12 +379,24 @@ def build_evasion_cases(data: Path, n: int, seed: int = 26) -> list[Case]:
     for _ in range(n):  # a pirate ad line after every 1-3 sentences
         d, a, ex = excerpt(800)
         sents = [x for x in re.split(r"(?<=[。！？])", ex) if x]
-        text, gap = "", rng.randint(1, 3)
+        text, gap, inserted = "", rng.randint(1, 3), []
         for i, sent in enumerate(sents, 1):
             text += sent
             if i % gap == 0:
-                text += "\n" + rng.choice(ads) + "\n"
-        cases.append(Case("ads-dense", text, {d["id"]}, (0, len(text)), (a, a + 800)))
+                line = "\n" + rng.choice(ads) + "\n"
+                inserted.append((len(text), len(text) + len(line)))
+                text += line
+        # The ad lines are not copied text: a passage over them is not true (s_exclude).
+        cases.append(
+            Case(
+                "ads-dense",
+                text,
+                {d["id"]},
+                (0, len(text)),
+                (a, a + 800),
+                extra={"s_exclude": inserted},
+            )
+        )
     for rate in (10, 20):  # characters written as pinyin syllables
         for _ in range(n):
             d, a, ex = excerpt(500)
@@ -390,9 +418,92 @@ def build_evasion_cases(data: Path, n: int, seed: int = 26) -> list[Case]:
             )
     for _ in range(n):  # stored reversed, shown right to left with U+202E
         d, a, ex = excerpt(500)
+        # Line by line: a newline ends an override (UAX #9), so text reversed as a whole
+        # shows its later lines backwards in a plain-text view. The passages index into
+        # the text in display order: the excerpt.
+        text = "\n".join("\u202e" + line[::-1] + "\u202c" for line in ex.split("\n"))
+        cases.append(Case("bidi-reversed", text, {d["id"]}, (0, 500), (a, a + 500)))
+    return cases + build_short_cases(data, n, chapters, host_text)
+
+
+def han_span(text: str, start: int, han: int) -> int:
+    """The end of the shortest span of ``text`` from ``start`` holding ``han`` Han
+    characters (the text's end if it holds fewer)."""
+    seen = 0
+    for i in range(start, len(text)):
+        if "\u4e00" <= text[i] <= "\u9fff":
+            seen += 1
+            if seen == han:
+                return i + 1
+    return len(text)
+
+
+def build_short_cases(
+    data: Path, n: int, chapters: list[dict], host_text: str, seed: int = 2026
+) -> list[Case]:
+    """Short copies (issue #26), on their own random stream:
+
+    - ``short-50-in-3000``: 50 Han characters of a novel chapter, verbatim, from a
+      sentence start, inside 3,000 characters of unrelated novels;
+    - ``news-reprint``: two agencies' articles sharing a verbatim lead or block of 50-150
+      Han characters: agency A's article is a simplified Wikipedia paragraph of the
+      library (CMRC), agency B's is a traditional Wikipedia paragraph (DRCD, converted to
+      simplified, on another subject, 300-1,500 characters) with A's sentences taken
+      over as its lead (half the cases) or as a block after its own first sentence;
+    - ``neg-wiki-s2t``: such agency-B paragraphs alone (negatives: modern encyclopaedic
+      text sharing phrasing, not sentences, with the library).
+
+    The DRCD paragraphs are those at odd lines of the file: the reference table of
+    ordinary text (``bench/build_rarity.py``) was built from the even ones."""
+    import opencc
+
+    rng = random.Random(seed)
+    t2s = opencc.OpenCC("t2s")
+    cmrc = [
+        d
+        for d in load_jsonl(data / "wiki/cmrc2018_paragraphs.simplified.jsonl")
+        if len(d["text"]) >= 250
+    ]
+    drcd = load_jsonl(data / "wiki/drcd_paragraphs.traditional.jsonl")[1::2]
+    own = [t for t in (t2s.convert(d["text"]) for d in drcd) if 300 <= len(t) <= 1500]
+    rng.shuffle(own)
+    cases: list[Case] = []
+    for _ in range(n):
+        while True:
+            d = rng.choice(chapters)
+            text = d["text"]
+            starts = [m.end() for m in re.finditer("[。！？]", text[100:-300])]
+            if starts:
+                break
+        a = 100 + rng.choice(starts)
+        b = han_span(text, a, 50)
+        h = host_text[(r := rng.randrange(0, len(host_text) - 3000)) : r + 3000]
+        cut = rng.randrange(500, 2500)
         cases.append(
-            Case("bidi-reversed", "\u202e" + ex[::-1] + "\u202c", {d["id"]}, (0, 502), (a, a + 500))
+            Case(
+                "short-50-in-3000",
+                h[:cut] + text[a:b] + h[cut:],
+                {d["id"]},
+                (cut, cut + b - a),
+                (a, b),
+            )
         )
+    for i in range(n):
+        d = rng.choice(cmrc)
+        text = d["text"]
+        sentence_starts = [0] + [m.end() for m in re.finditer("[。！？]", text[:-100])]
+        a = 0 if i % 2 == 0 else rng.choice(sentence_starts)
+        b = han_span(text, a, rng.randint(50, 150))
+        block = text[a:b]
+        b_text = own[i % len(own)]
+        if i % 2 == 0:  # the lead
+            suspect, s_at = block + b_text, 0
+        else:  # a block after agency B's first sentence
+            first = b_text.find("。") + 1
+            suspect, s_at = b_text[:first] + block + b_text[first:], first
+        cases.append(Case("news-reprint", suspect, {d["id"]}, (s_at, s_at + len(block)), (a, b)))
+    for i in range(n):
+        cases.append(Case("neg-wiki-s2t", own[(n + i) % len(own)], set(), negative=True))
     return cases
 
 
@@ -667,9 +778,15 @@ def add_passage_measures(r: dict[str, float], case: Case, result) -> None:
             if overlap((a, b), case.m_span)
         ]
     )
+    # Text inserted into the copy (ad lines) is inside s_span but not true.
+    exclude = case.extra.get("s_exclude") or []
+    hit_s -= union_len(
+        [(max(a, x), min(b, y)) for a, b in det_s for x, y in exclude if overlap((a, b), (x, y))]
+    )
     r["det"] += ds + dm + det_m_other
     r["hit"] += hit_s + hit_m
-    r["true"] += (case.s_span[1] - case.s_span[0]) + (case.m_span[1] - case.m_span[0])
+    r["true"] += (case.s_span[1] - case.s_span[0]) - union_len(exclude)
+    r["true"] += case.m_span[1] - case.m_span[0]
 
 
 def truth_alignment(lib, eng, matcher, case: Case, cands, cand_ids) -> dict | None:

@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracker.config import DEFAULT_MIN_COPIED
+from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED
 from tracker.fingerprint import letter_indices
 from tracker.pinyin import initial_codes
+from tracker.rarity import reference_grams
 from tracker.records import Passage, Segment
 
 
@@ -60,10 +61,12 @@ class AlignParams:
     min_similarity: float = 0.7  # seed coverage a passage needs
     anchor: int = 16  # a passage must start from a run at least this long (in initials)
     # Templated text (issue #13): a passage counts only when it is at least
-    # ``required(fine)`` initials long: ``min_copied`` when it reads alike initial by
-    # initial (fine similarity >= ``full_fine``), ``length_per_fine`` more per unit of
-    # fine similarity below that, at most ``max_required`` (docs/FINGERPRINTS.md).
-    min_copied: int = DEFAULT_MIN_COPIED
+    # ``required(fine)`` initials long: ``base`` (the larger of ``min_copied`` and
+    # ``sure_copied``) when it reads alike initial by initial (fine similarity >=
+    # ``full_fine``), ``length_per_fine`` more per unit of fine similarity below that, at
+    # most ``max_required`` (docs/FINGERPRINTS.md).
+    min_copied: int = DEFAULT_MIN_COPIED  # the library's floor: nothing shorter counts
+    sure_copied: int = SURE_COPIED
     full_fine: float = 0.95
     length_per_fine: float = 2000.0
     max_required: int = 400
@@ -88,11 +91,42 @@ class AlignParams:
     # keep their initials), the templated law passages it would admit 0.910-0.972
     # (bench/eval.py --laws 40; docs/FINGERPRINTS.md). Above 1: off.
     best_occurrence: float = 0.98
+    # Passages that are true (issue #26): a stretch of at least ``min_insertion``
+    # initials that the suspect holds between two runs of a passage copied in order and
+    # the mother does not (the suspect's gap exceeds the mother's by that much: an ad
+    # line, a watermark, chapter boilerplate) splits the passage there
+    # (``_insertion_pieces``). 0: off.
+    min_insertion: int = 6
+    # Short copies (issue #26): a passage from ``min_copied`` up to ``base`` initials
+    # counts when it is distinctive: it reads alike on initials (``short_fine``) and on
+    # characters (``short_chars``), at most ``short_common`` of its Han 4-grams are
+    # common in ordinary text (``ordinary_share``, ``tracker.rarity``) and at most
+    # ``short_library_common`` of it lies under index windows many works of the library
+    # share (the engine's ``common`` evidence). docs/FINGERPRINTS.md, "Short copies".
+    short_fine: float = 0.97
+    short_chars: float = 0.97
+    short_common: float = 0.25
+    short_library_common: float = 0.5
+    # Formula text (issue #26): a passage up to ``formula_span`` initials whose mother
+    # text is mostly ordinary (at least ``formula_common`` of its Han 4-grams common in
+    # the reference, ``tracker.rarity``: legal formulas, the revision history heading a
+    # regulation) counts only when it reads alike letter for letter (``formula_fine``,
+    # or its best occurrences do, ``best_occurrence``): the same-subject regulations
+    # that read 0.72-0.97 alike and run past ``max_required``.
+    formula_common: float = 0.8
+    formula_fine: float = 0.98
+    formula_span: int = 700
+
+    @property
+    def base(self) -> int:
+        """Initials from which a passage that reads alike counts whatever its words."""
+        return max(self.min_copied, self.sure_copied)
 
     def required(self, fine: float) -> float:
-        """Initials a passage of this fine similarity needs to count as copied."""
+        """Initials a passage of this fine similarity needs to count as copied (without
+        the evidence of a short copy, ``short_copy``)."""
         grow = self.length_per_fine * max(0.0, self.full_fine - fine)
-        return min(float(self.max_required), self.min_copied + grow)
+        return min(float(self.max_required), self.base + grow)
 
 
 @dataclass
@@ -108,6 +142,9 @@ class Prepared:
     # initial -> the character's code point (whole text, like offsets): where two
     # reordered segment pairs meet, the characters tell which one a shared initial is.
     chars: np.ndarray | None = None
+    # A suspect's bitmap of its grams (``_pairs_by_suspect``), made once for all the
+    # candidates it is aligned with: (bits, table).
+    gram_table: tuple[int, np.ndarray] | None = None
 
     @property
     def n(self) -> int:
@@ -169,7 +206,8 @@ def seeds(
 
 
 def index_mother(mother: Prepared) -> None:
-    """Sort a mother's grams once, for a mother that will be aligned again (cached)."""
+    """Sort a mother's grams once, for a mother that will be aligned again (cached); a
+    suspect's too, for the candidates it is aligned with one after the other."""
     if mother.sorted_grams is None or mother.order is None:
         mother.order = np.argsort(mother.grams, kind="stable")
         mother.sorted_grams = mother.grams[mother.order]
@@ -204,13 +242,19 @@ def _pairs_by_suspect(
     """``seeds``' pairs, unordered, by searching the mother's grams in the suspect's
     sorted grams; a bitmap of the suspect's grams passes only the few mother grams that
     may match (a false pass is then refused by the search)."""
-    s_order = np.argsort(suspect.grams, kind="stable")
-    s_sorted = suspect.grams[s_order]
-    bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+    # The suspect's sorted grams and bitmap, made once for all its candidates.
+    index_mother(suspect)
+    assert suspect.order is not None and suspect.sorted_grams is not None
+    s_order, s_sorted = suspect.order, suspect.sorted_grams
+    if suspect.gram_table is None:
+        bits = min(24, max(16, int(suspect.grams.size * 32).bit_length()))
+        table = np.zeros(1 << bits, dtype=bool)
+        with np.errstate(over="ignore"):
+            table[(suspect.grams * _GOLDEN) >> np.uint64(64 - bits)] = True
+        suspect.gram_table = (bits, table)
+    bits, table = suspect.gram_table
     shift = np.uint64(64 - bits)
-    table = np.zeros(1 << bits, dtype=bool)
     with np.errstate(over="ignore"):
-        table[(suspect.grams * _GOLDEN) >> shift] = True
         maybe = np.flatnonzero(table[(mother.grams * _GOLDEN) >> shift])
     grams = mother.grams[maybe]
     lo = np.searchsorted(s_sorted, grams, side="left")
@@ -661,16 +705,91 @@ def _char_span(prepared: Prepared, start: int, end: int) -> tuple[int, int]:
     return int(prepared.offsets[start]), int(prepared.offsets[end - 1]) + 1
 
 
-def _passage(
+def _insertion_pieces(
+    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+) -> list[Run]:
+    """The cluster's suspect span cut where the suspect holds text the mother does not
+    (``AlignParams.min_insertion``), as ``(s_start, s_end, m_start, m_end)`` pieces in
+    initials: in suspect order, each run extends the piece it continues, and a run that
+    starts at least ``min_insertion`` initials after the piece's reach in the suspect
+    while the mother goes on (gaps: suspect minus mother at least ``min_insertion``)
+    starts the next piece. An edited stretch (characters replaced: both texts' gaps
+    alike) or a stretch the copy left out (the mother's gap the larger) joins. At a
+    cut, initials a run took into the inserted text by chance (the same initial, not
+    the same character) go back to it (``_trim_cut``)."""
+    runs = sorted(c.runs, key=lambda r: (r[0], -(r[1] - r[0])))
+    if p.min_insertion <= 0 or len(runs) < 2:
+        return [(c.s_start, c.s_end, c.m_start, c.m_end)]
+    pieces: list[list[int]] = []
+    sa0, reach_s, ma0, reach_m = runs[0]
+    piece = [sa0, reach_s, ma0, reach_m]
+    diag = ma0 - sa0
+    for sa, sb, ma, mb in runs[1:]:
+        if sb <= reach_s:
+            continue  # inside the piece in the suspect
+        if abs((ma - sa) - diag) > p.max_drift:
+            if sb - sa < p.anchor:
+                continue  # a short phrase found elsewhere in the mother
+            pieces.append(piece)  # a long run elsewhere: a new piece, no cut
+            piece, diag = [sa, sb, ma, mb], ma - sa
+            reach_s, reach_m = sb, mb
+            continue
+        gap_s, gap_m = sa - reach_s, ma - reach_m
+        if gap_s >= p.min_insertion and gap_s - gap_m >= p.min_insertion:
+            pieces.append(piece)
+            piece = [sa, sb, ma, mb]
+        else:
+            piece[1] = sb
+            piece[2], piece[3] = min(piece[2], ma), max(piece[3], mb)
+        reach_s, reach_m = sb, mb
+        if sb - sa >= p.anchor:
+            diag = ma - sa
+    pieces.append(piece)
+    if len(pieces) > 1:
+        _trim_cut(pieces, suspect, mother, p)
+    return [(a, b, ma, mb) for a, b, ma, mb in pieces]
+
+
+def _trim_cut(pieces: list[list[int]], suspect: Prepared, mother: Prepared, p: AlignParams) -> None:
+    """Where the pieces were cut, up to ``min_insertion - 1`` initials at each side that
+    read another character than the mother's (on the piece's own diagonal) leave the
+    piece: a run ends or starts inside an ad line when its first or last initials
+    happen to be the mother's next ones."""
+    s_chars, m_chars = suspect.chars, mother.chars
+    if s_chars is None or m_chars is None:
+        return
+    limit = p.min_insertion - 1
+
+    def differs(s_pos: int, m_pos: int) -> bool:
+        return 0 <= m_pos < m_chars.size and bool(s_chars[s_pos] != m_chars[m_pos])
+
+    for before, after in itertools.pairwise(pieces):
+        for _ in range(limit):  # the end of the piece before the cut
+            if before[1] - before[0] > 1 and differs(before[1] - 1, before[3] - 1):
+                before[1] -= 1
+                before[3] -= 1
+            else:
+                break
+        for _ in range(limit):  # the start of the piece after it
+            if after[1] - after[0] > 1 and differs(after[0], after[2]):
+                after[0] += 1
+                after[2] += 1
+            else:
+                break
+
+
+def _passages(
     c: _Cluster, suspect: Prepared, mother: Prepared, similarity: float, p: AlignParams
-) -> Passage:
-    """The cluster as a passage, in characters of the original texts; a reordered one
-    with its segment pairs."""
-    s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
-    m_start, m_end = _char_span(mother, c.m_start, c.m_end)
-    passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
+) -> list[tuple[Passage, Run]]:
+    """The cluster as passages, in characters of the original texts, each with its span
+    in initials: a reordered one as one passage with its segment pairs; one copied in
+    order split at the text the suspect inserted (``_insertion_pieces``), so a passage
+    states only copied text."""
     pairs = _segment_pairs(c, suspect, mother, p)
     if len(pairs) > 1 and _reordered(pairs):
+        s_start, s_end = _char_span(suspect, c.s_start, c.s_end)
+        m_start, m_end = _char_span(mother, c.m_start, c.m_end)
+        passage = Passage(s_start, s_end, m_start, m_end, round(similarity, 4))
         passage.segments = [
             Segment(
                 *_char_span(suspect, g.s_start, g.s_end),
@@ -679,7 +798,14 @@ def _passage(
             )
             for g in pairs
         ]
-    return passage
+        return [(passage, (c.s_start, c.s_end, c.m_start, c.m_end))]
+    out = []
+    for sa, sb, ma, mb in _insertion_pieces(c, suspect, mother, p):
+        passage = Passage(
+            *_char_span(suspect, sa, sb), *_char_span(mother, ma, mb), round(similarity, 4)
+        )
+        out.append((passage, (sa, sb, ma, mb)))
+    return out
 
 
 def _matched(a: np.ndarray, b: np.ndarray) -> int:
@@ -789,19 +915,90 @@ def best_occurrence_fine(c: _Cluster, suspect: Prepared, mother: Prepared, p: Al
     return 2.0 * matched / total if spans and total else 0.0
 
 
+def char_similarity(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams) -> float:
+    """``fine_similarity`` on characters instead of initials (the code points behind
+    the initials, pair by pair): a homophone or another word with the same initial
+    costs here what it costs nowhere else. 0 when the characters are not known."""
+    if suspect.chars is None or mother.chars is None:
+        return 0.0
+    spans = [
+        (g.s_start, g.s_end, g.m_start, g.m_end) for g in _segment_pairs(c, suspect, mother, p)
+    ]
+    total = (c.s_end - c.s_start) + sum(mb - ma for _sa, _sb, ma, mb in spans)
+    if not total:
+        return 0.0
+    matched = 0
+    for sa, sb, ma, mb in spans:
+        blocks = difflib.SequenceMatcher(
+            None, suspect.chars[sa:sb].tolist(), mother.chars[ma:mb].tolist(), autojunk=False
+        )
+        matched += sum(b.size for b in blocks.get_matching_blocks())
+    return 2.0 * matched / total
+
+
+def short_copy(
+    c: _Cluster,
+    suspect: Prepared,
+    mother: Prepared,
+    p: AlignParams,
+    fine: float,
+    library_common: float = 0.0,
+) -> bool:
+    """Whether a passage shorter than ``p.base`` is a distinctive copy (the fields
+    ``short_*`` of ``AlignParams``): at least ``min_copied`` initials, reading alike on
+    initials and on characters, its words rare in ordinary text (``ordinary_share``) and
+    in the library (``library_common``: the share of it under index windows many works
+    share)."""
+    s_len = c.s_end - c.s_start
+    if not (p.min_copied <= s_len < p.base) or fine < p.short_fine:
+        return False
+    if library_common > p.short_library_common or mother.chars is None:
+        return False
+    if ordinary_share(c, suspect, mother) > p.short_common:
+        return False
+    return char_similarity(c, suspect, mother, p) >= p.short_chars
+
+
 def reads_alike_enough(
-    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+    c: _Cluster,
+    suspect: Prepared,
+    mother: Prepared,
+    p: AlignParams,
+    library_common: float = 0.0,
 ) -> tuple[bool, float | None]:
     """Step 4's test for templated text: whether the cluster is long enough for how
-    alike it reads (``AlignParams.required`` of its ``fine_similarity``), and that fine
+    alike it reads (``AlignParams.required`` of its ``fine_similarity``), or a short
+    distinctive copy (``short_copy``; ``library_common`` as there), and that fine
     similarity. Measured only where it can decide: a passage of ``max_required``
     initials counts whatever it reads like (None), and difflib's cost grows with the
     square of the length."""
     s_len = c.s_end - c.s_start
-    if s_len >= p.max_required:
+    formula = s_len < p.formula_span and ordinary_share(c, suspect, mother) >= p.formula_common
+    if s_len >= p.max_required and not formula:
         return True, None
     fine = fine_similarity(c, suspect, mother, p)
-    return s_len >= p.required(fine), fine
+    if formula and fine < p.formula_fine:
+        return False, fine
+    if s_len >= p.required(fine):
+        return True, fine
+    return short_copy(c, suspect, mother, p, fine, library_common), fine
+
+
+def ordinary_share(c: _Cluster, suspect: Prepared, mother: Prepared) -> float:
+    """Share of the Han 4-grams common in ordinary text (``tracker.rarity``) in the
+    cluster's text, the larger of its suspect and its mother span (a reordered
+    cluster's mother span holds other words between its pieces; a traditional copy's
+    suspect span reads rare); 0 when the characters are not known."""
+    ref = reference_grams()
+    shares = [
+        ref.ordinariness(chars[a:b]).common_share
+        for chars, a, b in (
+            (suspect.chars, c.s_start, c.s_end),
+            (mother.chars, c.m_start, c.m_end),
+        )
+        if chars is not None
+    ]
+    return max(shares, default=0.0)
 
 
 # Where step 4 reads a cluster's characters: the suspect prepared (whole, or just the
@@ -845,8 +1042,9 @@ def keep_passages(
             fine = fine_similarity(view, suspect, mother, p)
             kept = fine >= p.fine_over_seeds and s_len >= p.required(fine)
         else:
-            kept, fine = reads_alike_enough(view, suspect, mother, p)
-        if not (kept or few_seeds) and p.best_occurrence <= 1.0 and s_len >= p.min_copied:
+            library_common = _span_share(common, evidence_window, c) if common is not None else 0.0
+            kept, fine = reads_alike_enough(view, suspect, mother, p, library_common)
+        if not (kept or few_seeds) and p.best_occurrence <= 1.0 and s_len >= p.base:
             # A sentence the mother repeats may have been read against the wrong
             # occurrence; only when that decides (difflib once more per segment), and
             # not on top of the few-seeds relaxation above (the couplets of shuffled
@@ -857,11 +1055,13 @@ def keep_passages(
                 kept = s_len >= p.required(fine)
         if not kept:
             continue
-        s_spans.append((c.s_start, c.s_end))
-        m_spans.append((c.m_start, c.m_end))
-        weighted += similarity * s_len
-        result.passages.append(_passage(view, suspect, mother, similarity, p).moved(shift))
-        result.measures.append(PassageMeasure(c.s_start, c.s_end, fine))
+        at = c.s_start - view.s_start  # the view's initials in the whole suspect
+        for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+            weighted += similarity * (sb - sa)
+            s_spans.append((sa + at, sb + at))
+            m_spans.append((ma, mb))
+            result.passages.append(passage.moved(shift))
+            result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tracker.config import Settings
 from tracker.datadir import private_dir
@@ -35,8 +35,13 @@ if TYPE_CHECKING:
 #: command or a web request to say "the database is down".
 MONGO_TIMEOUT_MS = 10_000
 
+#: A document as the stores read it from MongoDB: BSON values (datetimes, ObjectIds,
+#: bytes, nested documents) under string keys, which pymongo does not type (its own
+#: default document type). The one ``Any`` left in tracker's public signatures, named.
+MongoDocument: TypeAlias = dict[str, Any]
 
-def mongo_client(uri: str) -> MongoClient[dict[str, Any]]:
+
+def mongo_client(uri: str) -> MongoClient[MongoDocument]:
     """A client of ``uri`` (timezone-aware datetimes), the one timeout rule applied:
     ``MONGO_TIMEOUT_MS`` unless the URI sets ``serverSelectionTimeoutMS``."""
     import pymongo
@@ -45,6 +50,17 @@ def mongo_client(uri: str) -> MongoClient[dict[str, Any]]:
     if "serverselectiontimeoutms" not in uri.lower():
         options["serverSelectionTimeoutMS"] = MONGO_TIMEOUT_MS
     return pymongo.MongoClient(uri, **options)
+
+
+def client_of(
+    uri_or_client: str | MongoClient[MongoDocument],
+) -> tuple[MongoClient[MongoDocument], bool]:
+    """(the client, whether the caller owns it and closes it) for a store opened on a
+    ``mongodb://`` URI (a client of its own, ``mongo_client``'s timeout rule) or on a
+    client it is given (pymongo's or ``mongomock.MongoClient()``; the giver closes it)."""
+    if isinstance(uri_or_client, str):
+        return mongo_client(uri_or_client), True
+    return uri_or_client, False
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,7 @@ class Backends:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.files = DataFiles(settings.data_dir)
-        self.mongo: MongoClient[dict[str, Any]] | None = (
+        self.mongo: MongoClient[MongoDocument] | None = (
             mongo_client(settings.mongo_uri) if settings.mongo_uri else None
         )
 

@@ -12,19 +12,20 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from tracker.config import DEFAULT_MIN_COPIED, ReadLimits, SettingError, Settings
+from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
     from tracker.documents import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
 from tracker.datadir import private_umask
+from tracker.records import JSONScalar, json_object
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -169,6 +170,35 @@ def _say_repairs(lib: Library) -> None:
     lib.repairs.clear()
 
 
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def _params_options(f: _F) -> _F:
+    """The Daguan parameter options of ``fingerprint`` and ``index configure``."""
+    options = [
+        click.option("--granularity", type=int, default=None, help="Window length in initials."),
+        click.option(
+            "--overlap", type=float, default=None, help="Overlap ratio of mother windows."
+        ),
+        click.option(
+            "--levels",
+            type=click.Choice(["10", "8", "4", "2"]),
+            default=None,
+            help="Levels per letter count (digits of the packed value): fewer tolerate more "
+            "edits and give more chance hits.",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["quantile", "fixed"]),
+            default=None,
+            help="How counts become levels: the reference's quantiles, or fixed cut points.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def _engine_option(f: Any) -> Any:
     from tracker.engines import ENGINES
 
@@ -216,6 +246,12 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
         f"{_plural(len(report.errors), 'error')}",
         err=True,
     )
+    if report.snapshot_seconds:
+        click.echo(
+            f"local snapshot of the index refreshed in {report.snapshot_seconds:.2f} s "
+            "/ 已更新本地索引快照",
+            err=True,
+        )
     if report.ingested == 0 and report.errors:
         ctx.exit(1)
 
@@ -262,6 +298,8 @@ def check(
         _say_repairs(lib)
         for res in _check_inputs(lib, paths, engine, not no_save, settings.read_limits, errors):
             count += 1
+            for warning in res.result.warnings:  # not Chinese: never a silent "no match"
+                click.echo(f"warning: {warning.message}", err=True)
             if as_json:
                 line = res.to_json(include_text=include_text)
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -342,21 +380,7 @@ def _print_table(res: CheckResult) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--granularity", type=int, default=None, help="Window length in initials.")
-@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
-@click.option(
-    "--levels",
-    type=click.Choice(["10", "8", "4", "2"]),
-    default=None,
-    help="Levels per letter count (digits of the packed value): fewer tolerate more "
-    "edits and give more chance hits.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["quantile", "fixed"]),
-    default=None,
-    help="How counts become levels: the reference's quantiles, or fixed cut points.",
-)
+@_params_options
 @click.option(
     "--reference",
     type=click.Path(exists=True, path_type=Path),
@@ -498,7 +522,7 @@ def index_rebuild(ctx: click.Context, engine: str | None) -> None:
         info = lib.rebuild_index(engine, progress=progress)
     progress.close()
     click.echo(
-        f"rebuilt {info['engine']} index of {info['mothers']} mothers in {info['seconds']:.2f} s",
+        f"rebuilt {info.engine} index of {info.mothers} mothers in {info.seconds:.2f} s",
         err=True,
     )
 
@@ -526,8 +550,8 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
     with _open_library(ctx) as lib:
         info = lib.reshard_index(engine, bits)
     click.echo(
-        f"resharded {info['engine']} index to {2 ** info['bucket_bits']} buckets "
-        f"in {info['seconds']:.2f} s / 已重新分桶",
+        f"resharded {info.engine} index to {2**info.bucket_bits} buckets "
+        f"in {info.seconds:.2f} s / 已重新分桶",
         err=True,
     )
 
@@ -543,32 +567,19 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
             info = lib.snapshot_index(engine)
         except (ValueError, RuntimeError) as exc:  # no such copies; written to throughout
             raise click.ClickException(str(exc)) from None
-        click.echo(json.dumps(info, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
         _say_repairs(lib)
+    done = info.info
     click.echo(
-        f"snapshot of the {info['engine']} index: {info['postings']:,} postings, "
-        f"{info['bytes'] / 2**20:.1f} MiB, {info['seconds']:.1f} s / 索引快照已建立",
+        f"snapshot of the {info.engine} index: {done.postings:,} postings, "
+        f"{done.bytes / 2**20:.1f} MiB, {round(done.seconds, 3):.1f} s / 索引快照已建立",
         err=True,
     )
 
 
 @index.command("configure")
 @_engine_option
-@click.option("--granularity", type=int, default=None, help="Window length in initials.")
-@click.option("--overlap", type=float, default=None, help="Overlap ratio of mother windows.")
-@click.option(
-    "--levels",
-    type=click.Choice(["10", "8", "4", "2"]),
-    default=None,
-    help="Levels per letter count (digits of the packed value): fewer tolerate more "
-    "edits and give more chance hits.",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["quantile", "fixed"]),
-    default=None,
-    help="How counts become levels: the reference's quantiles, or fixed cut points.",
-)
+@_params_options
 @click.option("--letters", default=None, help="Letters packed, in order.")
 @click.option(
     "--reference",
@@ -580,10 +591,10 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     "--min-copied",
     type=int,
     default=None,
-    help="Minimum copied length, in pinyin initials (about one per Han character), of a "
-    f"passage that reads alike; less alike passages need more (default {DEFAULT_MIN_COPIED}; "
-    "raise it for "
-    "libraries of templated text such as regulations). No index rebuild.",
+    help="Minimum copied length, in pinyin initials (about one per Han character): nothing "
+    f"shorter is reported (default {DEFAULT_MIN_COPIED}); a passage under {SURE_COPIED} is "
+    "reported only when distinctive, less alike passages need more. Raise it for "
+    "libraries of templated text such as regulations. No index rebuild.",
 )
 @click.option(
     "--min-hits",
@@ -607,7 +618,7 @@ def index_configure(
     min_copied: int | None,
     min_hits: int | None,
     weak_candidates: int | None,
-    **fields: Any,
+    **fields: JSONScalar,
 ) -> None:
     """Set the Daguan parameters / reference of this library, then rebuild its index;
     or set the query-time settings (--min-copied, --min-hits, --weak-candidates alone
@@ -643,13 +654,13 @@ def index_configure(
         name = engine or "daguan"
         if name != "daguan":
             raise click.UsageError("only the daguan engine has these parameters")
-        options = lib.store.get_meta("engine:daguan:options") or {}
-        params = dict(options.get("params") or FingerprintParams().to_dict())
+        options = json_object(lib.store.get_meta("engine:daguan:options"))
+        params = json_object(options.get("params")) or FingerprintParams().to_dict()
         for key, value in fields.items():
             if value is not None:
                 params[key] = int(value) if key == "levels" else value
         try:
-            FingerprintParams(**params)
+            FingerprintParams(**cast(dict[str, Any], params))  # it checks the values
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         options["params"] = params
@@ -657,7 +668,7 @@ def index_configure(
             options["reference"] = Reference.load(reference).to_json()
         info = lib.configure_engine("daguan", options)
     click.echo(
-        f"daguan parameters {json.dumps(params)}; index rebuilt ({info['mothers']} mothers)",
+        f"daguan parameters {json.dumps(params)}; index rebuilt ({info.mothers} mothers)",
         err=True,
     )
 

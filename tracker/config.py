@@ -31,7 +31,12 @@ and production share one code path):
   machines, a folder they share, or each keeps its own).
 - ``YINJI_SNAPSHOT_MIN_POSTINGS``: the workers' periodic task copies an index of at
   least this many postings (default 1,000,000: below that Redis answers a check in ~1
-  ms anyway; 0 copies any index).
+  ms anyway; 0 copies any index). An index this big gets a fresh copy at the end of
+  every ingest that wrote to more than ``YINJI_SNAPSHOT_REFRESH_SHARE`` of its buckets.
+- ``YINJI_SNAPSHOT_REFRESH_SHARE``: the share of the index's buckets written since its
+  snapshot past which an ingest (and the workers' periodic task) takes a new one
+  (default 0.05); below it, lookups answer from the snapshot except for the buckets
+  written since, which Redis answers.
 
 ``ReadLimits`` (every reader of files, archives and uploads):
 
@@ -78,10 +83,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 #: The default minimum copied length, in pinyin initials (about one per Han character):
-#: a passage that reads alike counts as copied from this long (``AlignParams.min_copied``,
+#: the floor under which nothing counts as copied (``AlignParams.min_copied``,
 #: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
-#: --min-copied``. The one place of this number.
-DEFAULT_MIN_COPIED = 85
+#: --min-copied``. The one place of this number. Between it and ``SURE_COPIED`` a
+#: passage counts only as a distinctive short copy (``tracker.align.short_copy``).
+DEFAULT_MIN_COPIED = 50
+
+#: From this many initials a passage that reads alike counts as copied whatever its
+#: words (the templated-text rule grows from here: ``AlignParams.required``).
+SURE_COPIED = 85
 
 
 class SettingError(ValueError):
@@ -203,6 +213,7 @@ class Settings:
     max_suspect_chars: int = 10_000_000
     snapshot_dir: Path | None = None  # None: {data_dir}/snapshots
     snapshot_min_postings: int = 1_000_000
+    snapshot_refresh_share: float = 0.05
     read_limits: ReadLimits = field(default_factory=ReadLimits)
 
     @classmethod
@@ -225,6 +236,7 @@ class Settings:
                 Path(d) if (d := env_optional_str("YINJI_SNAPSHOT_DIR")) is not None else None
             ),
             snapshot_min_postings=env_int("YINJI_SNAPSHOT_MIN_POSTINGS", 1_000_000, minimum=0),
+            snapshot_refresh_share=env_float("YINJI_SNAPSHOT_REFRESH_SHARE", 0.05) or 0.0,
             read_limits=ReadLimits.from_env(),
         )
 
@@ -293,6 +305,7 @@ class WorkerSettings:
     ingest_chunk: int = 200
     check_chunk: int = 25  # texts per check task of a job (workers/jobs.py)
     recheck_chunk: int = 200  # stored suspects per re-check task
+    rebuild_chunk: int = 200  # mothers per refill task of an index rebuild
     snapshot_minutes: int = 10
 
     @classmethod
@@ -308,6 +321,7 @@ class WorkerSettings:
             ingest_chunk=env_int("YINJI_INGEST_CHUNK", 200, minimum=1),
             check_chunk=env_int("YINJI_CHECK_CHUNK", 25, minimum=1),
             recheck_chunk=env_int("YINJI_RECHECK_CHUNK", 200, minimum=1),
+            rebuild_chunk=env_int("YINJI_REBUILD_CHUNK", 200, minimum=1),
             snapshot_minutes=env_int("YINJI_SNAPSHOT_MINUTES", 10, minimum=0),
         )
 

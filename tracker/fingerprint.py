@@ -27,11 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 import numpy as np
 
 from tracker.pinyin import INITIAL_LETTERS, initial_codes
+from tracker.records import JSONObject
 
 #: Maximum number of letters that fit in 64 bits for each number of levels.
 MAX_LETTERS = {L: int(64 * math.log(2) / math.log(L) + 1e-9) for L in (2, 4, 8, 10)}
@@ -52,6 +53,17 @@ def letter_indices(codes: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
+class ReferenceRecord(TypedDict, total=False):
+    """A reference file as ``Reference.to_json`` writes it."""
+
+    format: Required[str]
+    freq: Required[dict[str, float]]
+    count_cdf: dict[str, dict[str, list[float]]]  # window length -> letter -> CDF
+    chars: int
+    sources: list[str]
+    letters: str
+
+
 @dataclass
 class Reference:
     """Letter frequencies and, per window length, each letter's count distribution.
@@ -66,7 +78,7 @@ class Reference:
     chars: int = 0
     sources: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "format": "yinji-reference/1",
             "chars": self.chars,
@@ -80,7 +92,7 @@ class Reference:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Reference:
+    def from_json(cls, data: ReferenceRecord) -> Reference:
         if data.get("format") != "yinji-reference/1":
             raise ValueError("not a Yinji reference file (format yinji-reference/1 expected)")
         return cls(
@@ -223,7 +235,7 @@ class FingerprintParams:
     def stride(self) -> int:
         return max(1, round(self.granularity * (1.0 - self.overlap)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "granularity": self.granularity,
             "overlap": self.overlap,

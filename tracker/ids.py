@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
 
 MAX_ID_LENGTH = 256
 _REFUSED_CATEGORIES = {
@@ -67,7 +66,7 @@ def normalize_id(value: str | int) -> str:
     return unicodedata.normalize("NFC", str(value).strip())
 
 
-def check_id(value: Any, where: str = "", what: str = "id") -> str:
+def check_id(value: object, where: str = "", what: str = "id") -> str:
     """``value`` as an id (see the module's rule), normalised; ``ValueError`` naming
     ``where`` and the reason otherwise."""
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -95,7 +94,7 @@ def check_id(value: Any, where: str = "", what: str = "id") -> str:
     return text
 
 
-def id_problem(value: Any) -> str | None:
+def id_problem(value: object) -> str | None:
     """Why ``value`` is not an id, or None."""
     try:
         check_id(value)
@@ -114,9 +113,9 @@ class DuplicateIds:
     skipped``.
     """
 
-    first: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    first: dict[str, tuple[str, object]] = field(default_factory=dict)
 
-    def seen(self, doc_id: str, where: str, raw: Any = None) -> str | None:
+    def seen(self, doc_id: str, where: str, raw: object = None) -> str | None:
         raw = doc_id if raw is None else raw
         if doc_id not in self.first:
             self.first[doc_id] = (where, raw)
@@ -131,7 +130,7 @@ class DuplicateIds:
         )
 
 
-def _spelled(raw: Any) -> str:
+def _spelled(raw: object) -> str:
     if isinstance(raw, str):
         return '"' + repr(raw)[1:-1] + '"'
     return repr(raw)

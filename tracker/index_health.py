@@ -38,15 +38,20 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tracker.indexes.lock import IndexLock, LockHeld
 from tracker.indexes.lock import lock_key as _lock_key
+from tracker.records import JSONObject, json_int
 from tracker.redis_client import process_alive
+
+if TYPE_CHECKING:
+    from tracker.engines.base import RedisClient
+    from tracker.store.base import Store
 
 WRITER_PREFIX = "index-writer:"
 WRITER_LEASE = 3600.0  # seconds without a heartbeat after which a writer is taken for dead
@@ -79,7 +84,7 @@ class Health:
         """The index answers for every stored mother (or there is none)."""
         return self.state in ("ok", "empty")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"state": self.state, "reason": self.reason}
 
 
@@ -96,7 +101,7 @@ def _text(value: Any) -> str | None:
 class IndexTracker:
     """The marks of one library (a store, a Redis connection, a key prefix)."""
 
-    def __init__(self, store: Any, redis: Any, prefix: str) -> None:
+    def __init__(self, store: Store, redis: RedisClient, prefix: str) -> None:
         self.store = store
         self.redis = redis
         self.prefix = prefix
@@ -141,7 +146,7 @@ class IndexTracker:
             else:
                 why = "Redis holds an index built for another store or another rebuild"
             return Health(engine, "lost", why)
-        store_gen = int(self.store.get_meta(self.gen_meta(engine)) or 0)
+        store_gen = json_int(self.store.get_meta(self.gen_meta(engine)))
         redis_gen = int(state.get("gen") or 0)
         if redis_gen < store_gen:
             return Health(
@@ -152,7 +157,7 @@ class IndexTracker:
             )
         dead = self.dead_writers(engine)
         if dead:
-            first = min(int(m.get("floor", 0)) for m in dead.values())
+            first = min(json_int(m.get("floor", 0)) for m in dead.values())
             return Health(
                 engine,
                 "partial",
@@ -167,7 +172,7 @@ class IndexTracker:
         """Before the first write to an engine's index: the store and Redis get one
         token (the first writer's). False when Redis already holds another token (an
         index of another store under the same prefix)."""
-        token = self.store.init_meta(self.token_meta(engine), uuid.uuid4().hex)
+        token = str(self.store.init_meta(self.token_meta(engine), uuid.uuid4().hex))
         key = self.state_key(engine)
         self.redis.hsetnx(key, "token", token)
         return _text(self.redis.hget(key, "token")) == token
@@ -181,12 +186,12 @@ class IndexTracker:
         """The index is being rebuilt from nothing: checks must not trust it meanwhile."""
         self.redis.hdel(self.state_key(engine), "token")
 
-    def finish_rebuild(self, engine: str, dead_before: dict[str, dict[str, Any]]) -> None:
+    def finish_rebuild(self, engine: str, dead_before: dict[str, JSONObject]) -> None:
         """The index holds every stored mother: a new token for both sides, a Redis
         generation not below the store's, and the dead writers it covered forgotten."""
         token = uuid.uuid4().hex
         key = self.state_key(engine)
-        store_gen = int(self.store.get_meta(self.gen_meta(engine)) or 0)
+        store_gen = json_int(self.store.get_meta(self.gen_meta(engine)))
         redis_gen = int(_text(self.redis.hget(key, "gen")) or 0)
         if store_gen > redis_gen:
             # HINCRBY, not HSET: a concurrent ingest's increment is never overwritten.
@@ -217,7 +222,7 @@ class IndexTracker:
 
     def heartbeat(self, key: str) -> None:
         mark = self.store.get_meta(key)
-        if mark is not None:
+        if isinstance(mark, dict):
             mark["beat"] = _now().isoformat()
             self.store.set_meta(key, mark)
 
@@ -228,12 +233,12 @@ class IndexTracker:
         """The ingest stopped after store writes its index may lack: say so at once (a
         long-lived worker's pid stays alive, so the pid alone would not tell)."""
         mark = self.store.get_meta(key)
-        if mark is not None:
+        if isinstance(mark, dict):
             mark["failed"] = True
             self.store.set_meta(key, mark)
 
-    def dead_writers(self, engine: str) -> dict[str, dict[str, Any]]:
-        dead: dict[str, dict[str, Any]] = {}
+    def dead_writers(self, engine: str) -> dict[str, JSONObject]:
+        dead: dict[str, JSONObject] = {}
         now = _now()
         for key, mark in self.store.meta_items(WRITER_PREFIX).items():
             if not isinstance(mark, dict) or engine not in (mark.get("engines") or []):
@@ -247,7 +252,7 @@ class IndexTracker:
                 dead[key] = mark
         return dead
 
-    def forget_writers(self, engine: str, marks: dict[str, dict[str, Any]]) -> None:
+    def forget_writers(self, engine: str, marks: dict[str, JSONObject]) -> None:
         """These dead writers' mothers are in ``engine``'s index now (repaired or
         rebuilt): take the engine off their marks, and a mark with none left away."""
         for key in marks:
@@ -262,7 +267,7 @@ class IndexTracker:
 
     # -- the rebuild lock ---------------------------------------------------------------
     @contextmanager
-    def lock(self, engine: str) -> Iterator[Any]:
+    def lock(self, engine: str) -> Iterator[Callable[[], None]]:
         """Hold the engine's index lock (``tracker.indexes.lock``: taken over from a dead
         owner at once); ``IndexOutOfSync`` if another live process holds it. Yields a
         ``refresh`` to call between batches (a thread keeps the heartbeat anyway)."""

@@ -21,13 +21,20 @@ from tracker.documents import Document, DocumentError
 from tracker.engines import Engine
 from tracker.index_health import Health, IndexTracker
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
+from tracker.records import JSONObject
 from tracker.services.check import CheckService, Crawled, Stored, Submitted
 from tracker.services.embedded_redis import IndexRedis
 from tracker.services.engines import MATCHING_META, EngineSet
 from tracker.services.evidence import EvidenceRecorder
 from tracker.services.index_admin import IndexAdmin
 from tracker.services.ingest import IngestService, input_chars
-from tracker.services.results import CheckResult, IngestReport
+from tracker.services.results import (
+    CheckResult,
+    IngestReport,
+    RebuildResult,
+    ReshardResult,
+    SnapshotTaken,
+)
 from tracker.store import Store, Suspect
 
 if TYPE_CHECKING:
@@ -151,10 +158,10 @@ class Library:
     def indexed_engines(self) -> list[str]:
         return self.engines.indexed()
 
-    def configure_engine(self, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    def configure_engine(self, name: str, options: JSONObject) -> RebuildResult:
         """New engine options, every fingerprint recomputed, the index rebuilt: what
         ``rebuild_index`` returns."""
-        return self.indexes.configure_engine(name, options).to_dict()
+        return self.indexes.configure_engine(name, options)
 
     def configure_candidates(
         self, *, min_hits: int | None = None, weak_candidates: int | None = None
@@ -183,15 +190,17 @@ class Library:
         batch_size: int = 256,
         progress: Progress | None = None,
         expected_chars: int | None = None,
+        refresh_snapshots: bool = True,
     ) -> IngestReport:
-        """Add or replace mothers; bad items are reported in ``errors`` and skipped
-        (``IngestService.run``)."""
+        """Add or replace mothers; bad items are reported in ``errors`` and skipped;
+        then a fresh snapshot of a big index (``IngestService.run``)."""
         return self.ingestion.run(
             documents,
             engine=engine,
             batch_size=batch_size,
             progress=progress,
             expected_chars=expected_chars,
+            refresh_snapshots=refresh_snapshots,
         )
 
     def delete_mother(self, mother_id: str) -> bool:
@@ -206,22 +215,23 @@ class Library:
 
     def rebuild_index(
         self, engine: str | None = None, *, progress: Progress | None = None
-    ) -> dict[str, Any]:
-        """``{"engine", "mothers", "seconds"}`` of ``IndexAdmin.rebuild``."""
-        return self.indexes.rebuild(engine, progress=progress).to_dict()
+    ) -> RebuildResult:
+        """``IndexAdmin.rebuild``: the engine, how many mothers, how long."""
+        return self.indexes.rebuild(engine, progress=progress)
 
-    def reshard_index(self, engine: str | None = None, bits: int | None = None) -> dict[str, Any]:
-        """``{"engine", "bucket_bits", "seconds"}`` of ``IndexAdmin.reshard``."""
-        return self.indexes.reshard(engine, bits).to_dict()
+    def reshard_index(self, engine: str | None = None, bits: int | None = None) -> ReshardResult:
+        """``IndexAdmin.reshard``: the engine, its bucket bits now, how long."""
+        return self.indexes.reshard(engine, bits)
 
-    def index_stats(self) -> dict[str, Any]:
+    def index_stats(self) -> JSONObject:
         return self.indexes.stats()
 
-    def snapshot_index(self, engine: str | None = None) -> dict[str, Any]:
-        """``{"engine", "path", "version", "postings", ...}`` of ``IndexAdmin.snapshot``."""
-        return self.indexes.snapshot(engine).to_dict()
+    def snapshot_index(self, engine: str | None = None) -> SnapshotTaken:
+        """``IndexAdmin.snapshot``: the engine and what was written (``to_dict``:
+        ``{"engine", "path", "version", "postings", ...}``)."""
+        return self.indexes.snapshot(engine)
 
-    def refresh_snapshots(self, min_postings: int | None = None) -> list[dict[str, Any]]:
+    def refresh_snapshots(self, min_postings: int | None = None) -> list[JSONObject]:
         """What ``IndexAdmin.refresh_snapshots`` did, per engine: taken or skipped."""
         return [done.to_dict() for done in self.indexes.refresh_snapshots(min_postings)]
 

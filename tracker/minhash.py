@@ -30,7 +30,7 @@ shingle (datasketch calls sha1 once per shingle, which dominates its time).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,7 +88,7 @@ def jaccard_matrix(sigs_a: np.ndarray, sigs_b: np.ndarray) -> np.ndarray:
     return out
 
 
-def exact_jaccard(a: Iterable[Any], b: Iterable[Any]) -> float:
+def exact_jaccard(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
     sa, sb = set(a), set(b)
     union = len(sa | sb)
     return len(sa & sb) / union if union else 1.0

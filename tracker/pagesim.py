@@ -18,13 +18,16 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
 from tracker.indexes.hamming import popcount
 from tracker.simhash import hamming, simhash_features
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 __all__ = [
     "STRUCTURE_NEAR_DUPLICATE",
@@ -315,7 +318,7 @@ class NearDuplicateFilter:
         text_k: int = 3,
         *,
         url_only_threshold: float | None = None,
-        redis: Any = None,
+        redis: RedisClient | None = None,
         prefix: str = "yinji",
         name: str = "default",
     ) -> None:

@@ -16,15 +16,43 @@ Identity:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, NotRequired, Self, TypeAlias, TypedDict, get_args
 
 Verdict = Literal["pending", "confirmed", "dismissed"]
 # The one list of verdicts: forms, API validation, the OpenAPI enum and the CLI read it.
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 Role = Literal["admin", "analyst", "viewer"]
 ROLES: tuple[str, ...] = ("admin", "analyst", "viewer")
+
+# JSON values as the stores, the API, the CLI's --json and the evidence log hold them:
+# the one alias, for results that are JSON objects (``to_dict``/``to_json``) and for
+# values stored as JSON (``Store.set_meta``). Nested containers are read-only types
+# (``Sequence``/``Mapping``, which take a ``list[str]`` or a ``dict[str, int]`` as
+# they are); the top level of a ``JSONObject`` is a ``dict`` callers may add keys to.
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = JSONScalar | Sequence["JSONValue"] | Mapping[str, "JSONValue"]
+JSONObject: TypeAlias = dict[str, JSONValue]
+
+
+def json_object(value: JSONValue) -> JSONObject:
+    """A copy of ``value`` when it is a JSON object, else an empty one (a meta key not
+    set yet reads as None)."""
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def json_int(value: JSONValue) -> int:
+    """An integer stored as JSON (a number, or its digits); 0 when not set."""
+    return int(value) if isinstance(value, int | float | str) else 0
+
+
+def json_strings(value: JSONValue) -> list[str]:
+    """The strings of a JSON list (a meta key not set yet: none)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return []
+    return [v for v in value if isinstance(v, str)]
 
 
 # Sort keys of the match dashboard, ``GET /api/v1/matches`` and the stores: the one list.
@@ -76,6 +104,18 @@ class Suspect:
     checked_at: datetime | None = None
 
 
+class PassageRecord(TypedDict):
+    """A stored ``Passage`` or ``Segment`` (their ``to_dict``); ``segments`` only on a
+    reordered passage."""
+
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    similarity: float
+    segments: NotRequired[list[PassageRecord]]
+
+
 @dataclass
 class Segment:
     """One aligned pair inside a reordered passage: this stretch of the suspect is that
@@ -88,7 +128,7 @@ class Segment:
     mother_end: int
     similarity: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "suspect_start": self.suspect_start,
             "suspect_end": self.suspect_end,
@@ -107,7 +147,7 @@ class Segment:
         )
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Self:
+    def from_dict(cls, d: PassageRecord) -> Self:
         return cls(
             int(d["suspect_start"]),
             int(d["suspect_end"]),
@@ -135,16 +175,17 @@ class Passage(Segment):
         moved.segments = [s.moved(chars) for s in self.segments]
         return moved
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         d = super().to_dict()
         if self.segments:  # only reordered passages carry the key
             d["segments"] = [s.to_dict() for s in self.segments]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Self:
+    def from_dict(cls, d: PassageRecord) -> Self:
         passage = super().from_dict(d)
-        passage.segments = [Segment.from_dict(s) for s in d.get("segments") or ()]
+        segments: list[PassageRecord] = d.get("segments") or []
+        passage.segments = [Segment.from_dict(s) for s in segments]
         return passage
 
 

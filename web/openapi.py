@@ -992,8 +992,58 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "progress": {"type": ["number", "null"]},
                         "done": {"type": ["integer", "null"]},
                         "total": {"type": ["integer", "null"]},
-                        "result": {},
+                        "result": {
+                            "description": "The task's result; a check job's is "
+                            "`{checked, results: [CheckedSuspect], errors, total}`"
+                        },
                         "error": {"type": ["string", "null"]},
+                    },
+                },
+                "CheckedSuspect": {
+                    "type": "object",
+                    "description": "One checked text in a check job's `results` (the "
+                    "line of `yinji check --json`, with `title` and `url`)",
+                    "properties": {
+                        "suspect_id": {"type": "string"},
+                        "title": {"type": "string"},
+                        "url": {"type": "string"},
+                        "matches": {"type": "array", "items": {"type": "object"}},
+                        "text_sha256": {"type": "string"},
+                        "warnings": {
+                            "type": "array",
+                            "description": "The engine reads too little of the text (not "
+                            "Chinese): never a silent 'no match'",
+                            "items": _ref("ScriptWarning"),
+                        },
+                        "noise": {
+                            "type": "array",
+                            "description": "Strings found repeated at a fixed rhythm; the "
+                            "text was also checked without them",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "text": {"type": "string"},
+                                    "count": {"type": "integer"},
+                                    "period": {"type": "integer"},
+                                },
+                            },
+                        },
+                    },
+                },
+                "ScriptWarning": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {
+                        "code": {"enum": ["no-chinese", "few-chinese", "mostly-other"]},
+                        "read": {"type": "integer", "description": "characters the engine reads"},
+                        "needed": {"type": "integer", "description": "minimum copied length"},
+                        "other_words": {
+                            "type": "integer",
+                            "description": "words in scripts the engine does not read",
+                        },
+                        "engine": {"type": "string"},
+                        "scripts": {"type": "array", "items": {"type": "string"}},
+                        "message": {"type": "string"},
                     },
                 },
                 "Mother": {

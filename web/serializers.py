@@ -78,7 +78,7 @@ def case_detail_json(case: Case, events: list[CaseEvent], platform: Any = None) 
     history, as ``yinji case show --json`` prints it."""
     from tracker.cases.model import verify_chain
 
-    out = case.to_dict()
+    out: dict[str, Any] = case.to_dict()
     out["platform"] = platform.to_dict() if platform is not None else None
     out["history"] = [e.to_dict() for e in events]
     out["history_problems"] = verify_chain(events)

@@ -184,7 +184,9 @@ class RunningTask:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
 
 
-def track_sent(app: Celery, tasks: list[tuple[str, str, list[Any], dict[str, Any], str]]) -> None:
+def track_sent(
+    app: Celery, tasks: list[tuple[str, str, list[object], dict[str, object], str]]
+) -> None:
     """Note tasks just sent, ``(task id, name, args, kwargs, queue)``, as waiting for a
     worker, so that one lost in flight is found (``reap_orphans``). Never raises."""
     try:

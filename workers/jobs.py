@@ -30,7 +30,9 @@ and job items too large for a message (``INLINE_BYTES``) are spooled the same wa
 task message stays small whatever the size of the upload.
 - report: ``{"match_id", "format", "size", "content_type", "filename"}``; the bytes come
   from ``report_content(job_id)``.
-- rebuild: ``{"engine", "mothers", "seconds"}``.
+- rebuild: ``{"engine", "mothers", "seconds", "chunks", "refilled", "computed",
+  "errors"}``: the mothers the load put in the index (and its seconds), and over the
+  chunks (``workers.tasks.index``) the mothers whose fingerprints were found or made.
 - recheck: ``{"rechecked", "results": [{"case_id", "before", "after", "checks": [...]}],
   "errors": [{"source", "error"}]}`` (``tracker.cases.recheck.RecheckResult``).
 
@@ -155,7 +157,7 @@ def _submit(
     return job_id
 
 
-def release(sent: Any) -> None:
+def release(sent: object) -> None:
     """Stop listening for the results of tasks just sent (``job_status`` reads them
     from the backend): Celery subscribes to each one's channel until its AsyncResult
     is collected, and one collected after Redis went away would try to unsubscribe
@@ -293,7 +295,7 @@ def submit_ingest(
         if duplicate is not None:
             skipped.append({"source": where, "message": duplicate})
         else:
-            docs.append(doc)
+            docs.append(dict(doc))
     size = worker_settings(get_celery()).ingest_chunk
     tasks: list[TaskSpec] = []
     for i in range(0, len(docs), size):
@@ -319,7 +321,8 @@ def submit_report(match_id: str, fmt: str) -> str:
 
 
 def submit_rebuild(engine: str | None = None) -> str:
-    """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``)."""
+    """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``), in
+    chunks that the workers share, then one load (``workers.tasks.index``)."""
     from tracker.engines import ENGINES
 
     if engine is not None and engine not in ENGINES:
@@ -380,7 +383,25 @@ def _metas(app: Celery, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def _nodes(app: Celery, entries: list[dict[str, Any]], depth: int) -> list[_Node]:
     metas = _metas(app, [e["id"] for e in entries])
-    return [_node(app, e, metas[e["id"]], depth) for e in entries]
+    nodes = [_node(app, e, metas[e["id"]], depth) for e in entries]
+    # A task sent only after others (``after``: a rebuild's load after its chunks) that
+    # never will be, because one of them failed: failed too, saying why.
+    by_id = {e["id"]: n for e, n in zip(entries, nodes, strict=True)}
+    for entry, node in zip(entries, nodes, strict=True):
+        before = [by_id[i] for i in entry.get("after") or [] if i in by_id]
+        if node.state == states.PENDING and before and all(b.ready for b in before):
+            failed = [f for b in before for f in b.failures]
+            if failed:
+                node.state, node.ready, node.done = states.FAILURE, True, node.total
+                node.failures = [
+                    {
+                        "task_id": entry["id"],
+                        "label": entry.get("label") or "",
+                        "error": f"not run: {failed[0]['label'] or failed[0]['task_id']} "
+                        f"failed ({failed[0]['error']})",
+                    }
+                ]
+    return nodes
 
 
 def _combine(nodes: list[_Node], own: list[dict[str, Any]] | None = None) -> _Node:
@@ -485,6 +506,24 @@ def _ingest_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, 
     return out
 
 
+def _rebuild_result(node: _Node) -> dict[str, Any]:
+    """A fanned-out rebuild: what its load put in the index (``engine``, ``mothers``,
+    ``seconds`` of the load), and over its chunks ``chunks``, ``refilled`` (mothers
+    whose fingerprints were found or made) and ``computed`` (made from their text)."""
+    chunks = [leaf for leaf in node.leaves if "lo" in leaf and "hi" in leaf]
+    loads = [leaf for leaf in node.leaves if "lo" not in leaf and "seconds" in leaf]
+    out: dict[str, Any] = {
+        "engine": loads[0]["engine"] if loads else (chunks[0]["engine"] if chunks else None),
+        "mothers": int(loads[0]["mothers"]) if loads else 0,
+        "seconds": float(loads[0]["seconds"]) if loads else 0.0,
+        "chunks": len(chunks),
+        "refilled": sum(int(c.get("mothers") or 0) for c in chunks),
+        "computed": sum(int(c.get("computed") or 0) for c in chunks),
+        "errors": [{"source": f["label"], "error": f["error"]} for f in node.failures],
+    }
+    return out
+
+
 def _strip(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "total"}
 
@@ -508,13 +547,17 @@ def job_status(job_id: str) -> dict:
     node = nodes[0] if len(nodes) == 1 else _combine(nodes)
     state = node.state
     if node.ready:
-        state = states.FAILURE if node.failures and not node.leaves else states.SUCCESS
+        # A rebuild with a failed chunk was not loaded: the old index still answers.
+        failed = node.failures and (not node.leaves or kind == "rebuild")
+        state = states.FAILURE if failed else states.SUCCESS
     result: Any = None
     if state == states.SUCCESS:
         if kind == "check":
             result = _check_result(node, passed_over)
         elif kind == "ingest":
             result = _ingest_result(node, passed_over)
+        elif kind == "rebuild" and len(node.leaves) > 1:
+            result = _rebuild_result(node)
         elif len(node.leaves) == 1:
             result = _strip(node.leaves[0])
         else:
@@ -542,11 +585,11 @@ def job_status(job_id: str) -> dict:
     }
 
 
-PAGE_KINDS = ("ingest", "check", "recheck")
+PAGE_KINDS = ("ingest", "check", "recheck", "rebuild")
 
 
 def job_kind(status: dict[str, Any], hint: str = "") -> str:
-    """``ingest``, ``check`` or ``recheck``: the kind the job was submitted as, else
+    """``ingest``, ``check``, ``recheck`` or ``rebuild``: the kind the job was submitted as, else
     what its result shows, else ``hint`` when it is one of them, else ""."""
     if status.get("kind") in PAGE_KINDS:
         return str(status["kind"])
@@ -556,6 +599,8 @@ def job_kind(status: dict[str, Any], hint: str = "") -> str:
             return "ingest"
         if "rechecked" in result:
             return "recheck"
+        if "refilled" in result and "chunks" in result:
+            return "rebuild"
         if "results" in result:
             return "check"
     return hint if hint in PAGE_KINDS else ""
@@ -586,12 +631,17 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
             continue
         matches = item.get("matches")
         count = len(matches) if isinstance(matches, list) else int(matches or 0)
+        warnings = item.get("warnings")
         rows.append(
             {
                 "suspect_id": item.get("suspect_id"),
                 "title": item.get("title") or "",
                 "url": item.get("url") or "",
                 "matches": count,
+                # not Chinese (tracker.noise.ScriptWarning.to_json): shown, never silent
+                "warnings": [w for w in warnings if isinstance(w, dict)]
+                if isinstance(warnings, list)
+                else [],
             }
         )
     errors = _problems(result.get("errors"))
@@ -604,6 +654,7 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
         "checked": len(rows),
         "matches": sum(r["matches"] for r in rows),
         "with_matches": sum(1 for r in rows if r["matches"]),
+        "warned": sum(1 for r in rows if r["warnings"]),
     }
 
 

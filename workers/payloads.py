@@ -25,7 +25,7 @@ def suspect_id_for(text: str, url: str = "") -> str:
     return sha1_hex(url) if url else "text-" + sha1_hex(text)
 
 
-def suspect_from_item(item: Any, where: str = "") -> Suspect:
+def suspect_from_item(item: object, where: str = "") -> Suspect:
     """A text item (``tracker.rules.check_text_item``) as a suspect; ``ValueError``
     naming ``where`` when it is invalid."""
     clean = check_text_item(item, where)
@@ -39,7 +39,7 @@ def suspect_from_item(item: Any, where: str = "") -> Suspect:
     )
 
 
-def documents_from_items(items: list[Any]) -> list[Document | DocumentError]:
+def documents_from_items(items: list[object]) -> list[Document | DocumentError]:
     """Ingest items (``tracker.rules.check_document_item``) as documents; a bad item
     becomes a ``DocumentError`` naming it, and the rest go on."""
     out: list[Document | DocumentError] = []

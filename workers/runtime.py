@@ -88,7 +88,7 @@ def runtime(app: Celery) -> Runtime:
         return rt
 
 
-def close_all(**_: Any) -> None:
+def close_all(**_: object) -> None:
     """Close every library this process opened (worker shutdown, tests)."""
     with _runtimes_lock:
         items = list(_runtimes.values())

@@ -75,10 +75,10 @@ def test_empty_and_tiny_inputs():
 def test_min_passage_parameter():
     mother = work(10, 20)
     excerpt = mother[100:160]
-    # 60 characters copied verbatim: ~55 initials, under the default min_copied (60).
+    # 60 characters copied verbatim: ~55 initials, under a library floor of 60.
     a = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=40, min_copied=40))
     b = align(work(11, 5) + excerpt, mother, AlignParams(min_passage=80, min_copied=40))
-    c = align(work(11, 5) + excerpt, mother)
+    c = align(work(11, 5) + excerpt, mother, AlignParams(min_copied=60))
     assert len(a.passages) == 1 and b.passages == [] and c.passages == []
 
 
@@ -153,8 +153,8 @@ def test_templated_text_is_not_a_copy_but_an_edited_copy_is() -> None:
 
 def test_the_length_needed_grows_as_fine_similarity_falls() -> None:
     p = AlignParams()
-    assert p.required(1.0) == p.required(p.full_fine) == p.min_copied
-    assert p.min_copied < p.required(0.9) < p.required(0.8) <= p.max_required
+    assert p.required(1.0) == p.required(p.full_fine) == p.base == p.sure_copied
+    assert p.base < p.required(0.9) < p.required(0.8) <= p.max_required
     assert p.required(0.0) == p.max_required
 
 

@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pytest
+from clikit import yinji_here
 from textgen import work
 
 
@@ -63,48 +64,48 @@ def test_ingest_check_json_contract(tmp_path):
 def test_index_rebuild_and_stats(tmp_path):
     data = tmp_path / "data"
     (tmp_path / "a.txt").write_text(work(1, 40), encoding="utf-8")
-    assert _yinji(data, "ingest", str(tmp_path / "a.txt")).returncode == 0
-    r = _yinji(data, "index", "rebuild")
-    assert r.returncode == 0 and "1 mothers" in r.stderr
-    stats = json.loads(_yinji(data, "index", "stats").stdout)
+    assert yinji_here(data, "ingest", str(tmp_path / "a.txt")).exit_code == 0
+    r = yinji_here(data, "index", "rebuild")
+    assert r.exit_code == 0 and "1 mothers" in r.stderr
+    stats = json.loads(yinji_here(data, "index", "stats").stdout)
     assert stats["mothers"] == 1 and stats["engines"]["daguan"]["postings"] > 0
 
 
-@pytest.mark.slow
 def test_fingerprint_and_reference(tmp_path):
     (tmp_path / "a.txt").write_text(work(2, 10), encoding="utf-8")
-    r = _yinji(tmp_path, "fingerprint", str(tmp_path / "a.txt"))
+    r = yinji_here(tmp_path, "fingerprint", str(tmp_path / "a.txt"))
+    assert r.exit_code == 0, r.stderr
     rows = [line.split("\t") for line in r.stdout.splitlines() if not line.startswith("#")]
     assert len(rows) > 5 and all(len(x) == 3 and int(x[0]) < int(x[1]) for x in rows)
-    r = _yinji(
+    r = yinji_here(
         tmp_path, "reference", "build", str(tmp_path / "a.txt"), "-o", str(tmp_path / "ref.json")
     )
-    assert r.returncode == 0, r.stderr
+    assert r.exit_code == 0, r.stderr
     ref = json.loads((tmp_path / "ref.json").read_text())
     assert ref["format"] == "yinji-reference/1"
-    r = _yinji(tmp_path, "fingerprint", "--levels", "10", str(tmp_path / "a.txt"))
-    assert r.returncode != 0 and "do not fit" in r.stderr
+    r = yinji_here(tmp_path, "fingerprint", "--levels", "10", str(tmp_path / "a.txt"))
+    assert r.exit_code != 0 and "do not fit" in r.stderr
 
 
 @pytest.mark.slow
 def test_nothing_readable_exits_nonzero(tmp_path):
     (tmp_path / "x.txt").write_bytes(b"\x00")
-    r = _yinji(tmp_path / "d", "ingest", str(tmp_path / "x.txt"))
-    assert r.returncode == 1 and "x.txt" in r.stderr
+    r = yinji_here(tmp_path / "d", "ingest", str(tmp_path / "x.txt"))
+    assert r.exit_code == 1 and "x.txt" in r.stderr
 
 
 @pytest.mark.slow
 def test_check_against_an_empty_library_is_an_error(tmp_path):
     # Issue #14: an empty library (or a mistyped --data-dir) answered "no match", exit 0.
     (tmp_path / "one.txt").write_text(work(3, 20), encoding="utf-8")
-    r = _yinji(tmp_path / "mistyped", "check", "--json", str(tmp_path / "one.txt"))
-    assert r.returncode == 1
+    r = yinji_here(tmp_path / "mistyped", "check", "--json", str(tmp_path / "one.txt"))
+    assert r.exit_code == 1
     assert r.stdout == ""
     assert "no data folder at" in r.stderr and "mistyped" in r.stderr
     assert not (tmp_path / "mistyped").exists()  # issue #23: a mistyped folder creates nothing
     (tmp_path / "empty").mkdir()
-    r = _yinji(tmp_path / "empty", "check", "--json", str(tmp_path / "one.txt"))
-    assert r.returncode == 1 and "holds no works" in r.stderr
+    r = yinji_here(tmp_path / "empty", "check", "--json", str(tmp_path / "one.txt"))
+    assert r.exit_code == 1 and "holds no works" in r.stderr
 
 
 @pytest.mark.slow
@@ -113,15 +114,15 @@ def test_check_folder_reports_every_file_passed_over(tmp_path):
     data = tmp_path / "data"
     lib = tmp_path / "lib.jsonl"
     lib.write_text(json.dumps({"id": "w", "text": work(5, 40)}, ensure_ascii=False), "utf-8")
-    assert _yinji(data, "ingest", str(lib)).returncode == 0
+    assert yinji_here(data, "ingest", str(lib)).exit_code == 0
     folder = tmp_path / "suspects"
     (folder / ".git").mkdir(parents=True)
     (folder / ".git" / "config").write_text("[core]", encoding="utf-8")
     (folder / "a.txt").write_text(work(6, 20), encoding="utf-8")
     (folder / "real.pdf").write_bytes(b"%PDF-1.4\n")
     (folder / ".DS_Store").write_bytes(b"\x00\x00")
-    r = _yinji(data, "check", "--json", str(folder))
-    assert r.returncode == 0, r.stderr
+    r = yinji_here(data, "check", "--json", str(folder))
+    assert r.exit_code == 0, r.stderr
     assert [json.loads(x)["suspect_id"] for x in r.stdout.splitlines()] == ["a"]
     assert "real.pdf: unsupported file type" in r.stderr
     assert ".DS_Store" not in r.stderr and ".git" not in r.stderr
@@ -137,15 +138,15 @@ def test_check_json_include_text_gives_what_offsets_index(tmp_path):
     text = work(7, 40)
     lib = tmp_path / "lib.jsonl"
     lib.write_text(json.dumps({"id": "w", "text": text}, ensure_ascii=False), "utf-8")
-    assert _yinji(data, "ingest", str(lib)).returncode == 0
+    assert yinji_here(data, "ingest", str(lib)).exit_code == 0
     page = tmp_path / "page.html"
     page.write_text(
         f"<html><head><title>盗版</title></head><body><p>{text[100:700]}</p></body></html>",
         encoding="utf-8",
     )
-    plain = json.loads(_yinji(data, "check", "--json", str(page)).stdout)
-    r = _yinji(data, "check", "--json", "--include-text", str(page))
-    assert r.returncode == 0, r.stderr
+    plain = json.loads(yinji_here(data, "check", "--json", str(page)).stdout)
+    r = yinji_here(data, "check", "--json", "--include-text", str(page))
+    assert r.exit_code == 0, r.stderr
     line = json.loads(r.stdout)
     assert "text" not in plain and plain["text_sha256"] == line["text_sha256"]
     assert line["text_sha256"] == hashlib.sha256(line["text"].encode("utf-8")).hexdigest()

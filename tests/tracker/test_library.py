@@ -82,7 +82,7 @@ def test_index_is_derived_and_rebuild_repairs_it(lib):
     lib.engine().clear()  # postings gone behind the library's back (not a Redis loss)
     assert lib.check_text(probe).matches == []
     info = lib.rebuild_index()
-    assert info["mothers"] == 3
+    assert info.mothers == 3
     assert [m.mother_id for m in lib.check_text(probe).matches] == ["work-2"]
 
 
@@ -192,7 +192,7 @@ def test_configure_engine_recomputes_fingerprints_and_rebuilds(lib):
     old_engine = lib.engine("daguan")
     params = dict(old_engine.params.to_dict(), granularity=32)
     info = lib.configure_engine("daguan", {"params": params})
-    assert info["mothers"] == 3
+    assert info.mothers == 3
     assert lib.engine("daguan") is not old_engine
     assert lib.engine("daguan").params.granularity == 32
     after = lib.store.get_fingerprints(lib.store.get_mother("work-1").seq, "daguan")

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from textgen import work
 
-from tracker.config import Settings
+from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, Settings
 from tracker.documents import Document
 from tracker.library import MATCHING_META, Library
 from tracker.matching import MatchPolicy
@@ -42,15 +42,26 @@ def test_raising_the_minimum_copied_length_drops_a_short_copy(lib) -> None:
     lib.configure_matching(min_copied=150)
     assert lib.min_copied() == 150
     assert lib.check_text(text).matches == []
-    lib.configure_matching(min_copied=85)
+    lib.configure_matching(min_copied=SURE_COPIED)
     assert [m.mother_id for m in lib.check_text(text).matches] == ["work-1"]
 
 
-def test_lowering_it_reports_a_shorter_copy(lib) -> None:
+def test_it_is_the_floor_of_a_short_distinctive_copy(lib) -> None:
+    # 60-85 initials: under the length from which any copy that reads alike counts
+    # (SURE_COPIED), over the default floor: reported as a distinctive short copy until
+    # the library raises its floor above it.
     text, copied = _suspect(70)
-    assert 60 < copied < 85  # under the default 85
+    assert DEFAULT_MIN_COPIED < 60 < copied < SURE_COPIED
+    assert [m.mother_id for m in lib.check_text(text).matches] == ["work-1"]
+    lib.configure_matching(min_copied=copied + 1)
     assert lib.check_text(text).matches == []
-    lib.configure_matching(min_copied=60)
+
+
+def test_lowering_it_reports_a_shorter_copy(lib) -> None:
+    text, copied = _suspect(50)
+    assert 40 < copied < DEFAULT_MIN_COPIED
+    assert lib.check_text(text).matches == []
+    lib.configure_matching(min_copied=40)
     assert [m.mother_id for m in lib.check_text(text).matches] == ["work-1"]
 
 
@@ -59,7 +70,7 @@ def test_a_bad_value_is_refused_and_nothing_is_stored(lib, bad) -> None:
     with pytest.raises(ValueError, match="minimum copied length"):
         lib.configure_matching(min_copied=bad)
     assert lib.store.get_meta(MATCHING_META) is None
-    assert lib.min_copied() == MatchPolicy().min_copied == 85
+    assert lib.min_copied() == MatchPolicy().min_copied == DEFAULT_MIN_COPIED
 
 
 def test_a_damaged_stored_value_is_an_error_naming_the_setting(lib) -> None:

@@ -330,7 +330,25 @@ def test_a_snapshot_of_an_index_on_the_cluster_answers_as_the_cluster(
         snaps = SnapshotFolder(tmp_path)
         got = snaps.lookup(idx, query)
         assert got is not None and _same(got, idx.lookup(query))
-        idx.add([(99, np.array([5], dtype=np.uint64))])
+        # Writes since: the overlay (dirty buckets beside the version, one hash slot)
+        # answers as the cluster, from the snapshot where nothing was written.
+        rng = np.random.default_rng(3)
+        new_fps = rng.integers(0, 2**63, 20, dtype=np.uint64)
+        idx.add([(99, np.concatenate([new_fps, query[:5]]))])
+        idx.remove([(4, query[5:9])])
         assert snaps.current(idx) is None
+        everything = np.unique(np.concatenate([query, new_fps]))
+        found = snaps.answering(idx)
+        assert found is not None and found[1] is not None
+        assert 0 < found[0].dirty(everything, found[1]).sum() < everything.size
+        got = snaps.lookup(idx, everything)
+        assert got is not None and _same(got, idx.lookup(everything))
+        # An incremental take is the same copy as a whole one.
+        info = take_snapshot(idx, tmp_path)
+        full = take_snapshot(idx, tmp_path / "full", incremental=False)
+        for name in ("ident.npy", "seq.npy"):
+            assert np.array_equal(np.load(info.path / name), np.load(full.path / name))
+        idx.reshard(idx.bucket_bits + 1)
+        assert snaps.answering(idx) is None
     finally:
         client.close()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clikit import yinji_here
 from hostile import (
     GOOD_TEXT,
     big5_html_declared_gb2312,
@@ -444,16 +445,16 @@ def test_cli_delete_list_and_empty_jsonl(tmp_path: Path) -> None:
     data = tmp_path / "data"
     for i in range(2):
         (tmp_path / f"w{i}.txt").write_text(work(30 + i, 30), encoding="utf-8")
-    r = _yinji(data, "ingest", str(tmp_path / "w0.txt"), str(tmp_path / "w1.txt"))
-    assert r.returncode == 0, r.stderr
-    r = _yinji(data, "delete", "w0", "nope")
-    assert r.returncode == 1 and "deleted w0" in r.stderr and "no work with id 'nope'" in r.stderr
-    r = _yinji(data, "list")
+    r = yinji_here(data, "ingest", str(tmp_path / "w0.txt"), str(tmp_path / "w1.txt"))
+    assert r.exit_code == 0, r.stderr
+    r = yinji_here(data, "delete", "w0", "nope")
+    assert r.exit_code == 1 and "deleted w0" in r.stderr and "no work with id 'nope'" in r.stderr
+    r = yinji_here(data, "list")
     assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["w1"]
     (tmp_path / "copy.txt").write_text(work(30, 30)[100:800], encoding="utf-8")
-    r = _yinji(data, "check", "--json", "--no-save", str(tmp_path / "copy.txt"))
+    r = yinji_here(data, "check", "--json", "--no-save", str(tmp_path / "copy.txt"))
     assert json.loads(r.stdout)["matches"] == []
-    stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
+    stats = json.loads(yinji_here(data, "index", "stats").stdout)["engines"]["daguan"]
     store = open_store(Settings(data_dir=data))
     try:
         seq = store.get_mother("w1").seq
@@ -461,8 +462,8 @@ def test_cli_delete_list_and_empty_jsonl(tmp_path: Path) -> None:
     finally:
         store.close()
     (tmp_path / "empty.jsonl").write_text("\n\n", encoding="utf-8")
-    r = _yinji(data, "ingest", str(tmp_path / "empty.jsonl"))
-    assert r.returncode == 1 and "empty.jsonl: empty file" in r.stderr
+    r = yinji_here(data, "ingest", str(tmp_path / "empty.jsonl"))
+    assert r.exit_code == 1 and "empty.jsonl: empty file" in r.stderr
 
 
 def _server_pid(data: Path) -> int | None:

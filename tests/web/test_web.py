@@ -460,6 +460,41 @@ def test_check_page_shows_job_result(system: WebSystem, seeded: dict[str, Any]) 
     assert client.get(f"/jobs/{job}").status_code == 200
 
 
+def test_rebuild_job_page_says_what_was_indexed(system: WebSystem, seeded: dict[str, Any]) -> None:
+    """A rebuild (chunks, then the load) on the job page: progress over both steps, and
+    the works the load put in the index."""
+    from workers import jobs
+
+    works = system.store.count_mothers()
+    job = jobs.submit_rebuild()
+    client = system.client("viewer")
+    status = wait_job(client, job)
+    assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 2 * works
+    page = client.get(f"/jobs/{job}").get_data(as_text=True)
+    assert "索引已重建" in page
+    said = f"已为 {works} 部作品建立索引（daguan），分 1 块准备；其中 0 部由原文重新计算指纹。"
+    assert said in page
+
+
+def test_a_text_that_is_not_chinese_is_named_on_the_job_page(system: WebSystem) -> None:
+    # Issue #26: never a silent "no match" (the page, and the job's JSON for the API).
+    client = system.client("analyst")
+    english = "It was the best of times, it was the worst of times. " * 10
+    response = client.post(
+        "/suspects/new",
+        data={"csrf_token": csrf(client, "/suspects/new"), "text": english, "title": "英文页"},
+    )
+    job = job_id_of(response)
+    status = wait_job(client, job)
+    (item,) = status["result"]["results"]
+    assert [w["code"] for w in item["warnings"]] == ["no-chinese"]
+    page = client.get(f"/jobs/{job}").get_data(as_text=True)
+    assert 'id="job-warnings"' in page
+    assert "没有中文：本引擎只读中文" in page
+    page = client.get(f"/jobs/{job}?lang=en").get_data(as_text=True)
+    assert "No Chinese text: this engine reads Chinese only" in page
+
+
 def test_check_without_input_is_refused(system: WebSystem) -> None:
     client = system.client("analyst")
     response = client.post(

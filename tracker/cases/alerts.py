@@ -31,12 +31,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 from .model import STATES, Case, iso
@@ -87,7 +88,7 @@ class Delivery:
     error: str = ""
     waits: list[float] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "channel": self.channel,
             "event": self.event,
@@ -204,7 +205,9 @@ class Alerter:
         msg.set_content(text, charset="utf-8")
         send_message(smtp, msg, to=self.settings.alert_emails)
 
-    def send(self, event: str, data: dict[str, Any], *, subject: str, text: str) -> list[Delivery]:
+    def send(
+        self, event: str, data: Mapping[str, object], *, subject: str, text: str
+    ) -> list[Delivery]:
         """Deliver one alert on every configured channel."""
         out: list[Delivery] = []
         s = self.settings
@@ -278,7 +281,7 @@ class Alerter:
             ),
         )
 
-    def daily_digest(self, digest: dict[str, Any]) -> list[Delivery]:
+    def daily_digest(self, digest: Digest) -> list[Delivery]:
         if not self.enabled:
             return []
         counts = digest["cases_by_state"]
@@ -296,9 +299,20 @@ class Alerter:
         )
 
 
+class Digest(TypedDict):
+    """The daily digest (``digest_data``), as the webhook and ``yinji case digest`` send it."""
+
+    since: str
+    until: str
+    new_matches: int
+    top_matches: list[dict[str, str | float]]  # mother_id, title, url, score
+    cases_by_state: dict[str, int]
+    removed: list[dict[str, str | None]]  # case_id, work_title, domain, removed_at
+
+
 def digest_data(
     svc: CaseService, matches: Store, *, until: datetime | None = None, hours: int = 24
-) -> dict[str, Any]:
+) -> Digest:
     """What the daily digest reports over the last ``hours``."""
     from tracker.records import MatchQuery
 

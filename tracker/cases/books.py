@@ -32,17 +32,21 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tracker.crawler.links import page_links, same_site, same_site_links
-from tracker.records import Suspect
+from tracker.records import JSONObject, Suspect
 from tracker.rules import check_url, domain_of
 from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
 from .model import Case, CaseError, CaseEvent, CaseURL, now
 from .service import CaseService
+
+if TYPE_CHECKING:
+    from tracker.crawler.crawler import Crawler
+    from tracker.library import Library
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +82,7 @@ class ChapterResult:
     suspect_id: str = ""
     error: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "n": self.n,
             "url": self.url,
@@ -106,7 +110,7 @@ class BookReport:
     def matched(self) -> list[ChapterResult]:
         return [c for c in self.chapters if c.matches]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "index_url": self.index_url,
             "domain": self.domain,
@@ -151,7 +155,7 @@ def next_page_link(html: str, page_url: str, skip: set[str]) -> str | None:
 
 
 # --- monitoring -------------------------------------------------------------------------------
-def _work_key(library: Any, mother_ids: list[str]) -> tuple[str, str, dict[str, str]]:
+def _work_key(library: Library, mother_ids: list[str]) -> tuple[str, str, dict[str, str]]:
     """(work key, work title, mother id → work key) for the matched mothers."""
     keys: dict[str, str] = {}
     titles: dict[str, str] = {}
@@ -177,8 +181,8 @@ def _work_key(library: Any, mother_ids: list[str]) -> tuple[str, str, dict[str, 
 def monitor_book(
     index_url: str,
     *,
-    crawler: Any,
-    library: Any,
+    crawler: Crawler,
+    library: Library,
     svc: CaseService | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
     save: bool = True,
@@ -256,7 +260,7 @@ def monitor_book(
 
 
 def _check_chapter(
-    library: Any,
+    library: Library,
     chapter: ChapterResult,
     text: str,
     raw: bytes,
@@ -306,7 +310,7 @@ def _existing_case(svc: CaseService, report: BookReport) -> Case | None:
     return next((c for c in active if any(u.url in chapters for u in c.urls)), None)
 
 
-def _file_case(svc: CaseService, library: Any, report: BookReport, who: str) -> Case:
+def _file_case(svc: CaseService, library: Library, report: BookReport, who: str) -> Case:
     matched = report.matched
     work, title, _keys = _work_key(library, [m["mother_id"] for c in matched for m in c.matches])
     case = _existing_case(svc, report) or svc.open_case(

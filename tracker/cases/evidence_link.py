@@ -22,6 +22,7 @@ from .model import Case, CaseEvent
 
 if TYPE_CHECKING:
     from tracker.config import Settings
+    from tracker.crawler.results import Page
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class EvidenceLink:
             indexes.append(str(entry.index))
         return "evidence:" + ",".join(indexes)
 
-    def capture(self, suspect_id: str, page: Any) -> str | None:
+    def capture(self, suspect_id: str, page: Page) -> str | None:
         """Record a re-crawled page (a ``tracker.crawler.Page``) as a capture of the
         suspect, as ``Page.to_capture`` makes it for any crawl: the bytes served,
         redirects, resolved IP, TLS certificate, headers, status, time, extracted text."""

@@ -25,14 +25,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tracker.records import Match, MatchQuery, Mother, NotFound, Suspect, match_id
+from tracker.records import Match, MatchQuery, Mother, NotFound, match_id
+from tracker.store.base import match_sides
 
 from .chapters import in_chapter_order
 from .model import Case, CaseError, CaseURL
 
 if TYPE_CHECKING:
+    from tracker.evidence.log import EvidenceLog
     from tracker.store import Store
 
 _QUOTES = "《》〈〉「」『』\"'“”‘’ "
@@ -149,20 +151,13 @@ def _why_not(store: Store, suspect_id: str, mother_id: str) -> str:
     return f"its match is {own.verdict}, not confirmed"
 
 
-def url_fact(store: Store, case: Case, url: CaseURL, match: Match, evidence: Any = None) -> URLFact:
+def url_fact(
+    store: Store, case: Case, url: CaseURL, match: Match, evidence: EvidenceLog | None = None
+) -> URLFact:
     """The facts of one case URL (a ``CaseURL``) from its confirmed ``match``."""
     from tracker.reports.data import match_similarities, page_source
 
-    mother: Mother | None
-    suspect: Suspect | None
-    try:
-        mother = store.get_mother(match.mother_id)
-    except (NotFound, KeyError):
-        mother = None
-    try:
-        suspect = store.get_suspect(match.suspect_id)
-    except (NotFound, KeyError):
-        suspect = None
+    mother, suspect = match_sides(store, match)
     work_title, chapter = _work_of(mother, match)
     initials, chars = match_similarities(match, mother, suspect)
     source = page_source(match, suspect, evidence)
@@ -189,7 +184,7 @@ def notice_facts(
     cases: Sequence[Case],
     store: Store,
     *,
-    evidence: Any = None,
+    evidence: EvidenceLog | None = None,
     evidence_files: dict[str, tuple[str, str]] | None = None,
 ) -> NoticeFacts:
     """The facts of every confirmed URL of ``cases`` (see the module docstring);

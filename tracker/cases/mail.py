@@ -13,11 +13,16 @@ import smtplib
 import ssl
 from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
-from typing import Any
+from typing import TYPE_CHECKING
+
+from tracker.records import JSONObject
 
 from .model import CaseError
 from .service import CaseService
 from .settings import SmtpConfig
+
+if TYPE_CHECKING:
+    from tracker.library import Library
 
 
 class MailError(CaseError):
@@ -79,7 +84,7 @@ def send_message(cfg: SmtpConfig, msg: EmailMessage, *, to: Sequence[str] = ()) 
 
 def send_notice(
     svc: CaseService,
-    library: Any,
+    library: Library,
     cfg: SmtpConfig,
     case_ids: Iterable[str],
     lang: str,
@@ -106,7 +111,7 @@ def send_notice(
         attachments=files + svc.attachment_files(notice.profile),
     )
     message_id = send_message(cfg, msg, to=to)
-    data = {
+    data: JSONObject = {
         "channel": "smtp",
         "to": list(to),
         "message_id": message_id,

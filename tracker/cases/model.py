@@ -31,9 +31,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Required, TypedDict, cast, get_args
 
-from tracker.records import utcnow
+from tracker.records import JSONObject, JSONValue, utcnow
 from tracker.timefmt import iso_utc, parse_utc
 
 CaseState = Literal[
@@ -106,7 +106,7 @@ class ConcurrentUpdate(RuntimeError):
     """Someone else changed the case between read and write; read it again and retry."""
 
 
-def check_state(state: Any) -> str:
+def check_state(state: object) -> str:
     if not isinstance(state, str) or state not in STATES:
         raise CaseError(f"state must be one of {', '.join(STATES)}, got {state!r}")
     return state
@@ -145,6 +145,73 @@ def now() -> datetime:
 
 
 # --- records ----------------------------------------------------------------------------
+# The stored shapes (``to_dict``), as ``from_dict`` reads them: keys a record written by an
+# older version may lack are optional.
+class CaseURLRecord(TypedDict, total=False):
+    url: Required[str]
+    suspect_id: str
+    mother_id: str
+    score: float
+    coverage: float
+    added_at: str | None
+    status: URLStatus
+    last_checked_at: str | None
+    last_http_status: int | None
+    last_outcome: str
+    label: str
+
+
+class CaseRecord(TypedDict, total=False):
+    id: Required[str]
+    work: Required[str]
+    domain: Required[str]
+    work_title: str
+    mother_ids: list[str]
+    state: str
+    kind: CaseKind
+    urls: list[str]
+    url_details: list[CaseURLRecord]
+    created_at: str | None
+    updated_at: str | None
+    state_changed_at: str | None
+    notice_sent_at: str | None
+    removed_at: str | None
+    metadata: JSONObject
+    version: int
+
+
+class CaseEventRecord(TypedDict, total=False):
+    case_id: Required[str]
+    kind: Required[str]
+    seq: int
+    who: str
+    note: str
+    from_state: str | None
+    to_state: str | None
+    data: JSONObject
+    at: str | None
+    prev_hash: str
+    hash: str
+    evidence_ref: str | None
+
+
+class AttachmentRecord(TypedDict, total=False):
+    name: Required[str]
+    sha256: Required[str]
+    size: Required[int]
+    content_type: str
+
+
+class ProfileRecord(TypedDict, total=False):
+    name: str
+    contact: str
+    email: str
+    phone: str
+    address: str
+    attachments: list[AttachmentRecord]
+    updated_at: str | None
+
+
 @dataclass
 class CaseURL:
     """One infringing address of a case, with what its last re-check found."""
@@ -161,7 +228,7 @@ class CaseURL:
     last_outcome: str = ""  # gone, changed, matching, error: <reason>
     label: str = ""  # e.g. a chapter title of a book case
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "url": self.url,
             "suspect_id": self.suspect_id,
@@ -177,7 +244,7 @@ class CaseURL:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CaseURL:
+    def from_dict(cls, d: CaseURLRecord) -> CaseURL:
         return cls(
             url=d["url"],
             suspect_id=d.get("suspect_id", ""),
@@ -222,7 +289,7 @@ class Case:
     def url(self, url: str) -> CaseURL | None:
         return next((u for u in self.urls if u.url == url), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The JSON shape of ``yinji case list --json`` and of the API."""
         return {
             "id": self.id,
@@ -244,7 +311,7 @@ class Case:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Case:
+    def from_dict(cls, d: CaseRecord) -> Case:
         return cls(
             id=d["id"],
             work=d["work"],
@@ -285,7 +352,7 @@ class CaseEvent:
     hash: str = ""
     evidence_ref: str | None = None  # id of the evidence-log record, when one was written
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         """The hashed content (everything but ``hash`` and ``evidence_ref``)."""
         return {
             "case_id": self.case_id,
@@ -312,11 +379,11 @@ class CaseEvent:
         written as ``iso_utc`` were hashed with ``+00:00``; they verify as they were)."""
         return self.hash in (self.compute_hash(), self.compute_hash(legacy_time=True))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {**self.body(), "hash": self.hash, "evidence_ref": self.evidence_ref}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CaseEvent:
+    def from_dict(cls, d: CaseEventRecord) -> CaseEvent:
         return cls(
             case_id=d["case_id"],
             kind=d["kind"],
@@ -357,7 +424,7 @@ class Attachment:
     size: int
     content_type: str = "application/octet-stream"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "sha256": self.sha256,
@@ -366,7 +433,7 @@ class Attachment:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Attachment:
+    def from_dict(cls, d: AttachmentRecord) -> Attachment:
         return cls(d["name"], d["sha256"], int(d["size"]), d.get("content_type", ""))
 
 
@@ -393,7 +460,7 @@ class Profile:
             out.append("email or phone")
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "contact": self.contact,
@@ -405,8 +472,9 @@ class Profile:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Profile:
-        d = d or {}
+    def from_dict(cls, value: JSONValue) -> Profile:
+        """From the stored profile (None: not set yet, an empty one)."""
+        d = cast(ProfileRecord, value if isinstance(value, dict) else {})
         return cls(
             name=d.get("name", ""),
             contact=d.get("contact", ""),

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
 
-from tracker.records import NotFound
+from tracker.records import JSONValue, NotFound
 
-from .model import Case, CaseEvent, ConcurrentUpdate
+from .model import Case, CaseEvent, CaseEventRecord, CaseRecord, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
+
+if TYPE_CHECKING:
+    from pymongo import MongoClient
+
+    from tracker.backends import MongoDocument
 
 
 def _doc(case: Case) -> dict[str, Any]:
@@ -31,18 +36,16 @@ def _doc(case: Case) -> dict[str, Any]:
 def _case(doc: dict[str, Any]) -> Case:
     doc = dict(doc)
     doc.pop("_id", None)
-    return Case.from_dict(doc)
+    return Case.from_dict(cast(CaseRecord, doc))
 
 
 class MongoCaseStore(CaseStore):
-    def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
-        if isinstance(uri_or_client, str):
-            from tracker.backends import mongo_client  # the one timeout rule
+    def __init__(
+        self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
+    ) -> None:
+        from tracker.backends import client_of  # the one timeout rule
 
-            self._client: Any = mongo_client(uri_or_client)
-            self._owns_client = True
-        else:
-            self._client, self._owns_client = uri_or_client, False
+        self._client, self._owns_client = client_of(uri_or_client)
         db = self._client[db_name]
         self.cases = db["cases"]
         self.events = db["case_events"]
@@ -119,7 +122,7 @@ class MongoCaseStore(CaseStore):
         if doc is None:
             return None
         doc.pop("_id", None)
-        return CaseEvent.from_dict(doc)
+        return CaseEvent.from_dict(cast(CaseEventRecord, doc))
 
     def append_events(self, case_id: str, events: Sequence[CaseEvent]) -> list[CaseEvent]:
         out: list[CaseEvent] = []
@@ -141,18 +144,18 @@ class MongoCaseStore(CaseStore):
         out = []
         for doc in self.events.find({"case_id": case_id}).sort([("seq", ASCENDING)]):
             doc.pop("_id", None)
-            out.append(CaseEvent.from_dict(doc))
+            out.append(CaseEvent.from_dict(cast(CaseEventRecord, doc)))
         return out
 
     def set_evidence_ref(self, case_id: str, seq: int, ref: str) -> None:
         self.events.update_one({"case_id": case_id, "seq": seq}, {"$set": {"evidence_ref": ref}})
 
     # --- settings --------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         doc = self.meta.find_one({"_id": key})
         return None if doc is None else doc.get("value")
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         self.meta.replace_one({"_id": key}, {"_id": key, "value": value}, upsert=True)
 
     # --- blobs -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from datetime import date as Date
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from xml.sax.saxutils import escape
 
 from tracker.records import NotFound
@@ -36,7 +36,11 @@ from .model import Case, CaseError, Profile
 from .service import CaseService
 
 if TYPE_CHECKING:
+    from tracker.evidence.log import EvidenceLog
+    from tracker.library import Library
     from tracker.store import Store
+
+    from .platforms import Platform
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +111,13 @@ def notice_reference(case_ids: Iterable[str], today: Date) -> str:
     return f"YJ-{today:%Y%m%d}-{digest}"
 
 
-def check_lang(lang: Any) -> str:
+def check_lang(lang: object) -> str:
     if lang not in LANGS:
         raise CaseError(f"language must be one of {', '.join(LANGS)}, got {lang!r}")
     return str(lang)
 
 
-def check_format(fmt: Any) -> str:
+def check_format(fmt: object) -> str:
     if fmt not in FORMATS:
         raise CaseError(f"notice format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     return str(fmt)
@@ -304,8 +308,8 @@ def notice_context(
     attachments: Sequence[str] = (),
     today: Date | None = None,
     evidence_key: str = "",
-    platform: Any = None,
-) -> dict[str, Any]:
+    platform: Platform | None = None,
+) -> dict[str, object]:
     """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
     of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL; ``platform``
     (``tracker.cases.platforms.Platform``) names the addressee when the registry
@@ -425,7 +429,7 @@ def build_notice(
     lang: str,
     *,
     matches: Store,
-    evidence: Any = None,
+    evidence: EvidenceLog | None = None,
     to: str | None = None,
     evidence_files: dict[str, tuple[str, str]] | None = None,
     templates_dir: Path | None = None,
@@ -471,9 +475,9 @@ def build_notice(
     subject = _render_template(env, f"{lang}/subject.txt.j2", context)
     notice = Notice(
         lang=lang,
-        platform=context["platform"],
-        reference=context["reference"],
-        date=context["date"],
+        platform=str(context["platform"]),
+        reference=str(context["reference"]),
+        date=str(context["date"]),
         subject=" ".join(subject.split()),
         text=text,
         case_ids=[c.id for c in cases],
@@ -487,7 +491,7 @@ def build_notice(
     return notice
 
 
-def _key_fingerprint(evidence: Any) -> str:
+def _key_fingerprint(evidence: EvidenceLog | None) -> str:
     """The evidence log's public-key fingerprint (SHA-256 of the raw Ed25519 key, the
     log's ``key_id``), printed so a reader can check the log's signatures; "" without."""
     if evidence is None:
@@ -505,7 +509,7 @@ def _key_fingerprint(evidence: Any) -> str:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _evidence_log(library: Any) -> Any:
+def _evidence_log(library: Library) -> EvidenceLog | None:
     """The library's evidence log, or None when it cannot be opened (the notice then
     quotes the suspect records, and says nothing of a log)."""
     opener = getattr(library, "evidence_log", None)
@@ -519,7 +523,11 @@ def _evidence_log(library: Any) -> Any:
 
 
 def collect_evidence(
-    library: Any, cases: Sequence[Case], *, reference: str = "", evidence: Any = None
+    library: Library,
+    cases: Sequence[Case],
+    *,
+    reference: str = "",
+    evidence: EvidenceLog | None = None,
 ) -> dict[str, tuple[str, bytes]]:
     """The PDF evidence report of each confirmed URL's match, naming its case and the
     notice ``reference``: ``{url: (file name, bytes)}``.
@@ -550,7 +558,7 @@ def collect_evidence(
 
 def prepare_notice(
     svc: CaseService,
-    library: Any,
+    library: Library,
     case_ids: Iterable[str],
     lang: str,
     *,
@@ -805,11 +813,20 @@ def render_email(
     return msg
 
 
-def render_eml(notice: Notice, **kwargs: Any) -> bytes:
+class EmlOptions(TypedDict, total=False):
+    """The keywords of ``render_email`` that ``render_eml`` and ``render`` pass on."""
+
+    sender: str | None
+    to: Sequence[str]
+    attachments: Sequence[tuple[str, bytes, str]]
+    attach_pdf: bool
+
+
+def render_eml(notice: Notice, **kwargs: Unpack[EmlOptions]) -> bytes:
     return bytes(render_email(notice, **kwargs))
 
 
-def render(notice: Notice, fmt: str, **eml_options: Any) -> bytes:
+def render(notice: Notice, fmt: str, **eml_options: Unpack[EmlOptions]) -> bytes:
     """The notice in ``fmt`` (pdf, docx, eml)."""
     fmt = check_format(fmt)
     if fmt == "pdf":
@@ -832,7 +849,7 @@ class GeneratedNotice:
 
 def generate_notice(
     svc: CaseService,
-    library: Any,
+    library: Library,
     case_ids: Iterable[str],
     fmt: str,
     lang: str,

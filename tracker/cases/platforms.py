@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tracker.records import JSONObject
 from tracker.rules import normalize_domain
 
 from .model import CaseError
@@ -46,7 +47,7 @@ class Platform:
         domain = normalize_domain(domain)
         return next((d for d in self.domains if domain == d or domain.endswith("." + d)), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "id": self.id,
             "name": self.name,

@@ -26,12 +26,18 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 from .model import RECHECK_STATES, Case, CaseEvent, check_transition, now
 from .service import CaseService
+
+if TYPE_CHECKING:
+    from tracker.crawler.crawler import Crawler
+    from tracker.crawler.results import Page
+    from tracker.library import Library
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +56,7 @@ class URLCheck:
     score: float | None = None
     capture: str | None = None  # the evidence-log record of the page served
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "url": self.url,
             "outcome": self.outcome,
@@ -74,7 +80,7 @@ class RecheckResult:
     def changed(self) -> bool:
         return self.before != self.after
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "case_id": self.case_id,
             "before": self.before,
@@ -87,10 +93,10 @@ def check_url(
     url: str,
     mother_ids: Iterable[str],
     *,
-    crawler: Any,
-    library: Any,
+    crawler: Crawler,
+    library: Library,
     keep: Callable[[bytes], str] | None = None,
-    capture: Callable[[Any], str | None] | None = None,
+    capture: Callable[[Page], str | None] | None = None,
 ) -> URLCheck:
     """Fetch ``url`` and classify it against ``mother_ids`` (see the module docstring).
     ``keep`` stores the raw bytes served and returns their key (sha256); ``capture``
@@ -159,8 +165,8 @@ def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str, dict[str,
     return case.state, "", {}
 
 
-def _capturer(svc: CaseService, suspect_id: str) -> Callable[[Any], str | None]:
-    def capture(page: Any) -> str | None:
+def _capturer(svc: CaseService, suspect_id: str) -> Callable[[Page], str | None]:
+    def capture(page: Page) -> str | None:
         return svc.evidence.capture(suspect_id, page)
 
     return capture
@@ -170,8 +176,8 @@ def recheck_case(
     svc: CaseService,
     case_id: str,
     *,
-    crawler: Any,
-    library: Any,
+    crawler: Crawler,
+    library: Library,
     who: str = WHO,
     on_removed: Callable[[Case], object] | None = None,
 ) -> RecheckResult:
@@ -226,8 +232,8 @@ def recheck_case(
 def recheck_cases(
     svc: CaseService,
     *,
-    crawler: Any,
-    library: Any,
+    crawler: Crawler,
+    library: Library,
     case_ids: Iterable[str] | None = None,
     who: str = WHO,
     on_removed: Callable[[Case], object] | None = None,

@@ -20,9 +20,9 @@ import logging
 import mimetypes
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tracker.records import Match, MatchQuery, NotFound, match_id
+from tracker.records import JSONObject, Match, MatchQuery, NotFound, match_id
 from tracker.rules import check_note, check_verdict, domain_of, normalize_domain
 
 from .model import (
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from tracker.config import Settings
     from tracker.store import Store
 
+    from .platforms import Platform
+
 log = logging.getLogger(__name__)
 
 PROFILE_KEY = "profile"
@@ -52,7 +54,7 @@ MAX_WHO = 200
 MAX_ATTACHMENTS = 20
 
 
-def check_who(who: Any) -> str:
+def check_who(who: object) -> str:
     if not isinstance(who, str) or not who.strip():
         raise CaseError(f"who must be a non-empty name, got {who!r}")
     if len(who) > MAX_WHO:
@@ -74,7 +76,7 @@ class VerdictResult:
     case: Case | None
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "suspect_id": self.match.suspect_id,
             "mother_id": self.match.mother_id,
@@ -207,7 +209,7 @@ class CaseService:
         raise ConcurrentUpdate(f"case {case_id}: too many concurrent updates")
 
     def state_event(
-        self, case: Case, to_state: str, who: str, note: str, data: dict[str, Any] | None = None
+        self, case: Case, to_state: str, who: str, note: str, data: JSONObject | None = None
     ) -> CaseEvent:
         """Move ``case`` (in memory) to ``to_state`` and return the event saying so;
         IllegalTransition when the state machine forbids it. For ``update`` callbacks."""
@@ -238,7 +240,7 @@ class CaseService:
         *,
         who: str,
         note: str = "",
-        data: dict[str, Any] | None = None,
+        data: JSONObject | None = None,
     ) -> Case:
         """Move a case to ``to_state`` (IllegalTransition when the machine forbids it)."""
         who = check_who(who)
@@ -252,7 +254,7 @@ class CaseService:
         *,
         who: str,
         note: str = "",
-        data: dict[str, Any] | None = None,
+        data: JSONObject | None = None,
         matches: Store | None = None,
     ) -> Case:
         """The notice went out (sent by SMTP or by the user). From ``notice_sent`` it
@@ -298,7 +300,7 @@ class CaseService:
         return self.update(case_id, lambda c: [CaseEvent(c.id, "note", who, text)])
 
     def record(
-        self, case_id: str, kind: str, *, who: str, note: str = "", data: dict[str, Any]
+        self, case_id: str, kind: str, *, who: str, note: str = "", data: JSONObject
     ) -> Case:
         """Append an event without changing the case (a notice generated, ...)."""
         who = check_who(who)
@@ -314,7 +316,7 @@ class CaseService:
         work_title: str = "",
         kind: str = "page",
         note: str = "",
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
     ) -> Case:
         """The active case of (work, domain), opened when there is none."""
         who = check_who(who)
@@ -477,14 +479,14 @@ class CaseService:
             offset += page
 
     # --- platforms -------------------------------------------------------------------------
-    def platforms(self) -> list[Any]:
+    def platforms(self) -> list[Platform]:
         """The platform registry (``tracker.cases.platforms``) with the data folder's
         ``platforms.json`` applied."""
         from .platforms import load_platforms
 
         return load_platforms(self.settings.data_dir if self.settings else None)
 
-    def platform_of(self, case: Case) -> Any:
+    def platform_of(self, case: Case) -> Platform | None:
         """The case's platform: the one chosen for it (``metadata.platform``), else the
         registry's platform serving its domain; None when the registry has none."""
         from .platforms import platform_for

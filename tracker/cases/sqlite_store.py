@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.datadir import private_dir, private_file
-from tracker.records import NotFound
+from tracker.records import JSONValue, NotFound
 
 from .model import Case, CaseEvent, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
@@ -233,11 +233,11 @@ class SqliteCaseStore(CaseStore):
             )
 
     # --- settings --------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         row = self._conn().execute("SELECT value FROM case_meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row["value"])
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         with self._tx() as c:
             c.execute(
                 "INSERT INTO case_meta(key, value) VALUES (?, ?) "

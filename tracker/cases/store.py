@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracker.records import JSONValue
 
 from .model import Case, CaseEvent
 
@@ -80,10 +82,10 @@ class CaseStore(ABC):
 
     # --- settings --------------------------------------------------------------------
     @abstractmethod
-    def get_meta(self, key: str) -> Any | None: ...
+    def get_meta(self, key: str) -> JSONValue: ...
 
     @abstractmethod
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         """``value`` must be JSON-serialisable."""
 
     # --- blobs ---------------------------------------------------------------------

@@ -17,10 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from tracker.records import JSONObject
+
 from .model import CaseError
+
+if TYPE_CHECKING:
+    from tracker.crawler.crawler import Crawler
+    from tracker.library import Library
+
+    from .service import CaseService
 
 WATCH_KINDS = ("url", "site", "book")
 
@@ -37,7 +45,7 @@ class WatchRun:
     case_id: str | None = None
     errors: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "url": self.url,
             "kind": self.kind,
@@ -62,7 +70,7 @@ def next_daily_run(at: tuple[int, int], tz: str = "UTC", now: datetime | None = 
     return run.astimezone(UTC)
 
 
-def check_kind(kind: Any) -> str:
+def check_kind(kind: object) -> str:
     if kind not in WATCH_KINDS:
         raise CaseError(f"watch kind must be one of {', '.join(WATCH_KINDS)}, got {kind!r}")
     return str(kind)
@@ -72,9 +80,9 @@ def crawl_now(
     url: str,
     kind: str,
     *,
-    library: Any,
-    crawler: Any,
-    svc: Any = None,
+    library: Library,
+    crawler: Crawler,
+    svc: CaseService | None = None,
     site_limit: int = 20,
     max_pages: int | None = None,
 ) -> WatchRun:

@@ -622,7 +622,7 @@ class DiscoveryRun:
         checked = self.lib.check_page(page, save=self.options.save)
         result.checked = True
         result.suspect_id = checked.suspect.id
-        result.matches = checked.to_json()["matches"]
+        result.matches = checked.matches_json()
         self.report.checked += 1
         stats.checked += 1
         if len(page.text) >= 200:

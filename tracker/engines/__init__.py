@@ -12,9 +12,10 @@ Engines are imported lazily, so choosing one never loads the others.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracker.engines.base import Engine
+from tracker.records import JSONValue
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient
@@ -35,7 +36,7 @@ def engine_class(name: str) -> type[Engine]:
     return getattr(importlib.import_module(module), attr)
 
 
-def make_engine(name: str, redis: RedisClient, prefix: str, **options: Any) -> Engine:
+def make_engine(name: str, redis: RedisClient, prefix: str, **options: JSONValue) -> Engine:
     return engine_class(name)(redis, prefix, **options)
 
 

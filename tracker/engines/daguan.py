@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from tracker.engines.base import Candidate, Engine
-from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
+from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference, ReferenceRecord
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
+from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient
@@ -51,8 +52,8 @@ class DaguanEngine(Engine):
         redis: RedisClient,
         prefix: str,
         *,
-        params: FingerprintParams | dict[str, Any] | None = None,
-        reference: Reference | dict[str, Any] | None = None,
+        params: FingerprintParams | JSONObject | None = None,
+        reference: Reference | JSONObject | None = None,
         bucket_bits: int | None = None,
         stop_df: int = 16,
         min_hits: int = 2,
@@ -61,10 +62,10 @@ class DaguanEngine(Engine):
     ) -> None:
         super().__init__(redis, prefix)
         # Options may come from the store's JSON meta (``yinji index configure``).
-        if isinstance(params, dict):
-            params = FingerprintParams(**params)
+        if isinstance(params, dict):  # FingerprintParams and Reference check the values
+            params = FingerprintParams(**cast(dict[str, Any], params))
         if isinstance(reference, dict):
-            reference = Reference.from_json(reference)
+            reference = Reference.from_json(cast(ReferenceRecord, reference))
         self.fingerprinter = Fingerprinter(params, reference)
         # Identical or near-identical mothers are one text to the index (editions), so
         # that many copies of a work cannot turn its fingerprints into stop words.
@@ -221,7 +222,7 @@ class DaguanEngine(Engine):
             stop_mask=stop_mask,
         )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         stats = self.index.stats()
         return {
             "engine": self.name,

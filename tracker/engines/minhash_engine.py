@@ -57,6 +57,7 @@ from tracker.engines.windows import (
 )
 from tracker.indexes.lsh import RedisLSH, choose_bands
 from tracker.minhash import MinHasher
+from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient
@@ -281,7 +282,7 @@ class MinHashEngine(WindowedEngine):
         rows = [q for q in good if q > 0] or good
         return span_evidence([spans[q] for q in rows], self.window)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         mothers = signatures = keys = 0
         sig_prefix = f"{self.base}:sig:".encode()
         pipe = self.redis.pipeline(transaction=False)

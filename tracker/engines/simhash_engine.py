@@ -63,6 +63,7 @@ from tracker.engines.windows import (
     span_evidence,
 )
 from tracker.indexes.hamming import RedisHammingIndex
+from tracker.records import JSONObject
 from tracker.simhash import simhash_spans
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class SimHashEngine(WindowedEngine):
         """Positions covering the suspect rows (their spans) that found a mother."""
         return span_evidence([spans[q] for q in sorted(rows)], self.window)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         keys = sum(1 for _ in self.redis.scan_iter(match=f"{self.base}:*", count=1000))
         return {
             "engine": self.name,

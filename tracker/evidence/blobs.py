@@ -19,7 +19,12 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pymongo.database import Database
+
+    from tracker.backends import MongoDocument
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 BLOB_DIR = Path("evidence") / "blobs"
@@ -126,7 +131,7 @@ class GridFSBlobStore:
     """Blobs in GridFS on a pymongo ``Database`` (or mongomock's, with its GridFS
     integration enabled)."""
 
-    def __init__(self, db: Any, bucket: str = GRIDFS_BUCKET) -> None:
+    def __init__(self, db: Database[MongoDocument], bucket: str = GRIDFS_BUCKET) -> None:
         import gridfs
 
         self._errors = gridfs.errors

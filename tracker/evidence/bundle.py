@@ -453,9 +453,9 @@ def instructions(
     suspect_id: str | None,
     mother_id: str | None,
     head: TreeHead,
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, object]],
     stamped: bool,
-    anchors: Sequence[Mapping[str, Any]] = (),
+    anchors: Sequence[Mapping[str, object]] = (),
 ) -> bytes:
     """``VERIFY.txt`` of a bundle: a function of the manifest and the tree head only, so
     ``verify_bundle`` can rebuild it and name a rewritten one."""
@@ -608,16 +608,18 @@ def read_bundle(
     return members, label
 
 
-def record_times(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+def record_times(record: Mapping[str, object]) -> list[tuple[str, str]]:
     """The times a log record claims, as (field, ISO text): ``logged_at`` and, by kind,
     ``fetched_at`` (capture), ``received_at`` (submission), ``checked_at`` (check),
     ``at`` (verdict, case state)."""
     out: list[tuple[str, str]] = []
-    if isinstance(record.get("logged_at"), str):
-        out.append(("logged_at", record["logged_at"]))
+    logged_at = record.get("logged_at")
+    if isinstance(logged_at, str):
+        out.append(("logged_at", logged_at))
     payload = record.get("payload")
     if isinstance(payload, dict):
         for name in ("fetched_at", "received_at", "checked_at", "at"):
-            if isinstance(payload.get(name), str):
-                out.append((name, payload[name]))
+            value = payload.get(name)
+            if isinstance(value, str):
+                out.append((name, value))
     return out

@@ -49,7 +49,7 @@ def _check(value: Any, path: str) -> None:
     raise CanonicalError(f"{path}: {type(value).__name__} cannot be written as JSON")
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: object) -> bytes:
     """The canonical UTF-8 bytes of ``value`` (dicts, lists, str, int, finite float,
     bool, None). Raises ``CanonicalError`` naming the first value it cannot encode."""
     _check(value, "$")

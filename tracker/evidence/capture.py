@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tracker.records import JSONObject
+
 from .blobs import BlobStore, blob_ref, check_digest
 from .canonical import CanonicalError, format_time, parse_time
 
@@ -89,11 +91,11 @@ class RedirectHop:
     status: int
     location: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"location": self.location, "status": self.status, "url": self.url}
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> RedirectHop:
+    def from_json(cls, obj: object, where: str) -> RedirectHop:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         return cls(
@@ -124,11 +126,11 @@ class BlobInfo:
     def of(cls, data: bytes, media_type: str) -> BlobInfo:
         return cls(hashlib.sha256(data).hexdigest(), len(data), media_type)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"media_type": self.media_type, "sha256": self.sha256, "size": self.size}
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> BlobInfo:
+    def from_json(cls, obj: object, where: str) -> BlobInfo:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         digest = _field(obj, "sha256", str, where)
@@ -167,7 +169,7 @@ class TLSInfo:
             not_after=format_time(cert.not_valid_after_utc),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "fingerprint_sha256": self.fingerprint_sha256,
             "issuer": self.issuer,
@@ -177,7 +179,7 @@ class TLSInfo:
         }
 
     @classmethod
-    def from_json(cls, obj: Any, where: str) -> TLSInfo:
+    def from_json(cls, obj: object, where: str) -> TLSInfo:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         fp = _field(obj, "fingerprint_sha256", str, where)
@@ -316,8 +318,8 @@ class Capture:
         found = {"body": self.body, "text": self.text, "screenshot": self.screenshot}
         return {name: info for name, info in found.items() if info is not None}
 
-    def to_json(self) -> dict[str, Any]:
-        out = {
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
             "body": self.body.to_json(),
             "body_content_decoded": self.body_content_decoded,
             "crawler_version": self.crawler_version,
@@ -340,7 +342,7 @@ class Capture:
         return out
 
     @classmethod
-    def from_json(cls, obj: Any, where: str = "capture") -> Capture:
+    def from_json(cls, obj: object, where: str = "capture") -> Capture:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         if obj.get("version") != CAPTURE_VERSION:
@@ -428,7 +430,7 @@ class Submission:
         found = {"text": self.text, "original": self.original}
         return {name: info for name, info in found.items() if info is not None}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "original": self.original.to_json() if self.original else None,
             "received_at": format_time(self.received_at),
@@ -439,7 +441,7 @@ class Submission:
         }
 
     @classmethod
-    def from_json(cls, obj: Any, where: str = "submission") -> Submission:
+    def from_json(cls, obj: object, where: str = "submission") -> Submission:
         if not isinstance(obj, dict):
             raise CaptureError(f"{where}: expected an object")
         if obj.get("version") != SUBMISSION_VERSION:

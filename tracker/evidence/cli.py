@@ -224,10 +224,10 @@ def head(ctx: click.Context, as_json: bool, publish_dir: Path | None) -> None:
     from tracker.evidence.canonical import time_from_ms
     from tracker.timefmt import human_utc
 
-    th = out["tree_head"]
+    th = published.head
     click.echo(f"fingerprint (指纹): {out['fingerprint_grouped']}")
-    click.echo(f"tree head (树头):   {th['size']} records, root {th['root_hash']}")
-    click.echo(f"signed (签署):      {human_utc(time_from_ms(th['timestamp_ms']))}")
+    click.echo(f"tree head (树头):   {th.size} records, root {th.root_hash.hex()}")
+    click.echo(f"signed (签署):      {human_utc(time_from_ms(th.timestamp_ms))}")
     click.echo(f"timestamped (时间戳): {'yes' if out['timestamped'] else 'no'}")
     click.echo(f"verify_proof.py sha256: {out['verifier_sha256']}")
 

@@ -32,6 +32,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from tracker.records import JSONObject
+
 from .canonical import CanonicalError, canonical_json, format_time, parse_json_object, time_from_ms
 
 KEY_FILE = "evidence-ed25519.pem"
@@ -225,7 +227,7 @@ class TreeHead:
     timestamp_ms: int
     log_id: str
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JSONObject:
         return {
             "log_id": self.log_id,
             "root_hash": self.root_hash.hex(),

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracker.datadir import private_dir, private_file
-from tracker.records import Match
+from tracker.records import JSONObject, Match
 from tracker.rules import check_verdict
 
 from .blobs import BlobStore, FileBlobStore
@@ -60,6 +60,10 @@ from .settings import EvidenceSettings
 from .tsa import TokenError, TSAClient, TSAError, load_certificates, verify_response
 
 if TYPE_CHECKING:
+    from cryptography import x509
+    from pymongo.database import Database
+
+    from tracker.backends import MongoDocument
     from tracker.config import Settings
 
 ENTRY_VERSION = "yinji-log-entry/1"
@@ -108,7 +112,7 @@ class LogEntry:
     leaf_hash: bytes
 
     @property
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> JSONObject:
         return parse_json_object(self.data, f"log record {self.index}")
 
     @property
@@ -116,17 +120,21 @@ class LogEntry:
         return str(self.envelope["kind"])
 
     @property
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> JSONObject:
         payload = self.envelope["payload"]
         assert isinstance(payload, dict)
         return payload
 
     @property
     def logged_at(self) -> datetime:
-        return parse_time(self.envelope["logged_at"], f"log record {self.index}")
+        return parse_time(str(self.envelope["logged_at"]), f"log record {self.index}")
 
 
-def encode_entry(kind: str, payload: Mapping[str, Any], logged_at: datetime) -> bytes:
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def encode_entry(kind: str, payload: Mapping[str, object], logged_at: datetime) -> bytes:
     if kind not in KINDS:
         raise EvidenceError(f"unknown record kind {kind!r} (one of {', '.join(KINDS)})")
     if not isinstance(payload, Mapping):
@@ -189,7 +197,7 @@ class Publication:
     new_head: bool
     attempts: tuple[Stamp, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         granted = [s for s in self.attempts if s.ok]
         return {
             **self.head.head.to_json(),
@@ -584,7 +592,7 @@ class EvidenceLog:
         cls,
         data_dir: str | Path,
         *,
-        mongo_db: Any | None = None,
+        mongo_db: Database[MongoDocument] | None = None,
         evidence: EvidenceSettings | None = None,
         key: SigningKey | None = None,
         tsa: TSAClient | None = None,
@@ -657,7 +665,7 @@ class EvidenceLog:
     def append(
         self,
         kind: str,
-        payload: Mapping[str, Any],
+        payload: Mapping[str, object],
         *,
         suspect_id: str | None = None,
         mother_id: str | None = None,
@@ -677,8 +685,10 @@ class EvidenceLog:
                 return self.entry(int(done))
         data = encode_entry(kind, payload, self.clock())
         leaf = leaf_hash(data)
-        suspect_id = suspect_id if suspect_id is not None else payload.get("suspect_id")
-        mother_id = mother_id if mother_id is not None else payload.get("mother_id")
+        if suspect_id is None:
+            suspect_id = _text(payload.get("suspect_id"))
+        if mother_id is None:
+            mother_id = _text(payload.get("mother_id"))
         index = self.backend.append(data, leaf, kind, suspect_id, mother_id)
         if once is not None:
             self.backend.put_meta_once(ONCE_PREFIX + once, str(index))
@@ -793,7 +803,7 @@ class EvidenceLog:
         suspect_id: str,
         state: str,
         mother_id: str | None = None,
-        detail: Mapping[str, Any] | None = None,
+        detail: Mapping[str, object] | None = None,
         by: str | None = None,
         at: datetime | None = None,
     ) -> LogEntry:
@@ -978,7 +988,7 @@ class EvidenceLog:
         return done
 
     # -- audit ---------------------------------------------------------------------------
-    def audit(self, *, trusted_tsa: Sequence[Any] | None = None) -> AuditReport:
+    def audit(self, *, trusted_tsa: Sequence[x509.Certificate] | None = None) -> AuditReport:
         """Recompute everything from the stored record bytes and compare (see the
         module docstring). Reads the whole log."""
         report = AuditReport()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
@@ -23,11 +23,16 @@ from .canonical import format_time, parse_time
 from .keys import SignedTreeHead, TreeHead
 from .log import EvidenceError, Stamp
 
+if TYPE_CHECKING:
+    from pymongo.database import Database
+
+    from tracker.backends import MongoDocument
+
 _RETRIES = 1000
 
 
 class MongoBackend:
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Database[MongoDocument]) -> None:
         self.db = db
         self.meta = db["evidence_meta"]
         self.leaves = db["evidence_leaves"]

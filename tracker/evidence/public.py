@@ -15,7 +15,8 @@ import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from tracker.records import JSONObject
 
 from .bundle import verifier_sha256
 from .keys import TreeHead, format_fingerprint
@@ -36,7 +37,7 @@ class PublishedHead:
     def head(self) -> TreeHead:
         return self.record.head
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         token = self.record.token
         return {
             "fingerprint": self.fingerprint,
@@ -92,7 +93,7 @@ class Consistency:
     proof: tuple[bytes, ...]
     log_id: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "first": self.first,
             "first_root": self.first_root.hex(),
@@ -108,8 +109,10 @@ class Consistency:
         )
 
     @classmethod
-    def from_json(cls, obj: Any) -> Consistency:
+    def from_json(cls, obj: object) -> Consistency:
         try:
+            if not isinstance(obj, dict):
+                raise TypeError("expected an object")
             return cls(
                 int(obj["first"]),
                 int(obj["second"]),

@@ -39,6 +39,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from tracker.records import JSONObject
+
 MAX_RESPONSE_BYTES = 1 << 20
 _HASHES: dict[str, Any] = {
     "sha1": hashes.SHA1,
@@ -77,7 +79,7 @@ class TimestampInfo:
     tsa_cert_sha256: str
     chain_checked: bool  # True when the certificate chained to a trusted root
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         from .canonical import format_time
 
         return {

@@ -48,6 +48,8 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from tracker.records import JSONObject
+
 from .bundle import (
     BUNDLE_FORMAT,
     INSTRUCTIONS,
@@ -142,7 +144,7 @@ class VerifyResult:
     def trusted(self) -> bool:
         return self.ok and self.pinned
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The result for machines (``yinji evidence verify --json``)."""
         return {
             "altered": self.altered,

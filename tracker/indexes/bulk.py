@@ -135,13 +135,15 @@ def load_pairs(
     starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
     groups = ident[starts]
     vlen, vdata, counts = fill_values(seqs, starts, index.stop_df)
+    if index.recording is not None:
+        index.recording.add(ident, seqs, starts, index.stop_df)
     del order, ident
     if size:
         size_for(index, groups.size)
     if not index._cluster:
         index.wait_for_move()
     new_fields = 0
-    with index._writing():
+    with index._writing(loading=True):
         for _ in range(5):
             index.refresh()
             if index.fmt != FORMAT or index.ident_bits != IDENTITY_BITS:
@@ -175,7 +177,7 @@ def size_for(index: RedisInvertedIndex, fields: int) -> int:
     if not index.is_empty():
         return index.bucket_bits
     name = layout_name(bits, IDENTITY_BITS, FORMAT)
-    with index._writing():
+    with index._writing(loading=True):
         if index._cluster:  # layout and buckets on different nodes: checked above
             index.redis.hset(index.layout_key, "layout", name)
         else:
@@ -248,7 +250,7 @@ def fill_direct(
     vdata: np.ndarray,
     counts: np.ndarray,
     per_call: int = 2048,
-) -> list[Any]:
+) -> list[list[int]]:
     """Single server: every bucket HSET whole into a temporary key (commands packed
     here with numpy, sent raw: redis-py's packing of two arguments a posting cost
     more than Redis' work), then ``lua/settle.lua`` per ``per_call`` buckets. A
@@ -332,7 +334,7 @@ def sweep_temporary(index: RedisInvertedIndex) -> int:
 
 def fill_buckets(
     index: RedisInvertedIndex, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
-) -> list[Any]:
+) -> list[list[int]]:
     """Redis Cluster: one ``_FILL_SCRIPT`` EVAL per bucket, ``chunk`` per pipeline."""
     buckets, blob, off = fill_records(index, groups, vlen, vdata)
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])

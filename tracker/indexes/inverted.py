@@ -56,7 +56,9 @@ raised before and after every write (adds, removes, reshards; clear removes it),
 reader that saw the same version twice saw no write in between, and a copy of the index taken at a
 version (``tracker.indexes.snapshot``) answers exactly as Redis does while the version
 stays. The epoch tells a Redis emptied and written again from the same ``n``; a Redis
-restarted from an older save brings back the version that its buckets had.
+restarted from an older save brings back the version that its buckets had. Both raises
+of a write also mark the buckets it touches in the snapshot overlay's bitmap
+(``lua/mark.lua``), so that a snapshot keeps answering for the buckets not written since.
 
 Writes and reshards: a reshard marks the index as moving (``{prefix}:moving``, with a
 TTL it keeps refreshing, so a dead reshard frees writers within a minute), copies every
@@ -115,9 +117,11 @@ from tracker.indexes.keys import (  # re-exported
     layout_name,
     mix64,
     pack_fields,
+    same_slot,
     split_identity,
     unpack_fields,
 )
+from tracker.indexes.recording import Recording
 from tracker.indexes.scripts import lua
 from tracker.redis_client import delete_matching
 
@@ -136,6 +140,7 @@ __all__ = [
     "STOP",
     "TARGET_FIELDS",
     "BulkLoader",
+    "OverlayState",
     "Pairs",
     "RedisInvertedIndex",
     "bits_for",
@@ -160,6 +165,23 @@ __all__ = [
 MOVE_TTL_MS = 60_000
 # How long a write waits for a reshard to finish before giving up with an error.
 MOVE_WAIT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class OverlayState:
+    """What a lookup reads (one script call) to answer from a local snapshot: the
+    index's ``version``; ``base`` and ``base_layout``, the snapshot version and layout
+    that ``dirty`` (a bitmap of the buckets written since, SETBIT order) counts from,
+    None when no snapshot is the base."""
+
+    version: str | None
+    base: str | None
+    base_layout: str | None
+    dirty: bytes
+
+    def dirty_buckets(self) -> int:
+        """How many buckets were written since the base."""
+        return int(np.unpackbits(np.frombuffer(self.dirty, dtype=np.uint8)).sum())
 
 
 @dataclass
@@ -206,9 +228,15 @@ class RedisInvertedIndex:
         self._settle = redis.register_script(lua("settle"))
         self._fill = redis.register_script(lua("fill"))
         self._size = redis.register_script(lua("size"))
+        self._mark = redis.register_script(lua("mark"))
+        self._overlay = redis.register_script(lua("overlay"))
+        self._rebase = redis.register_script(lua("rebase"))
         # Identical or near-identical mothers posted as one text (``editions``: the
         # daguan engine's index): None for a plain index of seqs.
         self.editions = Editions(redis, prefix) if editions else None
+        # What a bulk load or adds wrote, for a snapshot without reading it back (None:
+        # not kept; ``start_recording``, ``tracker.indexes.recording``).
+        self.recording: Recording | None = None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
 
     # -- layout ---------------------------------------------------------------
@@ -226,6 +254,25 @@ class RedisInvertedIndex:
         """``epoch`` and ``n``: raised before and after every write (module docstring)."""
         return f"{self.prefix}:version"
 
+    def overlay_state(self) -> OverlayState:
+        """The version and the snapshot overlay's base and dirty buckets, read at once
+        (``lua/overlay.lua``; ``tracker.indexes.snapshot``)."""
+        epoch, n, base, base_layout, dirty = self._overlay(
+            keys=[self.version_key, self.dirty_key], args=[]
+        )
+        return OverlayState(
+            version=None if epoch is None else f"{epoch.decode()}/{int(n or 0)}",
+            base=None if base is None else base.decode(),
+            base_layout=None if base_layout is None else base_layout.decode(),
+            dirty=bytes(dirty or b""),
+        )
+
+    def rebase(self, version: str, layout: str) -> bool:
+        """Make the snapshot taken at ``version`` in ``layout`` the overlay's base (its
+        dirty buckets emptied), unless a write came since: whether it did."""
+        done = self._rebase(keys=[self.version_key, self.dirty_key], args=[version, layout])
+        return bool(int(done))
+
     def version(self) -> str | None:
         """The index's version (``epoch/n``), or None before its first write."""
         epoch, n = self.redis.hmget(self.version_key, ["epoch", "n"])
@@ -233,21 +280,57 @@ class RedisInvertedIndex:
             return None
         return f"{epoch.decode()}/{int(n or 0)}"
 
-    def _bump_version(self) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hsetnx(self.version_key, "epoch", uuid.uuid4().hex)
-        pipe.hincrby(self.version_key, "n", 1)
-        pipe.execute()
+    @property
+    def dirty_key(self) -> str:
+        """The bitmap of buckets written since the snapshot the overlay counts from
+        (``tracker.indexes.snapshot``), in the version's hash slot."""
+        return same_slot(self.version_key, "dirty")
+
+    def _bump_version(
+        self, touched: bytes = b"", layout: str | None = None, *, loading: bool = False
+    ) -> None:
+        """The version raised, and the buckets of ``touched`` (a bitmap in ``layout``,
+        default the current one; empty: any bucket) marked dirty for the snapshot overlay
+        (``lua/mark.lua``). ``loading``: a bulk load's write (``recording``)."""
+        n = self._mark(
+            keys=[self.version_key, self.dirty_key],
+            args=[layout or self.layout, touched, uuid.uuid4().hex],
+        )
+        if self.recording is not None:
+            self.recording.bumped(int(n), own=loading)
+
+    def start_recording(self, *, adds: bool = False) -> Recording:
+        """Keep the rows of the bulk loads that follow, or (``adds``) the postings of
+        the adds that follow (``tracker.indexes.recording``)."""
+        version = self.version()
+        self.recording = Recording(int(version.split("/")[1]) if version else 0, adds=adds)
+        return self.recording
+
+    def touched(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> bytes:
+        """The buckets that writing ``items`` touches, as a bitmap in SETBIT order."""
+        marks = np.zeros(1 << self.bucket_bits, dtype=bool)
+        if isinstance(items, Pairs):
+            marks[split_identity(items.ident, self.bucket_bits, self.ident_bits)[0]] = True
+        else:
+            for _, fps in items:
+                if len(fps):
+                    marks[self.locate(np.asarray(fps, dtype=np.uint64))[0]] = True
+        if not marks.any():
+            return b"\x00"  # nothing touched (still a known set: the overlay stays)
+        return np.packbits(marks).tobytes()
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, touched: bytes = b"", *, loading: bool = False) -> Iterator[None]:
         """Around a write: the version raised before (a reader taking the old version
-        after this no longer trusts a copy of it) and after (also when it failed)."""
-        self._bump_version()
+        after this no longer trusts a copy of it) and after (also when it failed), the
+        buckets ``touched`` marked dirty both times (empty: the overlay ends).
+        ``loading``: a bulk load's write (``recording``)."""
+        layout = self.layout  # what ``touched`` was computed in, both times
+        self._bump_version(touched, layout, loading=loading)
         try:
             yield
         finally:
-            self._bump_version()
+            self._bump_version(touched, layout, loading=loading)
 
     def wait_for_move(self, timeout: float = MOVE_WAIT_S) -> None:
         """Return once no reshard is moving this index's buckets (at once, usually)."""
@@ -362,7 +445,20 @@ class RedisInvertedIndex:
             self.wait_for_move()
         self.refresh()
         self.redis.hsetnx(self.layout_key, "layout", self.layout)
-        with self._writing():
+        recording = self.recording
+        if recording is not None:
+            parts = [
+                (self.identities(np.unique(np.asarray(fps, dtype=np.uint64))), seq)
+                for seq, fps in items
+            ]
+            recording.added(
+                np.concatenate([p for p, _ in parts] or [np.zeros(0, np.uint64)]),
+                np.concatenate(
+                    [np.full(p.size, seq, np.uint32) for p, seq in parts]
+                    or [np.zeros(0, np.uint32)]
+                ),
+            )
+        with self._writing(self.touched(items), loading=recording is not None and recording.adds):
             if self._cluster:
                 replies = self._guarded_write(
                     self._add, items, lambda: [self.stop_df, self.field_bytes], chunk
@@ -515,7 +611,8 @@ class RedisInvertedIndex:
         meanwhile); returns how many postings there were."""
         if ident.size == 0:
             return 0
-        with self._writing():
+        self.refresh()
+        with self._writing(self.touched(Pairs(ident, seqs))):
             replies = self._guarded_write(
                 self._remove, Pairs(ident, seqs), lambda: [self.field_bytes], chunk
             )
@@ -527,7 +624,8 @@ class RedisInvertedIndex:
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
         items = self._withdrawn(list(items))
-        with self._writing():
+        self.refresh()
+        with self._writing(self.touched(items)):
             replies = self._guarded_write(self._remove, items, lambda: [self.field_bytes], chunk)
         gone = sum(int(r[1]) for r in replies)
         if gone:
@@ -646,6 +744,7 @@ class RedisInvertedIndex:
         self._bump_version()  # a reader of the old version stops trusting copies of it
         n = delete_matching(self.redis, f"{self.prefix}:b*")
         n += self.redis.delete(self.layout_key)
+        self.redis.delete(self.dirty_key)
         if self.editions is not None:
             n += self.editions.clear()
         # The next write makes a new epoch: no copy of the cleared index matches it.

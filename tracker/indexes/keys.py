@@ -14,7 +14,11 @@ one key, so every key stays usable on Redis Cluster):
   46-bit identities (``LEGACY``);
 - ``P:layout``: ``layout`` (``layout_name``) and ``fields`` (counted by writes);
 - ``P:moving``: exists while a reshard moves the buckets;
-- ``P:version``: ``epoch`` and ``n``, raised around every write;
+- ``P:version``: ``epoch`` and ``n``, raised around every write; ``base`` and
+  ``base_layout``: the snapshot version and layout the dirty buckets are counted from;
+- ``{P:version}:dirty``: a bitmap of the buckets written since that snapshot (bit ``b``
+  = bucket ``b``, ``SETBIT`` order), in ``P:version``'s hash slot (``same_slot``) so that
+  one script reads and resets both on Redis Cluster (``tracker.indexes.snapshot``);
 - ``P:bt{token}:{bucket}``: a bulk load's temporary bucket (``tracker.indexes.bulk``),
   and ``P:bt{token}:live`` its lease while that load runs.
 """
@@ -112,3 +116,13 @@ def temp_prefix(prefix: str, token: str) -> str:
 
 
 TEMP_MATCH = ":bt*"  # after the index prefix: every bulk load's temporary keys
+
+
+def same_slot(key: str, suffix: str) -> str:
+    """A key that Redis Cluster keeps in the same hash slot as ``key``: ``key`` itself
+    as the hash tag (``{P:version}:dirty`` hashes as ``P:version`` does), or, when
+    ``key`` already has a hash tag (a prefix like ``{yinji}``), ``key:suffix``."""
+    start = key.find("{")
+    if start >= 0 and key.find("}", start + 2) > start:
+        return f"{key}:{suffix}"
+    return f"{{{key}}}:{suffix}"

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tracker import __version__
-from tracker.records import Match, Mother, NotFound, Suspect
+from tracker.records import Match, Mother, Suspect
+from tracker.store.base import match_sides
 from tracker.textdiff import char_diff
 from tracker.timefmt import iso_utc, parse_utc
 
@@ -245,16 +246,7 @@ def report_data(
     """
     store = library.store
     match: Match = store.get_match(match_id)
-    mother: Mother | None
-    suspect: Suspect | None
-    try:
-        mother = store.get_mother(match.mother_id)
-    except (NotFound, KeyError):
-        mother = None
-    try:
-        suspect = store.get_suspect(match.suspect_id)
-    except (NotFound, KeyError):
-        suspect = None
+    mother, suspect = match_sides(store, match)
     found = _from_log(evidence, match) if evidence is not None else _Logged()
     capture = capture or found.capture
     submission = submission or found.submission
@@ -321,7 +313,8 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
                 sources[entry.index] = Submission.from_json(payload)
                 last_source = entry.index
             elif kind == "check" and any(
-                m.get("mother_id") == match.mother_id for m in payload.get("matches", [])
+                isinstance(m, Mapping) and m.get("mother_id") == match.mother_id
+                for m in _list(payload.get("matches"))
             ):
                 found.checked_at = _parse(payload.get("checked_at"))
                 named = payload.get("capture_index")
@@ -343,6 +336,11 @@ def _from_log(log: EvidenceLog, match: Match) -> _Logged:
         found = _Logged()
         found.error = f"{type(exc).__name__}: {exc}"
     return found
+
+
+def _list(value: object) -> list[object]:
+    """A JSON list of a log record, or none."""
+    return value if isinstance(value, list) else []
 
 
 def _parse(value: Any) -> datetime | None:

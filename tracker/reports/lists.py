@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from tracker.records import Match
+from tracker.records import JSONObject, Match
 from tracker.timefmt import iso_utc
 
 LIST_FORMATS = ("csv", "json")
@@ -39,7 +39,7 @@ LIST_COLUMNS = (
 )
 
 
-def match_row(m: Match) -> dict[str, Any]:
+def match_row(m: Match) -> JSONObject:
     """One match as a flat row of the list exports (the keys are ``LIST_COLUMNS``)."""
     return {
         "match_id": m.id,

@@ -5,6 +5,7 @@ character diff (``tracker.textdiff``), and the legend of those marks."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ class Row:
     mother: tuple[Piece, ...] | None
 
 
-def _mark(span: list[Any]) -> str:
+def _mark(span: Sequence[int | str]) -> str:
     kind, detail = span[2], span[3] if len(span) > 3 else ""
     if kind == "same":
         return ""
@@ -49,7 +50,9 @@ def _mark(span: list[Any]) -> str:
     return str(kind)
 
 
-def marked(text: str | None, spans: list[list[Any]] | None) -> tuple[Piece, ...] | None:
+def marked(
+    text: str | None, spans: Sequence[Sequence[int | str]] | None
+) -> tuple[Piece, ...] | None:
     """``text`` cut along its diff spans; unmarked when there is no diff."""
     if text is None:
         return None

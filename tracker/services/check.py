@@ -4,6 +4,9 @@
 paste and upload, the crawl and re-check tasks), readable top to bottom:
 
 1. size          the text over ``YINJI_MAX_SUSPECT_CHARS`` is refused before any work
+1b. read         the text as the engine reads it (``tracker.noise``): noise repeated at
+                 a fixed rhythm found (checked with and without it), and a warning
+                 when the engine reads too little of it (not Chinese)
 2. fingerprints  the engine fingerprints the suspect (densely: every offset)
 3. candidates    ... and looks them up in its index: mothers sharing enough of them
 4. verify        each candidate aligned with the suspect (``tracker.align``); a long
@@ -136,11 +139,8 @@ class CheckService:
         started = time.perf_counter()
         text = suspect.text
         matcher.check_size(text, repr(suspect.id) if suspect.id else suspect.title)  # 1
-        if matcher.is_long(text):
-            found, verified = matcher.in_windows(text)  # 2, 3, 4 window by window
-        else:
-            candidates = matcher.candidates(text)  # 2, 3
-            found, verified = matcher.verify(text, candidates)  # 4
+        reading = matcher.read(text, _name(suspect))  # 1b: display order, noise, scripts
+        found, verified = matcher.find(reading)  # 2, 3, 4 (window by window when long)
         result = matcher.score(  # 5
             found,
             verified,
@@ -149,6 +149,7 @@ class CheckService:
             url=suspect.url,
             domain=suspect.domain,
             started=started,
+            reading=reading,
         )
         checked = CheckResult(suspect, result)
         if save:
@@ -262,6 +263,11 @@ class CheckService:
     def text(self, text: str, *, engine: str | None = None) -> MatchResult:
         """Match a text without saving anything."""
         return self.matcher(engine).match(text)
+
+
+def _name(suspect: Suspect) -> str:
+    """How a warning names a suspect: where it came from, else its title or id."""
+    return suspect.url or suspect.source or suspect.title or repr(suspect.id)
 
 
 def _cleaned(suspect: Suspect) -> Suspect:

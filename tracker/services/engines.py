@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracker.align import AlignParams
 from tracker.config import Settings
@@ -18,6 +18,7 @@ from tracker.engines import ENGINES, Engine, make_engine
 from tracker.engines.capabilities import CandidateOptions, LocalCopies
 from tracker.indexes.snapshot import SnapshotFolder
 from tracker.matching import MatchPolicy, parse_min_copied
+from tracker.records import JSONObject, json_object, json_strings
 from tracker.services.results import CandidateSettings
 from tracker.store import Store
 
@@ -63,10 +64,10 @@ class EngineSet:
             self._engines[name] = eng
         return self._engines[name]
 
-    def options(self, name: str) -> dict[str, Any]:
-        return dict(self.store.get_meta(options_key(name)) or {})
+    def options(self, name: str) -> JSONObject:
+        return json_object(self.store.get_meta(options_key(name)))
 
-    def set_options(self, name: str, options: dict[str, Any]) -> Engine:
+    def set_options(self, name: str, options: JSONObject) -> Engine:
         """Store an engine's options; the engine built with them."""
         self.store.set_meta(options_key(known(name)), options)
         # The cached engine was built with the old options; the next call makes a new one.
@@ -96,7 +97,7 @@ class EngineSet:
 
     # -- which engines have an index ------------------------------------------------------
     def indexed(self) -> list[str]:
-        return list(self.store.get_meta(ENGINES_META) or [])
+        return json_strings(self.store.get_meta(ENGINES_META))
 
     def note_indexed(self, name: str) -> None:
         engines = self.indexed()
@@ -109,7 +110,7 @@ class EngineSet:
         passage that reads alike must span to count; longer when it reads less alike):
         ``yinji index configure --min-copied``, kept in the store's meta like the
         engines' options; default ``MatchPolicy.min_copied``."""
-        options = self.store.get_meta(MATCHING_META) or {}
+        options = json_object(self.store.get_meta(MATCHING_META))
         if "min_copied" not in options:
             return self.policy.min_copied
         return parse_min_copied(options["min_copied"], f"library setting {MATCHING_META}")
@@ -118,7 +119,7 @@ class EngineSet:
         """Store the minimum copied length (ValueError, nothing stored, when out of
         range); the next check uses it, no index is rebuilt."""
         value = parse_min_copied(min_copied, "--min-copied")
-        options = dict(self.store.get_meta(MATCHING_META) or {})
+        options = json_object(self.store.get_meta(MATCHING_META))
         options["min_copied"] = value
         self.store.set_meta(MATCHING_META, options)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -110,11 +110,12 @@ class EvidenceRecorder:
         )
         for entry in reversed(entries):
             payload = entry.payload
+            text = payload.get("text")
             if entry.kind == "check" and payload.get("suspect_text_sha256") == sha:
                 pages = payload.get("capture_indexes") or [payload.get("capture_index")]
-                if all(isinstance(i, int) for i in pages):
-                    return [int(i) for i in pages]
-            elif (payload.get("text") or {}).get("sha256") == sha:
+                if isinstance(pages, list) and all(isinstance(i, int) for i in pages):
+                    return [i for i in pages if isinstance(i, int)]
+            elif isinstance(text, Mapping) and text.get("sha256") == sha:
                 return [entry.index] if entry.kind == "capture" else []
         return []
 

@@ -21,9 +21,12 @@ from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
-from tracker.indexes.snapshot import take_snapshot
+from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.records import JSONObject
+from tracker.services import refill as refills
 from tracker.services.engines import EngineSet
 from tracker.services.index_writer import batches, bulk_folder
+from tracker.services.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.services.results import (
     RebuildResult,
     ReshardResult,
@@ -134,12 +137,61 @@ class IndexAdmin:
         )
 
     # -- rebuild, growth, new options -------------------------------------------------
+    def plan_rebuild(self, engine: str | None = None, size: int = 200) -> RefillPlan:
+        """A rebuild of an engine's index as chunks of at most ``size`` mothers
+        (``tracker.services.refill``): refilled in any order by any process, then
+        ``load``-ed once every chunk is done."""
+        return refills.plan(self.store, self.engines.get(engine).name, size)
+
+    def refill(
+        self,
+        engine: str | None,
+        chunk: RefillChunk,
+        *,
+        recompute: bool = False,
+        progress: Progress | None = None,
+    ) -> RefillDone:
+        """One chunk of a rebuild: its mothers' fingerprints stored (computed where
+        missing, or all of them with ``recompute``). Idempotent; the index is not touched."""
+        eng = self.engines.get(engine)
+        return refills.refill(self.store, eng, chunk, recompute=recompute, progress=progress)
+
     def rebuild(
-        self, engine: str | None = None, *, progress: Progress | None = None
+        self,
+        engine: str | None = None,
+        *,
+        progress: Progress | None = None,
+        recompute: bool = False,
+        chunk: int = 200,
     ) -> RebuildResult:
-        """Recreate an engine's index from the store (fingerprints recomputed if missing).
-        One rebuild per engine at a time (a Redis lock); checks meanwhile wait for it.
-        The stored fingerprints go in batches of 256 mothers into a bulk loader (written
+        """Recreate an engine's index from the store: the chunks of ``plan_rebuild``
+        refilled one after the other (fingerprints recomputed if missing, or all with
+        ``recompute``), then ``load``. The same chunks the workers share
+        (``workers.tasks.index``). ``progress`` counts every mother twice (its
+        fingerprints, then its load) out of twice the mothers."""
+        started = time.perf_counter()
+        work = self.plan_rebuild(engine, chunk)
+        total = 2 * work.mothers
+        done = 0
+        for part in work.chunks:
+            got = self.refill(work.engine, part, recompute=recompute)
+            done += got.mothers
+            if progress:
+                progress(done, total)
+        base = done
+
+        def loading(n: int, _total: int | None) -> None:
+            if progress:
+                progress(min(base + n, total), total)
+
+        info = self.load(work.engine, progress=loading if progress else None)
+        return RebuildResult(info.engine, info.mothers, time.perf_counter() - started)
+
+    def load(self, engine: str | None = None, *, progress: Progress | None = None) -> RebuildResult:
+        """Recreate an engine's index from the stored fingerprints (computed and stored
+        here for a mother that has none: one stored after the chunks were planned).
+        One load per engine at a time (a Redis lock); checks meanwhile wait for it. The
+        stored fingerprints go in batches of 256 mothers into a bulk loader (written
         once at the end, sized from their exact count) or, for an engine without one,
         straight to ``add``."""
         eng = self.engines.get(engine)
@@ -215,15 +267,12 @@ class IndexAdmin:
             done = eng.reshard(bits)
         return ReshardResult(eng.name, done, time.perf_counter() - started)
 
-    def configure_engine(self, name: str, options: dict[str, Any]) -> RebuildResult:
+    def configure_engine(self, name: str, options: JSONObject) -> RebuildResult:
         """Store new options of an engine (parameters, reference distribution), then
         recompute every stored fingerprint with them and rebuild the engine's index:
         fingerprints made with the old options would never match new ones."""
-        eng = self.engines.set_options(name, options)
-        for mother in self.store.iter_mothers():
-            fps = eng.mother_fingerprints(mother.text)
-            self.store.put_fingerprints(mother.seq, name, fps.tobytes())
-        return self.rebuild(name)
+        self.engines.set_options(name, dict(options))
+        return self.rebuild(name, recompute=True)
 
     # -- local copies and stats -------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -237,34 +286,91 @@ class IndexAdmin:
                 out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
         return out
 
-    def snapshot(self, engine: str | None = None) -> SnapshotTaken:
+    def snapshot(self, engine: str | None = None, *, wait: bool = True) -> SnapshotTaken:
         """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
-        checks then look fingerprints up there (memory-mapped arrays) until the next
-        write (``tracker.indexes.snapshot``). Refused for an index that is not in sync
-        with the store (a copy of it would answer wrongly until the next write)."""
+        checks then look fingerprints up there (memory-mapped arrays), except those of
+        the buckets written since, which Redis answers (``tracker.indexes.snapshot``).
+        Refused for an index that is not in sync with the store (a copy of it would
+        answer wrongly until the next write)."""
         eng = self.engines.get(engine)
         if not isinstance(eng, LocalCopies):
             raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
         self.ensure(eng.name)
-        return SnapshotTaken(eng.name, take_snapshot(eng.index, self.settings.snapshots_path))
+        return SnapshotTaken(
+            eng.name, take_snapshot(eng.index, self.settings.snapshots_path, wait=wait)
+        )
 
     def refresh_snapshots(
-        self, min_postings: int | None = None
+        self,
+        min_postings: int | None = None,
+        *,
+        share: float | None = None,
+        wait: bool = True,
     ) -> list[SnapshotTaken | SnapshotSkipped]:
         """Take a snapshot of each index that has local copies, holds at least
-        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and changed since its
-        last one (the workers' periodic task); what was done, per engine."""
+        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and had more than
+        ``share`` of its buckets (default ``YINJI_SNAPSHOT_REFRESH_SHARE``) written since
+        the snapshot that answers its lookups, or has none (after an ingest, and the
+        workers' periodic task). The take copies only the buckets written since. With
+        ``wait`` False, an index whose snapshot another process is taking is skipped.
+        What was done, per engine."""
         floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
+        limit = self.settings.snapshot_refresh_share if share is None else share
         done: list[SnapshotTaken | SnapshotSkipped] = []
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
             fields = eng.index.fields_estimate()
+            written = eng.snapshots.written_fraction(eng.index)
             if fields < max(floor, 1):
                 done.append(SnapshotSkipped(name, f"{fields:,} postings < {floor:,}"))
-            elif eng.snapshots.current(eng.index) is not None:
+            elif written == 0.0:
                 done.append(SnapshotSkipped(name, "the snapshot is current"))
+            elif written is not None and written <= limit:
+                done.append(
+                    SnapshotSkipped(
+                        name,
+                        f"the snapshot is current but for {written:.1%} of the buckets "
+                        f"(<= {limit:.1%}: Redis answers those)",
+                    )
+                )
             else:
-                done.append(self.snapshot(name))
+                try:
+                    done.append(self.snapshot(name, wait=wait))
+                except TakeBusy:
+                    done.append(SnapshotSkipped(name, "another process is taking one"))
         return done
+
+    def record_writes(self, eng: Engine, *, load: bool = False) -> None:
+        """Before an ingest's writes: keep what they write (``load``: a bulk load's rows;
+        else adds, when the engine's snapshot is current), so that the snapshot after it
+        is written from that, not read back (``tracker.indexes.recording``)."""
+        if not isinstance(eng, LocalCopies) or eng.snapshots is None:
+            return
+        if load or eng.snapshots.current(eng.index) is not None:
+            eng.index.start_recording(adds=not load)
+
+    def drop_recordings(self) -> None:
+        """What ``record_writes`` kept, dropped (used or not)."""
+        for name in self.engines.indexed():
+            eng = self.engines.get(name)
+            if isinstance(eng, LocalCopies):
+                eng.index.recording = None
+
+    def fresh_snapshots(self, warnings: list[str]) -> float:
+        """After an ingest: ``refresh_snapshots`` without waiting for another process's
+        take, so that checks answer from local memory at once; the seconds it took when
+        it took one (else 0). A failure is a warning (checks then ask Redis for what
+        changed); the ingest itself is stored."""
+        started = time.perf_counter()
+        try:
+            taken = self.refresh_snapshots(wait=False)
+        except Exception as exc:
+            warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
+            return 0.0
+        finally:
+            self.drop_recordings()
+        if any(isinstance(t, SnapshotTaken) for t in taken):
+            return time.perf_counter() - started
+        return 0.0

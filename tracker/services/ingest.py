@@ -60,8 +60,11 @@ class IngestService:
         batch_size: int = 256,
         progress: Progress | None = None,
         expected_chars: int | None = None,
+        refresh_snapshots: bool = True,
     ) -> IngestReport:
         """Add or replace mothers; bad items are reported in ``errors`` and skipped.
+        Then, for a big index, a fresh local snapshot (``refresh_snapshots``; the time
+        it took in ``snapshot_seconds``, not in ``seconds``).
 
         ``expected_chars`` (about how many characters are coming, e.g. from file sizes:
         ``input_chars``) lets a growing index take its final bucket count at the first
@@ -78,12 +81,15 @@ class IngestService:
         report = IngestReport()
         for e in engines:
             self._prepare_for_writes(e, report)
+            if refresh_snapshots:
+                self.admin.record_writes(e)
         mark = self.tracker.begin_write([e.name for e in engines])
         try:
             self._ingest_all(
                 documents, engines, report, batch_size, progress, mark, expected_chars or 0
             )
         except BaseException as exc:
+            self.admin.drop_recordings()
             with contextlib.suppress(Exception):
                 self.tracker.fail_write(mark)
             exc.add_note(
@@ -93,6 +99,9 @@ class IngestService:
             raise
         self.tracker.end_write(mark)
         report.seconds = time.perf_counter() - started
+        if refresh_snapshots and report.ingested:
+            report.snapshot_seconds = self.admin.fresh_snapshots(report.warnings)
+        self.admin.drop_recordings()
         return report
 
     def _prepare_for_writes(self, eng: Engine, report: IngestReport) -> None:
@@ -311,6 +320,7 @@ class IngestService:
         def job() -> None:
             try:
                 for eng in engines:
+                    self.admin.record_writes(eng, load=True)
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracker.documents import DocumentError
 from tracker.indexes.snapshot import SnapshotInfo
 from tracker.matching import MatchResult
-from tracker.records import Match, Suspect
+from tracker.records import JSONObject, Match, Suspect
 
 
 @dataclass
@@ -22,9 +21,10 @@ class IngestReport:
     errors: list[DocumentError] = field(default_factory=list)
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)  # e.g. an index to rebuild
+    snapshot_seconds: float = 0.0  # a fresh local snapshot taken after it (0: none)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
             "ingested": self.ingested,
             "replaced": self.replaced,
             "characters": self.characters,
@@ -32,6 +32,9 @@ class IngestReport:
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
         }
+        if self.snapshot_seconds:
+            out["snapshot_seconds"] = round(self.snapshot_seconds, 3)
+        return out
 
 
 @dataclass
@@ -45,24 +48,33 @@ class CheckResult:
     def matches(self) -> list[Match]:
         return self.result.matches
 
-    def to_json(self, *, include_text: bool = False) -> dict[str, Any]:
+    def matches_json(self) -> list[JSONObject]:
+        """The ``matches`` of the ``--json`` line: mother, title, score, coverage, passages."""
+        return [
+            {
+                "mother_id": m.mother_id,
+                "title": m.mother_title,
+                "score": m.score,
+                "coverage": m.coverage,
+                "passages": [p.to_dict() for p in m.passages],
+            }
+            for m in self.matches
+        ]
+
+    def to_json(self, *, include_text: bool = False) -> JSONObject:
         """The CLI's ``--json`` line (see README: exact contract). ``text_sha256`` is
         the SHA-256 of the checked text (UTF-8) that the offsets index into: for .html
         and .docx input the extracted text, not the file; ``include_text`` adds it."""
         text = self.suspect.text
-        line: dict[str, Any] = {
+        line: JSONObject = {
             "suspect_id": self.suspect.id,
-            "matches": [
-                {
-                    "mother_id": m.mother_id,
-                    "title": m.mother_title,
-                    "score": m.score,
-                    "coverage": m.coverage,
-                    "passages": [p.to_dict() for p in m.passages],
-                }
-                for m in self.matches
-            ],
+            "matches": list(self.matches_json()),
             "text_sha256": text_sha256(text),
+            # Too little of the text is read by the engine (not Chinese): never a
+            # silent "no match" (tracker.noise.script_warning).
+            "warnings": [w.to_json() for w in self.result.warnings],
+            # Strings found repeated at a fixed rhythm, read without (tracker.noise).
+            "noise": [n.to_json() for n in self.result.noise],
         }
         if include_text:
             line["text"] = text
@@ -82,7 +94,7 @@ class RebuildResult:
     mothers: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "mothers": self.mothers, "seconds": self.seconds}
 
 
@@ -94,7 +106,7 @@ class ReshardResult:
     bucket_bits: int
     seconds: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "bucket_bits": self.bucket_bits, "seconds": self.seconds}
 
 
@@ -105,7 +117,7 @@ class SnapshotTaken:
     engine: str
     info: SnapshotInfo
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, **self.info.to_dict()}
 
 
@@ -116,7 +128,7 @@ class SnapshotSkipped:
     engine: str
     skipped: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"engine": self.engine, "skipped": self.skipped}
 
 

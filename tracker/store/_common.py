@@ -9,10 +9,11 @@ from __future__ import annotations
 import errno
 import ipaddress
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from tracker.records import JSONObject
 from tracker.rules import check_sort, check_verdict, domain_of, normalize_domain
 
 from .base import SORTS, Match, MatchQuery, Suspect
@@ -92,13 +93,13 @@ def domain_bounds(rdomain: str) -> tuple[str, str]:
 
 
 # --- JSON -----------------------------------------------------------------------
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """Strict JSON: NaN and Infinity raise ``ValueError`` (no store holds what a JSON
     client could not read back)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def json_normalize(value: Any) -> Any:
+def json_normalize(value: Mapping[str, object]) -> JSONObject:
     """What a JSON round trip gives (tuples -> lists, int keys -> str): both
     adapters return metadata in this shape, whatever they store."""
     return json.loads(dumps(value))
@@ -154,7 +155,7 @@ def prepare_suspect(suspect: Suspect) -> Suspect:
 
 def prepare_matches(
     suspect_id: str,
-    matches: Any,
+    matches: Iterable[Match],
     mother_titles: dict[str, str],
     suspect: Suspect | None,
     now: datetime,

@@ -9,12 +9,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from tracker.records import (
     ROLES,
     SORTS,
     VERDICTS,
+    JSONObject,
+    JSONValue,
     Match,
     MatchQuery,
     Mother,
@@ -66,12 +68,37 @@ class Replaced:
     fingerprints: dict[str, bytes] = field(default_factory=dict)
 
 
-def check_batch_ids(items: Sequence[tuple[Mother, Any]]) -> None:
+class MatchStats(TypedDict):
+    """The analytics page's counts over the filtered matches (``Store.match_stats``)."""
+
+    by_day: list[tuple[str, int]]  # (date, matches found that day), oldest first
+    by_verdict: dict[str, int]  # every verdict, with 0 for none
+    top_mothers: list[tuple[str, str, int]]  # (mother id, title, matches), most first
+    top_domains: list[tuple[str, int]]  # (domain, matches), most first
+
+
+def check_batch_ids(items: Sequence[tuple[Mother, object]]) -> None:
     seen: set[str] = set()
     for mother, _ in items:
         if mother.id in seen:
             raise ValueError(f"mother id {mother.id!r} appears twice in one batch")
         seen.add(mother.id)
+
+
+def match_sides(store: Store, match: Match) -> tuple[Mother | None, Suspect | None]:
+    """The mother and the suspect of ``match``, None for one deleted since (a confirmed
+    match is kept as evidence; a report or notice then says its text is missing)."""
+    mother: Mother | None
+    suspect: Suspect | None
+    try:
+        mother = store.get_mother(match.mother_id)
+    except (NotFound, KeyError):
+        mother = None
+    try:
+        suspect = store.get_suspect(match.suspect_id)
+    except (NotFound, KeyError):
+        suspect = None
+    return mother, suspect
 
 
 class Store(ABC):
@@ -228,7 +255,7 @@ class Store(ABC):
         """How many matches the query's filters select (offset and limit ignored)."""
 
     @abstractmethod
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         """For the analytics page, over the filtered matches:
         ``{"by_day": [(date_iso, count)], "by_verdict": {verdict: count},
         "top_mothers": [(mother_id, title, count)], "top_domains": [(domain, count)]}``
@@ -263,14 +290,14 @@ class Store(ABC):
 
     # --- key/value settings (reference distribution version, index params...) --
     @abstractmethod
-    def get_meta(self, key: str) -> Any | None: ...
+    def get_meta(self, key: str) -> JSONValue: ...
 
     @abstractmethod
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         """``value`` must be JSON-serialisable."""
 
     @abstractmethod
-    def init_meta(self, key: str, value: Any) -> Any:
+    def init_meta(self, key: str, value: JSONValue) -> JSONValue:
         """Set ``key`` to ``value`` unless it is set; return the value it has then
         (atomic: of two callers, both get the first one's value)."""
 
@@ -284,7 +311,7 @@ class Store(ABC):
     def delete_meta(self, key: str) -> None: ...
 
     @abstractmethod
-    def meta_items(self, prefix: str) -> dict[str, Any]:
+    def meta_items(self, prefix: str) -> JSONObject:
         """Every meta key starting with ``prefix``, with its value."""
 
     # --- lifecycle -----------------------------------------------------------

@@ -21,11 +21,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from tracker.records import JSONObject, JSONValue
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -46,6 +47,7 @@ from .base import (
     VERDICTS,
     Match,
     MatchQuery,
+    MatchStats,
     Mother,
     NotFound,
     Passage,
@@ -57,6 +59,11 @@ from .base import (
     check_batch_ids,
     utcnow,
 )
+
+if TYPE_CHECKING:
+    from pymongo import MongoClient
+
+    from tracker.backends import MongoDocument
 
 _CHUNK = 1000  # values per $in list
 _SEQ_COUNTER = "mother_seq"
@@ -152,16 +159,17 @@ def _and(clauses: list[dict[str, Any]]) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _bounds(ops: dict[str, object]) -> dict[str, object]:
+    """A range condition of the bounds given (``{"$gte": low, "$lt": high}``, None left out)."""
+    return {op: value for op, value in ops.items() if value is not None}
+
+
 def _match_filter(query: MatchQuery | None) -> dict[str, Any]:
     f = filters_of(query)
     clauses: list[dict[str, Any]] = []
     if f.verdict is not None:
         clauses.append({"verdict": f.verdict})
-    score: dict[str, float] = {}
-    if f.min_score is not None:
-        score["$gte"] = f.min_score
-    if f.max_score is not None:
-        score["$lte"] = f.max_score
+    score = _bounds({"$gte": f.min_score, "$lte": f.max_score})
     if score:
         clauses.append({"score": score})
     if f.mother_id is not None:
@@ -173,11 +181,7 @@ def _match_filter(query: MatchQuery | None) -> dict[str, Any]:
         # reversed domain (see _common.domain_bounds).
         lo, hi = domain_bounds(f.rdomain)
         clauses.append({"$or": [{"rdomain": f.rdomain}, {"rdomain": {"$gte": lo, "$lt": hi}}]})
-    created: dict[str, datetime] = {}
-    if f.since is not None:
-        created["$gte"] = f.since
-    if f.until is not None:
-        created["$lt"] = f.until
+    created = _bounds({"$gte": f.since, "$lt": f.until})
     if created:
         clauses.append({"created_at": created})
     if f.search is not None:
@@ -191,15 +195,12 @@ class MongoStore(Store):
     pymongo-compatible client (``mongomock.MongoClient()`` in tests); a client passed
     in belongs to the caller and is not closed by ``close``."""
 
-    def __init__(self, uri_or_client: Any, db_name: str = "yinji") -> None:
-        if isinstance(uri_or_client, str):
-            from tracker.backends import mongo_client  # the one timeout rule
+    def __init__(
+        self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
+    ) -> None:
+        from tracker.backends import client_of  # the one timeout rule
 
-            self._client: Any = mongo_client(uri_or_client)
-            self._owns_client = True
-        else:
-            self._client = uri_or_client
-            self._owns_client = False
+        self._client, self._owns_client = client_of(uri_or_client)
         self.db = self._client[db_name]
         self.mothers = self.db["mothers"]
         self.fingerprints = self.db["fingerprints"]
@@ -259,6 +260,7 @@ class MongoStore(Store):
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
+        assert doc is not None  # upserted, returned after the update
         return int(doc["value"])
 
     def replace_mother(
@@ -356,6 +358,7 @@ class MongoStore(Store):
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
+        assert top is not None  # upserted, returned after the update
         first = int(top["value"]) - n + 1
         stored = [
             Mother(
@@ -716,7 +719,7 @@ class MongoStore(Store):
     def count_matches(self, query: MatchQuery) -> int:
         return self.matches.count_documents(_match_filter(query))
 
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         flt = _match_filter(query)
         head = [{"$match": flt}] if flt else []
         by_day = [
@@ -828,16 +831,16 @@ class MongoStore(Store):
         self.watch.delete_one({"_id": url})
 
     # --- meta ----------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         doc = self.meta.find_one({"_id": key})
         return None if doc is None else json.loads(doc["value"])
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         # Kept as JSON text: exactly what was given comes back (keys with "." or
         # "$", big ints, nested lists), the same as in the sqlite adapter.
         self.meta.replace_one({"_id": key}, {"value": dumps(value)}, upsert=True)
 
-    def init_meta(self, key: str, value: Any) -> Any:
+    def init_meta(self, key: str, value: JSONValue) -> JSONValue:
         text = dumps(value)
         # A concurrent upsert may insert it first (DuplicateKeyError): its value stands.
         with contextlib.suppress(DuplicateKeyError):
@@ -861,7 +864,7 @@ class MongoStore(Store):
     def delete_meta(self, key: str) -> None:
         self.meta.delete_one({"_id": key})
 
-    def meta_items(self, prefix: str) -> dict[str, Any]:
+    def meta_items(self, prefix: str) -> JSONObject:
         cursor = self.meta.find({"_id": {"$regex": "^" + re.escape(prefix)}}).sort("_id", ASCENDING)
         return {doc["_id"]: json.loads(doc["value"]) for doc in cursor}
 

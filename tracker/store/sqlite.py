@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tracker.datadir import private_dir, private_file
+from tracker.records import JSONObject, JSONValue
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -46,6 +47,7 @@ from .base import (
     VERDICTS,
     Match,
     MatchQuery,
+    MatchStats,
     Mother,
     NotFound,
     Passage,
@@ -918,7 +920,7 @@ class SqliteStore(Store):
         where, params = _match_where(query)
         return self._conn().execute(f"SELECT count(*) FROM matches{where}", params).fetchone()[0]
 
-    def match_stats(self, query: MatchQuery | None = None) -> dict[str, Any]:
+    def match_stats(self, query: MatchQuery | None = None) -> MatchStats:
         where, params = _match_where(query)
         conn = self._conn()
         by_day = [
@@ -1032,11 +1034,11 @@ class SqliteStore(Store):
             c.execute("DELETE FROM watch WHERE url = ?", (url,))
 
     # --- meta ----------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any | None:
+    def get_meta(self, key: str) -> JSONValue:
         row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row["value"])
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: JSONValue) -> None:
         text = dumps(value)  # fails here, before the transaction, if not JSON
         with self._tx() as c:
             c.execute(
@@ -1045,7 +1047,7 @@ class SqliteStore(Store):
                 (key, text),
             )
 
-    def init_meta(self, key: str, value: Any) -> Any:
+    def init_meta(self, key: str, value: JSONValue) -> JSONValue:
         text = dumps(value)
         with self._tx() as c:
             c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, text))
@@ -1069,7 +1071,7 @@ class SqliteStore(Store):
         with self._tx() as c:
             c.execute("DELETE FROM meta WHERE key = ?", (key,))
 
-    def meta_items(self, prefix: str) -> dict[str, Any]:
+    def meta_items(self, prefix: str) -> JSONObject:
         # A range on the primary key, not LIKE (whose wildcards the prefix may hold).
         rows = self._conn().execute(
             "SELECT key, value FROM meta WHERE key >= ? AND key < ? ORDER BY key",

@@ -82,7 +82,7 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
         if duplicate is not None:
             errors.append({"source": where, "message": duplicate})
             continue
-        docs.append(doc)
+        docs.append(dict(doc))
     return docs, errors
 
 

@@ -8,7 +8,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import redis.exceptions
 from celery import Task
@@ -19,6 +19,7 @@ from workers.app import app_settings, worker_settings
 from workers.runtime import Runtime, runtime
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Network errors worth another try later. A CrawlError reaches here only when it is
 # transient (timeout, unreachable, 5xx/429): the crawl task returns the permanent ones
@@ -58,7 +59,7 @@ def _test_delay(name: str) -> None:
         time.sleep(float(raw))
 
 
-def once(task: Task, work: Callable[[], Any]) -> Any:
+def once(task: Task, work: Callable[[], T]) -> T:
     """Run ``work`` at most once to completion per task id, and return its result.
 
     A redelivered message (the worker died after the work but before the
@@ -91,7 +92,8 @@ def once(task: Task, work: Callable[[], Any]) -> Any:
         log.info(
             "task %s[%s] already done (delivery %s): not run again", task.name, task_id, deliveries
         )
-        return json.loads(cached)
+        cached_result: T = json.loads(cached)
+        return cached_result
     _test_delay("YINJI_TEST_TASK_DELAY")
     result = retry_races(work, f"task {task.name}[{task_id}]")
     payload = json.dumps(result, ensure_ascii=False)  # also proves it is JSON-serialisable
@@ -124,11 +126,11 @@ def is_index_race(exc: BaseException) -> bool:
 
 
 def retry_races(
-    work: Callable[[], Any],
+    work: Callable[[], T],
     what: str,
     retries: int = RACE_RETRIES,
     sleep: Callable[[float], None] = time.sleep,
-) -> Any:
+) -> T:
     """``work()``, run again with backoff after a transient index race
     (``is_index_race``), at most ``retries`` more times, inside the task: a task failed
     by a race would leave its job reporting less than was really stored. The work is
@@ -149,8 +151,8 @@ RESULT_WRITE_PATIENCE = 300.0  # seconds a finished task waits for Redis to reco
 
 
 def until_redis_answers(
-    write: Callable[[], Any], what: str, patience: float = RESULT_WRITE_PATIENCE
-) -> Any:
+    write: Callable[[], T], what: str, patience: float = RESULT_WRITE_PATIENCE
+) -> T:
     """``write()``, tried again with backoff (0.1 s doubling to 5 s) while Redis does
     not answer, for at most ``patience`` seconds; then the error is raised."""
     deadline = time.monotonic() + patience
@@ -166,7 +168,15 @@ def until_redis_answers(
             wait = min(5.0, wait * 2)
 
 
-def progress_meta(done: int, total: int | None) -> dict[str, Any]:
+class ProgressMeta(TypedDict):
+    """The meta of a task's PROGRESS state (what ``workers.jobs.job_status`` reads)."""
+
+    done: int
+    total: int | None
+    fraction: float
+
+
+def progress_meta(done: int, total: int | None) -> ProgressMeta:
     fraction = min(1.0, done / total) if total else 0.0
     return {"done": done, "total": total, "fraction": round(fraction, 4)}
 

@@ -3,7 +3,7 @@ check of suspects against new mothers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from celery import Task, shared_task
 
@@ -21,6 +21,39 @@ from workers.tasks.crawl import check_item, crawl_outcome, run_key
 from workers.tasks.ingest import with_uploads
 
 LAST_RUN_META = "workers:check_new_mothers:last_run"
+
+
+class Checked(TypedDict):
+    """What a check task stored: a result per suspect (``check_item``), an error per
+    item that could not be checked, out of ``total`` items."""
+
+    checked: int
+    results: list[dict[str, Any]]
+    errors: list[dict[str, Any]]
+    total: int
+
+
+class UrlsSent(TypedDict):
+    """``check_urls``: its ``crawl_url`` children, and the invalid URLs' outcomes."""
+
+    fanout: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    total: int
+
+
+class RecheckRun(TypedDict):
+    """``check_new_mothers``: its ``check_suspects`` chunks and what it covered."""
+
+    fanout: list[dict[str, Any]]
+    since: str | None
+    new_mothers: int
+    rechecked: int
+    total: int
+
+
+class Rechecked(TypedDict):
+    rechecked: int
+    total: int
 
 
 def upload_source(ref: Any) -> str:
@@ -51,9 +84,7 @@ def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str,
 
 
 @shared_task(name="yinji.check.check_texts", **TASK_OPTIONS)
-def check_texts(
-    self: Task, texts: list[dict[str, Any]], engine: str | None = None
-) -> dict[str, Any]:
+def check_texts(self: Task, texts: list[dict[str, Any]], engine: str | None = None) -> Checked:
     """Check texts ``{id?, title?, text, url?}`` as suspects and store the results.
 
     A text without id is stored as ``sha1(url)`` (the id the crawler gives that page)
@@ -61,7 +92,7 @@ def check_texts(
     return once(self, lambda: _check_texts(self, texts, engine))
 
 
-def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) -> dict[str, Any]:
+def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) -> Checked:
     library = rt(task).library
     progress = Progress(task, total=len(texts))
     progress.start()
@@ -88,16 +119,14 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
 
 
 @shared_task(name="yinji.check.check_uploads", **TASK_OPTIONS)
-def check_uploads(
-    self: Task, uploads: list[dict[str, Any]], engine: str | None = None
-) -> dict[str, Any]:
+def check_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None = None) -> Checked:
     """Check the documents of uploaded files (``workers.spool`` references) as
     suspects, like ``check_texts``; a file or document that cannot be read is an entry
     of ``errors``. The files are deleted when the task has finished."""
     return with_uploads(self, uploads, lambda: _check_uploads(self, uploads, engine))
 
 
-def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> dict[str, Any]:
+def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> Checked:
     library = rt(task).library
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
@@ -126,13 +155,13 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
 
 
 @shared_task(name="yinji.check.check_urls", **TASK_OPTIONS)
-def check_urls(self: Task, urls: list[str], check: bool = True) -> dict[str, Any]:
+def check_urls(self: Task, urls: list[str], check: bool = True) -> UrlsSent:
     """Crawl and check URLs: one ``crawl_url`` child per distinct URL, so every worker
     can take a share. The job's progress is the share of children finished."""
     return once(self, lambda: _check_urls(self, urls, check))
 
 
-def _check_urls(task: Task, urls: list[str], check: bool) -> dict[str, Any]:
+def _check_urls(task: Task, urls: list[str], check: bool) -> UrlsSent:
     Progress(task, total=len(urls)).start()
     problems = {i: url_problem(u) for i, u in enumerate(urls)}
     invalid = [crawl_outcome(str(urls[i]), error=p) for i, p in problems.items() if p]
@@ -144,7 +173,7 @@ def _check_urls(task: Task, urls: list[str], check: bool) -> dict[str, Any]:
 @shared_task(name="yinji.check.check_new_mothers", **TASK_OPTIONS)
 def check_new_mothers(
     self: Task, since: str | None = None, engine: str | None = None
-) -> dict[str, Any]:
+) -> RecheckRun:
     """Daily: when mothers were ingested since the last run (store meta
     ``workers:check_new_mothers:last_run``; ``since``, an ISO time, overrides it), check
     every stored suspect again, against the whole index.
@@ -155,13 +184,13 @@ def check_new_mothers(
     return once(self, lambda: _check_new_mothers(self, since, engine))
 
 
-def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dict[str, Any]:
+def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> RecheckRun:
     library = rt(task).library
     store = library.store
     started = utcnow()
     scheduled = since is None
     raw = since if since is not None else store.get_meta(LAST_RUN_META)
-    since_dt = parse_utc(raw) if raw else None
+    since_dt = parse_utc(raw) if isinstance(raw, str) and raw else None
     # First run: every mother is new to the suspects seen so far.
     new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
     children: list[dict[str, Any]] = []
@@ -194,13 +223,13 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> dic
 
 
 @shared_task(name="yinji.check.check_suspects", **TASK_OPTIONS)
-def check_suspects(self: Task, suspect_ids: list[str], engine: str | None = None) -> dict[str, Any]:
+def check_suspects(self: Task, suspect_ids: list[str], engine: str | None = None) -> Rechecked:
     """Check these stored suspects again (a chunk of ``check_new_mothers``):
     ``Library.recheck_suspects(ids=...)``, then the new-match alert of their matches."""
     return once(self, lambda: _check_suspects(self, suspect_ids, engine))
 
 
-def _check_suspects(task: Task, suspect_ids: list[str], engine: str | None) -> dict[str, Any]:
+def _check_suspects(task: Task, suspect_ids: list[str], engine: str | None) -> Rechecked:
     started = utcnow()
     rechecked = rt(task).library.recheck_suspects(
         engine=engine,

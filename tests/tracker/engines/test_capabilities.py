@@ -37,7 +37,7 @@ def test_library_without_capabilities_ingests_checks_and_refuses_by_name(
     with Library.open(Settings(data_dir=data_dir, engine="simhash")) as lib:
         report = lib.ingest([Document(id=f"w{i}", text=work(i, 60)) for i in range(8)])
         assert (report.ingested, report.errors) == (8, [])
-        assert lib.rebuild_index("simhash")["mothers"] == 8
+        assert lib.rebuild_index("simhash").mothers == 8
         assert [m.mother_id for m in lib.check_text(copied).matches] == ["w7"]
         with pytest.raises(ValueError, match="simhash index has no buckets to reshard"):
             lib.reshard_index("simhash")

@@ -14,6 +14,7 @@ import sys
 import threading
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -22,8 +23,9 @@ from textgen import work
 from tsa_server import TSAServer
 
 
-@pytest.fixture()
-def pirate_site() -> Iterator[tuple[str, str]]:
+@contextmanager
+def serve_pirate_site() -> Iterator[tuple[str, str]]:
+    """A local site copying 1,200 characters of a work: (the page's URL, the work)."""
     original = work(31, 60)
     copied = original[200:1400]
     page = (
@@ -54,6 +56,12 @@ def pirate_site() -> Iterator[tuple[str, str]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture()
+def pirate_site() -> Iterator[tuple[str, str]]:
+    with serve_pirate_site() as site:
+        yield site
 
 
 def _yinji(env: dict[str, str], data: Path, *args: str) -> subprocess.CompletedProcess[str]:

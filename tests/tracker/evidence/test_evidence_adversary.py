@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from tracker.evidence.keys import SigningKey, format_fingerprint
 
 from .evidence_helpers import edit, members, refresh_lists, resign
-from .test_end_to_end import _yinji, pirate_site  # noqa: F401 (a fixture)
+from .test_end_to_end import _yinji, serve_pirate_site
 
 pytestmark = pytest.mark.slow
 
@@ -44,18 +45,37 @@ def _library(env: dict[str, str], data: Path, tmp: Path, url: str, original: str
     return str(json.loads(r.stdout.splitlines()[0])["suspect_id"])
 
 
-@pytest.fixture()
-def case(tmp_path: Path, pirate_site: tuple[str, str]) -> Iterator[Case]:  # noqa: F811
-    url, original = pirate_site
+@pytest.fixture(scope="module")
+def site() -> Iterator[tuple[str, str]]:
+    with serve_pirate_site() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, site: tuple[str, str]) -> Case:
+    """Library A with the page checked and its bundle exported, made once for the module
+    (three CLI runs); each test gets its own copy (``case``)."""
+    url, original = site
     env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "YINJI_SCREENSHOTS": "off"}
     for name in ("YINJI_EVIDENCE_KEY", "YINJI_TSA_URL", "YINJI_TSA_CA"):
         env.pop(name, None)
-    data = tmp_path / "library-a"
-    suspect_id = _library(env, data, tmp_path, url, original)
-    bundle = tmp_path / "case.zip"
+    tmp = tmp_path_factory.mktemp("adversary")
+    data = tmp / "library-a"
+    suspect_id = _library(env, data, tmp, url, original)
+    bundle = tmp / "case.zip"
     r = _yinji(env, data, "evidence", "export", suspect_id, "-o", str(bundle))
     assert r.returncode == 0, r.stderr
-    yield Case(env, data, bundle, suspect_id)
+    return Case(env, data, bundle, suspect_id)
+
+
+@pytest.fixture()
+def case(built: Case, tmp_path: Path) -> Case:
+    """A copy of library A and its bundle: a test may sign, truncate or rewrite them."""
+    data = tmp_path / "library-a"
+    shutil.copytree(built.data, data, symlinks=True)
+    bundle = tmp_path / "case.zip"
+    shutil.copyfile(built.bundle, bundle)
+    return Case(built.env, data, bundle, built.suspect_id)
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -142,11 +162,9 @@ def test_a_re_signed_forgery_is_refused(case: Case, tmp_path: Path) -> None:
 
 
 def test_a_bundle_from_another_library_is_refused(
-    case: Case,
-    tmp_path: Path,
-    pirate_site: tuple[str, str],  # noqa: F811
+    case: Case, tmp_path: Path, site: tuple[str, str]
 ) -> None:
-    url, original = pirate_site
+    url, original = site
     other = tmp_path / "library-b"
     _library(case.env, other, tmp_path, url, original)
     code, out = case.yinji("evidence", "verify", str(case.bundle), data=other)

@@ -110,3 +110,34 @@ def test_codecs_agree_on_every_shape_and_both_formats(redis_client: Any) -> None
         ):
             assert got == b"".join(t)
             assert again == value
+
+
+def test_parse_many_reads_every_kind_of_value_as_parse_values() -> None:
+    """The vectorized reader of whole buckets (snapshots) against the per-value one, on
+    values of every kind and decimal length, in both formats."""
+    from tracker.indexes.codec import parse_many
+
+    rng = np.random.default_rng(4)
+    for fmt in (1, 2):
+        values: list[bytes] = []
+        for _ in range(400):
+            k = int(rng.integers(0, 6))
+            seqs = [int(x).to_bytes(4, "little") for x in rng.integers(1, 2**32 - 1, 3 + k)]
+            digits = int(rng.integers(1, 11))
+            one = [
+                int(rng.integers(10 ** (digits - 1), min(10**digits, 2**32))).to_bytes(4, "little")
+            ]
+            values += [
+                encode_value(one, fmt),
+                encode_value(seqs[:2], fmt),
+                encode_value(seqs, fmt),
+                b"\x00" + b"".join(seqs[: k % 5]),  # stop markers, with 0..4 holders
+            ]
+        order = rng.permutation(len(values))
+        values = [values[i] for i in order]
+        mask = np.zeros(len(values), bool)
+        want = parse_values(values, fmt, mask)
+        at, seqs_got, stop = parse_many(values, fmt)
+        assert np.array_equal(at, want[0]) and np.array_equal(seqs_got, want[1])
+        assert np.array_equal(stop, mask) and int(stop.sum()) == want[2]
+        assert stop.sum() == 400 and (at.size == want[0].size > 1600)

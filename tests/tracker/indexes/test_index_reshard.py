@@ -56,7 +56,7 @@ def test_reshard_keeps_check_results_and_health(lib):
     stats = lib.index_stats()["engines"]["daguan"]
     for bits in (12, 7, 14):
         info = lib.reshard_index("daguan", bits)
-        assert info["bucket_bits"] == bits == eng.index.bucket_bits
+        assert info.bucket_bits == bits == eng.index.bucket_bits
         assert _answers(lib, suspects) == before
         now = lib.index_stats()["engines"]["daguan"]
         assert now["postings"] == stats["postings"] and now["fingerprints"] == stats["fingerprints"]

@@ -44,28 +44,67 @@ def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) 
     assert empty is not None and empty[0].size == 0
 
 
-def test_a_write_makes_the_snapshot_stale_until_the_next(redis_client: Any, tmp_path: Path) -> None:
+def test_after_a_write_the_snapshot_answers_what_was_not_written_since(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     idx, query = _filled_index(redis_client)
-    assert idx.version() is not None
     take_snapshot(idx, tmp_path)
     snaps = SnapshotFolder(tmp_path)
     assert snaps.current(idx) is not None
+    found = snaps.answering(idx)
+    assert found is not None and found[1] is None  # nothing written since
     before = idx.version()
-    # An add that changes nothing still counts as a write: copies are not trusted.
+    # An add that changes nothing still counts as a write, and marks no bucket.
     idx.add([(3, np.zeros(0, np.uint64))])
-    assert idx.version() != before
-    assert snaps.current(idx) is None and snaps.lookup(idx, query) is None
-    assert snaps.state(idx)["state"] == "stale"
+    assert idx.version() != before and snaps.current(idx) is None
+    found = snaps.answering(idx)
+    assert found is not None and idx.overlay_state().dirty_buckets() == 0
+    # Adds of new and held fingerprints (one field passes stop_df: its holders become a
+    # stop marker), and a remove: the overlay answers as Redis, asking Redis only for
+    # the fingerprints of the buckets written.
+    rng = np.random.default_rng(8)
+    new_fps = rng.integers(0, 2**63, 30, dtype=np.uint64)
+    idx.add([(40, np.concatenate([new_fps, query[:6]])), (41, query[6:8])])
+    idx.remove([(5, query[8:12])])
+    asked: list[int] = []
+    real_lookup = idx.lookup
+
+    def counted(fps: np.ndarray, **kw: Any) -> Any:
+        asked.append(int(np.asarray(fps).size))
+        return real_lookup(fps, **kw)
+
+    monkeypatch.setattr(idx, "lookup", counted)
+    everything = np.unique(np.concatenate([query, new_fps]))
+    mask_snap = np.zeros(everything.size, bool)
+    got = snaps.lookup(idx, everything, stop_mask=mask_snap)
+    assert got is not None and len(asked) == 1 and 0 < asked[0] < everything.size
+    monkeypatch.undo()
+    mask_redis = np.zeros(everything.size, bool)
+    assert _same(got, idx.lookup(everything, stop_mask=mask_redis))
+    assert np.array_equal(mask_snap, mask_redis)
+    state = snaps.state(idx)
+    assert state["state"] == "current" and state["buckets_written_since"] > 0
+    # A take after writes copies only the buckets written since: the same files as a
+    # copy of everything.
     info = take_snapshot(idx, tmp_path)
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    assert (info.postings, info.stopped) == (full.postings, full.stopped)
+    kept = [p.name for p in tmp_path.iterdir() if p.name != "full" and p.name[0] != "."]
+    assert kept == [info.path.name]  # the older one deleted
     assert snaps.current(idx) is not None
-    assert [p.name for p in tmp_path.iterdir()] == [info.path.name]  # the old one deleted
+    # A reshard or a bulk load may touch any bucket: lookups go to Redis until the next.
     new_fp = np.array([12345], dtype=np.uint64)
     idx.add([(99, new_fp)])
-    assert snaps.current(idx) is None
-    idx.remove([(99, new_fp)])
-    assert snaps.current(idx) is None
+    assert snaps.lookup(idx, new_fp) is None  # its one bucket was written: Redis
+    assert snaps.lookup(idx, query) is not None
     idx.reshard(8)
-    assert snaps.current(idx) is None
+    assert snaps.answering(idx) is None and snaps.lookup(idx, query) is None
+    assert snaps.state(idx)["state"] == "stale"
+    take_snapshot(idx, tmp_path)
+    idx.load_pairs(idx.identities(np.array([777], np.uint64)), np.array([98], np.uint32))
+    assert snaps.answering(idx) is None
 
 
 def test_an_index_cleared_and_written_again_never_matches_an_old_copy(
@@ -145,9 +184,9 @@ def test_checks_answer_the_same_from_a_snapshot_and_use_it(
         from_redis = [lib.check_text(s).matches for s in suspects]
         assert {m.mother_id for m in from_redis[0]} == {"w1"}
         info = lib.snapshot_index()
-        assert info["postings"] > 0 and Path(info["path"]).is_dir()
+        assert info.info.postings > 0 and Path(info.info.path).is_dir()
         stats = lib.index_stats()["engines"]["daguan"]["snapshot"]
-        assert stats["state"] == "current" and stats["postings"] == info["postings"]
+        assert stats["state"] == "current" and stats["postings"] == info.info.postings
         eng = lib.engine()
 
         def no_redis(fps: Any) -> Any:
@@ -159,9 +198,11 @@ def test_checks_answer_the_same_from_a_snapshot_and_use_it(
             [_match(m) for m in r] for r in from_redis
         ]
         monkeypatch.undo()
-        # A work ingested after the snapshot is found (Redis answers again).
+        # A work ingested after the snapshot is found: the buckets it was written to
+        # are answered by Redis, the others still by the snapshot.
         lib.ingest([Document(id="late", title="late", text=work(555, 30))])
-        assert lib.index_stats()["engines"]["daguan"]["snapshot"]["state"] == "stale"
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert state["state"] == "current" and state["buckets_written_since"] > 0
         found = lib.check_text(work(555, 30)[300:1500]).matches
         assert [m.mother_id for m in found] == ["late"]
 
@@ -211,3 +252,177 @@ def test_beat_refreshes_snapshots_unless_turned_off(monkeypatch: pytest.MonkeyPa
     assert entry["schedule"] == timedelta(minutes=10)
     monkeypatch.setenv("YINJI_SNAPSHOT_MINUTES", "0")
     assert "refresh-snapshots" not in beat_schedule()
+
+
+def test_an_ingest_into_a_big_index_leaves_a_current_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracker.library import Document
+
+    works = {f"w{i}": work(300 + i, 30) for i in range(4)}
+    # "Big" here: any size (YINJI_SNAPSHOT_MIN_POSTINGS 0); retaken past half the buckets.
+    settings = Settings(
+        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.5
+    )
+    with Library.open(settings) as lib:
+        report = lib.ingest(Document(id=k, title=k, text=v) for k, v in works.items())
+        assert report.snapshot_seconds > 0
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert state["state"] == "current" and state["buckets_written_since"] == 0
+        eng = lib.engine()
+        real_lookup = eng.index.lookup  # type: ignore[attr-defined]
+
+        def no_redis(fps: Any, **kw: Any) -> Any:
+            raise AssertionError("looked up in Redis right after the ingest")
+
+        monkeypatch.setattr(eng.index, "lookup", no_redis)  # type: ignore[attr-defined]
+        found = lib.check_text(works["w2"][100:1300]).matches
+        assert [m.mother_id for m in found] == ["w2"]
+        monkeypatch.undo()
+        # A small ingest (a short work: few buckets) keeps the snapshot, and the overlay
+        # answers the new work from Redis.
+        late = work(777, 2)
+        report = lib.ingest([Document(id="late", title="late", text=late)])
+        state = lib.index_stats()["engines"]["daguan"]["snapshot"]
+        assert report.snapshot_seconds == 0
+        assert state["state"] == "current" and 0 < state["written_fraction"] <= 0.5
+        asked: list[int] = []
+
+        def counted(fps: Any, **kw: Any) -> Any:
+            asked.append(len(fps))
+            return real_lookup(fps, **kw)
+
+        monkeypatch.setattr(eng.index, "lookup", counted)  # type: ignore[attr-defined]
+        assert [m.mother_id for m in lib.check_text(late).matches] == ["late"]
+        assert asked  # the late work's buckets from Redis
+
+
+def test_a_bulk_load_leaves_its_rows_for_the_snapshot(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest into an empty index: the snapshot is written from the rows the load
+    wrote (fields of one and several seqs, a seq twice in a field, stop markers), the
+    same files as a copy read back from Redis; any other write spoils the rows."""
+    import tracker.indexes.snapshot as snapshot
+    from tracker.indexes.inverted import BulkLoader
+
+    def build(prefix: str) -> tuple[RedisInvertedIndex, list[tuple[int, np.ndarray]]]:
+        idx = RedisInvertedIndex(redis_client, prefix, stop_df=4)
+        rng = np.random.default_rng(9)
+        shared = rng.integers(0, 2**63, 12, dtype=np.uint64)
+        items = []
+        for seq in range(1, 21):
+            own = rng.integers(0, 2**63, 400, dtype=np.uint64)
+            items.append(
+                (seq, np.concatenate([own, shared[[i for i in range(12) if seq % (i + 1) == 0]]]))
+            )
+        # A mother given twice (its seq twice in the same fields): one row each.
+        items.append((1, items[0][1][:50]))
+        return idx, items
+
+    real_copy = snapshot._copy
+    copies: list[int] = []
+
+    def counted(index: RedisInvertedIndex, batch: int) -> Any:
+        copies.append(1)
+        return real_copy(index, batch)
+
+    monkeypatch.setattr(snapshot, "_copy", counted)
+    idx, items = build("t:rec")
+    idx.start_recording()
+    loader = BulkLoader(idx, tmp_path / "bulk", memory_pairs=3000)  # spilled: partitions
+    loader.extend(items)
+    loader.finish()
+    loader.close()
+    info = take_snapshot(idx, tmp_path / "snaps")
+    assert copies == [] and idx.recording is None  # written from the rows, read nothing
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    assert copies == [1] and info.stopped > 0
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    # A write that is not the load's (here an add after it): the rows are not used.
+    idx2, items2 = build("t:rec2")
+    idx2.start_recording()
+    idx2.load(items2[:10])
+    idx2.add(items2[10:])
+    take_snapshot(idx2, tmp_path / "snaps2")
+    assert copies == [1, 1]
+
+
+def test_adds_to_an_index_with_a_current_snapshot_leave_their_rows(
+    redis_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adds after a snapshot: the next one is the old snapshot with what they added
+    (appended to fields, fields passing stop_df, adds to stop markers, a seq a field
+    already holds), the same files as a copy read back from Redis; a remove meanwhile
+    and the take copies."""
+    import tracker.indexes.snapshot as snapshot
+
+    real_copy = snapshot._copy
+    copies: list[int] = []
+
+    def counted(index: RedisInvertedIndex, batch: int) -> Any:
+        copies.append(1)
+        return real_copy(index, batch)
+
+    idx, query = _filled_index(redis_client)  # stop_df 4: stop markers among them
+    take_snapshot(idx, tmp_path / "snaps")
+    monkeypatch.setattr(snapshot, "_copy", counted)
+    rng = np.random.default_rng(12)
+    new_fps = rng.integers(0, 2**63, 300, dtype=np.uint64)
+    idx.start_recording(adds=True)
+    idx.add([(50, np.concatenate([new_fps, query[:40]])), (51, query[20:60])])
+    idx.add([(52, np.concatenate([new_fps[:10], query[:5]])), (50, query[:3])])
+    info = take_snapshot(idx, tmp_path / "snaps")
+    assert copies == [] and idx.recording is None
+    full = take_snapshot(idx, tmp_path / "full", incremental=False)
+    assert copies == [1]
+    for name in ("ident.npy", "seq.npy", "dir.npy"):
+        assert np.array_equal(np.load(info.path / name), np.load(full.path / name)), name
+    got = SnapshotFolder(tmp_path / "snaps").lookup(idx, np.concatenate([query, new_fps]))
+    assert got is not None and _same(got, idx.lookup(np.concatenate([query, new_fps])))
+    # A remove among the adds: not recorded, so the take reads the buckets back.
+    idx.start_recording(adds=True)
+    idx.add([(53, new_fps[50:80])])
+    idx.remove([(50, new_fps[:5])])
+    real_over = snapshot._copy_over
+    read_back: list[int] = []
+
+    def over(*args: Any) -> Any:
+        read_back.append(1)
+        return real_over(*args)
+
+    monkeypatch.setattr(snapshot, "_copy_over", over)
+    take_snapshot(idx, tmp_path / "snaps")
+    assert read_back == [1]  # only the buckets written since, read back
+    assert SnapshotFolder(tmp_path / "snaps").current(idx) is not None
+
+
+def test_ingests_leave_a_current_snapshot_without_reading_the_index_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first ingest (a bulk load) and the next (adds) write their snapshots from
+    what they wrote; checks after each answer from it, as Redis does."""
+    import tracker.indexes.snapshot as snapshot
+    from tracker.library import Document
+
+    def no_copy(*args: Any) -> Any:
+        raise AssertionError("the index was read back for a snapshot")
+
+    monkeypatch.setattr(snapshot, "_copy", no_copy)
+    monkeypatch.setattr(snapshot, "_copy_over", no_copy)
+    settings = Settings(
+        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.0
+    )
+    first = {f"a{i}": work(400 + i, 30) for i in range(5)}
+    second = {f"b{i}": work(500 + i, 30) for i in range(3)}
+    with Library.open(settings) as lib:
+        lib.ingest(Document(id=k, title=k, text=v) for k, v in first.items())
+        report = lib.ingest(Document(id=k, title=k, text=v) for k, v in second.items())
+        assert report.snapshot_seconds > 0
+        assert lib.index_stats()["engines"]["daguan"]["snapshot"]["buckets_written_since"] == 0
+        suspects = [first["a1"][200:1400], second["b2"][100:1300], work(999, 20)]
+        from_snapshot = [sorted(m.mother_id for m in lib.check_text(s).matches) for s in suspects]
+        lib.engine().snapshots = None  # type: ignore[attr-defined]
+        from_redis = [sorted(m.mother_id for m in lib.check_text(s).matches) for s in suspects]
+        assert from_snapshot == from_redis == [["a1"], ["b2"], []]

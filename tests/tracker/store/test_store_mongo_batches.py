@@ -148,6 +148,9 @@ def test_ingest_round_trips_per_batch_do_not_grow_with_the_batch(
         ("update", "meta"),  # the index generation, raised (raise_meta)
         ("find", "meta"),
         ("delete", "meta"),  # the writer mark, removed
+        # After the ingest (issue #28): does the index need a fresh local snapshot? Its
+        # health marks read by ``IndexAdmin.fresh_snapshots``, a fixed handful too.
+        *[("find", "meta")] * 3,
     ]
     # Ingested for real: the index finds a copied passage of the last work.
     probe = work(700 + 45, 12)[100:900]

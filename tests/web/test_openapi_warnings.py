@@ -1,0 +1,29 @@
+"""The OpenAPI document describes the "not Chinese" warnings a check job returns
+(issue #26): every code the check gives is in the schema, with the keys it sends."""
+
+from __future__ import annotations
+
+from tracker.noise import script_warning
+
+
+def test_script_warning_schema_matches_what_a_check_sends() -> None:
+    from web.openapi import openapi_document
+
+    schemas = openapi_document()["components"]["schemas"]
+    schema = schemas["ScriptWarning"]
+    checked = schemas["CheckedSuspect"]["properties"]
+    assert checked["warnings"]["items"] == {"$ref": "#/components/schemas/ScriptWarning"}
+    english = "It was the best of times, it was the worst of times. " * 20
+    samples = [
+        (english, 0),  # no Chinese at all
+        ("他说：好。", 4),  # fewer than the minimum copied length
+        (english + "天" * 100, 100),  # mostly words of another script
+    ]
+    sent = []
+    for text, read in samples:
+        w = script_warning(text, "t.txt", read=read, needed=85, engine="daguan")
+        assert w is not None
+        sent.append(w.to_json())
+    assert [w["code"] for w in sent] == schema["properties"]["code"]["enum"]
+    for w in sent:
+        assert set(w) == set(schema["properties"])
