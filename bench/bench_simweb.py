@@ -1,18 +1,21 @@
 """Discovery on a simulated web (issue #22): recall of planted copies, fetches, trap
 share, politeness at the server, throughput, a crawl killed and restarted; beside a
 breadth-first crawl of the same seeds with the same crawler, concurrency and per-host
-rate, measured in the same run.
+rate, and beside discovery with its trap rules off and with pages read in the crawl
+process itself, all measured in the same run.
 
 Usage: python bench/bench_simweb.py [--pages 2000] [--bfs-max 20000] [--write]
+       python bench/bench_simweb.py --only-kill   (the kill arm alone, printed)
 
-The web (``bench/simweb/world.py``): 20 sites under their own host names, 20,436 pages,
-traps, 250 library works planted (one page each, obfuscated) and ten exact mirrors,
-served by one process (``bench/simweb/server.py``) that logs every request as it
-arrives. Discovery gets what a user gives it: the six novel sites registered (their
-search forms found by themselves), a search provider (the fake engine, SearXNG's JSON)
-and the library (550 works: 红楼梦, 三国演义, 鲁迅). The baseline gets the home pages
-of all 20 sites and follows every link breadth-first (URLs deduplicated as written);
-it only fetches (recall judged by the planted URL list, which favours it).
+The web (``bench/simweb/world.py``): 20 sites under their own host names, 20,652 pages,
+traps on the path of discovery, 250 library works planted (one page each, obfuscated)
+and ten exact mirrors, served by one process (``bench/simweb/server.py``) that logs
+every request as it arrives. Discovery gets what a user gives it: the six novel sites
+registered (their search forms found by themselves), a search provider (the fake
+engine, SearXNG's JSON) and the library (550 works: 红楼梦, 三国演义, 鲁迅). The
+baseline gets the home pages of all 20 sites and follows every link breadth-first
+(URLs deduplicated as written); it only fetches (recall judged by the planted URL
+list, which favours it).
 """
 
 from __future__ import annotations
@@ -365,12 +368,25 @@ def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
         after = f.stats()
         seen = {m.decode() for m in lib.redis.smembers(f.k("seen"))}
     served = {f"http://{h}:{sim.port}{p}" for _, h, p, _, _ in log}
-    lost = [u for u in seen if u not in served and not u.endswith("/robots.txt")]
+    unserved = [u for u in seen if u not in served and not u.endswith("/robots.txt")]
+    # The simulated sites' robots.txt forbids /private/: refused, not lost.
+    forbidden = [u for u in unserved if urlsplit(u).path.startswith("/private/")]
+    lost = [u for u in unserved if u not in forbidden]
     pages_log = collections.Counter((x[1], x[2]) for x in log if x[2] != "/robots.txt")
     twice = [k for k, n in pages_log.items() if n > 1]
-    in_air_keys = {(urlsplit(u).hostname, urlsplit(u).path) for u in in_air}
+    # As the server logged them: host without port, path with its query.
+    in_air_keys = {
+        (
+            urlsplit(u).hostname,
+            urlsplit(u).path + (f"?{urlsplit(u).query}" if urlsplit(u).query else ""),
+        )
+        for u in in_air
+    }
     twice_in_air = [k for k in twice if k in in_air_keys]
     return {
+        "twice": sorted(f"{h}{p}" for h, p in twice),
+        "lost": sorted(lost),
+        "forbidden": len(forbidden),
         "stored_at_kill": len(stored_at_kill),
         "in_air_at_kill": len(in_air),
         "twice_in_air": len(twice_in_air),
@@ -394,6 +410,7 @@ def main() -> None:
     ap.add_argument("--kill-pages", type=int, default=600)
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--only-kill", action="store_true", help="the kill arm alone, printed")
     args = ap.parse_args()
     started = time.time()
     os.environ["YINJI_SCREENSHOTS"] = "off"
@@ -425,10 +442,15 @@ def main() -> None:
             for host, _ in NOVEL:
                 site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
                 profiles[site.profile] += 1
-            d = run_discovery(lib, sim, world, args.pages)
-            off = run_discovery(lib, sim, world, args.pages, trap_rules=False)
-            # The same run with pages decoded and extracted in the crawl process itself.
-            one = run_discovery(lib, sim, world, args.pages, readers=0)
+            if not args.only_kill:
+                d = run_discovery(lib, sim, world, args.pages)
+                off = run_discovery(lib, sim, world, args.pages, trap_rules=False)
+                # The same run with pages decoded and extracted in the crawl process.
+                one = run_discovery(lib, sim, world, args.pages, readers=0)
+        if args.only_kill:
+            print(json.dumps(run_kill_restart(data, sim, args.kill_pages)), flush=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
         print(
             json.dumps(
                 {k: v for k, v in d.items() if k not in ("report", "found", "sources")}, default=str
@@ -525,7 +547,8 @@ def main() -> None:
         f"**{k['twice_other']} fetched twice** apart from those in the air "
         f"({k['twice_in_air']} of the {k['in_air_at_kill']} in the air were sent again), "
         f"**{k['never_fetched']} frontier entries lost** (seen but neither fetched nor "
-        f"queued; {k['queued_after']} still queued when the budget ran out).",
+        f"queued, apart from {k['forbidden']} that robots.txt forbids; "
+        f"{k['queued_after']} still queued when the budget ran out).",
     ]
     publish("simweb", "bench_simweb.py", parts, started, args.write)
     if not args.keep:

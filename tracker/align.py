@@ -919,21 +919,37 @@ def char_similarity(c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignPa
     """``fine_similarity`` on characters instead of initials (the code points behind
     the initials, pair by pair): a homophone or another word with the same initial
     costs here what it costs nowhere else. 0 when the characters are not known."""
+    return _char_core(c, suspect, mother, p)[0]
+
+
+def _char_core(
+    c: _Cluster, suspect: Prepared, mother: Prepared, p: AlignParams
+) -> tuple[float, int]:
+    """``char_similarity`` and the initials of the suspect it was read on: each pair
+    from its first to its last character matched (a run of initials may reach a letter
+    or two into the text around a copy, where only the initial is shared)."""
     if suspect.chars is None or mother.chars is None:
-        return 0.0
-    spans = [
-        (g.s_start, g.s_end, g.m_start, g.m_end) for g in _segment_pairs(c, suspect, mother, p)
-    ]
-    total = (c.s_end - c.s_start) + sum(mb - ma for _sa, _sb, ma, mb in spans)
-    if not total:
-        return 0.0
-    matched = 0
-    for sa, sb, ma, mb in spans:
-        blocks = difflib.SequenceMatcher(
-            None, suspect.chars[sa:sb].tolist(), mother.chars[ma:mb].tolist(), autojunk=False
-        )
-        matched += sum(b.size for b in blocks.get_matching_blocks())
-    return 2.0 * matched / total
+        return 0.0, 0
+    matched = s_total = m_total = 0
+    for g in _segment_pairs(c, suspect, mother, p):
+        a, b = suspect.chars[g.s_start : g.s_end].tolist(), mother.chars[g.m_start : g.m_end]
+        blocks = [
+            x
+            for x in difflib.SequenceMatcher(
+                None, a, b.tolist(), autojunk=False
+            ).get_matching_blocks()
+            if x.size
+        ]
+        if not blocks:
+            s_total += len(a)
+            m_total += len(b)
+            continue
+        first, last = blocks[0], blocks[-1]
+        matched += sum(x.size for x in blocks)
+        s_total += last.a + last.size - first.a
+        m_total += last.b + last.size - first.b
+    total = s_total + m_total
+    return (2.0 * matched / total if total else 0.0), s_total
 
 
 def short_copy(
@@ -956,7 +972,8 @@ def short_copy(
         return False
     if ordinary_share(c, suspect, mother) > p.short_common:
         return False
-    return char_similarity(c, suspect, mother, p) >= p.short_chars
+    chars, core = _char_core(c, suspect, mother, p)
+    return chars >= p.short_chars and core >= p.min_copied
 
 
 def reads_alike_enough(

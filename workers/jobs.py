@@ -49,6 +49,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -588,7 +589,7 @@ def job_status(job_id: str) -> dict:
 PAGE_KINDS = ("ingest", "check", "recheck", "rebuild")
 
 
-def job_kind(status: dict[str, Any], hint: str = "") -> str:
+def job_kind(status: Mapping[str, object], hint: str = "") -> str:
     """``ingest``, ``check``, ``recheck`` or ``rebuild``: the kind the job was submitted as, else
     what its result shows, else ``hint`` when it is one of them, else ""."""
     if status.get("kind") in PAGE_KINDS:

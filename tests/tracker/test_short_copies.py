@@ -104,6 +104,24 @@ def test_a_short_copy_must_read_alike_on_characters() -> None:
     assert len(align(_copy(NOVEL)[1], mother).passages) == 1
 
 
+def test_a_short_copy_is_read_on_its_core() -> None:
+    # The characters just around the copy in the suspect differ from those around it in
+    # the mother but share their initials: the run of initials reaches over them, the
+    # character reading does not count them against the copy.
+    left, right = _other(41, 400), _other(42, 400)
+    mother = left + NOVEL + right
+    pool = _other(45, 3000)
+
+    def same_initial(ch: str) -> str:
+        return next(c for c in pool if c != ch and initials(c) == initials(ch))
+
+    before, after = same_initial(left[-1]), same_initial(right[0])
+    suspect = _other(43, 300) + before + NOVEL + after + _other(44, 200)
+    (p,) = align(suspect, mother).passages
+    at = suspect.index(NOVEL)
+    assert p.suspect_start <= at - 1 and p.suspect_end >= at + len(NOVEL) + 1  # the reach
+
+
 def test_a_short_copy_that_many_library_works_share_is_not_one() -> None:
     mother, suspect = _copy(NOVEL)
     s, m = prepare(suspect), prepare(mother, index=True)

@@ -130,7 +130,9 @@ class IndexAdmin:
         refusal = self._too_big(eng, health, nbytes // eng.dtype.itemsize)
         if refusal is not None:
             raise refusal
-        info = self.rebuild(eng.name)
+        # One step under the lock (no chunks: it is small), so that a check meanwhile
+        # sees "rebuilding" from the start and waits for it.
+        info = self.load(eng.name)
         self.repairs.append(
             f"the {eng.name} index was {health.state} ({health.reason}): rebuilt it from "
             f"the store ({info.mothers} mothers)"

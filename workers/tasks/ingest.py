@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from celery import Task, shared_task
 
 from tracker.documents import Document, DocumentError
+from tracker.store import Store
 from workers.app import app_settings
 from workers.payloads import documents_from_items, upload_documents
 from workers.spool import Spool
 from workers.tasks._base import NETWORK_ERRORS, TASK_OPTIONS, Progress, once, retry_races, rt
+
+T = TypeVar("T")
 
 
 @shared_task(name="yinji.ingest.ingest_batch", **TASK_OPTIONS)
@@ -43,7 +46,9 @@ def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> 
     return {**report.to_dict(), "total": len(items)}
 
 
-def stored_report(store: Any, items: list[Document | DocumentError], exc: BaseException) -> dict:
+def stored_report(
+    store: Store, items: list[Document | DocumentError], exc: BaseException
+) -> dict[str, Any]:
     """What an ingest that failed with ``exc`` left in the store, per item: a document
     whose stored text is the one given counts as ingested (its index entries may be
     missing: the next check repairs them), any other is an error naming it."""
@@ -76,7 +81,7 @@ def ingest_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None
     return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine))
 
 
-def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Any) -> Any:
+def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T]) -> T:
     """``once(task, work)``, then delete the uploads. A network error keeps them: the
     task is retried and needs them again."""
     spool = Spool(app_settings(task.app).data_dir)

@@ -426,3 +426,28 @@ def test_ingests_leave_a_current_snapshot_without_reading_the_index_back(
         lib.engine().snapshots = None  # type: ignore[attr-defined]
         from_redis = [sorted(m.mother_id for m in lib.check_text(s).matches) for s in suspects]
         assert from_snapshot == from_redis == [["a1"], ["b2"], []]
+
+
+def test_an_ingest_skips_the_snapshot_another_process_is_taking(tmp_path: Path) -> None:
+    """One take per index and snapshot folder at a time (a file lock): an ingest that
+    finds one running skips its own (checks ask Redis for the buckets it wrote), and says
+    so in the refresh result; `yinji index snapshot` would wait instead."""
+    from tracker.indexes.snapshot import TakeBusy, folder_name, taking
+    from tracker.library import Document
+
+    settings = Settings(
+        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.0
+    )
+    with Library.open(settings) as lib:
+        lib.ingest([Document(id="a", title="a", text=work(61, 30))])
+        folder = settings.snapshots_path
+        with taking(folder, lib.engine().index.prefix):  # type: ignore[attr-defined]
+            report = lib.ingest([Document(id="b", title="b", text=work(62, 30))])
+            assert report.snapshot_seconds == 0
+            (skipped,) = lib.indexes.refresh_snapshots(wait=False)
+            assert skipped.to_dict()["skipped"] == "another process is taking one"
+            with pytest.raises(TakeBusy):
+                take_snapshot(lib.engine().index, folder, wait=False)  # type: ignore[attr-defined]
+        assert (folder / f".{folder_name(lib.engine().index.prefix)}.lock").exists()  # type: ignore[attr-defined]
+        found = lib.check_text(work(62, 30)[100:1300]).matches
+        assert [m.mother_id for m in found] == ["b"]
