@@ -113,7 +113,7 @@ def test_reshard_keeps_every_posting_both_ways(redis_client):
         for k in ("fingerprints", "postings", "stop_fingerprints"):
             assert stats[k] == stats_before[k]
         # Only the new layout's keys are left.
-        assert len(list(redis_client.scan_iter(match="t:daguan:b*"))) == stats["buckets"]
+        assert len(set(redis_client.scan_iter(match="t:daguan:b*"))) == stats["buckets"]
     # Another process (constructed before the reshard) sees the new layout on lookup.
     other = RedisInvertedIndex(redis_client, "t:daguan", stop_df=3)
     idx.reshard(10)
