@@ -560,8 +560,10 @@ def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> N
 @_engine_option
 @click.pass_context
 def index_snapshot(ctx: click.Context, engine: str | None) -> None:
-    """Copy the index to local files that checks look fingerprints up in until the next
-    write (faster checks on a big library) / 建立本地索引快照. Prints JSON."""
+    """Copy the index to local files that checks look fingerprints up in (buckets
+    written since are asked of Redis until the next snapshot; a bulk load or reshard
+    sets it aside; an ingest into a big index takes one by itself) / 建立本地索引快照.
+    Prints JSON."""
     with _open_library(ctx) as lib:
         try:
             info = lib.snapshot_index(engine)

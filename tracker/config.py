@@ -56,10 +56,14 @@ and production share one code path):
   re-crawl (default ``03:00``) and of the check of new mothers (default ``04:30``).
 - ``YINJI_SITE_CRAWL_LIMIT``: pages of one watched site crawled per run: its start page
   plus at most this many same-host links found on it (default 20).
-- ``YINJI_CRAWL_MIN_INTERVAL``: seconds between two requests to one host (default: the
-  crawler's own, 1 s).
+- ``YINJI_CRAWL_MIN_INTERVAL``: seconds from the end of one request to a host to the
+  next (one at a time per host; robots.txt, redirects and retries included), per worker
+  process (default: the crawler's own, 1 s).
 - ``YINJI_INGEST_CHUNK``: documents per ingest task (default 200): a big upload becomes
   several tasks that several workers can run.
+- ``YINJI_CHECK_CHUNK`` / ``YINJI_RECHECK_CHUNK`` / ``YINJI_REBUILD_CHUNK``: texts per
+  check task (default 25), stored suspects per re-check task (200), mothers per
+  ``refill_chunk`` task of an index rebuild (200).
 - ``YINJI_SNAPSHOT_MINUTES``: how often the beat asks for a fresh local copy of the
   index when it changed (default 10; 0 never: then only ``yinji index snapshot``).
 

@@ -17,11 +17,13 @@ progress of a URL job is the share of its URLs done, whichever workers did them.
 Results by kind:
 
 - check: ``{"results": [{"suspect_id", "title", "url", "matches": [{"mother_id",
-  "title", "score", "coverage", "passages": [...]}]}], "skipped": [{"source", "url"?,
-  "final_url"?, "reason"}], "errors": [{"source", "error"}]}``. A URL that cannot be
-  crawled (404, robots.txt, private address) or a file that cannot be read is an error
-  entry, not a failed job; ``skipped`` holds near-duplicate pages and what the
-  submitter passed over (an unsupported file, a bad URL line).
+  "title", "score", "coverage", "passages": [...]}], "text_sha256", "warnings": [...],
+  "noise": [...]}], "skipped": [{"source", "url"?, "final_url"?, "reason"}],
+  "errors": [{"source", "error"}]}`` (a result is ``CheckResult.to_json()`` with the
+  title and URL). A URL that cannot be crawled (404, robots.txt, private address) or a
+  file that cannot be read is an error entry, not a failed job; ``skipped`` holds
+  near-duplicate pages and what the submitter passed over (an unsupported file, a bad
+  URL line).
 - ingest: ``{"ingested", "replaced", "characters", "seconds", "skipped": [{"source",
   "message"}], "errors": [{"source", "message"}]}``.
 
