@@ -182,8 +182,8 @@ class SearxngProvider(_JsonProvider):
 
     name = "searxng"
 
-    def __init__(self, url: str, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, url: str, *, timeout: float = 10.0, http_get: HttpGet | None = None) -> None:
+        super().__init__(timeout=timeout, http_get=http_get)
         self.url = url
 
     def search(self, query: str, *, count: int = 10) -> list[SearchHit]:
@@ -199,8 +199,16 @@ class GoogleProvider(_JsonProvider):
     name = "google"
     DEFAULT_URL = "https://www.googleapis.com/customsearch/v1"
 
-    def __init__(self, key: str, cx: str, url: str | None = None, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(
+        self,
+        key: str,
+        cx: str,
+        url: str | None = None,
+        *,
+        timeout: float = 10.0,
+        http_get: HttpGet | None = None,
+    ) -> None:
+        super().__init__(timeout=timeout, http_get=http_get)
         self.key, self.cx, self.url = key, cx, url or self.DEFAULT_URL
 
     def search(self, query: str, *, count: int = 10) -> list[SearchHit]:
@@ -217,8 +225,15 @@ class BraveProvider(_JsonProvider):
     name = "brave"
     DEFAULT_URL = "https://api.search.brave.com/res/v1/web/search"
 
-    def __init__(self, key: str, url: str | None = None, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(
+        self,
+        key: str,
+        url: str | None = None,
+        *,
+        timeout: float = 10.0,
+        http_get: HttpGet | None = None,
+    ) -> None:
+        super().__init__(timeout=timeout, http_get=http_get)
         self.key, self.url = key, url or self.DEFAULT_URL
 
     def search(self, query: str, *, count: int = 10) -> list[SearchHit]:

@@ -55,6 +55,7 @@ from tracker.discovery.sites import (
     result_links,
     search_url,
 )
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class PageResult:
     error: str = ""
     checked: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON line of ``yinji discover run --json`` (a checked page)."""
         return {
             "url": self.final_url or self.url,
@@ -156,12 +157,13 @@ class RunReport:
         if len(self.errors) < MAX_ERRORS:
             self.errors.append(message)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunReport:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+    def from_dict(cls, data: JSONObject) -> RunReport:
+        # Fields as stored by ``to_dict`` (the store's meta table, written by this class).
+        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         known["sources"] = {k: SourceStats(**v) for k, v in (known.get("sources") or {}).items()}
         return cls(**known)
 

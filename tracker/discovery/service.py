@@ -13,6 +13,7 @@ from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, providers_from_env
 from tracker.discovery.run import RunHistory, RunOptions, RunReport
 from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class DiscoveryOverview:
     budgets: dict[str, Any]
     runs: list[RunReport] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "providers": [asdict(p) for p in self.providers],
             "sites": [s.to_dict() for s in self.sites],

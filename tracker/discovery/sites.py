@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from tracker.discovery.urls import host_of
+from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler
@@ -115,7 +116,7 @@ class Site:
     def name(self) -> str:
         return f"site:{self.host}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
 

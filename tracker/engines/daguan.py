@@ -26,7 +26,7 @@ from tracker.engines.base import Candidate, Engine
 from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference, ReferenceRecord
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
-from tracker.records import JSONObject
+from tracker.records import JSONObject, json_int
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient
@@ -227,8 +227,8 @@ class DaguanEngine(Engine):
         return {
             "engine": self.name,
             "params": self.params.to_dict(),
-            "keys": stats["buckets"]
-            + stats.get("edition_keys", 0)
+            "keys": json_int(stats["buckets"])
+            + json_int(stats.get("edition_keys", 0))
             + int(self.redis.exists(self.index.layout_key))
             + int(self.redis.exists(self.index.version_key)),
             **stats,

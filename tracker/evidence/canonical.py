@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
+from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 
@@ -29,7 +29,7 @@ class CanonicalError(ValueError):
     """A value cannot be written as canonical JSON."""
 
 
-def _check(value: Any, path: str) -> None:
+def _check(value: object, path: str) -> None:
     if value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
@@ -57,7 +57,7 @@ def canonical_json(value: object) -> bytes:
     return text.encode("utf-8")
 
 
-def parse_json_object(data: bytes, what: str) -> dict[str, Any]:
+def parse_json_object(data: bytes, what: str) -> JSONObject:
     """Parse UTF-8 JSON that must be an object; errors name ``what``."""
     try:
         value = json.loads(data.decode("utf-8"))
@@ -66,6 +66,19 @@ def parse_json_object(data: bytes, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CanonicalError(f"{what}: a JSON object was expected")
     return value
+
+
+def hex_path(obj: JSONObject, key: str) -> list[bytes]:
+    """``obj[key]`` of a hostile proof: a list of hex strings, as bytes. Raises
+    ``KeyError`` (no such key), ``TypeError`` (not a list of strings) or ``ValueError``
+    (not hex), as its readers expect."""
+    items = obj[key]
+    if not isinstance(items, list):
+        raise TypeError(f"{key}: a list of hex strings was expected")
+    hexes = [h for h in items if isinstance(h, str)]
+    if len(hexes) != len(items):
+        raise TypeError(f"{key}: a list of hex strings was expected")
+    return [bytes.fromhex(h) for h in hexes]
 
 
 def format_time(when: datetime) -> str:

@@ -254,12 +254,15 @@ class TreeHead:
             size, ts = obj["size"], obj["timestamp_ms"]
             if not isinstance(size, int) or not isinstance(ts, int) or size < 0 or ts < 0:
                 raise ValueError("size and timestamp_ms must be whole numbers")
-            root = bytes.fromhex(obj["root_hash"])
-            if len(root) != 32 or len(bytes.fromhex(obj["log_id"])) != 32:
+            root_hex, log_id = obj["root_hash"], obj["log_id"]
+            if not isinstance(root_hex, str) or not isinstance(log_id, str):
+                raise TypeError("root_hash and log_id must be strings of hex digits")
+            root = bytes.fromhex(root_hex)
+            if len(root) != 32 or len(bytes.fromhex(log_id)) != 32:
                 raise ValueError("root_hash and log_id must be 64 hex digits")
         except (ValueError, TypeError) as exc:
             raise CanonicalError(f"{what}: {exc}") from None
-        head = cls(size, root, ts, obj["log_id"])
+        head = cls(size, root, ts, log_id)
         if head.encode() != data:
             raise CanonicalError(f"{what}: not in canonical form (or time_utc disagrees)")
         return head

@@ -72,7 +72,14 @@ from .bundle import (
     record_times,
     verifier_sha256,
 )
-from .canonical import CanonicalError, format_time, parse_json_object, parse_time, time_from_ms
+from .canonical import (
+    CanonicalError,
+    format_time,
+    hex_path,
+    parse_json_object,
+    parse_time,
+    time_from_ms,
+)
 from .keys import (
     EvidenceKeyError,
     SignedTreeHead,
@@ -459,7 +466,7 @@ class _Verifier:
                 continue
             try:
                 proof = parse_json_object(proof_data, proof_name)
-                path = [bytes.fromhex(h) for h in proof["audit_path"]]
+                path = hex_path(proof, "audit_path")
                 fits = proof["leaf_index"] == index and proof["tree_size"] == head.size
                 if fits and verify_inclusion(
                     leaf_hash(data), index, head.size, path, head.root_hash
@@ -510,7 +517,7 @@ class _Verifier:
                 continue
             try:
                 proof = parse_json_object(cons, anchor["consistency"])
-                path = [bytes.fromhex(h) for h in proof["proof"]]
+                path = hex_path(proof, "proof")
             except (CanonicalError, KeyError, TypeError, ValueError):
                 path = None
             if path is None or not verify_consistency(

@@ -22,7 +22,9 @@ key of the index and no other (returns how many), ``stats`` reports sizes and se
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
+
+from tracker.records import JSONObject
 
 K_contra = TypeVar("K_contra", contravariant=True)
 
@@ -43,6 +45,6 @@ class Index(Protocol[K_contra]):
         """Delete everything this index holds (nothing else); returns how much."""
         ...
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         """Sizes and settings (JSON-serializable)."""
         ...

@@ -16,7 +16,7 @@ within Redis' 64-byte compact values.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def packed_seqs(value: bytes, fmt: int) -> bytes:
 
 
 def parse_values(
-    values: list[Any], fmt: int, stop_mask: np.ndarray | None = None
+    values: Sequence[bytes | None], fmt: int, stop_mask: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """``(fp_index, seqs, stopped)`` of looked-up values (None: no field). Single seqs
     (decimal in format 2, most hits) are converted in one ``map(int, ...)``. A

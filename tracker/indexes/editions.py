@@ -33,12 +33,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from tracker.indexes.keys import mix64
 from tracker.redis_client import delete_matching
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 SKETCH = 8  # fingerprints in a mother's sketch
 SHARE = 6  # of them a group must hold (of fewer, all but a quarter)
@@ -126,11 +129,12 @@ class Seen:
 class Editions:
     """The edition registry of one inverted index (key prefix ``prefix``)."""
 
-    def __init__(self, redis: Any, prefix: str) -> None:
-        self.redis = redis
+    def __init__(self, redis: RedisClient, prefix: str) -> None:
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.prefix = prefix
-        self._join = redis.register_script(_JOIN)
-        self._leave = redis.register_script(_LEAVE)
+        self._join = self.redis.register_script(_JOIN)
+        self._leave = self.redis.register_script(_LEAVE)
 
     def key(self, seq: int) -> str:
         return f"{self.prefix}:ed:{int(seq) >> SHARD_BITS}"

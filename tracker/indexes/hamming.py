@@ -27,11 +27,15 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 __all__ = ["HammingLayout", "MemoryHammingIndex", "RedisHammingIndex", "brute_force", "popcount"]
 
@@ -275,7 +279,7 @@ class MemoryHammingIndex:
         self._drop(self._ids)
         return n
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         return {
             "ids": len(self),
             "k": self.k,
@@ -381,7 +385,7 @@ class RedisHammingIndex:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         name: str = "main",
         k: int = 3,
@@ -393,7 +397,8 @@ class RedisHammingIndex:
         (default: the whole prefix). A coarser bucket only adds members that the query's
         full-distance check discards, so answers are unchanged; it saves a Redis key per
         fingerprint when prefixes are long and sparse (``k = 0``: one 64-bit prefix)."""
-        self.redis = redis
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.layout = HammingLayout(k, blocks)
         self.k = k
         self.base = f"{prefix}:hamming:{name}"
@@ -518,7 +523,7 @@ class RedisHammingIndex:
         """Fingerprints of these ids (None when not indexed)."""
         return self._lookup([int(i) for i in ids])
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         return {
             "ids": len(self),
             "k": self.k,

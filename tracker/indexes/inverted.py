@@ -79,7 +79,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -123,7 +123,11 @@ from tracker.indexes.keys import (  # re-exported
 )
 from tracker.indexes.recording import Recording
 from tracker.indexes.scripts import lua
+from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 __all__ = [
     "FORMAT",
@@ -207,7 +211,7 @@ class RedisInvertedIndex:
 
     def __init__(
         self,
-        redis: Any,
+        redis: RedisClient,
         prefix: str,
         *,
         bucket_bits: int | None = None,
@@ -216,21 +220,22 @@ class RedisInvertedIndex:
     ) -> None:
         if bucket_bits is not None and not MIN_BITS <= bucket_bits <= MAX_BITS:
             raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bucket_bits}")
-        self.redis = redis
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.prefix = prefix
         self.initial_bits = bucket_bits
         self.stop_df = stop_df
         self._cluster = type(redis).__name__ == "RedisCluster"
-        self._add = redis.register_script(lua("add"))
-        self._add_many = redis.register_script(lua("add_many"))
-        self._remove = redis.register_script(lua("remove"))
-        self._lookup = redis.register_script(lua("lookup"))
-        self._settle = redis.register_script(lua("settle"))
-        self._fill = redis.register_script(lua("fill"))
-        self._size = redis.register_script(lua("size"))
-        self._mark = redis.register_script(lua("mark"))
-        self._overlay = redis.register_script(lua("overlay"))
-        self._rebase = redis.register_script(lua("rebase"))
+        self._add = self.redis.register_script(lua("add"))
+        self._add_many = self.redis.register_script(lua("add_many"))
+        self._remove = self.redis.register_script(lua("remove"))
+        self._lookup = self.redis.register_script(lua("lookup"))
+        self._settle = self.redis.register_script(lua("settle"))
+        self._fill = self.redis.register_script(lua("fill"))
+        self._size = self.redis.register_script(lua("size"))
+        self._mark = self.redis.register_script(lua("mark"))
+        self._overlay = self.redis.register_script(lua("overlay"))
+        self._rebase = self.redis.register_script(lua("rebase"))
         # Identical or near-identical mothers posted as one text (``editions``: the
         # daguan engine's index): None for a plain index of seqs.
         self.editions = Editions(redis, prefix) if editions else None
@@ -758,7 +763,7 @@ class RedisInvertedIndex:
         every batch (``stats`` counts them exactly)."""
         return int(self.redis.hget(self.layout_key, "fields") or 0)
 
-    def advice(self, fields: int | None = None) -> dict[str, Any]:
+    def advice(self, fields: int | None = None) -> JSONObject:
         """Whether the buckets are too full (past the compact encoding) or too empty."""
         fields = self.fields_estimate() if fields is None else fields
         per_bucket = fields / (1 << self.bucket_bits)
@@ -879,7 +884,7 @@ class RedisInvertedIndex:
         seqs = list(dict.fromkeys([*sa, *sb]))
         return stop_value(seqs) if len(seqs) > self.stop_df else encode_value(seqs, FORMAT)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         keys = fields = postings = stopped = 0
         nbytes = 0
         self.refresh()

@@ -30,9 +30,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tracker.redis_client import process_alive
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 LOCK_TTL_MS = 10 * 60 * 1000  # a last resort: the heartbeat says sooner that an owner died
 BEAT_TTL_MS = 15_000  # an owner on another host silent this long is taken for dead
@@ -82,7 +85,7 @@ class Owner:
         return f"{self.host}|{self.pid}|{self.token}"
 
     @classmethod
-    def parse(cls, value: Any) -> Owner:
+    def parse(cls, value: bytes | str) -> Owner:
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
         host, _, rest = text.partition("|")
         pid, _, token = rest.partition("|")
@@ -106,14 +109,15 @@ class LockHeld(RuntimeError):
 class IndexLock:
     """One named lock in Redis (``key``), owned by a process that keeps a heartbeat."""
 
-    def __init__(self, redis: Any, key: str) -> None:
-        self.redis = redis
+    def __init__(self, redis: RedisClient, key: str) -> None:
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.key = key
         self.beat_key = f"{key}:beat"
         self.host = socket.gethostname()
-        self._acquire = redis.register_script(_ACQUIRE)
-        self._beat = redis.register_script(_BEAT)
-        self._release = redis.register_script(_RELEASE)
+        self._acquire = self.redis.register_script(_ACQUIRE)
+        self._beat = self.redis.register_script(_BEAT)
+        self._release = self.redis.register_script(_RELEASE)
 
     # -- who holds it ---------------------------------------------------------------
     def alive(self, owner: Owner) -> bool:

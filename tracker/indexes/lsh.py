@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
 from tracker.simhash import _hash_columns
+
+if TYPE_CHECKING:
+    from tracker.redis_client import RedisClient
 
 __all__ = ["LSH", "RedisLSH", "choose_bands"]
 
@@ -90,9 +94,12 @@ class RedisLSH(LSH):
     non-transactional pipelines only (Redis Cluster safe); SADD/SREM make add and remove
     idempotent."""
 
-    def __init__(self, redis: Any, prefix: str, num_perm: int, bands: int, rows: int) -> None:
+    def __init__(
+        self, redis: RedisClient, prefix: str, num_perm: int, bands: int, rows: int
+    ) -> None:
         super().__init__(num_perm, bands, rows)
-        self.redis = redis
+        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
+        self.redis: Any = cast(Any, redis)
         self.base = f"{prefix}:lsh"
 
     def add(self, items: Iterable[tuple[int, np.ndarray]]) -> int:
@@ -146,7 +153,7 @@ class RedisLSH(LSH):
         """Delete every key of this index (SCAN on its prefix); returns how many."""
         return delete_matching(self.redis, f"{self.base}:*")
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         buckets = sum(1 for _ in self.redis.scan_iter(match=f"{self.base}:*", count=1000))
         return {
             "buckets": buckets,

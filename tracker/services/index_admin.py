@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 
@@ -277,16 +276,18 @@ class IndexAdmin:
         return self.rebuild(name, recompute=True)
 
     # -- local copies and stats -------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         """Sizes of the store and of each engine's index, with each index's health and
         whether checks look it up in a local copy (``snapshot``)."""
-        out: dict[str, Any] = {"mothers": self.store.count_mothers(), "engines": {}}
+        mothers = self.store.count_mothers()
+        engines: JSONObject = {}
         for name in self.engines.indexed():
             eng = self.engines.get(name)
-            out["engines"][name] = {**eng.stats(), "health": self.tracker.health(name).to_dict()}
+            entry: JSONObject = {**eng.stats(), "health": self.tracker.health(name).to_dict()}
             if isinstance(eng, LocalCopies) and eng.snapshots is not None:
-                out["engines"][name]["snapshot"] = eng.snapshots.state(eng.index)
-        return out
+                entry["snapshot"] = eng.snapshots.state(eng.index)
+            engines[name] = entry
+        return {"mothers": mothers, "engines": engines}
 
     def snapshot(self, engine: str | None = None, *, wait: bool = True) -> SnapshotTaken:
         """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:

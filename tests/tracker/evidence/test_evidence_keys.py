@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tracker.config import SettingError
-from tracker.evidence.canonical import CanonicalError, canonical_json
+from tracker.evidence.canonical import CanonicalError, canonical_json, hex_path
 from tracker.evidence.keys import (
     KEY_FILE,
     EvidenceKeyError,
@@ -131,6 +131,8 @@ def test_tree_head_encoding_is_canonical_and_signed() -> None:
         lambda b: b.replace(b"08:30:05.123Z", b"08:30:06.123Z"),  # time_utc disagrees
         lambda b: b.replace(b"yinji-treehead/1", b"yinji-treehead/2"),
         lambda b: b[:-1] + b',"extra":1}',
+        lambda b: b.replace(b'"log_id":"' + b"ab" * 32 + b'"', b'"log_id":7'),  # not a string
+        lambda b: re.sub(rb'"root_hash":"[0-9a-f]+"', b'"root_hash":["00"]', b),
     ],
 )
 def test_tree_head_decoding_is_strict(mutate: object) -> None:
@@ -231,3 +233,15 @@ def test_settings_refuse_an_exposed_key_file_at_start(
     monkeypatch.setenv("YINJI_EVIDENCE_KEY", str(tmp_path / "gone.pem"))
     with pytest.raises(SettingError, match="YINJI_EVIDENCE_KEY: cannot read key file"):
         EvidenceSettings.from_env()
+
+
+def test_hex_path_reads_only_a_list_of_hex_strings() -> None:
+    assert hex_path({"proof": ["00ff", "ab"]}, "proof") == [b"\x00\xff", b"\xab"]
+    assert hex_path({"proof": []}, "proof") == []
+    with pytest.raises(KeyError):
+        hex_path({}, "proof")
+    for hostile in ("00ff", {"00": "ff"}, ["00", 1], None, 3):
+        with pytest.raises(TypeError, match="proof: a list of hex strings"):
+            hex_path({"proof": hostile}, "proof")
+    with pytest.raises(ValueError):
+        hex_path({"proof": ["zz"]}, "proof")
