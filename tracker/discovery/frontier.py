@@ -316,38 +316,9 @@ class Frontier:
         depth: int | None = None,
     ) -> str:
         """Queue a link found on ``parent``'s page: "queued", "seen", "trap: REASON"
-        or "invalid". ``depth``: the link's depth (default: one below ``parent``)."""
-        try:
-            norm = normalize_url(url)
-        except ValueError:
-            return "invalid"
-        if self.redis.sismember(self.k("seen"), norm):
-            self.redis.hincrby(self.k("stats"), "duplicates", 1)
-            return "seen"
-        pattern = url_pattern(norm)
-        count = int(self.redis.hget(self.k("patterns"), pattern) or 0)
-        verdict = self.traps.judge(
-            norm, parent=parent.url, parent_chain=parent.chain, pattern_count=count
-        )
-        if verdict.trap:
-            self.redis.hincrby(self.k("stats"), "traps", 1)
-            return f"trap: {verdict.reason}"
-        child = FrontierItem(
-            url=norm,
-            source=parent.source,
-            priority=priority,
-            kind=kind,
-            depth=parent.depth + 1 if depth is None else depth,
-            chain=verdict.chain,
-            parent=parent.url,
-            works=list(parent.works),
-            hint=parent.hint,
-            run=parent.run,
-        )
-        if self.add(child):
-            self.redis.hincrby(self.k("patterns"), pattern, 1)
-            return "queued"
-        return "seen"
+        or "invalid". ``depth``: the link's depth (default: one below ``parent``).
+        One link through ``add_links``: the rules are written once."""
+        return self.add_links(parent, [Link(url, priority, kind, depth)])[0]
 
     def add_links(self, parent: FrontierItem, links: Sequence[Link]) -> list[str]:
         """``add_link`` for every link of one page, in two round trips to Redis (one
