@@ -187,3 +187,33 @@ class GridFSBlobStore:
 
     def has(self, digest: str) -> bool:
         return bool(self.fs.exists(check_digest(digest)))
+
+
+class BlobBatch:
+    """A ``BlobStore`` whose puts wait for ``flush``, which stores them together
+    (``put_many``): the blobs of a chunk's records, made durable before the records
+    naming them are appended."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self.store = store
+        self.pending: dict[str, bytes] = {}
+
+    def put(self, data: bytes) -> str:
+        digest = sha256_hex(data)
+        self.pending.setdefault(digest, data)
+        return digest
+
+    def put_many(self, items: Sequence[bytes]) -> list[str]:
+        return [self.put(data) for data in items]
+
+    def get(self, digest: str) -> bytes:
+        found = self.pending.get(digest)
+        return found if found is not None else self.store.get(digest)
+
+    def has(self, digest: str) -> bool:
+        return digest in self.pending or self.store.has(digest)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.put_many(list(self.pending.values()))
+            self.pending.clear()

@@ -793,7 +793,12 @@ class EvidenceLog:
 
     def record_submission(self, submission: Submission, *, once: str | None = None) -> LogEntry:
         """A text handed in (pasted or uploaded), not fetched (``once``: see ``append``)."""
-        return self.append(
+        return self.append_many([self.submission_record(submission, once=once)])[0]
+
+    @staticmethod
+    def submission_record(submission: Submission, *, once: str | None = None) -> PendingRecord:
+        """``record_submission``'s record, to append with others (``append_many``)."""
+        return PendingRecord(
             "submission", submission.to_json(), suspect_id=submission.suspect_id, once=once
         )
 
@@ -817,6 +822,33 @@ class EvidenceLog:
         chapter split over pages: their texts joined by newlines) names them all, in
         order, in ``capture_indexes`` (``capture_index`` is then the first). ``once``:
         see ``append``."""
+        record = self.check_record(
+            suspect_id=suspect_id,
+            matches=matches,
+            engine=engine,
+            checked_at=checked_at,
+            suspect_text=suspect_text,
+            mother_texts=mother_texts,
+            capture_index=capture_index,
+            capture_indexes=capture_indexes,
+            once=once,
+        )
+        return self.append_many([record])[0]
+
+    def check_record(
+        self,
+        *,
+        suspect_id: str,
+        matches: Sequence[Match],
+        engine: str,
+        checked_at: datetime | None = None,
+        suspect_text: str | None = None,
+        mother_texts: Mapping[str, str] | None = None,
+        capture_index: int | None = None,
+        capture_indexes: Sequence[int] | None = None,
+        once: str | None = None,
+    ) -> PendingRecord:
+        """``record_check``'s record, to append with others (``append_many``)."""
         mother_texts = mother_texts or {}
         pages = [int(i) for i in capture_indexes or ()]
         if pages and capture_index is None:
@@ -846,7 +878,7 @@ class EvidenceLog:
         }
         if len(pages) > 1:
             payload["capture_indexes"] = pages
-        return self.append("check", payload, suspect_id=suspect_id, once=once)
+        return PendingRecord("check", payload, suspect_id=suspect_id, once=once)
 
     def record_verdict(
         self,
