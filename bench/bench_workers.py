@@ -357,26 +357,47 @@ def cost_rows(
     return rows
 
 
-def split(settings: Any, texts: list[dict[str, Any]]) -> dict[str, float]:
-    """In this process, on the same texts: ms per text of the check alone (no save) and
-    of a check as a job does it (``check_submitted``: suspect, matches, the submission
-    and the check in the evidence log, the text's capture written and fsynced)."""
+def split(settings: Any, texts: list[dict[str, Any]], group: int = 25) -> dict[str, float]:
+    """In this process, on the same texts: ms per text of the check alone (no save), of
+    a check saved on its own (``check_submitted``: suspect, matches, the submission and
+    the check in the evidence log, the text's blob written and fsynced) and of checks
+    saved ``group`` at a time as a job's chunk does it (``check_submitted_many``: one
+    store transaction, one evidence commit, the blobs synced together)."""
     from tracker.library import Library
     from tracker.records import Suspect
+    from tracker.services.check import Submitted
 
-    spent = {"check only": 0.0, "check + store + evidence": 0.0}
+    spent = {
+        "check only": 0.0,
+        "check + save, one by one": 0.0,
+        f"check + save, {group} together": 0.0,
+    }
     with Library.open(settings) as lib:
         for i, t in enumerate(texts[:20]):  # warm up (snapshot pages, caches)
             lib.check_suspect(Suspect(id=f"warm-{i}", title="", text=t["text"]), save=False)
-        for i, t in enumerate(texts):  # interleaved: the machine's load hits both alike
-            s = Suspect(id=f"split-{i}", title=t["title"], text=t["text"], source="text")
+        for lo in range(0, len(texts), group):  # interleaved: the machine's load hits all alike
+            part = list(enumerate(texts[lo : lo + group], lo))
+
+            def suspects(tag: str, part: list[tuple[int, dict[str, Any]]] = part) -> list[Suspect]:
+                return [
+                    Suspect(id=f"{tag}-{i}", title=t["title"], text=t["text"], source="text")
+                    for i, t in part
+                ]
+
             t0 = time.perf_counter()
-            lib.check_suspect(s, save=False)
+            for s in suspects("only"):
+                lib.check_suspect(s, save=False)
             t1 = time.perf_counter()
-            lib.check_submitted(s, once=f"split:{i}")
+            for s in suspects("one"):
+                lib.check_submitted(s, once=f"split:{s.id}")
             t2 = time.perf_counter()
+            lib.check_submitted_many(
+                [(s, Submitted(None, f"split:{s.id}")) for s in suspects("many")]
+            )
+            t3 = time.perf_counter()
             spent["check only"] += t1 - t0
-            spent["check + store + evidence"] += t2 - t1
+            spent["check + save, one by one"] += t2 - t1
+            spent[f"check + save, {group} together"] += t3 - t2
     return {k: round(1000 * v / len(texts), 2) for k, v in spent.items()}
 
 
