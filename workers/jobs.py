@@ -53,7 +53,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from celery import Celery, states
 from celery import _state as _celery_state
@@ -640,7 +640,16 @@ def job_status(job_id: str) -> dict:
     return status
 
 
-def job_parts(job_id: str) -> list[dict[str, Any]]:
+class JobPart(TypedDict):
+    """One task a job fanned out, as the job page lists it (``job_parts``)."""
+
+    label: str
+    state: str
+    done: int
+    total: int
+
+
+def job_parts(job_id: str) -> list[JobPart]:
     """The tasks a job fanned out (a rebuild's chunks, then its load), in order, each
     ``{"label", "state", "done", "total"}``: what the job page lists; [] before the
     job's first task has planned them (or for a job that does not fan out)."""
@@ -650,7 +659,7 @@ def job_parts(job_id: str) -> list[dict[str, Any]]:
         return []
     entries = json.loads(raw)["tasks"]
     metas = _metas(app, [e["id"] for e in entries])
-    parts: list[dict[str, Any]] = []
+    parts: list[JobPart] = []
     for entry in entries:
         meta = metas[entry["id"]]
         result = meta.get("result")
