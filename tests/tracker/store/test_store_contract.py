@@ -20,6 +20,7 @@ from repo import REPO
 
 from tracker.config import Settings
 from tracker.store import (
+    CheckWrite,
     Match,
     MatchQuery,
     Mother,
@@ -434,6 +435,33 @@ def test_put_matches_twice_is_idempotent(store: Store) -> None:
     store.put_matches("s1", [*batch, match("s1", "m1", 0.9)])  # duplicate inside a batch
     assert store.count_matches(MatchQuery()) == 2
     assert sorted(ids(store.query_matches(MatchQuery()))) == ids(batch)
+
+
+def test_save_checks_writes_a_chunk_and_skips_a_deleted_recheck(store: Store) -> None:
+    """A chunk's writes (``save_checks``): new suspects put whole with their matches, a
+    re-checked one only marked checked, one deleted meanwhile skipped with nothing."""
+    _seed_two_mothers(store)
+    at = T0 + timedelta(hours=1)
+    fresh = suspect("s2", title="新页", checked_at=at)
+    recheck = Suspect(id="s1", text="changed here, never written back", checked_at=at)
+    gone = Suspect(id="gone", text="deleted meanwhile", checked_at=at)
+    done = store.save_checks(
+        [
+            CheckWrite(fresh, [match("s2", "m1", 0.8)]),
+            CheckWrite(recheck, [match("s1", "m2", 0.7)], rewrite=False),
+            CheckWrite(gone, [match("gone", "m1", 0.9)], rewrite=False),
+        ]
+    )
+    assert done == [True, True, False]
+    assert store.get_suspect("s2").title == "新页"
+    s1 = store.get_suspect("s1")
+    assert s1.text == "text of s1" and s1.checked_at == at  # only checked_at written
+    assert sorted(ids(store.query_matches(MatchQuery()))) == [
+        match_id("s1", "m2"),
+        match_id("s2", "m1"),
+    ]
+    with pytest.raises(NotFound):
+        store.get_suspect("gone")
 
 
 def test_put_matches_rejects_bad_input(store: Store) -> None:
