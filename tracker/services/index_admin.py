@@ -153,16 +153,31 @@ class IndexAdmin:
                 continue
             batch.append((mother.seq, eng.from_bytes(blob)))
             if len(batch) >= 256:
-                eng.add(batch)
-                added += len(batch)
+                added += self._add_current(eng, batch)
                 batch = []
         if batch:
-            eng.add(batch)
-            added += len(batch)
+            added += self._add_current(eng, batch)
         self.tracker.forget_writers(eng.name, health.dead_writers)
         self.repairs.append(
             f"the {eng.name} index was partial ({health.reason}): re-added {added} mothers"
         )
+
+    def _add_current(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+        """Add mothers read from the store, then take back those that are no longer
+        current: a writer that replaced (or deleted) one after it was read removed its
+        postings before they were added here. How many stayed."""
+        eng.add(items)
+        return len(items) - self._take_back(eng, items)
+
+    def _take_back(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+        """After ``items`` were written to ``eng``'s index: those no longer current
+        removed again (they were read before a writer replaced or deleted them, and its
+        removal may have come before this write). How many."""
+        current = self.store.current_seqs(seq for seq, _ in items)
+        gone = [(seq, fps) for seq, fps in items if seq not in current]
+        if gone:
+            eng.remove(gone)
+        return len(gone)
 
     def _rebuild_by_itself(self, eng: Engine, health: Health) -> None:
         _, nbytes = self.store.fingerprint_totals(eng.name)
@@ -242,7 +257,7 @@ class IndexAdmin:
             self.tracker.begin_rebuild(eng.name)
             eng.clear()
             total = self.store.count_mothers()
-            done = 0
+            done = gone = 0  # mothers read; of them, replaced or deleted meanwhile
             loader = (
                 eng.bulk_loader(bulk_folder(self.settings))
                 if isinstance(eng, BulkLoading)
@@ -254,6 +269,7 @@ class IndexAdmin:
                         loader.extend(batch)
                     else:
                         eng.add(batch)
+                        gone += self._take_back(eng, batch)
                         if isinstance(eng, Growable) and eng.needs_growth():
                             eng.grow()  # we hold the lock
                     refresh()
@@ -262,13 +278,19 @@ class IndexAdmin:
                         progress(done, total)
                 if loader is not None:
                     loader.finish(refresh)
+                    # Mothers replaced or deleted since they were read: their writers'
+                    # removals may have come before this load wrote them.
+                    current = self.store.current_seqs(loader.seqs)
+                    late = {seq for seq in loader.seqs if seq not in current}
+                    loader.take_back(late)
+                    gone += len(late)
             finally:
                 if loader is not None:
                     loader.close()
             self.engines.note_indexed(eng.name)
             self.tracker.finish_rebuild(eng.name, dead_before)
         self.verified[eng.name] = time.monotonic()
-        return RebuildResult(eng.name, done, time.perf_counter() - started)
+        return RebuildResult(eng.name, done - gone, time.perf_counter() - started)
 
     def _stored_fingerprints(self, eng: Engine) -> Iterator[tuple[int, np.ndarray]]:
         """Every mother's stored fingerprints for ``eng``, read without the texts; those

@@ -8,7 +8,10 @@ another writer replaces the work, the group's last member, and removes its posti
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,4 +166,90 @@ def test_a_late_add_into_a_group_that_died_is_taken_back(libs):
     writer_a.result()
     assert orphan_seqs(a) == set()
     assert postings_match_the_store(a)
+    assert unfound(a) == []
+
+
+# --- a writer and a delete, a repair, a rebuild ---------------------------------------------
+def _started_before(lib: Library) -> None:
+    """``lib`` as a writer that verified the index before the other side began (an
+    ingest that was running already): it goes straight to its writes."""
+    lib._verified[lib.engine().name] = time.monotonic()
+
+
+def test_a_delete_racing_a_replace_removes_the_version_it_deleted(libs):
+    """A reads the work to delete it (seq and fingerprints); B replaces it and finishes
+    its index writes; A deletes the current version, B's. B's postings must go too."""
+    a, b = libs
+    a.ingest([Document(id="work", text=TEXT)])
+    read, go = threading.Event(), threading.Event()
+    real = a.store.get_mother
+
+    def get_mother(mother_id):
+        got = real(mother_id)
+        read.set()
+        _wait(go)
+        return got
+
+    a.store.get_mother = get_mother  # type: ignore[method-assign]
+    deleting = Thread(lambda: a.delete_mother("work"))
+    deleting.start()
+    _wait(read)
+    b.ingest([Document(id="work", text=work(3001, 20))])
+    go.set()
+    deleting.result()
+    assert a.store.count_mothers() == 0
+    assert orphan_seqs(a) == set() and postings_match_the_store(a)
+
+
+def test_a_repair_racing_a_replace_leaves_no_postings_of_the_old_version(libs):
+    """A repairs a partial index (a dead writer's mark): it reads the work from the
+    store, then B replaces the work and removes its old postings, then A re-adds them."""
+    a, b = libs
+    a.ingest([Document(id="other", text=work(3003, 20)), Document(id="work", text=TEXT)])
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that is gone: a writer killed mid-ingest
+    key = a.tracker.begin_write(["daguan"])
+    a.store.set_meta(key, {**a.store.get_meta(key), "pid": child.pid, "floor": 0})
+    eng = a.engine()
+    real, go, adding = eng.add, threading.Event(), threading.Event()
+
+    def add(items):
+        adding.set()
+        _wait(go)
+        return real(items)
+
+    eng.add = add  # type: ignore[method-assign]
+    a._verified.clear()
+    repair = Thread(lambda: a.ensure_index(wait=0.0))
+    repair.start()
+    _wait(adding)
+    _started_before(b)
+    b.ingest([Document(id="work", text=work(3001, 20))])
+    go.set()
+    repair.result()
+    assert any("re-added 1 mothers" in note for note in a.repairs), a.repairs
+    assert orphan_seqs(a) == set() and postings_match_the_store(a)
+    assert unfound(a) == []
+
+
+def test_a_rebuild_racing_a_replace_leaves_no_postings_of_the_old_version(libs):
+    """A rebuilds the index: it reads the stored fingerprints, then B (an ingest already
+    running) replaces the work and removes its old postings, then A loads what it read."""
+    a, b = libs
+    a.ingest([Document(id="other", text=work(3003, 20)), Document(id="work", text=TEXT)])
+    read, go = threading.Event(), threading.Event()
+
+    def progress(done: int, total: int | None) -> None:
+        if total and done > total // 2:  # loading (the first half: the refill)
+            read.set()
+            _wait(go)
+
+    rebuild = Thread(lambda: a.rebuild_index(progress=progress))
+    rebuild.start()
+    _wait(read)
+    _started_before(b)
+    b.ingest([Document(id="work", text=work(3001, 20))])
+    go.set()
+    rebuild.result()
+    assert orphan_seqs(a) == set() and postings_match_the_store(a)
     assert unfound(a) == []
