@@ -196,6 +196,30 @@ class Editions:
         got = self._hget_many([(s, f"m{s}") for s in seqs])
         return {int(s): int(v) if v else int(s) for s, v in zip(seqs, got, strict=True)}
 
+    def _registered(self, seqs: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+        """(the group of each mother, as ``group_of``; the fingerprint counts of those
+        that are a group's first mother): one HMGET per registry hash (a batch's seqs
+        share one or two), not a command per mother."""
+        shards: dict[int, list[int]] = {}
+        for seq in seqs:
+            shards.setdefault(seq >> SHARD_BITS, []).append(seq)
+        before = {seq: seq for seq in seqs}
+        primary: dict[int, int] = {}
+        if not seqs:
+            return before, primary
+        pipe = self.redis.pipeline(transaction=False)
+        for shard, members in shards.items():
+            fields = [f"{kind}{seq}" for seq in members for kind in ("m", "n")]
+            pipe.hmget(self.key(shard << SHARD_BITS), fields)
+        for members, got in zip(shards.values(), pipe.execute(), strict=True):
+            for i, seq in enumerate(members):
+                group, size = got[2 * i], got[2 * i + 1]
+                if group:
+                    before[seq] = int(group)
+                elif size is not None:
+                    primary[seq] = int(size)
+        return before, primary
+
     def sizes(self, groups: Iterable[int]) -> dict[int, int]:
         """The fingerprint counts of groups' first mothers that are known."""
         groups = list(groups)
@@ -214,11 +238,10 @@ class Editions:
         index, only ``seen`` counts); ``seen``: groups of this batch or load so far
         (updated here)."""
         seen = seen if seen is not None else Seen()
-        # A mother written before (a redelivered task) keeps its group. (A bulk load
-        # into an empty index, ``lookup`` None, has none.)
-        seqs = [int(seq) for seq, _ in items]
-        before = self.group_of(seqs) if lookup is not None else {s: s for s in seqs}
-        primary = self.sizes([s for s, g in before.items() if g == s]) if lookup else {}
+        # A mother registered before keeps its group: a redelivered task, or a bulk load
+        # (``lookup`` None) meeting one that a concurrent writer added after the load's
+        # index was cleared (its postings are under that group already).
+        before, primary = self._registered([int(seq) for seq, _ in items])
         sketches = [sketch(fps) for _, fps in items]
         # Per item and sketch fingerprint: the groups in the index holding it.
         held: list[list[set[int]]] = [[set() for _ in range(s.size)] for s in sketches]

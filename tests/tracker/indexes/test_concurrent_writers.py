@@ -253,3 +253,31 @@ def test_a_rebuild_racing_a_replace_leaves_no_postings_of_the_old_version(libs):
     rebuild.result()
     assert orphan_seqs(a) == set() and postings_match_the_store(a)
     assert unfound(a) == []
+
+
+def test_a_copy_added_during_a_rebuild_is_posted_once(libs):
+    """A rebuild has cleared the index and not read the store yet; B (an ingest already
+    running) adds a copy of a work into the empty index: a group of its own. The
+    rebuild then reads the copy too: it must keep the copy's group, not post it a
+    second time in the work's group (postings left behind when the copy goes)."""
+    a, b = libs
+    a.ingest([Document(id="work", text=TEXT)])
+    cleared, go = threading.Event(), threading.Event()
+    real = a.store.iter_fingerprints
+
+    def iter_fingerprints(engine):
+        cleared.set()
+        _wait(go)
+        yield from real(engine)
+
+    a.store.iter_fingerprints = iter_fingerprints  # type: ignore[method-assign]
+    rebuild = Thread(lambda: a.rebuild_index())
+    rebuild.start()
+    _wait(cleared)
+    _started_before(b)
+    b.ingest([Document(id="copy", text=TEXT)])
+    go.set()
+    rebuild.result()
+    assert postings_match_the_store(a) and unfound(a) == []
+    assert a.delete_mother("copy")
+    assert orphan_seqs(a) == set() and postings_match_the_store(a)
