@@ -221,6 +221,22 @@ def test_a_lock_without_heartbeat_is_taken_over_at_once(lib: Library) -> None:
     assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
 
 
+def test_a_dead_owners_lock_on_an_index_in_sync_is_cleared_and_said(lib: Library) -> None:
+    """A rebuild killed before it touched the index (or after the new one went live)
+    leaves its lock on an index that matches the store: the next check clears the lock
+    and says so, and rebuilds nothing."""
+    lib.ingest(_works(2))
+    _foreign_lock(lib, beat=False)  # its owner died: no heartbeat
+    _fresh(lib)
+    assert lib.ensure_index(wait=0.0).state == "ok"
+    assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
+    assert lib.repairs == [
+        "the daguan index lock was held by process 1 on other-host, which is gone (a "
+        "rebuild, reshard or growth was killed): cleared it; the index still matches the "
+        "store (same sync token and generation), so it was not rebuilt"
+    ]
+
+
 _KILLED_REBUILD = """
 import sys, time
 from pathlib import Path
