@@ -157,9 +157,13 @@ class CheckService:
         none of the chunk's records, and the redelivered chunk appends them once, by
         their ``once`` keys). Per item: its result, the ``SuspectTooLarge`` that refused
         it, or ``NotFound`` for a stored suspect deleted meanwhile (nothing written)."""
-        matcher = self.matcher(engine)
         outcomes: list[CheckResult | SuspectTooLarge | NotFound] = []
+        name = self.engines.get(engine).name
         for n, (suspect, origin) in enumerate(items, 1):
+            # The index made usable before each check, as for a check on its own (a
+            # rebuild's load starting mid-chunk refuses the next check, never answers it
+            # from a half-loaded index).
+            matcher = self.matcher(engine)
             try:
                 outcomes.append(self._match(matcher, suspect, origin))
             except SuspectTooLarge as exc:
@@ -171,7 +175,7 @@ class CheckService:
             for o, (_, origin) in zip(outcomes, items, strict=True)
             if isinstance(o, CheckResult)
         ]
-        saved = iter(self._save(done, matcher.engine.name))
+        saved = iter(self._save(done, name))
         return [
             o if not isinstance(o, CheckResult) or next(saved) else NotFound(o.suspect.id)
             for o in outcomes
