@@ -234,6 +234,29 @@ class Bench:
         return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
 
 
+def _burn(n: int) -> float:
+    """Seconds of a pure-Python CPU loop (no I/O, no locks)."""
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i * i
+    return time.perf_counter() - t0
+
+
+def cpu_ceiling(n: int = 5_000_000) -> float:
+    """What 2 processes get over 1 on this machine right now: the same CPU loop run by
+    one process, then by two at once (2 × one's time / two's wall). On a shared machine
+    it is the ceiling of any 2-worker / 1-worker ratio measured in the same minute."""
+    import multiprocessing
+
+    one = _burn(n)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        t0 = time.perf_counter()
+        pool.map(_burn, [n, n])
+        two = time.perf_counter() - t0
+    return 2 * one / two
+
+
 def set_workers(bench: Bench, n: int) -> None:
     """Let the first ``n`` workers consume every queue and the others none (Celery's
     ``add_consumer`` / ``cancel_consumer``), so 1- and 2-worker runs can alternate with
@@ -262,8 +285,10 @@ def spread(
     out: dict[int, dict[str, list[float]]] = {
         1: {"one job": [], "jobs": []},
         2: {"one job": [], "jobs": []},
+        0: {"ceiling": []},  # cpu_ceiling() before each pair of runs
     }
     for r in range(repeat):
+        out[0]["ceiling"].append(cpu_ceiling())
         for n in (1, 2) if r % 2 == 0 else (2, 1):
             set_workers(bench, n)
             for form in ("one job", "jobs"):
@@ -553,7 +578,7 @@ def main() -> None:
         bench.wait_jobs([jobs.submit_check(texts=texts[:50])])  # warm the workers up
         costs: dict[int, dict[str, list[dict[str, Any]]]] = {}
         runs = spread(bench, texts, args.repeat, costs)
-        one, two = runs[1], runs[2]
+        one, two, ceiling = runs[1], runs[2], runs[0]["ceiling"]
         cost1, cost2 = costs[1], costs[2]
         print("1 worker:", _runs(one), file=sys.stderr, flush=True)
         print("2 workers:", _runs(two), file=sys.stderr, flush=True)
@@ -587,6 +612,10 @@ def main() -> None:
         f"Runs (texts/s): 1 worker {_runs(one)}, 2 workers {_runs(two)}.",
         "",
         *rows,
+        "",
+        "The machine's ceiling for any 2 / 1 ratio meanwhile (`cpu_ceiling`: a pure-Python "
+        "CPU loop run by 2 processes against 1, before each pair of runs): median "
+        f"{statistics.median(ceiling):.2f}x, runs {[round(c, 2) for c in ceiling]}.",
         "",
         *cost_rows(cost1, cost2),
     ]
