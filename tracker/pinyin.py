@@ -130,7 +130,9 @@ def initial_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
     letters = initials_table()[cps]
     offsets = np.flatnonzero(letters)
     han_letters = letters[offsets]
-    if not _LATIN_WORD.search(text):
+    # Any ASCII letter at all? (numpy over the code points: a regex search of a
+    # 20,000-character mother took 0.2 of its 0.3 ms.) ``c | 0x20`` folds A-Z onto a-z.
+    if not np.any(((cps | 0x20) - 97) < 26):
         return han_letters, offsets
     pinyin_offsets, pinyin_letters = _pinyin_word_initials(text, letters)
     if not pinyin_offsets:

@@ -104,3 +104,13 @@ def test_split_pinyin_prefers_fewest_syllables():
     assert split_pinyin("lve") == [0] and split_pinyin("lue") == [0]
     assert split_pinyin("www") is None
     assert split_pinyin("m") is None  # interjection readings without a vowel are left out
+
+
+def test_pinyin_letters_found_at_the_ends_of_the_ascii_alphabet():
+    """The first look for Latin letters is a numpy test of the code points: A/Z/a/z
+    (the ends of both ranges) count, the ASCII signs beside them (@ [ ` {) do not."""
+    assert initials("中a文") == "zaw"  # "a" is a syllable (啊)
+    assert initials("中zi文") == "zzw"
+    assert initials("中Ma文") == "zmw"  # Capitalized pinyin
+    assert initials("中@[`{文") == "zw"
+    assert initials("中\uff41文") == "zw"  # fullwidth a: not an ASCII letter
