@@ -2,8 +2,9 @@
 (``lua/add_many.lua``, what ``RedisInvertedIndex.add`` runs on a single server) against
 merging on the client (issue #28's first option), measured as Redis CPU a posting.
 
-The client-merged path, kept here as the experiment (it is not in ``tracker``: it did
-not cut Redis' work, docs/BENCHMARKS.md, *Fast by default*): the batch's (identity,
+The client-merged path, kept here as the experiment (it is not in ``tracker``: it cut
+Redis' share by ~15 % for 7x the client's CPU, far from the 2.5x that 2 M chars/s needs;
+docs/BENCHMARKS.md, *Fast by default*): the batch's (identity,
 seq) pairs grouped by identity, each field's value as a new field made with numpy
 (``bulk.fill_values``); per chunk of buckets on one connection ``WATCH`` the move mark
 and the buckets, ``HMGET`` the touched fields, merge the fields that exist as the script
