@@ -91,9 +91,15 @@ class RunOptions:
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
     trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
-    # Processes that decode and extract fetched pages, so extraction and the check run
-    # on two cores: -1 = one when the machine has two cores or more and this process
-    # may have children (not a Celery prefork child), 0 = in the crawl process.
+    # Processes that crawl (fetch, read, check) from the shared frontier at once, so
+    # fetching, extraction and the check use every core: -1 = one per core (at most
+    # two) when this process may have children (not a Celery prefork child, whose
+    # worker scales by its own processes), else this one alone.
+    crawl_processes: int = -1
+    # Processes that decode and extract the pages fetched by a crawl process that works
+    # alone (``crawl_processes`` 1), so extraction and the check run on two cores: -1 =
+    # one when the machine has two cores or more and this process may have children,
+    # 0 = in the crawl process.
     read_processes: int = -1
 
 
@@ -223,16 +229,90 @@ def merge_reports(parts: Sequence[RunReport]) -> RunReport:
     out = RunReport.from_dict(first.to_dict())
     out.id = first.id.split("~", 1)[0]
     for part in parts[1:]:
-        for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
-            setattr(out, name, getattr(out, name) + getattr(part, name))
-        for src, st in part.sources.items():
-            mine = out.source(src)
-            for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
-                setattr(mine, f, getattr(mine, f) + getattr(st, f))
-        out.errors += part.errors
-        out.matches += part.matches
-        out.finished_at = max(out.finished_at, part.finished_at)
+        add_report(out, part)
     return out
+
+
+def add_report(out: RunReport, part: RunReport) -> None:
+    """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
+    for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
+        setattr(out, name, getattr(out, name) + getattr(part, name))
+    for src, st in part.sources.items():
+        mine = out.source(src)
+        for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
+            setattr(mine, f, getattr(mine, f) + getattr(st, f))
+    out.errors += part.errors
+    out.matches += part.matches
+    out.finished_at = max(out.finished_at, part.finished_at)
+
+
+class _Budget:
+    """The run's page budget: a counter in this process, or one shared by the run's
+    crawl processes (``multiprocessing.Value``), taken one page at a time."""
+
+    def __init__(self, total: int, shared: Any = None) -> None:
+        self.total, self.shared, self._taken = total, shared, 0
+
+    def take(self) -> bool:
+        if self.shared is None:
+            if self._taken >= self.total:
+                return False
+            self._taken += 1
+            return True
+        with self.shared.get_lock():
+            if self.shared.value >= self.total:
+                return False
+            self.shared.value += 1
+            return True
+
+    def give_back(self) -> None:
+        if self.shared is None:
+            self._taken -= 1
+        else:
+            with self.shared.get_lock():
+                self.shared.value -= 1
+
+
+def _may_fork() -> bool:
+    """Whether this process may start children (a Celery prefork child may not)."""
+    import multiprocessing
+
+    return not multiprocessing.current_process().daemon
+
+
+def _crawl_part(
+    settings: Any,
+    options: dict[str, Any],
+    keys: DiscoveryKeys,
+    run_id: str,
+    crawler_factory: Callable[[], Crawler] | None,
+    shared: Any,
+    outbox: Any,
+) -> None:
+    """One of a run's other crawl processes (``DiscoveryRun._start_helpers``): the
+    crawl stage on the shared frontier and budget; every page and, at the end, its
+    report go to ``outbox``."""
+    from tracker.library import Library
+
+    try:
+        with Library.open(settings) as lib:
+            run = DiscoveryRun(
+                lib,
+                RunOptions(**options),
+                providers=[],
+                crawler=crawler_factory() if crawler_factory is not None else None,
+                keys=keys,
+                run_id=run_id,
+                on_page=lambda r: outbox.put(("page", asdict(r))),
+            )
+            run._budget = _Budget(run.options.max_pages, shared)
+            try:
+                run._crawl()
+            finally:
+                run.report.finished_at = iso_utc(datetime.now(UTC))
+                outbox.put(("report", run.report.to_dict()))
+    except Exception as exc:  # this process's failure is a line of the run's errors
+        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
 
 
 class NearDuplicates:
@@ -311,7 +391,11 @@ class DiscoveryRun:
         on_page: Callable[[PageResult], None] | None = None,
         searcher: Searcher | None = None,
         run_id: str | None = None,
+        crawler_factory: Callable[[], Crawler] | None = None,
     ) -> None:
+        """``crawler_factory`` (a picklable callable) makes the crawler of each other
+        crawl process (``RunOptions.crawl_processes``); without it they build one from
+        the library's settings, as ``crawler`` defaults to."""
         self.lib = library
         self.options = options or RunOptions()
         self.keys = keys or DiscoveryKeys(library.settings.redis_prefix)
@@ -327,7 +411,11 @@ class DiscoveryRun:
         )
         self.near = NearDuplicates(library.redis, self.keys)
         self._crawler = crawler
+        self._crawler_factory = crawler_factory
         self._readers: Any = None  # the reader processes' pool while crawling
+        self._budget: _Budget = _Budget(self.options.max_pages)
+        self._helpers: list[Any] = []  # the other crawl processes while crawling
+        self._inbox: Any = None  # what they send: pages done, their reports
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
@@ -474,13 +562,86 @@ class DiscoveryRun:
 
         n = self.options.read_processes
         if n < 0:
-            daemon = multiprocessing.current_process().daemon
-            n = 1 if (os.cpu_count() or 1) > 1 and not daemon else 0
+            n = 1 if (os.cpu_count() or 1) > 1 and _may_fork() and not self._helpers else 0
         if n > 0 and self._readers is None:
             from concurrent.futures import ProcessPoolExecutor
 
             # spawn, not fork: this process has threads (a fork would copy their locks).
             self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def _start_helpers(self) -> None:
+        """Start the other crawl processes (``RunOptions.crawl_processes``): each opens
+        the library, claims from the same frontier and sends back its pages and its part
+        of the report; the page budget is one counter all of them take from."""
+        import multiprocessing
+        import os
+
+        n = self.options.crawl_processes
+        if n < 0:
+            n = min(2, os.cpu_count() or 1) if _may_fork() else 1
+        if self._crawler is not None and self._crawler_factory is None:
+            n = 1  # a crawler given without a way to make one in another process
+        if n <= 1:
+            self._budget = _Budget(self.options.max_pages)
+            return
+        ctx = multiprocessing.get_context("spawn")  # this process has threads: no fork
+        self._budget = _Budget(self.options.max_pages, ctx.Value("q", 0))
+        self._inbox = ctx.Queue()
+        options = asdict(self.options)
+        # A helper alone in its process: no helpers, no reader of its own; it waits a
+        # while for links from pages still out with the others, as a Celery chunk does.
+        options.update(crawl_processes=1, read_processes=0)
+        options["wait_for_others"] = max(self.options.wait_for_others, 10.0)
+        for part in range(1, n):
+            proc = ctx.Process(
+                target=_crawl_part,
+                args=(
+                    self.lib.settings,
+                    options,
+                    self.keys,
+                    f"{self.report.id}~p{part}",
+                    self._crawler_factory,
+                    self._budget.shared,
+                    self._inbox,
+                ),
+                daemon=True,
+            )
+            proc.start()
+            self._helpers.append(proc)
+
+    def _drain(self, timeout: float = 0.0) -> None:
+        """Take in what the other crawl processes sent: their pages (``on_page`` is
+        called here, in this thread) and, at their end, their part of the report."""
+        import queue
+
+        if self._inbox is None:
+            return
+        while True:
+            try:
+                kind, data = (
+                    self._inbox.get(timeout=timeout) if timeout else self._inbox.get_nowait()
+                )
+            except queue.Empty:
+                return
+            timeout = 0.0
+            if kind == "page":
+                self._emit(PageResult(**data))
+            elif kind == "report":
+                add_report(self.report, RunReport.from_dict(data))
+            else:
+                self.report.error(str(data))
+
+    def _stop_helpers(self) -> None:
+        """Wait for the other crawl processes (their budget is the shared counter, so
+        they end when it runs out or the frontier is empty), taking in what they send."""
+        while any(p.is_alive() for p in self._helpers):
+            self._drain(timeout=0.2)
+        for proc in self._helpers:
+            proc.join()
+            if proc.exitcode:
+                self.report.error(f"a crawl process ended with exit code {proc.exitcode}")
+        self._drain()
+        self._helpers, self._inbox = [], None
 
     def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
         """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
@@ -498,6 +659,7 @@ class DiscoveryRun:
         return read_page(body, content_type, mime, url, True)
 
     def crawl(self) -> None:
+        self._start_helpers()
         self._start_readers()
         try:
             self._crawl()
@@ -505,34 +667,42 @@ class DiscoveryRun:
             if self._readers is not None:
                 self._readers.shutdown(wait=True, cancel_futures=True)
                 self._readers = None
+            if self._helpers:
+                self._stop_helpers()
 
     def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
-        idle_until = time.monotonic() + opts.wait_for_others
+        # With other crawl processes, wait a while for links from their pages still out.
+        patience = max(opts.wait_for_others, 10.0 if self._helpers else 0.0)
+        idle_until = time.monotonic() + patience
+        budget = self._budget
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             while True:
                 wait_for = 0.05
-                started = self.report.fetched + len(inflight)
-                while len(inflight) < opts.concurrency and started < opts.max_pages:
+                spent = False  # the run's page budget is taken
+                while len(inflight) < opts.concurrency:
+                    if not budget.take():
+                        spent = True
+                        break
                     claim = self.frontier.claim()
                     if claim.item is not None and claim.stored:  # its worker died: check it
                         self._process(self._restore(claim.item, claim.stored))
-                        started += 1
                         continue
                     if claim.item is None:
+                        budget.give_back()
                         wait_for = claim.wait
                         if claim.empty and not inflight:
                             if claim.leased == 0 or time.monotonic() > idle_until:
                                 return
                             wait_for = 0.2
                         break
-                    idle_until = time.monotonic() + opts.wait_for_others
+                    idle_until = time.monotonic() + patience
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
-                    started += 1
+                self._drain()
                 if not inflight:
-                    if started >= opts.max_pages:
+                    if spent:
                         return
                     time.sleep(min(max(wait_for, 0.01), 1.0))
                     continue
@@ -579,6 +749,7 @@ class DiscoveryRun:
             if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
                 item.attempts += 1
                 self.frontier.retry(item)
+                self._budget.give_back()  # fetched again later: one page of the budget
                 return
             self.report.fetched += 1
             stats.fetched += 1
