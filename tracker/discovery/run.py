@@ -91,11 +91,12 @@ class RunOptions:
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
     trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
-    # Processes that crawl (fetch, read, check) from the shared frontier at once, so
-    # fetching, extraction and the check use every core: -1 = one per core (at most
-    # two) when this process may have children (not a Celery prefork child, whose
-    # worker scales by its own processes), else this one alone.
-    crawl_processes: int = -1
+    # Processes that crawl (fetch, read, check) from the shared frontier at once, each
+    # taking from the run's one page budget: -1 = one per core (at most two) when this
+    # process may have children (not a Celery prefork child: a worker scales by its own
+    # processes). Default 1: one crawl process and its reader process used less CPU a
+    # page than two crawl processes on bench/simweb (docs/BENCHMARKS.md).
+    crawl_processes: int = 1
     # Processes that decode and extract the pages fetched by a crawl process that works
     # alone (``crawl_processes`` 1), so extraction and the check run on two cores: -1 =
     # one when the machine has two cores or more and this process may have children,
@@ -579,8 +580,8 @@ class DiscoveryRun:
         n = self.options.crawl_processes
         if n < 0:
             n = min(2, os.cpu_count() or 1) if _may_fork() else 1
-        if self._crawler is not None and self._crawler_factory is None:
-            n = 1  # a crawler given without a way to make one in another process
+        if (self._crawler is not None and self._crawler_factory is None) or not _may_fork():
+            n = 1  # no way to make the crawler elsewhere, or no children allowed here
         if n <= 1:
             self._budget = _Budget(self.options.max_pages)
             return
