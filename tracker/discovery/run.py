@@ -127,6 +127,7 @@ class PageResult:
     duplicate_of: str = ""
     error: str = ""
     checked: bool = False
+    skipped: str = ""  # why a fetched page was not checked (too little text)
 
     def to_json(self) -> JSONObject:
         """The JSON line of ``yinji discover run --json`` (a checked page)."""
@@ -152,6 +153,7 @@ class RunReport:
     duplicates: int = 0
     matched: int = 0  # checked pages with a match
     traps: int = 0
+    skipped: int = 0  # pages fetched but too short to check (``PageResult.skipped``)
     sources: dict[str, SourceStats] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
@@ -178,8 +180,8 @@ class RunReport:
         lines = [
             f"discovery run {self.id}: {self.works} works, {self.queries} queries "
             f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
-            f"{self.duplicates} skipped as duplicates, {self.traps} trap links skipped, "
-            f"{self.matched} pages with matches"
+            f"{self.duplicates} skipped as duplicates, {self.skipped} too short to check, "
+            f"{self.traps} trap links skipped, {self.matched} pages with matches"
         ]
         for name, s in sorted(self.sources.items()):
             lines.append(
@@ -236,7 +238,17 @@ def merge_reports(parts: Sequence[RunReport]) -> RunReport:
 
 def add_report(out: RunReport, part: RunReport) -> None:
     """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
-    for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
+    counts = (
+        "queries",
+        "cached",
+        "fetched",
+        "checked",
+        "duplicates",
+        "matched",
+        "traps",
+        "skipped",
+    )
+    for name in counts:
         setattr(out, name, getattr(out, name) + getattr(part, name))
     for src, st in part.sources.items():
         mine = out.source(src)
@@ -769,6 +781,12 @@ class DiscoveryRun:
         try:
             if item.kind == "page" and len(page.text) >= MIN_TEXT_CHARS:
                 self._check(item, page, result, stats)
+            elif item.kind == "page":  # a list of links, an empty page: nothing to copy
+                result.skipped = (
+                    f"{len(page.text)} characters of main text, fewer than {MIN_TEXT_CHARS}: "
+                    "not checked"
+                )
+                self.report.skipped += 1
             self._follow(item, page, result)
         except Exception as exc:  # a page that breaks a step is its own error
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"

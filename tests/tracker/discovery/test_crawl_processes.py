@@ -31,6 +31,8 @@ def _chapter(c: int) -> str:
 def _route(path: str) -> tuple[int, dict[str, str], bytes]:
     if path == "/robots.txt":
         return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+    if path == "/tiny.html":  # a page with next to no text: fetched, not checked
+        return 200, HTML, "<html><body><p>本站公告</p></body></html>".encode()
     if path == "/book/":
         items = "".join(f'<li><a href="/book/{c}.html">第{c}章</a></li>' for c in range(1, 41))
         return 200, HTML, f"<html><body><h1>书</h1><ul>{items}</ul></body></html>".encode()
@@ -45,7 +47,7 @@ def _route(path: str) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.mark.slow
 def test_two_crawl_processes_share_the_frontier_and_the_budget(tmp_path):
-    budget = 30  # fewer than the 41 pages there are: the budget is what ends the crawl
+    budget = 30  # fewer than the 42 pages there are: the budget is what ends the crawl
     config = CrawlerConfig(allow_private=True, min_interval=0.0, retries=0)
     results: list[PageResult] = []
 
@@ -73,6 +75,7 @@ def test_two_crawl_processes_share_the_frontier_and_the_budget(tmp_path):
         run.frontier.add(
             FrontierItem(url=f"{web.base}/book/", source="test", priority=0, kind="index")
         )
+        run.frontier.add(FrontierItem(url=f"{web.base}/tiny.html", source="test", priority=0))
         run.crawl()
         report = run.finish()
         paths = web.paths()
@@ -84,7 +87,11 @@ def test_two_crawl_processes_share_the_frontier_and_the_budget(tmp_path):
     # Every page came back to on_page once, the helper's included, and was counted.
     assert sorted(r.url.removeprefix(web.base) for r in results) == sorted(pages)
     assert report.fetched == budget
-    chapters = [p for p in pages if p != "/book/"]
+    chapters = [p for p in pages if p not in ("/book/", "/tiny.html")]
+    # The page with next to no text: fetched, not checked, and the run says why.
+    (tiny,) = [r for r in results if r.url.endswith("/tiny.html")]
+    assert not tiny.checked and "fewer than 50" in tiny.skipped
+    assert report.skipped == 1 and "1 too short to check" in report.summary_lines()[0]
     assert report.checked == len(chapters) == report.source("test").checked
     # Each chapter found as a copy of its own work, whichever process checked it.
     found = {
