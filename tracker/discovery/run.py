@@ -60,6 +60,7 @@ from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler, Page
+    from tracker.crawler.crawler import ReadPage
     from tracker.engines.base import RedisClient
     from tracker.library import Library
     from tracker.store.base import Store
@@ -284,6 +285,18 @@ class _Budget:
         else:
             with self.shared.get_lock():
                 self.shared.value -= 1
+
+
+def read_links(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
+    """A page discovery follows but does not check (a site search, a chapter list):
+    decoded and its links parsed, its main text not extracted (trafilatura is most of
+    what reading a page costs). ``tracker.crawler.crawler.read_page`` otherwise."""
+    from tracker.crawler.crawler import ReadPage
+    from tracker.crawler.decoding import decode_html
+    from tracker.crawler.links import page_links
+
+    html, encoding = decode_html(body, content_type)
+    return ReadPage(html, encoding, "", "", [] if mime == "text/plain" else page_links(html, url))
 
 
 def _may_fork() -> bool:
@@ -734,7 +747,10 @@ class DiscoveryRun:
         its body arrived, before the check: a crawl killed now checks it on restart
         instead of fetching it again (``Frontier.fetched``)."""
         try:
-            page = self.crawler.crawl_page(item.url, screenshot=False, reader=self._read)
+            # A page to check is read in full (the reader process); a site search or a
+            # chapter list is only followed: decoded and its links parsed, no extraction.
+            reader = self._read if item.kind == "page" else read_links
+            page = self.crawler.crawl_page(item.url, screenshot=False, reader=reader)
             fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
             fetched = Fetched(item, error=exc)
