@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import os
 import resource
@@ -135,9 +136,94 @@ def recall_of(found: set[str], world: World) -> float:
     return len(found) / len(set(world.planted.values()))
 
 
+# What one page costs, where: a stage is a function, wrapped (see ``_StageClock``).
+STAGES = {
+    "fetch (HTTP, robots.txt, SSRF guard)": ("tracker.crawler.crawler:Crawler", "fetch"),
+    "read: decode, extract (trafilatura), links": ("tracker.crawler.crawler", "read_page"),
+    "check: Library.check_page in all": ("tracker.services.check:CheckService", "run"),
+    "  check / reading, noise (Matcher.read)": ("tracker.matching:Matcher", "read"),
+    "  check / candidates and alignment (Matcher.find)": ("tracker.matching:Matcher", "find"),
+    "  check / suspect and matches stored": ("tracker.services.check:CheckService", "_store"),
+    "  check / capture and check in the evidence log": (
+        "tracker.services.check:CheckService",
+        "_record",
+    ),
+    "SimHash of the text (near-duplicates)": ("tracker.simhash", "simhash"),
+    "near-duplicate lookup and record (Redis)": ("tracker.discovery.run:NearDuplicates", "*"),
+    "links followed (parse, rules, frontier batch)": (
+        "tracker.discovery.run:DiscoveryRun",
+        "_follow",
+    ),
+    "frontier claim / fetched / done (Redis)": ("tracker.discovery.frontier:Frontier", "~"),
+    "page kept for a restart (Page.to_record)": ("tracker.crawler.results:Page", "to_record"),
+}
+
+
+class _StageClock:
+    """CPU time (``time.thread_time``, the calling thread's) spent in the named stages
+    of a crawl in this process, by wrapping the functions that do them; outermost calls
+    only (a stage inside another is counted in both: the table says which holds which)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = collections.defaultdict(float)
+        self._undo: list[tuple[object, str, object]] = []  # what to put back
+
+    def _wrap(self, owner: object, name: str, label: str) -> None:
+        import threading
+
+        inner = getattr(owner, name)
+        clock = self.cpu
+        local = threading.local()
+
+        def timed(*a, **k):  # type: ignore[no-untyped-def]
+            if getattr(local, "busy", False):
+                return inner(*a, **k)
+            local.busy = True
+            t = time.thread_time()
+            try:
+                return inner(*a, **k)
+            finally:
+                clock[label] += time.thread_time() - t
+                local.busy = False
+
+        self._undo.append((owner, name, inner))
+        setattr(owner, name, timed)
+
+    def start(self) -> None:
+        import importlib
+
+        for label, (where, name) in STAGES.items():
+            module, _, cls = where.partition(":")
+            owner: object = importlib.import_module(module)
+            if cls:
+                owner = getattr(owner, cls)
+            names = [name]
+            if name == "*":
+                names = ["find", "add"]
+            elif name == "~":
+                names = ["claim", "fetched", "done"]
+            for n in names:
+                self._wrap(owner, n, label)
+
+    def stop(self) -> None:
+        for owner, name, inner in reversed(self._undo):
+            setattr(owner, name, inner)
+        self._undo.clear()
+
+    def per_page(self, pages: int) -> dict[str, float]:
+        return {k: 1000 * v / max(pages, 1) for k, v in self.cpu.items()}
+
+
 # --- discovery ---------------------------------------------------------------------
 def run_discovery(  # type: ignore[no-untyped-def]
-    lib, sim: SimWeb, world: World, pages: int, trap_rules: bool = True, readers: int = -1
+    lib,
+    sim: SimWeb,
+    world: World,
+    pages: int,
+    trap_rules: bool = True,
+    readers: int = -1,
+    procs: int = 1,
+    stages: bool = False,
 ) -> dict:
     from tracker.discovery.keys import DiscoveryKeys
     from tracker.discovery.providers import SearxngProvider
@@ -155,22 +241,30 @@ def run_discovery(  # type: ignore[no-untyped-def]
             max_site_searches=50,
             trap_rules=trap_rules,
             read_processes=readers,
+            crawl_processes=procs,
         ),
         providers=[SearxngProvider(f"http://127.0.0.1:{sim.port}/search", timeout=60)],
         crawler=crawler,
-        # Its own frontier, budget and answer cache: the two arms do not share them.
-        keys=DiscoveryKeys(lib.settings.redis_prefix, f"bench-{trap_rules}-{readers}"),
+        # The other crawl processes' crawlers (``crawl_processes``): the same settings.
+        crawler_factory=functools.partial(crawler_for, sim.port),
+        # Its own frontier, budget and answer cache: the arms do not share them.
+        keys=DiscoveryKeys(lib.settings.redis_prefix, f"bench-{trap_rules}-{readers}-{procs}"),
         on_page=results.append,
     )
     sim.reset()
     t0 = time.perf_counter()
+    stage_cpu = _StageClock() if stages else None
     run.plan()
     t_plan = time.perf_counter()
     run.search()
     run.sites()
     t_search = time.perf_counter()
     cpu0 = _cpu()
+    if stage_cpu is not None:
+        stage_cpu.start()
     run.crawl()
+    if stage_cpu is not None:
+        stage_cpu.stop()
     cpu1 = _cpu()
     t_crawl = time.perf_counter()
     crawl_cpu = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1])
@@ -219,12 +313,14 @@ def run_discovery(  # type: ignore[no-untyped-def]
         "fetched": report.fetched,
         "false_pages": false_pages,
         "sources": {k: v for k, v in report.sources.items()},
+        "stages": stage_cpu.per_page(report.fetched) if stage_cpu is not None else {},
     }
 
 
 # --- breadth-first baseline ------------------------------------------------------------
-def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float) -> dict:
+def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float, timed: int) -> dict:
     from tracker.crawler import CrawlError
+    from tracker.crawler.decoding import decode_html
     from tracker.crawler.links import page_links
 
     crawler = crawler_for(sim.port)
@@ -240,19 +336,26 @@ def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float) -> dict:
     t0 = time.perf_counter()
 
     def fetch(url: str) -> list[str]:
+        # Fetch and links only (no extraction of the main text, no check): the
+        # baseline's fetches are what is compared, and it gets them as fast as it can.
         try:
-            page = crawler.crawl_page(url, screenshot=False)
+            result = crawler.fetch(url)
         except CrawlError:
             return []
-        return [link.url for link in page_links(page.html, page.final_url)]
+        html, _ = decode_html(result.body, result.headers.get("content-type"))
+        return [link.url for link in page_links(html, result.final_url)]
 
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
+    timed_s = None
+    # The first ``timed`` fetches at discovery's concurrency (its throughput is measured
+    # there); the rest, which only say when breadth-first reaches the recall, with more
+    # threads. The order of the fetches is the queue's either way: the same fetches.
+    with ThreadPoolExecutor(CONCURRENCY) as pool, ThreadPoolExecutor(4 * CONCURRENCY) as wide:
         while queue and fetched < max_fetches:
-            batch = [
-                queue.popleft()
-                for _ in range(min(CONCURRENCY * 4, len(queue), max_fetches - fetched))
-            ]
-            for url, links in zip(batch, pool.map(fetch, batch), strict=True):
+            first = fetched < timed
+            size = CONCURRENCY * 4 if first else CONCURRENCY * 32
+            limit = (timed if first else max_fetches) - fetched
+            batch = [queue.popleft() for _ in range(min(size, len(queue), limit))]
+            for url, links in zip(batch, (pool if first else wide).map(fetch, batch), strict=True):
                 fetched += 1
                 key = page_key(url)
                 if key in planted:
@@ -263,9 +366,11 @@ def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float) -> dict:
                             seen.add(link)
                             queue.append(link)
                 r = recall_of(found, world)
+                curve.append((fetched, r))
                 if reached_at is None and r >= target:
                     reached_at = fetched
-            curve.append((fetched, recall_of(found, world)))
+            if timed_s is None and fetched >= timed:
+                timed_s = time.perf_counter() - t0
     elapsed = time.perf_counter() - t0
     log = sim.log()
     under, shortest = send_gaps(crawler.sends, INTERVAL)
@@ -277,8 +382,25 @@ def run_bfs(sim: SimWeb, world: World, max_fetches: int, target: float) -> dict:
         "reached_at": reached_at,
         "curve": curve,
         "seconds": elapsed,
+        "timed": min(timed, fetched),
+        "timed_s": timed_s if timed_s is not None else elapsed,
         "server": server_stats(log, INTERVAL),
     }
+
+
+def _rate(r: dict) -> str:
+    return (
+        f"{r['fetched'] / r['crawl_s']:.0f} fetched/s, {r['checked'] / r['crawl_s']:.0f} "
+        f"checked/s ({r['fetched']} fetched in {r['crawl_s']:.1f} s, recall {r['recall']:.3f})"
+    )
+
+
+def _cpu_line(r: dict) -> str:
+    return (
+        f"{1000 * r['crawl_cpu'] / max(r['fetched'], 1):.1f} ms "
+        f"({1000 * r['reader_cpu'] / max(r['fetched'], 1):.1f} ms of it in child processes), "
+        f"{r['crawl_cpu'] / r['crawl_s']:.2f} CPU-s/s"
+    )
 
 
 def recall_at(curve: list[tuple[int, float]], fetches: int) -> float:
@@ -291,7 +413,7 @@ def recall_at(curve: list[tuple[int, float]], fetches: int) -> float:
 
 # --- kill and restart ------------------------------------------------------------------------
 PART = r"""
-import sys, json
+import sys, json, functools
 sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
 from bench_simweb import crawler_for, INTERVAL
 from tracker.config import Settings
@@ -303,7 +425,8 @@ with Library.open(Settings.from_env({data!r})) as lib:
     run = DiscoveryRun(lib, RunOptions(max_pages={pages}, concurrency=8, interval=INTERVAL,
         max_works=1000, search={seed}, sites={seed}),
         providers=[SearxngProvider("http://127.0.0.1:{port}/search", timeout=60)],
-        crawler=crawler_for({port}), keys=DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
+        crawler=crawler_for({port}), crawler_factory=functools.partial(crawler_for, {port}),
+        keys=DiscoveryKeys(lib.settings.redis_prefix, "killtest"))
     if {seed}:
         run.plan(); run.search(); run.sites()
         print("seeded", flush=True)
@@ -443,10 +566,13 @@ def main() -> None:
                 site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
                 profiles[site.profile] += 1
             if not args.only_kill:
+                # The default: one crawl process and its reader process.
                 d = run_discovery(lib, sim, world, args.pages)
                 off = run_discovery(lib, sim, world, args.pages, trap_rules=False)
-                # The same run with pages decoded and extracted in the crawl process.
-                one = run_discovery(lib, sim, world, args.pages, readers=0)
+                # Two crawl processes sharing the frontier and the budget, and one
+                # process alone (its CPU by stage: what a page costs, where).
+                two = run_discovery(lib, sim, world, args.pages, procs=2)
+                solo = run_discovery(lib, sim, world, args.pages, readers=0, stages=True)
         if args.only_kill:
             print(json.dumps(run_kill_restart(data, sim, args.kill_pages)), flush=True)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -457,7 +583,7 @@ def main() -> None:
             ),
             flush=True,
         )
-        b = run_bfs(sim, world, args.bfs_max, d["recall"])
+        b = run_bfs(sim, world, args.bfs_max, d["recall"], d["server"]["fetches"])
         print(json.dumps({k: v for k, v in b.items() if k != "curve"}, default=str), flush=True)
         k = run_kill_restart(data, sim, args.kill_pages)
         print(json.dumps(k), flush=True)
@@ -500,21 +626,18 @@ def main() -> None:
         f"{osrv['trap_fetches']}, recall {off['recall']:.3f}) | "
         f"{100 * bsrv['trap_fetches'] / max(bsrv['fetches'], 1):.1f}% "
         f"({bsrv['trap_fetches']:,}) | ≤ 2% |",
-        f"| pages fetched, extracted and checked per second (crawl stage) | "
-        f"**{rep.fetched / d['crawl_s']:.0f}** fetched/s, {rep.checked / d['crawl_s']:.0f} "
-        f"checked/s ({rep.fetched} fetched, {rep.checked} checked in {d['crawl_s']:.1f} s) | "
-        f"{b['fetched'] / b['seconds']:.0f} fetched/s (fetch and link extraction only) | ≥ 50 |",
-        f"| the same, pages decoded and extracted in the crawl process (no reader process) | "
-        f"{one['fetched'] / one['crawl_s']:.0f} fetched/s, {one['checked'] / one['crawl_s']:.0f} "
-        f"checked/s ({one['fetched']} fetched in {one['crawl_s']:.1f} s) | | |",
-        f"| CPU per page fetched (crawl process and its reader process, all threads) | "
-        f"{1000 * d['crawl_cpu'] / max(rep.fetched, 1):.1f} ms, of which the reader process "
-        f"{1000 * d['reader_cpu'] / max(rep.fetched, 1):.1f} ms "
-        f"(all in one process: {1000 * one['crawl_cpu'] / max(one['fetched'], 1):.1f} ms); "
-        f"both got {d['crawl_cpu'] / d['crawl_s']:.2f} CPU-seconds a second of the "
-        f"machine (load average {d['load'][0]:.1f} at the end); the crawl process alone "
-        f"does {rep.fetched / max(d['crawl_cpu'] - d['reader_cpu'], 1e-9):.0f} pages per "
-        "CPU-second, the bound on two idle cores | | |",
+        f"| pages fetched, extracted and checked per second (crawl stage; one crawl "
+        f"process and its reader process, the default) | **{rep.fetched / d['crawl_s']:.0f}** "
+        f"fetched/s, {rep.checked / d['crawl_s']:.0f} checked/s ({rep.fetched} fetched, "
+        f"{rep.checked} checked in {d['crawl_s']:.1f} s) | {b['timed'] / b['timed_s']:.0f} "
+        f"fetched/s over its first {b['timed']:,} fetches (fetch and link extraction only, "
+        "same threads) | ≥ 50 |",
+        f"| the same, two crawl processes (`--processes 2`) | {_rate(two)} | | |",
+        f"| the same, one crawl process alone (no reader process) | {_rate(solo)} | | |",
+        f"| CPU per page fetched (every process of the run, all threads) and CPU-seconds "
+        f"a second the run got | default: {_cpu_line(d)}; two crawl processes: "
+        f"{_cpu_line(two)}; one alone: {_cpu_line(solo)} (load average {d['load'][0]:.1f} "
+        f"after the first arm, {solo['load'][0]:.1f} after the last) | | |",
         f"| requests to one host closer than its interval ({INTERVAL * 1000:.0f} ms), "
         "at the server | "
         f"**{srv['gaps_under_interval']}** (shortest gap {1000 * (srv['min_gap'] or 0):.1f} ms) | "
@@ -533,6 +656,11 @@ def main() -> None:
         f"{rep.duplicates} pages skipped as near-duplicates, {rep.traps} trap links refused, "
         f"{d['false_pages']} pages outside the planted set reported as copies, "
         f"{len(rep.errors)} errors.",
+        "",
+        "CPU by stage, one crawl process alone (`time.thread_time` of the thread doing it, "
+        "ms a page fetched; the indented stages are inside the check): "
+        + "; ".join(f"{k.strip()} {v:.2f}" for k, v in solo["stages"].items())
+        + f"; in all {1000 * solo['crawl_cpu'] / max(solo['fetched'], 1):.1f} ms a page.",
         "",
         "| source | found | fetched | checked | matched | duplicates | errors |",
         "|---|---|---|---|---|---|---|",

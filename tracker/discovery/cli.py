@@ -48,6 +48,14 @@ def discover() -> None:
     show_default=True,
     help="Seconds between two requests to one host.",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Crawl processes sharing the frontier and the page budget (1: one, with a "
+    "reader process for extraction on a machine of two cores or more).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout, one per page checked.")
 @click.pass_context
 def run_cmd(
@@ -58,6 +66,7 @@ def run_cmd(
     max_works: int,
     concurrency: int,
     interval: float,
+    processes: int,
     as_json: bool,
 ) -> None:
     """Build queries from the works, ask the search providers (YINJI_SEARCH_URL,
@@ -72,6 +81,7 @@ def run_cmd(
         max_works=max_works,
         concurrency=concurrency,
         interval=interval,
+        crawl_processes=processes,
     )
 
     def on_page(result: PageResult) -> None:

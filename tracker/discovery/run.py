@@ -60,6 +60,7 @@ from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler, Page
+    from tracker.crawler.crawler import ReadPage
     from tracker.engines.base import RedisClient
     from tracker.library import Library
     from tracker.store.base import Store
@@ -91,9 +92,16 @@ class RunOptions:
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
     trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
-    # Processes that decode and extract fetched pages, so extraction and the check run
-    # on two cores: -1 = one when the machine has two cores or more and this process
-    # may have children (not a Celery prefork child), 0 = in the crawl process.
+    # Processes that crawl (fetch, read, check) from the shared frontier at once, each
+    # taking from the run's one page budget: -1 = one per core (at most two) when this
+    # process may have children (not a Celery prefork child: a worker scales by its own
+    # processes). Default 1: one crawl process and its reader process used less CPU a
+    # page than two crawl processes on bench/simweb (docs/BENCHMARKS.md).
+    crawl_processes: int = 1
+    # Processes that decode and extract the pages fetched by a crawl process that works
+    # alone (``crawl_processes`` 1), so extraction and the check run on two cores: -1 =
+    # one when the machine has two cores or more and this process may have children,
+    # 0 = in the crawl process.
     read_processes: int = -1
 
 
@@ -120,6 +128,7 @@ class PageResult:
     duplicate_of: str = ""
     error: str = ""
     checked: bool = False
+    skipped: str = ""  # why a fetched page was not checked (too little text)
 
     def to_json(self) -> JSONObject:
         """The JSON line of ``yinji discover run --json`` (a checked page)."""
@@ -145,6 +154,7 @@ class RunReport:
     duplicates: int = 0
     matched: int = 0  # checked pages with a match
     traps: int = 0
+    skipped: int = 0  # pages fetched but too short to check (``PageResult.skipped``)
     sources: dict[str, SourceStats] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
@@ -171,8 +181,8 @@ class RunReport:
         lines = [
             f"discovery run {self.id}: {self.works} works, {self.queries} queries "
             f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
-            f"{self.duplicates} skipped as duplicates, {self.traps} trap links skipped, "
-            f"{self.matched} pages with matches"
+            f"{self.duplicates} skipped as duplicates, {self.skipped} too short to check, "
+            f"{self.traps} trap links skipped, {self.matched} pages with matches"
         ]
         for name, s in sorted(self.sources.items()):
             lines.append(
@@ -223,16 +233,112 @@ def merge_reports(parts: Sequence[RunReport]) -> RunReport:
     out = RunReport.from_dict(first.to_dict())
     out.id = first.id.split("~", 1)[0]
     for part in parts[1:]:
-        for name in ("queries", "cached", "fetched", "checked", "duplicates", "matched", "traps"):
-            setattr(out, name, getattr(out, name) + getattr(part, name))
-        for src, st in part.sources.items():
-            mine = out.source(src)
-            for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
-                setattr(mine, f, getattr(mine, f) + getattr(st, f))
-        out.errors += part.errors
-        out.matches += part.matches
-        out.finished_at = max(out.finished_at, part.finished_at)
+        add_report(out, part)
     return out
+
+
+def add_report(out: RunReport, part: RunReport) -> None:
+    """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
+    counts = (
+        "queries",
+        "cached",
+        "fetched",
+        "checked",
+        "duplicates",
+        "matched",
+        "traps",
+        "skipped",
+    )
+    for name in counts:
+        setattr(out, name, getattr(out, name) + getattr(part, name))
+    for src, st in part.sources.items():
+        mine = out.source(src)
+        for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
+            setattr(mine, f, getattr(mine, f) + getattr(st, f))
+    out.errors += part.errors
+    out.matches += part.matches
+    out.finished_at = max(out.finished_at, part.finished_at)
+
+
+class _Budget:
+    """The run's page budget: a counter in this process, or one shared by the run's
+    crawl processes (``multiprocessing.Value``), taken one page at a time."""
+
+    def __init__(self, total: int, shared: Any = None) -> None:
+        self.total, self.shared, self._taken = total, shared, 0
+
+    def take(self) -> bool:
+        if self.shared is None:
+            if self._taken >= self.total:
+                return False
+            self._taken += 1
+            return True
+        with self.shared.get_lock():
+            if self.shared.value >= self.total:
+                return False
+            self.shared.value += 1
+            return True
+
+    def give_back(self) -> None:
+        if self.shared is None:
+            self._taken -= 1
+        else:
+            with self.shared.get_lock():
+                self.shared.value -= 1
+
+
+def read_links(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
+    """A page discovery follows but does not check (a site search, a chapter list):
+    decoded and its links parsed, its main text not extracted (trafilatura is most of
+    what reading a page costs). ``tracker.crawler.crawler.read_page`` otherwise."""
+    from tracker.crawler.crawler import ReadPage
+    from tracker.crawler.decoding import decode_html
+    from tracker.crawler.links import page_links
+
+    html, encoding = decode_html(body, content_type)
+    return ReadPage(html, encoding, "", "", [] if mime == "text/plain" else page_links(html, url))
+
+
+def _may_fork() -> bool:
+    """Whether this process may start children (a Celery prefork child may not)."""
+    import multiprocessing
+
+    return not multiprocessing.current_process().daemon
+
+
+def _crawl_part(
+    settings: Any,
+    options: dict[str, Any],
+    keys: DiscoveryKeys,
+    run_id: str,
+    crawler_factory: Callable[[], Crawler] | None,
+    shared: Any,
+    outbox: Any,
+) -> None:
+    """One of a run's other crawl processes (``DiscoveryRun._start_helpers``): the
+    crawl stage on the shared frontier and budget; every page and, at the end, its
+    report go to ``outbox``."""
+    from tracker.library import Library
+
+    try:
+        with Library.open(settings) as lib:
+            run = DiscoveryRun(
+                lib,
+                RunOptions(**options),
+                providers=[],
+                crawler=crawler_factory() if crawler_factory is not None else None,
+                keys=keys,
+                run_id=run_id,
+                on_page=lambda r: outbox.put(("page", asdict(r))),
+            )
+            run._budget = _Budget(run.options.max_pages, shared)
+            try:
+                run._crawl()
+            finally:
+                run.report.finished_at = iso_utc(datetime.now(UTC))
+                outbox.put(("report", run.report.to_dict()))
+    except Exception as exc:  # this process's failure is a line of the run's errors
+        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
 
 
 class NearDuplicates:
@@ -311,7 +417,11 @@ class DiscoveryRun:
         on_page: Callable[[PageResult], None] | None = None,
         searcher: Searcher | None = None,
         run_id: str | None = None,
+        crawler_factory: Callable[[], Crawler] | None = None,
     ) -> None:
+        """``crawler_factory`` (a picklable callable) makes the crawler of each other
+        crawl process (``RunOptions.crawl_processes``); without it they build one from
+        the library's settings, as ``crawler`` defaults to."""
         self.lib = library
         self.options = options or RunOptions()
         self.keys = keys or DiscoveryKeys(library.settings.redis_prefix)
@@ -327,7 +437,11 @@ class DiscoveryRun:
         )
         self.near = NearDuplicates(library.redis, self.keys)
         self._crawler = crawler
+        self._crawler_factory = crawler_factory
         self._readers: Any = None  # the reader processes' pool while crawling
+        self._budget: _Budget = _Budget(self.options.max_pages)
+        self._helpers: list[Any] = []  # the other crawl processes while crawling
+        self._inbox: Any = None  # what they send: pages done, their reports
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
@@ -474,13 +588,86 @@ class DiscoveryRun:
 
         n = self.options.read_processes
         if n < 0:
-            daemon = multiprocessing.current_process().daemon
-            n = 1 if (os.cpu_count() or 1) > 1 and not daemon else 0
+            n = 1 if (os.cpu_count() or 1) > 1 and _may_fork() and not self._helpers else 0
         if n > 0 and self._readers is None:
             from concurrent.futures import ProcessPoolExecutor
 
             # spawn, not fork: this process has threads (a fork would copy their locks).
             self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def _start_helpers(self) -> None:
+        """Start the other crawl processes (``RunOptions.crawl_processes``): each opens
+        the library, claims from the same frontier and sends back its pages and its part
+        of the report; the page budget is one counter all of them take from."""
+        import multiprocessing
+        import os
+
+        n = self.options.crawl_processes
+        if n < 0:
+            n = min(2, os.cpu_count() or 1) if _may_fork() else 1
+        if (self._crawler is not None and self._crawler_factory is None) or not _may_fork():
+            n = 1  # no way to make the crawler elsewhere, or no children allowed here
+        if n <= 1:
+            self._budget = _Budget(self.options.max_pages)
+            return
+        ctx = multiprocessing.get_context("spawn")  # this process has threads: no fork
+        self._budget = _Budget(self.options.max_pages, ctx.Value("q", 0))
+        self._inbox = ctx.Queue()
+        options = asdict(self.options)
+        # A helper alone in its process: no helpers, no reader of its own; it waits a
+        # while for links from pages still out with the others, as a Celery chunk does.
+        options.update(crawl_processes=1, read_processes=0)
+        options["wait_for_others"] = max(self.options.wait_for_others, 10.0)
+        for part in range(1, n):
+            proc = ctx.Process(
+                target=_crawl_part,
+                args=(
+                    self.lib.settings,
+                    options,
+                    self.keys,
+                    f"{self.report.id}~p{part}",
+                    self._crawler_factory,
+                    self._budget.shared,
+                    self._inbox,
+                ),
+                daemon=True,
+            )
+            proc.start()
+            self._helpers.append(proc)
+
+    def _drain(self, timeout: float = 0.0) -> None:
+        """Take in what the other crawl processes sent: their pages (``on_page`` is
+        called here, in this thread) and, at their end, their part of the report."""
+        import queue
+
+        if self._inbox is None:
+            return
+        while True:
+            try:
+                kind, data = (
+                    self._inbox.get(timeout=timeout) if timeout else self._inbox.get_nowait()
+                )
+            except queue.Empty:
+                return
+            timeout = 0.0
+            if kind == "page":
+                self._emit(PageResult(**data))
+            elif kind == "report":
+                add_report(self.report, RunReport.from_dict(data))
+            else:
+                self.report.error(str(data))
+
+    def _stop_helpers(self) -> None:
+        """Wait for the other crawl processes (their budget is the shared counter, so
+        they end when it runs out or the frontier is empty), taking in what they send."""
+        while any(p.is_alive() for p in self._helpers):
+            self._drain(timeout=0.2)
+        for proc in self._helpers:
+            proc.join()
+            if proc.exitcode:
+                self.report.error(f"a crawl process ended with exit code {proc.exitcode}")
+        self._drain()
+        self._helpers, self._inbox = [], None
 
     def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
         """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
@@ -498,6 +685,7 @@ class DiscoveryRun:
         return read_page(body, content_type, mime, url, True)
 
     def crawl(self) -> None:
+        self._start_helpers()
         self._start_readers()
         try:
             self._crawl()
@@ -505,34 +693,42 @@ class DiscoveryRun:
             if self._readers is not None:
                 self._readers.shutdown(wait=True, cancel_futures=True)
                 self._readers = None
+            if self._helpers:
+                self._stop_helpers()
 
     def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
-        idle_until = time.monotonic() + opts.wait_for_others
+        # With other crawl processes, wait a while for links from their pages still out.
+        patience = max(opts.wait_for_others, 10.0 if self._helpers else 0.0)
+        idle_until = time.monotonic() + patience
+        budget = self._budget
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             while True:
                 wait_for = 0.05
-                started = self.report.fetched + len(inflight)
-                while len(inflight) < opts.concurrency and started < opts.max_pages:
+                spent = False  # the run's page budget is taken
+                while len(inflight) < opts.concurrency:
+                    if not budget.take():
+                        spent = True
+                        break
                     claim = self.frontier.claim()
                     if claim.item is not None and claim.stored:  # its worker died: check it
                         self._process(self._restore(claim.item, claim.stored))
-                        started += 1
                         continue
                     if claim.item is None:
+                        budget.give_back()
                         wait_for = claim.wait
                         if claim.empty and not inflight:
                             if claim.leased == 0 or time.monotonic() > idle_until:
                                 return
                             wait_for = 0.2
                         break
-                    idle_until = time.monotonic() + opts.wait_for_others
+                    idle_until = time.monotonic() + patience
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
-                    started += 1
+                self._drain()
                 if not inflight:
-                    if started >= opts.max_pages:
+                    if spent:
                         return
                     time.sleep(min(max(wait_for, 0.01), 1.0))
                     continue
@@ -551,7 +747,10 @@ class DiscoveryRun:
         its body arrived, before the check: a crawl killed now checks it on restart
         instead of fetching it again (``Frontier.fetched``)."""
         try:
-            page = self.crawler.crawl_page(item.url, screenshot=False, reader=self._read)
+            # A page to check is read in full (the reader process); a site search or a
+            # chapter list is only followed: decoded and its links parsed, no extraction.
+            reader = self._read if item.kind == "page" else read_links
+            page = self.crawler.crawl_page(item.url, screenshot=False, reader=reader)
             fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
             fetched = Fetched(item, error=exc)
@@ -579,6 +778,7 @@ class DiscoveryRun:
             if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
                 item.attempts += 1
                 self.frontier.retry(item)
+                self._budget.give_back()  # fetched again later: one page of the budget
                 return
             self.report.fetched += 1
             stats.fetched += 1
@@ -597,6 +797,12 @@ class DiscoveryRun:
         try:
             if item.kind == "page" and len(page.text) >= MIN_TEXT_CHARS:
                 self._check(item, page, result, stats)
+            elif item.kind == "page":  # a list of links, an empty page: nothing to copy
+                result.skipped = (
+                    f"{len(page.text)} characters of main text, fewer than {MIN_TEXT_CHARS}: "
+                    "not checked"
+                )
+                self.report.skipped += 1
             self._follow(item, page, result)
         except Exception as exc:  # a page that breaks a step is its own error
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"

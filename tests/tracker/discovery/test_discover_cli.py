@@ -122,9 +122,10 @@ def test_discover_run_finds_search_and_site_copies(tmp_path):
         exported = _yinji(env, "evidence", "export", suspect, "-o", str(tmp_path / "b.zip"))
         assert exported.returncode == 0, exported.stderr
 
-        # A second run fetches none of these pages again (the frontier remembers them).
+        # A second run fetches none of these pages again (the frontier remembers them),
+        # in two crawl processes as in one.
         before = len(pirate.server.paths())
-        again = _yinji(env, "discover", "run", "--json", "--interval", "0.05")
+        again = _yinji(env, "discover", "run", "--json", "--interval", "0.05", "--processes", "2")
         assert again.returncode == 0, again.stderr
         assert again.stdout.strip() == ""
         chapter_fetches = [p for p in pirate.server.paths()[before:] if p.startswith("/book/1/")]
