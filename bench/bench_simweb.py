@@ -534,6 +534,11 @@ def main() -> None:
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--only-kill", action="store_true", help="the kill arm alone, printed")
+    ap.add_argument(
+        "--only-throughput",
+        action="store_true",
+        help="the throughput arms alone (default, two crawl processes, one alone), printed",
+    )
     args = ap.parse_args()
     started = time.time()
     os.environ["YINJI_SCREENSHOTS"] = "off"
@@ -565,6 +570,21 @@ def main() -> None:
             for host, _ in NOVEL:
                 site = register_site(lib, f"http://{host}:{sim.port}/", crawler=crawler)
                 profiles[site.profile] += 1
+            if args.only_throughput:
+                arms = {
+                    "one crawl process and its reader (default)": run_discovery(
+                        lib, sim, world, args.pages
+                    ),
+                    "two crawl processes": run_discovery(lib, sim, world, args.pages, procs=2),
+                    "one crawl process alone": run_discovery(
+                        lib, sim, world, args.pages, readers=0, stages=True
+                    ),
+                }
+                for name, r in arms.items():
+                    print(f"| {name} | {_rate(r)} | {_cpu_line(r)} | {r['load'][0]:.1f} |")
+                print("stages (one alone):", json.dumps(arms["one crawl process alone"]["stages"]))
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
             if not args.only_kill:
                 # The default: one crawl process and its reader process.
                 d = run_discovery(lib, sim, world, args.pages)
