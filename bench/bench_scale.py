@@ -461,10 +461,12 @@ def default_checks(data: Path, cases: list[Planted]) -> dict[str, object]:
         ms: list[float] = []
         found: list[bool] = []
         answers: list[list[str]] = []
+        verified: list[int] = []
         for case in cases:
             t = time.perf_counter()
             result = lib.check_text(case.text)
             ms.append((time.perf_counter() - t) * 1000)
+            verified.append(result.candidates)
             ids = sorted({m.mother_id for m in result.matches})
             answers.append(ids)
             found.append(bool(ids) if case.mother is None else case.mother in ids)
@@ -473,6 +475,7 @@ def default_checks(data: Path, cases: list[Planted]) -> dict[str, object]:
             "ms": ms,
             "found": found,
             "answers": answers,
+            "verified": verified,  # candidates verified (aligned) per case
             "kinds": [c.kind for c in cases],
             "postings": int(eng.get("postings", 0)),
             "snapshot": eng.get("snapshot", {}).get("state", "?"),
@@ -558,7 +561,32 @@ def default_path_table(runs: dict[str, dict[str, object]]) -> str:
                 f"\nAnswers differing between {labels[0]} and {labels[1]}, {step}: "
                 f"{differ} of {len(a[step]['answers'])}."
             )
+    rows.append("\n" + by_kind(runs))
     return "\n".join(rows)
+
+
+def by_kind(runs: dict[str, dict[str, object]]) -> str:
+    """Per kind of suspect: check p50 (ms) and the candidates verified a check (mean),
+    after the ingest and after the add (runs without the counts show '-')."""
+    rows = [
+        "| code | after | " + " | ".join(KINDS) + " |",
+        "|---|---|" + "---|" * len(KINDS),
+    ]
+    for label, r in runs.items():
+        for step in ("after_ingest", "after_add"):
+            c = r[step]
+            cells = []
+            for kind in KINDS:
+                at = [i for i, k in enumerate(c["kinds"]) if k == kind]
+                p50 = pct([c["ms"][i] for i in at], 50)
+                got = c.get("verified")
+                mean = f"{np.mean([got[i] for i in at]):.1f}" if got and at else "-"
+                cells.append(f"{p50:.1f} ms, {mean}")
+            rows.append(f"| {label} | {step.split('_')[1]} | " + " | ".join(cells) + " |")
+    return "Per kind: check p50 and candidates verified a check (mean):\n\n" + "\n".join(rows)
+
+
+KINDS = ("verbatim", "excerpt", "homophones", "edits5", "negative")
 
 
 def pct(values: list[float], q: float) -> float:

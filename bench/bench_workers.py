@@ -6,9 +6,12 @@ chapters of 红楼梦 and 三国演义 as the library (../shared/data), real ``y
 processes (prefork, concurrency 1 each):
 
 1. **Spread**: N check texts (half excerpts of the library, half Wikipedia paragraphs
-   that copy nothing) submitted as one job and as N one-text jobs, against 1 and then 2
-   workers; throughput = texts / (submit → last result), median of ``--repeat`` runs,
-   and the 2-worker / 1-worker ratio of each form.
+   that copy nothing) submitted as one job and as N one-text jobs, against 1 and 2
+   workers, the runs alternating (1, 2, then 2, 1, ...: both workers run, the second
+   one's queues cancelled for a 1-worker run) so each pair sees the same load of a
+   shared machine; throughput = texts / (submit → last result), median of ``--repeat``
+   runs, the 2-worker / 1-worker ratio of the medians and the median of the pairs' ratios,
+   and the cores the machine's other processes used meanwhile (/proc/stat).
 2. **SIGKILL mid-batch**: ``--kill-jobs`` one-text jobs on 2 workers, one worker killed
    (SIGKILL, its whole process group) when 40 % are done, at the default settings
    (visibility timeout 3600 s): seconds from the kill until every job is done, and
@@ -108,7 +111,11 @@ class Meter:
         b = self.bench
         t = os.times()
         stats = b.client.info("commandstats")
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
         return {
+            "busy_ticks": sum(ticks) - ticks[3] - ticks[4],  # not idle, not iowait
+            "all_ticks": sum(ticks),
             "workers": sum(group_cpu(p.pid) for p in b.workers.values()),
             "redis": pid_cpu(int(b.client.pid)),
             "client": t.user + t.system,
@@ -124,6 +131,9 @@ class Meter:
         calls = {
             c: (end["commands"][c] - self.start["commands"].get(c, 0)) / n for c in end["commands"]
         }
+        cores = os.cpu_count() or 1
+        span = max(1, end["all_ticks"] - self.start["all_ticks"])
+        out["machine_cores"] = cores * (end["busy_ticks"] - self.start["busy_ticks"]) / span
         out["commands"] = sum(calls.values())
         out["top"] = sorted(((round(v, 1), c) for c, v in calls.items() if v >= 0.5), reverse=True)
         return out
@@ -224,33 +234,52 @@ class Bench:
         return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
 
 
+def set_workers(bench: Bench, n: int) -> None:
+    """Let the first ``n`` workers consume every queue and the others none (Celery's
+    ``add_consumer`` / ``cancel_consumer``), so 1- and 2-worker runs can alternate with
+    both processes started: each pair of runs sees the same load of the machine."""
+    from workers.app import QUEUES
+
+    for i, node in enumerate(bench.workers):
+        for queue in QUEUES:
+            if i < n:
+                bench.app.control.add_consumer(queue, destination=[node], reply=True)
+            else:
+                bench.app.control.cancel_consumer(queue, destination=[node], reply=True)
+
+
 def spread(
-    bench: Bench, texts: list[dict[str, Any]], repeat: int, costs: dict[str, list[dict[str, Any]]]
-) -> dict[str, list[float]]:
-    """Texts/s of the one-job and the many-jobs form, ``repeat`` runs each; the CPU and
-    Redis commands per text of each run go into ``costs`` (by form)."""
+    bench: Bench,
+    texts: list[dict[str, Any]],
+    repeat: int,
+    costs: dict[int, dict[str, list[dict[str, Any]]]],
+) -> dict[int, dict[str, list[float]]]:
+    """Texts/s of the one-job and the many-jobs form on 1 and on 2 workers, ``repeat``
+    runs each, interleaved (1, 2, then 2, 1, ...: both see the same load); the CPU and
+    Redis commands per text of each run go into ``costs[workers][form]``."""
     from workers import jobs
 
-    out: dict[str, list[float]] = {"one job": [], "jobs": []}
-    for _ in range(repeat):
-        meter = Meter(bench)
-        t0 = time.perf_counter()
-        job = jobs.submit_check(texts=texts)
-        bench.wait_jobs([job])
-        wall = time.perf_counter() - t0
-        out["one job"].append(len(texts) / wall)
-        costs.setdefault("one job", []).append(
-            {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
-        )
-        meter = Meter(bench)
-        t0 = time.perf_counter()
-        ids = [jobs.submit_check(texts=[t]) for t in texts]
-        bench.wait_jobs(ids)
-        wall = time.perf_counter() - t0
-        out["jobs"].append(len(texts) / wall)
-        costs.setdefault("jobs", []).append(
-            {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
-        )
+    out: dict[int, dict[str, list[float]]] = {
+        1: {"one job": [], "jobs": []},
+        2: {"one job": [], "jobs": []},
+    }
+    for r in range(repeat):
+        for n in (1, 2) if r % 2 == 0 else (2, 1):
+            set_workers(bench, n)
+            for form in ("one job", "jobs"):
+                meter = Meter(bench)
+                t0 = time.perf_counter()
+                if form == "one job":
+                    bench.wait_jobs([jobs.submit_check(texts=texts)])
+                else:
+                    bench.wait_jobs([jobs.submit_check(texts=[t]) for t in texts])
+                wall = time.perf_counter() - t0
+                out[n][form].append(len(texts) / wall)
+                costs.setdefault(n, {}).setdefault(form, []).append(
+                    {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
+                )
+            print(f"run {r + 1}, {n} worker(s):", _runs(out[n]), file=sys.stderr, flush=True)
+    set_workers(bench, len(bench.workers))
     return out
 
 
@@ -333,8 +362,9 @@ def cost_rows(
     commands, and the worker CPU-seconds per second of wall time (cores the workers got)."""
     rows = [
         "| form, workers | worker CPU ms/text | Redis CPU ms/text | client CPU ms/text "
-        "| Redis commands/text | worker cores busy | texts per worker CPU-s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| Redis commands/text | worker cores busy | texts per worker CPU-s "
+        "| other processes' cores |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for form in ("one job", "jobs"):
         for n, cost in (("1", cost1), ("2", cost2)):
@@ -350,33 +380,65 @@ def cost_rows(
                 r_["workers"] * len_ / 1000 / r_["wall"]
                 for r_, len_ in ((x, x.get("texts", 0)) for x in runs)
             )
+            # The machine's busy cores less this run's processes: the other engineers'.
+            others = (
+                statistics.median(
+                    x["machine_cores"]
+                    - (x["workers"] + x["redis"] + x["client"]) * x["texts"] / 1000 / x["wall"]
+                    for x in runs
+                    if "machine_cores" in x
+                )
+                if all("machine_cores" in x for x in runs)
+                else float("nan")
+            )
             rows.append(
                 f"| {form}, {n} | {w:.1f} | {r:.1f} | {c:.1f} | {med('commands'):.0f} "
-                f"| {busy:.2f} | {1000 / w:.0f} |"
+                f"| {busy:.2f} | {1000 / w:.0f} | {others:.2f} |"
             )
     return rows
 
 
-def split(settings: Any, texts: list[dict[str, Any]]) -> dict[str, float]:
-    """In this process, on the same texts: ms per text of the check alone (no save) and
-    of a check as a job does it (``check_submitted``: suspect, matches, the submission
-    and the check in the evidence log, the text's capture written and fsynced)."""
+def split(settings: Any, texts: list[dict[str, Any]], group: int = 25) -> dict[str, float]:
+    """In this process, on the same texts: ms per text of the check alone (no save), of
+    a check saved on its own (``check_submitted``: suspect, matches, the submission and
+    the check in the evidence log, the text's blob written and fsynced) and of checks
+    saved ``group`` at a time as a job's chunk does it (``check_submitted_many``: one
+    store transaction, one evidence commit, the blobs synced together)."""
     from tracker.library import Library
     from tracker.records import Suspect
+    from tracker.services.check import Submitted
 
-    spent = {"check only": 0.0, "check + store + evidence": 0.0}
+    spent = {
+        "check only": 0.0,
+        "check + save, one by one": 0.0,
+        f"check + save, {group} together": 0.0,
+    }
     with Library.open(settings) as lib:
         for i, t in enumerate(texts[:20]):  # warm up (snapshot pages, caches)
             lib.check_suspect(Suspect(id=f"warm-{i}", title="", text=t["text"]), save=False)
-        for i, t in enumerate(texts):  # interleaved: the machine's load hits both alike
-            s = Suspect(id=f"split-{i}", title=t["title"], text=t["text"], source="text")
+        for lo in range(0, len(texts), group):  # interleaved: the machine's load hits all alike
+            part = list(enumerate(texts[lo : lo + group], lo))
+
+            def suspects(tag: str, part: list[tuple[int, dict[str, Any]]] = part) -> list[Suspect]:
+                return [
+                    Suspect(id=f"{tag}-{i}", title=t["title"], text=t["text"], source="text")
+                    for i, t in part
+                ]
+
             t0 = time.perf_counter()
-            lib.check_suspect(s, save=False)
+            for s in suspects("only"):
+                lib.check_suspect(s, save=False)
             t1 = time.perf_counter()
-            lib.check_submitted(s, once=f"split:{i}")
+            for s in suspects("one"):
+                lib.check_submitted(s, once=f"split:{s.id}")
             t2 = time.perf_counter()
+            lib.check_submitted_many(
+                [(s, Submitted(None, f"split:{s.id}")) for s in suspects("many")]
+            )
+            t3 = time.perf_counter()
             spent["check only"] += t1 - t0
-            spent["check + store + evidence"] += t2 - t1
+            spent["check + save, one by one"] += t2 - t1
+            spent[f"check + save, {group} together"] += t3 - t2
     return {k: round(1000 * v / len(texts), 2) for k, v in spent.items()}
 
 
@@ -487,14 +549,13 @@ def main() -> None:
             print(json.dumps(split(bench.settings, texts[: args.split])), flush=True)
             return
         bench.start_worker("w1")
-        bench.wait_jobs([jobs.submit_check(texts=texts[:4])])  # warm the worker up
-        cost1: dict[str, list[dict[str, Any]]] = {}
-        cost2: dict[str, list[dict[str, Any]]] = {}
-        one = spread(bench, texts, args.repeat, cost1)
-        print("1 worker:", _runs(one), file=sys.stderr, flush=True)
         bench.start_worker("w2")
-        bench.wait_jobs([jobs.submit_check(texts=texts[:50])])
-        two = spread(bench, texts, args.repeat, cost2)
+        bench.wait_jobs([jobs.submit_check(texts=texts[:50])])  # warm the workers up
+        costs: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        runs = spread(bench, texts, args.repeat, costs)
+        one, two = runs[1], runs[2]
+        cost1, cost2 = costs[1], costs[2]
+        print("1 worker:", _runs(one), file=sys.stderr, flush=True)
         print("2 workers:", _runs(two), file=sys.stderr, flush=True)
         print("costs:", json.dumps({"1": cost1, "2": cost2}), file=sys.stderr, flush=True)
         rb = rebuild(bench) if args.rebuild else None
@@ -508,17 +569,20 @@ def main() -> None:
         bench.close()
     med = {k: (statistics.median(one[k]), statistics.median(two[k])) for k in one}
     rows = [
-        "| form | 1 worker (texts/s) | 2 workers (texts/s) | 2 / 1 |",
-        "| --- | ---: | ---: | ---: |",
+        "| form | 1 worker (texts/s) | 2 workers (texts/s) | 2 / 1 | 2 / 1, median of the pairs |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for form, label in (
         ("one job", f"{args.texts} texts as one job"),
         ("jobs", f"{args.texts} one-text jobs"),
     ):
         a, b = med[form]
-        rows.append(f"| {label} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
+        pairs = statistics.median(y / x for x, y in zip(one[form], two[form], strict=True))
+        rows.append(f"| {label} | {a:.1f} | {b:.1f} | {b / a:.2f}x | {pairs:.2f}x |")
     parts = [
-        f"Medians of {args.repeat} runs each; workers are `yinji worker -c 1 -P prefork`; "
+        f"Medians of {args.repeat} runs each, 1- and 2-worker runs alternating (both workers "
+        "started, the second one's queues cancelled for a 1-worker run); workers are "
+        "`yinji worker -c 1 -P prefork`; "
         f"{len(mothers)} chapters as the library; texts of 400–900 characters, half copies. "
         f"Runs (texts/s): 1 worker {_runs(one)}, 2 workers {_runs(two)}.",
         "",

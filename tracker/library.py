@@ -20,6 +20,7 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError
 from tracker.engines import Engine
 from tracker.index_health import Health, IndexTracker
+from tracker.longtext import SuspectTooLarge
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.records import JSONObject
 from tracker.services.check import CheckService, Crawled, Stored, Submitted
@@ -35,7 +36,7 @@ from tracker.services.results import (
     ReshardResult,
     SnapshotTaken,
 )
-from tracker.store import Store, Suspect
+from tracker.store import NotFound, Store, Suspect
 
 if TYPE_CHECKING:
     from tracker.cases.store import CaseStore
@@ -266,6 +267,20 @@ class Library:
         """Check a handed-in text (pasted, uploaded, a file given to ``yinji check``),
         store it and record the submission and the check."""
         return self.checks.run(suspect, engine=engine, origin=Submitted(source, once))
+
+    def check_submitted_many(
+        self,
+        items: Sequence[tuple[Suspect, Submitted]],
+        *,
+        engine: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[CheckResult | SuspectTooLarge | NotFound]:
+        """Check handed-in texts like ``check_submitted`` and save them together (a
+        chunk of a job: one store transaction and one evidence-log commit for all;
+        ``CheckService.run_many``). ``items``: each suspect with how it came
+        (``Submitted(source, once)``). Per item its result, or the ``SuspectTooLarge``
+        that refused it."""
+        return self.checks.run_many(list(items), engine=engine, progress=progress)
 
     def check_crawled(
         self,

@@ -735,6 +735,46 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                     },
                 },
             },
+            "/api/v1/index/rebuild": {
+                "post": {
+                    "summary": "Rebuild the index on the workers (admin); runs as a job whose "
+                    "chunks the workers share, then one load; the job's `parts` list them",
+                    "requestBody": {
+                        "required": False,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "engine": {
+                                            "type": "string",
+                                            "description": "Default: YINJI_ENGINE",
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "202": job_accepted,
+                        "400": _error("Unknown engine"),
+                        "409": _json(
+                            {
+                                "type": "object",
+                                "required": ["error"],
+                                "properties": {
+                                    "error": {"type": "string"},
+                                    "job_id": {"type": ["string", "null"]},
+                                    "engine": {"type": "string"},
+                                },
+                            },
+                            "A rebuild is already running (its job, or a process holding "
+                            "the index lock)",
+                        ),
+                        **ERRORS,
+                    },
+                },
+            },
             "/api/v1/jobs/{job_id}": {
                 "get": {
                     "summary": "Progress and result of a job",
@@ -997,6 +1037,19 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                             "`{checked, results: [CheckedSuspect], errors, total}`"
                         },
                         "error": {"type": ["string", "null"]},
+                        "parts": {
+                            "type": "array",
+                            "description": "A rebuild's tasks: its chunks, then the load",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "label": {"type": "string"},
+                                    "state": {"type": "string"},
+                                    "done": {"type": "integer"},
+                                    "total": {"type": "integer"},
+                                },
+                            },
+                        },
                     },
                 },
                 "CheckedSuspect": {

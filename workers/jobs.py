@@ -51,9 +51,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from celery import Celery, states
 from celery import _state as _celery_state
@@ -323,14 +323,63 @@ def submit_report(match_id: str, fmt: str) -> str:
     return _submit("report", [("yinji.reports.build_report", [match_id, fmt], {}, 1, fmt)])
 
 
-def submit_rebuild(engine: str | None = None) -> str:
+class RebuildRunning(RuntimeError):
+    """A rebuild of this engine's index is already running (a rebuild job not finished,
+    or another process holding the index lock): a second one is refused."""
+
+    def __init__(self, engine: str, job_id: str | None = None, owner: str | None = None):
+        self.engine, self.job_id, self.owner = engine, job_id, owner
+        where = f"job {job_id}" if job_id else f"the index lock is held by {owner}"
+        super().__init__(
+            f"a rebuild of the {engine} index is already running ({where}); "
+            "wait until it has finished"
+        )
+
+
+def _rebuild_key(app: Celery, engine: str) -> str:
+    return f"{app_settings(app).redis_prefix}:rebuild-job:{engine}"
+
+
+def running_rebuild(engine: str) -> str | None:
+    """The id of the rebuild job of ``engine`` submitted here that has not finished
+    (its chunks or its load still to run), or None."""
+    app = get_celery()
+    raw = _client(app).get(_rebuild_key(app, engine))
+    if raw is None:
+        return None
+    job_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+    try:
+        state = job_status(job_id)["state"]
+    except UnknownJob:  # expired
+        return None
+    return None if state in (states.SUCCESS, states.FAILURE) else job_id
+
+
+def submit_rebuild(
+    engine: str | None = None, *, lock_owner: Callable[[], object | None] | None = None
+) -> str:
     """Rebuild an engine's index from the store (default engine: ``YINJI_ENGINE``), in
-    chunks that the workers share, then one load (``workers.tasks.index``)."""
+    chunks that the workers share, then one load (``workers.tasks.index``).
+
+    ``RebuildRunning`` when a rebuild of that engine is already running: a rebuild job
+    submitted here not finished, or (``lock_owner``: who holds the engine's index lock,
+    ``IndexLock.owner``) a process rebuilding it now (``yinji index rebuild``)."""
     from tracker.engines import ENGINES
 
     if engine is not None and engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    return _submit("rebuild", [("yinji.index.rebuild_index", [engine], {}, 1, engine or "")])
+    app = get_celery()
+    name = engine or app_settings(app).engine
+    running = running_rebuild(name)
+    if running is not None:
+        raise RebuildRunning(name, job_id=running)
+    owner = lock_owner() if lock_owner is not None else None
+    if owner is not None:
+        raise RebuildRunning(name, owner=str(owner))
+    job_id = _submit("rebuild", [("yinji.index.rebuild_index", [engine], {}, 1, engine or "")])
+    expires = worker_settings(app).result_expires
+    _client(app).set(_rebuild_key(app, name), job_id, ex=expires)
+    return job_id
 
 
 def submit_recheck(case_ids: list[str] | None = None) -> str:
@@ -576,7 +625,7 @@ def job_status(job_id: str) -> dict:
         progress = 1.0
     else:
         progress = round(min(1.0, node.done / node.total), 4) if node.total else 0.0
-    return {
+    status = {
         "id": job_id,
         "kind": kind,
         "state": state,
@@ -586,6 +635,49 @@ def job_status(job_id: str) -> dict:
         "result": result,
         "error": error,
     }
+    if kind == "rebuild":
+        status["parts"] = job_parts(job_id)
+    return status
+
+
+class JobPart(TypedDict):
+    """One task a job fanned out, as the job page lists it (``job_parts``)."""
+
+    label: str
+    state: str
+    done: int
+    total: int
+
+
+def job_parts(job_id: str) -> list[JobPart]:
+    """The tasks a job fanned out (a rebuild's chunks, then its load), in order, each
+    ``{"label", "state", "done", "total"}``: what the job page lists; [] before the
+    job's first task has planned them (or for a job that does not fan out)."""
+    app = get_celery()
+    raw = _client(app).get(_job_key(app, job_id))
+    if raw is None:
+        return []
+    entries = json.loads(raw)["tasks"]
+    metas = _metas(app, [e["id"] for e in entries])
+    parts: list[JobPart] = []
+    for entry in entries:
+        meta = metas[entry["id"]]
+        result = meta.get("result")
+        if meta.get("status") != states.SUCCESS or not isinstance(result, dict):
+            continue
+        children = result.get("fanout")
+        if not isinstance(children, list):
+            continue
+        for child, node in zip(children, _nodes(app, children, 1), strict=True):
+            parts.append(
+                {
+                    "label": str(child.get("label") or ""),
+                    "state": node.state,
+                    "done": node.done,
+                    "total": node.total,
+                }
+            )
+    return parts
 
 
 PAGE_KINDS = ("ingest", "check", "recheck", "rebuild")

@@ -104,3 +104,32 @@ def test_split_pinyin_prefers_fewest_syllables():
     assert split_pinyin("lve") == [0] and split_pinyin("lue") == [0]
     assert split_pinyin("www") is None
     assert split_pinyin("m") is None  # interjection readings without a vowel are left out
+
+
+def test_pinyin_letters_found_at_the_ends_of_the_ascii_alphabet():
+    """The first look for Latin letters is a numpy test of the code points: A/Z/a/z
+    (the ends of both ranges) count, the ASCII signs beside them (@ [ ` {) do not."""
+    assert initials("中a文") == "zaw"  # "a" is a syllable (啊)
+    assert initials("中zi文") == "zzw"
+    assert initials("中Ma文") == "zmw"  # Capitalized pinyin
+    assert initials("中@[`{文") == "zw"
+    assert initials("中\uff41文") == "zw"  # fullwidth a: not an ASCII letter
+
+
+def test_latin_runs_are_the_regex_runs():
+    """Runs of Latin words are matched only where letters are (numpy finds them); the
+    runs must be exactly those the regex finds scanning the whole text."""
+    import random
+
+    import numpy as np
+
+    from tracker.pinyin import _LATIN_RUN, _latin_runs, code_points
+
+    alphabet = ["中", "文", "a", "Z", "ni", "hao", " ", "\t", "\u3000", "，", "1", "@", "\n"]
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        cps = code_points(text)
+        latin = np.flatnonzero(((cps | 0x20) - 97) < 26)
+        got = [(m.start(), m.end()) for m in _latin_runs(text, latin)]
+        assert got == [(m.start(), m.end()) for m in _LATIN_RUN.finditer(text)], text

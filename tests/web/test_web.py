@@ -476,6 +476,68 @@ def test_rebuild_job_page_says_what_was_indexed(system: WebSystem, seeded: dict[
     assert said in page
 
 
+def test_admin_rebuilds_the_index_from_the_library_page_and_the_api(
+    system: WebSystem, seeded: dict[str, Any]
+) -> None:
+    """The rebuild button (admin only) and ``POST /api/v1/index/rebuild``: the fan-out
+    rebuild on the workers, its chunks on the job page; refused while one runs."""
+    import json
+
+    from workers import jobs
+
+    admin, analyst = system.client("admin"), system.client("analyst")
+    assert 'id="rebuild-index"' in admin.get("/library/").get_data(as_text=True)
+    assert 'id="rebuild-index"' not in analyst.get("/library/").get_data(as_text=True)
+    refused = analyst.post("/library/rebuild", data={"csrf_token": csrf(analyst, "/library/")})
+    assert refused.status_code == 403
+    bearer = {"Authorization": f"Bearer {system.tokens['analyst']}"}
+    assert system.client().post("/api/v1/index/rebuild", headers=bearer).status_code == 403
+
+    # A process holding the index lock (``yinji index rebuild``): refused, saying so.
+    api = {"Authorization": f"Bearer {system.tokens['admin']}"}
+    with system.library.tracker.index_lock("daguan").hold():
+        busy = system.client().post("/api/v1/index/rebuild", headers=api)
+        assert busy.status_code == 409
+        assert "already running" in busy.get_json()["error"]
+        assert busy.get_json()["job_id"] is None
+        page = admin.post(
+            "/library/rebuild", data={"csrf_token": csrf(admin, "/library/")}, follow_redirects=True
+        ).get_data(as_text=True)
+        assert "索引正在重建中：请等它完成后再试。" in page
+
+    # A rebuild job not finished yet (its task still queued): refused, naming the job.
+    app = jobs.get_celery()
+    prefix = system.settings.redis_prefix
+    queued = {"kind": "rebuild", "tasks": [{"id": "never-run", "total": 1, "label": ""}]}
+    app.backend.client.set(f"{prefix}:job:queued-job", json.dumps(queued))
+    app.backend.client.set(f"{prefix}:rebuild-job:daguan", "queued-job")
+    busy = system.client().post("/api/v1/index/rebuild", headers=api, json={"engine": "daguan"})
+    assert (busy.status_code, busy.get_json()["job_id"]) == (409, "queued-job")
+    sent = admin.post("/library/rebuild", data={"csrf_token": csrf(admin, "/library/")})
+    assert job_id_of(sent) == "queued-job"
+    app.backend.client.delete(f"{prefix}:job:queued-job")  # expired: no longer running
+
+    bad = system.client().post("/api/v1/index/rebuild", headers=api, json={"engine": "nope"})
+    assert bad.status_code == 400 and "nope" in bad.get_json()["error"]
+    works = system.store.count_mothers()
+    sent = admin.post("/library/rebuild", data={"csrf_token": csrf(admin, "/library/")})
+    assert sent.status_code == 302
+    status = wait_job(admin, job_id_of(sent))
+    assert status["state"] == "SUCCESS" and status["result"]["mothers"] == works
+    labels = [p["label"] for p in status["parts"]]
+    assert labels[-1] == "load" and len(labels) == status["result"]["chunks"] + 1
+    assert all(p["state"] == "SUCCESS" and p["done"] == p["total"] for p in status["parts"])
+    page = admin.get(f"/jobs/{job_id_of(sent)}").get_data(as_text=True)
+    assert 'id="job-parts"' in page and "载入索引" in page
+    assert f"已为 {works} 部作品建立索引（daguan）" in page
+    page_en = admin.get(f"/jobs/{job_id_of(sent)}?lang=en").get_data(as_text=True)
+    assert "load the index" in page_en and f"{works} works indexed (daguan)" in page_en
+    # Finished: the API starts the next one.
+    again = system.client().post("/api/v1/index/rebuild", headers=api)
+    assert again.status_code == 202
+    assert wait_job(admin, again.get_json()["job_id"])["state"] == "SUCCESS"
+
+
 def test_a_text_that_is_not_chinese_is_named_on_the_job_page(system: WebSystem) -> None:
     # Issue #26: never a silent "no match" (the page, and the job's JSON for the API).
     client = system.client("analyst")

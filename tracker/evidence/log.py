@@ -150,6 +150,41 @@ def encode_entry(kind: str, payload: Mapping[str, object], logged_at: datetime) 
 
 
 @dataclass(frozen=True)
+class PendingRecord:
+    """A record to append (``EvidenceLog.append_many``): its kind and payload, the
+    suspect and mother it is indexed under (default: the payload's own fields), and
+    its ``once`` key (see ``EvidenceLog.append``)."""
+
+    kind: str
+    payload: Mapping[str, object]
+    suspect_id: str | None = None
+    mother_id: str | None = None
+    once: str | None = None
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    """An encoded record as a backend stores it (``Backend.append_many``)."""
+
+    data: bytes
+    leaf: bytes
+    kind: str
+    suspect_id: str | None
+    mother_id: str | None
+    once: str | None = None
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Where ``Backend.append_many`` put a record: its index, and whether it was
+    inserted now (False: its ``once`` key was kept already, the index is that
+    record's)."""
+
+    index: int
+    new: bool
+
+
+@dataclass(frozen=True)
 class Stamp:
     """The outcome of asking a TSA for a token for one tree head."""
 
@@ -237,6 +272,13 @@ class Backend(Protocol):
         self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
     ) -> int:
         """Insert a record at index = current size (atomically); return the index."""
+        ...
+
+    def append_many(self, records: Sequence[BackendRecord]) -> list[Appended]:
+        """Insert records at consecutive indexes from the current size, with their
+        ``once`` keys (meta ``once:<key>``), in one commit where the database allows
+        (group commit: one fsync for a chunk's records). A record whose ``once`` key is
+        kept already is not inserted (``Appended.new`` False, its stored index)."""
         ...
 
     def entry(self, index: int) -> tuple[bytes, bytes] | None:
@@ -352,22 +394,46 @@ class SqliteBackend:
     def append(
         self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
     ) -> int:
+        return self.append_many([BackendRecord(data, leaf, kind, suspect_id, mother_id)])[0].index
+
+    def append_many(self, records: Sequence[BackendRecord]) -> list[Appended]:
+        """One ``BEGIN IMMEDIATE`` transaction: the records, their completed tree nodes
+        and their ``once`` keys commit together or not at all (a crash before the
+        COMMIT leaves none of them; one fsync for all)."""
+        if not records:
+            return []
+        done: list[Appended] = []
         with self._lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 row = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM leaves").fetchone()
                 index = int(row[0])
-                self.db.execute(
-                    "INSERT INTO leaves (idx, kind, suspect_id, mother_id, data, leaf_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (index, kind, suspect_id, mother_id, data, leaf),
-                )
-                self._complete_nodes(index, leaf)
+                for r in records:
+                    if r.once is not None:
+                        kept = self.db.execute(
+                            "SELECT value FROM meta WHERE key = ?", (ONCE_PREFIX + r.once,)
+                        ).fetchone()
+                        if kept is not None:
+                            done.append(Appended(int(kept[0]), False))
+                            continue
+                    self.db.execute(
+                        "INSERT INTO leaves (idx, kind, suspect_id, mother_id, data, leaf_hash) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (index, r.kind, r.suspect_id, r.mother_id, r.data, r.leaf),
+                    )
+                    self._complete_nodes(index, r.leaf)
+                    if r.once is not None:
+                        self.db.execute(
+                            "INSERT INTO meta (key, value) VALUES (?, ?)",
+                            (ONCE_PREFIX + r.once, str(index)),
+                        )
+                    done.append(Appended(index, True))
+                    index += 1
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-        return index
+        return done
 
     def _complete_nodes(self, index: int, leaf: bytes) -> None:
         """Inside the append's transaction: store the perfect subtrees the new leaf
@@ -677,23 +743,39 @@ class EvidenceLog:
         ``once`` names the occasion of the record (a task run and its suspect, say): a
         record already appended under that key is returned and nothing is appended, so
         a redelivered task does not record its work twice. The key is kept (meta
-        ``once:<key>``) right after the append; a crash in between means a redelivery
-        appends a second record: a true one (the work did run twice), never a lost one."""
-        if once is not None:
-            done = self.backend.get_meta(ONCE_PREFIX + once)
-            if done is not None:
-                return self.entry(int(done))
-        data = encode_entry(kind, payload, self.clock())
-        leaf = leaf_hash(data)
-        if suspect_id is None:
-            suspect_id = _text(payload.get("suspect_id"))
-        if mother_id is None:
-            mother_id = _text(payload.get("mother_id"))
-        index = self.backend.append(data, leaf, kind, suspect_id, mother_id)
-        if once is not None:
-            self.backend.put_meta_once(ONCE_PREFIX + once, str(index))
-        self._complete_nodes(index)
-        return LogEntry(index, data, leaf)
+        ``once:<key>``) in the same commit as the record (sqlite; MongoDB: in the
+        record's document too), so a crash cannot keep one without the other."""
+        return self.append_many([PendingRecord(kind, payload, suspect_id, mother_id, once)])[0]
+
+    def append_many(self, records: Sequence[PendingRecord]) -> list[LogEntry]:
+        """Add records at consecutive indexes, in order, in one commit (group commit:
+        a chunk of checks pays one fsync, not two per check): with sqlite all of them
+        or none (a crash before the commit leaves nothing; a redelivered chunk appends
+        them then); with MongoDB one ``insert_many`` (a crash in it may leave the first
+        ones, and a redelivery appends only the rest: each ``once`` key is looked up in
+        the records themselves). A record whose ``once`` key was appended before is not
+        appended again: the earlier record is returned in its place."""
+        encoded: list[BackendRecord] = []
+        for r in records:
+            data = encode_entry(r.kind, r.payload, self.clock())
+            suspect_id = (
+                r.suspect_id if r.suspect_id is not None else _text(r.payload.get("suspect_id"))
+            )
+            mother_id = (
+                r.mother_id if r.mother_id is not None else _text(r.payload.get("mother_id"))
+            )
+            encoded.append(
+                BackendRecord(data, leaf_hash(data), r.kind, suspect_id, mother_id, r.once)
+            )
+        placed = self.backend.append_many(encoded)
+        entries: list[LogEntry] = []
+        for record, where in zip(encoded, placed, strict=True):
+            if where.new:
+                self._complete_nodes(where.index)
+                entries.append(LogEntry(where.index, record.data, record.leaf))
+            else:
+                entries.append(self.entry(where.index))
+        return entries
 
     def _complete_nodes(self, index: int) -> None:
         """Store the perfect subtrees the new leaf completes (a cache: proofs fill in
@@ -711,7 +793,12 @@ class EvidenceLog:
 
     def record_submission(self, submission: Submission, *, once: str | None = None) -> LogEntry:
         """A text handed in (pasted or uploaded), not fetched (``once``: see ``append``)."""
-        return self.append(
+        return self.append_many([self.submission_record(submission, once=once)])[0]
+
+    @staticmethod
+    def submission_record(submission: Submission, *, once: str | None = None) -> PendingRecord:
+        """``record_submission``'s record, to append with others (``append_many``)."""
+        return PendingRecord(
             "submission", submission.to_json(), suspect_id=submission.suspect_id, once=once
         )
 
@@ -735,6 +822,33 @@ class EvidenceLog:
         chapter split over pages: their texts joined by newlines) names them all, in
         order, in ``capture_indexes`` (``capture_index`` is then the first). ``once``:
         see ``append``."""
+        record = self.check_record(
+            suspect_id=suspect_id,
+            matches=matches,
+            engine=engine,
+            checked_at=checked_at,
+            suspect_text=suspect_text,
+            mother_texts=mother_texts,
+            capture_index=capture_index,
+            capture_indexes=capture_indexes,
+            once=once,
+        )
+        return self.append_many([record])[0]
+
+    def check_record(
+        self,
+        *,
+        suspect_id: str,
+        matches: Sequence[Match],
+        engine: str,
+        checked_at: datetime | None = None,
+        suspect_text: str | None = None,
+        mother_texts: Mapping[str, str] | None = None,
+        capture_index: int | None = None,
+        capture_indexes: Sequence[int] | None = None,
+        once: str | None = None,
+    ) -> PendingRecord:
+        """``record_check``'s record, to append with others (``append_many``)."""
         mother_texts = mother_texts or {}
         pages = [int(i) for i in capture_indexes or ()]
         if pages and capture_index is None:
@@ -764,7 +878,7 @@ class EvidenceLog:
         }
         if len(pages) > 1:
             payload["capture_indexes"] = pages
-        return self.append("check", payload, suspect_id=suspect_id, once=once)
+        return PendingRecord("check", payload, suspect_id=suspect_id, once=once)
 
     def record_verdict(
         self,

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING, DESCENDING
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from .canonical import format_time, parse_time
 from .keys import SignedTreeHead, TreeHead
-from .log import EvidenceError, Stamp
+from .log import ONCE_PREFIX, Appended, BackendRecord, EvidenceError, Stamp
 
 if TYPE_CHECKING:
     from pymongo.database import Database
@@ -42,6 +42,7 @@ class MongoBackend:
         self.leaves.create_index(
             [("suspect_id", ASCENDING), ("mother_id", ASCENDING)], name="subject"
         )
+        self.leaves.create_index([("once", ASCENDING)], name="once", sparse=True)
         self.stamps_.create_index([("head_id", ASCENDING)], name="head_id")
 
     @staticmethod
@@ -65,14 +66,76 @@ class MongoBackend:
     def append(
         self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
     ) -> int:
-        doc = {
-            "kind": kind,
-            "suspect_id": suspect_id,
-            "mother_id": mother_id,
-            "data": data,
-            "leaf_hash": leaf,
-        }
-        return self._insert_next(self.leaves, doc)
+        return self.append_many([BackendRecord(data, leaf, kind, suspect_id, mother_id)])[0].index
+
+    def _kept(self, keys: Sequence[str]) -> dict[str, int]:
+        """The records already appended under these ``once`` keys: in the record's own
+        document (since group commit), or in ``evidence_meta`` (before it)."""
+        kept: dict[str, int] = {}
+        for doc in self.leaves.find({"once": {"$in": list(keys)}}, projection={"once": 1}):
+            kept.setdefault(str(doc["once"]), int(doc["_id"]))
+        for doc in self.meta.find({"_id": {"$in": [ONCE_PREFIX + k for k in keys]}}):
+            kept.setdefault(str(doc["_id"]).removeprefix(ONCE_PREFIX), int(doc["value"]))
+        return kept
+
+    def append_many(self, records: Sequence[BackendRecord]) -> list[Appended]:
+        """One ordered ``insert_many`` at consecutive ``_id``s (one round trip); a
+        concurrent writer's insert makes the rest retry at the next free index. The
+        ``once`` key is a field of the record's document (one write: never a record
+        without its key), and also kept in ``evidence_meta`` afterwards."""
+        keys = [r.once for r in records if r.once is not None]
+        kept = self._kept(keys) if keys else {}
+        placed: list[Appended | None] = []
+        docs: list[tuple[int, dict[str, Any]]] = []  # (position in records, document)
+        batch_keys: set[str] = set()
+        for pos, r in enumerate(records):
+            if r.once is not None and r.once in kept:
+                placed.append(Appended(kept[r.once], False))
+                continue
+            placed.append(None)
+            if r.once is not None and r.once in batch_keys:
+                continue  # a second record of the same key in this batch: not appended
+            doc: dict[str, Any] = {
+                "kind": r.kind,
+                "suspect_id": r.suspect_id,
+                "mother_id": r.mother_id,
+                "data": r.data,
+                "leaf_hash": r.leaf,
+            }
+            if r.once is not None:
+                doc["once"] = r.once
+                batch_keys.add(r.once)
+            docs.append((pos, doc))
+        for _ in range(_RETRIES):
+            if not docs:
+                break
+            first = self._next_id(self.leaves)
+            batch = [{**doc, "_id": first + i} for i, (_, doc) in enumerate(docs)]
+            try:
+                self.leaves.insert_many(batch, ordered=True)
+                inserted = len(batch)
+            except BulkWriteError as exc:
+                inserted = int(exc.details.get("nInserted", 0))
+            for i in range(inserted):
+                placed[docs[i][0]] = Appended(first + i, True)
+            docs = docs[inserted:]
+        else:
+            if docs:
+                raise EvidenceError(
+                    "could not append to evidence_leaves: too many concurrent writers"
+                )
+        out: list[Appended] = []
+        for r, where in zip(records, placed, strict=True):
+            if where is None:  # the same key twice in one batch: the first one's record
+                assert r.once is not None
+                where = next(
+                    p for q, p in zip(records, placed, strict=True) if q.once == r.once and p
+                )
+                where = Appended(where.index, False)
+            elif where.new and r.once is not None:
+                self.put_meta_once(ONCE_PREFIX + r.once, str(where.index))
+            out.append(where)
+        return out
 
     def entry(self, index: int) -> tuple[bytes, bytes] | None:
         doc = self.leaves.find_one({"_id": index})

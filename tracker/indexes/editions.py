@@ -27,6 +27,16 @@ mother, and ``m{seq}``, the group of a mother that joined another's; the hash
 candidates in one HMGET. An index
 written before editions has no registry: every mother is its own group until
 ``yinji index rebuild``.
+
+Concurrent writers: a group dies when its last member leaves, and its postings are then
+removed. A writer that chose the group (its postings found by a lookup) just before
+must not join it afterwards: its mother's postings, written under the group's id, would
+be removed with the dead group's (a current work never found again), or the join would
+bring the group back with a dead first member and its postings would never go. So the
+last member out leaves a tombstone ``x{seq}`` in the groups hash, in the same script;
+a join meets it and the mother becomes a group of its own (``register``). A member that
+left keeps ``l{seq}`` (its group), so that a second removal of it (its own writer's,
+after a late add) removes from the right group.
 """
 
 from __future__ import annotations
@@ -48,9 +58,11 @@ SHARE = 6  # of them a group must hold (of fewer, all but a quarter)
 SIZE_RATIO = 0.8  # the smaller fingerprint count over the larger, at least
 SHARD_BITS = 8  # seqs per registry hash: 2**8 (a compact listpack in Redis)
 
-# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
-# Adds the member (the group's own seq first when the list is new); 1 if it was new.
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's,
+# the group's tombstone field. Adds the member (the group's own seq first when the list
+# is new); 1 if it was new, -1 (nothing written) if the group is dead.
 _JOIN = """
+if redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1 then return -1 end
 local v = redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2]
 for i = 1, #v, 4 do
   if string.sub(v, i, i + 3) == ARGV[3] then return 0 end
@@ -59,17 +71,22 @@ redis.call('HSET', KEYS[1], ARGV[1], v .. ARGV[3])
 return 1
 """
 
-# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's.
-# Removes the member; returns how many members are left (a group without a list is its
-# own seq alone). A list of the group's own seq alone is not kept.
+# KEYS[1]: the groups hash. ARGV: the group (its field), its packed seq, the member's,
+# the group's tombstone field. Removes the member; returns how many members are left (a
+# group without a list is its own seq alone). A list of the group's own seq alone is
+# not kept. The last member out leaves the group's tombstone; a dead group has none left.
 _LEAVE = """
+if redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1 then return 0 end
 local v = redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2]
 local kept = {}
 for i = 1, #v, 4 do
   local s = string.sub(v, i, i + 3)
   if s ~= ARGV[3] then kept[#kept + 1] = s end
 end
-if #kept == 0 or (#kept == 1 and kept[1] == ARGV[2]) then
+if #kept == 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HSET', KEYS[1], ARGV[4], 1)
+elseif #kept == 1 and kept[1] == ARGV[2] then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else
   redis.call('HSET', KEYS[1], ARGV[1], table.concat(kept))
@@ -179,6 +196,30 @@ class Editions:
         got = self._hget_many([(s, f"m{s}") for s in seqs])
         return {int(s): int(v) if v else int(s) for s, v in zip(seqs, got, strict=True)}
 
+    def _registered(self, seqs: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+        """(the group of each mother, as ``group_of``; the fingerprint counts of those
+        that are a group's first mother): one HMGET per registry hash (a batch's seqs
+        share one or two), not a command per mother."""
+        shards: dict[int, list[int]] = {}
+        for seq in seqs:
+            shards.setdefault(seq >> SHARD_BITS, []).append(seq)
+        before = {seq: seq for seq in seqs}
+        primary: dict[int, int] = {}
+        if not seqs:
+            return before, primary
+        pipe = self.redis.pipeline(transaction=False)
+        for shard, members in shards.items():
+            fields = [f"{kind}{seq}" for seq in members for kind in ("m", "n")]
+            pipe.hmget(self.key(shard << SHARD_BITS), fields)
+        for members, got in zip(shards.values(), pipe.execute(), strict=True):
+            for i, seq in enumerate(members):
+                group, size = got[2 * i], got[2 * i + 1]
+                if group:
+                    before[seq] = int(group)
+                elif size is not None:
+                    primary[seq] = int(size)
+        return before, primary
+
     def sizes(self, groups: Iterable[int]) -> dict[int, int]:
         """The fingerprint counts of groups' first mothers that are known."""
         groups = list(groups)
@@ -197,11 +238,10 @@ class Editions:
         index, only ``seen`` counts); ``seen``: groups of this batch or load so far
         (updated here)."""
         seen = seen if seen is not None else Seen()
-        # A mother written before (a redelivered task) keeps its group. (A bulk load
-        # into an empty index, ``lookup`` None, has none.)
-        seqs = [int(seq) for seq, _ in items]
-        before = self.group_of(seqs) if lookup is not None else {s: s for s in seqs}
-        primary = self.sizes([s for s, g in before.items() if g == s]) if lookup else {}
+        # A mother registered before keeps its group: a redelivered task, or a bulk load
+        # (``lookup`` None) meeting one that a concurrent writer added after the load's
+        # index was cleared (its postings are under that group already).
+        before, primary = self._registered([int(seq) for seq, _ in items])
         sketches = [sketch(fps) for _, fps in items]
         # Per item and sketch fingerprint: the groups in the index holding it.
         held: list[list[set[int]]] = [[set() for _ in range(s.size)] for s in sketches]
@@ -243,35 +283,50 @@ class Editions:
             seen.sizes[group] = known[group] = known.get(group) or n
             for f in sk.tolist():
                 seen.add(f, group)
-        self.register(
-            [it for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],
-            [g for it, g in zip(items, out, strict=True) if before[it[0]] == it[0]],
-        )
+        new = [i for i, (seq, _) in enumerate(items) if before[int(seq)] == int(seq)]
+        registered = self.register([items[i] for i in new], [out[i] for i in new])
+        for i, got in zip(new, registered, strict=True):
+            out[i] = got
         return out
 
-    def register(self, items: list[tuple[int, np.ndarray]], groups: list[int]) -> None:
+    def register(self, items: list[tuple[int, np.ndarray]], groups: list[int]) -> list[int]:
         """Write the registry of new mothers: a group's size, a member's group and the
-        group's member list."""
+        group's member list. Returns the groups as registered: a mother whose group died
+        since it was chosen (its last member left, ``leave``) is a group of its own."""
+        final = [int(g) for g in groups]
+        for i, ((seq, _), group) in enumerate(zip(items, final, strict=True)):
+            if group != seq and not self._joined(group, int(seq)):
+                final[i] = int(seq)
         pipe = self.redis.pipeline(transaction=False)
-        joined: list[tuple[int, int]] = []
-        for (seq, fps), group in zip(items, groups, strict=True):
+        for (seq, fps), group in zip(items, final, strict=True):
             if group == seq:
                 n = int(distinct(fps).size)
                 pipe.hset(self.key(seq), f"n{seq}", n)
             else:
                 pipe.hset(self.key(seq), f"m{seq}", group)
-                joined.append((int(seq), group))
         pipe.execute()
-        for seq, group in joined:
-            self._join(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)])
+        return final
+
+    def _joined(self, group: int, seq: int) -> bool:
+        """``seq`` added to ``group``'s members; False if the group is dead (joining it
+        would bring it back while its last member's postings are being removed)."""
+        args = [group, _packed(group), _packed(seq), f"x{group}"]
+        return int(self._join(keys=[self.groups_key], args=args)) >= 0
 
     def leave(self, seq: int) -> tuple[int, int]:
-        """Take a mother out of its group: ``(group, members left)``; its registry fields
-        go (a group's size stays while it has members)."""
-        group = self.group_of([seq])[seq]
-        left = int(self._leave(keys=[self.groups_key], args=[group, _packed(group), _packed(seq)]))
+        """Take a mother out of its group: ``(group, members left)``; 0 left: the group
+        is dead (for good: nobody joins it again) and its postings are to go, also when
+        it died before (a mother removed twice, e.g. by the writer that replaced it and
+        by the one that added it too late). A member's group stays known (``l{seq}``)
+        for such a second removal; a group's size goes with its last member."""
+        got = self.redis.hmget(self.key(seq), [f"m{seq}", f"l{seq}"])
+        group = next((int(v) for v in got if v), int(seq))
+        args = [group, _packed(group), _packed(seq), f"x{group}"]
+        left = int(self._leave(keys=[self.groups_key], args=args))
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hdel(self.key(seq), f"m{seq}")
+        if group != seq:
+            pipe.hdel(self.key(seq), f"m{seq}")
+            pipe.hset(self.key(seq), f"l{seq}", group)
         if left == 0:
             pipe.hdel(self.key(group), f"n{group}")
         pipe.execute()

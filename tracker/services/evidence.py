@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -21,7 +22,24 @@ from tracker.store import MatchQuery, Store, match_id
 if TYPE_CHECKING:
     from tracker.crawler.results import Page
     from tracker.evidence import EvidenceLog, ExportResult
-    from tracker.evidence.log import LogEntry
+    from tracker.evidence.log import LogEntry, PendingRecord
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What the evidence stage records of one saved check (``EvidenceRecorder.record``):
+    a submission record first when it was handed in (``submitted``; ``source``: how it
+    came, default the suspect's), then the check record naming ``capture_indexes`` (the
+    pages its text came from); ``once``: a task run's key, the prefix of the records'
+    keys."""
+
+    result: CheckResult
+    engine: str
+    submitted: bool = False
+    source: str | None = None
+    capture_indexes: Sequence[int] | None = None
+    once: str | None = None
+
 
 #: Builds a report of one match: (match id, format "pdf" or "html") -> bytes.
 ReportBuilder = Callable[[str, str], bytes]
@@ -56,22 +74,8 @@ class EvidenceRecorder:
     ) -> LogEntry:
         """A submission record ("submitted text, not fetched"; ``source`` says how it
         came, default the suspect's), then the check naming it."""
-        from tracker.evidence import Submission
-
-        log = self.log()
-        suspect = result.suspect
-        key = f"{once}:{suspect.id}" if once else None
-        log.record_submission(
-            Submission.build(
-                log.blobs,
-                suspect_id=suspect.id,
-                source=source or suspect.source or "text",
-                received_at=suspect.checked_at or utcnow(),
-                text=suspect.text,
-            ),
-            once=f"{key}:submission" if key else None,
-        )
-        return self.record_check(result, engine=engine, once=f"{key}:check" if key else None)
+        recording = Recording(result, engine, submitted=True, source=source, once=once)
+        return self.record([recording])[-1]
 
     def record_check(
         self,
@@ -83,12 +87,66 @@ class EvidenceRecorder:
         once: str | None = None,
     ) -> LogEntry:
         """A check record: its offsets bound to the exact texts by SHA-256 (the
-        suspect's and each matched work's), naming the capture(s) the text came from."""
+        suspect's and each matched work's), naming the capture(s) the text came from.
+        ``once`` is the record's own key here (``record`` derives it)."""
+        log = self.log()
+        return log.append_many(
+            [self._check_record(result, engine, capture_index, capture_indexes, once)]
+        )[0]
+
+    def record(self, recordings: Sequence[Recording]) -> list[LogEntry]:
+        """The evidence of several saved checks (a chunk of a job) in one commit of the
+        log (``EvidenceLog.append_many``): for each, a submission record when it was
+        handed in, then its check record; their blobs stored together first. With a
+        ``once`` prefix the keys are ``<once>:<suspect id>:submission`` and
+        ``…:check``, so a redelivered chunk appends nothing twice."""
+        from tracker.evidence import Submission
+        from tracker.evidence.blobs import BlobBatch
+
+        if not recordings:
+            return []
+        log = self.log()
+        blobs = BlobBatch(log.blobs)
+        pending: list[PendingRecord] = []
+        for r in recordings:
+            suspect = r.result.suspect
+            key = f"{r.once}:{suspect.id}" if r.once else None
+            if r.submitted:
+                submission = Submission.build(
+                    blobs,
+                    suspect_id=suspect.id,
+                    source=r.source or suspect.source or "text",
+                    received_at=suspect.checked_at or utcnow(),
+                    text=suspect.text,
+                )
+                pending.append(
+                    log.submission_record(submission, once=f"{key}:submission" if key else None)
+                )
+            pending.append(
+                self._check_record(
+                    r.result,
+                    r.engine,
+                    None,
+                    r.capture_indexes,
+                    f"{key}:check" if key else None,
+                )
+            )
+        blobs.flush()  # on disk before the records that name them
+        return log.append_many(pending)
+
+    def _check_record(
+        self,
+        result: CheckResult,
+        engine: str,
+        capture_index: int | None,
+        capture_indexes: Sequence[int] | None,
+        once: str | None,
+    ) -> PendingRecord:
         mother_texts: dict[str, str] = {}
         for m in result.matches:
             with contextlib.suppress(NotFound):
                 mother_texts[m.mother_id] = self.store.get_mother(m.mother_id).text
-        return self.log().record_check(
+        return self.log().check_record(
             suspect_id=result.suspect.id,
             matches=result.matches,
             engine=engine,

@@ -20,6 +20,7 @@ from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
+from tracker.indexes.lock import Owner
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
 from tracker.records import JSONObject
 from tracker.services import refill as refills
@@ -66,7 +67,10 @@ class IndexAdmin:
         if last is not None and time.monotonic() - last < VERIFY_INTERVAL:
             return Health(eng.name, "ok")
         with self._verify_lock:
+            dead = self._clear_dead_lock(eng.name)
             health = self.tracker.health(eng.name)
+            if dead is not None:
+                health = self._after_dead_lock(eng.name, health, dead)
             if health.state == "rebuilding":
                 self.tracker.wait_unlocked(eng.name, wait)
                 health = self.tracker.health(eng.name)
@@ -80,6 +84,42 @@ class IndexAdmin:
                 self._rebuild_by_itself(eng, health)
             self.verified[eng.name] = time.monotonic()
             return health
+
+    def _clear_dead_lock(self, engine: str) -> Owner | None:
+        """The engine's index lock removed if its owner is gone (a ``yinji index rebuild``,
+        reshard or growth killed while it held it); that owner, else None."""
+        lock = self.tracker.index_lock(engine)
+        value = lock.redis.get(lock.key)
+        if value is None:
+            return None
+        owner = Owner.parse(value)
+        if lock.alive(owner):
+            return None
+        lock.release(owner)  # only if that dead owner still holds it
+        return owner
+
+    def _after_dead_lock(self, engine: str, health: Health, dead: Owner) -> Health:
+        """Say that a dead owner's lock was cleared, and in what state it left the index:
+        in sync with the store (killed before it changed the index, or after the new one
+        went live), or lost (killed while it loaded it: rebuilt next, by ``ensure``)."""
+        who = f"process {dead.pid} on {dead.host}" if dead.pid else f"a process on {dead.host}"
+        note = (
+            f"the {engine} index lock was held by {who}, which is gone (a rebuild, reshard "
+            "or growth was killed): cleared it"
+        )
+        if health.state == "lost":
+            # The rebuild had taken the index's sync token away (``begin_rebuild``) and
+            # died before it gave the new one (``finish_rebuild``).
+            self.repairs.append(note)
+            reason = f"a rebuild by {who} was killed before it finished loading it"
+            return Health(engine, "lost", reason, health.dead_writers)
+        if health.state == "ok":
+            note += (
+                "; the index still matches the store (same sync token and generation), "
+                "so it was not rebuilt"
+            )
+        self.repairs.append(note)
+        return health
 
     def _too_big(self, eng: Engine, health: Health, postings: int) -> IndexOutOfSync | None:
         limit = self.settings.auto_rebuild_max_postings
@@ -113,16 +153,31 @@ class IndexAdmin:
                 continue
             batch.append((mother.seq, eng.from_bytes(blob)))
             if len(batch) >= 256:
-                eng.add(batch)
-                added += len(batch)
+                added += self._add_current(eng, batch)
                 batch = []
         if batch:
-            eng.add(batch)
-            added += len(batch)
+            added += self._add_current(eng, batch)
         self.tracker.forget_writers(eng.name, health.dead_writers)
         self.repairs.append(
             f"the {eng.name} index was partial ({health.reason}): re-added {added} mothers"
         )
+
+    def _add_current(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+        """Add mothers read from the store, then take back those that are no longer
+        current: a writer that replaced (or deleted) one after it was read removed its
+        postings before they were added here. How many stayed."""
+        eng.add(items)
+        return len(items) - self._take_back(eng, items)
+
+    def _take_back(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+        """After ``items`` were written to ``eng``'s index: those no longer current
+        removed again (they were read before a writer replaced or deleted them, and its
+        removal may have come before this write). How many."""
+        current = self.store.current_seqs(seq for seq, _ in items)
+        gone = [(seq, fps) for seq, fps in items if seq not in current]
+        if gone:
+            eng.remove(gone)
+        return len(gone)
 
     def _rebuild_by_itself(self, eng: Engine, health: Health) -> None:
         _, nbytes = self.store.fingerprint_totals(eng.name)
@@ -202,7 +257,7 @@ class IndexAdmin:
             self.tracker.begin_rebuild(eng.name)
             eng.clear()
             total = self.store.count_mothers()
-            done = 0
+            done = gone = 0  # mothers read; of them, replaced or deleted meanwhile
             loader = (
                 eng.bulk_loader(bulk_folder(self.settings))
                 if isinstance(eng, BulkLoading)
@@ -214,6 +269,7 @@ class IndexAdmin:
                         loader.extend(batch)
                     else:
                         eng.add(batch)
+                        gone += self._take_back(eng, batch)
                         if isinstance(eng, Growable) and eng.needs_growth():
                             eng.grow()  # we hold the lock
                     refresh()
@@ -222,13 +278,19 @@ class IndexAdmin:
                         progress(done, total)
                 if loader is not None:
                     loader.finish(refresh)
+                    # Mothers replaced or deleted since they were read: their writers'
+                    # removals may have come before this load wrote them.
+                    current = self.store.current_seqs(loader.seqs)
+                    late = {seq for seq in loader.seqs if seq not in current}
+                    loader.take_back(late)
+                    gone += len(late)
             finally:
                 if loader is not None:
                     loader.close()
             self.engines.note_indexed(eng.name)
             self.tracker.finish_rebuild(eng.name, dead_before)
         self.verified[eng.name] = time.monotonic()
-        return RebuildResult(eng.name, done, time.perf_counter() - started)
+        return RebuildResult(eng.name, done - gone, time.perf_counter() - started)
 
     def _stored_fingerprints(self, eng: Engine) -> Iterator[tuple[int, np.ndarray]]:
         """Every mother's stored fingerprints for ``eng``, read without the texts; those

@@ -368,10 +368,17 @@ class IngestService:
         deleted = self.store.delete_mother(mother_id)
         if deleted is None:
             return False  # deleted meanwhile by someone else, who cleans up
-        if deleted.seq == mother.seq:
-            for name, blob in blobs.items():
-                eng = self.engines.get(name)
-                eng.remove([(mother.seq, eng.from_bytes(blob))])
+        for name in self.engines.indexed():
+            eng = self.engines.get(name)
+            if deleted.seq == mother.seq:
+                blob = blobs.get(name)
+                if blob is not None:
+                    eng.remove([(mother.seq, eng.from_bytes(blob))])
+            else:
+                # Replaced meanwhile by another writer, whose version went: its
+                # fingerprints went with it from the store, so they are made again from
+                # its text (the writer may have finished its index writes already).
+                eng.remove([(deleted.seq, eng.mother_fingerprints(deleted.text))])
         return True
 
 

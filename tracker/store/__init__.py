@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .base import (
     ROLES,
     VERDICTS,
+    CheckWrite,
     Match,
     MatchQuery,
     Mother,
@@ -62,6 +63,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ROLES",
     "VERDICTS",
+    "CheckWrite",
     "Match",
     "MatchQuery",
     "MongoStore",

@@ -35,6 +35,7 @@ __all__ = [
     "ROLES",
     "SORTS",
     "VERDICTS",
+    "CheckWrite",
     "Match",
     "MatchQuery",
     "Mother",
@@ -66,6 +67,17 @@ class Replaced:
 
     seq: int
     fingerprints: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckWrite:
+    """What saving one check writes (``Store.save_checks``): the suspect (``rewrite``:
+    a new or handed-in suspect is put as a whole; False: a stored suspect checked again,
+    only its ``checked_at`` is set) and its matches (``put_matches``)."""
+
+    suspect: Suspect
+    matches: Sequence[Match]
+    rewrite: bool = True
 
 
 class MatchStats(TypedDict):
@@ -239,6 +251,26 @@ class Store(ABC):
         an earlier match of this suspect not in ``matches`` is deleted unless a person
         gave it a verdict other than pending (their decision is evidence and is kept).
         """
+
+    def save_checks(self, writes: Sequence[CheckWrite]) -> list[bool]:
+        """The writes of several saved checks (a chunk of a job), in one transaction
+        where the store has them (sqlite: one commit; this default: each write on its
+        own). A re-checked suspect deleted meanwhile is skipped (False), nothing of it
+        written; the others are written (True)."""
+        done: list[bool] = []
+        for w in writes:
+            if w.rewrite:
+                self.put_suspect(w.suspect)
+                self.put_matches(w.suspect.id, w.matches)
+            else:
+                try:
+                    self.mark_checked(w.suspect.id, w.suspect.checked_at)
+                except NotFound:
+                    done.append(False)
+                    continue
+                self.put_matches(w.suspect.id, w.matches)
+            done.append(True)
+        return done
 
     @abstractmethod
     def get_match(self, match_id: str) -> Match: ...

@@ -45,6 +45,7 @@ from ._common import (
 )
 from .base import (
     VERDICTS,
+    CheckWrite,
     Match,
     MatchQuery,
     MatchStats,
@@ -734,24 +735,41 @@ class SqliteStore(Store):
 
     # --- suspects --------------------------------------------------------------
     def put_suspect(self, suspect: Suspect) -> Suspect:
-        s = prepare_suspect(suspect)
         with self._tx() as c:
-            c.execute(
-                f"INSERT OR REPLACE INTO suspects({_SUSPECT_COLS}, raw) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    s.id,
-                    s.title,
-                    s.text,
-                    s.url,
-                    s.domain,
-                    _t(s.fetched_at),
-                    s.source,
-                    dumps(s.metadata),
-                    _ot(s.checked_at),
-                    None if s.raw is None else sqlite3.Binary(s.raw),
-                ),
-            )
+            return self._put_suspect_in(c, suspect)
+
+    def save_checks(self, writes: Sequence[CheckWrite]) -> list[bool]:
+        """One transaction (one commit) for a chunk's suspects and matches."""
+        done: list[bool] = []
+        with self._tx() as c:
+            for w in writes:
+                if w.rewrite:
+                    self._put_suspect_in(c, w.suspect)
+                elif not self._mark_checked_in(c, w.suspect.id, w.suspect.checked_at):
+                    done.append(False)  # deleted meanwhile
+                    continue
+                self._put_matches_in(c, w.suspect.id, w.matches)
+                done.append(True)
+        return done
+
+    def _put_suspect_in(self, c: _Connection, suspect: Suspect) -> Suspect:
+        s = prepare_suspect(suspect)
+        c.execute(
+            f"INSERT OR REPLACE INTO suspects({_SUSPECT_COLS}, raw) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                s.id,
+                s.title,
+                s.text,
+                s.url,
+                s.domain,
+                _t(s.fetched_at),
+                s.source,
+                dumps(s.metadata),
+                _ot(s.checked_at),
+                None if s.raw is None else sqlite3.Binary(s.raw),
+            ),
+        )
         return s
 
     def get_suspect(self, suspect_id: str) -> Suspect:
@@ -809,70 +827,76 @@ class SqliteStore(Store):
 
     def mark_checked(self, suspect_id: str, when: datetime | None = None) -> None:
         with self._tx() as c:
-            cur = c.execute(
-                "UPDATE suspects SET checked_at = ? WHERE id = ?",
-                (_t(when or utcnow()), suspect_id),
-            )
-            if cur.rowcount == 0:
+            if not self._mark_checked_in(c, suspect_id, when):
                 raise NotFound(suspect_id)
+
+    @staticmethod
+    def _mark_checked_in(c: _Connection, suspect_id: str, when: datetime | None) -> bool:
+        cur = c.execute(
+            "UPDATE suspects SET checked_at = ? WHERE id = ?", (_t(when or utcnow()), suspect_id)
+        )
+        return cur.rowcount > 0
 
     # --- matches -----------------------------------------------------------------
     def put_matches(self, suspect_id: str, matches: Sequence[Match]) -> None:
+        with self._tx() as c:
+            self._put_matches_in(c, suspect_id, matches)
+
+    def _put_matches_in(self, c: _Connection, suspect_id: str, matches: Sequence[Match]) -> None:
         check_id(suspect_id, "suspect id")
         now = to_utc(utcnow())
-        with self._tx() as c:
-            srow = c.execute(
-                f"SELECT {_SUSPECT_COLS} FROM suspects WHERE id = ?", (suspect_id,)
-            ).fetchone()
-            suspect = _suspect(srow, raw=False) if srow is not None else None
-            mother_ids = sorted({m.mother_id for m in matches})
-            titles: dict[str, str] = {}
-            for chunk in _chunks(mother_ids):
-                marks = ",".join("?" * len(chunk))
-                for row in c.execute(f"SELECT id, title FROM mothers WHERE id IN ({marks})", chunk):
-                    titles[row["id"]] = row["title"]
-            prepared = prepare_matches(suspect_id, matches, titles, suspect, now)
-            # Upsert: machine fields are overwritten, verdict/note/created_at are
-            # only written when the row is new (a re-check keeps the person's work).
-            updates = ", ".join(f"{f} = excluded.{f}" for f in MACHINE_FIELDS)
-            c.executemany(
-                f"INSERT INTO matches(id, {_MATCH_COLS}, rdomain) "
-                f"VALUES ({','.join('?' * 17)}) ON CONFLICT(id) DO UPDATE SET {updates}",
-                [
-                    (
-                        m.id,
-                        m.suspect_id,
-                        m.mother_id,
-                        m.score,
-                        m.coverage,
-                        m.mother_coverage,
-                        dumps([p.to_dict() for p in m.passages]),
-                        m.engine,
-                        m.verdict,
-                        m.note,
-                        m.mother_title,
-                        m.suspect_title,
-                        m.suspect_url,
-                        m.domain,
-                        _t(m.created_at),
-                        _t(m.updated_at),
-                        reverse_domain(m.domain),
-                    )
-                    for m in prepared
-                ],
-            )
-            # Earlier machine results that this check no longer finds go away,
-            # unless a person confirmed or dismissed them.
-            keep = {m.id for m in prepared}
-            stale = [
-                (row["id"],)
-                for row in c.execute(
-                    "SELECT id FROM matches WHERE suspect_id = ? AND verdict = 'pending'",
-                    (suspect_id,),
+        srow = c.execute(
+            f"SELECT {_SUSPECT_COLS} FROM suspects WHERE id = ?", (suspect_id,)
+        ).fetchone()
+        suspect = _suspect(srow, raw=False) if srow is not None else None
+        mother_ids = sorted({m.mother_id for m in matches})
+        titles: dict[str, str] = {}
+        for chunk in _chunks(mother_ids):
+            marks = ",".join("?" * len(chunk))
+            for row in c.execute(f"SELECT id, title FROM mothers WHERE id IN ({marks})", chunk):
+                titles[row["id"]] = row["title"]
+        prepared = prepare_matches(suspect_id, matches, titles, suspect, now)
+        # Upsert: machine fields are overwritten, verdict/note/created_at are
+        # only written when the row is new (a re-check keeps the person's work).
+        updates = ", ".join(f"{f} = excluded.{f}" for f in MACHINE_FIELDS)
+        c.executemany(
+            f"INSERT INTO matches(id, {_MATCH_COLS}, rdomain) "
+            f"VALUES ({','.join('?' * 17)}) ON CONFLICT(id) DO UPDATE SET {updates}",
+            [
+                (
+                    m.id,
+                    m.suspect_id,
+                    m.mother_id,
+                    m.score,
+                    m.coverage,
+                    m.mother_coverage,
+                    dumps([p.to_dict() for p in m.passages]),
+                    m.engine,
+                    m.verdict,
+                    m.note,
+                    m.mother_title,
+                    m.suspect_title,
+                    m.suspect_url,
+                    m.domain,
+                    _t(m.created_at),
+                    _t(m.updated_at),
+                    reverse_domain(m.domain),
                 )
-                if row["id"] not in keep
-            ]
-            c.executemany("DELETE FROM matches WHERE id = ?", stale)
+                for m in prepared
+            ],
+        )
+        # Earlier machine results that this check no longer finds go away,
+        # unless a person confirmed or dismissed them.
+        keep = {m.id for m in prepared}
+        stale = [
+            (row["id"],)
+            for row in c.execute(
+                "SELECT id FROM matches WHERE suspect_id = ? AND verdict = 'pending'",
+                (suspect_id,),
+            )
+            if row["id"] not in keep
+        ]
+        c.executemany("DELETE FROM matches WHERE id = ?", stale)
 
     def get_match(self, match_id: str) -> Match:
         row = (

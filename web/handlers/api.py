@@ -36,6 +36,7 @@ from ..core import (
 from ..evidence import REPORT_FORMATS, bundle_response, report_response
 from ..jsonbody import clean, request_json
 from ..openapi import openapi_document
+from ..rebuild import start_rebuild
 from ..serializers import match_json, mother_json
 from ..uploads import MAX_URLS, claim, spooled_uploads
 
@@ -196,6 +197,24 @@ def checks() -> Any:
     with bad_request():
         job_id = jobs.submit_check(texts=clean_texts, urls=clean_urls, skipped=errors)
     return _accepted(job_id, texts=len(clean_texts), urls=len(clean_urls), errors=errors)
+
+
+@bp.post("/index/rebuild")
+@role_required("admin")
+def index_rebuild() -> Any:
+    """Rebuild the index on the workers (optional JSON ``{"engine": ...}``); 409 while
+    a rebuild runs, with the running job's id when it is a job."""
+    body = _json_body() if request.content_length else {}
+    engine = body.get("engine") if isinstance(body, dict) else None
+    if engine is not None and not isinstance(engine, str):
+        fail(400, "'engine' must be a string")
+    try:
+        job_id = start_rebuild(engine or None)
+    except jobs.RebuildRunning as exc:
+        response = jsonify({"error": str(exc), "job_id": exc.job_id, "engine": exc.engine})
+        response.status_code = 409
+        return response
+    return _accepted(job_id)
 
 
 @bp.get("/jobs/<job_id>")

@@ -22,6 +22,7 @@ from ..core import (
     store,
 )
 from ..i18n import translate as _
+from ..rebuild import start_rebuild
 from ..serializers import document_dict
 from ..uploads import claim, flash_skipped, pasted_document, spooled_uploads
 
@@ -74,6 +75,20 @@ def upload() -> Any:
     )
     flash_skipped(skipped)
     return redirect(url_for("suspects.job", job_id=job_id, kind="ingest"))
+
+
+@bp.post("/rebuild")
+@role_required("admin")
+def rebuild() -> Any:
+    try:
+        job_id = start_rebuild(request.form.get("engine") or None)
+    except jobs.RebuildRunning as exc:
+        flash(_("A rebuild of the index is already running: wait until it has finished."), "error")
+        if exc.job_id:
+            return redirect(url_for("suspects.job", job_id=exc.job_id, kind="rebuild"))
+        return redirect(url_for("library.index"))
+    flash(_("Index rebuild queued: the workers share its chunks."), "info")
+    return redirect(url_for("suspects.job", job_id=job_id, kind="rebuild"))
 
 
 @bp.get("/<id:mother_id>")

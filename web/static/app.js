@@ -73,6 +73,20 @@
             state.textContent = label || state.textContent;
             state.className = "badge state-" + job.state.toLowerCase();
           }
+          // A rebuild's chunks: their rows follow; a new plan (more rows) reloads.
+          var parts = document.getElementById("job-parts");
+          var rows = parts ? parts.tBodies[0].rows : [];
+          if (job.parts && job.parts.length !== rows.length) {
+            window.location.reload();
+            return;
+          }
+          (job.parts || []).forEach(function (part, i) {
+            var badge = rows[i].cells[1].firstElementChild;
+            var label = box.getAttribute("data-label-" + String(part.state).toLowerCase());
+            if (label) badge.textContent = label;
+            badge.className = "badge state-" + String(part.state).toLowerCase();
+            rows[i].cells[2].textContent = part.done + " / " + part.total;
+          });
           if (job.state === "SUCCESS" || job.state === "FAILURE" || job.error ||
               (job.progress === 1 && job.result)) {
             window.location.reload();

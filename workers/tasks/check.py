@@ -3,14 +3,14 @@ check of suspects against new mothers."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from celery import Task, shared_task
 
 from tracker.documents import DocumentError
-from tracker.longtext import SuspectTooLarge
 from tracker.rules import url_problem
-from tracker.store import NotFound, utcnow
+from tracker.services.check import Submitted
+from tracker.store import NotFound, Suspect, utcnow
 from tracker.timefmt import iso_utc, parse_utc
 from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
@@ -20,7 +20,12 @@ from workers.tasks.cases import alert_new_matches_since
 from workers.tasks.crawl import check_item, crawl_outcome, run_key
 from workers.tasks.ingest import with_uploads
 
+if TYPE_CHECKING:
+    from tracker.library import Library
+
 LAST_RUN_META = "workers:check_new_mothers:last_run"
+#: Documents of one uploaded file saved together (one store and one evidence commit).
+UPLOAD_GROUP = 50
 
 
 class Checked(TypedDict):
@@ -97,9 +102,10 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
     progress = Progress(task, total=len(texts))
     progress.start()
     started = utcnow()
-    results: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     key = run_key(task)
+    items: list[tuple[Suspect, Submitted]] = []
+    wheres: list[str] = []
     for i, item in enumerate(texts):
         where = f"texts[{i}]"
         try:
@@ -107,13 +113,21 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
         except ValueError as exc:
             errors.append({"source": where, "error": str(exc).removeprefix(f"{where}: ")})
         else:
-            try:
-                checked = library.check_submitted(suspect, engine=engine, once=key and f"{key}:{i}")
-            except SuspectTooLarge as exc:  # YINJI_MAX_SUSPECT_CHARS: this item's error
-                errors.append({"source": where, "error": str(exc)})
-            else:
-                results.append(check_item(checked))
-        progress(i + 1)
+            items.append((suspect, Submitted(None, key and f"{key}:{i}")))
+            wheres.append(where)
+    # Checked one by one, saved together: one store and one evidence-log commit for
+    # the chunk (group commit), its records all or none.
+    outcomes = library.check_submitted_many(
+        items, engine=engine, progress=lambda n: progress(len(errors) + n)
+    )
+    results: list[dict[str, Any]] = []
+    for where, outcome in zip(wheres, outcomes, strict=True):
+        if isinstance(outcome, Exception):  # YINJI_MAX_SUSPECT_CHARS: this item's error
+            errors.append({"source": where, "error": str(outcome)})
+        else:
+            results.append(check_item(outcome))
+    errors.sort(key=lambda e: int(e["source"][len("texts[") : -1]))  # in the texts' order
+    progress(len(texts))
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(texts)}
 
@@ -137,21 +151,35 @@ def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None
     key = run_key(task)
     for i, ref in enumerate(uploads):
         source = upload_source(ref)
+        items: list[tuple[Suspect, Submitted]] = []
         for suspect in upload_suspects(spool, ref):
             if isinstance(suspect, DocumentError):
                 errors.append({"source": suspect.source, "error": suspect.message})
             else:
-                try:
-                    checked = library.check_submitted(
-                        suspect, engine=engine, source=source, once=key and f"{key}:{i}"
-                    )
-                except SuspectTooLarge as exc:  # YINJI_MAX_SUSPECT_CHARS: this item's error
-                    errors.append({"source": suspect.source or suspect.id, "error": str(exc)})
-                    continue
-                results.append(check_item(checked))
+                items.append((suspect, Submitted(source, key and f"{key}:{i}")))
+            if len(items) >= UPLOAD_GROUP:
+                _save_group(library, items, engine, results, errors)
+        _save_group(library, items, engine, results, errors)
         progress(i + 1)
     alert_new_matches_since(task, started, [r["suspect_id"] for r in results])
     return {"checked": len(results), "results": results, "errors": errors, "total": len(uploads)}
+
+
+def _save_group(
+    library: Library,
+    items: list[tuple[Suspect, Submitted]],
+    engine: str | None,
+    results: list[dict[str, Any]],
+    errors: list[dict[str, Any]],
+) -> None:
+    """Check an upload's documents and save them together (group commit); emptied."""
+    outcomes = library.check_submitted_many(items, engine=engine)
+    for (suspect, _), outcome in zip(items, outcomes, strict=True):
+        if isinstance(outcome, Exception):  # YINJI_MAX_SUSPECT_CHARS: this item's error
+            errors.append({"source": suspect.source or suspect.id, "error": str(outcome)})
+        else:
+            results.append(check_item(outcome))
+    items.clear()
 
 
 @shared_task(name="yinji.check.check_urls", **TASK_OPTIONS)

