@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from tracker.indexes.lock import IndexLock, LockHeld
+from tracker.indexes.lock import IndexLock, LockHeld, Owner
 from tracker.indexes.lock import lock_key as _lock_key
 from tracker.records import JSONObject, json_int
 from tracker.redis_client import process_alive
@@ -116,6 +116,37 @@ class IndexTracker:
 
     def index_lock(self, engine: str) -> IndexLock:
         return IndexLock(self.redis, self.lock_key(engine))
+
+    def health_clearing_dead_lock(self, engine: str) -> tuple[Health, str]:
+        """The engine's health, after removing its index lock if the lock's owner is gone
+        (a ``yinji index rebuild``, reshard or growth killed while it held it); and what
+        to tell the operator about it ("" when no dead lock was found): that it was
+        cleared, and the state the dead owner left the index in: in sync with the store
+        (killed before it changed the index, or after the new one went live), or lost
+        (killed while it loaded it: rebuilt next, by ``IndexAdmin.ensure``)."""
+        lock = self.index_lock(engine)
+        value = lock.redis.get(lock.key)
+        dead = Owner.parse(value) if value is not None else None
+        if dead is None or lock.alive(dead):
+            return self.health(engine), ""
+        lock.release(dead)  # only if that dead owner still holds it
+        health = self.health(engine)
+        who = f"process {dead.pid} on {dead.host}" if dead.pid else f"a process on {dead.host}"
+        note = (
+            f"the {engine} index lock was held by {who}, which is gone (a rebuild, reshard "
+            "or growth was killed): cleared it"
+        )
+        if health.state == "lost":
+            # The rebuild had taken the index's sync token away (``begin_rebuild``) and
+            # died before it gave the new one (``finish_rebuild``).
+            reason = f"a rebuild by {who} was killed before it finished loading it"
+            return Health(engine, "lost", reason, health.dead_writers), note
+        if health.state == "ok":
+            note += (
+                "; the index still matches the store (same sync token and generation), "
+                "so it was not rebuilt"
+            )
+        return health, note
 
     @staticmethod
     def token_meta(engine: str) -> str:

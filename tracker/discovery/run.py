@@ -95,8 +95,9 @@ class RunOptions:
     # Processes that crawl (fetch, read, check) from the shared frontier at once, each
     # taking from the run's one page budget: -1 = one per core (at most two) when this
     # process may have children (not a Celery prefork child: a worker scales by its own
-    # processes). Default 1: one crawl process and its reader process used less CPU a
-    # page than two crawl processes on bench/simweb (docs/BENCHMARKS.md).
+    # processes). Default 1: in two, a page and its mirror checked at the same moment
+    # are both checked instead of one being a near-duplicate; two fetch faster when the
+    # machine has a core to spare (docs/BENCHMARKS.md, bench/simweb).
     crawl_processes: int = 1
     # Processes that decode and extract the pages fetched by a crawl process that works
     # alone (``crawl_processes`` 1), so extraction and the check run on two cores: -1 =

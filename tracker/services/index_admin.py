@@ -20,12 +20,11 @@ from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.index_health import Health, IndexOutOfSync, IndexTracker
-from tracker.indexes.lock import Owner
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
 from tracker.records import JSONObject
 from tracker.services import refill as refills
 from tracker.services.engines import EngineSet
-from tracker.services.index_writer import batches, bulk_folder
+from tracker.services.index_writer import add_current, batches, bulk_folder, take_back
 from tracker.services.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.services.results import (
     RebuildResult,
@@ -67,10 +66,9 @@ class IndexAdmin:
         if last is not None and time.monotonic() - last < VERIFY_INTERVAL:
             return Health(eng.name, "ok")
         with self._verify_lock:
-            dead = self._clear_dead_lock(eng.name)
-            health = self.tracker.health(eng.name)
-            if dead is not None:
-                health = self._after_dead_lock(eng.name, health, dead)
+            health, cleared = self.tracker.health_clearing_dead_lock(eng.name)
+            if cleared:
+                self.repairs.append(cleared)
             if health.state == "rebuilding":
                 self.tracker.wait_unlocked(eng.name, wait)
                 health = self.tracker.health(eng.name)
@@ -84,42 +82,6 @@ class IndexAdmin:
                 self._rebuild_by_itself(eng, health)
             self.verified[eng.name] = time.monotonic()
             return health
-
-    def _clear_dead_lock(self, engine: str) -> Owner | None:
-        """The engine's index lock removed if its owner is gone (a ``yinji index rebuild``,
-        reshard or growth killed while it held it); that owner, else None."""
-        lock = self.tracker.index_lock(engine)
-        value = lock.redis.get(lock.key)
-        if value is None:
-            return None
-        owner = Owner.parse(value)
-        if lock.alive(owner):
-            return None
-        lock.release(owner)  # only if that dead owner still holds it
-        return owner
-
-    def _after_dead_lock(self, engine: str, health: Health, dead: Owner) -> Health:
-        """Say that a dead owner's lock was cleared, and in what state it left the index:
-        in sync with the store (killed before it changed the index, or after the new one
-        went live), or lost (killed while it loaded it: rebuilt next, by ``ensure``)."""
-        who = f"process {dead.pid} on {dead.host}" if dead.pid else f"a process on {dead.host}"
-        note = (
-            f"the {engine} index lock was held by {who}, which is gone (a rebuild, reshard "
-            "or growth was killed): cleared it"
-        )
-        if health.state == "lost":
-            # The rebuild had taken the index's sync token away (``begin_rebuild``) and
-            # died before it gave the new one (``finish_rebuild``).
-            self.repairs.append(note)
-            reason = f"a rebuild by {who} was killed before it finished loading it"
-            return Health(engine, "lost", reason, health.dead_writers)
-        if health.state == "ok":
-            note += (
-                "; the index still matches the store (same sync token and generation), "
-                "so it was not rebuilt"
-            )
-        self.repairs.append(note)
-        return health
 
     def _too_big(self, eng: Engine, health: Health, postings: int) -> IndexOutOfSync | None:
         limit = self.settings.auto_rebuild_max_postings
@@ -153,31 +115,14 @@ class IndexAdmin:
                 continue
             batch.append((mother.seq, eng.from_bytes(blob)))
             if len(batch) >= 256:
-                added += self._add_current(eng, batch)
+                added += add_current(self.store, eng, batch)
                 batch = []
         if batch:
-            added += self._add_current(eng, batch)
+            added += add_current(self.store, eng, batch)
         self.tracker.forget_writers(eng.name, health.dead_writers)
         self.repairs.append(
             f"the {eng.name} index was partial ({health.reason}): re-added {added} mothers"
         )
-
-    def _add_current(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
-        """Add mothers read from the store, then take back those that are no longer
-        current: a writer that replaced (or deleted) one after it was read removed its
-        postings before they were added here. How many stayed."""
-        eng.add(items)
-        return len(items) - self._take_back(eng, items)
-
-    def _take_back(self, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
-        """After ``items`` were written to ``eng``'s index: those no longer current
-        removed again (they were read before a writer replaced or deleted them, and its
-        removal may have come before this write). How many."""
-        current = self.store.current_seqs(seq for seq, _ in items)
-        gone = [(seq, fps) for seq, fps in items if seq not in current]
-        if gone:
-            eng.remove(gone)
-        return len(gone)
 
     def _rebuild_by_itself(self, eng: Engine, health: Health) -> None:
         _, nbytes = self.store.fingerprint_totals(eng.name)
@@ -269,7 +214,7 @@ class IndexAdmin:
                         loader.extend(batch)
                     else:
                         eng.add(batch)
-                        gone += self._take_back(eng, batch)
+                        gone += take_back(self.store, eng, batch)
                         if isinstance(eng, Growable) and eng.needs_growth():
                             eng.grow()  # we hold the lock
                     refresh()

@@ -15,7 +15,9 @@ from typing import TypeVar
 import numpy as np
 
 from tracker.config import Settings
+from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad
+from tracker.store import Store
 
 T = TypeVar("T")
 #: ``(seq, fingerprints)`` of mothers, by engine name.
@@ -30,6 +32,25 @@ def bulk_folder(settings: Settings) -> Path:
     if not os.access(base if base.exists() else base.parent, os.W_OK):
         base = Path(tempfile.gettempdir())
     return base / f".bulk-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def add_current(store: Store, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+    """Add mothers read from the store, then take back those that are no longer
+    current: a writer that replaced (or deleted) one after it was read removed its
+    postings before they were added here. How many stayed."""
+    eng.add(items)
+    return len(items) - take_back(store, eng, items)
+
+
+def take_back(store: Store, eng: Engine, items: list[tuple[int, np.ndarray]]) -> int:
+    """After ``items`` were written to ``eng``'s index: those no longer current in
+    ``store`` removed again (they were read before a writer replaced or deleted them,
+    and its removal may have come before this write). How many."""
+    current = store.current_seqs(seq for seq, _ in items)
+    gone = [(seq, fps) for seq, fps in items if seq not in current]
+    if gone:
+        eng.remove(gone)
+    return len(gone)
 
 
 def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
