@@ -75,9 +75,11 @@ def corpus(n: int, seed: int = 7) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 CLK = os.sysconf("SC_CLK_TCK")
-# Seconds between two polls of the client: each poll of a big job reads and decodes every
-# finished chunk's result (``job_status``), CPU taken from the workers on a small machine.
+# Seconds between two polls of the client once every task has answered (``wait_jobs``):
+# each poll of a big job reads and decodes every finished chunk's result (``job_status``).
 POLL = 0.25
+# Seconds for an added consumer to be polled (kombu's brpop_timeout is 1 s): ``set_workers``.
+CONSUMER_SETTLE = 1.5
 
 
 def group_cpu(pgid: int) -> float:
@@ -206,12 +208,38 @@ class Bench:
         metas = _metas(self.app, ids)
         return [str(metas[i].get("status")) for i in ids]
 
+    def task_ids(self, job_id: str) -> list[str]:
+        """The tasks a job sent (its record), or the id itself for a bare task."""
+        from workers.jobs import _client, _job_key
+
+        raw = _client(self.app).get(_job_key(self.app, job_id))
+        if raw is None:
+            return [job_id]
+        return [str(t["id"]) for t in json.loads(raw).get("tasks") or []] or [job_id]
+
     def wait_jobs(self, ids: list[str], timeout: float = 900.0) -> float:
-        """Seconds until every job (one task each, or a job record) is finished."""
+        """Seconds until every job (one task each, or a job record) is finished.
+
+        Every task's result is awaited on the result backend's channels (Celery's
+        ``ResultSet.join_native``: Redis pub/sub, the stored states read after subscribing,
+        so a task done before is seen too), then ``job_status`` confirms every job ended.
+        Polling instead (every ``POLL`` s, as before 2026-11-27) added up to 0.25 s to runs
+        of one second, and a faster poll took CPU from the workers."""
+        from celery.result import AsyncResult, ResultSet
+
         from workers import jobs
 
         t0 = time.perf_counter()
-        pending = list(ids)
+        results = ResultSet(
+            [AsyncResult(t, app=self.app) for job_id in ids for t in self.task_ids(job_id)],
+            app=self.app,
+        )
+        try:
+            results.join_native(timeout=timeout, propagate=False)
+        finally:
+            for result in results.results:
+                jobs.release(result)
+        pending = list(ids)  # a task sent later by another (a rebuild's load) shows here
         while pending:
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError(f"{len(pending)} jobs not done after {timeout} s")
@@ -257,6 +285,75 @@ def cpu_ceiling(n: int = 5_000_000) -> float:
     return 2 * one / two
 
 
+class Trace:
+    """Where each worker spent a job (``--trace``): Celery's task events (``task-started``
+    and ``task-succeeded``/``-failed``, turned on by the ``enable_events`` remote control,
+    read by an ``app.events.Receiver`` thread), per worker: chunks run, when its first
+    chunk started and its last ended (ms after the submit), and the share of the job's
+    wall it spent inside chunks. This is how the late second worker below was found."""
+
+    def __init__(self, bench: Bench) -> None:
+        import threading
+
+        self.app = bench.app
+        self.events: list[tuple[str, str, float, float]] = []  # (kind, host, time, runtime)
+        self.app.control.enable_events()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._receiver: Any = None
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _listen(self) -> None:
+        def on_event(event: dict[str, Any]) -> None:
+            kind = str(event.get("type", ""))
+            if kind in ("task-started", "task-succeeded", "task-failed"):
+                self.events.append(
+                    (kind, str(event.get("hostname")), float(event["timestamp"]),
+                     float(event.get("runtime") or 0.0))
+                )  # fmt: skip
+
+        with self.app.connection_for_read() as conn:
+            self._receiver = self.app.events.Receiver(conn, handlers={"*": on_event})
+            self._ready.set()
+            self._receiver.capture(limit=None, timeout=None, wakeup=True)
+
+    def mark(self) -> tuple[int, float]:
+        """Where a run starts: (events so far, wall-clock time)."""
+        return len(self.events), time.time()
+
+    def summary(self, since: tuple[int, float], wall: float) -> dict[str, Any]:
+        """Per worker of the run since ``mark``: chunks, first start and last end (ms
+        after the submit), share of ``wall`` inside chunks."""
+        time.sleep(0.2)  # the last events are on their way
+        first, t0 = since
+        hosts: dict[str, dict[str, Any]] = {}
+        for kind, host, at, runtime in self.events[first:]:
+            h = hosts.setdefault(host, {"chunks": 0, "first_ms": None, "last_ms": 0.0, "busy": 0.0})
+            if kind == "task-started":
+                ms = 1000 * (at - t0)
+                h["first_ms"] = ms if h["first_ms"] is None else min(h["first_ms"], ms)
+            else:
+                h["chunks"] += 1
+                h["busy"] += runtime
+                h["last_ms"] = max(h["last_ms"], 1000 * (at - t0))
+        return {
+            host.split("@")[0]: {
+                "chunks": h["chunks"],
+                "first_ms": round(h["first_ms"] or 0.0),
+                "last_ms": round(h["last_ms"]),
+                "inside": round(h["busy"] / wall, 2),
+            }
+            for host, h in sorted(hosts.items())
+        }
+
+    def close(self) -> None:
+        if self._receiver is not None:
+            self._receiver.should_stop = True
+        self._thread.join(5)
+        self.app.control.disable_events()
+
+
 def set_workers(bench: Bench, n: int) -> None:
     """Let the first ``n`` workers consume every queue and the others none (Celery's
     ``add_consumer`` / ``cancel_consumer``), so 1- and 2-worker runs can alternate with
@@ -269,6 +366,11 @@ def set_workers(bench: Bench, n: int) -> None:
                 bench.app.control.add_consumer(queue, destination=[node], reply=True)
             else:
                 bench.app.control.cancel_consumer(queue, destination=[node], reply=True)
+    # A worker listens with one BRPOP over its queues that returns at the latest after
+    # kombu's ``brpop_timeout`` (1 s): a queue just added is polled only from its next
+    # BRPOP. Measured before this wait: the second worker took its first chunk of a
+    # one-job run ~1 s late (of a 1.6-3 s run), a cost of the switch, not of the job.
+    time.sleep(CONSUMER_SETTLE)
 
 
 def spread(
@@ -276,10 +378,12 @@ def spread(
     texts: list[dict[str, Any]],
     repeat: int,
     costs: dict[int, dict[str, list[dict[str, Any]]]],
+    trace: Trace | None = None,
 ) -> dict[int, dict[str, list[float]]]:
     """Texts/s of the one-job and the many-jobs form on 1 and on 2 workers, ``repeat``
     runs each, interleaved (1, 2, then 2, 1, ...: both see the same load); the CPU and
-    Redis commands per text of each run go into ``costs[workers][form]``."""
+    Redis commands per text of each run go into ``costs[workers][form]``, with
+    ``trace`` each one-job run's per-worker timeline too (``Trace.summary``)."""
     from workers import jobs
 
     out: dict[int, dict[str, list[float]]] = {
@@ -293,6 +397,7 @@ def spread(
             set_workers(bench, n)
             for form in ("one job", "jobs"):
                 meter = Meter(bench)
+                since = trace.mark() if trace is not None else None
                 t0 = time.perf_counter()
                 if form == "one job":
                     bench.wait_jobs([jobs.submit_check(texts=texts)])
@@ -300,9 +405,12 @@ def spread(
                     bench.wait_jobs([jobs.submit_check(texts=[t]) for t in texts])
                 wall = time.perf_counter() - t0
                 out[n][form].append(len(texts) / wall)
-                costs.setdefault(n, {}).setdefault(form, []).append(
-                    {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
-                )
+                cost = {**meter.per_text(len(texts)), "wall": wall, "texts": len(texts)}
+                if trace is not None and since is not None and form == "one job":
+                    cost["trace"] = trace.summary(since, wall)
+                    print(f"  {n} worker(s), one job: {wall:.2f} s,", json.dumps(cost["trace"]),
+                          file=sys.stderr, flush=True)  # fmt: skip
+                costs.setdefault(n, {}).setdefault(form, []).append(cost)
             print(f"run {r + 1}, {n} worker(s):", _runs(out[n]), file=sys.stderr, flush=True)
     set_workers(bench, len(bench.workers))
     return out
@@ -524,6 +632,7 @@ def _runs(runs: dict[str, list[float]]) -> str:
 
 
 def main() -> None:
+    global CONSUMER_SETTLE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
@@ -554,9 +663,23 @@ def main() -> None:
         default=True,
         help="rebuild the index as a job on 2 workers (chunks, then the load)",
     )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=CONSUMER_SETTLE,
+        help="seconds to wait after switching between 1 and 2 workers (0: the bench before "
+        "2026-11-27, whose second worker could start a run up to 1 s late)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="read Celery's task events during the one-job runs: per worker, its chunks, "
+        "when its first started and its last ended, its share of the run inside chunks",
+    )
     parser.add_argument("--write", action="store_true", help="update docs/BENCHMARKS.md")
     args = parser.parse_args()
     started = time.time()
+    CONSUMER_SETTLE = args.settle
     mothers, texts = corpus(args.texts)
     root = Path(tempfile.mkdtemp(prefix="bench-workers-", dir=args.folder))
     bench = Bench(root)
@@ -577,7 +700,12 @@ def main() -> None:
         bench.start_worker("w2")
         bench.wait_jobs([jobs.submit_check(texts=texts[:50])])  # warm the workers up
         costs: dict[int, dict[str, list[dict[str, Any]]]] = {}
-        runs = spread(bench, texts, args.repeat, costs)
+        trace = Trace(bench) if args.trace else None
+        try:
+            runs = spread(bench, texts, args.repeat, costs, trace)
+        finally:
+            if trace is not None:
+                trace.close()
         one, two, ceiling = runs[1], runs[2], runs[0]["ceiling"]
         cost1, cost2 = costs[1], costs[2]
         print("1 worker:", _runs(one), file=sys.stderr, flush=True)
@@ -619,6 +747,24 @@ def main() -> None:
         "",
         *cost_rows(cost1, cost2),
     ]
+    if args.trace:
+        parts += [
+            "",
+            "Where the workers were in each one-job run (`--trace`, Celery's task events): per "
+            "worker its chunks, when its first chunk started and its last ended (ms after the "
+            "submit), and the share of the run it spent inside chunks:",
+            "",
+            "| workers | wall (s) | per worker: chunks, first start → last end (ms), inside |",
+            "| ---: | ---: | --- |",
+        ]
+        for n, cost in ((1, cost1), (2, cost2)):
+            for run in cost["one job"]:
+                who = "; ".join(
+                    f"{w['chunks']}, {w['first_ms']} → {w['last_ms']}, {w['inside']:.2f}"
+                    for w in run.get("trace", {}).values()
+                    if w["chunks"]
+                )
+                parts.append(f"| {n} | {run['wall']:.2f} | {who} |")
     if rb:
         parts += [
             "",
