@@ -23,7 +23,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pymongo import ASCENDING, DESCENDING, InsertOne, ReplaceOne, ReturnDocument
+from pymongo import (
+    ASCENDING,
+    DESCENDING,
+    DeleteMany,
+    InsertOne,
+    ReplaceOne,
+    ReturnDocument,
+    UpdateOne,
+)
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from tracker.records import JSONObject, JSONValue
@@ -45,6 +53,7 @@ from ._common import (
 )
 from .base import (
     VERDICTS,
+    CheckWrite,
     Match,
     MatchQuery,
     MatchStats,
@@ -558,23 +567,24 @@ class MongoStore(Store):
         return None if doc is None else bytes(doc["data"])
 
     # --- suspects --------------------------------------------------------------
+    @staticmethod
+    def _suspect_doc(s: Suspect) -> dict[str, Any]:
+        """The stored document of a prepared suspect (its ``_id`` is the filter's)."""
+        return {
+            "title": s.title,
+            "text": s.text,
+            "url": s.url,
+            "domain": s.domain,
+            "fetched_at": s.fetched_at,
+            "source": s.source,
+            "metadata": s.metadata,
+            "raw": s.raw,
+            "checked_at": s.checked_at,
+        }
+
     def put_suspect(self, suspect: Suspect) -> Suspect:
         s = prepare_suspect(suspect)
-        self.suspects.replace_one(
-            {"_id": s.id},
-            {
-                "title": s.title,
-                "text": s.text,
-                "url": s.url,
-                "domain": s.domain,
-                "fetched_at": s.fetched_at,
-                "source": s.source,
-                "metadata": s.metadata,
-                "raw": s.raw,
-                "checked_at": s.checked_at,
-            },
-            upsert=True,
-        )
+        self.suspects.replace_one({"_id": s.id}, self._suspect_doc(s), upsert=True)
         return s
 
     def get_suspect(self, suspect_id: str) -> Suspect:
@@ -635,54 +645,118 @@ class MongoStore(Store):
         now = to_utc(utcnow())
         sdoc = self.suspects.find_one({"_id": suspect_id}, projection={"raw": 0})
         suspect = _suspect(sdoc) if sdoc is not None else None
-        mother_ids = sorted({m.mother_id for m in matches})
-        titles: dict[str, str] = {}
-        for i in range(0, len(mother_ids), _CHUNK):
-            for doc in self.mothers.find(
-                {"_id": {"$in": mother_ids[i : i + _CHUNK]}}, projection={"title": 1}
-            ):
-                titles[doc["_id"]] = doc.get("title", "")
+        titles = self._mother_titles({m.mother_id for m in matches})
         prepared = prepare_matches(suspect_id, matches, titles, suspect, now)
         for m in prepared:
-            # One atomic upsert per match: machine fields are $set, the reviewer's
-            # fields only on insert. A set_verdict racing with a re-check is never
-            # overwritten, and a redelivered task writes the same document again.
-            self.matches.update_one(
-                {"_id": m.id},
-                {
-                    "$set": {
-                        "suspect_id": m.suspect_id,
-                        "mother_id": m.mother_id,
-                        "score": m.score,
-                        "coverage": m.coverage,
-                        "mother_coverage": m.mother_coverage,
-                        "passages": [p.to_dict() for p in m.passages],
-                        "engine": m.engine,
-                        "mother_title": m.mother_title,
-                        "suspect_title": m.suspect_title,
-                        "suspect_url": m.suspect_url,
-                        "domain": m.domain,
-                        "rdomain": reverse_domain(m.domain),
-                        "updated_at": m.updated_at,
-                    },
-                    "$setOnInsert": {
-                        "verdict": m.verdict,
-                        "note": m.note,
-                        "created_at": m.created_at,
-                    },
-                },
-                upsert=True,
-            )
+            self.matches.update_one({"_id": m.id}, self._match_update(m), upsert=True)
         # Last: drop earlier machine results this check no longer finds. The
         # verdict condition is evaluated per document by the server, so a match a
         # person has just confirmed is not deleted.
-        self.matches.delete_many(
-            {
-                "suspect_id": suspect_id,
-                "verdict": "pending",
-                "_id": {"$nin": [m.id for m in prepared]},
-            }
-        )
+        self.matches.delete_many(self._stale_matches(suspect_id, prepared))
+
+    def _mother_titles(self, mother_ids: Iterable[str]) -> dict[str, str]:
+        ids = sorted(mother_ids)
+        titles: dict[str, str] = {}
+        for i in range(0, len(ids), _CHUNK):
+            for doc in self.mothers.find(
+                {"_id": {"$in": ids[i : i + _CHUNK]}}, projection={"title": 1}
+            ):
+                titles[doc["_id"]] = doc.get("title", "")
+        return titles
+
+    @staticmethod
+    def _match_update(m: Match) -> dict[str, Any]:
+        """One atomic upsert per match: machine fields are $set, the reviewer's fields
+        only on insert. A set_verdict racing with a re-check is never overwritten, and a
+        redelivered task writes the same document again."""
+        return {
+            "$set": {
+                "suspect_id": m.suspect_id,
+                "mother_id": m.mother_id,
+                "score": m.score,
+                "coverage": m.coverage,
+                "mother_coverage": m.mother_coverage,
+                "passages": [p.to_dict() for p in m.passages],
+                "engine": m.engine,
+                "mother_title": m.mother_title,
+                "suspect_title": m.suspect_title,
+                "suspect_url": m.suspect_url,
+                "domain": m.domain,
+                "rdomain": reverse_domain(m.domain),
+                "updated_at": m.updated_at,
+            },
+            "$setOnInsert": {
+                "verdict": m.verdict,
+                "note": m.note,
+                "created_at": m.created_at,
+            },
+        }
+
+    @staticmethod
+    def _stale_matches(suspect_id: str, kept: Sequence[Match]) -> dict[str, Any]:
+        """The suspect's pending matches a check no longer finds."""
+        return {
+            "suspect_id": suspect_id,
+            "verdict": "pending",
+            "_id": {"$nin": [m.id for m in kept]},
+        }
+
+    def save_checks(self, writes: Sequence[CheckWrite]) -> list[bool]:
+        """A chunk's writes in six commands whatever its size (one by one: 4 a check and
+        one a match): which re-checked suspects still exist; the suspects (one update
+        command: put whole, or only ``checked_at`` set); the written suspects read back
+        and the matched mothers' titles; the matches (one update command of upserts, then
+        one delete command of each suspect's stale pending matches). Without
+        transactions (they need a replica set) a crash between two steps can leave
+        suspects written without their matches; a redelivered chunk writes every one
+        again (all upserts)."""
+        if not writes:
+            return []
+        for w in writes:
+            check_id(w.suspect.id, "suspect id")
+        recheck = sorted({w.suspect.id for w in writes if not w.rewrite})
+        alive: set[str] = set()
+        for i in range(0, len(recheck), _CHUNK):
+            alive.update(
+                d["_id"]
+                for d in self.suspects.find(
+                    {"_id": {"$in": recheck[i : i + _CHUNK]}}, projection={"_id": 1}
+                )
+            )
+        done = [w.rewrite or w.suspect.id in alive for w in writes]
+        kept = [w for w, ok in zip(writes, done, strict=True) if ok]
+        ops: list[Any] = []
+        for w in kept:
+            if w.rewrite:
+                s = prepare_suspect(w.suspect)
+                ops.append(ReplaceOne({"_id": s.id}, self._suspect_doc(s), upsert=True))
+            else:
+                when = to_utc(w.suspect.checked_at or utcnow())
+                ops.append(UpdateOne({"_id": w.suspect.id}, {"$set": {"checked_at": when}}))
+        if ops:
+            self.suspects.bulk_write(ops, ordered=True)
+        ids = sorted({w.suspect.id for w in kept})
+        suspects: dict[str, Suspect] = {}
+        for i in range(0, len(ids), _CHUNK):
+            for doc in self.suspects.find(
+                {"_id": {"$in": ids[i : i + _CHUNK]}}, projection={"raw": 0}
+            ):
+                suspects[doc["_id"]] = _suspect(doc)
+        titles = self._mother_titles({m.mother_id for w in kept for m in w.matches})
+        now = to_utc(utcnow())
+        upserts: list[Any] = []
+        stale: list[Any] = []
+        for w in kept:
+            sid = w.suspect.id
+            prepared = prepare_matches(sid, w.matches, titles, suspects.get(sid), now)
+            upserts += [
+                UpdateOne({"_id": m.id}, self._match_update(m), upsert=True) for m in prepared
+            ]
+            stale.append(DeleteMany(self._stale_matches(sid, prepared)))
+        # Every upsert, then every drop (a suspect's drop spares its own upserts): two
+        # commands, where interleaving them would make an ordered bulk one per run.
+        self.matches.bulk_write([*upserts, *stale], ordered=True)
+        return done
 
     def get_match(self, match_id: str) -> Match:
         doc = self.matches.find_one({"_id": match_id})

@@ -244,3 +244,109 @@ def test_one_id_twice_in_a_batch_is_refused_by_name(mongo: Mongo, tmp_path, kind
         store.replace_mothers(items)
     assert store.count_mothers() == 0
     store.close()
+
+
+SAVE_CHECKS = [
+    ("find", "suspects"),  # which re-checked suspects still exist
+    ("update", "suspects"),  # bulk_write: put whole, or checked_at set
+    ("find", "suspects"),  # the written suspects, for the matches' titles and urls
+    ("find", "mothers"),  # the matched mothers' titles
+    ("update", "matches"),  # bulk_write: every match an upsert
+    ("delete", "matches"),  # each suspect's stale pending matches
+]
+
+
+def _chunk(n: int, tag: str) -> list[Any]:
+    """A job's chunk: ``n`` checks, new suspects (one to three matches) and re-checks of
+    stored ones, one of them deleted meanwhile."""
+    from tracker.store import CheckWrite, Match, Suspect
+
+    out = []
+    for i in range(n):
+        recheck = i % 4 == 3  # a stored suspect checked again (re7 deleted meanwhile)
+        sid = f"re{i}" if recheck else f"{tag}{i}"
+        found = [
+            Match(
+                suspect_id=sid,
+                mother_id=f"m{(i + k) % 5}",
+                score=0.5 + k / 10,
+                coverage=0.4,
+                mother_coverage=0.2,
+            )
+            for k in range(1 + i % 3)
+        ]
+        if recheck:
+            out.append(CheckWrite(Suspect(id=sid, text="not written"), found, rewrite=False))
+        else:
+            out.append(CheckWrite(Suspect(id=sid, title=f"页{i}", text=f"正文 {i}"), found))
+    return out
+
+
+@pytest.mark.slow
+def test_a_chunk_of_checks_is_six_commands_and_stores_what_one_by_one_stores(
+    mongo: Mongo,
+) -> None:
+    """``save_checks`` of a chunk of 4 and of 40 checks: the same six commands (one by
+    one: four a check and one a match), and the store reads back exactly as after the
+    default one-by-one writes (``Store.save_checks``) on a second database."""
+    from tracker.store import Match, MatchQuery, Store, Suspect
+
+    batched = MongoStore(mongo.client, db_name="batched")
+    single = MongoStore(mongo.client, db_name="single")
+    for store in (batched, single):
+        for i in range(5):
+            store.put_mother(Mother(id=f"m{i}", title=f"母本{i}", text=f"正文{i}"))
+        for i in range(3, 44, 4):
+            if i != 7:  # re7 was deleted meanwhile
+                store.put_suspect(
+                    Suspect(id=f"re{i}", title=f"旧{i}", text="stored", url=f"https://x.cn/{i}")
+                )
+        # A stale pending match the re-check no longer finds, and a confirmed one it keeps.
+        store.put_matches(
+            "re3",
+            [
+                Match(
+                    suspect_id="re3", mother_id="m4", score=0.9, coverage=0.5, mother_coverage=0.1
+                ),
+                Match(
+                    suspect_id="re3", mother_id="m0", score=0.8, coverage=0.5, mother_coverage=0.1
+                ),
+            ],
+        )
+        store.set_verdict(
+            Match(suspect_id="re3", mother_id="m0", score=0, coverage=0, mother_coverage=0).id,
+            "confirmed",
+        )
+    mongo.commands.take()
+    got = {}
+    for n, tag in ((4, "a"), (40, "b")):
+        writes = _chunk(n, tag)
+        got[tag] = batched.save_checks(writes)
+        assert mongo.commands.take() == SAVE_CHECKS, n
+        assert Store.save_checks(single, writes) == got[tag]
+        assert len(mongo.commands.take()) > 4 * n
+    assert got["b"][7] is False and got["b"][3] is True
+
+    def state(store: MongoStore) -> tuple[list[Any], list[Any]]:
+        matches = [
+            (
+                m.id,
+                m.suspect_id,
+                m.mother_id,
+                m.score,
+                m.mother_title,
+                m.suspect_title,
+                m.suspect_url,
+                m.verdict,
+            )
+            for m in store.query_matches(MatchQuery(limit=1000))
+        ]
+        suspects = [
+            (s.id, s.title, s.text, s.url, s.checked_at is not None)
+            for s in store.list_suspects(limit=1000)
+        ]
+        return sorted(matches), sorted(suspects)
+
+    assert state(batched) == state(single)
+    kept = {m.mother_id: m.verdict for m in batched.query_matches(MatchQuery(suspect_id="re3"))}
+    assert kept == {"m0": "confirmed", "m3": "pending"}  # m4 dropped, the confirmed kept
