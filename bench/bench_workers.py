@@ -20,6 +20,12 @@ processes (prefork, concurrency 1 each):
    by ``check_new_mothers`` on 2 workers: seconds, suspects/s, chunks, and how many
    chunks were delivered more than once (must be 0).
 
+A switch between 1 and 2 workers is followed by ``--settle`` seconds (1.5): a worker
+polls a queue just added to it only from its next BRPOP (up to 1 s later), and a run
+started before would measure a late second worker. Results are awaited by pub/sub, not
+polled. ``--trace`` reads Celery's task events: per worker and one-job run, its chunks,
+when its first started and its last ended, its share of the run inside chunks.
+
 ``python bench/bench_workers.py --write`` puts the report into docs/BENCHMARKS.md.
 """
 
