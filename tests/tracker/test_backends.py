@@ -4,6 +4,7 @@ data folder's files are the ones ``DataFiles`` names."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,41 @@ def fake_mongo(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[tuple[str, di
     return client, calls
 
 
+@pytest.fixture()
+def wire_mongo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Any, list[tuple[str, dict[str, Any]]]]]:
+    """``pymongo.MongoClient`` replaced by one real client of ``tests/mongo_wire.py`` (a
+    wire-protocol server on mongomock): a library's bulk writes are encoded as for a
+    mongod (mongomock's own ``bulk_write`` refuses pymongo >= 4.10's operations); the
+    calls recorded."""
+    pytest.importorskip("mongomock")
+    import pymongo
+    from mongo_wire import mongo_wire_server
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    with mongo_wire_server() as server:
+        client: Any = pymongo.MongoClient(server.uri, tz_aware=True)
+
+        def make(uri: str, **kwargs: Any) -> Any:
+            calls.append((uri, kwargs))
+            return client
+
+        monkeypatch.setattr(pymongo, "MongoClient", make)
+        try:
+            yield client, calls
+        finally:
+            type(client).close(client)  # the real close (the test stubs the instance's)
+
+
+@pytest.mark.slow
 def test_a_library_on_mongodb_uses_one_client(
-    fake_mongo: tuple[Any, list[tuple[str, dict[str, Any]]]],
+    wire_mongo: tuple[Any, list[tuple[str, dict[str, Any]]]],
     tmp_path: Path,
     redis_client: object,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    client, calls = fake_mongo
+    client, calls = wire_mongo
     closed: list[bool] = []
     monkeypatch.setattr(client, "close", lambda: closed.append(True))
     monkeypatch.delenv("YINJI_TSA_URL", raising=False)

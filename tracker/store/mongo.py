@@ -9,9 +9,10 @@ sequence of single-document atomic operations ordered so that a crash or a
 concurrent writer leaves a consistent state (no multi-document transactions, which
 need a replica set). Ingest writes a batch of mothers in a fixed handful of round
 trips (``replace_mothers``: bulk inserts and a conditional ``bulk_write``), not a few
-per mother. mongomock's own ``bulk_write`` fails on ``ReplaceOne`` with pymongo >= 4.10,
-so the tests talk to this adapter through a real pymongo client and a wire-protocol
-server on mongomock (``tests/mongo_wire.py``).
+per mother, and a chunk of saved checks in six commands (``save_checks``). mongomock's
+own ``bulk_write`` fails on ``ReplaceOne`` and ``UpdateOne`` with pymongo >= 4.10, so the
+tests talk to this adapter through a real pymongo client and a wire-protocol server on
+mongomock (``tests/mongo_wire.py``).
 """
 
 from __future__ import annotations

@@ -290,22 +290,37 @@ def test_scheduled_tree_head_is_stamped_once_the_tsa_is_back(
     assert idle["head_id"] == second["head_id"]
 
 
+@pytest.fixture()
+def wire_client() -> Iterator[Any]:
+    """A real pymongo client of ``tests/mongo_wire.py`` (a wire-protocol server on
+    mongomock): GridFS and the store's bulk writes encoded as for a mongod (mongomock's
+    own ``bulk_write`` refuses pymongo >= 4.10's operations)."""
+    pytest.importorskip("mongomock")
+    import pymongo
+    from mongo_wire import mongo_wire_server
+
+    with mongo_wire_server() as server:
+        client: Any = pymongo.MongoClient(server.uri, tz_aware=True)
+        try:
+            yield client
+        finally:
+            type(client).close(client)  # the real close (a test may stub the instance's)
+
+
 def test_mongo_library_keeps_evidence_bytes_in_gridfs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: Site
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: Site, wire_client: Any
 ) -> None:
     """With YINJI_MONGO_URI the captured bytes go to GridFS (bucket evidence_blobs), not
     to the data folder, and the bundle is exported from there."""
-    mongomock = pytest.importorskip("mongomock")
-    gridfs_mock = pytest.importorskip("mongomock.gridfs")
     import pymongo
 
     from tracker.crawler import Crawler, CrawlerConfig
     from tracker.documents import Document
     from tracker.library import Library
 
-    gridfs_mock.enable_gridfs_integration()
-    client = mongomock.MongoClient()
+    client = wire_client
     monkeypatch.setattr(pymongo, "MongoClient", lambda *a, **kw: client)
+    monkeypatch.setattr(client, "close", lambda: None)  # read below, after the library
     monkeypatch.delenv("YINJI_TSA_URL", raising=False)
     data = tmp_path / "data"
     settings = Settings(data_dir=data, mongo_uri="mongodb://mongo.test:27017", mongo_db="yj")
