@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
@@ -498,6 +498,10 @@ def run_default_path(
     files2, kept2 = generate_library(model, extra, src, rng, per_kind * 4, id_prefix="x")
     cases = plant(model, kept, per_kind, rng)
     late_cases = plant(model, kept2, max(1, per_kind // 2), rng)
+    # Kept beside the library: ``--recheck-default`` measures other code on the same cases.
+    (work_dir / "cases.json").write_text(
+        json.dumps({"cases": [asdict(c) for c in cases], "late": [asdict(c) for c in late_cases]})
+    )
     import tracker
 
     out: dict[str, object] = {"chars": chars, "added": extra, "code": tracker.__file__}
@@ -668,6 +672,14 @@ def main() -> None:
     )
     ap.add_argument("--add-share", type=float, default=0.1)
     ap.add_argument(
+        "--recheck-default",
+        type=Path,
+        default=None,
+        help="DIR: the checks of a kept --default-path run again (DIR/default-path: its data "
+        "and cases.json), with this code, after an ingest's checks; results as JSON to "
+        "--default-path",
+    )
+    ap.add_argument(
         "--combine",
         nargs="+",
         default=None,
@@ -684,6 +696,31 @@ def main() -> None:
         return
     global WEAK_CANDIDATES
     WEAK_CANDIDATES = args.weak_candidates
+    if args.recheck_default is not None:
+        folder = args.recheck_default / "default-path"
+        saved = json.loads((folder / "cases.json").read_text())
+        cases = [Planted(**c) for c in saved["cases"]]
+        late = [Planted(**c) for c in saved["late"]]
+        import tracker
+
+        # After the add if the kept run made one (its late cases are in the library).
+        step = "after_add" if any((folder / "src").glob("xworks-*.jsonl")) else "after_ingest"
+        checks = default_checks(folder / "data", cases + late if step == "after_add" else cases)
+        out = {"code": tracker.__file__, "step": step, step: checks}
+        if args.default_path is not None:
+            args.default_path.write_text(json.dumps(out))
+        lat = [m for m, k in zip(checks["ms"], checks["kinds"], strict=True) if k != "negative"]
+        print(
+            f"{step}: copies p50 / p90 / p99 "
+            + " / ".join(f"{pct(lat, q):.1f}" for q in (50, 90, 99))
+            + " ms"
+        )
+        for kind in KINDS:
+            at = [i for i, k in enumerate(checks["kinds"]) if k == kind]
+            ms = [checks["ms"][i] for i in at]
+            got = np.mean([checks["verified"][i] for i in at]) if at else float("nan")
+            print(f"  {kind}: p50 {pct(ms, 50):.1f} ms, {got:.1f} candidates verified a check")
+        return
 
     t0 = time.perf_counter()
     model = BigramModel.train(training_text())
