@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -208,6 +209,14 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
+#: Threads that read candidates' texts side by side (``get_mothers_by_seq``). In a
+#: large library a candidate is a random mother, its text a cold read of ~15 pages
+#: that SQLite walks one after another (an overflow chain): read on one connection, the
+#: candidates of a check wait on the disk one by one; on one connection each they wait
+#: together (``bench/bench_cold_reads.py``).
+MOTHER_READERS = 8
+
+
 def _chunks(items: list[Any], size: int = _CHUNK) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -336,6 +345,8 @@ class SqliteStore(Store):
         self._conns: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._pid = os.getpid()
         self._closed = False
+        self._readers: ThreadPoolExecutor | None = None  # made on first use
+        self._readers_pid = 0
         self._uri: str | None = None  # set when opened read-only
         self.read_only = False
         try:
@@ -482,11 +493,24 @@ class SqliteStore(Store):
             c.execute("INSERT OR IGNORE INTO counters(name, value) VALUES ('mother_seq', 0)")
             c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    def _reader_pool(self) -> ThreadPoolExecutor:
+        """The threads of ``get_mothers_by_seq``, this process's own (a pool inherited
+        through a fork has no threads)."""
+        self._conn()  # a fork resets the connections first
+        with self._lock:
+            if self._readers is None or self._readers_pid != self._pid:
+                self._readers = ThreadPoolExecutor(MOTHER_READERS, "yinji-store-read")
+                self._readers_pid = self._pid
+            return self._readers
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             conns = list(self._conns) if os.getpid() == self._pid else []
             self._conns = weakref.WeakSet()
+            readers, self._readers = self._readers, None
+        if readers is not None and self._readers_pid == os.getpid():
+            readers.shutdown(wait=True)
         for conn in conns:
             conn.close()
         self._local = threading.local()
@@ -590,6 +614,16 @@ class SqliteStore(Store):
 
     def get_mothers_by_seq(self, seqs: Iterable[int]) -> dict[int, Mother]:
         wanted = sorted({int(s) for s in seqs})
+        if len(wanted) < 2 or self._conn().in_transaction:
+            return self._mothers_by_seq(wanted)  # (inside a transaction: its own view)
+        pool = self._reader_pool()
+        parts = min(len(wanted), MOTHER_READERS)
+        out: dict[int, Mother] = {}
+        for part in pool.map(self._mothers_by_seq, [wanted[i::parts] for i in range(parts)]):
+            out.update(part)
+        return out
+
+    def _mothers_by_seq(self, wanted: list[int]) -> dict[int, Mother]:
         out: dict[int, Mother] = {}
         conn = self._conn()
         for chunk in _chunks(wanted):
