@@ -446,16 +446,29 @@ def cli_ingest(data: Path, files: list[Path], engine: str | None) -> dict[str, f
     }
 
 
-def default_checks(data: Path, cases: list[Planted]) -> dict[str, object]:
+def evict(folder: Path) -> None:
+    """Every file of ``folder`` out of the page cache (written back first; no root
+    needed): the next reads are cold, as for a library larger than the machine's cache."""
+    os.sync()
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> dict[str, object]:
     """The planted checks in a fresh process's library, as a check runs by default
-    (nothing taken by hand): latency per case, found or not, the mothers matched."""
+    (nothing taken by hand): latency per case, found or not, the mothers matched
+    (``stats``: and the index's size, a scan of all of it: ~3.5 min at 1 B)."""
     from tracker.config import Settings
     from tracker.library import Library
 
     lib = Library.open(replace(Settings.from_env(), data_dir=data))
     try:
-        stats = lib.index_stats()
-        eng = next(iter(stats["engines"].values()), {})
+        eng = next(iter(lib.index_stats()["engines"].values()), {}) if stats else {}
         for case in cases[:10]:  # warm-up: caches, connections, the snapshot's pages
             lib.check_text(case.text)
         ms: list[float] = []
@@ -672,6 +685,11 @@ def main() -> None:
     )
     ap.add_argument("--add-share", type=float, default=0.1)
     ap.add_argument(
+        "--evict",
+        action="store_true",
+        help="with --recheck-default: the data folder's pages out of the page cache first",
+    )
+    ap.add_argument(
         "--recheck-default",
         type=Path,
         default=None,
@@ -705,7 +723,11 @@ def main() -> None:
 
         # After the add if the kept run made one (its late cases are in the library).
         step = "after_add" if any((folder / "src").glob("xworks-*.jsonl")) else "after_ingest"
-        checks = default_checks(folder / "data", cases + late if step == "after_add" else cases)
+        if args.evict:
+            evict(folder / "data")
+        checks = default_checks(
+            folder / "data", cases + late if step == "after_add" else cases, stats=False
+        )
         out = {"code": tracker.__file__, "step": step, step: checks}
         if args.default_path is not None:
             args.default_path.write_text(json.dumps(out))
