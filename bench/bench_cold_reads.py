@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import ROOT, machine, write_section
+from bench._common import ROOT, evict, machine, write_section
 from tracker.records import Mother
 from tracker.store.sqlite import MOTHER_READERS, SqliteStore
 
@@ -122,18 +122,6 @@ class OtherLayouts:
         os.close(self.fd)
 
 
-def evict(path: Path) -> None:
-    """The store's pages out of the page cache (written back first)."""
-    os.sync()
-    for name in (path, Path(f"{path}-wal"), path.parent / "texts.bin"):
-        if name.exists():
-            fd = os.open(name, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--works", type=int, default=20_000)
@@ -173,7 +161,7 @@ def main() -> None:
                     sorted(rng.sample(range(1, top + 1), args.candidates))
                     for _ in range(args.calls)
                 ]
-                evict(path)
+                evict([path, Path(f"{path}-wal"), path.parent / "texts.bin"])
                 ms = []
                 for seqs in calls:
                     t = time.perf_counter()

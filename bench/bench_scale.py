@@ -55,7 +55,7 @@ if "--code" in sys.argv:
 
 import contextlib
 
-from bench._common import ROOT, machine, write_section
+from bench._common import ROOT, evict, machine, write_section
 
 # ../shared/data beside this checkout (a worktree under /work/wt: two levels up).
 HERE = Path(__file__).resolve().parents[1]
@@ -446,19 +446,6 @@ def cli_ingest(data: Path, files: list[Path], engine: str | None) -> dict[str, f
     }
 
 
-def evict(folder: Path) -> None:
-    """Every file of ``folder`` out of the page cache (written back first; no root
-    needed): the next reads are cold, as for a library larger than the machine's cache."""
-    os.sync()
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-
-
 def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> dict[str, object]:
     """The planted checks in a fresh process's library, as a check runs by default
     (nothing taken by hand): latency per case, found or not, the mothers matched
@@ -734,7 +721,7 @@ def main() -> None:
         # After the add if the kept run made one (its late cases are in the library).
         step = "after_add" if any((folder / "src").glob("xworks-*.jsonl")) else "after_ingest"
         if args.evict:
-            evict(folder / "data")
+            evict((folder / "data").rglob("*"))
         checks = default_checks(
             folder / "data", cases + late if step == "after_add" else cases, stats=False
         )
