@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 INDEX_SERVER_CONFIG = {
     "hash-max-ziplist-entries": "512",
     "hash-max-ziplist-value": "64",
+    # DUMP payloads uncompressed, so that a large add can append to a bucket's ziplist
+    # on the client (tracker/indexes/appends.py); the save file is larger by what LZF
+    # saved (measured in docs/BENCHMARKS.md, whole-bucket appends).
+    "rdbcompression": "no",
 }
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}

@@ -12,6 +12,20 @@ from redis_cluster import write_during_reshard
 from tracker.indexes.inverted import MIN_BITS, RedisInvertedIndex
 
 
+def unmix(z: np.ndarray) -> np.ndarray:
+    """The inverse of ``tracker.indexes.keys.mix64``: fingerprints of chosen mixes."""
+    z = z.astype(np.uint64, copy=True)
+    inv2, inv1 = np.uint64(0x319642B2D24D8EC3), np.uint64(0x96DE1B173F119089)
+    with np.errstate(over="ignore"):
+        z ^= (z >> np.uint64(31)) ^ (z >> np.uint64(62))
+        z *= inv2
+        z ^= (z >> np.uint64(27)) ^ (z >> np.uint64(54))
+        z *= inv1
+        z ^= (z >> np.uint64(30)) ^ (z >> np.uint64(60))
+        z -= np.uint64(0x9E3779B97F4A7C15)
+    return z
+
+
 def same_lookup(
     a: tuple[np.ndarray, np.ndarray, int], b: tuple[np.ndarray, np.ndarray, int]
 ) -> bool:

@@ -118,6 +118,22 @@ def encode_value(seqs: list[bytes] | None, fmt: int) -> bytes:
     return b"".join(seqs)
 
 
+def new_value(seqs: list[bytes], stop_df: int, fmt: int = FORMAT) -> tuple[bytes, int]:
+    """The stored value of a new field whose holders (4-byte seqs, in the order they
+    came, repeats allowed) arrive in one add, and how many postings it makes: what
+    ``merge('', seqs, stop_df)`` of ``lua/codec.lua`` returns."""
+    cur: list[bytes] = []
+    added = 0
+    for s in seqs:
+        if s in cur:
+            continue
+        added += 1
+        if len(cur) + 1 > stop_df:
+            return stop_value(cur), added
+        cur.append(s)
+    return encode_value(cur, fmt), added
+
+
 def parse_many(values: list[bytes], fmt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``parse_values`` of many stored values (all present, e.g. every field of a bucket),
     with numpy over their concatenation instead of a loop per value: ``(fp_index, seqs,

