@@ -43,7 +43,8 @@ from tracker.indexes.codec import new_value
 
 ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
 MIN_POSTINGS = 4  # a bucket's postings in the add from which it is appended whole
-BATCH = 2048  # buckets a WATCH/MULTI batch
+BATCH = 2048  # buckets a round (their appends made together with numpy)
+WATCH_KEYS = 128  # buckets a connection watches in a round
 _EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
 _CRC = anycrc.Model("CRC64-REDIS")  # DUMP's checksum (Redis' crc64, Jones)
 _DIGITS = np.zeros(256, dtype=bool)
@@ -58,6 +59,18 @@ class Appended:
     fields: int  # new fields written
     buckets: int  # buckets written whole
     leftover: np.ndarray  # records (bucket, field, seq) for lua/add_many.lua
+
+
+@dataclass
+class _Built:
+    """A round's new payloads, by bucket index (0..n-1 in the round)."""
+
+    which: np.ndarray  # the buckets written
+    payloads: list[bytes]  # their payloads
+    row_bucket: np.ndarray  # each row's bucket
+    written: np.ndarray  # rows appended (if their bucket's EXEC goes through)
+    postings: np.ndarray  # new postings a bucket
+    fields: np.ndarray  # new fields a bucket
 
 
 @dataclass
@@ -217,71 +230,95 @@ class BucketAppends:
         key_prefix: str,
         guard: tuple[str, str, str],
     ) -> tuple[np.ndarray, int, int, int] | None:
-        """One WATCH/DUMP, MULTI/RESTORE/EXEC round: (rows written, postings, fields,
-        buckets), or None when the layout changed or the index is moving."""
+        """One round of WATCH/DUMP, then MULTI/RESTORE/EXEC, over ``WATCH_KEYS``
+        buckets a connection (Redis 6.2's WATCH checks every key against those already
+        watched: 2,048 keys on one connection cost 24 us a key): (rows written,
+        postings, fields, buckets), or None when the layout changed or the index moves."""
         rec = records[rows]
         bucket = rec[:, :4].copy().view("<u4").ravel()
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
-        ids = bucket[first]
-        keys = [f"{key_prefix}{int(b)}".encode() for b in ids]
+        keys = [f"{key_prefix}{int(b)}".encode() for b in bucket[first]]
+        groups = [range(a, min(a + WATCH_KEYS, len(keys))) for a in range(0, len(keys), WATCH_KEYS)]
         layout_key, moving_key, used = guard
-        conn = self.redis.connection_pool.get_connection()
+        pool = self.redis.connection_pool
+        conns = [pool.get_connection() for _ in groups]
         try:
-            conn.send_packed_command(
-                conn.pack_commands(
+            # One buffer a connection and round (redis-py sends each piece of a list
+            # with its own sendall: a system call and a read in Redis for every bucket).
+            for conn, g in zip(conns, groups, strict=True):
+                head = conn.pack_commands(
                     [
-                        ("WATCH", layout_key, moving_key, *keys),
+                        ("WATCH", layout_key, moving_key, *(keys[i] for i in g)),
                         ("HGET", layout_key, "layout"),
                         ("EXISTS", moving_key),
                     ]
                 )
-                + [b"*2\r\n$4\r\nDUMP\r\n$%d\r\n%b\r\n" % (len(k), k) for k in keys]
-            )
-            conn.read_response()
-            stored = conn.read_response()
-            moving = conn.read_response()
-            dumps = [conn.read_response() for _ in keys]
-            if moving or (stored is not None and stored.decode() != used):
-                conn.send_command("UNWATCH")
+                dumps = [b"*2\r\n$4\r\nDUMP\r\n$%d\r\n%b\r\n" % (len(keys[i]), keys[i]) for i in g]
+                conn.send_packed_command([b"".join(head + dumps)])
+            payloads: list[bytes | None] = []
+            moved = False
+            for conn, g in zip(conns, groups, strict=True):
                 conn.read_response()
-                return None
-            built = self._build(rec, first, dumps, fw)
-            if built is None:
-                conn.send_command("UNWATCH")
-                conn.read_response()
-                return rows[:0], 0, 0, 0
-            which, payloads, written_rows, postings, fields = built
-            out = [b"*1\r\n$5\r\nMULTI\r\n"]
-            for i, p in zip(which.tolist(), payloads, strict=True):
-                k = keys[i]
-                out.append(
-                    b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n" % (len(k), k, len(p))
+                stored = conn.read_response()
+                moved |= bool(conn.read_response()) or (
+                    stored is not None and stored.decode() != used
                 )
-                out.append(p)
-                out.append(b"\r\n$7\r\nREPLACE\r\n")
-            out.append(b"*1\r\n$4\r\nEXEC\r\n")
-            conn.send_packed_command(out)
-            conn.read_response()  # OK
-            for _ in payloads:
-                conn.read_response()  # QUEUED
-            result = conn.read_response()
+                payloads += [conn.read_response() for _ in g]
+            built = None if moved else self._build(rec, first, payloads, fw)
+            if built is None:
+                for conn in conns:
+                    conn.send_command("UNWATCH")
+                    conn.read_response()
+                return None if moved else (rows[:0], 0, 0, 0)
+            todo = np.zeros(len(keys), dtype=bool)
+            todo[built.which] = True
+            new_payload = dict(zip(built.which.tolist(), built.payloads, strict=True))
+            for conn, g in zip(conns, groups, strict=True):
+                out = [b"*1\r\n$5\r\nMULTI\r\n"]
+                for i in g:
+                    if todo[i]:
+                        k, p = keys[i], new_payload[i]
+                        out.append(
+                            b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n"
+                            % (len(k), k, len(p))
+                        )
+                        out.append(p)
+                        out.append(b"\r\n$7\r\nREPLACE\r\n")
+                out.append(b"*1\r\n$4\r\nEXEC\r\n")
+                conn.send_packed_command([b"".join(out)])
+            refused = np.zeros(len(groups), dtype=bool)
+            for gi, (conn, g) in enumerate(zip(conns, groups, strict=True)):
+                conn.read_response()  # OK
+                for _ in range(int(todo[g.start : g.stop].sum())):
+                    conn.read_response()  # QUEUED
+                result = conn.read_response()
+                if result is None:  # a watched key changed: nothing written, the script's
+                    refused[gi] = True
+                    continue
+                for r in result:
+                    if isinstance(r, Exception):
+                        raise r
         except BaseException:
-            conn.disconnect()  # a half-read reply or a WATCH left behind: not reusable
+            for conn in conns:
+                conn.disconnect()  # a half-read reply or a WATCH left behind
             raise
         finally:
-            self.redis.connection_pool.release(conn)
-        if result is None:  # a watched key changed: nothing written, the script's
-            return rows[:0], 0, 0, 0
-        for r in result:
-            if isinstance(r, Exception):
-                raise r
-        return rows[written_rows], postings, fields, len(payloads)
+            for conn in conns:
+                pool.release(conn)
+        kept = todo & ~np.repeat(refused, [len(g) for g in groups])
+        written = built.written & kept[built.row_bucket]
+        return (
+            rows[written],
+            int(built.postings[kept].sum()),
+            int(built.fields[kept].sum()),
+            int(kept.sum()),
+        )
 
     def _build(
         self, rec: np.ndarray, first: np.ndarray, dumps: list[bytes | None], fw: int
-    ) -> tuple[np.ndarray, list[bytes], np.ndarray, int, int] | None:
-        """The new payloads: (bucket indexes written, their payloads, rows of ``rec``
-        written, postings, fields); None when nothing is appended."""
+    ) -> _Built | None:
+        """The new payloads of the buckets (``first``: each one's first row in ``rec``,
+        ``dumps``: their DUMPs); None when nothing is appended."""
         nb = first.size
         n = rec.shape[0]
         bidx = np.repeat(np.arange(nb), np.diff(np.r_[first, n]))
@@ -346,7 +383,9 @@ class BucketAppends:
         fentry = 2 + fw
         total = fentry + 1 + vbody
         # Buckets over hash-max-ziplist-entries after the append take the script.
-        zlen_old = np.array([struct.unpack_from("<H", z, 8)[0] for z in zls], dtype=np.int64)
+        head = blob[zstart[:, None] + np.arange(10)].astype(np.int64)
+        zlen_old = head[:, 8] | (head[:, 9] << 8)
+        zltail = head[:, 4] | (head[:, 5] << 8) | (head[:, 6] << 16) | (head[:, 7] << 24)
         grow = np.bincount(f_bucket, minlength=nb)
         too_long = np.zeros(nb, dtype=bool)  # a value Redis would not keep in a ziplist
         for u, v in sval.items():
@@ -361,10 +400,7 @@ class BucketAppends:
         t = np.where(ok, total, 0)
         off = np.cumsum(t) - t
         buf = np.zeros(int(t.sum()), dtype=np.uint8)
-        tails = np.array(
-            [(len(z) - 1 - struct.unpack_from("<I", z, 4)[0]) if z != _EMPTY else 0 for z in zls],
-            dtype=np.int64,
-        )
+        tails = np.where(zlen_old > 0, zlen - 1 - zltail, 0)  # the last entry's length
         prev = np.r_[-1, f_bucket[:-1]]
         same = prev == f_bucket
         prevlen = np.where(same, np.r_[0, 1 + vbody[:-1]], tails[f_bucket])
@@ -403,8 +439,14 @@ class BucketAppends:
             zl = struct.pack("<IIH", nbytes, tail, count) + old[10:-1] + new + b"\xff"
             body = b"\x0d" + _rdb_len(nbytes) + zl + version
             payloads.append(body + _CRC.calc(body).to_bytes(8, "little"))
-        written = fits[bidx] & fresh
-        return which, payloads, np.flatnonzero(written), int(added[ok].sum()), int(ok.sum())
+        return _Built(
+            which=which,
+            payloads=payloads,
+            row_bucket=bidx,
+            written=fits[bidx] & fresh,
+            postings=np.bincount(f_bucket[ok], weights=added[ok], minlength=nb).astype(np.int64),
+            fields=np.bincount(f_bucket[ok], minlength=nb),
+        )
 
 
 def _be(data: np.ndarray) -> np.ndarray:
