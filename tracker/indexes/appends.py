@@ -32,7 +32,6 @@ than a bucket's round trip.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +45,7 @@ MIN_POSTINGS = 4  # a bucket's postings in the add from which it is appended who
 BATCH = 2048  # buckets a round (their appends made together with numpy)
 WATCH_KEYS = 128  # buckets a connection watches in a round
 _EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
+_MISSING = b"\x0d\x0b" + _EMPTY + bytes(10)  # stands in for a missing bucket's DUMP
 _CRC = anycrc.Model("CRC64-REDIS")  # DUMP's checksum (Redis' crc64, Jones)
 _DIGITS = np.zeros(256, dtype=bool)
 _DIGITS[list(b"-0123456789")] = True
@@ -97,37 +97,6 @@ def probe(redis: Any, layout_key: str) -> ServerForm | None:
     if entries <= 0 or value <= 0:
         return None
     return ServerForm(version=bytes(payload[-10:-8]), max_entries=entries, max_value=value)
-
-
-def _rdb_len(n: int) -> bytes:
-    """An RDB length (rdbSaveLen)."""
-    if n < 64:
-        return bytes([n])
-    if n < 16384:
-        return bytes([0x40 | (n >> 8), n & 0xFF])
-    return b"\x80" + struct.pack(">I", n)
-
-
-def _ziplist_of(payload: bytes | None) -> bytes | None:
-    """The ziplist inside a DUMP payload (the empty one for a missing key), None when
-    the payload is not an uncompressed ziplist hash."""
-    if payload is None:
-        return _EMPTY
-    if len(payload) < 13 or payload[0] != ZIPLIST_HASH:
-        return None
-    b = payload[1]
-    kind = b >> 6
-    if kind == 0:
-        n, at = b & 0x3F, 2
-    elif kind == 1:
-        n, at = ((b & 0x3F) << 8) | payload[2], 3
-    elif b == 0x80:
-        n, at = struct.unpack(">I", payload[2:6])[0], 6
-    else:  # LZF-compressed (0xC3) or a 64-bit length
-        return None
-    if at + n + 10 != len(payload):
-        return None
-    return payload[at : at + n]
 
 
 def int_like(data: np.ndarray) -> np.ndarray:
@@ -322,26 +291,49 @@ class BucketAppends:
         nb = first.size
         n = rec.shape[0]
         bidx = np.repeat(np.arange(nb), np.diff(np.r_[first, n]))
-        zls: list[bytes] = []
-        usable = np.zeros(nb, dtype=bool)
-        for i, d in enumerate(dumps):
-            z = _ziplist_of(d)
-            usable[i] = z is not None
-            zls.append(z if z is not None else _EMPTY)
+        # The DUMPs side by side (a missing bucket as an empty ziplist), their RDB
+        # headers read with numpy: where each ziplist starts and how long it is.
+        whole = b"".join(_MISSING if d is None else d for d in dumps)
+        mem = memoryview(whole)
+        blob = np.frombuffer(whole, dtype=np.uint8)
+        dlen = np.fromiter((len(_MISSING if d is None else d) for d in dumps), np.int64, nb)
+        dstart = np.cumsum(dlen) - dlen
+        b1 = blob[dstart + 1].astype(np.int64)
+        b2 = blob[np.minimum(dstart + 2, blob.size - 1)].astype(np.int64)
+        six = b1 >> 6 == 0
+        fourteen = b1 >> 6 == 1
+        big = b1 == 0x80
+        be32 = blob[np.minimum(dstart[:, None] + 2 + np.arange(4), blob.size - 1)].astype(np.int64)
+        zlen = np.select(
+            [six, fourteen, big],
+            [b1 & 0x3F, ((b1 & 0x3F) << 8) | b2, be32 @ np.array([1 << 24, 1 << 16, 1 << 8, 1])],
+            0,
+        )
+        zstart = dstart + np.select([six, fourteen, big], [2, 3, 6], 0)
+        # A hash kept as a ziplist, not compressed (0xC3: LZF), its length adding up.
+        usable = (blob[dstart] == ZIPLIST_HASH) & (six | fourteen | big)
+        usable &= (zstart + zlen + 10 == dstart + dlen) & (zlen >= 11)
+        zlen = np.where(usable, zlen, 11)
         # Every fw-byte string after a byte equal to fw (the header of a fw-byte string
         # entry) in a bucket: a superset of its fields.
-        blob = np.frombuffer(b"".join(zls), dtype=np.uint8)
-        zlen = np.fromiter(map(len, zls), dtype=np.int64, count=nb)
-        zstart = np.cumsum(zlen) - zlen
         at = np.flatnonzero(blob == fw)
-        owner = np.searchsorted(zstart, at, side="right") - 1
-        at = at[at + fw < (zstart + zlen)[owner]]
-        owner = np.searchsorted(zstart, at, side="right") - 1
+        owner = np.searchsorted(dstart, at, side="right") - 1
+        inside = (at > zstart[owner] + 10) & (at + fw < zstart[owner] + zlen[owner])
+        at, owner = at[inside], owner[inside]
         shift = np.uint64(8 * fw)
-        held = (owner.astype(np.uint64) << shift) | _be(blob[at[:, None] + 1 + np.arange(fw)])
+        held = owner.astype(np.uint64) << shift
+        for k in range(fw):
+            held |= blob[at + 1 + k].astype(np.uint64) << np.uint64(8 * (fw - 1 - k))
         field = _be(rec[:, 4 : 4 + fw])
         key = (bidx.astype(np.uint64) << shift) | field
-        fresh = usable[bidx] & ~np.isin(key, held)
+        # Which of the (fewer) posted keys a candidate hits: the candidates looked up in
+        # the sorted keys, not the other way round (no sort of the many candidates).
+        ks = np.sort(key)
+        ks = ks[np.r_[True, ks[1:] != ks[:-1]]]
+        pos = np.minimum(np.searchsorted(ks, held), ks.size - 1)
+        hit = np.zeros(ks.size, dtype=bool)
+        hit[pos[ks[pos] == held]] = True
+        fresh = usable[bidx] & ~hit[np.searchsorted(ks, key)]
         if not fresh.any():
             return None
         # New fields, each once, in the order they first came within its bucket.
@@ -383,7 +375,7 @@ class BucketAppends:
         fentry = 2 + fw
         total = fentry + 1 + vbody
         # Buckets over hash-max-ziplist-entries after the append take the script.
-        head = blob[zstart[:, None] + np.arange(10)].astype(np.int64)
+        head = blob[np.minimum(zstart[:, None] + np.arange(10), blob.size - 1)].astype(np.int64)
         zlen_old = head[:, 8] | (head[:, 9] << 8)
         zltail = head[:, 4] | (head[:, 5] << 8) | (head[:, 6] << 16) | (head[:, 7] << 24)
         grow = np.bincount(f_bucket, minlength=nb)
@@ -427,18 +419,50 @@ class BucketAppends:
         which = np.flatnonzero(fits)
         lo = np.searchsorted(f_bucket, which, side="left")
         hi = np.searchsorted(f_bucket, which, side="right")
-        raw = buf.tobytes()
-        version = self.form.version
+        raw = memoryview(buf.tobytes())
+        new_from = off[lo]
+        new_to = off[hi - 1] + total[hi - 1]
+        nbytes = zlen[which] + (new_to - new_from)
+        # Each payload's start: the RDB type, the ziplist's RDB length (1, 2 or 5 bytes)
+        # and its new header (zlbytes, zltail, zllen), made together in rows of 16.
+        small, mid = nbytes < 64, nbytes < 16384
+        hlen = np.select([small, mid], [1, 2], 5)
+        heads = np.zeros((which.size, 16), dtype=np.uint8)
+        heads[:, 0] = ZIPLIST_HASH
+        heads[:, 1] = np.select([small, mid], [nbytes, 0x40 | (nbytes >> 8)], 0x80)
+        heads[:, 2] = np.where(mid & ~small, nbytes & 0xFF, heads[:, 2])
+        big = ~mid
+        heads[big, 2:6] = nbytes[big].astype(">u4").view(np.uint8).reshape(-1, 4)
+        zl_at = 1 + hlen  # where the ziplist header goes in a row
+        tail = nbytes - 1 - (1 + vbody[hi - 1])
+        count = np.minimum(zlen_old[which] + 2 * (hi - lo), 0xFFFF)
+        zl_head = np.concatenate(
+            [
+                nbytes.astype("<u4").view(np.uint8).reshape(-1, 4),
+                tail.astype("<u4").view(np.uint8).reshape(-1, 4),
+                count.astype("<u2").view(np.uint8).reshape(-1, 2),
+            ],
+            axis=1,
+        )
+        heads[np.arange(which.size)[:, None], zl_at[:, None] + np.arange(10)] = zl_head
+        head_of = memoryview(heads.tobytes())
+        plen = (zl_at + 10).tolist()
+        end = b"\xff" + self.form.version
+        crc = _CRC.calc
         payloads: list[bytes] = []
-        for i, a, z in zip(which.tolist(), lo.tolist(), hi.tolist(), strict=True):
-            old = zls[i]
-            new = raw[int(off[a]) : int(off[z - 1] + total[z - 1])]
-            nbytes = len(old) + len(new)
-            tail = nbytes - 1 - int(1 + vbody[z - 1])
-            count = min(int(zlen_old[i]) + 2 * (z - a), 0xFFFF)
-            zl = struct.pack("<IIH", nbytes, tail, count) + old[10:-1] + new + b"\xff"
-            body = b"\x0d" + _rdb_len(nbytes) + zl + version
-            payloads.append(body + _CRC.calc(body).to_bytes(8, "little"))
+        for j, (zs, zl, a, z) in enumerate(
+            zip(
+                zstart[which].tolist(),
+                zlen[which].tolist(),
+                new_from.tolist(),
+                new_to.tolist(),
+                strict=True,
+            )
+        ):
+            body = b"".join(
+                (head_of[16 * j : 16 * j + plen[j]], mem[zs + 10 : zs + zl - 1], raw[a:z], end)
+            )
+            payloads.append(body + crc(body).to_bytes(8, "little"))
         return _Built(
             which=which,
             payloads=payloads,
