@@ -74,6 +74,35 @@ class _Built:
 
 
 @dataclass
+class _Round:
+    """One round of buckets: its connections (one per ``WATCH_KEYS`` buckets) from the
+    WATCH to the EXEC."""
+
+    rows: np.ndarray  # rows of the records
+    rec: np.ndarray  # those records
+    first: np.ndarray  # each bucket's first row in ``rec``
+    keys: list[bytes]  # the buckets' keys
+    groups: list[range]  # the buckets of each connection
+    conns: list[Any]
+    guard: tuple[str, str, str]
+    built: _Built | None = None
+    todo: np.ndarray | None = None  # buckets RESTOREd
+    sent: bool = False  # MULTI/EXEC sent
+    closed: bool = False
+
+    def close(self, pool: Any, *, abandon: bool = False) -> None:
+        """The connections back to the pool; ``abandon``: dropped instead (a reply
+        unread, or a WATCH or MULTI left open)."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn in self.conns:
+            if abandon:
+                conn.disconnect()
+            pool.release(conn)
+
+
+@dataclass
 class ServerForm:
     """How the server serializes a small hash, read once: None when unusable."""
 
@@ -163,58 +192,71 @@ class BucketAppends:
         """Append what can be appended of ``records`` (uint8 rows: uint32 LE bucket,
         ``fw``-byte field, uint32 LE seq; sorted by bucket, in the order they came within
         one). ``guard``: (layout key, move mark key, the layout the records were packed
-        in); a batch is refused if either changes."""
+        in); a round is refused if either changes.
+
+        Rounds of ``BATCH`` buckets overlap: the next round's DUMPs are sent before this
+        one's appends are made, and this round's EXEC replies are read after the next
+        one's appends, so Redis works while the client does."""
         n = records.shape[0]
         buckets = records[:, :4].copy().view("<u4").ravel()
         starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
         counts = np.diff(np.r_[starts, n])
-        take = counts >= MIN_POSTINGS
         # Fields that Redis would keep as integers: the script's (rare).
         odd = int_like(records[:, 4 : 4 + fw])
         keep = np.ones(n, dtype=bool)  # rows left for the script
         done = Appended(0, 0, 0, records[:0])
-        chosen = np.flatnonzero(take)
+        chosen = np.flatnonzero(counts >= MIN_POSTINGS)
+        parts = []
         for a in range(0, chosen.size, BATCH):
             part = chosen[a : a + BATCH]
             rows = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in part])
             rows = rows[~odd[rows]]
-            if rows.size == 0:
-                continue
-            wrote = self._batch(records, rows, fw, key_prefix, guard)
-            if wrote is None:  # the layout moved: the script (which waits) does the rest
-                break
-            written, postings, fields, nb = wrote
-            keep[written] = False
-            done.postings += postings
-            done.fields += fields
-            done.buckets += nb
+            if rows.size:
+                parts.append(rows)
+        pending: list[_Round] = []  # sent, not yet read back (at most three rounds)
+        try:
+            if parts:
+                pending.append(self._send_dumps(records, parts[0], key_prefix, guard))
+            for k in range(len(parts)):
+                this = pending[-1]
+                payloads = self._read_dumps(this)
+                if payloads is None:  # the layout moved: the script (which waits) does the rest
+                    break
+                if k + 1 < len(parts):
+                    pending.append(self._send_dumps(records, parts[k + 1], key_prefix, guard))
+                self._send_restores(this, self._build(this.rec, this.first, payloads, fw))
+                if len(pending) > 2:
+                    self._collect(pending.pop(0), keep, done)
+            while pending:
+                r = pending.pop(0)
+                if r.sent:
+                    self._collect(r, keep, done)
+                else:  # its DUMPs read or not, after the layout moved
+                    r.close(self.redis.connection_pool, abandon=True)
+        finally:
+            for r in pending:  # after an error, or rounds dumped after the layout moved
+                r.close(self.redis.connection_pool, abandon=True)
         done.leftover = records[keep]
         return done
 
-    def _batch(
-        self,
-        records: np.ndarray,
-        rows: np.ndarray,
-        fw: int,
-        key_prefix: str,
-        guard: tuple[str, str, str],
-    ) -> tuple[np.ndarray, int, int, int] | None:
-        """One round of WATCH/DUMP, then MULTI/RESTORE/EXEC, over ``WATCH_KEYS``
-        buckets a connection (Redis 6.2's WATCH checks every key against those already
-        watched: 2,048 keys on one connection cost 24 us a key): (rows written,
-        postings, fields, buckets), or None when the layout changed or the index moves."""
+    def _send_dumps(
+        self, records: np.ndarray, rows: np.ndarray, key_prefix: str, guard: tuple[str, str, str]
+    ) -> _Round:
+        """A round's WATCH and DUMPs sent, ``WATCH_KEYS`` buckets a connection (Redis
+        6.2's WATCH checks each key against those the connection already watches: 2,048
+        keys on one connection cost 24 us a key)."""
         rec = records[rows]
         bucket = rec[:, :4].copy().view("<u4").ravel()
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
         keys = [f"{key_prefix}{int(b)}".encode() for b in bucket[first]]
         groups = [range(a, min(a + WATCH_KEYS, len(keys))) for a in range(0, len(keys), WATCH_KEYS)]
-        layout_key, moving_key, used = guard
         pool = self.redis.connection_pool
-        conns = [pool.get_connection() for _ in groups]
+        r = _Round(rows, rec, first, keys, groups, [], guard)
+        layout_key, moving_key, _ = guard
         try:
-            # One buffer a connection and round (redis-py sends each piece of a list
-            # with its own sendall: a system call and a read in Redis for every bucket).
-            for conn, g in zip(conns, groups, strict=True):
+            for g in groups:
+                conn = pool.get_connection()
+                r.conns.append(conn)
                 head = conn.pack_commands(
                     [
                         ("WATCH", layout_key, moving_key, *(keys[i] for i in g)),
@@ -223,65 +265,76 @@ class BucketAppends:
                     ]
                 )
                 dumps = [b"*2\r\n$4\r\nDUMP\r\n$%d\r\n%b\r\n" % (len(keys[i]), keys[i]) for i in g]
+                # One buffer a connection (redis-py sends each piece of a list with its
+                # own sendall: a system call and a read in Redis for every bucket).
                 conn.send_packed_command([b"".join(head + dumps)])
-            payloads: list[bytes | None] = []
-            moved = False
-            for conn, g in zip(conns, groups, strict=True):
-                conn.read_response()
-                stored = conn.read_response()
-                moved |= bool(conn.read_response()) or (
-                    stored is not None and stored.decode() != used
-                )
-                payloads += [conn.read_response() for _ in g]
-            built = None if moved else self._build(rec, first, payloads, fw)
-            if built is None:
-                for conn in conns:
-                    conn.send_command("UNWATCH")
-                    conn.read_response()
-                return None if moved else (rows[:0], 0, 0, 0)
-            todo = np.zeros(len(keys), dtype=bool)
-            todo[built.which] = True
-            new_payload = dict(zip(built.which.tolist(), built.payloads, strict=True))
-            for conn, g in zip(conns, groups, strict=True):
-                out = [b"*1\r\n$5\r\nMULTI\r\n"]
-                for i in g:
-                    if todo[i]:
-                        k, p = keys[i], new_payload[i]
-                        out.append(
-                            b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n"
-                            % (len(k), k, len(p))
-                        )
-                        out.append(p)
-                        out.append(b"\r\n$7\r\nREPLACE\r\n")
-                out.append(b"*1\r\n$4\r\nEXEC\r\n")
-                conn.send_packed_command([b"".join(out)])
-            refused = np.zeros(len(groups), dtype=bool)
-            for gi, (conn, g) in enumerate(zip(conns, groups, strict=True)):
-                conn.read_response()  # OK
-                for _ in range(int(todo[g.start : g.stop].sum())):
-                    conn.read_response()  # QUEUED
-                result = conn.read_response()
-                if result is None:  # a watched key changed: nothing written, the script's
-                    refused[gi] = True
-                    continue
-                for r in result:
-                    if isinstance(r, Exception):
-                        raise r
         except BaseException:
-            for conn in conns:
-                conn.disconnect()  # a half-read reply or a WATCH left behind
+            r.close(pool, abandon=True)
             raise
-        finally:
-            for conn in conns:
-                pool.release(conn)
-        kept = todo & ~np.repeat(refused, [len(g) for g in groups])
-        written = built.written & kept[built.row_bucket]
-        return (
-            rows[written],
-            int(built.postings[kept].sum()),
-            int(built.fields[kept].sum()),
-            int(kept.sum()),
-        )
+        return r
+
+    def _read_dumps(self, r: _Round) -> list[bytes | None] | None:
+        """A round's DUMPs (None for a missing bucket); None when the layout changed or
+        the index moves."""
+        payloads: list[bytes | None] = []
+        moved = False
+        for conn, g in zip(r.conns, r.groups, strict=True):
+            conn.read_response()
+            stored = conn.read_response()
+            moved |= bool(conn.read_response()) or (
+                stored is not None and stored.decode() != r.guard[2]
+            )
+            payloads += [conn.read_response() for _ in g]
+        return None if moved else payloads
+
+    def _send_restores(self, r: _Round, built: _Built | None) -> None:
+        """MULTI, a RESTORE a changed bucket, EXEC, on each of the round's connections
+        (an empty MULTI/EXEC where nothing changed)."""
+        r.built = built
+        r.todo = np.zeros(len(r.keys), dtype=bool)
+        if built is not None:
+            r.todo[built.which] = True
+            payload_of = dict(zip(built.which.tolist(), built.payloads, strict=True))
+        for conn, g in zip(r.conns, r.groups, strict=True):
+            out = [b"*1\r\n$5\r\nMULTI\r\n"]
+            for i in g:
+                if r.todo[i]:
+                    k, p = r.keys[i], payload_of[i]
+                    out.append(
+                        b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n"
+                        % (len(k), k, len(p))
+                    )
+                    out.append(p)
+                    out.append(b"\r\n$7\r\nREPLACE\r\n")
+            out.append(b"*1\r\n$4\r\nEXEC\r\n")
+            conn.send_packed_command([b"".join(out)])
+        r.sent = True
+
+    def _collect(self, r: _Round, keep: np.ndarray, done: Appended) -> None:
+        """A round's EXEC replies read: its appended rows off ``keep``, its counts into
+        ``done`` (a connection whose watched bucket changed wrote nothing)."""
+        assert r.todo is not None
+        refused = np.zeros(len(r.groups), dtype=bool)
+        for gi, (conn, g) in enumerate(zip(r.conns, r.groups, strict=True)):
+            conn.read_response()  # OK
+            for _ in range(int(r.todo[g.start : g.stop].sum())):
+                conn.read_response()  # QUEUED
+            result = conn.read_response()
+            if result is None:  # a watched key changed: the script's
+                refused[gi] = True
+                continue
+            for x in result:
+                if isinstance(x, Exception):
+                    raise x
+        r.close(self.redis.connection_pool)
+        built = r.built
+        if built is None:
+            return
+        kept = r.todo & ~np.repeat(refused, [len(g) for g in r.groups])
+        keep[r.rows[built.written & kept[built.row_bucket]]] = False
+        done.postings += int(built.postings[kept].sum())
+        done.fields += int(built.fields[kept].sum())
+        done.buckets += int(kept.sum())
 
     def _build(
         self, rec: np.ndarray, first: np.ndarray, dumps: list[bytes | None], fw: int

@@ -243,3 +243,66 @@ def test_integers_as_redis_reads_them(redis: Any, text: bytes) -> None:
         enc, size = appends._int_size(np.array([n], dtype=np.int64))
         data = int(n).to_bytes(8, "little", signed=True)[: int(size[0])]
         assert bytes([int(enc[0])]) + data in payload
+
+
+def test_rounds_overlap_and_a_refused_connection_loses_nothing(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many small rounds (overlapping: DUMPs of the next sent before this one's
+    RESTOREs), a few buckets a connection; another writer changes one bucket after its
+    DUMP: only that connection's buckets are refused and go through the script."""
+    monkeypatch.setattr(appends, "BATCH", 16)
+    monkeypatch.setattr(appends, "WATCH_KEYS", 4)
+    monkeypatch.setattr(appends, "MIN_POSTINGS", 1)
+    fast, slow = _pair(redis, 7, 16)
+    base = _mothers(11, 7, 20)
+    assert fast.add(base) == slow.add(base)
+    victim = 37  # in the third round, its tenth connection
+    build = appends.BucketAppends._build
+    calls = []
+
+    def racing(self: appends.BucketAppends, rec: np.ndarray, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            for index in (fast, slow):
+                redis.hset(index.bucket_key(victim), b"\xfe\xfe\xfe\xfe", b"4000000000")
+        return build(self, rec, *args)
+
+    monkeypatch.setattr(appends.BucketAppends, "_build", racing)
+    before = fast.appended_buckets
+    more = _mothers(12, 7, 30)
+    assert fast.add(more) == slow.add(more)
+    assert len(calls) == 8  # 128 buckets, 16 a round
+    assert fast.appended_buckets - before == 128 - 4  # one connection's 4 refused
+    assert _content(redis, fast) == _content(redis, slow)
+    assert redis.hget(fast.bucket_key(victim), b"\xfe\xfe\xfe\xfe") == b"4000000000"
+
+
+def test_a_reshard_starting_between_rounds_stops_the_appends(
+    redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move mark appears after two rounds: those rounds are read back and counted,
+    the third sees the mark and writes nothing, and the rest goes through the script once the
+    mark is gone (adds are idempotent): the same index and counts as the script's."""
+    monkeypatch.setattr(appends, "BATCH", 16)
+    monkeypatch.setattr(appends, "MIN_POSTINGS", 1)
+    fast, slow = _pair(redis, 7, 16)
+    base = _mothers(13, 7, 20)
+    assert fast.add(base) == slow.add(base)
+    send = appends.BucketAppends._send_dumps
+    calls = []
+
+    def marking(self: appends.BucketAppends, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:  # a reshard starts (its mark lapses in 0.3 s)
+            redis.set(fast.moving_key, b"reshard", px=300)
+        return send(self, *args)
+
+    monkeypatch.setattr(appends.BucketAppends, "_send_dumps", marking)
+    before = fast.appended_buckets
+    more = _mothers(14, 7, 30)
+    assert fast.add(more) == slow.add(more)
+    assert len(calls) == 3  # the third round saw the mark: no round after it
+    assert fast.appended_buckets - before == 32  # the two rounds before it, 16 each
+    assert _content(redis, fast) == _content(redis, slow)
+    assert redis.hget(fast.layout_key, "fields") == redis.hget(slow.layout_key, "fields")
