@@ -1,10 +1,11 @@
-"""Adds into a non-empty index: the script that merges inside Redis
-(``lua/add_many.lua``, what ``RedisInvertedIndex.add`` runs on a single server) against
-merging on the client (issue #28's first option), measured as Redis CPU a posting.
+"""Adds into a non-empty index, three ways, measured as Redis CPU a posting and wall:
+the script that merges inside Redis (``lua/add_many.lua``), merging on the client
+(issue #28's first option, an experiment kept here), and whole-bucket appends
+(``tracker/indexes/appends.py``: what ``RedisInvertedIndex.add`` runs on a single
+server, the postings it cannot append going to the script).
 
-The client-merged path, kept here as the experiment (it is not in ``tracker``: it cut
-Redis' share by ~15 % for 7x the client's CPU, far from the 2.5x that 2 M chars/s needs;
-docs/BENCHMARKS.md, *Fast by default*): the batch's (identity,
+The client-merged path (it is not in ``tracker``: it cut Redis' share by ~15 % for 7x
+the client's CPU; docs/BENCHMARKS.md, *Fast by default*): the batch's (identity,
 seq) pairs grouped by identity, each field's value as a new field made with numpy
 (``bulk.fill_values``); per chunk of buckets on one connection ``WATCH`` the move mark
 and the buckets, ``HMGET`` the touched fields, merge the fields that exist as the script
@@ -18,7 +19,7 @@ numpy and sent raw, as the bulk load sends its HSETs.
 ``--docs``: works not in it (``bench_scale.generate_library`` with another seed and id
 prefix). Each round copies the folder once per path, adds the same works through the
 library's index (editions, version marks and all), reads Redis ``INFO cpu`` before and
-after, and checks that both paths left byte-identical buckets.
+after, and checks that every path left the same fields and values in every bucket.
 """
 
 from __future__ import annotations
@@ -232,6 +233,11 @@ def merged_add(index, items, per_call=None):
     return [[n, nf]]
 
 
+# The script alone (lua/add_many.lua), the client-merged experiment, and what an add
+# runs today: whole-bucket appends (tracker/indexes/appends.py), the rest by the script.
+MODES = ("script", "merged", "appends")
+
+
 def digest(redis, prefix: str) -> tuple[int, str]:
     h = hashlib.sha256()
     keys = sorted(redis.scan_iter(match=f"{prefix}*", count=5000))
@@ -257,6 +263,8 @@ def run(data: Path, docs: Path, mode: str, work: Path) -> dict[str, object]:
         index = engine.index
         if mode == "merged":
             index._add_sorted = lambda items, per_call=None: merged_add(index, items)
+        elif mode == "script":  # the script alone, without whole-bucket appends
+            index._appends = None
         texts = [d.text for d in iter_documents([docs])]
         items = [(50_000_000 + i, engine.mother_fingerprints(t)) for i, t in enumerate(texts)]
         redis = lib.redis
@@ -293,13 +301,15 @@ def main() -> None:
     try:
         results = []
         for _ in range(args.rounds):
-            for mode in ("script", "merged"):
+            for mode in MODES:
                 results.append(run(args.data, args.docs, mode, work))
                 print(json.dumps(results[-1]), flush=True)
         same = len({r["digest"] for r in results}) == 1
-        for mode in ("script", "merged"):
-            got = sorted(r["redis_us_a_posting"] for r in results if r["mode"] == mode)
-            print(f"{mode}: Redis µs a posting {got}")
+        for mode in MODES:
+            mine = [r for r in results if r["mode"] == mode]
+            got = sorted(r["redis_us_a_posting"] for r in mine)
+            walls = sorted(r["wall_s"] for r in mine)
+            print(f"{mode}: Redis µs a posting {got}, wall s {walls}")
         print("buckets identical on both paths:", same)
     finally:
         shutil.rmtree(work, ignore_errors=True)

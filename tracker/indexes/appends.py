@@ -380,9 +380,13 @@ class BucketAppends:
         field = _be(rec[:, 4 : 4 + fw])
         key = (bidx.astype(np.uint64) << shift) | field
         # Which of the (fewer) posted keys a candidate hits: the candidates looked up in
-        # the sorted keys, not the other way round (no sort of the many candidates).
+        # the sorted keys, not the other way round (no sort of the many candidates),
+        # and only those that pass a bitmap of the keys' hashes (~2 % of them).
         ks = np.sort(key)
         ks = ks[np.r_[True, ks[1:] != ks[:-1]]]
+        seen = np.zeros(1 << _FILTER_BITS, dtype=bool)
+        seen[_slot(ks)] = True
+        held = held[seen[_slot(held)]]
         pos = np.minimum(np.searchsorted(ks, held), ks.size - 1)
         hit = np.zeros(ks.size, dtype=bool)
         hit[pos[ks[pos] == held]] = True
@@ -524,6 +528,17 @@ class BucketAppends:
             postings=np.bincount(f_bucket[ok], weights=added[ok], minlength=nb).astype(np.int64),
             fields=np.bincount(f_bucket[ok], minlength=nb),
         )
+
+
+_FILTER_BITS = 20
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _slot(keys: np.ndarray) -> np.ndarray:
+    """A key's slot in the candidates' bitmap (Fibonacci hashing: bucket and field
+    bits both reach the top bits)."""
+    with np.errstate(over="ignore"):
+        return (keys * _GOLDEN) >> np.uint64(64 - _FILTER_BITS)
 
 
 def _be(data: np.ndarray) -> np.ndarray:
