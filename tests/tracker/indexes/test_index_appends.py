@@ -308,3 +308,54 @@ def test_a_reshard_starting_between_rounds_stops_the_appends(
     assert fast.appended_buckets - before == 16
     assert _content(redis, fast) == _content(redis, slow)
     assert redis.hget(fast.layout_key, "fields") == redis.hget(slow.layout_key, "fields")
+
+
+def test_two_writers_at_once_lose_nothing(redis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes' adds into the same buckets at the same time (small rounds, so
+    they interleave): every posting and the field count are there, as after the same
+    adds one after the other through the script (values compared as sets of seqs: the
+    order of a field's holders is the order they came in)."""
+    import threading
+
+    from tracker.indexes.codec import decode_value
+
+    monkeypatch.setattr(appends, "BATCH", 8)
+    monkeypatch.setattr(appends, "WATCH_KEYS", 2)
+    monkeypatch.setattr(appends, "MIN_POSTINGS", 1)
+    mothers = _mothers(21, 7, 40, digits=False)
+    for index in _pair(redis, 7, 100):
+        index.add(mothers[:4])  # buckets that exist before
+    a = RedisInvertedIndex(redis, "t:fast", stop_df=100)
+    b = RedisInvertedIndex(redis, "t:fast", stop_df=100)
+    slow = RedisInvertedIndex(redis, "t:slow", stop_df=100)
+    slow._appends = None
+    errors: list[BaseException] = []
+
+    def run(index: RedisInvertedIndex, items: list[tuple[int, np.ndarray]]) -> None:
+        try:
+            for k in range(0, len(items), 6):
+                index.add(items[k : k + 6])
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=run, args=(a, mothers[4:22])),
+        threading.Thread(target=run, args=(b, mothers[22:])),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    slow.add(mothers[4:22])
+    slow.add(mothers[22:])
+    assert a.appended_buckets + b.appended_buckets > 0
+
+    def as_sets(index: RedisInvertedIndex) -> dict[bytes, dict[bytes, frozenset[bytes]]]:
+        return {
+            key: {f: frozenset(decode_value(v, 2) or []) for f, v in fields.items()}
+            for key, fields in _content(redis, index).items()
+        }
+
+    assert as_sets(a) == as_sets(slow)
+    assert redis.hget(a.layout_key, "fields") == redis.hget(slow.layout_key, "fields")
