@@ -40,6 +40,7 @@ import anycrc  # type: ignore[import-untyped]
 import numpy as np
 
 from tracker.indexes.codec import new_value
+from tracker.indexes.scripts import lua
 
 ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
 # A bucket's postings in an add from which it is appended whole. Measured at 100 M
@@ -52,6 +53,8 @@ BATCH = 2048  # buckets a round (their appends made together with numpy)
 WATCH_KEYS = 128  # buckets a connection watches in a round
 _EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
 _MISSING = b"\x0d\x0b" + _EMPTY + bytes(10)  # stands in for a missing bucket's DUMP
+_DUMP_MANY = lua("dump_many").encode()
+_RESTORE_MANY = lua("restore_many").encode()
 _CRC = anycrc.Model("CRC64-REDIS")  # DUMP's checksum (Redis' crc64, Jones)
 _DIGITS = np.zeros(256, dtype=bool)
 _DIGITS[list(b"-0123456789")] = True
@@ -211,14 +214,13 @@ class BucketAppends:
         odd = int_like(records[:, 4 : 4 + fw])
         keep = np.ones(n, dtype=bool)  # rows left for the script
         done = Appended(0, 0, 0, records[:0])
-        chosen = np.flatnonzero(counts >= MIN_POSTINGS)
-        parts = []
-        for a in range(0, chosen.size, BATCH):
-            part = chosen[a : a + BATCH]
-            rows = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in part])
-            rows = rows[~odd[rows]]
-            if rows.size:
-                parts.append(rows)
+        # The rows of the buckets taken, in rounds of BATCH buckets.
+        take = counts >= MIN_POSTINGS
+        row_bucket = np.repeat(np.arange(starts.size), counts)
+        rows = np.flatnonzero(take[row_bucket] & ~odd)
+        rank = np.cumsum(take) - 1  # a taken bucket's place among those taken
+        cut = np.flatnonzero(np.diff(rank[row_bucket[rows]] // BATCH)) + 1
+        parts = [p for p in np.split(rows, cut) if p.size]
         pending: list[_Round] = []  # sent, not yet read back (at most three rounds)
         try:
             if parts:
@@ -263,17 +265,17 @@ class BucketAppends:
             for g in groups:
                 conn = pool.get_connection()
                 r.conns.append(conn)
+                mine = keys[g.start : g.stop]
                 head = conn.pack_commands(
                     [
-                        ("WATCH", layout_key, moving_key, *(keys[i] for i in g)),
+                        ("WATCH", layout_key, moving_key, *mine),
                         ("HGET", layout_key, "layout"),
                         ("EXISTS", moving_key),
                     ]
                 )
-                dumps = [b"*2\r\n$4\r\nDUMP\r\n$%d\r\n%b\r\n" % (len(keys[i]), keys[i]) for i in g]
                 # One buffer a connection (redis-py sends each piece of a list with its
-                # own sendall: a system call and a read in Redis for every bucket).
-                conn.send_packed_command([b"".join(head + dumps)])
+                # own sendall: a system call and a read in Redis for every piece).
+                conn.send_packed_command([b"".join([*head, _eval(_DUMP_MANY, mine, [])])])
         except BaseException:
             r.close(pool, abandon=True)
             raise
@@ -284,13 +286,13 @@ class BucketAppends:
         the index moves."""
         payloads: list[bytes | None] = []
         moved = False
-        for conn, g in zip(r.conns, r.groups, strict=True):
+        for conn in r.conns:
             conn.read_response()
             stored = conn.read_response()
             moved |= bool(conn.read_response()) or (
                 stored is not None and stored.decode() != r.guard[2]
             )
-            payloads += [conn.read_response() for _ in g]
+            payloads += [p or None for p in conn.read_response()]
         return None if moved else payloads
 
     def _send_restores(self, r: _Round, built: _Built | None) -> None:
@@ -302,18 +304,11 @@ class BucketAppends:
             r.todo[built.which] = True
             payload_of = dict(zip(built.which.tolist(), built.payloads, strict=True))
         for conn, g in zip(r.conns, r.groups, strict=True):
-            out = [b"*1\r\n$5\r\nMULTI\r\n"]
-            for i in g:
-                if r.todo[i]:
-                    k, p = r.keys[i], payload_of[i]
-                    out.append(
-                        b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%b\r\n$1\r\n0\r\n$%d\r\n"
-                        % (len(k), k, len(p))
-                    )
-                    out.append(p)
-                    out.append(b"\r\n$7\r\nREPLACE\r\n")
-            out.append(b"*1\r\n$4\r\nEXEC\r\n")
-            conn.send_packed_command([b"".join(out)])
+            mine = [i for i in g if r.todo[i]]
+            restore = _eval(_RESTORE_MANY, [r.keys[i] for i in mine], [payload_of[i] for i in mine])
+            conn.send_packed_command(
+                [b"".join([b"*1\r\n$5\r\nMULTI\r\n", restore, b"*1\r\n$4\r\nEXEC\r\n"])]
+            )
         r.sent = True
 
     def _collect(self, r: _Round, keep: np.ndarray, done: Appended) -> None:
@@ -321,17 +316,14 @@ class BucketAppends:
         ``done`` (a connection whose watched bucket changed wrote nothing)."""
         assert r.todo is not None
         refused = np.zeros(len(r.groups), dtype=bool)
-        for gi, (conn, g) in enumerate(zip(r.conns, r.groups, strict=True)):
+        for gi, conn in enumerate(r.conns):
             conn.read_response()  # OK
-            for _ in range(int(r.todo[g.start : g.stop].sum())):
-                conn.read_response()  # QUEUED
+            conn.read_response()  # QUEUED
             result = conn.read_response()
             if result is None:  # a watched key changed: the script's
                 refused[gi] = True
-                continue
-            for x in result:
-                if isinstance(x, Exception):
-                    raise x
+            elif isinstance(result[0], Exception):
+                raise result[0]
         r.close(self.redis.connection_pool)
         built = r.built
         if built is None:
@@ -545,6 +537,16 @@ def _slot(keys: np.ndarray) -> np.ndarray:
     bits both reach the top bits)."""
     with np.errstate(over="ignore"):
         return (keys * _GOLDEN) >> np.uint64(64 - _FILTER_BITS)
+
+
+def _eval(script: bytes, keys: list[bytes], args: list[bytes]) -> bytes:
+    """RESP of ``EVAL script len(keys) *keys *args`` (the body each time: Redis caches
+    it by its SHA1, and a server restarted meanwhile needs nothing loaded again)."""
+    parts = [script, b"%d" % len(keys), *keys, *args]
+    out = [b"*%d\r\n$4\r\nEVAL\r\n" % (len(parts) + 1)]
+    for p in parts:
+        out += (b"$%d\r\n" % len(p), p, b"\r\n")
+    return b"".join(out)
 
 
 def _be(data: np.ndarray) -> np.ndarray:
