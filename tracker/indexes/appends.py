@@ -7,14 +7,15 @@ add's Redis CPU goes*). Most of a large add's postings are new fields, and Redis
 append a new field at the ziplist's tail. Here the client makes that append itself:
 
 1. ``WATCH`` a round's buckets (and the layout and move mark; ``WATCH_KEYS`` buckets a
-   connection), ``DUMP`` them: Redis copies each bucket's serialized ziplist out
-   (~1.3 KB, ~3 us);
+   connection), ``DUMP`` them (``lua/dump_many.lua``: one reply a connection): Redis
+   copies each bucket's serialized ziplist out (~1.3 KB, ~3 us);
 2. on the client, every posting whose field the bucket may already hold is set aside
    (any ``fw``-byte string after a byte equal to ``fw`` counts as held: a superset of
    the real fields, so no stored value is overwritten), and the others' entries are
    appended to the serialized ziplist with numpy, its header and checksum redone;
-3. ``MULTI``, ``RESTORE key 0 payload REPLACE`` for each bucket, ``EXEC``: Redis checks
-   and copies the payload in (~3 us a bucket, whatever the new fields).
+3. ``MULTI``, ``RESTORE key 0 payload REPLACE`` for each bucket (``lua/restore_many.lua``,
+   one call a connection), ``EXEC``: Redis checks and copies the payload in (~3 us a
+   bucket, whatever the new fields).
 
 A connection whose watched keys changed before its EXEC (another writer, a reshard)
 writes nothing. The postings set aside, those of a refused connection, of a bucket that would pass
