@@ -465,10 +465,7 @@ class RedisInvertedIndex:
         self.redis.hsetnx(self.layout_key, "layout", self.layout)
         recording = self.recording
         if recording is not None:
-            parts = [
-                (self.identities(distinct(fps)), seq)
-                for seq, fps in items
-            ]
+            parts = [(self.identities(distinct(fps)), seq) for seq, fps in items]
             recording.added(
                 np.concatenate([p for p, _ in parts] or [np.zeros(0, np.uint64)]),
                 np.concatenate(
