@@ -9,7 +9,7 @@ the client's CPU; docs/BENCHMARKS.md, *Fast by default*): the batch's (identity,
 seq) pairs grouped by identity, each field's value as a new field made with numpy
 (``bulk.fill_values``); per chunk of buckets on one connection ``WATCH`` the move mark
 and the buckets, ``HMGET`` the touched fields, merge the fields that exist as the script
-does (``merge_value``), then ``MULTI`` / one ``HSET`` a bucket / ``EXEC`` (refused when
+does (``codec.merge_value``), then ``MULTI`` / one ``HSET`` a bucket / ``EXEC`` (refused when
 another writer touched a watched bucket: the chunk is read again). Commands packed with
 numpy and sent raw, as the bulk load sends its HSETs.
 
@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tracker.indexes.bulk import fill_values, hset_commands
-from tracker.indexes.codec import FORMAT, decode_value, encode_value, stop_value
+from tracker.indexes.codec import merge_value
 from tracker.indexes.keys import pack_fields, split_identity
 
 PER_TX = 128  # buckets a WATCH covers (WATCH checks its list per key: keep it short)
@@ -48,26 +48,6 @@ TRIES = 4  # refused EXECs of a chunk before giving up (one writer here: never)
 
 class Moved(Exception):
     """A reshard came between (not expected in this benchmark)."""
-
-
-def merge_value(value: bytes, seqs: list[bytes], stop_df: int) -> tuple[bytes | None, int]:
-    """``lua/codec.lua``'s ``merge`` in Python: the stored ``value`` with the 4-byte
-    ``seqs`` added (each once, in order; past ``stop_df`` holders a stop marker of the
-    first ones): (the new value, or None when nothing changed; postings added)."""
-    cur = decode_value(value, FORMAT)
-    if cur is None:
-        return None, 0
-    added = 0
-    for s in seqs:
-        if s in cur:
-            continue
-        added += 1
-        if len(cur) + 1 > stop_df:
-            return stop_value(cur), added
-        cur.append(s)
-    if added:
-        return encode_value(cur, FORMAT), added
-    return None, 0
 
 
 def hmget_commands(keys: list[bytes], per_key: np.ndarray, fields: np.ndarray) -> list[bytes]:

@@ -118,11 +118,16 @@ def encode_value(seqs: list[bytes] | None, fmt: int) -> bytes:
     return b"".join(seqs)
 
 
-def new_value(seqs: list[bytes], stop_df: int, fmt: int = FORMAT) -> tuple[bytes, int]:
-    """The stored value of a new field whose holders (4-byte seqs, in the order they
-    came, repeats allowed) arrive in one add, and how many postings it makes: what
-    ``merge('', seqs, stop_df)`` of ``lua/codec.lua`` returns."""
-    cur: list[bytes] = []
+def merge_value(
+    value: bytes, seqs: list[bytes], stop_df: int, fmt: int = FORMAT
+) -> tuple[bytes | None, int]:
+    """``merge`` of ``lua/codec.lua`` in Python: the stored ``value`` (b"" for a new
+    field) with the 4-byte ``seqs`` added, each once, in order; past ``stop_df`` holders
+    a stop marker of the first ones. (The new value, or None when nothing changed;
+    postings added.)"""
+    cur = decode_value(value, fmt) if value else []
+    if cur is None:
+        return None, 0
     added = 0
     for s in seqs:
         if s in cur:
@@ -131,7 +136,18 @@ def new_value(seqs: list[bytes], stop_df: int, fmt: int = FORMAT) -> tuple[bytes
         if len(cur) + 1 > stop_df:
             return stop_value(cur), added
         cur.append(s)
-    return encode_value(cur, fmt), added
+    if added:
+        return encode_value(cur, fmt), added
+    return None, 0
+
+
+def new_value(seqs: list[bytes], stop_df: int, fmt: int = FORMAT) -> tuple[bytes, int]:
+    """The stored value of a new field whose holders (4-byte seqs, in the order they
+    came, repeats allowed, at least one) arrive in one add, and its postings."""
+    value, added = merge_value(b"", seqs, stop_df, fmt)
+    if value is None:
+        raise ValueError("a new field needs at least one seq")
+    return value, added
 
 
 def parse_many(values: list[bytes], fmt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,6 +18,8 @@ from tracker.indexes.codec import (
     decode_value,
     encode_value,
     is_stop,
+    merge_value,
+    new_value,
     parse_values,
     stop_sample,
 )
@@ -141,3 +143,48 @@ def test_parse_many_reads_every_kind_of_value_as_parse_values() -> None:
         assert np.array_equal(at, want[0]) and np.array_equal(seqs_got, want[1])
         assert np.array_equal(stop, mask) and int(stop.sum()) == want[2]
         assert stop.sum() == 400 and (at.size == want[0].size > 1600)
+
+
+# codec.lua's merge of ARGV[i] (a stored value, "" for a new field) with the seqs of
+# ARGV[i + 1] (packed 4-byte seqs), for each pair: the new value (false: unchanged) and
+# the postings added.
+_MERGE = (
+    lua("codec")
+    + """
+local out = {}
+for i = 1, #ARGV - 2, 3 do
+  local t = {}
+  for j = 1, #ARGV[i + 1], 4 do t[#t + 1] = string.sub(ARGV[i + 1], j, j + 3) end
+  local w, added = merge(ARGV[i], t, tonumber(ARGV[i + 2]))
+  out[#out + 1] = w or false
+  out[#out + 1] = added
+end
+return out
+"""
+)
+
+
+def test_python_merge_is_the_scripts(redis_client: Any) -> None:
+    """``codec.merge_value`` (and ``new_value``, what whole-bucket appends write for a
+    new field) against ``merge`` of codec.lua: new fields, repeats, fields that pass
+    ``stop_df``, stop markers, values of one, two and many seqs, both formats."""
+    rng = np.random.default_rng(8)
+    pool = [int(s).to_bytes(4, "little") for s in [1, 12, 13, 127, 70_000, 2**32 - 1]]
+    pool += [int(s).to_bytes(4, "little") for s in rng.integers(1, 2**32 - 1, 10)]
+    for fmt in (1, 2):
+        cases = []
+        for n_old in (0, 1, 2, 3, 5):
+            for n_new in (1, 2, 4, 7):
+                for stop_df in (1, 3, 16):
+                    old = [pool[int(i)] for i in rng.choice(len(pool), n_old, replace=False)]
+                    new = [pool[int(i)] for i in rng.integers(0, len(pool), n_new)]
+                    value = encode_value(old, fmt) if old and len(old) <= stop_df else b""
+                    cases.append((value, new, stop_df))
+        cases.append((encode_value(None, fmt) + pool[0], pool[1:3], 4))  # a stop marker
+        args = [x for v, new, df in cases for x in (v, b"".join(new), df)]
+        reply = redis_client.eval(_MERGE, 0, *args, fmt)
+        for k, (value, new, stop_df) in enumerate(cases):
+            got = merge_value(value, new, stop_df, fmt)
+            assert got == (reply[2 * k] or None, reply[2 * k + 1]), (value, new, stop_df)
+            if not value:
+                assert new_value(new, stop_df, fmt) == got
