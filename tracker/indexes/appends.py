@@ -36,13 +36,17 @@ appending to and writing back a whole bucket.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anycrc  # type: ignore[import-untyped]
 import numpy as np
 
 from tracker.indexes.codec import new_value
 from tracker.indexes.scripts import lua
+
+if TYPE_CHECKING:
+    from redis import Redis
+    from redis.connection import ConnectionPool
 
 ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
 # A bucket's postings in an add from which it is appended whole. Measured at 100 M
@@ -94,6 +98,7 @@ class _Round:
     first: np.ndarray  # each bucket's first row in ``rec``
     keys: list[bytes]  # the buckets' keys
     groups: list[range]  # the buckets of each connection
+    # redis-py Connections (Any: its annotations take str only where bytes are sent)
     conns: list[Any]
     guard: tuple[str, str, str]
     built: _Built | None = None
@@ -101,7 +106,7 @@ class _Round:
     sent: bool = False  # MULTI/EXEC sent
     closed: bool = False
 
-    def close(self, pool: Any, *, abandon: bool = False) -> None:
+    def close(self, pool: ConnectionPool, *, abandon: bool = False) -> None:
         """The connections back to the pool; ``abandon``: dropped instead (a reply
         unread, or a WATCH or MULTI left open)."""
         if self.closed:
@@ -122,7 +127,7 @@ class ServerForm:
     max_value: int  # hash-max-ziplist-value
 
 
-def probe(redis: Any, layout_key: str) -> ServerForm | None:
+def probe(redis: Redis[bytes], layout_key: str) -> ServerForm | None:
     """The server's form, from a DUMP of the layout hash (a small hash) and its
     ``hash-max-ziplist-*`` settings; None when this path cannot be used on it (not
     ziplists, CONFIG refused, or ``rdbcompression`` on: Redis' default, under which
@@ -193,7 +198,7 @@ def _str_header(n: int) -> bytes:
 class BucketAppends:
     """The appends of one index (``tracker.indexes.inverted.RedisInvertedIndex``)."""
 
-    def __init__(self, redis: Any, form: ServerForm, stop_df: int) -> None:
+    def __init__(self, redis: Redis[bytes], form: ServerForm, stop_df: int) -> None:
         self.redis = redis
         self.form = form
         self.stop_df = stop_df
