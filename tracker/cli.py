@@ -96,6 +96,11 @@ class _YinjiGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as exc:
+            stopped = _stopped_by_signal(exc)
+            if stopped is not None:
+                # SIGTERM/SIGHUP landed mid-write and the unwinding hit an error (a store
+                # transaction cut in two): the command still ends as the signal asked.
+                raise stopped from exc
             from tracker.errors import describe_failure, with_notes
 
             settings = (ctx.obj or {}).get("settings")
@@ -144,6 +149,20 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     ctx.obj["data_dir"] = data_dir
     private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
     _exit_cleanly_on_signals()
+
+
+def _stopped_by_signal(exc: BaseException) -> SystemExit | None:
+    """The ``SystemExit`` of a SIGTERM/SIGHUP (``_exit_cleanly_on_signals``) that
+    ``exc`` was raised while handling, if any."""
+    codes = {128 + getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, SystemExit) and cur.code in codes:
+            return cur
+        cur = cur.__context__
+    return None
 
 
 def _exit_cleanly_on_signals() -> None:

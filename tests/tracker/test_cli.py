@@ -176,3 +176,34 @@ def test_every_option_has_help_and_tiny_reference_warns(tmp_path):
     corpus.write_text(work(4, 10), encoding="utf-8")
     r = CliRunner().invoke(main, ["reference", "build", str(corpus), "-o", str(tmp_path / "r")])
     assert r.exit_code == 0 and "corpus too small" in r.output
+
+
+def test_a_signal_ends_the_command_with_its_status_even_if_unwinding_fails() -> None:
+    """SIGTERM becomes ``SystemExit(143)`` (``_exit_cleanly_on_signals``); when the
+    unwinding it starts hits an error of its own (a store transaction cut in two), the
+    command still ends with 143, not with that error's message and status 1."""
+    import sqlite3
+
+    import click
+    from click.testing import CliRunner
+
+    from tracker.cli import _YinjiGroup
+
+    @click.group(cls=_YinjiGroup)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def ingest() -> None:
+        try:
+            raise SystemExit(143)  # what the SIGTERM handler raises
+        finally:
+            raise sqlite3.OperationalError("cannot start a transaction within a transaction")
+
+    @group.command()
+    def fails() -> None:
+        raise sqlite3.OperationalError("cannot start a transaction within a transaction")
+
+    runner = CliRunner()
+    assert runner.invoke(group, ["ingest"]).exit_code == 143
+    assert runner.invoke(group, ["fails"]).exit_code != 143  # no signal: reported as before
