@@ -408,8 +408,6 @@ class BucketAppends:
         uniq, first_at, inverse = np.unique(key[rows], return_index=True, return_inverse=True)
         order = np.argsort(first_at, kind="stable")
         nf = uniq.size
-        rank = np.empty(nf, dtype=np.int64)
-        rank[order] = np.arange(nf)
         per = np.bincount(inverse, minlength=nf)
         f_rows = rows[first_at[order]]  # the first row of each new field, in order
         f_bucket = bidx[f_rows]
@@ -498,8 +496,8 @@ class BucketAppends:
         heads[:, 0] = ZIPLIST_HASH
         heads[:, 1] = np.select([small, mid], [nbytes, 0x40 | (nbytes >> 8)], 0x80)
         heads[:, 2] = np.where(mid & ~small, nbytes & 0xFF, heads[:, 2])
-        big = ~mid
-        heads[big, 2:6] = nbytes[big].astype(">u4").view(np.uint8).reshape(-1, 4)
+        past_14_bits = ~mid
+        heads[past_14_bits, 2:6] = nbytes[past_14_bits].astype(">u4").view(np.uint8).reshape(-1, 4)
         zl_at = 1 + hlen  # where the ziplist header goes in a row
         tail = nbytes - 1 - (1 + vbody[hi - 1])
         count = np.minimum(zlen_old[which] + 2 * (hi - lo), 0xFFFF)
