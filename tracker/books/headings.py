@@ -1,0 +1,499 @@
+"""Chapter headings in a whole book's text, and the split into chapters.
+
+The rules (docs/BOOKS.md, "Chapter detection"):
+
+- A heading is a line (after optional leading blanks and a prefix such as ``正文``,
+  ``《书名》``, ``《》目录``, ``VIP章节``) that starts with ``第N`` + one of
+  章回囘节節卷集话話篇幕部, N in Chinese numerals (小写 or 大写, traditional, 〇/○,
+  廿/卅) or Arabic digits (full-width, leading zeros), optionally followed by a
+  separator and a title of at most 60 characters holding no 。 or ；. A title glued to
+  the number (``第一回甄士隐梦幻识通灵``) is taken, unless it starts like a sentence
+  (``第三回时…``, ``第四回中…``, ``第三回合…``).
+- ``序章 楔子 引子 序言 序 前言 自序 尾声 番外 后记 终章 大结局 跋`` alone on a line (or
+  followed by a separator and a short title) are headings too.
+- A heading word inside a sentence is not a heading: only line starts count, except in
+  text scraped without line breaks (most of the text in lines of over 5,000 characters,
+  such as the Gutenberg traditional editions): there a ``第N回/章`` is a heading when it
+  follows a chapter-end formula (``且听下回分解``, ``且看下文分解``) or the text start, or
+  carries the next number in sequence, and does not start a sentence. Its title ends at a
+  comma couplet (``：A，B``), at an opening formula (``话说``, ``却说``, ``诗曰`` …), or
+  else after the couplet length most common in the book.
+- ``卷/部/集/篇`` headings are volumes when the book also has chapter headings
+  (章/回/节/话/幕): the chapters after one carry it as ``volume``. Alone they are the
+  chapters.
+- Text before the first heading is front matter: returned apart, never a chapter
+  (a book's own preface has a heading, 序/前言, and is then a chapter).
+- A table of contents (a run of headings without bodies that reappear later) and a
+  heading repeated right after itself (a scraped page's title shown twice) make no
+  empty chapter; other headings without text are skipped with a warning.
+- Site banner, advert and navigation lines (``更新时间…本章字数``, ``请购买正版``,
+  ``回目录``, URLs …, lines of at most 100 characters) are removed from chapter text.
+- Out-of-order, repeated or skipped numbers, mixed numeral styles and very short
+  chapters are kept in file order, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from tracker.books.parsed import ParsedChapter
+
+_DIGITS = {"零": 0, "〇": 0, "○": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4}
+_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "壹": 1, "贰": 2, "貳": 2, "叁": 3}
+_DIGITS |= {"叄": 3, "參": 3, "肆": 4, "伍": 5, "陆": 6, "陸": 6, "柒": 7, "捌": 8, "玖": 9}
+_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
+_TENS = {"廿": 20, "卅": 30, "卌": 40}
+_MYRIAD = {"万": 10_000, "萬": 10_000}
+NUMERAL_CHARS = "0-9０-９" + "".join([*_DIGITS, *_UNITS, *_TENS, *_MYRIAD])
+_FULL_WIDTH = str.maketrans("０１２３４５６７８９", "0123456789")
+
+
+def chinese_number(text: str) -> int | None:
+    """``十二`` → 12, ``一百零五`` → 105, ``一二三`` / ``一一九`` → 123 / 119, ``廿三`` → 23,
+    ``１２`` / ``012`` → 12, ``壹佰`` → 100; None when ``text`` is not a numeral."""
+    text = text.strip().translate(_FULL_WIDTH)
+    if not text:
+        return None
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if all(ch in _DIGITS for ch in text):  # digit by digit: 一二三 = 123
+        return int("".join(str(_DIGITS[ch]) for ch in text))
+    total, section, digit = 0, 0, None
+    for ch in text:
+        if ch in _DIGITS:
+            digit = _DIGITS[ch]
+        elif ch in _UNITS:
+            section += (1 if digit is None else digit) * _UNITS[ch]
+            digit = None
+        elif ch in _TENS:
+            section += _TENS[ch]
+            digit = None
+        elif ch in _MYRIAD:
+            total += (section + (digit or 0)) * _MYRIAD[ch]
+            section, digit = 0, None
+        else:
+            return None
+    return total + section + (digit or 0)
+
+
+_CHAPTER_KINDS = "章回囘节節话話幕"
+_VOLUME_KINDS = "卷部集篇"
+_KIND_NORMAL = str.maketrans("囘節話", "回节话")
+_SPECIALS = (
+    "序章|序幕|序言|序|楔子|引子|引言|前言|自序|尾声|尾聲|番外篇?|后记|後記|终章|終章|"
+    "大结局|大結局|跋"
+)
+_BLANK = " \t\u3000\ufeff\xa0"
+_PREFIX = (
+    r"(?:(?:正文卷|正文|VIP章节|VIP卷|章节目录|章節目錄|目录|目錄|《[^》\n]{0,40}》)"
+    rf"[{_BLANK}:：]*)"
+)
+_LINE_HEADING = re.compile(
+    rf"^[{_BLANK}]*(?:{_PREFIX})*[【\[〔（(]?"
+    rf"(?:(?P<head>第[{_BLANK}]?(?P<num>[{NUMERAL_CHARS}]{{1,12}})[{_BLANK}]?(?P<kind>[{_CHAPTER_KINDS}{_VOLUME_KINDS}]))"
+    rf"|(?P<juan>卷(?:之)?(?P<jnum>[{NUMERAL_CHARS}]{{1,8}}))"
+    rf"|(?P<special>{_SPECIALS}))"
+    r"(?P<rest>[^\n]*)$",
+    re.M,
+)
+_INLINE_HEADING = re.compile(
+    rf"第[{_BLANK}]?(?P<num>[{NUMERAL_CHARS}]{{1,8}})[{_BLANK}]?(?P<kind>[章回囘节節])"
+)
+_SEPARATORS = _BLANK + ":：、.．·-—_】]〕）)"
+_SENTENCE_END = re.compile("[。．；;]")
+# A number followed by one of these starts a sentence ("第三回时", "第四回中既将…",
+# "第三回合", "第二部分"), not a title.
+_SENTENCE_START = frozenset(
+    "时時的了里裡也后後前之以和与與是就都已还還又才便再到来來合分团團队隊长長门門次天年位名个個等"
+)
+_CLOSING = "】]〕）)"
+_MAX_TITLE = 60
+# The end of a chapter in classical novels, right before the next heading.
+_CHAPTER_END = re.compile(r"(?:分解|下回|下文|下回分解|再看下回)[。．.！!」”\"]*[\s]*$")
+# Openings of a chapter's first sentence: where an inline heading's title ends.
+_OPENER_RE = re.compile(
+    "此开卷|此開卷|古人云|话说|話說|却说|卻說|却說|且说|且說|诗曰|詩曰|诗云|詩云|词曰|詞曰|"
+    "再说|再說|单说|單說|话表|話表|却表|卻表|且表|话分|話分|书接|書接|上回|列位|看官|原来|"
+    "原來|此回|那日|这日|這日|却道|卻道|话言|話言|且道|诗道|詩道"
+)
+_RUN_ON_LINE = 5000
+# Advert, banner and navigation lines of pirate sites (lines of at most 100 characters
+# holding one of these are removed from chapter text).
+_JUNK_WORDS = re.compile(
+    r"更新时间|更新時間|本章字数|本章字數|作品仅供|作品僅供|请在下载|請在下載|购买正版|購買正版|支持正版|"
+    r"正版图书|小时内删除|不得用作商业|本站|本书来自|本書來自|章节内容开始|手机阅读|手機閱讀|"
+    r"txt下载|TXT下载|免费下载|下载地址|全文阅读|加入书签|投推荐票|求推荐票|求月票|点此|"
+    r"www\.|WWW\.|https?://|\.com\b|\.net\b|\.org\b|\.cn\b|首页\||首頁\|"
+)
+# Navigation and rule lines, alone on their line.
+_JUNK_LINES = re.compile(
+    r"\n[ \t\u3000]*(?:(?:上一页|下一页|上一章|下一章|前一页|后一页|後一頁|回目录|回目錄|返回目录|"
+    r"返回书页|回首页|回首頁|目录|目錄)|[-=*_~·.—]{5,})[ \t\u3000]*(?=\n)"
+)
+_MAX_JUNK_LINE = 100
+_SHORT_CHAPTER = 20  # characters of body text below which a chapter is reported
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading found in a text: ``text[start:end]`` is the heading, the body follows."""
+
+    start: int
+    end: int
+    title: str  # as in the book, blanks collapsed
+    kind: str  # 章 回 节 话 幕 卷 部 集 篇 (normalised), or "" for 序章, 楔子 …
+    number: int | None
+    arabic: bool = False  # the number was written in Arabic digits
+
+    @property
+    def key(self) -> tuple[str, int | None, str]:
+        return (self.kind, self.number, "" if self.number is not None else self.title)
+
+
+def _clean_title(text: str) -> str:
+    return re.sub(r"[ \t\xa0\ufeff]+", " ", text).strip(_BLANK)
+
+
+def _title_rest(rest: str) -> tuple[bool, str] | None:
+    """(had a separator, title) of what follows a heading's number; None when it reads
+    as a sentence rather than a heading's title."""
+    stripped = rest.rstrip(_BLANK)
+    if len(stripped) > _MAX_TITLE or _SENTENCE_END.search(stripped):
+        return None
+    body = stripped.lstrip(_SEPARATORS)
+    separated = len(body) < len(stripped)
+    if body and not separated and body[0] in _SENTENCE_START:
+        return None
+    return separated, body
+
+
+def _line_headings(text: str) -> list[Heading]:
+    found: list[Heading] = []
+    for m in _LINE_HEADING.finditer(text):
+        parsed = _title_rest(m.group("rest"))
+        if parsed is None:
+            continue
+        separated, _ = parsed
+        start = (
+            m.start("head")
+            if m.group("head")
+            else m.start("juan")
+            if m.group("juan")
+            else m.start("special")
+        )
+        # The heading as in the book: from 第 (or the special word) to the line end.
+        bracket = text[start - 1] if start and text[start - 1] in "【[〔（(" else ""
+        title = _clean_title(bracket + text[start : m.end()])
+        if m.group("special"):
+            word = m.group("special")
+            rest = m.group("rest").strip(_BLANK)
+            if (
+                rest
+                and not separated
+                and not (word.startswith("番外") and rest[0] in NUMERAL_CHARS)
+            ):
+                continue  # "序幕拉开了", "前言不搭后语"
+            if len(title) > 30:
+                continue
+            found.append(Heading(m.start(), m.end(), title, "", None))
+            continue
+        if m.group("juan"):
+            number = chinese_number(m.group("jnum"))
+            if number is None or (parsed[1] and not separated):
+                continue
+            found.append(Heading(m.start(), m.end(), title, "卷", number))
+            continue
+        number = chinese_number(m.group("num"))
+        if number is None:
+            continue
+        kind = m.group("kind").translate(_KIND_NORMAL)
+        arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+        found.append(Heading(m.start(), m.end(), title, kind, number, arabic))
+    return found
+
+
+def _inline_title_length(after: str, usual: int | None) -> int:
+    """How many characters of ``after`` (what follows 第N回 in run-on text) are the
+    heading's title."""
+    lead = len(after) - len(after.lstrip(_BLANK + ":：、."))
+    rest = after[lead:]
+    comma = re.match(r"[^，,。！？；：:「『“\"\s]{2,14}[，,]", rest)
+    if comma:  # "宴桃園豪傑三結義，斬黃巾英雄首立功": a couplet around the comma
+        half = comma.end() - 1
+        return lead + min(len(rest), 2 * half + 1)
+    window = rest[:40]
+    for m in _OPENER_RE.finditer(window):
+        if m.start() >= 4:
+            return lead + m.start()
+    punct = re.search(r"[，,。！？；：:「『“\"]", window)
+    limit = punct.start() if punct else len(window)
+    length = usual or 14
+    if length > limit:
+        length = max(2, limit - 2 if limit > 6 else limit)
+    return lead + length
+
+
+def _inline_headings(text: str, start: int, end: int, previous: int) -> list[Heading]:
+    """Headings inside one run-on stretch ``text[start:end]`` (no line breaks)."""
+    picked: list[tuple[re.Match[str], int]] = []
+    expected_kind: str | None = None
+    for m in _INLINE_HEADING.finditer(text, start, end):
+        number = chinese_number(m.group("num"))
+        if number is None:
+            continue
+        kind = m.group("kind").translate(_KIND_NORMAL)
+        if expected_kind and kind != expected_kind:
+            continue
+        nxt_number = str(previous + 1)
+        if (
+            number != previous + 1
+            and all(ch in _DIGITS for ch in m.group("num"))
+            and "0" in nxt_number
+            and nxt_number.replace("0", "") == str(number)
+        ):
+            number = previous + 1  # a scrape that lost the 〇 (第一回 after 第九十九回)
+        nxt = text[m.end() : m.end() + 1]
+        if nxt and nxt in _SENTENCE_START:
+            continue
+        before = text[max(start, m.start() - 12) : m.start()]
+        strong = m.start() == start or bool(_CHAPTER_END.search(before))
+        if not strong and number != previous + 1:
+            continue
+        picked.append((m, number))
+        previous = number
+        expected_kind = kind
+    # Titles: the couplet length most books keep, learnt from the unambiguous ones.
+    lengths: Counter[int] = Counter()
+    for m, _ in picked:
+        after = text[m.end() : min(end, m.end() + 40)]
+        window = after.lstrip(_BLANK + ":：、.")
+        if re.match(r"[^，,。！？；：:「『“\"\s]{2,14}[，,]", window):
+            continue
+        for o in _OPENER_RE.finditer(window[:40]):
+            if o.start() >= 4:
+                lengths[o.start()] += 1
+                break
+    usual = lengths.most_common(1)[0][0] if lengths else None
+    found: list[Heading] = []
+    for i, (m, number) in enumerate(picked):
+        limit = picked[i + 1][0].start() if i + 1 < len(picked) else end
+        after = text[m.end() : min(limit, m.end() + 60)]
+        length = _inline_title_length(after, usual)
+        title = _clean_title(text[m.start() : m.end() + length])
+        kind = m.group("kind").translate(_KIND_NORMAL)
+        arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+        found.append(Heading(m.start(), m.end() + length, title, kind, number, arabic))
+    return found
+
+
+def _run_on_spans(text: str) -> list[tuple[int, int]]:
+    """The lines of over ``_RUN_ON_LINE`` characters, when they hold most of the text
+    (a scrape that lost its line breaks); else none."""
+    spans: list[tuple[int, int]] = []
+    total = 0
+    pos = 0
+    length = len(text)
+    while pos < length:
+        nl = text.find("\n", pos)
+        stop = length if nl < 0 else nl
+        if stop - pos > _RUN_ON_LINE:
+            spans.append((pos, stop))
+            total += stop - pos
+        pos = stop + 1
+    return spans if total * 2 > length else []
+
+
+def find_headings(text: str) -> list[Heading]:
+    """Every chapter and volume heading of ``text``, in text order."""
+    return _lost_zeros(_find_headings(text))
+
+
+def _find_headings(text: str) -> list[Heading]:
+    run_on = _run_on_spans(text)
+    if not run_on:
+        return _line_headings(text)
+    headings: list[Heading] = []
+    inside = 0
+    line_found = _line_headings(text)
+    previous = 0
+    for a, b in run_on:
+        headings.extend(h for h in line_found if inside <= h.start < a)
+        for h in headings[::-1]:
+            if h.number is not None and h.kind not in _VOLUME_KINDS:
+                previous = h.number
+                break
+        inline = _inline_headings(text, a, b, previous)
+        headings.extend(inline)
+        if inline and inline[-1].number is not None:
+            previous = inline[-1].number
+        inside = b
+    headings.extend(h for h in line_found if h.start >= inside)
+    return headings
+
+
+def _lost_zeros(headings: list[Heading]) -> list[Heading]:
+    """Numbers read again where a scrape lost the 〇 of a digit-by-digit numeral: after
+    第九十九回, ``第一回`` is 100 and ``第一一回`` 101 when that is the next number."""
+    out: list[Heading] = []
+    previous: dict[str, int] = {}
+    for h in headings:
+        if h.number is not None and h.kind:
+            expected = previous.get(h.kind, 0) + 1
+            if (
+                h.number < expected
+                and "0" in str(expected)
+                and str(expected).replace("0", "") == str(h.number)
+                and _positional(h)
+            ):
+                h = Heading(h.start, h.end, h.title, h.kind, expected, h.arabic)
+            previous[h.kind] = h.number  # type: ignore[assignment]
+        out.append(h)
+    return out
+
+
+def _positional(h: Heading) -> bool:
+    m = re.match(rf"[【\[〔（(]?第[{_BLANK}]?([{NUMERAL_CHARS}]+)", h.title)
+    return bool(m) and all(ch in _DIGITS for ch in m.group(1))  # type: ignore[union-attr]
+
+
+def strip_junk(text: str) -> str:
+    """``text`` without site banner, advert and navigation lines."""
+    text = f"\n{text}\n"
+    hits = [m.start() for m in _JUNK_WORDS.finditer(text)]
+    hits.extend(m.start() + 1 for m in _JUNK_LINES.finditer(text))
+    drop: list[tuple[int, int]] = []
+    for hit in sorted(hits):
+        a = text.rfind("\n", 0, hit) + 1
+        b = text.find("\n", hit)
+        b = len(text) if b < 0 else b
+        if b - a <= _MAX_JUNK_LINE and (not drop or a >= drop[-1][1]):
+            drop.append((a, b))
+    if not drop:
+        return text[1:-1]
+    parts: list[str] = []
+    pos = 0
+    for a, b in drop:
+        parts.append(text[pos:a])
+        pos = b + 1
+    parts.append(text[pos:])
+    return "".join(parts)[1:-1]
+
+
+def _body(text: str) -> str:
+    body = strip_junk(text)
+    # Blank lines at the ends and trailing blanks of each line go; indentation stays.
+    return re.sub(r"[ \t\u3000\xa0]+\n", "\n", body).strip("\n").rstrip() if body.strip() else ""
+
+
+def _visible(text: str) -> int:
+    return sum(map(len, text.split()))
+
+
+def _label(h: Heading) -> str:
+    """The numbered part of a heading ("第十二回"), or the whole heading."""
+    m = re.match(r"[【\[〔（(]?第.{1,14}?[章回囘节節话話幕卷部集篇]", h.title)
+    return m.group() if m and h.number is not None else h.title
+
+
+def _describe(numbers: list[str], what: str) -> str:
+    shown = ", ".join(numbers[:5])
+    more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
+    return f"{what} at {shown}{more} (kept the file's order)"
+
+
+def split_chapters(text: str) -> tuple[str, list[ParsedChapter], list[str]]:
+    """(front matter, chapters, warnings) of a whole book's text; see the module's rules.
+    A text without any heading is one chapter titled "" and a warning."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    headings = find_headings(text)
+    warnings: list[str] = []
+    if not headings:
+        body = _body(text)
+        warnings.append("no chapter headings found: the book is one chapter")
+        return "", ([ParsedChapter(1, "", body)] if body else []), warnings
+    chapter_level = any(h.kind and h.kind in "章回节话幕" for h in headings)
+    bodies = [
+        _body(text[h.end : headings[i + 1].start if i + 1 < len(headings) else len(text)])
+        for i, h in enumerate(headings)
+    ]
+    front = text[: headings[0].start]
+    # A table of contents: the first heading comes again later and the headings up to
+    # there have (almost) no text.
+    first = headings[0].key
+    again = next((j for j in range(1, len(headings)) if headings[j].key == first), None)
+    if again is not None and again >= 2:
+        empty = sum(1 for b in bodies[:again] if _visible(b) < 40)
+        if empty >= 0.8 * again:
+            front = text[: headings[again].start]
+            warnings.append(f"table of contents of {again} headings before the text: not chapters")
+            headings, bodies = headings[again:], bodies[again:]
+    volume = ""
+    chapters: list[ParsedChapter] = []
+    kept: list[Heading] = []
+    skipped: list[str] = []
+    short: list[str] = []
+    for i, (h, body) in enumerate(zip(headings, bodies, strict=True)):
+        if chapter_level and h.kind in _VOLUME_KINDS:
+            volume = h.title
+            kept.append(h)
+            if _visible(body) < 40:
+                continue  # a volume heading and perhaps a line of blurb: the chapters follow
+        elif not body:
+            nxt = headings[i + 1] if i + 1 < len(headings) else None
+            if nxt is None or nxt.key != h.key:
+                skipped.append(h.title)
+            continue  # else the same heading right after (a scraped page's title twice)
+        else:
+            kept.append(h)
+        if _visible(body) < _SHORT_CHAPTER:
+            short.append(f"{h.title} ({_visible(body)} characters)")
+        chapters.append(ParsedChapter(len(chapters) + 1, h.title, body, volume))
+    if skipped:
+        warnings.append(_describe(skipped, "headings without text skipped"))
+    if short:
+        warnings.append(
+            _describe(short, "very short chapters").replace(" (kept the file's order)", " (kept)")
+        )
+    warnings.extend(_order_warnings(kept, chapter_level))
+    return front, chapters, warnings
+
+
+def _order_warnings(headings: list[Heading], chapter_level: bool) -> list[str]:
+    warnings: list[str] = []
+    out_of_order: list[str] = []
+    repeated: list[str] = []
+    gaps: list[str] = []
+    previous: Heading | None = None
+    seen: set[tuple[str, str, int]] = set()
+    volume = ""
+    styles: set[bool] = set()
+    for h in headings:
+        if h.number is None:
+            continue
+        if chapter_level and h.kind in _VOLUME_KINDS:
+            volume = h.title
+            previous = None
+            continue
+        styles.add(h.arabic)
+        if (volume, h.kind, h.number) in seen:
+            repeated.append(_label(h))
+        elif previous is not None and previous.kind == h.kind:
+            if h.number < previous.number:  # type: ignore[operator]
+                out_of_order.append(_label(h))
+            elif h.number > previous.number + 1:  # type: ignore[operator]
+                gaps.append(f"{_label(previous)} → {_label(h)}")
+        seen.add((volume, h.kind, h.number))
+        previous = h
+    if out_of_order:
+        warnings.append(_describe(out_of_order, "headings out of order"))
+    if repeated:
+        warnings.append(_describe(repeated, "headings repeated"))
+    if gaps:
+        warnings.append(
+            _describe(gaps, "chapter numbers skip").replace(" (kept the file's order)", "")
+        )
+    if len(styles) > 1:
+        warnings.append("headings mix Arabic and Chinese numerals (read both)")
+    return warnings
