@@ -119,6 +119,7 @@ _OPENER_RE = re.compile(
     "原來|此回|那日|这日|這日|却道|卻道|话言|話言|且道|诗道|詩道"
 )
 _RUN_ON_LINE = 5000
+_MAX_INLINE_TITLE = 24  # a couplet of two 12-character halves
 # Advert, banner and navigation lines of pirate sites (lines of at most 100 characters
 # holding one of these are removed from chapter text).
 _JUNK_WORDS = re.compile(
@@ -224,7 +225,7 @@ def _inline_title_length(after: str, usual: int | None) -> int:
         half = comma.end() - 1
         return lead + min(len(rest), 2 * half + 1)
     window = rest[:40]
-    for m in _OPENER_RE.finditer(window):
+    for m in _OPENER_RE.finditer(window, 0, _MAX_INLINE_TITLE + 2):
         if m.start() >= 4:
             return lead + m.start()
     punct = re.search(r"[，,。！？；：:「『“\"]", window)
@@ -271,7 +272,7 @@ def _inline_headings(text: str, start: int, end: int, previous: int) -> list[Hea
         window = after.lstrip(_BLANK + ":：、.")
         if re.match(r"[^，,。！？；：:「『“\"\s]{2,14}[，,]", window):
             continue
-        for o in _OPENER_RE.finditer(window[:40]):
+        for o in _OPENER_RE.finditer(window, 0, _MAX_INLINE_TITLE + 2):
             if o.start() >= 4:
                 lengths[o.start()] += 1
                 break
@@ -438,8 +439,8 @@ def split_chapters(text: str) -> tuple[str, list[ParsedChapter], list[str]]:
         if chapter_level and h.kind in _VOLUME_KINDS:
             volume = h.title
             kept.append(h)
-            if _visible(body) < 40:
-                continue  # a volume heading and perhaps a line of blurb: the chapters follow
+            if _visible(body) < _SHORT_CHAPTER:
+                continue  # a volume heading and perhaps a short line: the chapters follow
         elif not body:
             nxt = headings[i + 1] if i + 1 < len(headings) else None
             if nxt is None or nxt.key != h.key:
