@@ -119,7 +119,7 @@ def test_bad_files_name_the_file(data: bytes, message: str) -> None:
 def test_size_limit_names_the_file_and_the_setting() -> None:
     limits = ReadLimits(max_document_bytes=1024)
     with pytest.raises(
-        BookFileError, match="大书.txt: 2048 bytes, over the 1024 .*YINJI_MAX_DOCUMENT_MB"
+        BookFileError, match=r"大书.txt: 2048 bytes, over the 1024 .*YINJI_MAX_DOCUMENT_MB"
     ):
         read_book("大书.txt", b"a" * 2048, limits=limits)
 
@@ -209,14 +209,14 @@ def test_chapter_file_holding_several_chapters_and_a_bad_file() -> None:
     book = book_from_files("书", files)
     assert [c.title for c in book.chapters] == ["第一章 甲", "第二章 乙", "第三章 丙"]
     assert any(w.startswith("书!02.txt: binary") and w.endswith("(skipped)") for w in book.warnings)
-    with pytest.raises(BookFileError, match="^空: no readable chapter file"):
+    with pytest.raises(BookFileError, match=r"^空: no readable chapter file"):
         book_from_files("空", [("a.jpg", b"x")])
 
 
 class _GbkName(zipfile.ZipInfo):
     """A member name stored as GBK bytes without the UTF-8 flag (Chinese Windows zip tools)."""
 
-    def _encodeFilenameFlags(self) -> tuple[bytes, int]:  # noqa: N802 (zipfile's name)
+    def _encodeFilenameFlags(self) -> tuple[bytes, int]:
         return self.filename.encode("gbk"), self.flag_bits
 
 
