@@ -109,7 +109,7 @@ def _meta(book: object, field: str) -> list[str]:
 
 def _series(book: object) -> str:
     try:
-        for value, attrs in book.get_metadata("OPF", None):  # type: ignore[attr-defined]
+        for value, attrs in book.get_metadata("OPF", "meta"):  # type: ignore[attr-defined]
             if (attrs or {}).get("name") == "calibre:series" and attrs.get("content"):
                 return str(attrs["content"]).strip()
             if (attrs or {}).get("property") == "belongs-to-collection" and value:
