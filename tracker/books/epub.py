@@ -246,22 +246,22 @@ def _chapters(
     chapters: list[ParsedChapter] = []
     front = 0
     for part in spine:
-        titles = resolved.get(part.href)
+        named = resolved.get(part.href)
         if not part.text.strip():
             continue
-        if titles is None and resolved:
+        if named is None and resolved:
             if chapters:  # a chapter continued in the next file
                 chapters[-1].text = f"{chapters[-1].text}\n{part.text}".strip()
             else:
                 front += sum(map(len, part.text.split()))
             continue
-        if titles is not None and len(titles) > 1:
+        if named is not None and len(named) > 1:
             _front, split, _warn = split_chapters(part.text)
             if len(split) > 1 and all(c.title for c in split):
                 chapters.extend(split)
                 continue
-        if titles is not None:
-            title = titles[0]
+        if named is not None:
+            title = named[0]
             text = _drop_title_line(part.text, title)
         else:
             title, text = _own_heading(part)
