@@ -111,9 +111,11 @@ _SENTENCE_END = re.compile("[。．；;]")
 # A number followed by one of these starts a sentence ("第三回时", "第四回中既将…",
 # "第三回合", "第二部分"), not a title.
 _SENTENCE_START = frozenset(
-    "时時的了里裡也后後前之以和与與是就都已还還又才便再到来來合分团團队隊长長门門次天年位名个個等"
+    "时時的了里裡也后後前之以和与與是就都已还還又才便再到来來合分团團队隊长長门門"
 )
 _CLOSING = "】]〕）)"
+_SENTENCE_STOP = frozenset("。！？!?」』”")
+_TITLE_RUN = re.compile(r"[：:\s]?[\u4e00-\u9fff]{10}")
 _MAX_TITLE = 60
 # The end of a chapter in classical novels, right before the next heading.
 _CHAPTER_END = re.compile(r"(?:分解|下回|下文|下回分解|再看下回)[。．.！!」”\"]*[\s]*$")
@@ -268,7 +270,14 @@ def _inline_headings(text: str, start: int, end: int, previous: int) -> list[Hea
             continue
         before = text[max(start, m.start() - 12) : m.start()]
         strong = m.start() == start or bool(_CHAPTER_END.search(before))
-        if not strong and number != previous + 1:
+        # A jump forward right after a sentence, a title run following (chapters
+        # missing from the scrape): "…表白一番。第十二回名士大宴鶯脰腹…".
+        jump = (
+            number > previous
+            and before[-1:] in _SENTENCE_STOP
+            and _TITLE_RUN.match(text, m.end(), min(end, m.end() + 12)) is not None
+        )
+        if not strong and not jump and number != previous + 1:
             continue
         picked.append((m, number))
         previous = number
