@@ -129,32 +129,39 @@ def _isbn(book: object) -> str:
     return ""
 
 
-def _toc_titles(toc: object, base: str = "") -> list[tuple[str, str, str]]:
-    """(file, fragment, title) of the navigation's entries, in reading order."""
+@dataclass
+class _NavEntry:
+    file: str  # the file it points to, as a path in the archive
+    title: str
+    volume: str  # the title of the entry it is nested under ("第一卷 …"), if any
+    parent: bool  # it has entries nested under it (a volume's own page)
+
+
+def _nav_entries(toc: object) -> list[_NavEntry]:
+    """The navigation's entries (``book.toc``), in reading order."""
     from ebooklib import epub
 
-    out: list[tuple[str, str, str]] = []
+    out: list[_NavEntry] = []
 
-    def walk(entries: object) -> None:
+    def label(entry: object) -> tuple[str, str]:
+        href = getattr(entry, "href", "") or getattr(entry, "file_name", "") or ""
+        title = " ".join((getattr(entry, "title", "") or "").split())
+        return unquote(href).partition("#")[0], title
+
+    def walk(entries: object, volume: str) -> None:
         for entry in entries if isinstance(entries, (list, tuple)) else [entries]:
             if isinstance(entry, tuple) and len(entry) == 2:
                 head, children = entry
-                walk([head])
-                walk(children)
+                file, title = label(head)
+                if file and title:
+                    out.append(_NavEntry(posixpath.normpath(file), title, volume, True))
+                walk(children, title or volume)
             elif isinstance(entry, (epub.Link, epub.Section, epub.EpubHtml)):
-                href = getattr(entry, "href", "") or getattr(entry, "file_name", "")
-                title = (getattr(entry, "title", "") or "").strip()
-                if href and title:
-                    file, _, fragment = unquote(href).partition("#")
-                    out.append(
-                        (
-                            posixpath.normpath(posixpath.join(base, file)),
-                            fragment,
-                            " ".join(title.split()),
-                        )
-                    )
+                file, title = label(entry)
+                if file and title:
+                    out.append(_NavEntry(posixpath.normpath(file), title, volume, False))
 
-    walk(toc)
+    walk(toc, "")
     return out
 
 
@@ -204,7 +211,7 @@ def read_epub(name: str, data: bytes, *, limits: ReadLimits | None = None) -> Pa
         warnings.append(f"{name}: spine entries naming no file in the manifest skipped: {shown}")
     if not spine:
         raise BookFileError(f"{name}: the EPUB's spine names no readable file: refused")
-    chapters = _chapters(name, spine, _toc_titles(book.toc), warnings)
+    chapters = _chapters(name, spine, _nav_entries(book.toc), warnings)
     if not chapters:
         raise BookFileError(f"{name}: no text in the EPUB")
     titles, authors = _meta(book, "title"), _meta(book, "creator")
@@ -223,50 +230,59 @@ def read_epub(name: str, data: bytes, *, limits: ReadLimits | None = None) -> Pa
 
 
 def _chapters(
-    name: str, spine: list[_Spine], toc: list[tuple[str, str, str]], warnings: list[str]
+    name: str, spine: list[_Spine], nav: list[_NavEntry], warnings: list[str]
 ) -> list[ParsedChapter]:
-    by_file: dict[str, list[str]] = {}
-    for file, _fragment, title in toc:
-        by_file.setdefault(file, []).append(title)
+    by_file: dict[str, list[_NavEntry]] = {}
+    for entry in nav:
+        by_file.setdefault(entry.file, []).append(entry)
     # Navigation hrefs are relative to the nav file; spine names to the OPF. Match by
     # the full path, else by the file name alone when that is unambiguous.
     names = {s.href for s in spine}
     by_base: dict[str, list[str]] = {}
     for href in names:
         by_base.setdefault(posixpath.basename(href), []).append(href)
-    resolved: dict[str, list[str]] = {}
-    for file, titles in by_file.items():
+    resolved: dict[str, list[_NavEntry]] = {}
+    for file, entries in by_file.items():
         if file in names:
-            resolved[file] = titles
+            resolved.setdefault(file, entries)
             continue
-        base = posixpath.basename(file)
-        match = by_base.get(base, [])
+        match = by_base.get(posixpath.basename(file), [])
         if len(match) == 1:
-            resolved.setdefault(match[0], titles)
+            resolved.setdefault(match[0], entries)
     chapters: list[ParsedChapter] = []
     front = 0
+    volume = ""
     for part in spine:
         named = resolved.get(part.href)
-        if not part.text.strip():
-            continue
         if named is None and resolved:
+            if not part.text.strip():
+                continue
             if chapters:  # a chapter continued in the next file
                 chapters[-1].text = f"{chapters[-1].text}\n{part.text}".strip()
             else:
                 front += sum(map(len, part.text.split()))
             continue
-        if named is not None and len(named) > 1:
-            _front, split, _warn = split_chapters(part.text)
-            if len(split) > 1 and all(c.title for c in split):
-                chapters.extend(split)
-                continue
         if named is not None:
-            title = named[0]
-            text = _drop_title_line(part.text, title)
-        else:
-            title, text = _own_heading(part)
+            first = named[0]
+            volume = first.title if first.parent else first.volume
+            text = _drop_title_line(part.text, first.title)
+            if first.parent and len(named) == 1:
+                if sum(map(len, text.split())) >= 20:  # a volume's preface
+                    chapters.append(ParsedChapter(0, first.title, text, volume))
+                continue  # a volume's title page: the chapters follow
+            if len(named) > 1:
+                _front, split, _warn = split_chapters(part.text)
+                if len(split) > 1 and all(c.title for c in split):
+                    for c in split:
+                        c.volume = c.volume or volume
+                    chapters.extend(split)
+                    continue
+            if text.strip():
+                chapters.append(ParsedChapter(0, first.title, text, volume))
+            continue
+        title, text = _own_heading(part)
         if text.strip():
-            chapters.append(ParsedChapter(0, title, text))
+            chapters.append(ParsedChapter(0, title, text, volume))
     if front:
         warnings.append(
             f"{name}: {front} characters before the first chapter of the navigation "

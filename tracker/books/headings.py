@@ -170,6 +170,8 @@ def _title_rest(rest: str) -> tuple[bool, str] | None:
     stripped = rest.rstrip(_BLANK)
     if len(stripped) > _MAX_TITLE or _SENTENCE_END.search(stripped):
         return None
+    if stripped[:1] in ("，", ","):
+        return None  # "第一章，我们讲过……": a sentence
     body = stripped.lstrip(_SEPARATORS)
     separated = len(body) < len(stripped)
     if body and not separated and body[0] in _SENTENCE_START:

@@ -258,3 +258,42 @@ def test_epub_zip_bomb_is_refused() -> None:
         BookFileError, match=r"^bomb.epub!OEBPS/bomb.xhtml: compressed like a zip bomb"
     ):
         read_book("bomb.epub", out.getvalue())
+
+
+def test_volumes_from_nested_navigation() -> None:
+    book = epub.EpubBook()
+    book.set_identifier("v")
+    book.set_title("长篇")
+    book.set_language("zh")
+    items = []
+    for i, (file, title, body) in enumerate(
+        [
+            ("v1.xhtml", "第一卷 潜龙", ""),
+            ("c1.xhtml", "第一章 少年", BODY),
+            ("c2.xhtml", "第二章 出山", BODY),
+            ("v2.xhtml", "第二卷 飞龙", "本卷写主角名动天下的经过，其间风波不断，恩怨纠缠。"),
+            ("c3.xhtml", "第一章 入京", BODY),
+        ]
+    ):
+        item = epub.EpubHtml(title=title, file_name=file, lang="zh", uid=f"i{i}")
+        item.content = f"<html><body><h1>{title}</h1><p>{body}</p></body></html>"
+        book.add_item(item)
+        items.append(item)
+    _v1, c1, c2, _v2, c3 = items
+    book.toc = [
+        (epub.Section("第一卷 潜龙", href="v1.xhtml"), [c1, c2]),
+        (epub.Section("第二卷 飞龙", href="v2.xhtml"), [c3]),
+    ]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", *items]
+    out = io.BytesIO()
+    epub.write_epub(out, book)
+    parsed = read_book("长篇.epub", out.getvalue())
+    assert [(c.title, c.volume) for c in parsed.chapters] == [
+        ("第一章 少年", "第一卷 潜龙"),
+        ("第二章 出山", "第一卷 潜龙"),
+        ("第二卷 飞龙", "第二卷 飞龙"),  # the volume's preface is kept
+        ("第一章 入京", "第二卷 飞龙"),
+    ]
+    assert parsed.chapters[0].text == BODY

@@ -81,7 +81,7 @@ def test_prefixes_before_headings() -> None:
 def test_heading_words_inside_sentences_are_not_headings() -> None:
     text = (
         f"第一章 开端\n他读到第三回时，天已经黑了。{BODY}\n"
-        f"第三回时他已睡着，梦里还在想第二章的事。\n"
+        f"第三回时他已睡着，梦里还在想第二章的事。\n第一章，我们讲过了这个问题\n"
         f"第二章 继续\n{BODY}\n第三回合开始了，两人又打了起来\n第二部分的内容\n"
     )
     assert _titles(text) == ["第一章 开端", "第二章 继续"]
