@@ -131,8 +131,10 @@ _MAX_INLINE_TITLE = 24  # a couplet of two 12-character halves
 # holding one of these are removed from chapter text).
 _JUNK_WORDS = re.compile(
     r"更新时间|更新時間|本章字数|本章字數|作品仅供|作品僅供|请在下载|請在下載|购买正版|購買正版|支持正版|"
-    r"正版图书|小时内删除|不得用作商业|本站|本书来自|本書來自|章节内容开始|手机阅读|手機閱讀|"
-    r"txt下载|TXT下载|免费下载|下载地址|全文阅读|加入书签|投推荐票|求推荐票|求月票|点此|"
+    r"正版图书|小时内删除|不得用作商业|本站地址|本站网址|本站域名|本站长期|本站所有|本站提供|"
+    r"本站收集|本站推荐|本书来自|本書來自|章节内容开始|手机阅读|手機閱讀|"
+    r"txt下载|TXT下载|免费下载|下载地址|全文阅读|加入书签|点此下载|点击下载|"
+    r"一秒记住|一秒記住|最快更新|无弹窗|無彈窗|笔趣阁|筆趣閣|"
     r"www\.|WWW\.|https?://|\.com\b|\.net\b|\.org\b|\.cn\b|首页\||首頁\|"
 )
 # Navigation and rule lines, alone on their line.
@@ -399,8 +401,12 @@ def strip_junk(text: str) -> str:
     return "".join(parts)[1:-1]
 
 
+# Chapter-end marks of web serials, removed where they stand (not their line).
+_END_MARK = re.compile(r"[（(](?:本章完|未完待续|未完待續|待续|待續)[）)]")
+
+
 def _body(text: str) -> str:
-    body = strip_junk(text)
+    body = strip_junk(_END_MARK.sub("", text) if "（" in text or "(" in text else text)
     # Blank lines at the ends go; the first line's indentation stays.
     first = _NON_BLANK.search(body)
     if first is None:

@@ -244,3 +244,23 @@ def test_three_thousand_chapters() -> None:
     _front, chapters, warnings = split_chapters(text)
     assert len(chapters) == 3000 and chapters[-1].title == "第3000章 第3000个故事"
     assert warnings == []
+
+
+def test_a_web_novel_download() -> None:
+    text = (
+        "《剑来》\n作者：烽火戏诸侯\n内容简介：大千世界，无奇不有。\n\n"
+        "正文卷 第一卷 笼中雀\n"
+        f"第1章 惊蛰\n天才一秒记住本站地址：www.example.com\n{BODY}\n　　{BODY}（本章完）\n"
+        f"第2章 开门\n最快更新剑来最新章节！\n{BODY}\n（本章完）\n"
+        f"第二卷 山水郎\n第3章 出门\n{BODY}\n"
+    )
+    front, chapters, warnings = split_chapters(text)
+    assert "烽火戏诸侯" in front
+    assert [(c.title, c.volume) for c in chapters] == [
+        ("第1章 惊蛰", "第一卷 笼中雀"),
+        ("第2章 开门", "第一卷 笼中雀"),
+        ("第3章 出门", "第二卷 山水郎"),
+    ]
+    assert chapters[0].text == f"{BODY}\n　　{BODY}"  # the end mark goes, its line stays
+    assert chapters[1].text == BODY
+    assert warnings == []
