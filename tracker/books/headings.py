@@ -129,14 +129,37 @@ _RUN_ON_LINE = 5000
 _MAX_INLINE_TITLE = 24  # a couplet of two 12-character halves
 # Advert, banner and navigation lines of pirate sites (lines of at most 100 characters
 # holding one of these are removed from chapter text).
-_JUNK_WORDS = re.compile(
-    r"更新时间|更新時間|本章字数|本章字數|作品仅供|作品僅供|请在下载|請在下載|购买正版|購買正版|支持正版|"
-    r"正版图书|小时内删除|不得用作商业|本站地址|本站网址|本站域名|本站长期|本站所有|本站提供|"
-    r"本站收集|本站推荐|本书来自|本書來自|章节内容开始|手机阅读|手機閱讀|"
-    r"txt下载|TXT下载|免费下载|下载地址|全文阅读|加入书签|点此下载|点击下载|"
-    r"一秒记住|一秒記住|最快更新|无弹窗|無彈窗|笔趣阁|筆趣閣|"
-    r"www\.|WWW\.|https?://|\.com\b|\.net\b|\.org\b|\.cn\b|首页\||首頁\|"
+_JUNK_MARKERS = (
+    "更新时间 更新時間 本章字数 本章字數 作品仅供 作品僅供 请在下载 請在下載 购买正版 購買正版 "
+    "支持正版 正版图书 小时内删除 不得用作商业 本站地址 本站网址 本站域名 本站长期 本站所有 "
+    "本站提供 本站收集 本站推荐 本书来自 本書來自 章节内容开始 手机阅读 手機閱讀 txt下载 TXT下载 "
+    "免费下载 下载地址 全文阅读 加入书签 点此下载 点击下载 一秒记住 一秒記住 最快更新 无弹窗 "
+    "無彈窗 笔趣阁 筆趣閣 www. WWW. http:// https:// .com .net .org .cn 首页| 首頁|"
 )
+
+
+def _trie_pattern(words: list[str]) -> str:
+    """One regex for many literal words, factored by their first characters: each
+    position of a text costs one branch, not one per word (a plain alternation of 50
+    words starting with common characters such as 一 下 本 runs at 20 M chars/s)."""
+    groups: dict[str, list[str]] = {}
+    ends = False
+    for word in words:
+        if word:
+            groups.setdefault(word[0], []).append(word[1:])
+        else:
+            ends = True
+    branches = [
+        re.escape(first) + (_trie_pattern(rest) if rest != [""] else "")
+        for first, rest in sorted(groups.items())
+    ]
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
+    return body + "?" if ends else body
+
+
+_JUNK_WORDS = re.compile(_trie_pattern(sorted(set(_JUNK_MARKERS.split()))))
 # Navigation and rule lines, alone on their line.
 _JUNK_LINES = re.compile(
     r"\n[ \t\u3000]*(?:(?:上一页|下一页|上一章|下一章|前一页|后一页|後一頁|回目录|回目錄|返回目录|"

@@ -121,14 +121,14 @@ def decode_book_text(name: str, data: bytes) -> str:
     return text
 
 
-_SAMPLE = 256 * 1024
+_SAMPLE = 64 * 1024
 
 
 def _decode(name: str, data: bytes) -> str:
     """``tracker.documents.decode_text``'s reading of ``data``. That function decodes a
     GB18030/Big5 file whole in every candidate encoding and scores each character in
     Python (about 2 M characters/s); for a whole book it picks the encoding on the first
-    256 KiB, then decodes the rest strictly in that encoding (and falls back to the full
+    64 KiB, then decodes the rest strictly in that encoding (and falls back to the full
     rule when that fails)."""
     if len(data) <= _SAMPLE or data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
         return decode_text(data, name)
