@@ -204,6 +204,30 @@ def _title_rest(rest: str) -> tuple[bool, str] | None:
     return separated, body
 
 
+# A heading and its chapter's first paragraph on one line, two blanks between them:
+# "第一章 开端　　他走进了房间，……".
+_GLUED_BODY = re.compile(
+    r"[ \t\u3000:：、.．·\-—_]*([^\s。；;，,！？!?]{0,30}?)[ \t\u3000]{2,}(?=\S)"
+)
+
+
+def _glued_heading(text: str, m: re.Match[str]) -> Heading | None:
+    """A ``第N章`` heading whose line goes on with the chapter's text, or None."""
+    if not m.group("head"):
+        return None
+    g = _GLUED_BODY.match(m.group("rest"))
+    if g is None or (g.group(1) and g.group(1)[0] in _SENTENCE_START):
+        return None
+    number = chinese_number(m.group("num"))
+    if number is None:
+        return None
+    rest = m.start("rest")
+    title = _clean_title(text[m.start("head") : rest + g.end(1)])
+    kind = m.group("kind").translate(_KIND_NORMAL)
+    arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+    return Heading(m.start(), rest + g.end(), title, kind, number, arabic)
+
+
 def _line_headings(text: str) -> list[Heading]:
     found: list[Heading] = []
     for candidate in _LINE_START.finditer(f"\n{text}"):
@@ -212,6 +236,9 @@ def _line_headings(text: str) -> list[Heading]:
             continue
         parsed = _title_rest(m.group("rest"))
         if parsed is None:
+            glued = _glued_heading(text, m)
+            if glued is not None:
+                found.append(glued)
             continue
         separated, _ = parsed
         start = (

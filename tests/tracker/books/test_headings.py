@@ -264,3 +264,12 @@ def test_a_web_novel_download() -> None:
     assert chapters[0].text == f"{BODY}\n　　{BODY}"  # the end mark goes, its line stays
     assert chapters[1].text == BODY
     assert warnings == []
+
+
+def test_heading_and_first_paragraph_on_one_line() -> None:
+    text = f"第一章 开端　　{BODY}\n{BODY}\n第二章　　{BODY}\n第三章 开端，他走了。{BODY}\n"
+    _front, chapters, _warnings = split_chapters(text)
+    assert [(c.title, c.text) for c in chapters] == [
+        ("第一章 开端", f"{BODY}\n{BODY}"),
+        ("第二章", f"{BODY}\n第三章 开端，他走了。{BODY}"),
+    ]
