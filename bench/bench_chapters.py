@@ -273,7 +273,8 @@ def speed(data_dir: Path, chars: int, runs: int) -> list[str]:
     chapters = len(split_chapters(text)[1])
     rows = [
         f"A {len(text):,}-character book ({chapters:,} chapters found) of the real web copy "
-        f"and alt editions, headings renumbered; median of {runs}.",
+        f"and alt editions, headings renumbered; median of {runs}; load average "
+        f"{os.getloadavg()[0]:.1f} on the shared machine when the timing started.",
         "",
         "| step | time | characters/s | ratio to the old splitter |",
         "|---|---|---|---|",
