@@ -481,11 +481,23 @@ def _describe(numbers: list[str], what: str) -> str:
     return f"{what} at {shown}{more} (kept the file's order)"
 
 
+def _sections_inside_chapters(headings: list[Heading]) -> list[Heading]:
+    """``第N节`` headings under ``第N章``/``第N回`` headings (a textbook's or a novel's
+    sections, numbered again in each chapter) stay in their chapter's text."""
+    kinds = {h.kind for h in headings}
+    if "节" not in kinds or not kinds & {"章", "回"}:
+        return headings
+    first_section = next(i for i, h in enumerate(headings) if h.kind == "节")
+    if not any(h.kind in ("章", "回") for h in headings[:first_section]):
+        return headings
+    return [h for h in headings if h.kind != "节"]
+
+
 def split_chapters(text: str) -> tuple[str, list[ParsedChapter], list[str]]:
     """(front matter, chapters, warnings) of a whole book's text; see the module's rules.
     A text without any heading is one chapter titled "" and a warning."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    headings = find_headings(text)
+    headings = _sections_inside_chapters(find_headings(text))
     warnings: list[str] = []
     if not headings:
         body = _body(text)

@@ -21,7 +21,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.books.headings import NUMERAL_CHARS, chinese_number, find_headings, split_chapters
+from tracker.books.headings import (
+    NUMERAL_CHARS,
+    chinese_number,
+    find_headings,
+    split_chapters,
+    strip_junk,
+)
 from tracker.books.parsed import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import ReadLimits
 from tracker.documents import InputError, clean_text, decode_html_bytes, decode_text
@@ -470,7 +476,7 @@ def book_from_files(name: str, files: list[tuple[str, bytes]]) -> ParsedBook:
             chapters.extend(parts)
             warnings.extend(f"{where}: {w}" for w in found)
             continue
-        if headed and _visible(front) < 40:
+        if headed and _visible(strip_junk(front)) < 40:
             title, body = headed[0].title, headed[0].text
         else:
             title, body = meta_title or _member_label(path), text.strip()

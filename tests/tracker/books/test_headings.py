@@ -273,3 +273,15 @@ def test_heading_and_first_paragraph_on_one_line() -> None:
         ("第一章 开端", f"{BODY}\n{BODY}"),
         ("第二章", f"{BODY}\n第三章 开端，他走了。{BODY}"),
     ]
+
+
+def test_sections_stay_inside_their_chapters() -> None:
+    text = (
+        f"第一章 总论\n第一节 起源\n{BODY}\n第二节 发展\n{BODY}\n第二章 分论\n第一节 甲\n{BODY}\n"
+    )
+    _front, chapters, warnings = split_chapters(text)
+    assert [c.title for c in chapters] == ["第一章 总论", "第二章 分论"]
+    assert chapters[0].text == f"第一节 起源\n{BODY}\n第二节 发展\n{BODY}"
+    assert warnings == []
+    # sections alone are the chapters
+    assert _titles(f"第一节 起源\n{BODY}\n第二节 发展\n{BODY}\n") == ["第一节 起源", "第二节 发展"]

@@ -288,3 +288,13 @@ def test_large_files_decode_as_the_project_decoder_does(encoding: str) -> None:
     data = text.encode(encoding)
     assert len(data) > 300_000
     assert decode_book_text("big.txt", data) == decode_text(data, "big.txt") == text
+
+
+def test_chapter_files_with_a_site_banner_each() -> None:
+    banner = "笔趣阁 www.example.com 最快更新\n天才一秒记住本站地址：www.example.com\n"
+    files = [(f"{n}.html", f"{banner}第{n}章 标题{n}\n{BODY}".encode()) for n in (1, 2)]
+    book = book_from_files("书", [(name.replace(".html", ".txt"), data) for name, data in files])
+    assert [(c.title, c.text) for c in book.chapters] == [
+        ("第1章 标题1", BODY),
+        ("第2章 标题2", BODY),
+    ]
