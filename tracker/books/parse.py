@@ -18,7 +18,7 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.books.headings import (
@@ -43,6 +43,7 @@ __all__ = [
     "split_chapters",
 ]
 
+# Files ``read_book`` reads as a whole book (a .zip: chapter files, an EPUB or a DOCX).
 BOOK_SUFFIXES = (".txt", ".html", ".htm", ".xhtml", ".docx", ".epub", ".zip")
 CHAPTER_FILE_SUFFIXES = (".txt", ".html", ".htm", ".xhtml", ".docx", ".md")
 MAX_CHAPTERS = 20_000
@@ -55,7 +56,6 @@ class TitleGuess:
 
     title: str = ""
     author: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def read_book(name: str, data: bytes, *, limits: ReadLimits | None = None) -> ParsedBook:
@@ -136,7 +136,11 @@ def _decode(name: str, data: bytes) -> str:
     Python (about 2 M characters/s); for a whole book it picks the encoding on the first
     64 KiB, then decodes the rest strictly in that encoding (and falls back to the full
     rule when that fails)."""
-    if len(data) <= _SAMPLE or data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+    if (
+        len(data) <= _SAMPLE
+        or data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))
+        or b"\x00" in data[:_SAMPLE]  # UTF-16 without a BOM, or binary: decode_text's rules
+    ):
         return decode_text(data, name)
     try:
         return data.decode("utf-8")  # what decode_text returns for strict UTF-8

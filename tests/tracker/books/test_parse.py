@@ -279,7 +279,7 @@ def test_folder_of_chapters(tmp_path: Path) -> None:
         book_from_folder(tmp_path / "missing")
 
 
-@pytest.mark.parametrize("encoding", ["gb18030", "big5", "utf-8"])
+@pytest.mark.parametrize("encoding", ["gb18030", "big5", "utf-8", "utf-16-le"])
 def test_large_files_decode_as_the_project_decoder_does(encoding: str) -> None:
     from tracker.books.parse import decode_book_text
     from tracker.documents import decode_text
