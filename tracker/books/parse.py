@@ -218,6 +218,25 @@ _FILE_NOISE = re.compile(
 )
 
 
+# Lone first lines that are not a book's title.
+_NOT_TITLES = frozenset(
+    [
+        "简介",
+        "簡介",
+        "内容简介",
+        "內容簡介",
+        "作品简介",
+        "目录",
+        "目錄",
+        "正文",
+        "前言",
+        "序",
+        "序言",
+        "楔子",
+    ]
+)
+
+
 def _split_author(line: str) -> tuple[str, str]:
     """``鏡花緣鏡花緣李汝珍著`` → (``鏡花緣鏡花緣``, ``李汝珍``): a name of two to four
     characters before 著/撰, the length that leaves a repeated title preferred."""
@@ -267,10 +286,12 @@ def guess_title(front: str, name: str) -> TitleGuess:
                 guess.author = who.group(1)
             break
     if not guess.title:
-        for line in front.splitlines():
+        for line in strip_junk(front).splitlines():
             line = line.strip(" \t\u3000")
             if not line:
                 continue
+            if line in _NOT_TITLES:
+                break
             if len(line) <= 40 and not re.search(r"[，。！？；：,.!?;:|/\\]", line):
                 line, author = _split_author(line)
                 guess.author = guess.author or author

@@ -86,6 +86,7 @@ def test_encodings(encoding: str) -> None:
         ("", "《水浒传》作者：施耐庵.txt", "水浒传", "施耐庵"),
         ("", "books/三国演义(精校版).txt", "三国演义", ""),
         ("本书简介：这是一个很长的故事，讲的是很多人的事。", "雪中悍刀行.txt", "雪中悍刀行", ""),
+        ("本书来自 www.example.com 整理\n内容简介\n一个故事", "剑来.txt", "剑来", ""),
     ],
 )
 def test_titles_and_authors(front: str, name: str, title: str, author: str) -> None:
