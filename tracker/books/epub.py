@@ -33,7 +33,7 @@ from xml.etree import ElementTree
 from tracker.books.headings import find_headings, split_chapters
 from tracker.books.parsed import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import ReadLimits
-from tracker.documents import clean_text
+from tracker.documents import InputError, clean_text, decode_html_bytes
 
 MAX_EPUB_MEMBERS = 50_000
 # Font obfuscation (IDPF and Adobe) is allowed in encryption.xml: it hides fonts, not text.
@@ -203,7 +203,16 @@ def read_epub(name: str, data: bytes, *, limits: ReadLimits | None = None) -> Pa
             continue
         content = item.content  # the file's bytes (get_content() re-renders XHTML items)
         if isinstance(content, bytes):
-            content = content.decode("utf-8", errors="replace")
+            try:
+                # EPUB text is UTF-8 or UTF-16 by the standard; older Chinese tools
+                # wrote GBK with an XML declaration: the crawler's decoder reads both.
+                content = content.decode("utf-8")
+            except UnicodeDecodeError:
+                try:
+                    content = decode_html_bytes(content, f"{name}!{item.get_name()}")
+                except InputError as exc:
+                    warnings.append(f"{exc} (skipped)")
+                    continue
         page_title, text = html_text(content)
         spine.append(_Spine(posixpath.normpath(item.get_name()), clean_text(text), page_title))
     if broken:

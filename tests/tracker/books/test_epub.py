@@ -297,3 +297,18 @@ def test_volumes_from_nested_navigation() -> None:
         ("第一章 入京", "第二卷 飞龙"),
     ]
     assert parsed.chapters[0].text == BODY
+
+
+def test_gbk_chapter_files_in_an_epub() -> None:
+    data = build()
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        victim = next(n for n in zf.namelist() if n.endswith("c1.xhtml"))
+
+    def to_gbk(body: bytes) -> bytes:
+        text = body.decode("utf-8").replace('encoding="utf-8"', 'encoding="gbk"')
+        if "encoding=" not in text[:100]:
+            text = '<?xml version="1.0" encoding="gbk"?>' + text.split("?>", 1)[-1]
+        return text.encode("gbk")
+
+    book = read_book("gbk.epub", rewrite(data, edit={victim: to_gbk}))
+    assert book.chapters[0].text == f"{BODY}\n{BODY}第一回完。"
