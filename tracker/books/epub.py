@@ -49,7 +49,7 @@ class _Spine:
 
 
 def _check_archive(name: str, data: bytes, limits: ReadLimits) -> None:
-    from tracker.documents import _bomb_like
+    from tracker.books.parse import check_archive
 
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
@@ -61,16 +61,7 @@ def _check_archive(name: str, data: bytes, limits: ReadLimits) -> None:
             raise BookFileError(
                 f"{name}: EPUB of {len(infos)} files, over the {MAX_EPUB_MEMBERS} allowed: refused"
             )
-        declared = sum(i.file_size for i in infos)
-        if declared > limits.max_zip_bytes:
-            raise BookFileError(
-                f"{name}: EPUB expands to {declared} bytes, over the "
-                f"{limits.max_zip_bytes} allowed "
-                "(YINJI_MAX_ZIP_MB; a zip bomb?): refused"
-            )
-        for info in infos:
-            if _bomb_like(info, limits):
-                raise BookFileError(f"{name}!{info.filename}: compressed like a zip bomb: refused")
+        check_archive(name, data, limits)
         names = {i.filename for i in infos}
         if "META-INF/rights.xml" in names:
             raise BookFileError(f"{name}: DRM-protected EPUB (META-INF/rights.xml): refused")

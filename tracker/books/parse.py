@@ -78,7 +78,7 @@ def read_book(name: str, data: bytes, *, limits: ReadLimits | None = None) -> Pa
 
             return read_epub(label, data, limits=limits)
         if kind == "docx":
-            return _read_docx(label, data)
+            return _read_docx(label, data, limits)
         files, warnings = read_zip_files(label, data, limits=limits)
         book = book_from_files(label, files)
         book.warnings[:0] = warnings
@@ -387,9 +387,35 @@ def _read_html(name: str, data: bytes) -> ParsedBook:
     return book_from_text(name, text, title=title, author=author)
 
 
-def _read_docx(name: str, data: bytes) -> ParsedBook:
+def check_archive(name: str, data: bytes, limits: ReadLimits | None = None) -> None:
+    """Refuse an archive (DOCX, EPUB) whose members would expand past the budget of
+    every other archive before a library reads it whole: more than ``max_zip_bytes`` in
+    all, a member over ``max_document_bytes``, or one compressed like a zip bomb."""
+    from tracker.documents import _bomb_like
+
+    limits = limits or ReadLimits.from_env()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise BookFileError(f"{name}: not a valid zip/EPUB/DOCX file ({exc})") from None
+    declared = sum(i.file_size for i in infos)
+    if declared > limits.max_zip_bytes:
+        raise BookFileError(
+            f"{name}: expands to {declared} bytes, over the {limits.max_zip_bytes} allowed "
+            "(YINJI_MAX_ZIP_MB; a zip bomb?): refused"
+        )
+    for info in infos:
+        if info.file_size > limits.max_document_bytes or _bomb_like(info, limits):
+            raise BookFileError(
+                f"{name}!{info.filename}: too large or compressed like a zip bomb: refused"
+            )
+
+
+def _read_docx(name: str, data: bytes, limits: ReadLimits | None = None) -> ParsedBook:
     import docx  # python-docx
 
+    check_archive(name, data, limits)
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises many kinds on a broken package

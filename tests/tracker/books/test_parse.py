@@ -299,3 +299,24 @@ def test_chapter_files_with_a_site_banner_each() -> None:
         ("第1章 标题1", BODY),
         ("第2章 标题2", BODY),
     ]
+
+
+def test_docx_zip_bomb_is_refused_before_python_docx_reads_it() -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph(BODY)
+    out = io.BytesIO()
+    document.save(out)
+    bomb = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(out.getvalue())) as src,
+        zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst,
+    ):
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == "word/document.xml":
+                body = body.replace(b"</w:body>", b"<!--" + b" " * 5_000_000 + b"--></w:body>")
+            dst.writestr(info.filename, body)
+    with pytest.raises(BookFileError, match=r"^b.docx!word/document.xml: .*zip bomb"):
+        read_book("b.docx", bomb.getvalue())
