@@ -320,3 +320,18 @@ def test_docx_zip_bomb_is_refused_before_python_docx_reads_it() -> None:
             dst.writestr(info.filename, body)
     with pytest.raises(BookFileError, match=r"^b.docx!word/document.xml: .*zip bomb"):
         read_book("b.docx", bomb.getvalue())
+
+
+def test_html_chapter_files() -> None:
+    def page(n: int, heading: bool) -> bytes:
+        head = f"<h1>第{n}章 标题{n}</h1>" if heading else ""
+        return (
+            f"<html><head><meta charset='gbk'><title>第{n}页 - 某站</title></head>"
+            f"<body>{head}<p>{BODY}</p></body></html>"
+        ).encode("gbk")
+
+    book = book_from_files("书.zip", [("2.html", page(2, True)), ("1.htm", page(1, False))])
+    assert [(c.title, c.text) for c in book.chapters] == [
+        ("第1页 - 某站", BODY),  # no heading in the page: its <title>
+        ("第2章 标题2", BODY),
+    ]
