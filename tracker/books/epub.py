@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from tracker.books.headings import find_headings, split_chapters
-from tracker.books.parsed import BookFileError, ParsedBook, ParsedChapter
+from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import ReadLimits
 from tracker.documents import InputError, clean_text, decode_html_bytes
 

@@ -38,7 +38,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from tracker.books.parsed import ParsedChapter
+from tracker.books.types import ParsedChapter
 
 _DIGITS = {"零": 0, "〇": 0, "○": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4}
 _DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "壹": 1, "贰": 2, "貳": 2, "叁": 3}

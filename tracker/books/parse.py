@@ -28,7 +28,7 @@ from tracker.books.headings import (
     split_chapters,
     strip_junk,
 )
-from tracker.books.parsed import BookFileError, ParsedBook, ParsedChapter
+from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import ReadLimits
 from tracker.documents import InputError, clean_text, decode_html_bytes, decode_text
 

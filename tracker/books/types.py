@@ -1,6 +1,7 @@
-"""What a book file reads as: ``ParsedBook`` with ordered ``ParsedChapter`` objects, or a
-``BookFileError`` naming the file (the contract of issue #36; ``tracker.books.parse``
-re-exports all three)."""
+"""What a book file reads as (the contract of issue #36, shared with
+``tracker.books.parse``): a ``ParsedBook`` of ``ParsedChapter`` objects, or a
+``BookFileError`` naming the file. Plain dataclasses, no behaviour: the reader
+(``tracker.books.parse``) makes them, ``tracker.books.service`` stores them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 @dataclass
 class ParsedChapter:
     index: int  # 1-based position in the book, file order
-    title: str  # the heading as in the book, e.g. "第四十一回 心猿遭火败 木母被魔擒"; "" if none
+    title: str  # the heading as in the book ("第四十一回 心猿遭火败 木母被魔擒"); "" if none
     text: str  # the chapter's body text (heading line not included)
     volume: str = ""  # the volume heading it sits under ("第一卷 …"), if any
 
@@ -33,4 +34,4 @@ class ParsedBook:
 
 
 class BookFileError(ValueError):
-    """A book file that cannot be read as a book; the message names the file."""
+    """A book file that cannot be read; the message names the file."""
