@@ -43,7 +43,7 @@ from tracker.records import ChapterRef, JSONObject, NotFound, strip_book_title, 
 
 from .model import Book, BookChapter
 from .store import BookStore, book_store_for
-from .types import BookFileError, ParsedBook, ParsedChapter
+from .types import ParsedBook, ParsedChapter
 
 if TYPE_CHECKING:
     from tracker.config import ReadLimits
@@ -456,7 +456,7 @@ class BookIngest:
                 return None
         try:
             parsed = book_from_file(name, data)
-        except BookFileError as exc:
+        except ValueError as exc:  # BookFileError, named by the reader
             return [DocumentError(name, str(exc).removeprefix(f"{name}: "))]
         if self.mode == "auto" and suffix != ".epub" and len(parsed.chapters) < 2:
             return None  # a plain work after all
@@ -478,7 +478,7 @@ class BookIngest:
             return
         try:
             parsed = book_from_chapter_files(str(path), files)
-        except BookFileError as exc:
+        except ValueError as exc:  # BookFileError, named by the reader
             yield DocumentError(str(path), str(exc).removeprefix(f"{path}: "))
             return
         yield from self.chapter_documents(parsed, book_id_for(str(path), parsed.title))

@@ -27,6 +27,11 @@ class ParsedBook:
     language: str = ""
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def characters(self) -> int:
+        """Characters of chapter text in all (headings not counted)."""
+        return sum(len(c.text) for c in self.chapters)
+
 
 class BookFileError(ValueError):
     """A book file that cannot be read; the message names the file."""
