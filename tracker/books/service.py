@@ -241,7 +241,7 @@ class BookService:
         book = self.get(book_id)
         deleted, missing = 0, []
         for chapter in book.chapters:
-            if self.library.delete_mother(chapter.work_id):
+            if self.library.ingestion.delete_mother(chapter.work_id, from_book=False):
                 deleted += 1
             else:
                 missing.append(chapter.work_id)
@@ -588,7 +588,9 @@ class BookIngest:
                 if plan.whole:
                     keep = set(book.work_ids())
                     for c in old.chapters:
-                        if c.work_id not in keep and self.service.library.delete_mother(c.work_id):
+                        if c.work_id not in keep and self.service.library.ingestion.delete_mother(
+                            c.work_id, from_book=False
+                        ):
                             dropped += 1
             self.service.books.put_book(book)
             made.append(BookMade(book, old is None, dropped))

@@ -15,11 +15,12 @@ import sqlite3
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import NotFound
+from tracker.records import ChapterRef, NotFound
 
 from .model import Book
 
 if TYPE_CHECKING:
+    from tracker.records import Mother
     from tracker.store import Store
     from tracker.store.mongo import MongoStore
     from tracker.store.sqlite import SqliteStore
@@ -49,6 +50,20 @@ class BookStore(ABC):
     @abstractmethod
     def delete_book(self, book_id: str) -> bool:
         """Delete the record (not its works); False if there was none."""
+
+    def drop_chapter(self, work: Mother) -> bool:
+        """A chapter work deleted on its own (``yinji delete``) leaves its book's
+        chapter list; a book left without chapters goes. False if no book held it."""
+        ref = ChapterRef.from_metadata(work.metadata or {}, work.title)
+        book = self.find_book(ref.book_id) if ref is not None else None
+        if book is None or book.chapter_of(work.id) is None:
+            return False
+        book.chapters = [c for c in book.chapters if c.work_id != work.id]
+        if book.chapters:
+            self.put_book(book)
+        else:
+            self.delete_book(book.id)
+        return True
 
 
 def _sort(books: list[Book]) -> list[Book]:

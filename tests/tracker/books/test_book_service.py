@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,15 @@ def test_rename_keeps_chapters_current_and_delete_removes_their_works(lib: Libra
         svc.delete("xiyouji")
 
 
+def test_a_chapter_deleted_on_its_own_leaves_its_book(lib: Library) -> None:
+    svc = BookService(lib)
+    svc.ingest_book(parsed(2))
+    assert lib.delete_mother("xiyouji-0001")  # yinji delete ID
+    assert svc.get("xiyouji").work_ids() == ["xiyouji-0002"]
+    assert lib.delete_mother("xiyouji-0002")
+    assert svc.find("xiyouji") is None  # no chapter left: no book
+
+
 def test_ingesting_a_book_again_replaces_it(lib: Library) -> None:
     svc = BookService(lib)
     svc.ingest_book(parsed(3))
@@ -128,7 +138,7 @@ def test_check_json_names_book_and_chapter_with_the_current_title(lib: Library) 
     assert match["book_id"] == "xiyouji" and match["book_title"] == "西游记"
     assert match["chapter"] == HEADINGS[1] and match["chapter_index"] == 2
     # The book's title as it is now, from its record
-    svc.books.put_book(svc.get("xiyouji").__class__(**{**vars(svc.get("xiyouji")), "title": "新"}))
+    svc.books.put_book(replace(svc.get("xiyouji"), title="新"))
     res = next(lib.check([Document(id="s1", text=CHAPTERS[1][:900])], save=False))
     assert res.matches[0].book is not None and res.matches[0].book.book_title == "新"
     # A work in no book: the four fields are null
