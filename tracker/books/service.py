@@ -503,7 +503,7 @@ class BookIngest:
         )
         plan = _Planned(book)
         self.planned[book_id] = plan
-        self.warnings += [f"{where}: {w}" for w in parsed.warnings]
+        self.warnings += [w if w.startswith(where) else f"{where}: {w}" for w in parsed.warnings]
         chapters: list[ParsedChapter] = list(parsed.chapters)
         for ch in chapters:
             chapter = BookChapter(ch.index, ch.title.strip(), "", len(ch.text), ch.volume)
