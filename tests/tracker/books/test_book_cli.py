@@ -144,6 +144,20 @@ def test_book_flag_folder_and_bad_files(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "exclude each other" in r.output
 
 
+def test_an_epub_is_always_a_book(tmp_path: Path) -> None:
+    """(The stand-in reader reads the bytes as text; the real EPUB reader is
+    tracker.books.epub's.) Even one heading: a book; --as-works refuses it, naming it."""
+    data = tmp_path / "data"
+    epub = _book_file(tmp_path / "hongloumeng.epub", "红楼梦", n=1)
+    r = yinji_here(data, "ingest", "--as-works", str(epub))
+    assert r.exit_code == 1
+    assert "hongloumeng.epub: an .epub is a book: ingest it with `yinji ingest`" in r.stderr
+    r = yinji_here(data, "ingest", str(epub))
+    assert r.exit_code == 0, r.output
+    assert "made 1 book, 1 chapter" in r.stderr
+    assert "hongloumeng.epub: no chapter headings: one chapter" in r.stderr
+
+
 def test_book_migrate_by_hand(tmp_path: Path, redis_client: object) -> None:
     data = tmp_path / "data"
     # A library stored before books: chapters with work/work_title metadata.
