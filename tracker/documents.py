@@ -56,10 +56,14 @@ MAX_DOCUMENT_BYTES = ReadLimits.max_document_bytes
 MAX_ZIP_TOTAL_BYTES = ReadLimits.max_zip_bytes
 MAX_ZIP_MEMBERS = ReadLimits.max_zip_members
 MAX_ZIP_RATIO = ReadLimits.max_zip_ratio
-SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".html", ".htm", ".docx", ".epub", ".zip")
+SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".html", ".htm", ".docx", ".zip")
 #: Files that may hold a whole book (``tracker.books``): read by a ``BookReader`` when
-#: one is given; an .epub is only ever read as a book.
+#: one is given. An .epub is only ever a book: read only with a ``BookReader``.
 BOOK_SUFFIXES = (".txt", ".html", ".htm", ".docx", ".epub")
+
+
+def _known(suffix: str, books: BookReader | None) -> bool:
+    return suffix in SUPPORTED_SUFFIXES or (books is not None and suffix == ".epub")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -300,7 +304,7 @@ def _read_single(
                 yield from chapters
                 return
         if suffix == ".epub":
-            raise InputError(f"{name}: an .epub is a book: ingest it with `yinji ingest`")
+            raise InputError(f"{name}: an .epub is a book: ingest it with `yinji ingest FILE`")
         if suffix == ".txt":
             text = decode_text(data, name)
             _check_text(text, name)
@@ -339,7 +343,7 @@ def read_path(
     limits = limits or ReadLimits.from_env()
     label = file_label(name if name is not None else os.fsdecode(path))
     suffix = _suffix(label)
-    if suffix not in SUPPORTED_SUFFIXES:
+    if not _known(suffix, books):
         yield DocumentError(label, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
         return
     try:
@@ -613,7 +617,7 @@ def _read_zip(
             if lower.endswith(".zip"):
                 yield DocumentError(where, "nested zip files are not opened")
                 continue
-            if not lower.endswith(SUPPORTED_SUFFIXES) or posixpath.basename(lower).startswith("."):
+            if not _known(_suffix(lower), books) or posixpath.basename(lower).startswith("."):
                 continue  # unrelated files in an archive (images, __MACOSX) are skipped silently
             single = not lower.endswith(".jsonl")
             if (single and info.file_size > limits.max_document_bytes) or _bomb_like(info, limits):
@@ -707,7 +711,7 @@ def _read_folder(
                         (str(p), p, f"symbolic link to {target}, outside the folder: skipped")
                     )
                     continue
-            if p.suffix.lower() in SUPPORTED_SUFFIXES:
+            if _known(p.suffix.lower(), books):
                 found.append((str(p), p, None))
             else:
                 # Every file passed over is said: a .pdf among the chapters must not vanish.

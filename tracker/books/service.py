@@ -437,8 +437,7 @@ class BookIngest:
             if self.mode == "book" and (path.is_dir() or path.suffix.lower() == ".zip"):
                 yield from self._files_as_book(path, limits)
                 continue
-            reader = None if self.mode == "works" else self.read_file
-            for item in iter_documents([path], limits=limits, books=reader):
+            for item in iter_documents([path], limits=limits, books=self.read_file):
                 yield self._grouped(item) if isinstance(item, Document) else item
 
     def read_file(
@@ -447,6 +446,10 @@ class BookIngest:
         """A ``tracker.documents.BookReader``: the chapters of a whole-book file, or
         None to read the file as one work."""
         suffix = Path(name).suffix.lower()
+        if self.mode == "works":
+            if suffix == ".epub":
+                return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
+            return None
         if self.mode == "auto" and suffix != ".epub":
             try:
                 text = _plain_text(data, name, suffix)

@@ -151,7 +151,7 @@ def test_an_epub_is_always_a_book(tmp_path: Path) -> None:
     epub = _book_file(tmp_path / "hongloumeng.epub", "红楼梦", n=1)
     r = yinji_here(data, "ingest", "--as-works", str(epub))
     assert r.exit_code == 1
-    assert "hongloumeng.epub: an .epub is a book: ingest it with `yinji ingest`" in r.stderr
+    assert "hongloumeng.epub: an .epub is a book: ingest it without --as-works" in r.stderr
     r = yinji_here(data, "ingest", str(epub))
     assert r.exit_code == 0, r.output
     assert "made 1 book, 1 chapter" in r.stderr
