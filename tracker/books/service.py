@@ -39,7 +39,15 @@ from tracker.documents import (
     iter_documents,
 )
 from tracker.ids import check_id, id_problem
-from tracker.records import ChapterRef, JSONObject, NotFound, strip_book_title, utcnow
+from tracker.records import (
+    ChapterRef,
+    JSONObject,
+    Match,
+    MatchQuery,
+    NotFound,
+    strip_book_title,
+    utcnow,
+)
 
 from .model import Book, BookChapter
 from .store import BookStore, book_store_for
@@ -137,6 +145,55 @@ class MigrationReport:
         }
 
 
+@dataclass
+class ChapterFindings:
+    """A chapter and the matches of its work (dismissed ones left out), best first."""
+
+    chapter: BookChapter
+    matches: list[Match] = field(default_factory=list)
+
+    @property
+    def sites(self) -> list[str]:
+        return sorted({m.domain for m in self.matches if m.domain})
+
+    @property
+    def confirmed(self) -> int:
+        return sum(m.verdict == "confirmed" for m in self.matches)
+
+
+@dataclass
+class BookStats:
+    """Where a book was found: per chapter, its matches and the sites they are on."""
+
+    book: Book
+    chapters: list[ChapterFindings]
+
+    @property
+    def chapters_found(self) -> int:
+        """Chapters with at least one match (pending or confirmed)."""
+        return sum(bool(c.matches) for c in self.chapters)
+
+    @property
+    def sites(self) -> list[str]:
+        return sorted({site for c in self.chapters for site in c.sites})
+
+    def to_dict(self) -> JSONObject:
+        return {
+            **self.book.summary(),
+            "chapters_found": self.chapters_found,
+            "sites": list(self.sites),
+            "by_chapter": [
+                {
+                    **c.chapter.to_dict(),
+                    "matches": len(c.matches),
+                    "confirmed": c.confirmed,
+                    "sites": list(c.sites),
+                }
+                for c in self.chapters
+            ],
+        }
+
+
 def summary_line(books: Sequence[BookMade]) -> str:
     """``1 book, 100 chapters`` (what ``yinji ingest`` says it made)."""
     n = len(books)
@@ -188,6 +245,18 @@ class BookService:
             return None
         chapter = book.chapter_of(mother.id)
         return (book, chapter) if chapter is not None else None
+
+    def stats(self, book_id: str, *, per_chapter: int = 1000) -> BookStats:
+        """Where the book was found: each chapter's matches (not dismissed; at most
+        ``per_chapter``) and their sites. ``NotFound`` naming the id."""
+        book = self.get(book_id)
+        found = []
+        for chapter in book.chapters:
+            matches = self.store.query_matches(
+                MatchQuery(mother_id=chapter.work_id, limit=per_chapter)
+            )
+            found.append(ChapterFindings(chapter, [m for m in matches if m.verdict != "dismissed"]))
+        return BookStats(book, found)
 
     def chapter_ref(self, mother: Mother) -> ChapterRef | None:
         """The book fields of a work (``check --json``): from its metadata, the title

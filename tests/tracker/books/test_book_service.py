@@ -141,6 +141,13 @@ def test_check_json_names_book_and_chapter_with_the_current_title(lib: Library) 
     svc.books.put_book(replace(svc.get("xiyouji"), title="新"))
     res = next(lib.check([Document(id="s1", text=CHAPTERS[1][:900])], save=False))
     assert res.matches[0].book is not None and res.matches[0].book.book_title == "新"
+    # Where the book was found (the web's book page): the saved check's match
+    pirate = Document(id="s9", text=CHAPTERS[1][:900], metadata={"url": "http://p.example/2"})
+    assert len(list(lib.check([pirate]))) == 1
+    stats = svc.stats("xiyouji")
+    assert stats.chapters_found == 1 and stats.sites == ["p.example"]
+    by = stats.to_dict()["by_chapter"]
+    assert [c["matches"] for c in by] == [0, 1, 0]  # type: ignore[index]
     # A work in no book: the four fields are null
     res = next(lib.check([Document(id="s2", text=work(9100, 30)[:900])], save=False))
     plain = res.to_json()["matches"][0]  # type: ignore[index]
