@@ -293,6 +293,13 @@ def ingest(
         f"{_plural(len(report.errors), 'error')}",
         err=True,
     )
+    migration = plan.service.migration
+    if migration is not None and (migration.books_created or migration.books_updated):
+        click.echo(
+            f"note: this library was stored before books: {migration.books_created} books "
+            f"made of its works (ids, verdicts and cases kept; yinji book list)",
+            err=True,
+        )
     for made in books:
         b = made.book
         by = f" {b.author}" if b.author else ""

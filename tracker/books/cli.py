@@ -30,6 +30,13 @@ def _books(ctx: click.Context) -> Iterator[BookService]:
     with _open_library(ctx) as lib:
         service = BookService(lib)
         yield service
+    done = service.migration
+    if done is not None and (done.books_created or done.books_updated):
+        click.echo(
+            f"note: this library was stored before books: {done.books_created} books made "
+            "of its works (ids, verdicts and cases kept)",
+            err=True,
+        )
 
 
 def _echo_json(value: object) -> None:

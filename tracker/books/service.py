@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 
 #: Meta key marking the legacy migration done (its summary as the value).
 MIGRATED_META = "books:migrated"
+#: A work shorter than this is not read by the migration as a possible whole book (two
+#: chapters of a novel are longer; articles are spared the read of their text).
+WHOLE_BOOK_MIN_CHARS = 5000
 IngestMode = Literal["auto", "book", "works"]
 
 # A numbered chapter heading anywhere in a text: the cheap test that decides whether a
@@ -210,6 +213,8 @@ class BookService:
         self.store = library.store
         self.books = books or book_store_for(library.store)
         self._migrated = False
+        #: What the lazy migration did in this process (None: it did not run here).
+        self.migration: MigrationReport | None = None
 
     # -- reading --------------------------------------------------------------------------
     def list_books(self) -> list[Book]:
@@ -325,7 +330,7 @@ class BookService:
         self._migrated = True
         if self.store.read_only or self.store.get_meta(MIGRATED_META) is not None:
             return
-        self.migrate_legacy()
+        self.migration = self.migrate_legacy()
 
     def migrate_legacy(self, *, force: bool = False) -> MigrationReport:
         """Books from a library stored before them, keeping every id, verdict and case.
@@ -334,8 +339,9 @@ class BookService:
           (the key is the book's id when it is a valid id); the title from
           ``book_title``/``work_title``, else the key; chapters ordered by
           ``chapter_index``, else the chapter number in their titles, else their ids;
-        - a work in no book whose text ``tracker.books.parse`` splits into two or more
-          chapters (a whole book stored as one work) becomes a book of one chapter,
+        - a work in no book of at least ``WHOLE_BOOK_MIN_CHARS`` characters whose text
+          ``tracker.books.parse`` splits into two or more chapters (a whole book stored
+          as one work) becomes a book of one chapter,
           that work: its id and matches stay; re-ingest the file to split it;
         - only book records and chapter metadata are written (titles, texts, seqs,
           matches, verdicts and cases untouched). Idempotent: a book already recorded
@@ -356,7 +362,8 @@ class BookService:
         for key, members in groups.items():
             self._migrate_group(key, members, existing, report)
         for mother in loose:
-            self._migrate_whole(mother, existing, report)
+            if mother.chars >= WHOLE_BOOK_MIN_CHARS:
+                self._migrate_whole(mother, existing, report)
         self.store.set_meta(
             MIGRATED_META, {"at": utcnow().isoformat(), **report.to_dict(), "already": False}
         )

@@ -285,7 +285,7 @@ def test_migration_makes_books_keeping_ids_verdicts_and_cases(lib: Library) -> N
 def test_migration_of_a_whole_book_stored_as_one_work(lib: Library) -> None:
     """Needs the chapter reader of tracker.books.parse (the bookparse branch)."""
     pytest.importorskip("tracker.books.parse")
-    text = "\n".join(f"{h}\n{c}" for h, c in zip(HEADINGS, CHAPTERS, strict=True))
+    text = "\n".join(f"{h}\n{work(5200 + i, 60)}" for i, h in enumerate(HEADINGS))
     lib.ingest([Document(id="xyj-all", text=text, title="《西游记》")])
     report = BookService(lib).migrate_legacy()
     assert report.whole_books == ["xyj-all"]
