@@ -143,6 +143,14 @@ class MongoBookStore(BookStore):
         return self.books.delete_one({"_id": book_id}).deleted_count > 0
 
 
+def leave_book(store: Store, work: Mother) -> bool:
+    """A chapter work deleted on its own leaves its book (``BookStore.drop_chapter``);
+    a work in no book touches no book store."""
+    if ChapterRef.from_metadata(work.metadata or {}) is None:
+        return False
+    return book_store_for(store).drop_chapter(work)
+
+
 def book_store_for(store: Store) -> BookStore:
     """The book store beside ``store`` (same sqlite file, or same MongoDB database)."""
     from tracker.store.sqlite import SqliteStore

@@ -25,7 +25,6 @@ from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad, BulkLoading
 from tracker.ids import DuplicateIds
 from tracker.index_health import IndexOutOfSync, IndexTracker
-from tracker.records import ChapterRef
 from tracker.rules import check_metadata
 from tracker.services.engines import EngineSet
 from tracker.services.index_admin import IndexAdmin
@@ -356,9 +355,8 @@ class IngestService:
 
     def delete_mother(self, mother_id: str, *, from_book: bool = True) -> bool:
         """Delete a mother from the store, then its postings from every index (a crash
-        in between leaves postings of a deleted seq, which checks ignore). A chapter
-        leaves its book's chapter list too (``from_book``; a book deleted whole,
-        ``BookService.delete``, drops its record itself)."""
+        in between leaves postings of a deleted seq, which checks ignore); a chapter
+        leaves its book (``from_book``: not when ``BookService`` deletes the book)."""
         try:
             mother = self.store.get_mother(mother_id)
         except KeyError:
@@ -382,10 +380,10 @@ class IngestService:
                 # fingerprints went with it from the store, so they are made again from
                 # its text (the writer may have finished its index writes already).
                 eng.remove([(deleted.seq, eng.mother_fingerprints(deleted.text))])
-        if from_book and ChapterRef.from_metadata(deleted.metadata or {}) is not None:
-            from tracker.books.store import book_store_for
+        if from_book:
+            from tracker.books.store import leave_book
 
-            book_store_for(self.store).drop_chapter(deleted)
+            leave_book(self.store, deleted)
         return True
 
 
