@@ -274,6 +274,7 @@ class BookService:
     ) -> tuple[IngestReport, list[BookMade]]:
         """Ingest one parsed book (the web's upload, a test): its chapters as works,
         then its record."""
+        self.ensure_migrated()
         plan = BookIngest(self)
         docs = plan.chapter_documents(parsed, book_id or book_id_for(parsed.source, parsed.title))
         report = self.library.ingest(docs, engine=engine)
