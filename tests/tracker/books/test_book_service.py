@@ -291,3 +291,35 @@ def test_migration_of_a_whole_book_stored_as_one_work(lib: Library) -> None:
     assert report.whole_books == ["xyj-all"]
     book = BookService(lib).get("xyj-all")
     assert book.title == "西游记" and book.work_ids() == ["xyj-all"]
+
+
+@pytest.mark.slow  # starts the MongoDB wire stand-in
+def test_books_on_mongodb(tmp_path: Path, redis_client: object) -> None:
+    """The same service on a MongoDB store (a real pymongo client over
+    tests/support/mongo_wire.py): ingest, rename, migrate, delete."""
+    pytest.importorskip("mongomock")
+    import pymongo
+    from mongo_wire import mongo_wire_server
+
+    from tracker.store.mongo import MongoStore
+
+    with mongo_wire_server() as server:
+        client = pymongo.MongoClient(server.uri, tz_aware=True)
+        store = MongoStore(client, db_name="yinji_books")
+        settings = Settings(data_dir=tmp_path, redis_prefix="tm")
+        lib = Library(settings, store, redis_client)  # type: ignore[arg-type]
+        try:
+            _legacy_library(lib)
+            svc = BookService(lib)
+            svc.ingest_book(parsed())
+            assert [b.id for b in svc.list_books()] == ["shuihu", "xiyouji"]  # migrated too
+            assert lib.store.get_mother("shuihu-01").metadata["chapter_index"] == 1
+            svc.rename("xiyouji", title="西游")
+            assert lib.store.get_mother("xiyouji-0003").title == f"《西游》{HEADINGS[2]}"
+            res = next(lib.check([Document(id="s", text=CHAPTERS[2][:900])], save=False))
+            assert res.to_json()["matches"][0]["book_title"] == "西游"  # type: ignore[index]
+            assert svc.delete("xiyouji").works_deleted == 3
+            assert [b.id for b in BookService(lib).list_books()] == ["shuihu"]
+        finally:
+            store.close()
+            client.close()
