@@ -104,7 +104,8 @@ def book_show(ctx: click.Context, book_id: str, as_json: bool) -> None:
     click.echo(f"  {'#':>5}  {fit('work id', 24)}  {'chars':>8}  chapter")
     for c in b.chapters:
         heading = (f"[{c.volume}] " if c.volume else "") + (c.title or "(no heading)")
-        click.echo(f"  {c.index:>5}  {fit(c.work_id, 24)}  {c.characters:>8}  {fit(heading, 50)}")
+        row = f"  {c.index:>5}  {fit(c.work_id, 24)}  {c.characters:>8}  {fit(heading, 50)}"
+        click.echo(row.rstrip())
 
 
 @book.command("rename")
