@@ -232,26 +232,54 @@ def _engine_option(f: Any) -> Any:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_engine_option
+@click.option(
+    "--book",
+    "as_book",
+    is_flag=True,
+    help="Every file is a whole book (one without chapter headings: one chapter, said); "
+    "a folder or .zip is one book of chapter files.",
+)
+@click.option(
+    "--as-works",
+    is_flag=True,
+    help="One file, one work: never split into a book (.epub refused).",
+)
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> None:
-    """Add works to the mother corpus (.jsonl .txt .html .htm .docx .zip, folders).
+def ingest(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    engine: str | None,
+    as_book: bool,
+    as_works: bool,
+) -> None:
+    """Add works and books to the mother corpus (.jsonl .txt .html .htm .docx .epub
+    .zip, folders).
 
-    Re-ingesting an id replaces that document. Bad files or lines are reported and
-    skipped; the rest goes in.
+    A file with two or more chapter headings (第N章/回/节/卷/集), and every .epub, is a
+    book: each chapter a work. JSONL lines with book fields (book_id or book,
+    book_title, author, chapter, chapter_index) group into books. Re-ingesting an id
+    replaces that document. Bad files or lines are reported and skipped; the rest goes
+    in.
     """
-    from tracker.documents import iter_documents
+    from tracker.books.service import BookIngest, BookService, summary_line
     from tracker.library import input_chars
 
+    if as_book and as_works:
+        raise click.UsageError("--book and --as-works exclude each other")
     progress = _Progress("ingest")
     settings = _settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
     with _open_library(ctx, create=True) as lib:
+        plan = BookIngest(
+            BookService(lib), mode="book" if as_book else "works" if as_works else "auto"
+        )
         report = lib.ingest(
-            iter_documents(paths, limits=settings.read_limits),
+            plan.documents(paths, limits=settings.read_limits),
             engine=engine,
             progress=progress,
             expected_chars=input_chars(paths),  # sizes a growing index once
         )
+        books = plan.finish(report)
         _say_repairs(lib)
     progress.close()
     for err in report.errors:
@@ -265,6 +293,25 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], engine: str | None) -> N
         f"{_plural(len(report.errors), 'error')}",
         err=True,
     )
+    migration = plan.service.migration
+    if migration is not None and (migration.books_created or migration.books_updated):
+        click.echo(
+            f"note: this library was stored before books: {migration.books_created} books "
+            f"made of its works (ids, verdicts and cases kept; yinji book list)",
+            err=True,
+        )
+    for made in books:
+        b = made.book
+        by = f" {b.author}" if b.author else ""
+        gone = made.replaced_chapters
+        gone_text = f"; {gone} former chapters deleted" if gone else ""
+        click.echo(
+            f"book {b.id}: 《{b.title}》{by}, {_plural(len(b.chapters), 'chapter')}"
+            f"{'' if made.new else ' (replaced)'}{gone_text}",
+            err=True,
+        )
+    if books:
+        click.echo(f"made {summary_line(books)}", err=True)
     if report.snapshot_seconds:
         click.echo(
             f"local snapshot of the index refreshed in {report.snapshot_seconds:.2f} s "
@@ -381,11 +428,14 @@ def _print_table(res: CheckResult) -> None:
     click.echo(f"  {'score':>6} {'cover':>6}  {fit('mother', 24)}  title / passages")
     for m in res.matches:
         row = f"  {m.score:6.3f} {m.coverage:6.1%}  {fit(m.mother_id, 24)}  "
-        click.echo((row + fit(m.mother_title, 56)).rstrip())
+        # A chapter is named as people name it: 《西游记》第四十一回 心猿遭火败 …
+        label = m.book.label() if m.book is not None else m.mother_title
+        click.echo((row + fit(label, 56)).rstrip())
+        side = "chapter" if m.book is not None else "mother"
         for p in m.passages[:5]:
             click.echo(
                 f"  {'':6} {'':6}  suspect {p.suspect_start}-{p.suspect_end} <- "
-                f"mother {p.mother_start}-{p.mother_end} (similarity {p.similarity:.2f})"
+                f"{side} {p.mother_start}-{p.mother_end} (similarity {p.similarity:.2f})"
                 + (f", {len(p.segments)} reordered pairs" if p.segments else "")
             )
             for g in p.segments[:8]:
@@ -715,6 +765,15 @@ def _add_discover() -> None:
 
 
 _add_discover()
+
+
+def _add_book() -> None:
+    from tracker.books.cli import book  # click only; the service loads when run
+
+    main.add_command(book)
+
+
+_add_book()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -15,6 +15,9 @@ goes on (any exception while reading one item becomes that item's error). The ru
   are an error.
 - ``.html``/``.htm``: title and main text extracted (trafilatura, lxml fallback).
 - ``.docx``: the paragraphs of ``word/document.xml`` (no extra dependency).
+- ``.epub`` and whole books in the formats above: with a ``BookReader`` (``books=``,
+  what ``yinji ingest`` passes: ``tracker.books.service``) a file may be read as a
+  book of chapters; without one an .epub is an error.
 - ``.zip``: its members, read by the same rules, within the archive's budget
   (``tracker.config.ReadLimits``): at most ``max_zip_members`` members (10,000) and
   ``max_zip_bytes`` expanded in all (256 MiB), checked on the declared sizes before
@@ -38,7 +41,7 @@ import posixpath
 import re
 import stat
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO
@@ -54,6 +57,13 @@ MAX_ZIP_TOTAL_BYTES = ReadLimits.max_zip_bytes
 MAX_ZIP_MEMBERS = ReadLimits.max_zip_members
 MAX_ZIP_RATIO = ReadLimits.max_zip_ratio
 SUPPORTED_SUFFIXES = (".jsonl", ".txt", ".html", ".htm", ".docx", ".zip")
+#: Files that may hold a whole book (``tracker.books``): read by a ``BookReader`` when
+#: one is given. An .epub is only ever a book: read only with a ``BookReader``.
+BOOK_SUFFIXES = (".txt", ".html", ".htm", ".docx", ".epub")
+
+
+def _known(suffix: str, books: BookReader | None) -> bool:
+    return suffix in SUPPORTED_SUFFIXES or (books is not None and suffix == ".epub")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -92,6 +102,12 @@ class DocumentError:
 
 class InputError(ValueError):
     """Bad input that names what was wrong."""
+
+
+#: ``(data, name, default id)`` of a file of ``BOOK_SUFFIXES`` → the documents it
+#: gives as a book (its chapters), or None to read it as one document as usual
+#: (``tracker.books.service.BookIngest.read_file``; ``yinji ingest`` passes one).
+BookReader = Callable[[bytes, str, str], list[Document | DocumentError] | None]
 
 
 def decode_text(data: bytes, name: str = "<input>") -> str:
@@ -249,6 +265,7 @@ def read_bytes(
     *,
     default_id: str | None = None,
     limits: ReadLimits | None = None,
+    books: BookReader | None = None,
 ) -> Iterator[Document | DocumentError]:
     """Documents in one file's bytes; ``name`` gives the type by its suffix."""
     limits = limits or ReadLimits.from_env()
@@ -256,15 +273,16 @@ def read_bytes(
     if suffix == ".jsonl":
         yield from _read_jsonl(io.BytesIO(data), name, limits)
     elif suffix == ".zip":
-        yield from _read_zip(io.BytesIO(data), name, limits)
+        yield from _read_zip(io.BytesIO(data), name, limits, books)
     else:
-        yield from _read_single(data, name, default_id or _stem(name), limits)
+        yield from _read_single(data, name, default_id or _stem(name), limits, books)
 
 
 def _read_single(
-    data: bytes, name: str, doc_id: str, limits: ReadLimits
+    data: bytes, name: str, doc_id: str, limits: ReadLimits, books: BookReader | None = None
 ) -> Iterator[Document | DocumentError]:
-    """A file that holds one document (.txt .html .htm .docx)."""
+    """A file that holds one document (.txt .html .htm .docx), or, read by ``books``,
+    a book of chapters (.epub always)."""
     suffix = _suffix(name)
     try:
         # The id made from a file name follows the one id rule (tracker.ids), as any.
@@ -280,6 +298,13 @@ def _read_single(
     try:
         if len(data) > limits.max_document_bytes:
             raise InputError(f"{name}: larger than {limits.max_document_bytes} bytes")
+        if books is not None and suffix in BOOK_SUFFIXES:
+            chapters = books(data, name, doc_id)
+            if chapters is not None:
+                yield from chapters
+                return
+        if suffix == ".epub":
+            raise InputError(f"{name}: an .epub is a book: ingest it with `yinji ingest FILE`")
         if suffix == ".txt":
             text = decode_text(data, name)
             _check_text(text, name)
@@ -306,6 +331,7 @@ def read_path(
     *,
     default_id: str | None = None,
     limits: ReadLimits | None = None,
+    books: BookReader | None = None,
 ) -> Iterator[Document | DocumentError]:
     """Documents in one file on disk, read without holding it whole in memory: a .jsonl
     line by line, a .zip member by member (each bounded), other files whole after a
@@ -317,7 +343,7 @@ def read_path(
     limits = limits or ReadLimits.from_env()
     label = file_label(name if name is not None else os.fsdecode(path))
     suffix = _suffix(label)
-    if suffix not in SUPPORTED_SUFFIXES:
+    if not _known(suffix, books):
         yield DocumentError(label, f"unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
         return
     try:
@@ -330,7 +356,7 @@ def read_path(
             if suffix == ".jsonl":
                 yield from _read_jsonl(fh, label, limits)
             elif suffix == ".zip":
-                yield from _read_zip(fh, label, limits)
+                yield from _read_zip(fh, label, limits, books)
             else:
                 size = os.fstat(fh.fileno()).st_size
                 if size > limits.max_document_bytes:
@@ -341,7 +367,7 @@ def read_path(
                     )
                     return
                 data = fh.read(limits.max_document_bytes + 1)  # a file growing meanwhile
-                yield from _read_single(data, label, default_id or _stem(label), limits)
+                yield from _read_single(data, label, default_id or _stem(label), limits, books)
         except OSError as exc:
             yield DocumentError(label, f"cannot read ({exc.strerror or exc})")
 
@@ -550,7 +576,9 @@ def _bomb_like(info: zipfile.ZipInfo, limits: ReadLimits) -> bool:
     )
 
 
-def _read_zip(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document | DocumentError]:
+def _read_zip(
+    fh: BinaryIO, name: str, limits: ReadLimits, books: BookReader | None = None
+) -> Iterator[Document | DocumentError]:
     """The members of an archive, each read within the archive's budget: at most
     ``max_zip_members`` members, at most ``max_zip_bytes`` expanded in all (declared
     sizes checked before anything is read, bytes really read counted as they come)."""
@@ -589,7 +617,7 @@ def _read_zip(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document 
             if lower.endswith(".zip"):
                 yield DocumentError(where, "nested zip files are not opened")
                 continue
-            if not lower.endswith(SUPPORTED_SUFFIXES) or posixpath.basename(lower).startswith("."):
+            if not _known(_suffix(lower), books) or posixpath.basename(lower).startswith("."):
                 continue  # unrelated files in an archive (images, __MACOSX) are skipped silently
             single = not lower.endswith(".jsonl")
             if (single and info.file_size > limits.max_document_bytes) or _bomb_like(info, limits):
@@ -614,11 +642,14 @@ def _read_zip(fh: BinaryIO, name: str, limits: ReadLimits) -> Iterator[Document 
             if budget < 0:
                 yield DocumentError(where, "archive expands past its budget: refused")
                 return
-            yield from read_bytes(body, where, limits=limits)
+            yield from read_bytes(body, where, limits=limits, books=books)
 
 
 def iter_documents(
-    paths: Iterable[str | os.PathLike[str]], *, limits: ReadLimits | None = None
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    limits: ReadLimits | None = None,
+    books: BookReader | None = None,
 ) -> Iterator[Document | DocumentError]:
     """Documents from files and folders, in order; errors as ``DocumentError`` values.
 
@@ -637,16 +668,18 @@ def iter_documents(
         except OSError:
             is_dir = False  # read_path names the problem
         if is_dir:
-            yield from _read_folder(path, limits)
+            yield from _read_folder(path, limits, books)
         else:
-            yield from read_path(path, default_id=path.stem, limits=limits)
+            yield from read_path(path, default_id=path.stem, limits=limits, books=books)
 
 
 def _within(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | DocumentError]:
+def _read_folder(
+    folder: Path, limits: ReadLimits, books: BookReader | None = None
+) -> Iterator[Document | DocumentError]:
     root = os.path.realpath(folder)
     found: list[tuple[str, Path, str | None]] = []  # (sort key, path, refusal)
     walk_errors: list[OSError] = []
@@ -678,7 +711,7 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
                         (str(p), p, f"symbolic link to {target}, outside the folder: skipped")
                     )
                     continue
-            if p.suffix.lower() in SUPPORTED_SUFFIXES:
+            if _known(p.suffix.lower(), books):
                 found.append((str(p), p, None))
             else:
                 # Every file passed over is said: a .pdf among the chapters must not vanish.
@@ -694,7 +727,7 @@ def _read_folder(folder: Path, limits: ReadLimits) -> Iterator[Document | Docume
         if refusal is not None:
             yield DocumentError(file_label(str(p)), refusal)
         else:
-            yield from read_path(p, default_id=p.stem, limits=limits)
+            yield from read_path(p, default_id=p.stem, limits=limits, books=books)
 
 
 def split_documents(

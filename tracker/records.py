@@ -189,6 +189,76 @@ class Passage(Segment):
         return passage
 
 
+def _meta_text(value: object) -> str:
+    """A metadata value as text: strings and numbers; anything else (a list, an
+    object, a bool) is no value."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return ""
+    return str(value).strip()
+
+
+@dataclass(frozen=True)
+class ChapterRef:
+    """Which book a work is a chapter of, read from its metadata (``book_id``,
+    ``book_title``, ``chapter``, ``chapter_index``; a library stored before books has
+    ``work``/``book`` and ``work_title``/``book_title`` instead, read the same way)."""
+
+    book_id: str
+    book_title: str
+    chapter: str = ""  # the heading as in the book ("第四十一回 心猿遭火败 木母被魔擒")
+    chapter_index: int | None = None  # 1-based position in the book
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, object], title: str = "") -> ChapterRef | None:
+        """The book of a work with this ``metadata`` (and ``title``: a legacy chapter's
+        heading is its title after the 《book》 mark), or None when it is in no book."""
+        book_id = (
+            _meta_text(metadata.get("book_id"))
+            or _meta_text(metadata.get("work"))
+            or _meta_text(metadata.get("book"))
+        )
+        if not book_id:
+            return None
+        book_title = (
+            _meta_text(metadata.get("book_title"))
+            or _meta_text(metadata.get("work_title"))
+            or book_id
+        )
+        if "chapter" in metadata:
+            chapter = _meta_text(metadata.get("chapter"))
+        else:  # legacy: the title, less its book's name
+            chapter = strip_book_title(title, book_title)
+        index = metadata.get("chapter_index")
+        chapter_index = (
+            int(index) if isinstance(index, int | float) and not isinstance(index, bool) else None
+        )
+        return cls(book_id, book_title, chapter, chapter_index)
+
+    def label(self) -> str:
+        """How people name the chapter: ``《西游记》第四十一回 心猿遭火败 木母被魔擒``."""
+        return f"《{self.book_title.strip('《》')}》{self.chapter}"
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "book_id": self.book_id,
+            "book_title": self.book_title,
+            "chapter": self.chapter,
+            "chapter_index": self.chapter_index,
+        }
+
+
+def strip_book_title(title: str, book_title: str) -> str:
+    """A chapter's heading from a title that may start with its book's name
+    (``《水浒传》第五回 …`` → ``第五回 …``); a title that is the book's name alone gives
+    ""."""
+    text = title.strip()
+    bare = book_title.strip().strip("《》")
+    for prefix in (f"《{bare}》", bare):
+        if bare and text.startswith(prefix):
+            return text[len(prefix) :].strip(" \u3000·:：-—")
+    return text
+
+
 @dataclass
 class Match:
     """A mother found in a suspect, with the evidence."""
@@ -208,6 +278,9 @@ class Match:
     domain: str = ""
     created_at: datetime = field(default_factory=utcnow)
     updated_at: datetime = field(default_factory=utcnow)
+    #: The book the mother is a chapter of, when it is one (set by a check from the
+    #: mother's metadata and the book's current title; not stored with the match).
+    book: ChapterRef | None = field(default=None, compare=False)
 
     @property
     def id(self) -> str:

@@ -48,7 +48,11 @@ def test_ingest_check_json_contract(tmp_path):
     assert [x["suspect_id"] for x in lines] == ["copy", "clean"]
     assert lines[1]["matches"] == []
     (m,) = lines[0]["matches"]
-    assert set(m) == {"mother_id", "title", "score", "coverage", "passages"}
+    assert list(m) == [
+        "mother_id", "title", "score", "coverage", "passages",
+        "book_id", "book_title", "chapter", "chapter_index",
+    ]  # fmt: skip
+    assert m["book_id"] is None and m["chapter_index"] is None  # a work in no book
     assert m["mother_id"] == "w1" and m["title"] == "标题1"
     p = m["passages"][0]
     assert set(p) == {"suspect_start", "suspect_end", "mother_start", "mother_end", "similarity"}

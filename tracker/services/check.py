@@ -31,7 +31,8 @@ from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text
 from tracker.engines import Engine
 from tracker.longtext import SuspectTooLarge
-from tracker.matching import Matcher, MatchResult, PreparedCache
+from tracker.matching import Aligned, Matcher, MatchResult, PreparedCache
+from tracker.records import ChapterRef
 from tracker.rules import domain_of
 from tracker.services.engines import EngineSet
 from tracker.services.evidence import EvidenceRecorder, Recording
@@ -40,6 +41,7 @@ from tracker.services.results import CheckResult
 from tracker.store import CheckWrite, NotFound, Store, Suspect, utcnow
 
 if TYPE_CHECKING:
+    from tracker.books.store import BookStore
     from tracker.crawler.results import Page
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,7 @@ class CheckService:
         self.admin = admin
         self.evidence = evidence
         self.cache = PreparedCache()  # prepared mothers, shared by every check
+        self._books: BookStore | None = None  # opened by the first check of a chapter
 
     def ready(self, engine: str | None = None) -> Engine:
         """The engine, its index usable (repaired, or ``IndexOutOfSync``); ValueError if
@@ -200,7 +203,24 @@ class CheckService:
             started=started,
             reading=reading,
         )
+        self._name_books(result, found)
         return CheckResult(suspect, result)
+
+    def _name_books(self, result: MatchResult, found: Aligned) -> None:
+        """Each match of a chapter work names its book and chapter (``Match.book``:
+        from the work's metadata, the book's title current from its record)."""
+        mothers = {mother.id: mother for mother, _ in found}
+        for m in result.matches:
+            mother = mothers.get(m.mother_id)
+            if mother is None or ChapterRef.from_metadata(mother.metadata or {}) is None:
+                continue
+            if self._books is None:
+                from tracker.books.store import book_store_for
+
+                self._books = book_store_for(self.store)
+            from tracker.books.service import chapter_ref
+
+            m.book = chapter_ref(self._books, mother)
 
     def _save(self, checked: Sequence[tuple[CheckResult, Origin]], engine: str) -> list[bool]:
         """Stages 6 and 7 of checked suspects, together.

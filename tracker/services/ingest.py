@@ -353,9 +353,10 @@ class IngestService:
                 loader.close()
             raise
 
-    def delete_mother(self, mother_id: str) -> bool:
+    def delete_mother(self, mother_id: str, *, from_book: bool = True) -> bool:
         """Delete a mother from the store, then its postings from every index (a crash
-        in between leaves postings of a deleted seq, which checks ignore)."""
+        in between leaves postings of a deleted seq, which checks ignore); a chapter
+        leaves its book (``from_book``: not when ``BookService`` deletes the book)."""
         try:
             mother = self.store.get_mother(mother_id)
         except KeyError:
@@ -379,6 +380,10 @@ class IngestService:
                 # fingerprints went with it from the store, so they are made again from
                 # its text (the writer may have finished its index writes already).
                 eng.remove([(deleted.seq, eng.mother_fingerprints(deleted.text))])
+        if from_book:
+            from tracker.books.store import leave_book
+
+            leave_book(self.store, deleted)
         return True
 
 

@@ -10,6 +10,9 @@ from tracker.indexes.snapshot import SnapshotInfo
 from tracker.matching import MatchResult
 from tracker.records import JSONObject, Match, Suspect
 
+#: The book fields of a match whose work is in no book.
+NO_BOOK: JSONObject = {"book_id": None, "book_title": None, "chapter": None, "chapter_index": None}
+
 
 @dataclass
 class IngestReport:
@@ -49,7 +52,9 @@ class CheckResult:
         return self.result.matches
 
     def matches_json(self) -> list[JSONObject]:
-        """The ``matches`` of the ``--json`` line: mother, title, score, coverage, passages."""
+        """The ``matches`` of the ``--json`` line: mother, title, score, coverage,
+        passages, then the book the mother is a chapter of (``book_id``,
+        ``book_title``, ``chapter``, ``chapter_index``: null when it is in no book)."""
         return [
             {
                 "mother_id": m.mother_id,
@@ -57,6 +62,7 @@ class CheckResult:
                 "score": m.score,
                 "coverage": m.coverage,
                 "passages": [p.to_dict() for p in m.passages],
+                **(m.book.to_dict() if m.book is not None else dict(NO_BOOK)),
             }
             for m in self.matches
         ]

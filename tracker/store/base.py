@@ -165,6 +165,14 @@ class Store(ABC):
         """Delete the mother, its fingerprints and its matches; return what was deleted."""
 
     @abstractmethod
+    def update_mother_metadata(
+        self, mother_id: str, metadata: Mapping[str, JSONValue], *, title: str | None = None
+    ) -> bool:
+        """Replace a mother's ``metadata`` (and its ``title``, when given) in place:
+        text, seq, fingerprints and matches untouched (a book renamed, a legacy chapter
+        given its book: ``tracker.books``). False if there is no such mother."""
+
+    @abstractmethod
     def list_mothers(
         self,
         *,

@@ -466,6 +466,14 @@ class MongoStore(Store):
         self.matches.delete_many({"mother_id": mother_id})
         return _mother(doc)
 
+    def update_mother_metadata(
+        self, mother_id: str, metadata: Mapping[str, JSONValue], *, title: str | None = None
+    ) -> bool:
+        fields: dict[str, Any] = {"metadata": json_normalize(metadata)}
+        if title is not None:
+            fields["title"] = title
+        return self.mothers.update_one({"_id": mother_id}, {"$set": fields}).matched_count > 0
+
     @staticmethod
     def _mother_filter(search: str | None) -> dict[str, Any]:
         if not search:

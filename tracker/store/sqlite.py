@@ -648,6 +648,20 @@ class SqliteStore(Store):
             c.execute("DELETE FROM mothers WHERE id = ?", (mother_id,))
         return _mother(row)
 
+    def update_mother_metadata(
+        self, mother_id: str, metadata: Mapping[str, JSONValue], *, title: str | None = None
+    ) -> bool:
+        text = dumps(json_normalize(metadata))
+        with self._tx() as c:
+            if title is None:
+                cur = c.execute("UPDATE mothers SET metadata = ? WHERE id = ?", (text, mother_id))
+            else:
+                cur = c.execute(
+                    "UPDATE mothers SET metadata = ?, title = ? WHERE id = ?",
+                    (text, title, mother_id),
+                )
+            return cur.rowcount > 0
+
     @staticmethod
     def _mother_where(search: str | None) -> tuple[str, list[Any]]:
         if not search:
