@@ -91,6 +91,7 @@ def book_ref(mother: Mother) -> BookRef | None:
         title = title or _text(meta.get("work_title"))
         if not title and not _text(meta.get("work")):
             title = _text(meta.get("book"))  # {"book": "红楼梦"}: the name is the title
+        book_id = book_id or title  # {"work_title": "雾城旧梦"} alone: the title is the key
     if not book_id:
         found = _TITLED.match(mother.title or "")
         if found is None:

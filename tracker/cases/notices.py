@@ -277,15 +277,33 @@ def _ratio(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
+def _pages_span(urls: Sequence[str]) -> tuple[str, str]:
+    """(zh, en) naming pages 1 to N of a chapter taken together."""
+    n = len(urls)
+    return f"第 1–{n} 页合计", f"pages 1–{n} together"
+
+
 def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
     when = human_utc(f.at) if f.at is not None else ""
+    together_zh, together_en = _pages_span(f.together) if f.together else ("", "")
     return {
         "url": f.url,
         "label": f.label,
         "work_id": f.work_id,
         "work_title": f.work_title,
         "work_title_zh": zh_title(f.work_title),
+        "book_id": f.book_id,
+        "author": f.author,
         "chapter": f.chapter,
+        "chapter_index": f.chapter_index,
+        "chapter_zh": f.chapter_zh(),
+        "chapter_en": f.chapter_en(),
+        "page": f.page,
+        "page_zh": f"第 {f.page} 页" if f.page else "",
+        "page_en": f"page {f.page}" if f.page else "",
+        "together": list(f.together),
+        "together_zh": together_zh,
+        "together_en": together_en,
         "char_similarity": _ratio(f.char_similarity),
         "initials_similarity": _ratio(f.initials_similarity),
         "coverage_pct": _pct(f.coverage),
@@ -318,11 +336,16 @@ def notice_context(
     reference = notice_reference((c.id for c in cases), today)
     items = []
     first = {f.case_id: i for i, f in reversed(list(enumerate(facts.urls)))}
+    number = 0
     for c in sorted(cases, key=lambda c: first.get(c.id, len(first))):
         urls = [_url_context(f, lang) for f in facts.of_case(c.id)]
         if not urls:
             continue
         works = list(dict.fromkeys(u["work_title"] for u in urls))
+        books = _books(urls)
+        for b in books:
+            number += 1
+            b["number"] = number
         items.append(
             {
                 "id": c.id,
@@ -330,6 +353,7 @@ def notice_context(
                 "work_title": " / ".join(works),
                 "work_title_zh": "、".join(zh_title(w) for w in works),
                 "works": works,
+                "books": books,
                 "domain": c.domain,
                 "state": c.state,
                 "kind": c.kind,
@@ -361,8 +385,45 @@ def notice_context(
             "address": profile.address,
         },
         "cases": items,
+        "works_count": sum(len(item["books"]) for item in items),
         "attachments": list(attachments),
     }
+
+
+def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The URLs of one case grouped by book (or work), then by chapter, in their order:
+    a book is named once, each chapter once, each page under its chapter."""
+    books: dict[str, dict[str, Any]] = {}
+    for u in urls:
+        key = u["book_id"] or u["work_title"]
+        book = books.setdefault(
+            key,
+            {
+                "id": u["book_id"],
+                "title": u["work_title"],
+                "title_zh": zh_title(u["work_title"]),
+                "author": u["author"],
+                "chapters": [],
+                "urls": [],
+            },
+        )
+        book["urls"].append(u)
+        in_book = bool(u["book_id"]) and bool(u["chapter"] or u["chapter_index"])
+        chapter_key = (u["chapter_index"], u["chapter"]) if in_book else None
+        chapters = book["chapters"]
+        if not chapters or chapters[-1]["key"] != chapter_key:
+            chapters.append(
+                {
+                    "key": chapter_key,
+                    "index": u["chapter_index"],
+                    "title": u["chapter"],
+                    "zh": u["chapter_zh"] if in_book and u["chapter"] else "",
+                    "en": u["chapter_en"] if in_book else "",
+                    "urls": [],
+                }
+            )
+        chapters[-1]["urls"].append(u)
+    return list(books.values())
 
 
 def _check_elements(notice: Notice, context: dict[str, Any]) -> None:
