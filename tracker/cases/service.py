@@ -525,6 +525,17 @@ class CaseService:
         sites = Counter(s for u in case.urls if (s := site_of(u.url)))
         return sites.most_common(1)[0][0] if sites else case.domain
 
+    @staticmethod
+    def _book_named(key: str, cases: Sequence[Case], matches: Store | None) -> BookRef | None:
+        """The book ``key`` as a sample of the cases' mothers states it (title, author)."""
+        for c in cases:
+            ids = c.mother_ids
+            for mid in ids[:: max(1, len(ids) // MERGE_SAMPLE)][:MERGE_SAMPLE]:
+                ref = book_of(matches, mid)
+                if ref is not None and ref.book_id == key:
+                    return ref
+        return None
+
     def merge_book(
         self, key: str, site: str, *, matches: Store | None, who: str = MERGE_WHO
     ) -> Case | None:
@@ -555,15 +566,12 @@ class CaseService:
             return None
         members.sort(key=lambda c: (c.work != key, c.notice_sent_at is None, c.created_at, c.id))
         target, others = members[0], members[1:]
-        book = next(
-            (r for mid in target.mother_ids if (r := book_of(matches, mid)) is not None), None
-        )
-        if book is not None and book.book_id != key:
-            book = None
+        book = self._book_named(key, members, matches)
         stale = target.work != key or target.domain != site
         if book is not None:
             stale = stale or target.work_title != book.title or target.kind != "book"
-            stale = stale or any(u.chapter_index is None and not u.chapter for u in target.urls)
+        fills = _chapter_fills([target, *others], matches) if book is not None else {}
+        stale = stale or any(target.url(url) is not None for url in fills)
         if not others and not stale:
             return target
         carried = {o.id: self.store.list_events(o.id) for o in others}
@@ -628,8 +636,9 @@ class CaseService:
                         },
                     )
                 )
-            if book is not None:
-                _fill_chapters(c, matches)
+            for u in c.urls:
+                if u.url in fills and u.chapter_index is None and not u.chapter:
+                    u.chapter, u.chapter_index = fills[u.url]
             if done:
                 c.metadata["merged_from"] = done
             c.urls.sort(key=url_order)
@@ -934,13 +943,19 @@ def _url_event(c: Case, page: PageCopy, who: str, note: str) -> CaseEvent:
     return CaseEvent(c.id, "url_added", who, note, data=data)
 
 
-def _fill_chapters(case: Case, matches: Store | None) -> None:
-    """Name the chapter of each URL that has none yet (cases filed before books)."""
-    for u in case.urls:
-        if u.chapter_index is None and not u.chapter:
-            ref = book_of(matches, u.mother_id or case.work)
-            if ref is not None:
-                u.chapter, u.chapter_index = ref.chapter, ref.chapter_index
+def _chapter_fills(
+    cases: Sequence[Case], matches: Store | None
+) -> dict[str, tuple[str, int | None]]:
+    """URL → (chapter, chapter index) for each URL of ``cases`` that names no chapter
+    yet while its mother's book does (cases filed before books)."""
+    out: dict[str, tuple[str, int | None]] = {}
+    for case in cases:
+        for u in case.urls:
+            if u.chapter_index is None and not u.chapter:
+                ref = book_of(matches, u.mother_id or case.work)
+                if ref is not None and (ref.chapter or ref.chapter_index is not None):
+                    out[u.url] = (ref.chapter, ref.chapter_index)
+    return out
 
 
 def summary_counts(cases: Iterable[Case]) -> dict[str, int]:
