@@ -423,6 +423,11 @@ def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
         chapters[-1]["urls"].append(u)
+    for book in books.values():
+        for chapter in book["chapters"]:
+            if len(chapter["urls"]) == 1 and chapter["urls"][0]["page"] == 1:
+                # The chapter's only URL here: "page 1" would add nothing.
+                chapter["urls"][0].update(page_zh="", page_en="")
     return list(books.values())
 
 
