@@ -141,6 +141,11 @@ class BookReport:
     def matched(self) -> list[ChapterResult]:
         return [c for c in self.chapters if c.matches]
 
+    @property
+    def suspect_ids(self) -> list[str]:
+        """Every page's suspect (a chapter over two pages: two)."""
+        return [p.suspect_id for c in self.chapters for p in c.page_results if p.suspect_id]
+
     def to_dict(self) -> JSONObject:
         return {
             "index_url": self.index_url,
@@ -325,7 +330,13 @@ def _file_case(svc: CaseService, library: Library, report: BookReport, who: str)
         for p in ch.page_results
         if p.matches and (best := max(p.matches, key=lambda m: m["score"]))
     ]
-    cases = svc.file_pages(pages, who=who, matches=library.store)
+    # Pages of works in no book of the library stay together as the pirate book they
+    # are (under the work they copy most), as book runs always filed them.
+    from .grouping import book_of
+
+    loose = Counter(p.mother_id for p in pages if book_of(library.store, p.mother_id) is None)
+    loose_key = loose.most_common(1)[0][0] if loose else None
+    cases = svc.file_pages(pages, who=who, matches=library.store, kind="book", loose_key=loose_key)
     holding = {u.url: c.id for c in cases for u in c.urls}
     counts = Counter(holding[p.url] for p in pages if p.url in holding)
     if not counts:  # every page is held by an open case of another work

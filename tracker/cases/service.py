@@ -401,14 +401,17 @@ class CaseService:
         note: str = "",
         matches: Store | None = None,
         kind: str | None = None,
+        loose_key: str | None = None,
     ) -> list[Case]:
         """File pages that copy the library, each its own URL: every page joins the
         case of its mother's book (``tracker.cases.grouping.book_ref``; a mother
-        outside any book: its own work) on its site (host and port), opened when
-        there is none; per-chapter cases of that book on that site are merged into it
-        first (``merge_book``). A URL an open case already holds stays there (one URL,
-        one open case). The case's URLs are kept in chapter order, then page order.
-        Returns the cases filed into (each once, in the order of ``pages``).
+        outside any book: its own work, or ``loose_key`` when given: a book run keeps
+        the pirate book's pages of works in no book together) on its site (host and
+        port), opened when there is none; per-chapter cases of that book on that site
+        are merged into it first (``merge_book``). A URL an open case already holds
+        stays there (one URL, one open case). The case's URLs are kept in chapter
+        order, then page order. Returns the cases holding the pages (each once, in the
+        order of ``pages``).
 
         This is the one way pages reach cases: verdicts (``file_match``), a book run
         (``tracker.cases.books.monitor_book``) and discovery, which gives one
@@ -420,14 +423,16 @@ class CaseService:
             if not site:
                 continue
             book = book_of(matches, page.mother_id)
-            key = book.book_id if book is not None else page.mother_id
+            key = book.book_id if book is not None else (loose_key or page.mother_id)
             groups.setdefault((key, site), []).append((page, book))
         out: list[Case] = []
         for (key, site), members in groups.items():
             book = next((b for _, b in members if b is not None), None)
             case = self._case_for_pages(key, site, book, members, who, note, matches, kind)
-            if case is not None and all(c.id != case.id for c in out):
-                out.append(case)
+            holding = [self.case_holding(p.url, site) for p, _ in members]
+            for c in [*holding, case]:  # the case of each page: this one or an earlier one
+                if c is not None and all(x.id != c.id for x in out):
+                    out.append(c)
         return out
 
     def _case_for_pages(
@@ -441,7 +446,12 @@ class CaseService:
         matches: Store | None,
         kind: str | None,
     ) -> Case | None:
-        title = book.title if book is not None else members[0][0].mother_title
+        title = (
+            book.title
+            if book is not None
+            else next((p.mother_title for p, _ in members if p.mother_id == key), "")
+            or members[0][0].mother_title
+        )
         case = self.merge_book(key, site, matches=matches, who=who) if book is not None else None
         todo: list[tuple[PageCopy, BookRef | None]] = []
         for page, ref in members:
