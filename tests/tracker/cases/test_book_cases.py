@@ -291,3 +291,37 @@ def test_a_submitted_urls_page_is_unverified_until_fetched(site) -> None:
     assert svc.get(c.id).urls[0].status == "online"
     server.pages["/paste/1.html"] = (404, b"gone", "text/html")
     assert recheck_case(svc, c.id, crawler=crawler, library=lib).after == "removed"
+
+
+def test_a_chapter_filed_as_one_url_over_two_pages_is_rechecked_over_both(site) -> None:
+    """A case filed before pages were URLs holds chapter 2 as one URL whose text was
+    joined from 2.html + 2_2.html: after 2.html went 404 the case is still online while
+    2_2.html serves the copy, and removed once both are gone."""
+    lib, svc, crawler, server = site
+    first, second = server.url(PATHS[1]), server.url(PATHS[2])
+    joined = Suspect(
+        id="legacy-2",
+        text=TEXT[2],
+        title=HEADINGS[2],
+        url=first,
+        source="book",
+        raw=server.pages[PATHS[1]][1],
+        metadata={"pages": [first, second]},
+    )
+    lib.check_suspect(joined)
+    result = svc.apply_verdict(lib.store, "legacy-2", "shuihu-0002", "confirmed", who="alice")
+    assert result.case is not None and [u.url for u in result.case.urls] == [first]
+    cid = result.case.id
+    zh = build_notice(svc, [cid], "zh", matches=lib.store).text
+    line = _evidence_line(zh, first, "：")
+    assert f"第 1–2 页合计（{first}、{second}）的文字中复制部分占" in line
+    svc.mark_sent(cid, who="alice", matches=lib.store)
+
+    server.pages[PATHS[1]] = (404, b"gone", "text/html")
+    (check,) = recheck_case(svc, cid, crawler=crawler, library=lib).checks
+    assert check.outcome == "matching" and check.pages == [first, second]
+    assert svc.get(cid).state == "still_online"  # 2_2.html still serves the copy
+    server.pages[PATHS[2]] = (404, b"gone", "text/html")
+    res = recheck_case(svc, cid, crawler=crawler, library=lib)
+    assert res.checks[0].outcome == "gone" and "every page gone" in res.checks[0].reason
+    assert res.after == "removed"
