@@ -515,7 +515,8 @@ class CaseService:
     # --- one case per book and site -----------------------------------------------------
     def book_key_of(self, case: Case, matches: Store | None, cache: dict[str, str]) -> str:
         """The book the case's mothers belong to (most of a sample of them: a book
-        case's chapters share one), else the case's own work key."""
+        case's chapters share one), else the case's own work key (a case of works in
+        no book keeps its key)."""
         if matches is None:
             return case.work
         ids = case.mother_ids or [case.work]
@@ -524,8 +525,9 @@ class CaseService:
         for mid in ids[::step][:MERGE_SAMPLE]:
             if mid not in cache:
                 ref = book_of(matches, mid)
-                cache[mid] = ref.book_id if ref is not None else mid
-            keys[cache[mid]] += 1
+                cache[mid] = ref.book_id if ref is not None else ""
+            if cache[mid]:
+                keys[cache[mid]] += 1
         return keys.most_common(1)[0][0] if keys else case.work
 
     @staticmethod
