@@ -20,7 +20,8 @@ a stored fact, per URL:
   "submitted, not fetched" with the time it was received — never a fetch time;
 - the evidence report's file name and SHA-256 when one is attached.
 
-URLs come in chapter order, then page order (``tracker.cases.grouping``).
+URLs come book by book (work by work), each in chapter order, then page order
+(``tracker.cases.grouping``).
 ``notice_facts`` refuses (``NoConfirmedURL``) when no URL qualifies.
 """
 
@@ -238,9 +239,13 @@ def notice_facts(
                 name, digest = files[u.url]
                 fact = _with_file(fact, name, digest)
             found.append(fact)
-    # Chapter order over the whole notice (a book's cases too), then page order; the
-    # order filed breaks ties.
-    out.urls = sorted(found, key=fact_order)
+    # Chapter order, then page order (the order filed breaks ties), then book by book
+    # (or work by work) in the order their first chapters come: as the notice names them.
+    ordered = sorted(found, key=fact_order)
+    groups: dict[str, int] = {}
+    for f in ordered:
+        groups.setdefault(f.book_id or f.work_title, len(groups))
+    out.urls = sorted(ordered, key=lambda f: groups[f.book_id or f.work_title])
     if not out.urls:
         reasons = "; ".join(f"{x.url}: {x.reason}" for x in out.left_out[:5])
         ids = ", ".join(c.id for c in cases)

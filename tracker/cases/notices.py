@@ -287,6 +287,7 @@ def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
     when = human_utc(f.at) if f.at is not None else ""
     together_zh, together_en = _pages_span(f.together) if f.together else ("", "")
     return {
+        "case_id": f.case_id,
         "url": f.url,
         "label": f.label,
         "work_id": f.work_id,
@@ -336,16 +337,15 @@ def notice_context(
     reference = notice_reference((c.id for c in cases), today)
     items = []
     first = {f.case_id: i for i, f in reversed(list(enumerate(facts.urls)))}
-    number = 0
+    every = [_url_context(f, lang) for f in facts.urls]  # chapter order over the notice
+    books = _books(every)  # each book once, whichever of the cases its pages are in
+    for number, book in enumerate(books, 1):
+        book["number"] = number
     for c in sorted(cases, key=lambda c: first.get(c.id, len(first))):
-        urls = [_url_context(f, lang) for f in facts.of_case(c.id)]
+        urls = [u for u in every if u["case_id"] == c.id]
         if not urls:
             continue
         works = list(dict.fromkeys(u["work_title"] for u in urls))
-        books = _books(urls)
-        for b in books:
-            number += 1
-            b["number"] = number
         items.append(
             {
                 "id": c.id,
@@ -353,7 +353,7 @@ def notice_context(
                 "work_title": " / ".join(works),
                 "work_title_zh": "、".join(zh_title(w) for w in works),
                 "works": works,
-                "books": books,
+                "books": _books(urls),
                 "domain": c.domain,
                 "state": c.state,
                 "kind": c.kind,
@@ -385,14 +385,16 @@ def notice_context(
             "address": profile.address,
         },
         "cases": items,
-        "works_count": sum(len(item["books"]) for item in items),
+        "books": books,
+        "works_count": len(books),
         "attachments": list(attachments),
     }
 
 
 def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The URLs of one case grouped by book (or work), then by chapter, in their order:
-    a book is named once, each chapter once, each page under its chapter."""
+    """URLs (in chapter order) grouped by book (or work), then by chapter: a book is
+    named once, with the cases its URLs are in, each chapter once, each page under
+    its chapter."""
     books: dict[str, dict[str, Any]] = {}
     for u in urls:
         key = u["book_id"] or u["work_title"]
@@ -403,11 +405,14 @@ def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "title": u["work_title"],
                 "title_zh": zh_title(u["work_title"]),
                 "author": u["author"],
+                "case_ids": [],
                 "chapters": [],
                 "urls": [],
             },
         )
         book["urls"].append(u)
+        if u["case_id"] not in book["case_ids"]:
+            book["case_ids"].append(u["case_id"])
         in_book = bool(u["book_id"]) and bool(u["chapter"] or u["chapter_index"])
         chapter_key = (u["chapter_index"], u["chapter"]) if in_book else None
         chapters = book["chapters"]

@@ -101,6 +101,11 @@ def test_per_chapter_cases_merge_into_one_book_case(tmp_path: Path) -> None:
         svc.add_note(legacy[5], "平台客服已回复", who="bob")
         before = {cid: svc.history(cid) for cid in legacy.values()}
         assert len({c.id for c in svc.list_cases()}) == 4
+        # A combined notice of the four cases names the book once, not four times.
+        svc.set_profile(**HOLDER)
+        combined = build_notice(svc, list(legacy.values()), "zh", matches=store).text
+        assert combined.count("作品名称") == 1 and "作品名称：《水浒传》（案件编号" in combined
+        assert all(cid in combined for cid in legacy.values())
 
         assert svc.sync(store) == 0  # the first sync: the one-time migration
         (kept,) = [c for c in svc.list_cases() if c.state != "closed"]
@@ -135,7 +140,6 @@ def test_per_chapter_cases_merge_into_one_book_case(tmp_path: Path) -> None:
 
         # The notice names the book once, each chapter, and says which figures cover
         # two pages together (the chapter-5 text was joined from 5.html + 5_2.html).
-        svc.set_profile(**HOLDER)
         zh = build_notice(svc, [kept.id], "zh", matches=store).text
         en = build_notice(svc, [kept.id], "en", matches=store).text
         assert zh.count("作品名称") == 1 and "作品名称：《水浒传》" in zh

@@ -70,7 +70,9 @@ def _fill(store: SqliteStore, svc: CaseService, pages: list[dict], rng, meta: bo
     for n, p in enumerate(pages, 1):
         number = str(n) if p["arabic"] else ZH_NUMBERS[n - 1]
         title = f"雾城旧梦 第{number}章 夜话{n}"
-        if p["quoted"]:
+        # One library writes its titles one way: with 《》 (then the title names the book,
+        # issue 36) or without, for every chapter.
+        if pages[0]["quoted"]:
             title = f"《雾城旧梦》第{number}章 夜话{n}"
         mother_text = work(100 + n, 8)
         copied = list(mother_text[:PASSAGE])
@@ -119,10 +121,10 @@ def _fill(store: SqliteStore, svc: CaseService, pages: list[dict], rng, meta: bo
                 # How the notice names the chapter: a mother with the book's title in
                 # its metadata or in 《》 is a chapter of 雾城旧梦 (its heading and place).
                 "zh": f"《雾城旧梦》第{number}章 夜话{n}"
-                if meta or p["quoted"]
+                if meta or pages[0]["quoted"]
                 else f"《{bare_title(title)}》",
                 "en": f'"雾城旧梦", chapter {n} (第{number}章 夜话{n})'
-                if meta or p["quoted"]
+                if meta or pages[0]["quoted"]
                 else f'"{bare_title(title)}"',
             }
         )
