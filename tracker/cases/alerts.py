@@ -340,9 +340,9 @@ class Digest(TypedDict):
     since: str
     until: str
     new_matches: int
-    top_matches: list[dict[str, str | float]]  # mother_id, title, url, score
+    top_matches: list[dict[str, str | float]]  # mother_id, title, book_title, chapter, url, score
     cases_by_state: dict[str, int]
-    removed: list[dict[str, str | None]]  # case_id, work_title, domain, removed_at
+    removed: list[dict[str, str | None]]  # case_id, work_title (the book's), domain, removed_at
 
 
 def digest_data(
@@ -350,6 +350,8 @@ def digest_data(
 ) -> Digest:
     """What the daily digest reports over the last ``hours``."""
     from tracker.records import MatchQuery
+
+    from .grouping import book_of
 
     until = until or datetime.now(UTC)
     since = until - timedelta(hours=hours)
@@ -377,10 +379,13 @@ def digest_data(
             {
                 "mother_id": m.mother_id,
                 "title": m.mother_title,
+                "book_title": ref.title if ref is not None else "",
+                "chapter": ref.chapter if ref is not None else "",
                 "url": m.suspect_url,
                 "score": round(float(m.score), 4),
             }
             for m in top
+            for ref in [book_of(matches, m.mother_id)]
         ],
         "cases_by_state": counts,
         "removed": removed,

@@ -15,11 +15,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from tracker.cases import CaseService
+from tracker.cases.alerts import Alerter, digest_data
 from tracker.cases.cli import case
 from tracker.cases.grouping import book_ref, page_in_url, site_of
 from tracker.cases.model import CaseEvent, CaseURL, verify_chain
 from tracker.cases.notices import build_notice
 from tracker.cases.service import MERGED_KEY
+from tracker.cases.settings import CaseSettings
 from tracker.cases.sqlite_store import SqliteCaseStore
 from tracker.config import Settings
 from tracker.records import Match, Mother, Passage, Suspect
@@ -231,3 +233,51 @@ def test_books_and_sites_are_read_as_the_contract_says() -> None:
         2,
         3,
     ]
+
+
+class _Kept(Alerter):
+    """An alerter that keeps what it would deliver (the delivery is tested elsewhere)."""
+
+    def __init__(self) -> None:
+        super().__init__(CaseSettings(webhook_url="http://hook.invalid/", webhook_secret="s"))
+        self.sent: list[tuple[str, dict, str, str]] = []
+
+    def send(self, event, data, *, subject, text):
+        self.sent.append((event, dict(data), subject, text))
+        return []
+
+
+def test_alerts_name_book_and_chapter(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "yinji.sqlite3")
+    svc = CaseService(SqliteCaseStore(tmp_path / "cases.sqlite3", blob_dir=tmp_path / "b"))
+    try:
+        matches = [_chapter(store, n) for n in (3, 4)]
+        for m in matches:
+            svc.apply_verdict(store, m.suspect_id, m.mother_id, "confirmed", who="alice")
+        (c,) = svc.list_cases()
+        alerts = _Kept()
+        alerts.new_matches(matches, store)
+        ((event, data, subject, text),) = alerts.sent
+        assert event == "match.new"
+        assert [(i["book_title"], i["chapter"], i["chapter_index"]) for i in data["matches"]] == [
+            ("水浒传", HEADINGS[3], 3),
+            ("水浒传", HEADINGS[4], 4),
+        ]
+        assert f"《水浒传》{HEADINGS[3]}" in text
+        alerts.case_removed(c)
+        (event, data, subject, text) = alerts.sent[-1]
+        assert event == "case.removed" and "《水浒传》" in subject
+        assert data["book_title"] == "水浒传" and data["book_id"] == "shuihu"
+        assert [(p["chapter_index"], p["url"]) for p in data["pages"]] == [
+            (3, f"{SITE}/book/3.html"),
+            (4, f"{SITE}/book/4.html"),
+        ]
+        assert f"《水浒传》{HEADINGS[4]}  {SITE}/book/4.html" in text
+        digest = digest_data(svc, store)
+        assert {(m["book_title"], m["chapter"]) for m in digest["top_matches"]} == {
+            ("水浒传", HEADINGS[3]),
+            ("水浒传", HEADINGS[4]),
+        }
+    finally:
+        svc.store.close()
+        store.close()
