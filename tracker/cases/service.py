@@ -452,7 +452,7 @@ class CaseService:
             else next((p.mother_title for p, _ in members if p.mother_id == key), "")
             or members[0][0].mother_title
         )
-        case = self.merge_book(key, site, matches=matches, who=who) if book is not None else None
+        case = self.merge_book(key, site, matches=matches) if book is not None else None
         todo: list[tuple[PageCopy, BookRef | None]] = []
         for page, ref in members:
             held = self.case_holding(page.url, site)
