@@ -39,10 +39,11 @@ from urllib.parse import urlsplit
 
 from tracker.crawler.links import page_links, same_site, same_site_links
 from tracker.records import JSONObject
-from tracker.rules import check_url, domain_of
+from tracker.rules import check_url
 from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
+from .grouping import site_of
 from .model import Case, CaseError, CaseEvent, now
 from .service import CaseService, PageCopy
 
@@ -259,7 +260,7 @@ def monitor_book(
         chapter.suspect_id = chapter.page_results[0].suspect_id if chapter.page_results else ""
     report = BookReport(
         index_url=index_url,
-        domain=domain_of(base),
+        domain=site_of(base),  # the site: host and port, as its case names it
         title=index.title,
         chapters=results,
         pages_fetched=fetched,
