@@ -43,7 +43,7 @@ from tracker.rules import check_url
 from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
-from .grouping import site_of
+from .grouping import book_of, site_of
 from .model import Case, CaseError, CaseEvent, now
 from .service import CaseService, PageCopy
 
@@ -333,8 +333,6 @@ def _file_case(svc: CaseService, library: Library, report: BookReport, who: str)
     ]
     # Pages of works in no book of the library stay together as the pirate book they
     # are (under the work they copy most), as book runs always filed them.
-    from .grouping import book_of
-
     loose = Counter(p.mother_id for p in pages if book_of(library.store, p.mother_id) is None)
     loose_key = loose.most_common(1)[0][0] if loose else None
     cases = svc.file_pages(pages, who=who, matches=library.store, kind="book", loose_key=loose_key)
