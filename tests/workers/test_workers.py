@@ -607,9 +607,11 @@ def test_book_watch_removal_check_alerts_and_digest(
         svc = CaseService(open_case_store(inst.settings), inst.settings)
         try:
             case = svc.get(book["case_id"])
-            assert case.kind == "book" and case.domain == "127.0.0.1"
-            assert sorted(u.url for u in case.urls) == [
+            # The site is host and port; every page is its own URL (issue 36).
+            assert case.kind == "book" and case.domain.startswith("127.0.0.1:")
+            assert [u.url for u in case.urls] == [
                 s.url("/book/7/1.html"),
+                s.url("/book/7/1_2.html"),  # chapter 1's next page
                 s.url("/book/7/3.html"),
             ]
             # The chapters' matches were new: one match.new alert, signed.
@@ -619,9 +621,9 @@ def test_book_watch_removal_check_alerts_and_digest(
             assert verify_signature(
                 secret, alert["body"], headers["X-Yinji-Timestamp"], headers["X-Yinji-Signature"]
             )
-            assert len(json.loads(alert["body"])["data"]["matches"]) == 2
+            assert len(json.loads(alert["body"])["data"]["matches"]) == 3  # one per page
             # The book again: the same matches are not new, no second alert.
-            assert len(book["alerted"]) == 2
+            assert len(book["alerted"]) == 3
             again = inst.app.send_task("yinji.crawl.crawl_book", args=[s.url("/book/7/")])
             second = again.get(timeout=60)
             assert second["case_id"] == case.id and second["alerted"] == []
@@ -629,12 +631,13 @@ def test_book_watch_removal_check_alerts_and_digest(
             # The notice went out; then the pages went down.
             svc.mark_sent(case.id, who="test")
             s.pages.pop("/book/7/1.html")
+            s.pages.pop("/book/7/1_2.html")  # both pages of chapter 1: removed
             s.pages["/book/7/3.html"] = page("第三章", "本章节已删除。" * 10)
             result = inst.app.send_task("yinji.cases.recheck_cases").get(timeout=60)
             assert result["rechecked"] == 1 and result["errors"] == []
             [res] = result["results"]
             assert (res["before"], res["after"]) == ("notice_sent", "removed")
-            assert sorted(c["outcome"] for c in res["checks"]) == ["changed", "gone"]
+            assert sorted(c["outcome"] for c in res["checks"]) == ["changed", "gone", "gone"]
             assert svc.get(case.id).state == "removed"
             removed = [p for p in hook.posts if p["headers"]["X-Yinji-Event"] == "case.removed"]
             assert len(removed) == 1

@@ -231,25 +231,36 @@ class Alerter:
         return out
 
     # --- the three alerts ------------------------------------------------------------------
-    def new_matches(self, matches: Iterable[Match]) -> list[Delivery]:
+    def new_matches(self, matches: Iterable[Match], store: Store | None = None) -> list[Delivery]:
         """Matches whose score is at least ``YINJI_ALERT_MIN_SCORE`` (one alert listing
-        them; nothing is sent when none qualifies). Call after a check is stored."""
+        them; nothing is sent when none qualifies). Call after a check is stored; with
+        ``store`` (the library's) each match names its book and chapter."""
+        from .grouping import book_of
+
         high = [m for m in matches if m.score >= self.settings.alert_min_score]
         if not high or not self.enabled:
             return []
-        items = [
-            {
-                "suspect_id": m.suspect_id,
-                "mother_id": m.mother_id,
-                "title": m.mother_title,
-                "url": m.suspect_url,
-                "domain": m.domain,
-                "score": round(float(m.score), 4),
-                "coverage": round(float(m.coverage), 4),
-            }
-            for m in sorted(high, key=lambda m: -m.score)
-        ]
-        lines = [f"{i['score']:.2f}  {i['title']}  {i['url'] or i['suspect_id']}" for i in items]
+        items: list[dict[str, object]] = []
+        lines = []
+        for m in sorted(high, key=lambda m: -m.score):
+            ref = book_of(store, m.mother_id)
+            items.append(
+                {
+                    "suspect_id": m.suspect_id,
+                    "mother_id": m.mother_id,
+                    "title": m.mother_title,
+                    "book_id": ref.book_id if ref else None,
+                    "book_title": ref.title if ref else None,
+                    "chapter": ref.chapter if ref else None,
+                    "chapter_index": ref.chapter_index if ref else None,
+                    "url": m.suspect_url,
+                    "domain": m.domain,
+                    "score": round(float(m.score), 4),
+                    "coverage": round(float(m.coverage), 4),
+                }
+            )
+            named = ref.zh_chapter() if ref else m.mother_title
+            lines.append(f"{m.score:.2f}  {named}  {m.suspect_url or m.suspect_id}")
         return self.send(
             "match.new",
             {"threshold": self.settings.alert_min_score, "matches": items},
@@ -258,26 +269,50 @@ class Alerter:
         )
 
     def case_removed(self, case: Case) -> list[Delivery]:
+        """The removal alert: the case's book (title, author) and each page under its
+        chapter, as the case records them."""
         if not self.enabled:
             return []
         title = case.work_title or case.work
+        author = str(case.metadata.get("author") or "")
         data = {
             "case_id": case.id,
             "work": case.work,
             "work_title": case.work_title,
+            "book_id": case.work if case.kind == "book" else None,
+            "book_title": case.work_title if case.kind == "book" else None,
+            "author": author or None,
             "domain": case.domain,
             "urls": [u.url for u in case.urls],
+            "pages": [
+                {
+                    "url": u.url,
+                    "chapter": u.chapter,
+                    "chapter_index": u.chapter_index,
+                    "page": u.page or None,
+                    "status": u.status,
+                }
+                for u in case.urls
+            ],
             "notice_sent_at": iso(case.notice_sent_at),
             "removed_at": iso(case.removed_at),
         }
+        from .facts import zh_title
+
+        lines = []
+        for u in case.urls:
+            where = f"{zh_title(title)}{u.chapter}" if u.chapter else ""
+            if u.page:
+                where += f" 第 {u.page} 页 / page {u.page}"
+            lines.append(f"{where.strip()}  {u.url}".strip())
+        by = f"（{author}）" if author else ""
         return self.send(
             "case.removed",
             data,
-            subject=f"[音迹 Yinji] 已删除 / removed: {title} @ {case.domain}",
+            subject=f"[音迹 Yinji] 已删除 / removed: {zh_title(title)} @ {case.domain}",
             text=(
-                f"案件 / case {case.id}: 《{title}》 on {case.domain}\n"
-                "侵权页面已删除 / the infringing pages are gone:\n\n"
-                + "\n".join(u.url for u in case.urls)
+                f"案件 / case {case.id}: {zh_title(title)}{by} on {case.domain}\n"
+                "侵权页面已删除 / the infringing pages are gone:\n\n" + "\n".join(lines)
             ),
         )
 
@@ -305,9 +340,9 @@ class Digest(TypedDict):
     since: str
     until: str
     new_matches: int
-    top_matches: list[dict[str, str | float]]  # mother_id, title, url, score
+    top_matches: list[dict[str, str | float]]  # mother_id, title, book_title, chapter, url, score
     cases_by_state: dict[str, int]
-    removed: list[dict[str, str | None]]  # case_id, work_title, domain, removed_at
+    removed: list[dict[str, str | None]]  # case_id, work_title (the book's), domain, removed_at
 
 
 def digest_data(
@@ -315,6 +350,8 @@ def digest_data(
 ) -> Digest:
     """What the daily digest reports over the last ``hours``."""
     from tracker.records import MatchQuery
+
+    from .grouping import book_of
 
     until = until or datetime.now(UTC)
     since = until - timedelta(hours=hours)
@@ -342,10 +379,13 @@ def digest_data(
             {
                 "mother_id": m.mother_id,
                 "title": m.mother_title,
+                "book_title": ref.title if ref is not None else "",
+                "chapter": ref.chapter if ref is not None else "",
                 "url": m.suspect_url,
                 "score": round(float(m.score), 4),
             }
             for m in top
+            for ref in [book_of(matches, m.mother_id)]
         ],
         "cases_by_state": counts,
         "removed": removed,

@@ -14,15 +14,17 @@ perhaps split over "下一页" pages, all on one host.
 3. fetches each chapter and follows its "下一页" / "next page" links on the same site
    (never "下一章": that is the next chapter, fetched in its turn), with one budget of
    ``max_pages`` fetches for the whole book (index included);
-4. checks each assembled chapter against the library (``Library.check_crawled``: the
-   chapter becomes a suspect with its matches, as any crawled page; or ``check_text``
-   with ``save=False``), and
-5. files one case for the book on that domain (kind ``book``), whose URLs are the
-   chapters that copy the library and whose metadata lists every chapter with its
-   matches. The work is the ``work`` (or ``book``) metadata the matched mothers share
-   (a book ingested chapter by chapter), else the mother matched most often.
+4. checks each page of each chapter against the library on its own
+   (``Library.check_crawled`` with that page's capture: every page is a suspect of its
+   own URL, as ``yinji check URL`` would make it, with the page's own matches and
+   figures; or ``check_text`` with ``save=False``), and
+5. files the pages that copy the library through ``CaseService.file_pages``: one case
+   per book of the library and site (host and port), titled after the book, whose
+   URLs are the pages in chapter order, then page order (``2.html`` and ``2_2.html``
+   are two URLs of chapter 2); the case of the book matched most keeps the run's
+   metadata (every chapter with its pages and matches).
 
-Running it again (the daily watch) updates the same case: new chapters are added.
+Running it again (the daily watch) updates the same case: new pages are added.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from tracker.crawler.links import page_links, same_site, same_site_links
-from tracker.records import JSONObject, Suspect
-from tracker.rules import check_url, domain_of
+from tracker.records import JSONObject
+from tracker.rules import check_url
 from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
-from .model import Case, CaseError, CaseEvent, CaseURL, now
-from .service import CaseService
+from .grouping import book_of, site_of
+from .model import Case, CaseError, CaseEvent, now
+from .service import CaseService, PageCopy
 
 if TYPE_CHECKING:
     from tracker.crawler.crawler import Crawler
@@ -71,7 +74,34 @@ class BookError(CaseError):
 
 
 @dataclass
+class PageResult:
+    """One page of a chapter: its own suspect and matches."""
+
+    n: int  # the page of the chapter, 1-based
+    url: str
+    title: str = ""
+    sha256: str = ""
+    chars: int = 0
+    suspect_id: str = ""
+    matches: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "n": self.n,
+            "url": self.url,
+            "title": self.title,
+            "sha256": self.sha256,
+            "chars": self.chars,
+            "suspect_id": self.suspect_id,
+            "matches": self.matches,
+        }
+
+
+@dataclass
 class ChapterResult:
+    """A chapter of the pirate book: its pages; ``matches`` are every work any of its
+    pages copies (each with its best page's figures), ``suspect_id`` its first page's."""
+
     n: int
     url: str
     title: str = ""
@@ -81,6 +111,7 @@ class ChapterResult:
     matches: list[dict[str, Any]] = field(default_factory=list)
     suspect_id: str = ""
     error: str = ""
+    page_results: list[PageResult] = field(default_factory=list)
 
     def to_dict(self) -> JSONObject:
         return {
@@ -93,6 +124,7 @@ class ChapterResult:
             "matches": self.matches,
             "suspect_id": self.suspect_id,
             "error": self.error,
+            "page_results": [p.to_dict() for p in self.page_results],
         }
 
 
@@ -109,6 +141,11 @@ class BookReport:
     @property
     def matched(self) -> list[ChapterResult]:
         return [c for c in self.chapters if c.matches]
+
+    @property
+    def suspect_ids(self) -> list[str]:
+        """Every page's suspect (a chapter over two pages: two)."""
+        return [p.suspect_id for c in self.chapters for p in c.page_results if p.suspect_id]
 
     def to_dict(self) -> JSONObject:
         return {
@@ -155,29 +192,6 @@ def next_page_link(html: str, page_url: str, skip: set[str]) -> str | None:
 
 
 # --- monitoring -------------------------------------------------------------------------------
-def _work_key(library: Library, mother_ids: list[str]) -> tuple[str, str, dict[str, str]]:
-    """(work key, work title, mother id → work key) for the matched mothers."""
-    keys: dict[str, str] = {}
-    titles: dict[str, str] = {}
-    for mid in dict.fromkeys(mother_ids):
-        try:
-            mother = library.store.get_mother(mid)
-        except KeyError:
-            keys[mid], titles[mid] = mid, mid
-            continue
-        meta = mother.metadata or {}
-        key = str(meta.get("work") or meta.get("book") or mid)
-        keys[mid] = key
-        titles[key] = str(
-            meta.get("work_title")
-            or meta.get("book_title")
-            or (mother.title if key == mid else key)
-        )
-    counts = Counter(keys[m] for m in mother_ids)
-    best = counts.most_common(1)[0][0]
-    return best, titles.get(best, best), keys
-
-
 def monitor_book(
     index_url: str,
     *,
@@ -217,9 +231,6 @@ def monitor_book(
             break
         chapter = ChapterResult(n, url)
         results.append(chapter)
-        texts: list[str] = []
-        first_raw = b""
-        fetched_pages: list[Any] = []  # each kept as a capture of the chapter's evidence
         page_url: str | None = url
         seen: set[str] = set()
         while page_url is not None:
@@ -234,21 +245,22 @@ def monitor_book(
                 chapter.error = str(exc)
                 break
             fetched += 1
-            chapter.pages.append(page.final_url or page_url)
+            final = page.final_url or page_url
+            chapter.pages.append(final)
             chapter.page_sha256.append(hashlib.sha256(page.raw).hexdigest())
-            if not chapter.title:
-                chapter.title = page.title
-                first_raw = page.raw
-            texts.append(page.text)
-            fetched_pages.append(page)
-            page_url = next_page_link(page.html, page.final_url or page_url, seen | chapter_set)
-        text = "\n".join(t for t in texts if t.strip())
-        chapter.chars = len(text)
-        if text.strip():
-            _check_chapter(library, chapter, text, first_raw, index_url, save, fetched_pages)
+            chapter.title = chapter.title or page.title
+            chapter.chars += len(page.text)
+            result = PageResult(len(chapter.pages), final, page.title, chapter.page_sha256[-1])
+            result.chars = len(page.text)
+            chapter.page_results.append(result)
+            if page.text.strip():
+                _check_page(library, chapter, result, page, index_url, save)
+            page_url = next_page_link(page.html, final, seen | chapter_set)
+        chapter.matches = _chapter_matches(chapter.page_results)
+        chapter.suspect_id = chapter.page_results[0].suspect_id if chapter.page_results else ""
     report = BookReport(
         index_url=index_url,
-        domain=domain_of(base),
+        domain=site_of(base),  # the site: host and port, as its case names it
         title=index.title,
         chapters=results,
         pages_fetched=fetched,
@@ -259,36 +271,27 @@ def monitor_book(
     return report
 
 
-def _check_chapter(
+def _check_page(
     library: Library,
     chapter: ChapterResult,
-    text: str,
-    raw: bytes,
+    result: PageResult,
+    page: Any,
     index_url: str,
     save: bool,
-    pages: list[Any],
 ) -> None:
+    """Check one page of a chapter on its own: a suspect of its own URL (the id
+    ``yinji check URL`` gives it), with the page's capture in the evidence log."""
     if save:
-        suspect = Suspect(
-            id=hashlib.sha1(chapter.url.encode(), usedforsecurity=False).hexdigest(),
-            text=text,
-            title=chapter.title,
-            url=chapter.url,
-            source="book",
-            raw=raw or None,
-            metadata={
-                "book_index": index_url,
-                "chapter": chapter.n,
-                "pages": chapter.pages,
-                "page_sha256": chapter.page_sha256,
-            },
+        suspect = page.to_suspect()
+        suspect.source = "book"
+        suspect.metadata.update(
+            {"book_index": index_url, "chapter": chapter.n, "page": result.n, "pages": [result.url]}
         )
-        # Stored and checked with a capture per page in the evidence log.
-        matches = library.check_crawled(suspect, pages).matches
-        chapter.suspect_id = suspect.id
+        matches = library.check_crawled(suspect, [page]).matches
+        result.suspect_id = suspect.id
     else:
-        matches = library.check_text(text).matches
-    chapter.matches = [
+        matches = library.check_text(page.text).matches
+    result.matches = [
         {
             "mother_id": m.mother_id,
             "title": m.mother_title,
@@ -299,55 +302,49 @@ def _check_chapter(
     ]
 
 
-def _existing_case(svc: CaseService, report: BookReport) -> Case | None:
-    """The active case this book run files into when there is one: the case of the
-    same index, else a case already holding one of its chapters (one URL, one case)."""
-    active = svc.active_cases_on(report.domain)
-    for c in active:
-        if (c.metadata.get("book") or {}).get("index_url") == report.index_url:
-            return c
-    chapters = {ch.url for ch in report.matched}
-    return next((c for c in active if any(u.url in chapters for u in c.urls)), None)
+def _chapter_matches(pages: list[PageResult]) -> list[dict[str, Any]]:
+    """Every work the chapter's pages copy, each with the figures of its best page."""
+    best: dict[str, dict[str, Any]] = {}
+    for p in pages:
+        for m in p.matches:
+            if m["mother_id"] not in best or m["score"] > best[m["mother_id"]]["score"]:
+                best[m["mother_id"]] = {**m, "page": p.n, "url": p.url}
+    return sorted(best.values(), key=lambda m: -m["score"])
 
 
-def _file_case(svc: CaseService, library: Library, report: BookReport, who: str) -> Case:
-    matched = report.matched
-    work, title, _keys = _work_key(library, [m["mother_id"] for c in matched for m in c.matches])
-    case = _existing_case(svc, report) or svc.open_case(
-        work=work, domain=report.domain, who=who, work_title=title, kind="book"
-    )
-    # A chapter another active case holds stays there (one URL, one open case).
-    elsewhere = {
-        ch.url: held.id
-        for ch in matched
-        if (held := svc.case_holding(ch.url, report.domain)) is not None and held.id != case.id
-    }
+def _file_case(svc: CaseService, library: Library, report: BookReport, who: str) -> Case | None:
+    """File every page that copies the library (``CaseService.file_pages``: one case
+    per book and site, pages in chapter order) and record the run on the case that
+    holds most of them."""
+    pages = [
+        PageCopy(
+            url=p.url,
+            suspect_id=p.suspect_id,
+            mother_id=best["mother_id"],
+            score=best["score"],
+            coverage=best["coverage"],
+            page=p.n,
+            label=p.title or ch.title or f"#{ch.n}",
+            mother_title=best["title"],
+        )
+        for ch in report.chapters
+        for p in ch.page_results
+        if p.matches and (best := max(p.matches, key=lambda m: m["score"]))
+    ]
+    # Pages of works in no book of the library stay together as the pirate book they
+    # are (under the work they copy most), as book runs always filed them.
+    loose = Counter(p.mother_id for p in pages if book_of(library.store, p.mother_id) is None)
+    loose_key = loose.most_common(1)[0][0] if loose else None
+    cases = svc.file_pages(pages, who=who, matches=library.store, kind="book", loose_key=loose_key)
+    holding = {u.url: c.id for c in cases for u in c.urls}
+    counts = Counter(holding[p.url] for p in pages if p.url in holding)
+    if not counts:  # every page is held by an open case of another work
+        return svc.case_holding(pages[0].url) if pages else None
+    main = next(c for c in cases if c.id == counts.most_common(1)[0][0])
+    elsewhere = {p.url: holding[p.url] for p in pages if holding.get(p.url, main.id) != main.id}
+    unfiled = [p.url for p in pages if p.url not in holding]
 
     def change(c: Case) -> list[CaseEvent]:
-        added = 0
-        if not c.work_title and title:
-            c.work_title = title
-        for ch in matched:
-            if ch.url in elsewhere:
-                continue
-            best = max(ch.matches, key=lambda m: m["score"])
-            for m in ch.matches:
-                if m["mother_id"] not in c.mother_ids:
-                    c.mother_ids.append(m["mother_id"])
-            existing = c.url(ch.url)
-            if existing is None:
-                c.urls.append(
-                    CaseURL(
-                        url=ch.url,
-                        suspect_id=ch.suspect_id,
-                        mother_id=best["mother_id"],
-                        score=best["score"],
-                        coverage=best["coverage"],
-                        label=ch.title or f"#{ch.n}",
-                    )
-                )
-                added += 1
-        c.kind = "book"
         c.metadata["book"] = {
             "index_url": report.index_url,
             "title": report.title,
@@ -356,16 +353,18 @@ def _file_case(svc: CaseService, library: Library, report: BookReport, who: str)
             "truncated": report.truncated,
             "chapters": [ch.to_dict() for ch in report.chapters],
         }
-        data = {
+        data: JSONObject = {
             "index_url": report.index_url,
             "chapters": len(report.chapters),
-            "matched": len(matched),
-            "added": added,
+            "matched": len(report.matched),
+            "pages_matched": len(pages),
             "pages_fetched": report.pages_fetched,
             "truncated": report.truncated,
         }
         if elsewhere:
-            data["held_by_other_cases"] = elsewhere
+            data["in_other_cases"] = elsewhere
+        if unfiled:
+            data["held_by_other_cases"] = unfiled
         return [CaseEvent(c.id, "book", who, data=data)]
 
-    return svc.update(case.id, change)
+    return svc.update(main.id, change)

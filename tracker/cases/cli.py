@@ -210,7 +210,9 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
         checked = (
             f"{human_utc(u.last_checked_at)} {u.last_outcome}" if u.last_checked_at else "never"
         )
-        click.echo(f"  {u.status:<8} {u.url}  (last check: {checked})")
+        where = f"{u.chapter or ''}{f' p.{u.page}' if u.page else ''}".strip()
+        where = f"  [{where}]" if where else ""
+        click.echo(f"  {u.status:<10} {u.url}{where}  (last check: {checked})")
     for e in events:
         what = e.kind
         if e.kind in ("transition", "created"):
@@ -557,6 +559,28 @@ def case_book(
                 "confirmed, or 确认 in the web app)",
                 err=True,
             )
+
+
+@case.command("merge-books")
+@click.option("--json", "as_json", is_flag=True, help="The cases kept, as JSON.")
+@_by_option
+@click.pass_context
+def case_merge_books(ctx: click.Context, as_json: bool, by: str | None) -> None:
+    """Group the open cases by book and site: cases opened per chapter (before books)
+    are merged into the book's case, their history carried over, and closed with a
+    pointer to it. `case list` does this once by itself; run it again after books
+    were regrouped."""
+    from tracker.store import open_store
+
+    with _service(ctx) as svc, _errors(), open_store(svc.settings) as matches:
+        kept = svc.merge_book_cases(matches, who=by or "system:merge")
+    if as_json:
+        click.echo(json.dumps([c.to_dict() for c in kept], ensure_ascii=False, indent=2))
+        return
+    for c in kept:
+        merged = ", ".join(str(x) for x in c.metadata.get("merged_from") or []) or "-"
+        click.echo(f"{c.id:<16} {c.domain:<28} {c.work_title or c.work}  (merged: {merged})")
+    click.echo(f"{len(kept)} case(s) regrouped", err=True)
 
 
 # --- profile -------------------------------------------------------------------------------

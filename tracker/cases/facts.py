@@ -6,17 +6,22 @@ a stored fact, per URL:
 - the URL is in the case **and** its match is confirmed in the library (a URL whose
   matches are still pending, or were dismissed, is left out and reported as such);
 - the work and chapter are those of **that URL's own confirmed match** (the mother it
-  copies; a mother that is one chapter of a book names the book as the work and its own
-  title as the chapter);
+  copies; a mother that is one chapter of a book names the book as the work, with its
+  author, and the chapter by its heading and place in the book,
+  ``tracker.cases.grouping.book_ref``); the page of the chapter when the case recorded
+  it (a chapter a site splits over pages is one URL per page);
 - its similarity on pinyin initials and on characters, from that match's passages
   (length-weighted, as the evidence report shows them passage by passage), and the
-  share of the page copied (coverage);
+  share of the page copied (coverage): figures of that page's own text, or, for a URL
+  filed before pages were URLs of their own (its text assembled from several pages),
+  of those pages together, which the notice then says and lists (``together``);
 - for a fetched page, the capture's fetch time and the SHA-256 of the bytes served (the
   evidence log's capture; without one, the suspect record's); for a text handed in,
   "submitted, not fetched" with the time it was received — never a fetch time;
 - the evidence report's file name and SHA-256 when one is attached.
 
-URLs come in chapter order (``tracker.cases.chapters``), page order breaking ties.
+URLs come book by book (work by work), each in chapter order, then page order
+(``tracker.cases.grouping``).
 ``notice_facts`` refuses (``NoConfirmedURL``) when no URL qualifies.
 """
 
@@ -30,7 +35,8 @@ from typing import TYPE_CHECKING
 from tracker.records import Match, MatchQuery, Mother, NotFound, match_id
 from tracker.store.base import match_sides
 
-from .chapters import in_chapter_order
+from .chapters import chapter_number
+from .grouping import BookRef, book_ref, page_in_url
 from .model import Case, CaseError, CaseURL
 
 if TYPE_CHECKING:
@@ -65,6 +71,22 @@ class URLFact:
     from_capture: bool  # the time and hash come from the evidence log's capture
     evidence_file: str = ""
     evidence_sha256: str = ""
+    book_id: str = ""  # the book of the mother ("" when the work is not in a book)
+    author: str = ""
+    chapter_index: int | None = None  # the chapter's place in the book
+    page: int = 0  # the page of the chapter on the site; 0: not recorded
+    together: tuple[str, ...] = ()  # the pages whose text the figures cover, when several
+
+    def chapter_zh(self) -> str:
+        """``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (the work alone outside a book)."""
+        return f"《{self.work_title}》{self.chapter}" if self.book_id else zh_title(self.work_title)
+
+    def chapter_en(self) -> str:
+        """``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)``."""
+        if not self.book_id:
+            return f'"{self.work_title}"'
+        ref = BookRef(self.book_id, self.work_title, "", self.chapter, self.chapter_index)
+        return ref.en_chapter()
 
 
 @dataclass(frozen=True)
@@ -116,14 +138,13 @@ def zh_title(title: str) -> str:
     return text if "《" in text else f"《{text}》"
 
 
-def _work_of(mother: Mother | None, match: Match) -> tuple[str, str]:
-    """(work title, chapter) of the mother a URL copies."""
+def _work_of(mother: Mother | None, match: Match) -> tuple[str, str, BookRef | None]:
+    """(work title, chapter heading, book) of the mother a URL copies."""
     title = bare_title(mother.title if mother else match.mother_title) or match.mother_id
-    meta = (mother.metadata or {}) if mother else {}
-    book = bare_title(str(meta.get("work_title") or meta.get("book_title") or ""))
-    if book and book != title:
-        return book, title
-    return title, ""
+    ref = book_ref(mother) if mother is not None else None
+    if ref is not None:
+        return bare_title(ref.title) or ref.book_id, ref.chapter, ref
+    return title, "", None
 
 
 def confirmed_match(store: Store, suspect_id: str, mother_id: str) -> Match | None:
@@ -158,7 +179,11 @@ def url_fact(
     from tracker.reports.data import match_similarities, page_source
 
     mother, suspect = match_sides(store, match)
-    work_title, chapter = _work_of(mother, match)
+    work_title, chapter, ref = _work_of(mother, match)
+    pages = (suspect.metadata or {}).get("pages") if suspect is not None else None
+    together: tuple[str, ...] = ()
+    if isinstance(pages, list) and len(pages) > 1 and pages[0] == url.url:
+        together = tuple(str(p) for p in pages)
     initials, chars = match_similarities(match, mother, suspect)
     source = page_source(match, suspect, evidence)
     return URLFact(
@@ -177,6 +202,11 @@ def url_fact(
         at=source.at,
         content_sha256=source.content_sha256,
         from_capture=source.from_capture,
+        book_id=ref.book_id if ref is not None else "",
+        author=ref.author if ref is not None else "",
+        chapter_index=ref.chapter_index if ref is not None else url.chapter_index,
+        page=url.page or 0,
+        together=together,
     )
 
 
@@ -209,8 +239,13 @@ def notice_facts(
                 name, digest = files[u.url]
                 fact = _with_file(fact, name, digest)
             found.append(fact)
-    # Chapter order over the whole notice (a book's cases too), page order breaking ties.
-    out.urls = in_chapter_order(found, lambda f: [f.chapter, f.label, f.work_title])
+    # Chapter order, then page order (the order filed breaks ties), then book by book
+    # (or work by work) in the order their first chapters come: as the notice names them.
+    ordered = sorted(found, key=fact_order)
+    groups: dict[str, int] = {}
+    for f in ordered:
+        groups.setdefault(f.book_id or f.work_title, len(groups))
+    out.urls = sorted(ordered, key=lambda f: groups[f.book_id or f.work_title])
     if not out.urls:
         reasons = "; ".join(f"{x.url}: {x.reason}" for x in out.left_out[:5])
         ids = ", ".join(c.id for c in cases)
@@ -220,6 +255,17 @@ def notice_facts(
             f"confirmed` or 确认 in the web app)" + (f" — {reasons}" if reasons else "")
         )
     return out
+
+
+def fact_order(f: URLFact) -> tuple[int, int, int]:
+    """Chapter (its place in the book, else the number its heading, title or label
+    states; unknown last), then page (recorded, else the one its URL states)."""
+    index = f.chapter_index
+    if index is None:
+        index = chapter_number(f.chapter) or chapter_number(f.work_title)
+        index = index or chapter_number(f.label)
+    page = f.page or page_in_url(f.url) or 1
+    return (0 if index is not None else 1, index or 0, page)
 
 
 def _with_file(fact: URLFact, name: str, digest: str) -> URLFact:

@@ -80,9 +80,18 @@ ACTIVE_STATES: tuple[str, ...] = tuple(s for s in STATES if s != "closed")
 RECHECK_STATES: tuple[str, ...] = ("notice_sent", "documents", "still_online", "removed")
 
 EventKind = Literal[
-    "created", "transition", "url_added", "url_removed", "recheck", "notice", "note", "book"
+    "created",
+    "transition",
+    "url_added",
+    "url_removed",
+    "recheck",
+    "notice",
+    "note",
+    "book",
+    "merged",
 ]
-URLStatus = Literal["online", "removed", "unknown"]
+# unverified: a submitted text's URL Yinji never fetched (not "online", never "removed").
+URLStatus = Literal["online", "removed", "unknown", "unverified"]
 CaseKind = Literal["page", "book"]
 
 
@@ -159,6 +168,9 @@ class CaseURLRecord(TypedDict, total=False):
     last_http_status: int | None
     last_outcome: str
     label: str
+    chapter: str
+    chapter_index: int | None
+    page: int
 
 
 class CaseRecord(TypedDict, total=False):
@@ -226,7 +238,10 @@ class CaseURL:
     last_checked_at: datetime | None = None
     last_http_status: int | None = None
     last_outcome: str = ""  # gone, changed, matching, error: <reason>
-    label: str = ""  # e.g. a chapter title of a book case
+    label: str = ""  # the page's own title
+    chapter: str = ""  # the book's chapter the page copies (its heading), "" if none
+    chapter_index: int | None = None  # that chapter's 1-based place in the book
+    page: int = 0  # the page of the chapter on the site (1, 2, ...); 0: not recorded
 
     def to_dict(self) -> JSONObject:
         return {
@@ -241,6 +256,9 @@ class CaseURL:
             "last_http_status": self.last_http_status,
             "last_outcome": self.last_outcome,
             "label": self.label,
+            "chapter": self.chapter,
+            "chapter_index": self.chapter_index,
+            "page": self.page,
         }
 
     @classmethod
@@ -257,17 +275,21 @@ class CaseURL:
             last_http_status=d.get("last_http_status"),
             last_outcome=d.get("last_outcome", ""),
             label=d.get("label", ""),
+            chapter=d.get("chapter", ""),
+            chapter_index=d.get("chapter_index"),
+            page=int(d.get("page") or 0),
         )
 
 
 @dataclass
 class Case:
-    """One work copied on one domain.
+    """One book (or one work outside any book) copied on one site.
 
-    ``work`` is the grouping key of the work (a mother id, or for a book case the
-    ``work``/``book`` metadata the chapters' mothers share); ``mother_ids`` are every
-    mother whose copies the case holds (a re-check that still finds one of them means
-    the copy is still online).
+    ``work`` is the grouping key: the book's id (``book_id`` metadata of its chapters'
+    mothers, or the legacy ``work``/``book``; ``tracker.cases.grouping``), else the
+    mother id; ``work_title`` the book's title; ``domain`` the site, host and port
+    (``grouping.site_of``); ``mother_ids`` every mother whose copies the case holds (a
+    re-check that still finds one of them means the copy is still online).
     """
 
     id: str

@@ -277,15 +277,34 @@ def _ratio(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
+def _pages_span(urls: Sequence[str]) -> tuple[str, str]:
+    """(zh, en) naming pages 1 to N of a chapter taken together."""
+    n = len(urls)
+    return f"第 1–{n} 页合计", f"pages 1–{n} together"
+
+
 def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
     when = human_utc(f.at) if f.at is not None else ""
+    together_zh, together_en = _pages_span(f.together) if f.together else ("", "")
     return {
+        "case_id": f.case_id,
         "url": f.url,
         "label": f.label,
         "work_id": f.work_id,
         "work_title": f.work_title,
         "work_title_zh": zh_title(f.work_title),
+        "book_id": f.book_id,
+        "author": f.author,
         "chapter": f.chapter,
+        "chapter_index": f.chapter_index,
+        "chapter_zh": f.chapter_zh(),
+        "chapter_en": f.chapter_en(),
+        "page": f.page,
+        "page_zh": f"第 {f.page} 页" if f.page else "",
+        "page_en": f"page {f.page}" if f.page else "",
+        "together": list(f.together),
+        "together_zh": together_zh,
+        "together_en": together_en,
         "char_similarity": _ratio(f.char_similarity),
         "initials_similarity": _ratio(f.initials_similarity),
         "coverage_pct": _pct(f.coverage),
@@ -318,8 +337,12 @@ def notice_context(
     reference = notice_reference((c.id for c in cases), today)
     items = []
     first = {f.case_id: i for i, f in reversed(list(enumerate(facts.urls)))}
+    every = [_url_context(f, lang) for f in facts.urls]  # chapter order over the notice
+    books = _books(every)  # each book once, whichever of the cases its pages are in
+    for number, book in enumerate(books, 1):
+        book["number"] = number
     for c in sorted(cases, key=lambda c: first.get(c.id, len(first))):
-        urls = [_url_context(f, lang) for f in facts.of_case(c.id)]
+        urls = [u for u in every if u["case_id"] == c.id]
         if not urls:
             continue
         works = list(dict.fromkeys(u["work_title"] for u in urls))
@@ -330,6 +353,7 @@ def notice_context(
                 "work_title": " / ".join(works),
                 "work_title_zh": "、".join(zh_title(w) for w in works),
                 "works": works,
+                "books": _books(urls),
                 "domain": c.domain,
                 "state": c.state,
                 "kind": c.kind,
@@ -361,8 +385,55 @@ def notice_context(
             "address": profile.address,
         },
         "cases": items,
+        "books": books,
+        "works_count": len(books),
         "attachments": list(attachments),
     }
+
+
+def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """URLs (in chapter order) grouped by book (or work), then by chapter: a book is
+    named once, with the cases its URLs are in, each chapter once, each page under
+    its chapter."""
+    books: dict[str, dict[str, Any]] = {}
+    for u in urls:
+        key = u["book_id"] or u["work_title"]
+        book = books.setdefault(
+            key,
+            {
+                "id": u["book_id"],
+                "title": u["work_title"],
+                "title_zh": zh_title(u["work_title"]),
+                "author": u["author"],
+                "case_ids": [],
+                "chapters": [],
+                "urls": [],
+            },
+        )
+        book["urls"].append(u)
+        if u["case_id"] not in book["case_ids"]:
+            book["case_ids"].append(u["case_id"])
+        in_book = bool(u["book_id"]) and bool(u["chapter"] or u["chapter_index"])
+        chapter_key = (u["chapter_index"], u["chapter"]) if in_book else None
+        chapters = book["chapters"]
+        if not chapters or chapters[-1]["key"] != chapter_key:
+            chapters.append(
+                {
+                    "key": chapter_key,
+                    "index": u["chapter_index"],
+                    "title": u["chapter"],
+                    "zh": u["chapter_zh"] if in_book and u["chapter"] else "",
+                    "en": u["chapter_en"] if in_book else "",
+                    "urls": [],
+                }
+            )
+        chapters[-1]["urls"].append(u)
+    for book in books.values():
+        for chapter in book["chapters"]:
+            if len(chapter["urls"]) == 1 and chapter["urls"][0]["page"] == 1:
+                # The chapter's only URL here: "page 1" would add nothing.
+                chapter["urls"][0].update(page_zh="", page_en="")
+    return list(books.values())
 
 
 def _check_elements(notice: Notice, context: dict[str, Any]) -> None:

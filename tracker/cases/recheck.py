@@ -13,10 +13,24 @@ limit; ``YINJI_ALLOW_PRIVATE_URLS=1`` for local servers) and classified:
 - ``error``: anything else (5xx, robots.txt, refused address): nothing is concluded
   and the state does not move.
 
-Then the case moves: every URL gone or changed → ``removed``; a URL still matching after a
-notice → ``still_online``; a URL matching again in a ``removed`` case → re-opened
-(``open``). Each fetch is a ``recheck`` event in the history (time, HTTP status, outcome,
-the SHA-256 of the bytes served, which are kept as a blob) and the state change a
+Each page of a chapter a site splits over pages is its own URL of the case and is
+checked on its own. A URL filed before pages were (one URL for a chapter whose text
+was assembled from several pages, its suspect's ``pages``) is checked over all those
+pages: gone only when every page is gone, else the text of the pages that answer is
+checked together.
+
+A URL Yinji never fetched (a submitted text's URL, ``unverified``) is fetched like any
+other: a copy found there makes it ``online``; a 404 or a page without the copy leaves
+it ``unverified`` (nobody saw the copy there, so nothing was removed) and it is never
+counted as removed.
+
+Then the case moves: every URL removed (gone or changed after it was seen online) →
+``removed``; a URL still matching after a notice → ``still_online`` (one page of a
+split chapter that still copies keeps the case there); a URL matching again in a
+``removed`` case → re-opened (``open``).
+
+Each fetch is a ``recheck`` event in the history (time, HTTP status, outcome, the
+SHA-256 of the bytes served, which are kept as a blob) and the state change a
 ``transition`` event, written together.
 """
 
@@ -28,10 +42,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import JSONObject
+from tracker.records import JSONObject, NotFound
 from tracker.timefmt import iso_utc
 
-from .model import RECHECK_STATES, Case, CaseEvent, check_transition, now
+from .model import RECHECK_STATES, Case, CaseEvent, CaseURL, check_transition, now
 from .service import CaseService
 
 if TYPE_CHECKING:
@@ -55,6 +69,8 @@ class URLCheck:
     sha256: str | None = None
     score: float | None = None
     capture: str | None = None  # the evidence-log record of the page served
+    pages: list[str] = field(default_factory=list)  # a legacy URL checked over its pages
+    unverified: bool = False  # never seen online: gone/changed is not counted as removed
 
     def to_dict(self) -> JSONObject:
         return {
@@ -66,6 +82,8 @@ class URLCheck:
             "sha256": self.sha256,
             "score": None if self.score is None else round(self.score, 4),
             "evidence_capture": self.capture,
+            "pages": self.pages,
+            "unverified": self.unverified,
         }
 
 
@@ -141,6 +159,100 @@ def check_url(
     return URLCheck(url, "changed", page.status, reason, page.fetched_at, sha, 0.0, ref)
 
 
+def check_pages(
+    url: str,
+    pages: list[str],
+    mother_ids: Iterable[str],
+    *,
+    crawler: Crawler,
+    library: Library,
+    keep: Callable[[bytes], str] | None = None,
+    capture: Callable[[Page], str | None] | None = None,
+) -> URLCheck:
+    """Check a URL whose text was assembled from ``pages`` (a chapter over several
+    pages filed as one URL before pages were URLs of their own): gone only when every
+    page is gone; else the text of the pages that answer, together."""
+    import hashlib
+
+    from tracker.crawler import CrawlError, HTTPStatusError, Unreachable
+
+    texts: list[str] = []
+    statuses: list[int | None] = []
+    outcomes: list[str] = []
+    first: Page | None = None
+    refs: list[str] = []
+    for page_url in pages:
+        try:
+            page = crawler.crawl_page(page_url)
+        except HTTPStatusError as exc:
+            outcomes.append("gone" if exc.status in GONE_STATUSES else "error")
+            statuses.append(exc.status)
+            continue
+        except Unreachable:
+            outcomes.append("unreachable")
+            statuses.append(None)
+            continue
+        except CrawlError as exc:
+            outcomes.append("error")
+            statuses.append(getattr(exc, "status", None))
+            continue
+        outcomes.append("fetched")
+        statuses.append(page.status)
+        first = first or page
+        texts.append(page.text or "")
+        if keep is not None and page.raw:
+            try:
+                keep(page.raw)
+            except ValueError as exc:
+                log.warning("re-crawl of %s not kept: %s", page_url, exc)
+        if capture is not None:
+            try:
+                ref = capture(page)
+            except Exception as exc:
+                log.warning("re-crawl of %s not captured in the evidence log: %s", page_url, exc)
+            else:
+                if ref:
+                    refs.append(ref)
+    together = f"pages 1–{len(pages)} together"
+    status = statuses[0] if statuses else None
+    if first is None:
+        if all(o == "gone" for o in outcomes):
+            return URLCheck(url, "gone", status, f"every page gone ({together})", pages=pages)
+        kind = "unreachable" if "unreachable" in outcomes else "error"
+        return URLCheck(url, kind, status, f"no page answered ({together})", pages=pages)
+    sha = hashlib.sha256(first.raw).hexdigest() if first.raw else None
+    text = "\n".join(t for t in texts if t.strip())
+    ref = ",".join(refs) or None
+    wanted = set(mother_ids)
+    hits = [m.score for m in library.check_text(text).matches if m.mother_id in wanted]
+    if hits:
+        return URLCheck(
+            url, "matching", status, together, first.fetched_at, sha, max(hits), ref, pages
+        )
+    if len(texts) < len(pages) and any(o in ("error", "unreachable") for o in outcomes):
+        why = f"a page did not answer and the others hold no copy ({together})"
+        return URLCheck(url, "error", status, why, first.fetched_at, sha, 0.0, ref, pages)
+    why = f"no copy of the work found ({together})"
+    return URLCheck(url, "changed", status, why, first.fetched_at, sha, 0.0, ref, pages)
+
+
+def _assembled_pages(library: Library, case: Case, u: CaseURL) -> list[str]:
+    """The pages a legacy URL's text was assembled from (its suspect's ``pages``,
+    the URL first), when more than one and not URLs of the case themselves."""
+    if not u.suspect_id:
+        return []
+    try:
+        suspect = library.store.get_suspect(u.suspect_id)
+    except (KeyError, NotFound):
+        return []
+    pages = (suspect.metadata or {}).get("pages")
+    if not isinstance(pages, list) or len(pages) < 2 or pages[0] != u.url:
+        return []
+    if any(case.url(str(p)) is not None for p in pages[1:]):
+        return []
+    return [str(p) for p in pages]
+
+
 def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str, dict[str, Any]]:
     """(state, note, data) after the checks applied to ``case.urls``; ``data["auto"]``
     names the reason (``back``, ``still_online``, ``removed``) so that each interface
@@ -154,7 +266,7 @@ def _next_state(case: Case, checks: list[URLCheck]) -> tuple[str, str, dict[str,
             data = {"auto": "still_online", "url": matching[0]}
             return "still_online", f"仍在线 / still online: {matching[0]}", data
         return case.state, "", {}
-    concluded = [c for c in checks if c.outcome in ("gone", "changed")]
+    concluded = [c for c in checks if c.outcome in ("gone", "changed") and not c.unverified]
     all_removed = bool(case.urls) and all(u.status == "removed" for u in case.urls)
     movable = case.state in ("open", "notice_sent", "documents", "still_online", "disputed")
     if concluded and all_removed and movable:
@@ -184,17 +296,34 @@ def recheck_case(
     """Re-crawl every URL of the case now and move it (see the module docstring)."""
     case = svc.get(case_id)
     mother_ids = case.mother_ids or [case.work]
-    checks = [
-        check_url(
-            u.url,
-            mother_ids,
-            crawler=crawler,
-            library=library,
-            keep=svc.store.put_blob,
-            capture=_capturer(svc, u.suspect_id),
-        )
-        for u in case.urls
-    ]
+    checks = []
+    for u in case.urls:
+        pages = _assembled_pages(library, case, u)
+        if pages:
+            chk = check_pages(
+                u.url,
+                pages,
+                mother_ids,
+                crawler=crawler,
+                library=library,
+                keep=svc.store.put_blob,
+                capture=_capturer(svc, u.suspect_id),
+            )
+        else:
+            chk = check_url(
+                u.url,
+                mother_ids,
+                crawler=crawler,
+                library=library,
+                keep=svc.store.put_blob,
+                capture=_capturer(svc, u.suspect_id),
+            )
+        if u.status == "unverified" and chk.outcome in ("gone", "changed"):
+            chk.unverified = True
+            chk.reason = (
+                f"{chk.reason}; " if chk.reason else ""
+            ) + "never seen online: unverified, not counted as removed"
+        checks.append(chk)
     by_url = {c.url: c for c in checks}
     before = case.state
 
@@ -208,10 +337,10 @@ def recheck_case(
             u.last_http_status = chk.http_status
             u.last_outcome = chk.outcome if not chk.reason else f"{chk.outcome}: {chk.reason}"
             if chk.outcome in ("gone", "changed"):
-                u.status = "removed"
+                u.status = "unverified" if chk.unverified else "removed"
             elif chk.outcome == "matching":
                 u.status = "online"
-            elif chk.outcome == "unreachable" and u.status != "removed":
+            elif chk.outcome == "unreachable" and u.status not in ("removed", "unverified"):
                 u.status = "unknown"
             events.append(CaseEvent(c.id, "recheck", who, data=chk.to_dict()))
         state, note, data = _next_state(c, checks)

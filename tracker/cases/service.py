@@ -18,13 +18,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import mimetypes
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracker.records import JSONObject, Match, MatchQuery, NotFound, match_id
-from tracker.rules import check_note, check_verdict, domain_of, normalize_domain
+from tracker.records import JSONObject, Match, MatchQuery, NotFound, Suspect, match_id
+from tracker.rules import check_note, check_verdict, normalize_domain
 
+from .grouping import BookRef, book_of, host_of, site_of, url_order
 from .model import (
     ACTIVE_STATES,
     STATES,
@@ -37,6 +39,7 @@ from .model import (
     Profile,
     check_state,
     check_transition,
+    iso,
     now,
 )
 from .store import CaseStore
@@ -50,6 +53,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROFILE_KEY = "profile"
+MERGED_KEY = "migrations.book_cases"  # set once every active case was grouped by book
+MERGE_WHO = "system:merge"
+MERGE_SAMPLE = 7  # mothers of a case read to tell its book
 MAX_WHO = 200
 MAX_ATTACHMENTS = 20
 
@@ -68,6 +74,24 @@ def case_id_for(work: str, domain: str, generation: int = 1) -> str:
         "c" + hashlib.sha1(f"{work}\x1f{domain}".encode(), usedforsecurity=False).hexdigest()[:10]
     )
     return base if generation == 1 else f"{base}-{generation}"
+
+
+@dataclass(frozen=True)
+class PageCopy:
+    """One fetched page (or a submitted text's URL) that copies a mother: what
+    ``CaseService.file_pages`` files. A chapter a site splits over pages is one
+    ``PageCopy`` per page, each with its own suspect (its own capture and figures)."""
+
+    url: str
+    suspect_id: str
+    mother_id: str
+    score: float = 0.0
+    coverage: float = 0.0
+    page: int = 0  # the page of the chapter on the site (1, 2, ...); 0: not known
+    label: str = ""  # the page's own title
+    fetched: bool = True  # False: a submitted text's URL, never fetched ("unverified")
+    mother_title: str = ""
+    match_id: str = ""
 
 
 @dataclass
@@ -111,9 +135,15 @@ class CaseService:
         self, *, state: str | None = None, domain: str | None = None, work: str | None = None
     ) -> list[Case]:
         states = [check_state(state)] if state else None
-        return self.store.list_cases(
-            states=states, domain=normalize_domain(domain) if domain else None, work=work
-        )
+        wanted = normalize_domain(domain) if domain else None
+        if wanted is None or host_of(wanted) != wanted:
+            return self.store.list_cases(states=states, domain=wanted, work=work)
+        # A host names its sites on every port too (127.0.0.1 → 127.0.0.1:8001).
+        return [
+            c
+            for c in self.store.list_cases(states=states, work=work)
+            if c.domain == wanted or host_of(c.domain) == wanted
+        ]
 
     def history(self, case_id: str) -> list[CaseEvent]:
         self.store.get_case(case_id)  # NotFound for an unknown id
@@ -132,11 +162,17 @@ class CaseService:
 
     def case_holding(self, url: str, domain: str | None = None) -> Case | None:
         """The active case that holds ``url`` (one URL, one open case: verdicts, book
-        runs and the web file into it rather than open another)."""
-        domain = normalize_domain(domain) if domain else domain_of(url)
+        runs and the web file into it rather than open another). ``domain`` is the
+        site (default: the URL's); cases stored with the host alone are looked at too."""
+        domain = normalize_domain(domain) if domain else site_of(url)
         if not url or not domain:
             return None
-        return next((c for c in self.active_cases_on(domain) if c.url(url) is not None), None)
+        sites = dict.fromkeys([domain, host_of(domain)])
+        for site in sites:
+            for c in self.active_cases_on(site):
+                if c.url(url) is not None:
+                    return c
+        return None
 
     def report_references(self, url: str) -> tuple[str | None, str | None]:
         """(case id, latest notice number) an evidence report of the page at ``url``
@@ -155,23 +191,12 @@ class CaseService:
         self, url: str, mother_id: str, domain: str, work_key: str | None = None
     ) -> Case | None:
         """Where a confirmed match of ``mother_id`` at ``url`` belongs when a case exists
-        already: the active case holding the URL, else the active case of the same
-        domain that already holds copies of that work (a book case lists its chapters'
-        works, and its work is the ``work``/``book`` metadata, ``work_key``, they share)."""
+        already: the active case holding the URL, else the active case of the book
+        (``work_key``) or work on that site."""
         held = self.case_holding(url, domain)
         if held is not None:
             return held
-        found = self.active_case(mother_id, domain)
-        if found is not None:
-            return found
-        return next(
-            (
-                c
-                for c in self.active_cases_on(domain)
-                if mother_id in c.mother_ids or (work_key and c.work == work_key)
-            ),
-            None,
-        )
+        return self.active_case(work_key or mother_id, normalize_domain(domain))
 
     # --- writing ----------------------------------------------------------------------
     def _emit(self, case: Case, events: Sequence[CaseEvent]) -> None:
@@ -318,7 +343,7 @@ class CaseService:
         note: str = "",
         metadata: JSONObject | None = None,
     ) -> Case:
-        """The active case of (work, domain), opened when there is none."""
+        """The active case of (work, site), opened when there is none."""
         who = check_who(who)
         domain = normalize_domain(domain)
         if not work or not domain:
@@ -345,44 +370,331 @@ class CaseService:
     def file_match(
         self, match: Match, *, who: str, note: str = "", matches: Store | None = None
     ) -> Case | None:
-        """Put a confirmed match's URL into its case; None when the match has no URL
-        (a pasted text has no page to take down)."""
-        url = match.suspect_url
-        domain = normalize_domain(match.domain) or domain_of(url)
-        if not url or not domain:
+        """Put a confirmed match's URL into the case of its book (or work) on its site;
+        None when the match has no URL (a pasted text has no page to take down). With
+        ``matches`` (the library's store) the mother's book, chapter and the page's
+        number and origin are read from the records; a submitted text's URL enters the
+        case ``unverified`` (Yinji never fetched it)."""
+        if not match.suspect_url:
             return None
-        work_key = _work_key_of(matches, match.mother_id) if matches is not None else None
-        case = self.case_for_match(url, match.mother_id, domain, work_key) or self.open_case(
-            work=match.mother_id, domain=domain, who=who, work_title=match.mother_title
+        suspect = _suspect_of(matches, match.suspect_id)
+        page = PageCopy(
+            url=match.suspect_url,
+            suspect_id=match.suspect_id,
+            mother_id=match.mother_id,
+            score=match.score,
+            coverage=match.coverage,
+            page=_page_of(suspect),
+            label=suspect.title if suspect is not None else "",
+            fetched=_fetched(suspect),
+            mother_title=match.mother_title,
+            match_id=match.id,
         )
+        filed = self.file_pages([page], who=who, note=note, matches=matches)
+        return filed[0] if filed else None
+
+    def file_pages(
+        self,
+        pages: Sequence[PageCopy],
+        *,
+        who: str,
+        note: str = "",
+        matches: Store | None = None,
+        kind: str | None = None,
+        loose_key: str | None = None,
+    ) -> list[Case]:
+        """File pages that copy the library, each its own URL: every page joins the
+        case of its mother's book (``tracker.cases.grouping.book_ref``; a mother
+        outside any book: its own work, or ``loose_key`` when given: a book run keeps
+        the pirate book's pages of works in no book together) on its site (host and
+        port), opened when there is none; per-chapter cases of that book on that site
+        are merged into it first (``merge_book``). A URL an open case already holds
+        stays there (one URL, one open case). The case's URLs are kept in chapter
+        order, then page order. Returns the cases holding the pages (each once, in the
+        order of ``pages``).
+
+        This is the one way pages reach cases: verdicts (``file_match``), a book run
+        (``tracker.cases.books.monitor_book``) and discovery, which gives one
+        ``PageCopy`` per page it fetched (a chapter over two pages: two)."""
+        who = check_who(who)
+        groups: dict[tuple[str, str], list[tuple[PageCopy, BookRef | None]]] = {}
+        for page in pages:
+            site = site_of(page.url)
+            if not site:
+                continue
+            book = book_of(matches, page.mother_id)
+            key = book.book_id if book is not None else (loose_key or page.mother_id)
+            groups.setdefault((key, site), []).append((page, book))
+        out: list[Case] = []
+        for (key, site), members in groups.items():
+            book = next((b for _, b in members if b is not None), None)
+            case = self._case_for_pages(key, site, book, members, who, note, matches, kind)
+            holding = [self.case_holding(p.url, site) for p, _ in members]
+            for c in [*holding, case]:  # the case of each page: this one or an earlier one
+                if c is not None and all(x.id != c.id for x in out):
+                    out.append(c)
+        return out
+
+    def _case_for_pages(
+        self,
+        key: str,
+        site: str,
+        book: BookRef | None,
+        members: list[tuple[PageCopy, BookRef | None]],
+        who: str,
+        note: str,
+        matches: Store | None,
+        kind: str | None,
+    ) -> Case | None:
+        title = (
+            book.title
+            if book is not None
+            else next((p.mother_title for p, _ in members if p.mother_id == key), "")
+            or members[0][0].mother_title
+        )
+        case = self.merge_book(key, site, matches=matches) if book is not None else None
+        todo: list[tuple[PageCopy, BookRef | None]] = []
+        for page, ref in members:
+            held = self.case_holding(page.url, site)
+            if held is not None and held.work != key:
+                continue  # another work's open case holds the URL: it stays there
+            if held is not None and case is None:
+                case = held
+            todo.append((page, ref))
+        if not todo:
+            return case
+        if case is None:
+            case = self.active_case(key, site)
+        if case is None:
+            meta: JSONObject = {}
+            if book is not None and book.author:
+                meta["author"] = book.author
+            case = self.open_case(
+                work=key,
+                domain=site,
+                who=who,
+                work_title=title,
+                kind=kind or ("book" if book is not None else "page"),
+                metadata=meta,
+            )
 
         def change(c: Case) -> list[CaseEvent]:
-            if match.mother_id not in c.mother_ids:
-                c.mother_ids.append(match.mother_id)
-            if not c.work_title and match.mother_title:
-                c.work_title = match.mother_title
-            existing = c.url(url)
-            if existing is not None:
-                return []
-            c.urls.append(
-                CaseURL(
-                    url=url,
-                    suspect_id=match.suspect_id,
-                    mother_id=match.mother_id,
-                    score=match.score,
-                    coverage=match.coverage,
+            events: list[CaseEvent] = []
+            if not c.work_title and title:
+                c.work_title = title
+            if book is not None:
+                c.kind = "book"
+                if book.title and c.work_title != book.title:
+                    c.work_title = book.title  # the book's current title (renamed)
+                if book.author:
+                    c.metadata["author"] = book.author
+            for page, ref in todo:
+                if page.mother_id not in c.mother_ids:
+                    c.mother_ids.append(page.mother_id)
+                if c.url(page.url) is not None:
+                    continue
+                url = CaseURL(
+                    url=page.url,
+                    suspect_id=page.suspect_id,
+                    mother_id=page.mother_id,
+                    score=page.score,
+                    coverage=page.coverage,
+                    status="online" if page.fetched else "unverified",
+                    label=page.label,
+                    chapter=ref.chapter if ref is not None else "",
+                    chapter_index=ref.chapter_index if ref is not None else None,
+                    page=page.page,
                 )
-            )
-            data = {"url": url, "suspect_id": match.suspect_id, "mother_id": match.mother_id}
-            data["match_id"] = match.id
-            return [CaseEvent(c.id, "url_added", who, note, data=data)]
+                c.urls.append(url)
+                events.append(_url_event(c, page, who, note))
+            c.urls.sort(key=url_order)
+            return events
 
         return self.update(case.id, change)
+
+    # --- one case per book and site -----------------------------------------------------
+    def book_key_of(self, case: Case, matches: Store | None, cache: dict[str, str]) -> str:
+        """The book the case's mothers belong to (most of a sample of them: a book
+        case's chapters share one), else the case's own work key (a case of works in
+        no book keeps its key)."""
+        if matches is None:
+            return case.work
+        ids = case.mother_ids or [case.work]
+        step = max(1, len(ids) // MERGE_SAMPLE)
+        keys: Counter[str] = Counter()
+        for mid in ids[::step][:MERGE_SAMPLE]:
+            if mid not in cache:
+                ref = book_of(matches, mid)
+                cache[mid] = ref.book_id if ref is not None else ""
+            if cache[mid]:
+                keys[cache[mid]] += 1
+        return keys.most_common(1)[0][0] if keys else case.work
+
+    @staticmethod
+    def site_of_case(case: Case) -> str:
+        """The site of most of the case's URLs (a case stored before sites had ports
+        names the host only), else its domain."""
+        sites = Counter(s for u in case.urls if (s := site_of(u.url)))
+        return sites.most_common(1)[0][0] if sites else case.domain
+
+    @staticmethod
+    def _book_named(key: str, cases: Sequence[Case], matches: Store | None) -> BookRef | None:
+        """The book ``key`` as a sample of the cases' mothers states it (title, author)."""
+        for c in cases:
+            ids = c.mother_ids
+            for mid in ids[:: max(1, len(ids) // MERGE_SAMPLE)][:MERGE_SAMPLE]:
+                ref = book_of(matches, mid)
+                if ref is not None and ref.book_id == key:
+                    return ref
+        return None
+
+    def merge_book(
+        self, key: str, site: str, *, matches: Store | None, who: str = MERGE_WHO
+    ) -> Case | None:
+        """The one active case of the book (or work) ``key`` on ``site`` after every
+        other active case of it there was merged into it; None when there is none.
+
+        The case kept is the one already keyed to ``key`` (else the first with a notice
+        sent, else the oldest); it takes ``key``, ``site`` and the book's title. Each
+        other case's URLs (with their re-check status), works and history move into it
+        (every event carried over as a ``merged`` event holding the original, hash
+        included, then one ``merged`` event naming the case), and the other case is
+        closed with ``metadata.merged_into`` pointing at the kept case."""
+        who = check_who(who)
+        site = normalize_domain(site)
+        candidates = {c.id: c for c in self.active_cases_on(site)}
+        host = host_of(site)
+        if host != site:  # cases stored before sites had ports: the host alone
+            for c in self.active_cases_on(host):
+                if self.site_of_case(c) == site:
+                    candidates[c.id] = c
+        cache: dict[str, str] = {}
+        members = [
+            c
+            for c in candidates.values()
+            if c.work == key or self.book_key_of(c, matches, cache) == key
+        ]
+        if not members:
+            return None
+        members.sort(key=lambda c: (c.work != key, c.notice_sent_at is None, c.created_at, c.id))
+        target, others = members[0], members[1:]
+        book = self._book_named(key, members, matches)
+        stale = target.work != key or target.domain != site
+        if book is not None:
+            stale = stale or target.work_title != book.title or target.kind != "book"
+        fills = _chapter_fills([target, *others], matches) if book is not None else {}
+        stale = stale or any(target.url(url) is not None for url in fills)
+        if not others and not stale:
+            return target
+        carried = {o.id: self.store.list_events(o.id) for o in others}
+
+        def change(c: Case) -> list[CaseEvent]:
+            events: list[CaseEvent] = []
+            done = [str(x) for x in c.metadata.get("merged_from") or []]
+            if c.work != key or c.domain != site:
+                events.append(
+                    CaseEvent(
+                        c.id,
+                        "note",
+                        who,
+                        f"重新归组 / regrouped: {c.work} @ {c.domain} → {key} @ {site}",
+                        data={"regrouped": {"work": [c.work, key], "domain": [c.domain, site]}},
+                    )
+                )
+                c.work, c.domain = key, site
+            if book is not None:
+                c.kind = "book"
+                c.work_title = book.title
+                if book.author:
+                    c.metadata["author"] = book.author
+            for o in others:
+                if o.id in done:
+                    continue
+                for ev in carried[o.id]:
+                    events.append(
+                        CaseEvent(
+                            c.id,
+                            "merged",
+                            ev.who,
+                            ev.note,
+                            ev.from_state,
+                            ev.to_state,
+                            data={"from_case": o.id, "event": ev.to_dict()},
+                        )
+                    )
+                moved = [u for u in o.urls if c.url(u.url) is None]
+                c.urls.extend(moved)
+                c.mother_ids.extend(m for m in o.mother_ids if m not in c.mother_ids)
+                for name in ("platform", "book", "author"):
+                    if name in o.metadata and name not in c.metadata:
+                        c.metadata[name] = o.metadata[name]
+                if o.notice_sent_at is not None and (
+                    c.notice_sent_at is None or o.notice_sent_at < c.notice_sent_at
+                ):
+                    c.notice_sent_at = o.notice_sent_at
+                done.append(o.id)
+                events.append(
+                    CaseEvent(
+                        c.id,
+                        "merged",
+                        who,
+                        f"案件 {o.id} 并入本案 / case {o.id} merged into this case",
+                        data={
+                            "merged_case": o.id,
+                            "work": o.work,
+                            "state": o.state,
+                            "urls": [u.url for u in moved],
+                            "events": len(carried[o.id]),
+                        },
+                    )
+                )
+            for u in c.urls:
+                if u.url in fills and u.chapter_index is None and not u.chapter:
+                    u.chapter, u.chapter_index = fills[u.url]
+            if done:
+                c.metadata["merged_from"] = done
+            c.urls.sort(key=url_order)
+            if not events and stale:
+                events.append(
+                    CaseEvent(c.id, "note", who, "按书籍整理 / grouped by book", data={"book": key})
+                )
+            return events
+
+        kept = self.update(target.id, change)
+
+        def close(c: Case) -> list[CaseEvent]:
+            if c.state == "closed":
+                return []
+            c.metadata["merged_into"] = kept.id
+            note = f"并入案件 {kept.id} / merged into case {kept.id}"
+            return [self.state_event(c, "closed", who, note, {"merged_into": kept.id})]
+
+        for o in others:
+            self.update(o.id, close)
+        return kept
+
+    def merge_book_cases(self, matches: Store, *, who: str = MERGE_WHO) -> list[Case]:
+        """Group every active case by book and site (the migration of cases opened per
+        chapter, run once by ``sync`` and by ``yinji case merge-books``): returns the
+        cases kept that changed."""
+        cache: dict[str, str] = {}
+        groups: dict[tuple[str, str], list[Case]] = {}
+        for c in self.store.list_cases(states=list(ACTIVE_STATES)):
+            key = self.book_key_of(c, matches, cache)
+            groups.setdefault((key, self.site_of_case(c)), []).append(c)
+        out = []
+        for (key, site), members in groups.items():
+            before = {c.id: c.version for c in members}
+            kept = self.merge_book(key, site, matches=matches, who=who)
+            if kept is not None and (len(members) > 1 or before.get(kept.id) != kept.version):
+                out.append(kept)
+        self.store.set_meta(MERGED_KEY, {"at": iso(now()), "kept": [c.id for c in out]})
+        return out
 
     def unfile_match(self, match: Match, *, who: str, note: str = "") -> Case | None:
         """A confirmation withdrawn: drop the URL from the active case that holds it
         while no notice has gone out; an open case left without URLs is closed."""
-        domain = normalize_domain(match.domain) or domain_of(match.suspect_url)
+        domain = site_of(match.suspect_url)
         if not match.suspect_url or not domain:
             return None
         case = self.case_holding(match.suspect_url, domain)
@@ -461,7 +773,10 @@ class CaseService:
 
     def sync(self, matches: Store, *, who: str = "system:sync", page: int = 500) -> int:
         """File every confirmed match with a URL that no case holds yet; returns how
-        many URLs were added."""
+        many URLs were added. The first run also groups the cases opened before, one
+        per chapter, into one case per book and site (``merge_book_cases``)."""
+        if self.store.get_meta(MERGED_KEY) is None:
+            self.merge_book_cases(matches, who=MERGE_WHO)
         added = 0
         held = {u.url for c in self.store.list_cases() for u in c.urls}  # one URL, one case
         offset = 0
@@ -497,7 +812,7 @@ class CaseService:
             found = next((p for p in known if p.id == chosen), None)
             if found is not None:
                 return found
-        return platform_for(case.domain, known)
+        return platform_for(host_of(case.domain), known)
 
     def set_platform(self, case_id: str, platform_id: str | None, *, who: str) -> Case:
         """Choose the case's platform by registry id (None or "": back to the domain's)."""
@@ -602,14 +917,57 @@ class CaseService:
         return cases
 
 
-def _work_key_of(matches: Store, mother_id: str) -> str | None:
-    """The ``work`` (or ``book``) metadata of a mother: the key its book's case has."""
+def _suspect_of(matches: Store | None, suspect_id: str) -> Suspect | None:
+    if matches is None or not suspect_id:
+        return None
     try:
-        meta = matches.get_mother(mother_id).metadata or {}
+        return matches.get_suspect(suspect_id)
     except (NotFound, KeyError):
         return None
-    key = meta.get("work") or meta.get("book")
-    return str(key) if key else None
+
+
+def _page_of(suspect: Suspect | None) -> int:
+    """The page of its chapter a suspect was (a book run or discovery records
+    ``page``); 0 when not recorded."""
+    value = (suspect.metadata or {}).get("page") if suspect is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _fetched(suspect: Suspect | None) -> bool:
+    """Whether Yinji fetched the suspect's page (False: a text handed in with a URL)."""
+    if suspect is None:
+        return True  # unknown: as the match says, a page
+    from tracker.reports.data import FETCHED_SOURCES
+
+    meta = suspect.metadata or {}
+    return suspect.source in FETCHED_SOURCES or bool(suspect.raw) or "final_url" in meta
+
+
+def _url_event(c: Case, page: PageCopy, who: str, note: str) -> CaseEvent:
+    data: JSONObject = {"url": page.url, "suspect_id": page.suspect_id}
+    data["mother_id"] = page.mother_id
+    if page.match_id:
+        data["match_id"] = page.match_id
+    if page.page:
+        data["page"] = page.page
+    if not page.fetched:
+        data["unverified"] = True
+    return CaseEvent(c.id, "url_added", who, note, data=data)
+
+
+def _chapter_fills(
+    cases: Sequence[Case], matches: Store | None
+) -> dict[str, tuple[str, int | None]]:
+    """URL → (chapter, chapter index) for each URL of ``cases`` that names no chapter
+    yet while its mother's book does (cases filed before books)."""
+    out: dict[str, tuple[str, int | None]] = {}
+    for case in cases:
+        for u in case.urls:
+            if u.chapter_index is None and not u.chapter:
+                ref = book_of(matches, u.mother_id or case.work)
+                if ref is not None and (ref.chapter or ref.chapter_index is not None):
+                    out[u.url] = (ref.chapter, ref.chapter_index)
+    return out
 
 
 def summary_counts(cases: Iterable[Case]) -> dict[str, int]:

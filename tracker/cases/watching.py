@@ -108,7 +108,7 @@ def crawl_now(
             run.errors.append(str(exc))
             return run
         run.pages = report.pages_fetched
-        run.suspects = [c.suspect_id for c in report.chapters if c.suspect_id]
+        run.suspects = report.suspect_ids
         run.matches = sum(len(c.matches) for c in report.chapters)
         run.case_id = report.case.id if report.case else None
         run.errors = [f"{c.url}: {c.error}" for c in report.chapters if c.error]

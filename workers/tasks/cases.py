@@ -128,7 +128,7 @@ def _alert(task: Task, match_ids: list[str]) -> dict[str, Any]:
             matches.append(store.get_match(mid))
         except NotFound:  # deleted since the check: nothing to say about it
             continue
-    deliveries = _alerter().new_matches(matches)
+    deliveries = _alerter().new_matches(matches, store)
     return {
         "matches": len(matches),
         "deliveries": [d.to_dict() for d in deliveries],

@@ -196,7 +196,7 @@ def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
         )
     except BookError as exc:
         return {"url": url, "error": str(exc), "total": 1}
-    alerted = alert_new_matches_since(task, started, [c.suspect_id for c in report.chapters])
+    alerted = alert_new_matches_since(task, started, report.suspect_ids)
     return {**report.to_dict(), "alerted": alerted, "total": 1}
 
 

@@ -130,28 +130,37 @@ def test_book_is_followed_checked_and_filed_as_one_case(site) -> None:
     assert not any(p in ("/", "/top/") for _, p in requested)  # navigation not followed
     assert report.pages_fetched == 6 and not report.truncated
     c = report.case
-    assert c is not None and c.kind == "book" and c.domain == "book.example"
+    site = f"book.example:{server.port}"  # host and port
+    assert c is not None and c.kind == "book" and c.domain == site
     assert (c.work, c.work_title) == ("chunshan", "春山记")
-    assert [u.url for u in c.urls] == [ch1.url, ch3.url]
-    assert [u.label for u in c.urls] == [ch1.title, ch3.title]
+    # Every page is its own URL, in chapter order, then page order.
+    assert [u.url for u in c.urls] == [*ch1.pages, *ch3.pages]
+    assert [(u.chapter_index, u.page) for u in c.urls] == [(1, 1), (1, 2), (3, 1), (3, 2)]
+    assert [u.chapter for u in c.urls] == ["第一章", "第一章", "第三章", "第三章"]
+    assert [u.label for u in c.urls] == [ch1.title] * 2 + [ch3.title] * 2
     assert set(c.mother_ids) == {"cs-1", "cs-3"}
     chapters = c.metadata["book"]["chapters"]
     assert [len(ch["matches"]) for ch in chapters] == [1, 0, 1, 0]
-    # The chapters are suspects of the library, with their matches (the web shows them).
-    suspect = lib.store.get_suspect(ch1.suspect_id)
-    assert suspect.url == ch1.url and suspect.metadata["pages"] == ch1.pages
-    assert lib.store.get_match(f"{ch1.suspect_id}\x1fcs-1").score > 0.5
+    # Each page is a suspect of the library, with its own matches (the web shows them).
+    for u in c.urls:
+        suspect = lib.store.get_suspect(u.suspect_id)
+        assert suspect.url == u.url and suspect.metadata["pages"] == [u.url]
+        assert suspect.metadata["page"] == u.page
+        assert lib.store.get_match(f"{u.suspect_id}\x1f{u.mother_id}").score > 0.5
+    assert len({u.suspect_id for u in c.urls}) == 4
+    assert ch1.suspect_id == c.urls[0].suspect_id
 
     # The daily run again: the same case, nothing doubled.
     again = monitor_book(index, crawler=crawler, library=lib, svc=svc)
-    assert again.case is not None and again.case.id == c.id and len(again.case.urls) == 2
-    assert [e.kind for e in svc.history(c.id)] == ["created", "book", "book"]
+    assert again.case is not None and again.case.id == c.id and len(again.case.urls) == 4
+    kinds = [e.kind for e in svc.history(c.id)]
+    assert kinds == ["created", *["url_added"] * 4, "book", "book"]
 
     # The mirror is its own site: its own case.
     mirror = monitor_book(
         server.url("/book/7/", "mirror.example"), crawler=crawler, library=lib, svc=svc
     )
-    assert mirror.case is not None and mirror.case.domain == "mirror.example"
+    assert mirror.case is not None and mirror.case.domain == f"mirror.example:{server.port}"
     assert mirror.case.id != c.id and mirror.case.work == "chunshan"
     assert [len(ch.pages) for ch in mirror.chapters][:1] == [1]
 
@@ -168,21 +177,23 @@ def test_one_url_one_open_case(site) -> None:
 
     report = monitor_book(base, crawler=crawler, library=lib, svc=svc)
     assert report.case is not None and report.case.id == first.id  # found, not a twin
-    assert [u.url for u in report.case.urls] == [f"{base}1.html", f"{base}3.html"]
+    pages = [f"{base}{p}.html" for p in ("1", "1_2", "3", "3_2")]
+    assert [u.url for u in report.case.urls] == pages
     lib.ingest(
         [
             Document(id=f"cs-{n}", text=text, title=f"春山记 第{n}章", metadata={"work": "cs2"})
             for n, text in ((1, CH1), (3, CH3))
         ]
     )
-    for _ in range(2):
+    for _ in range(2):  # the book's key is cs2 now: the same case follows it
         again = monitor_book(base, crawler=crawler, library=lib, svc=svc)
         assert again.case is not None and again.case.id == first.id
+        assert again.case.work == "cs2"
     # The verdict again (a re-run of the web's 确认): still the same case.
     svc.apply_verdict(lib.store, page.suspect.id, "cs-1", "confirmed", who="bob")
     (only,) = svc.list_cases()
     urls = [u.url for u in only.urls]
-    assert sorted(urls) == [f"{base}1.html", f"{base}3.html"] and len(set(urls)) == len(urls)
+    assert urls == pages
     assert svc.sync(lib.store) == 0
 
 
@@ -248,4 +259,4 @@ def test_cli_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert report["matched_chapters"] == 1 and report["case_state"] == "open"
     listed = json.loads(CliRunner().invoke(case, ["list", "--json"], obj={"data_dir": data}).stdout)
     assert [c["id"] for c in listed] == [report["case_id"]]
-    assert listed[0]["urls"] == [server.url("/book/7/1.html")]
+    assert listed[0]["urls"] == [server.url("/book/7/1.html"), server.url("/book/7/1_2.html")]

@@ -48,6 +48,14 @@ def _site() -> dict[str, tuple[int, bytes, str]]:
     return pages
 
 
+def _chapter(n: int, lang: str) -> str:
+    """How a notice names chapter ``n``: zh 《雾城旧梦》第一章 雾起, en "雾城旧梦",
+    chapter 1 (第一章 雾起)."""
+    if lang == "zh":
+        return TITLES[n]
+    return f'"雾城旧梦", chapter {n} ({TITLES[n].split("》", 1)[1]})'
+
+
 def _flat(text: str) -> str:
     return "".join(text.split())
 
@@ -147,8 +155,8 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 sep = "：" if lang == "zh" else ":"
                 start = flat.index(_flat(url[n]) + sep)
                 line = flat[start : start + 600].split(_flat(url[other]) + sep)[0]
-                assert _flat(TITLES[n]) in line, (where, line)  # its own chapter
-                assert _flat(TITLES[other]) not in line, (where, line)
+                assert _flat(_chapter(n, lang)) in line, (where, line)  # its own chapter
+                assert _flat(_chapter(other, lang)) not in line, (where, line)
                 assert _flat(fetched[n]) in line, (where, line)  # the capture's fetch time
             assert _flat(key) in flat, where
             if lang == "zh":

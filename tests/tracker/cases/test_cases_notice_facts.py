@@ -70,7 +70,9 @@ def _fill(store: SqliteStore, svc: CaseService, pages: list[dict], rng, meta: bo
     for n, p in enumerate(pages, 1):
         number = str(n) if p["arabic"] else ZH_NUMBERS[n - 1]
         title = f"雾城旧梦 第{number}章 夜话{n}"
-        if p["quoted"]:
+        # One library writes its titles one way: with 《》 (then the title names the book,
+        # issue 36) or without, for every chapter.
+        if pages[0]["quoted"]:
             title = f"《雾城旧梦》第{number}章 夜话{n}"
         mother_text = work(100 + n, 8)
         copied = list(mother_text[:PASSAGE])
@@ -116,6 +118,14 @@ def _fill(store: SqliteStore, svc: CaseService, pages: list[dict], rng, meta: bo
                 "chars": f"{(PASSAGE - p['changed']) / PASSAGE:.2f}",
                 "initials": f"{initials:.2f}",
                 "title": bare_title(title),
+                # How the notice names the chapter: a mother with the book's title in
+                # its metadata or in 《》 is a chapter of 雾城旧梦 (its heading and place).
+                "zh": f"《雾城旧梦》第{number}章 夜话{n}"
+                if meta or pages[0]["quoted"]
+                else f"《{bare_title(title)}》",
+                "en": f'"雾城旧梦", chapter {n} (第{number}章 夜话{n})'
+                if meta or pages[0]["quoted"]
+                else f'"{bare_title(title)}"',
             }
         )
     case = svc.open_case(work="wucheng", domain="pirate.example", who="t", kind="book")
@@ -158,7 +168,7 @@ def _check_notice(text: str, lang: str, facts: list[dict]) -> None:
     all_shas = {f["sha"] for f in facts if f["sha"]}
     for f in confirmed:
         line = lines[f["url"]]
-        assert f["title"] in line  # its own work and chapter, as stored
+        assert f[lang] in line  # its own work and chapter, as stored
         for other in facts:  # no other page's chapter
             if other is not f:
                 assert f"夜话{other['n']}；" not in line and f"夜话{other['n']};" not in line

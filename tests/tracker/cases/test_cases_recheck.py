@@ -53,7 +53,8 @@ def env(tmp_path: Path, redis_client: object) -> Iterator[tuple]:
 
 
 def _confirm(lib: Library, svc: CaseService, url: str, text: str, sid: str) -> str:
-    res = lib.check_suspect(Suspect(id=sid, text=text, url=url))
+    # A fetched page (source "crawl"): a submitted text's URL would be "unverified".
+    res = lib.check_suspect(Suspect(id=sid, text=text, url=url, source="crawl"))
     assert [m.mother_id for m in res.matches] == ["w1"]
     r = svc.apply_verdict(lib.store, sid, "w1", "confirmed", who="alice")
     assert r.case is not None
@@ -146,7 +147,7 @@ def test_cli_recheck_honours_the_ssrf_guard(tmp_path: Path, monkeypatch) -> None
         url = server.url("/p.html")
         with Library.open(settings) as lib:
             lib.ingest([Document(id="w1", text=WORK, title="春山记")])
-            lib.check_suspect(Suspect(id="s1", text=WORK[:900], url=url))
+            lib.check_suspect(Suspect(id="s1", text=WORK[:900], url=url, source="crawl"))
         runner = CliRunner()
         obj = {"data_dir": data}
         assert runner.invoke(verdict, ["s1", "w1", "confirmed"], obj=obj).exit_code == 0
