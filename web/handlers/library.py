@@ -6,10 +6,13 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from tracker.books.admin import UPLOAD_SUFFIXES
+from tracker.books.stats import book_summaries
 from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
 
+from ..books import book_index, find_books
 from ..core import (
     MAX_SHOWN_CHARS,
     Page,
@@ -28,6 +31,8 @@ from ..uploads import claim, flash_skipped, pasted_document, spooled_uploads
 
 bp = Blueprint("library", __name__, url_prefix="/library")
 
+BOOKS_SHOWN = 25  # books on the library page (all of them: /library/books/)
+
 
 @bp.get("/")
 def index() -> Any:
@@ -38,7 +43,19 @@ def index() -> Any:
     mothers = store().list_mothers(
         search=search, offset=pager.offset, limit=per_page, with_text=False
     )
-    return render_template("library/index.html", mothers=mothers, pager=pager, q=search or "")
+    # The books first (title, author, chapters, where they are copied), then every
+    # work as before (chapters among them, named by their book).
+    books = find_books(search or "")
+    return render_template(
+        "library/index.html",
+        mothers=mothers,
+        pager=pager,
+        q=search or "",
+        books=books[:BOOKS_SHOWN],
+        books_total=len(books),
+        summaries=book_summaries(store(), book_index()) if books else {},
+        book_suffixes=UPLOAD_SUFFIXES,
+    )
 
 
 @bp.get("/upload")
