@@ -21,10 +21,11 @@ from tracker.books.admin import UploadPlan, plan_upload
 from tracker.books.model import Book
 from tracker.books.service import BookService
 from tracker.books.stats import BookIndex, chapter_label
+from tracker.books.store import book_store_for
 from tracker.store import Match
 from workers import jobs
 
-from .core import library
+from .core import library, state
 from .i18n import current_language
 from .i18n import translate as _
 from .serializers import book_json, document_dict
@@ -43,7 +44,10 @@ def book_service() -> BookService:
     """The request's ``BookService`` (it migrates a library stored before books once)."""
     svc: BookService | None = g.get("yinji_books")
     if svc is None:
-        svc = g.yinji_books = BookService(library())
+        # The book store (its table made once) is the app's; the service is the
+        # request's (it checks the legacy migration once).
+        books = state().resource("books", lambda: book_store_for(library().store))
+        svc = g.yinji_books = BookService(library(), books)
     return svc
 
 

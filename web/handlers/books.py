@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
+from tracker.books.model import Book
 from tracker.books.stats import book_grid, book_matches, book_summaries
 from tracker.records import NotFound
 
@@ -65,7 +66,7 @@ def _book(book_id: str) -> Any:
 def show(book_id: str) -> Any:
     book = _book(book_id)
     grid = book_grid(book, book_matches(store(), book), cases().list_cases())
-    stored = {m.id for m in _stored(book.work_ids())}
+    stored = _stored(book)
     return render_template(
         "books/show.html",
         book=book,
@@ -76,16 +77,21 @@ def show(book_id: str) -> Any:
     )
 
 
-def _stored(work_ids: list[str]) -> list[Any]:
+def _stored(book: Book) -> set[str]:
     """The chapter works in the store (a chapter of a book still being imported is
-    not, yet)."""
-    out = []
-    for work_id in work_ids:
+    not, yet): one listing of the works whose id holds the book's, without texts."""
+    wanted = set(book.work_ids())
+    found = store().list_mothers(
+        search=book.id, offset=0, limit=max(len(wanted) * 4, 1000), with_text=False
+    )
+    stored = {m.id for m in found} & wanted
+    for work_id in wanted - stored:  # chapters given other ids (JSONL rows, a migration)
         try:
-            out.append(store().get_mother(work_id))
+            store().get_mother(work_id)
         except (NotFound, KeyError):
             continue
-    return out
+        stored.add(work_id)
+    return stored
 
 
 @bp.post("/<id:book_id>/edit")
