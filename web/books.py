@@ -84,7 +84,7 @@ def init_books(app: Flask) -> None:
     """``chapter_of(mother_id)`` and ``book_of(mother_id)`` in every template."""
     app.add_template_global(chapter_of, "chapter_of")
     app.add_template_global(book_of, "book_of")
-    app.add_template_global(STEP_LABELS, "STEP_LABELS")
+    app.jinja_env.globals["STEP_LABELS"] = STEP_LABELS
 
 
 @dataclass
