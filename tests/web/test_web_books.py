@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import zipfile
 from html import unescape
 from typing import Any
 
@@ -359,6 +360,29 @@ def test_upload_a_book_through_the_api_and_the_library_page(system: WebSystem) -
     shown = api.get(book_path("haishang"), headers=auth(system, "viewer")).get_json()
     assert [c["title"] for c in shown["chapters"]] == ["第一章 启程", "第二章 夜航"]
     assert system.store.get_mother("haishang-0002").metadata["chapter_index"] == 2
+
+    # A zip of chapter files is one book, its chapters in file order.
+    chapters = io.BytesIO()
+    with zipfile.ZipFile(chapters, "w") as zf:
+        zf.writestr("001.txt", "第一章 春\n" + work(3811, 8))
+        zf.writestr("002.txt", "第二章 夏\n" + work(3812, 8))
+    chapters.seek(0)
+    zipped = api.post(
+        "/api/v1/books",
+        headers=auth(system, "analyst"),
+        data={"files": (chapters, "siji.zip")},
+        content_type="multipart/form-data",
+    )
+    assert zipped.status_code == 202, zipped.get_data(as_text=True)
+    assert [(b["id"], b["chapters"]) for b in zipped.get_json()["books"]] == [("siji", 2)]
+    assert (
+        wait_job(api, zipped.get_json()["job_id"], headers=auth(system, "analyst"))["result"][
+            "ingested"
+        ]
+        == 2
+    )
+    shown = api.get(book_path("siji"), headers=auth(system, "viewer")).get_json()
+    assert [c["work_id"] for c in shown["chapters"]] == ["siji-0001", "siji-0002"]
 
     nothing = api.post(
         "/api/v1/books",

@@ -87,15 +87,20 @@ def plan_upload(
                 )
             )
             continue
+        before = (len(plan.documents), len(plan.errors))
         if suffix == ".zip":
             _zip_book(ingest, plan, name, path, limits)
-            continue
-        stem = PurePosixPath(name).stem or "book"
-        for item in read_path(path, name, default_id=stem, limits=limits, books=ingest.read_file):
-            if isinstance(item, DocumentError):
-                plan.errors.append(item)
-            else:
-                plan.documents.append(item)
+        else:
+            stem = PurePosixPath(name).stem or "book"
+            for item in read_path(
+                path, name, default_id=stem, limits=limits, books=ingest.read_file
+            ):
+                if isinstance(item, DocumentError):
+                    plan.errors.append(item)
+                else:
+                    plan.documents.append(item)
+        if (len(plan.documents), len(plan.errors)) == before:
+            plan.errors.append(DocumentError(name, "no chapter with text in it"))
     plan.warnings = list(ingest.warnings)
     return plan
 
