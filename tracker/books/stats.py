@@ -12,13 +12,17 @@ matches (a chapter's work found on a page), their verdicts, and the takedown cas
   in a case whose notice was sent) → ``removed`` (every page of the chapter in the
   site's cases is gone).
 - ``book_summaries``: per book, the chapters found pirated and the sites with
-  confirmed / only pending matches (the library's list), in one pass over the matches.
+  confirmed / only pending matches (the library's list).
+- ``match_pages``: what all of these read of the matches — counts per work, verdict
+  and page, grouped by the store (one ``GROUP BY`` / ``$group``), never every match
+  with its passages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
@@ -29,6 +33,8 @@ from .model import Book, BookChapter
 if TYPE_CHECKING:
     from tracker.cases.model import Case
     from tracker.store import Store
+    from tracker.store.mongo import MongoStore
+    from tracker.store.sqlite import SqliteStore
 
 CellState = Literal["pirated", "confirmed", "noticed", "removed"]
 #: The steps of a cell, in order: a cell shows the furthest one reached.
@@ -41,21 +47,31 @@ _NOTICED_STATES = frozenset(
 _REMOVED_STATES = frozenset({"removed", "compensated"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCAN_PAGE = 1000
+_IN_CHUNK = 500  # work ids of one sqlite IN (...)
 
 
 def site_of(url: str, domain: str = "") -> str:
     """The site of a page: its host, with the port when it is not the scheme's default
     (``127.0.0.1:8001``; two servers on one host are two sites). ``domain`` when the
     URL gives no host; "" for a match without a URL (a pasted text)."""
+    scheme, sep, rest = (url or "").strip().partition("://")
+    if not sep:
+        return domain
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return _site(scheme.lower(), netloc) or domain
+
+
+@lru_cache(maxsize=4096)
+def _site(scheme: str, netloc: str) -> str:
+    """``site_of`` of one scheme and network location (a library's pages are on few
+    sites: each is parsed once)."""
     try:
-        parts = urlsplit((url or "").strip())
+        parts = urlsplit(f"{scheme}://{netloc}/")
         host = (parts.hostname or "").strip(".").lower()
         port = parts.port
     except ValueError:
-        return domain
-    if not host:
-        return domain
-    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme.lower()):
+        return ""
+    if host and port is not None and port != _DEFAULT_PORTS.get(scheme):
         return f"{host}:{port}"
     return host
 
@@ -212,48 +228,156 @@ def _summary(book_id: str, cells: Iterable[Cell]) -> BookSummary:
     )
 
 
-def _add_match(cells: dict[tuple[str, str], Cell], m: Match) -> None:
-    if m.verdict == "dismissed":
+@dataclass(frozen=True)
+class MatchPage:
+    """The stored matches of one work on one page with one verdict, counted: what the
+    figures need of the matches, without their passages."""
+
+    mother_id: str
+    verdict: str
+    url: str
+    domain: str
+    count: int
+
+
+def match_pages(
+    store: Store, query: MatchQuery | None = None, mother_ids: Iterable[str] | None = None
+) -> Iterator[MatchPage]:
+    """The matches under ``query``'s filters (its paging ignored), and of
+    ``mother_ids`` when given, grouped by work, verdict and page: one ``GROUP BY`` in
+    sqlite, one ``$group`` in MongoDB (with the stores' own filters), so that the
+    figures of a library with many matches do not read every match with its passages.
+    Any other store: its matches read page by page."""
+    from tracker.store.sqlite import SqliteStore
+
+    ids = None if mother_ids is None else sorted(set(mother_ids))
+    if ids is not None and not ids:
         return
-    site = site_of(m.suspect_url, m.domain)
-    cell = cells.get((m.mother_id, site))
+    if isinstance(store, SqliteStore):
+        yield from _sqlite_pages(store, query, ids)
+        return
+    if type(store).__name__ == "MongoStore":  # its module (pymongo) only when in use
+        from tracker.store.mongo import MongoStore
+
+        if isinstance(store, MongoStore):
+            yield from _mongo_pages(store, query, ids)
+            return
+    yield from _scanned_pages(store, query, ids)
+
+
+def _sqlite_pages(
+    store: SqliteStore, query: MatchQuery | None, ids: list[str] | None
+) -> Iterator[MatchPage]:
+    from tracker.store.sqlite import _match_where
+
+    where, params = _match_where(query)
+    chunks: list[list[str] | None] = (
+        [None] if ids is None else [ids[i : i + _IN_CHUNK] for i in range(0, len(ids), _IN_CHUNK)]
+    )
+    for chunk in chunks:
+        sql, args = where, list(params)
+        if chunk is not None:
+            marks = ", ".join("?" for _ in chunk)
+            sql = (
+                f"{where} AND mother_id IN ({marks})" if where else f" WHERE mother_id IN ({marks})"
+            )
+            args += chunk
+        rows = store._conn().execute(
+            "SELECT mother_id, verdict, suspect_url, domain, count(*) FROM matches"
+            f"{sql} GROUP BY mother_id, verdict, suspect_url, domain",
+            args,
+        )
+        for r in rows:
+            yield MatchPage(str(r[0]), str(r[1]), str(r[2] or ""), str(r[3] or ""), int(r[4]))
+
+
+def _mongo_pages(
+    store: MongoStore, query: MatchQuery | None, ids: list[str] | None
+) -> Iterator[MatchPage]:
+    from tracker.store.mongo import _match_filter
+
+    flt = _match_filter(query)
+    if ids is not None:
+        flt = {"$and": [flt, {"mother_id": {"$in": ids}}]} if flt else {"mother_id": {"$in": ids}}
+    pipeline: list[dict[str, object]] = [{"$match": flt}] if flt else []
+    pipeline.append(
+        {
+            "$group": {
+                "_id": {
+                    "m": "$mother_id",
+                    "v": "$verdict",
+                    "u": "$suspect_url",
+                    "d": "$domain",
+                },
+                "n": {"$sum": 1},
+            }
+        }
+    )
+    for doc in store.matches.aggregate(pipeline):
+        key = doc["_id"]
+        yield MatchPage(
+            str(key.get("m") or ""),
+            str(key.get("v") or "pending"),
+            str(key.get("u") or ""),
+            str(key.get("d") or ""),
+            int(doc["n"]),
+        )
+
+
+def _scanned_pages(
+    store: Store, query: MatchQuery | None, ids: list[str] | None
+) -> Iterator[MatchPage]:
+    base = query or MatchQuery()
+    wanted = None if ids is None else set(ids)
+    counts: dict[tuple[str, str, str, str], int] = {}
+    offset = 0
+    while True:
+        rows = store.query_matches(
+            replace(base, sort="created_at", offset=offset, limit=_SCAN_PAGE)
+        )
+        for m in rows:
+            if wanted is None or m.mother_id in wanted:
+                key = (m.mother_id, m.verdict, m.suspect_url, m.domain)
+                counts[key] = counts.get(key, 0) + 1
+        if len(rows) < _SCAN_PAGE:
+            break
+        offset += _SCAN_PAGE
+    for (mother_id, verdict, url, domain), n in counts.items():
+        yield MatchPage(mother_id, verdict, url, domain, n)
+
+
+def _add_page(cells: dict[tuple[str, str], Cell], p: MatchPage) -> None:
+    if p.verdict == "dismissed":
+        return
+    site = site_of(p.url, p.domain)
+    cell = cells.get((p.mother_id, site))
     if cell is None:
-        cell = cells[(m.mother_id, site)] = Cell(m.mother_id, site, "pirated")
-    cell.matches += 1
-    if m.verdict == "confirmed":
-        cell.confirmed += 1
+        cell = cells[(p.mother_id, site)] = Cell(p.mother_id, site, "pirated")
+    cell.matches += p.count
+    if p.verdict == "confirmed":
+        cell.confirmed += p.count
         if STEPS.index(cell.state) < STEPS.index("confirmed"):
             cell.state = "confirmed"
     else:
-        cell.pending += 1
-    if m.suspect_url and m.suspect_url not in cell.urls:
-        cell.urls.append(m.suspect_url)
+        cell.pending += p.count
+    if p.url and p.url not in cell.urls:
+        cell.urls.append(p.url)
 
 
-def book_matches(store: Store, book: Book) -> Iterator[Match]:
-    """Every stored match of the book's chapters (one query a chapter)."""
-    for chapter in book.chapters:
-        offset = 0
-        while True:
-            rows = store.query_matches(
-                MatchQuery(
-                    mother_id=chapter.work_id, sort="created_at", offset=offset, limit=_SCAN_PAGE
-                )
-            )
-            yield from rows
-            if len(rows) < _SCAN_PAGE:
-                break
-            offset += _SCAN_PAGE
+def book_pages(store: Store, book: Book) -> Iterator[MatchPage]:
+    """The grouped matches (``match_pages``) of the book's chapters."""
+    return match_pages(store, mother_ids=book.work_ids())
 
 
-def book_grid(book: Book, matches: Iterable[Match], cases: Iterable[Case]) -> BookGrid:
-    """The chapters × sites grid of ``book`` from its stored ``matches`` and the
-    ``cases`` (any cases: those holding none of the book's works are passed over)."""
+def book_grid(book: Book, pages: Iterable[MatchPage], cases: Iterable[Case]) -> BookGrid:
+    """The chapters × sites grid of ``book`` from its stored matches (``book_pages``)
+    and the ``cases`` (any cases: those holding none of the book's works are passed
+    over)."""
     works = set(book.work_ids())
     cells: dict[tuple[str, str], Cell] = {}
-    for m in matches:
-        if m.mother_id in works:
-            _add_match(cells, m)
+    for p in pages:
+        if p.mother_id in works:
+            _add_page(cells, p)
     # The pages of each (chapter, site) in cases: noticed when a notice went out for
     # one of them, removed when every one is gone.
     pages: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
@@ -282,20 +406,19 @@ def book_grid(book: Book, matches: Iterable[Match], cases: Iterable[Case]) -> Bo
     return BookGrid(book, sites, cells)
 
 
-def book_summaries(store: Store, index: BookIndex) -> dict[str, BookSummary]:
-    """Every book's ``BookSummary`` (a book without matches has zeros), in one pass
-    over the stored matches."""
-    cells: dict[str, dict[tuple[str, str], Cell]] = {b: {} for b in index.books}
-    offset = 0
-    while True:
-        rows = store.query_matches(MatchQuery(sort="created_at", offset=offset, limit=_SCAN_PAGE))
-        for m in rows:
-            found = index.of(m.mother_id)
-            if found is not None:
-                _add_match(cells[found[0].id], m)
-        if len(rows) < _SCAN_PAGE:
-            break
-        offset += _SCAN_PAGE
+def book_summaries(
+    store: Store, index: BookIndex, books: Iterable[Book] | None = None
+) -> dict[str, BookSummary]:
+    """The ``BookSummary`` of ``books`` (default: every book of the index; a book
+    without matches has zeros), from one grouped read of the stored matches
+    (``match_pages``; of the books' chapters only when ``books`` is given)."""
+    wanted = list(index.books.values()) if books is None else list(books)
+    cells: dict[str, dict[tuple[str, str], Cell]] = {b.id: {} for b in wanted}
+    ids = None if books is None else [w for b in wanted for w in b.work_ids()]
+    for p in match_pages(store, mother_ids=ids):
+        found = index.of(p.mother_id)
+        if found is not None and found[0].id in cells:
+            _add_page(cells[found[0].id], p)
     return {book_id: _summary(book_id, c.values()) for book_id, c in cells.items()}
 
 
@@ -304,19 +427,10 @@ def book_match_counts(
 ) -> list[tuple[Book, int]]:
     """The books with the most matches under ``query``'s filters (its paging
     ignored), most first: the analytics page's "most-copied books"."""
-    base = query or MatchQuery()
     counts: dict[str, int] = {}
-    offset = 0
-    while True:
-        rows = store.query_matches(
-            replace(base, sort="created_at", offset=offset, limit=_SCAN_PAGE)
-        )
-        for m in rows:
-            found = index.of(m.mother_id)
-            if found is not None:
-                counts[found[0].id] = counts.get(found[0].id, 0) + 1
-        if len(rows) < _SCAN_PAGE:
-            break
-        offset += _SCAN_PAGE
+    for p in match_pages(store, query):
+        found = index.of(p.mother_id)
+        if found is not None:
+            counts[found[0].id] = counts.get(found[0].id, 0) + p.count
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], index.books[kv[0]].title, kv[0]))
     return [(index.books[book_id], n) for book_id, n in ranked[:top]]

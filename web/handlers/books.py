@@ -11,7 +11,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
 from tracker.books.model import Book
-from tracker.books.stats import book_grid, book_matches, book_summaries
+from tracker.books.stats import book_grid, book_pages, book_summaries
 from tracker.records import NotFound
 
 from ..books import book_index, book_service, find_books, made_line, upload_books
@@ -36,7 +36,7 @@ def index() -> Any:
     return render_template(
         "books/index.html",
         books=shown,
-        summaries=book_summaries(store(), book_index()),
+        summaries=book_summaries(store(), book_index(), shown),
         pager=pager,
         q=q,
         suffixes=UPLOAD_SUFFIXES,
@@ -65,7 +65,7 @@ def _book(book_id: str) -> Any:
 @bp.get("/<id:book_id>")
 def show(book_id: str) -> Any:
     book = _book(book_id)
-    grid = book_grid(book, book_matches(store(), book), cases().list_cases())
+    grid = book_grid(book, book_pages(store(), book), cases().list_cases())
     stored = _stored(book)
     return render_template(
         "books/show.html",
@@ -112,7 +112,7 @@ def edit(book_id: str) -> Any:
 @role_required("admin")
 def delete_confirm(book_id: str) -> Any:
     book = _book(book_id)
-    grid = book_grid(book, book_matches(store(), book), [])
+    grid = book_grid(book, book_pages(store(), book), [])
     matches = sum(c.matches for c in grid.cells.values())
     return render_template("books/delete.html", book=book, matches=matches)
 

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Blueprint, jsonify, request, url_for
 
 from tracker.books.admin import edit_book
-from tracker.books.stats import book_grid, book_matches, book_summaries
+from tracker.books.stats import book_grid, book_pages, book_summaries
 from tracker.records import NotFound
 
 from ..books import book_index, book_service, find_books, upload_books
@@ -28,9 +28,11 @@ EDIT_FIELDS = ("title", "author", "series", "isbn", "language")
 def books_list() -> Any:
     """``yinji book list --json``'s array, each book with ``copies``: chapters found
     pirated and the sites with confirmed / only pending matches."""
-    summaries = book_summaries(store(), book_index())
+    q = (request.args.get("q") or "").strip()
+    books = find_books(q)
+    summaries = book_summaries(store(), book_index(), books if q else None)
     out = []
-    for book in find_books(request.args.get("q") or ""):
+    for book in books:
         item = book_json(book, chapters=False)
         item["copies"] = summaries[book.id].to_dict()
         out.append(item)
@@ -67,7 +69,7 @@ def _book(book_id: str) -> Any:
 def books_get(book_id: str) -> Any:
     """``yinji book show --json`` with ``copies`` and ``grid`` (chapters × sites)."""
     book = _book(book_id)
-    grid = book_grid(book, book_matches(store(), book), cases().list_cases())
+    grid = book_grid(book, book_pages(store(), book), cases().list_cases())
     out = book_json(book)
     out["copies"] = grid.summary().to_dict()
     out["grid"] = grid.to_dict()

@@ -53,7 +53,7 @@ def index() -> Any:
         q=search or "",
         books=books[:BOOKS_SHOWN],
         books_total=len(books),
-        summaries=book_summaries(store(), book_index()) if books else {},
+        summaries=book_summaries(store(), book_index(), books[:BOOKS_SHOWN]),
         book_suffixes=UPLOAD_SUFFIXES,
     )
 

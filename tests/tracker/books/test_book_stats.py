@@ -5,21 +5,29 @@ only when both are), the library's figures per book, the most-copied books."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tracker.books.model import Book, BookChapter
 from tracker.books.stats import (
     BookIndex,
+    MatchPage,
     book_grid,
     book_match_counts,
+    book_pages,
     book_summaries,
     chapter_label,
+    match_pages,
     site_of,
 )
 from tracker.cases.model import Case, CaseURL
-from tracker.records import ChapterRef, Match, MatchQuery
+from tracker.records import ChapterRef, Match, MatchQuery, Suspect
+from tracker.store import SqliteStore, Store
 
 BOOK = Book(
     id="xyj",
@@ -104,7 +112,9 @@ def test_grid_steps_from_pirated_to_removed() -> None:
         match("xyj-0003", b, "dismissed"),  # not a copy
         match("shz-0001", b, "confirmed"),  # another book
     ]
-    grid = book_grid(BOOK, matches, [])
+    fake: Any = FakeStore(matches)
+    pages = list(match_pages(fake))
+    grid = book_grid(BOOK, pages, [])
     assert grid.sites == ["127.0.0.1:8001", "pirate.example"]
     cell = grid.cell("xyj-0002", "pirate.example")
     assert cell is not None and cell.state == "confirmed"
@@ -124,20 +134,20 @@ def test_grid_steps_from_pirated_to_removed() -> None:
         urls=[CaseURL(a, mother_id="xyj-0002"), CaseURL(a2, mother_id="xyj-0002")],
         notice_sent_at=datetime(2026, 11, 1, tzinfo=UTC),
     )
-    noticed = book_grid(BOOK, matches, [case]).cell("xyj-0002", "pirate.example")
+    noticed = book_grid(BOOK, pages, [case]).cell("xyj-0002", "pirate.example")
     assert noticed is not None and noticed.state == "noticed" and noticed.case_ids == ["c1"]
 
     # One page of the chapter gone, the other still there: not removed.
     case.urls[0].status = "removed"
-    half = book_grid(BOOK, matches, [case]).cell("xyj-0002", "pirate.example")
+    half = book_grid(BOOK, pages, [case]).cell("xyj-0002", "pirate.example")
     assert half is not None and half.state == "noticed"
     case.urls[1].status = "removed"
-    gone = book_grid(BOOK, matches, [case]).cell("xyj-0002", "pirate.example")
+    gone = book_grid(BOOK, pages, [case]).cell("xyj-0002", "pirate.example")
     assert gone is not None and gone.state == "removed"
 
     # A case moved to removed by a person: its pages count as gone.
     by_hand = replace(case, urls=[CaseURL(a, mother_id="xyj-0002")], state="removed")
-    removed = book_grid(BOOK, matches, [by_hand]).cell("xyj-0002", "pirate.example")
+    removed = book_grid(BOOK, pages, [by_hand]).cell("xyj-0002", "pirate.example")
     assert removed is not None and removed.state == "removed"
 
     as_json: Any = grid.to_dict()
@@ -162,3 +172,66 @@ def test_summaries_and_most_copied_books_over_every_match() -> None:
     assert [(b.id, n) for b, n in top] == [("xyj", 2500), ("shz", 1)]
     confirmed = book_match_counts(store, index, MatchQuery(verdict="confirmed"))
     assert [(b.id, n) for b, n in confirmed] == [("shz", 1)]
+
+
+# --- the stores group the matches themselves -------------------------------------------------
+@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.slow)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        s: Store = SqliteStore(tmp_path / "yinji.sqlite3")
+        yield s
+        s.close()
+        return
+    pytest.importorskip("mongomock")
+    import pymongo
+    from mongo_wire import mongo_wire_server
+
+    from tracker.store.mongo import MongoStore
+
+    with mongo_wire_server() as server:
+        client = pymongo.MongoClient(server.uri, tz_aware=True)
+        s = MongoStore(client, db_name="yinji_test")
+        yield s
+        s.close()
+        client.close()
+
+
+def stored(store: Store, matches: list[Match]) -> None:
+    by_suspect: dict[str, list[Match]] = {}
+    for m in matches:
+        by_suspect.setdefault(m.suspect_id, []).append(m)
+    for sid, ms in by_suspect.items():
+        store.put_suspect(Suspect(id=sid, text="盗版", url=ms[0].suspect_url))
+        store.put_matches(sid, ms)
+
+
+def test_the_store_groups_as_a_scan_would(store: Store) -> None:
+    a = "https://pirate.example/41.html"
+    b = "http://127.0.0.1:8001/1.html"
+    matches = [
+        match("xyj-0002", a, suspect="s1"),
+        match("xyj-0001", a, suspect="s1"),
+        match("xyj-0002", b, suspect="s2"),
+        match("shz-0001", b, suspect="s2"),
+        match("xyj-0003", "", suspect="s3"),  # a pasted text: no page
+    ]
+    stored(store, matches)
+    store.set_verdict(matches[2].id, "confirmed")
+    scanned: Any = FakeStore(store.query_matches(MatchQuery(limit=100)))
+
+    def key(p: MatchPage) -> tuple[str, str, str, str, int]:
+        return (p.mother_id, p.verdict, p.url, p.domain, p.count)
+
+    assert sorted(map(key, match_pages(store))) == sorted(map(key, match_pages(scanned)))
+    assert sorted(map(key, book_pages(store, BOOK))) == sorted(
+        key(p) for p in match_pages(scanned) if p.mother_id.startswith("xyj-")
+    )
+    confirmed = list(match_pages(store, MatchQuery(verdict="confirmed")))
+    assert [(p.mother_id, p.url) for p in confirmed] == [("xyj-0002", b)]
+    assert list(match_pages(store, mother_ids=[])) == []
+    grid = book_grid(BOOK, book_pages(store, BOOK), [])
+    assert grid.sites == ["127.0.0.1:8001", "pirate.example", ""]  # no page: last
+    assert grid.cell("xyj-0002", "127.0.0.1:8001").state == "confirmed"  # type: ignore[union-attr]
+    index = BookIndex([BOOK, OTHER])
+    assert book_summaries(store, index)["xyj"].chapters_pirated == 3
+    assert [(bk.id, n) for bk, n in book_match_counts(store, index)] == [("xyj", 4), ("shz", 1)]
