@@ -105,6 +105,14 @@ class BookUpload:
         }
 
 
+def plan_books(refs: list[dict[str, Any]]) -> UploadPlan:
+    """The books of uploaded files (``web.uploads`` references, each file one book),
+    read here (``tracker.books.admin.plan_upload``); the files are deleted when the
+    request ends (they are not handed to a job)."""
+    store = spool()
+    return plan_upload(book_service(), [(str(r["name"]), store.path(r)) for r in refs])
+
+
 def upload_books(files: list[FileStorage]) -> BookUpload:
     """Each uploaded file one book: read here into chapters (``tracker.books.admin``),
     the chapters ingested by a job (``workers.jobs.submit_ingest``, as any works), the
@@ -112,8 +120,7 @@ def upload_books(files: list[FileStorage]) -> BookUpload:
     chapters the job has not stored yet). Files that are no book are in
     ``skipped``; ``job_id`` is None when nothing could be read."""
     refs, skipped = spooled_uploads(files)
-    store = spool()
-    plan = plan_upload(book_service(), [(str(r["name"]), store.path(r)) for r in refs])
+    plan = plan_books(refs)
     skipped += [{"source": e.source, "message": e.message} for e in plan.errors]
     upload = BookUpload(plan, skipped=skipped)
     if not plan.documents:

@@ -408,6 +408,56 @@ def test_upload_a_book_through_the_api_and_the_library_page(system: WebSystem) -
     assert page.get(page_path("haishang-2")).status_code == 200
 
 
+def epub_file() -> bytes:
+    """A small EPUB 3 of two chapters, made with ebooklib (navigation titles)."""
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("urn:yinji:test-epub")
+    book.set_title("山居笔记")
+    book.set_language("zh-CN")
+    book.add_author("沈岚")
+    chapters = []
+    for i, name in enumerate(("第一章 山门", "第二章 溪声"), 1):
+        c = epub.EpubHtml(title=name, file_name=f"c{i}.xhtml", lang="zh")
+        c.content = f"<html><body><h2>{name}</h2><p>{work(3900 + i, 8)}</p></body></html>"
+        chapters.append(c)
+        book.add_item(c)
+    book.toc = chapters
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", *chapters]
+    out = io.BytesIO()
+    epub.write_epub(out, book)
+    return out.getvalue()
+
+
+def test_an_epub_on_the_works_upload_form_is_a_book(system: WebSystem) -> None:
+    pytest.importorskip("tracker.books.parse")
+    pytest.importorskip("ebooklib")
+    page = system.client("analyst")
+    response = page.post(
+        "/library/upload",
+        data={
+            "csrf_token": csrf(page, "/library/upload"),
+            "files": [
+                (io.BytesIO(epub_file()), "shanju.epub"),
+                (io.BytesIO(work(3910, 6).encode()), "loose-note.txt"),
+            ],
+        },
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 302, response.get_data(as_text=True)[:500]
+    status = wait_job(page, job_id_of(response))
+    assert status["state"] == "SUCCESS" and status["result"]["ingested"] == 3, status
+    followed = page.get(response.headers["Location"]).get_data(as_text=True)
+    assert "1 本书，2 章" in followed
+    shown = page.get(book_path("shanju"), headers=auth(system, "viewer")).get_json()
+    assert (shown["title"], shown["author"]) == ("山居笔记", "沈岚")
+    assert [c["title"] for c in shown["chapters"]] == ["第一章 山门", "第二章 溪声"]
+    assert system.store.get_mother("loose-note").title  # the other file: a work as before
+
+
 # --- the OpenAPI document ---------------------------------------------------------------------
 def test_openapi_documents_the_book_endpoints(system: WebSystem) -> None:
     doc = system.client().get("/api/v1/openapi.json").get_json()
