@@ -380,7 +380,7 @@ def book_grid(book: Book, pages: Iterable[MatchPage], cases: Iterable[Case]) -> 
             _add_page(cells, p)
     # The pages of each (chapter, site) in cases: noticed when a notice went out for
     # one of them, removed when every one is gone.
-    pages: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+    filed: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
     for case in cases:
         noticed = case.notice_sent_at is not None or case.state in _NOTICED_STATES
         for u in case.urls:
@@ -393,8 +393,8 @@ def book_grid(book: Book, pages: Iterable[MatchPage], cases: Iterable[Case]) -> 
             if case.id not in cell.case_ids:
                 cell.case_ids.append(case.id)
             gone = u.status == "removed" or case.state in _REMOVED_STATES
-            pages.setdefault(key, []).append((noticed, gone))
-    for key, found in pages.items():
+            filed.setdefault(key, []).append((noticed, gone))
+    for key, found in filed.items():
         cell = cells[key]
         if all(removed for _, removed in found):
             cell.state = "removed"
