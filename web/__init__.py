@@ -88,6 +88,8 @@ def create_app(
         analytics,
         api,
         auth,
+        books,
+        books_api,
         cases,
         cases_api,
         discover,
@@ -103,6 +105,7 @@ def create_app(
         auth,
         health,
         library,
+        books,
         suspects,
         matches,
         cases,
@@ -110,11 +113,15 @@ def create_app(
         exports,
         api,
         cases_api,
+        books_api,
         watch,
     ):
         app.register_blueprint(module.bp)
     app.register_blueprint(discover.bp)
     app.register_blueprint(discover.api)
+    from .books import init_books
+
+    init_books(app)
 
     # Jobs submitted from this app go to the Celery app of these settings (the same
     # broker as the workers of this installation); tasks run in the app context.

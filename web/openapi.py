@@ -6,6 +6,7 @@ from typing import Any
 
 from tracker.cases.model import STATES
 from tracker.records import VERDICTS
+from web.openapi_books import BOOK_SCHEMAS, book_paths
 from web.openapi_common import TIME, TIME_OR_NULL
 from web.openapi_discover import discover_paths
 
@@ -124,7 +125,8 @@ CASE_FILTERS: list[dict[str, Any]] = [
 
 
 def _watch_paths() -> dict[str, Any]:
-    """The paths of ``/api/v1/watch`` and ``/api/v1/books`` (``web/handlers/watch.py``)."""
+    """The paths of ``/api/v1/watch`` and ``/api/v1/watch/books``
+    (``web/handlers/watch.py``)."""
     item = {
         "type": "object",
         "properties": {
@@ -238,7 +240,7 @@ def _watch_paths() -> dict[str, Any]:
                 },
             },
         },
-        "/api/v1/books": {
+        "/api/v1/watch/books": {
             "get": {
                 "summary": "Monitored pirate books: each book case with its chapters",
                 "responses": {
@@ -938,6 +940,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                 },
             },
             **discover_paths(),
+            **book_paths(job_accepted),
             "/api/v1/openapi.json": {
                 "get": {
                     "summary": "This document (no authentication: it holds no data)",
@@ -1148,9 +1151,23 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "created_at": TIME,
                         "updated_at": TIME,
                         "passages": {"type": "array", "items": _ref("Passage")},
+                        "book_id": {
+                            "type": ["string", "null"],
+                            "description": "The book the work is a chapter of (null: none)",
+                        },
+                        "book_title": {"type": ["string", "null"]},
+                        "chapter": {
+                            "type": ["string", "null"],
+                            "description": "The chapter's heading as in the book",
+                        },
+                        "chapter_index": {
+                            "type": ["integer", "null"],
+                            "description": "1-based position in the book",
+                        },
                     },
                 },
                 **CASE_SCHEMAS,
+                **BOOK_SCHEMAS,
                 "MatchList": {
                     "type": "object",
                     "properties": {

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.books.model import Book
 from tracker.cases import Case, CaseEvent
 from tracker.documents import Document
+from tracker.services.results import NO_BOOK
 from tracker.store import Match, Mother
 from tracker.timefmt import iso_utc
 
@@ -37,6 +39,18 @@ def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
         out["passages"] = [p.to_dict() for p in m.passages]
     else:
         out["passage_count"] = len(m.passages)
+    # The book the work is a chapter of (``web.books.named`` sets it), as in
+    # ``check --json``: null fields for a work in no book.
+    out.update(m.book.to_dict() if m.book is not None else NO_BOOK)
+    return out
+
+
+def book_json(book: Book, *, chapters: bool = True) -> dict[str, Any]:
+    """A book in the shape of ``yinji book show --json`` (``chapters``: the list of
+    ``{index, title, work_id, characters}``) or, without ``chapters``, of ``book list
+    --json`` (``chapters``: their number); its time written as every time of the API."""
+    out: dict[str, Any] = book.to_dict() if chapters else book.summary()
+    out["created_at"] = iso_utc(book.created_at)
     return out
 
 

@@ -1,5 +1,5 @@
 """The watch list and the monitored books in the web admin (/watch) and the REST API
-(/api/v1/watch, /api/v1/books): adding a pirate book crawls it at once (a job), files
+(/api/v1/watch, /api/v1/watch/books): adding a pirate book crawls it at once (a job), files
 its case, and the page says when the next daily crawl runs and that `yinji beat` runs it."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_watch_page_and_api(system: WebSystem, book_site: PageServer) -> None:
     assert added.status_code == 302
     status = wait_job(analyst, job_id_of(added))
     assert status["state"] == "SUCCESS", status
-    books = system.client().get("/api/v1/books", headers=_auth(system, "viewer")).get_json()
+    books = system.client().get("/api/v1/watch/books", headers=_auth(system, "viewer")).get_json()
     (book,) = books["books"]
     assert book["index_url"] == index and book["watched"] is True
     assert [ch["url"] for ch in book["chapters"]] == [
@@ -94,4 +94,4 @@ def test_watch_page_and_api(system: WebSystem, book_site: PageServer) -> None:
     again = api.delete("/api/v1/watch", query_string={"url": one}, headers=_auth(system, "analyst"))
     assert again.status_code == 404
     spec = api.get("/api/v1/openapi.json").get_json()
-    assert {"/api/v1/watch", "/api/v1/books"} <= set(spec["paths"])
+    assert {"/api/v1/watch", "/api/v1/watch/books"} <= set(spec["paths"])

@@ -36,6 +36,12 @@ LIST_COLUMNS = (
     "created_at",
     "updated_at",
     "note",
+    # The book the work is a chapter of (issue #36; empty for a work in no book), as
+    # ``check --json`` names it: set on ``Match.book`` by whoever exports.
+    "book_id",
+    "book_title",
+    "chapter",
+    "chapter_index",
 )
 
 
@@ -58,6 +64,10 @@ def match_row(m: Match) -> JSONObject:
         "created_at": iso_utc(m.created_at),
         "updated_at": iso_utc(m.updated_at),
         "note": m.note,
+        "book_id": m.book.book_id if m.book is not None else "",
+        "book_title": m.book.book_title if m.book is not None else "",
+        "chapter": m.book.chapter if m.book is not None else "",
+        "chapter_index": m.book.chapter_index if m.book is not None else None,
     }
 
 

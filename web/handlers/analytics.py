@@ -8,8 +8,10 @@ from typing import Any
 
 from flask import Blueprint, render_template, request, url_for
 
+from tracker.books.stats import book_match_counts
 from tracker.cases import Case
 
+from ..books import book_index, chapter_of
 from ..casework import cases, site_stats, totals
 from ..charts import bar_list, time_chart, verdict_chart
 from ..core import filter_args, parse_match_filters, store, work_choices
@@ -27,8 +29,16 @@ def index() -> Any:
         query = parse_match_filters({}).query  # type: ignore[arg-type]
     stats = store().match_stats(replace(query, offset=0))
     top_works: list[tuple[str, int, str | None]] = [
-        (title or mid, n, url_for("matches.dashboard", **filter_args(request.args, work=mid)))
+        (
+            chapter_of(mid) or title or mid,  # a chapter named by its book
+            n,
+            url_for("matches.dashboard", **filter_args(request.args, work=mid)),
+        )
         for mid, title, n in stats["top_mothers"]
+    ]
+    top_books: list[tuple[str, int, str | None]] = [
+        (f"《{book.title}》", n, url_for("books.show", book_id=book.id))
+        for book, n in book_match_counts(store(), book_index(), query)
     ]
     top_sites: list[tuple[str, int, str | None]] = [
         (domain, n, url_for("matches.dashboard", **filter_args(request.args, domain=domain)))
@@ -52,6 +62,7 @@ def index() -> Any:
         args=request.args,
         timeline=time_chart(stats["by_day"]),
         works=bar_list(top_works),
+        books=bar_list(top_books),
         sites=bar_list(top_sites),
         verdicts=verdict_chart(stats["by_verdict"]),
         work_choices=work_choices(),

@@ -18,6 +18,7 @@ from tracker.rules import check_document_item, check_note, check_text_item, chec
 from tracker.store import Match
 from workers import jobs
 
+from ..books import named
 from ..casework import set_verdict
 from ..core import (
     MAX_OFFSET,
@@ -234,7 +235,9 @@ def matches_list() -> Any:
             "total": store().count_matches(query),
             "offset": query.offset,
             "limit": query.limit,
-            "matches": [match_json(m, passages=passages) for m in store().query_matches(query)],
+            "matches": [
+                match_json(m, passages=passages) for m in named(store().query_matches(query))
+            ],
         }
     )
 
@@ -249,7 +252,7 @@ def _match(match_id: str) -> Match:
 
 @bp.get("/matches/<id:match_id>")
 def matches_get(match_id: str) -> Any:
-    return jsonify(match_json(_match(match_id)))
+    return jsonify(match_json(named([_match(match_id)])[0]))
 
 
 @bp.patch("/matches/<id:match_id>")
@@ -270,7 +273,7 @@ def matches_patch(match_id: str) -> Any:
     # Through the case workflow: a confirmed match with a URL joins its case, and the
     # evidence log records the verdict (once).
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
-    out = match_json(result.match)
+    out = match_json(named([result.match])[0])
     out["case_id"] = result.case.id if result.case else None
     out["case_state"] = result.case.state if result.case else None
     return jsonify(out)

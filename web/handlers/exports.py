@@ -11,6 +11,7 @@ from flask import Blueprint, Response, render_template, request
 from tracker.reports import render_match_list
 from tracker.store import Match, MatchQuery
 
+from ..books import book_index
 from ..core import MAX_EXPORT, bad_request, fail, parse_match_filters, store, work_choices
 from ..evidence import MIME, REPORT_FORMATS, bundle_response, report_response
 from ..ids import encode_id
@@ -54,7 +55,9 @@ def printable(matches: Iterable[Match]) -> Iterator[Match]:
 def list_response(fmt: str) -> Response:
     with bad_request():
         query = parse_match_filters(request.args).query
-    body = render_match_list(printable(all_matches(replace(query, offset=0))), fmt)
+    index = book_index()  # each match names its book and chapter (streamed, not listed)
+    matches = (index.named(m) for m in all_matches(replace(query, offset=0)))
+    body = render_match_list(printable(matches), fmt)
     response = Response(body, content_type=MIME[fmt])
     response.headers["Content-Disposition"] = f'attachment; filename="yinji-matches.{fmt}"'
     return response

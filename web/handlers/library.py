@@ -6,10 +6,13 @@ from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from tracker.books.admin import UPLOAD_SUFFIXES
+from tracker.books.stats import book_summaries
 from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
 
+from ..books import book_index, find_books, made_line, plan_books
 from ..core import (
     MAX_SHOWN_CHARS,
     Page,
@@ -28,6 +31,8 @@ from ..uploads import claim, flash_skipped, pasted_document, spooled_uploads
 
 bp = Blueprint("library", __name__, url_prefix="/library")
 
+BOOKS_SHOWN = 25  # books on the library page (all of them: /library/books/)
+
 
 @bp.get("/")
 def index() -> Any:
@@ -38,7 +43,19 @@ def index() -> Any:
     mothers = store().list_mothers(
         search=search, offset=pager.offset, limit=per_page, with_text=False
     )
-    return render_template("library/index.html", mothers=mothers, pager=pager, q=search or "")
+    # The books first (title, author, chapters, where they are copied), then every
+    # work as before (chapters among them, named by their book).
+    books = find_books(search or "")
+    return render_template(
+        "library/index.html",
+        mothers=mothers,
+        pager=pager,
+        q=search or "",
+        books=books[:BOOKS_SHOWN],
+        books_total=len(books),
+        summaries=book_summaries(store(), book_index(), books[:BOOKS_SHOWN]),
+        book_suffixes=UPLOAD_SUFFIXES,
+    )
 
 
 @bp.get("/upload")
@@ -57,6 +74,14 @@ def upload() -> Any:
         skipped.append({"source": _("Pasted text"), "message": str(exc)})
         pasted = None
     docs = [document_dict(pasted)] if pasted is not None else []
+    # An .epub is always a book, which the job's file reader does not make: it is read
+    # here into chapters, as on the book upload (web.books), and they join the job.
+    epubs = [r for r in refs if str(r.get("name", "")).lower().endswith(".epub")]
+    plan = plan_books(epubs) if epubs else None
+    if plan is not None:
+        refs = [r for r in refs if r not in epubs]
+        skipped += [{"source": e.source, "message": e.message} for e in plan.errors]
+        docs += [document_dict(d) for d in plan.documents]
     if not refs and not docs:
         errors = [DocumentError(s["source"], s["message"]) for s in skipped]
         if not errors:
@@ -69,10 +94,15 @@ def upload() -> Any:
     with bad_request():
         job_id = jobs.submit_ingest(docs, uploads=refs, skipped=skipped)
     claim(refs)
-    flash(
-        _("Import queued: {files} files, {texts} pasted texts.", files=len(refs), texts=len(docs)),
-        "info",
-    )
+    if plan is not None and plan.books:
+        plan.record()
+        flash(_("Book import queued: {made}.", made=made_line(plan)), "info")
+    texts = 1 if pasted is not None else 0
+    if refs or texts:
+        flash(
+            _("Import queued: {files} files, {texts} pasted texts.", files=len(refs), texts=texts),
+            "info",
+        )
     flash_skipped(skipped)
     return redirect(url_for("suspects.job", job_id=job_id, kind="ingest"))
 

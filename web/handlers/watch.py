@@ -1,5 +1,5 @@
 """The watch list and the monitored books, in the web admin (``/watch``) and the REST
-API (``/api/v1/watch``, ``/api/v1/books``).
+API (``/api/v1/watch``, ``/api/v1/watch/books``).
 
 An item added here is crawled once at once (a job running its daily task) and then
 every day by ``yinji beat`` (``YINJI_RECRAWL_AT``); the page says when. A book's case
@@ -175,7 +175,7 @@ def api_remove() -> Response:
     return Response(status=204)
 
 
-@bp.get("/api/v1/books")
+@bp.get("/api/v1/watch/books")
 def api_books() -> Any:
     watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
     return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
