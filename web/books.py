@@ -17,7 +17,7 @@ from typing import Any
 from flask import Flask, g
 from werkzeug.datastructures import FileStorage
 
-from tracker.books.admin import UploadPlan, plan_upload
+from tracker.books.admin import UPLOAD_SUFFIXES, UploadPlan, plan_upload
 from tracker.books.model import Book
 from tracker.books.service import BookService
 from tracker.books.stats import BookIndex, chapter_label
@@ -119,7 +119,7 @@ def upload_books(files: list[FileStorage]) -> BookUpload:
     book records written as soon as the job is queued (a book's page says which
     chapters the job has not stored yet). Files that are no book are in
     ``skipped``; ``job_id`` is None when nothing could be read."""
-    refs, skipped = spooled_uploads(files)
+    refs, skipped = spooled_uploads(files, UPLOAD_SUFFIXES)
     plan = plan_books(refs)
     skipped += [{"source": e.source, "message": e.message} for e in plan.errors]
     upload = BookUpload(plan, skipped=skipped)

@@ -49,7 +49,17 @@ MAX_FILES = 500  # files of one upload
 FORM_FIELDS = 100  # room for the other fields of a form with MAX_FILES files
 MAX_URLS = 1000  # URLs of one check
 MAX_TITLE = 300
-UNSUPPORTED = "unsupported file type (use " + ", ".join(SUPPORTED_SUFFIXES) + ")"
+#: What the library's upload takes: the works' formats and .epub, which is always a book
+#: (web.handlers.library reads it into chapters before the job).
+LIBRARY_SUFFIXES = (*SUPPORTED_SUFFIXES[:-1], ".epub", SUPPORTED_SUFFIXES[-1])
+
+
+def unsupported(suffixes: tuple[str, ...] = SUPPORTED_SUFFIXES) -> str:
+    """The message for a file of a type an upload does not take (a translation key)."""
+    return "unsupported file type (use " + ", ".join(suffixes) + ")"
+
+
+UNSUPPORTED = unsupported()
 SWEEP_EVERY = 3600.0  # seconds between two sweeps of forgotten uploads
 
 _SPOOLED = "yinji.spooled"  # environ key: SpoolFile objects this request created
@@ -107,7 +117,7 @@ def _file_name(storage: FileStorage) -> str:
 
 
 def spooled_uploads(
-    files: list[FileStorage],
+    files: list[FileStorage], suffixes: tuple[str, ...] = SUPPORTED_SUFFIXES
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """The uploaded files as job references (``workers.spool``) and the files passed
     over (``{"source", "message"}``: empty, of an unsupported type, over the count).
@@ -129,8 +139,8 @@ def spooled_uploads(
         if stream.size == 0:
             skipped.append({"source": name, "message": "empty file"})
             continue
-        if posixpath.splitext(name.lower())[1] not in SUPPORTED_SUFFIXES:
-            skipped.append({"source": name, "message": UNSUPPORTED})
+        if posixpath.splitext(name.lower())[1] not in suffixes:
+            skipped.append({"source": name, "message": unsupported(suffixes)})
             continue
         kept += 1
         refs.append(stream.ref(name))

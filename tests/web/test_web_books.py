@@ -449,7 +449,7 @@ def test_an_epub_on_the_works_upload_form_is_a_book(system: WebSystem) -> None:
     )
     assert response.status_code == 302, response.get_data(as_text=True)[:500]
     status = wait_job(page, job_id_of(response))
-    assert status["state"] == "SUCCESS" and status["result"]["ingested"] == 3, status
+    assert status["state"] == "SUCCESS" and status["result"]["ingested"] == 3, repr(status)
     followed = page.get(response.headers["Location"]).get_data(as_text=True)
     assert "1 本书，2 章" in followed
     shown = page.get(book_path("shanju"), headers=auth(system, "viewer")).get_json()

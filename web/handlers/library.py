@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.books.admin import UPLOAD_SUFFIXES
 from tracker.books.stats import book_summaries
-from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
+from tracker.documents import DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
 
@@ -27,7 +27,7 @@ from ..core import (
 from ..i18n import translate as _
 from ..rebuild import start_rebuild
 from ..serializers import document_dict
-from ..uploads import claim, flash_skipped, pasted_document, spooled_uploads
+from ..uploads import LIBRARY_SUFFIXES, claim, flash_skipped, pasted_document, spooled_uploads
 
 bp = Blueprint("library", __name__, url_prefix="/library")
 
@@ -61,13 +61,13 @@ def index() -> Any:
 @bp.get("/upload")
 @role_required("analyst")
 def upload_form() -> Any:
-    return render_template("library/upload.html", suffixes=SUPPORTED_SUFFIXES, errors=[])
+    return render_template("library/upload.html", suffixes=LIBRARY_SUFFIXES, errors=[])
 
 
 @bp.post("/upload")
 @role_required("analyst")
 def upload() -> Any:
-    refs, skipped = spooled_uploads(request.files.getlist("files"))
+    refs, skipped = spooled_uploads(request.files.getlist("files"), LIBRARY_SUFFIXES)
     try:
         pasted = pasted_document(request.form, "work")
     except ValueError as exc:  # a bad id: the pasted text is refused, the files go on
@@ -86,9 +86,7 @@ def upload() -> Any:
         errors = [DocumentError(s["source"], s["message"]) for s in skipped]
         if not errors:
             errors.append(DocumentError("", "no file chosen and no text pasted"))
-        return render_template(
-            "library/upload.html", suffixes=SUPPORTED_SUFFIXES, errors=errors
-        ), 400
+        return render_template("library/upload.html", suffixes=LIBRARY_SUFFIXES, errors=errors), 400
     # Reading and fingerprinting run on a worker: a large upload never holds this
     # request, and the files go to the job as references (see web.uploads).
     with bad_request():
