@@ -450,8 +450,20 @@ def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> d
     """The planted checks in a fresh process's library, as a check runs by default
     (nothing taken by hand): latency per case, found or not, the mothers matched
     (``stats``: and the index's size, a scan of all of it: ~3.5 min at 1 B)."""
+    # The collector's pauses inside each check (issue #37: what the slow tail waits on).
+    import gc
+
     from tracker.config import Settings
     from tracker.library import Library
+
+    paused = [0.0, 0.0, 0]  # (pause started, ms this check, oldest generation + 1)
+
+    def pause(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            paused[0] = time.perf_counter()
+        else:
+            paused[1] += (time.perf_counter() - paused[0]) * 1000
+            paused[2] = max(int(paused[2]), info["generation"] + 1)
 
     lib = Library.open(replace(Settings.from_env(), data_dir=data))
     try:
@@ -472,10 +484,16 @@ def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> d
         found: list[bool] = []
         answers: list[list[str]] = []
         verified: list[int] = []
+        gc_ms: list[float] = []
+        gc_gen: list[int] = []
+        gc.callbacks.append(pause)
         for case in cases:
+            paused[1], paused[2] = 0.0, 0
             t = time.perf_counter()
             result = lib.check_text(case.text)
             ms.append((time.perf_counter() - t) * 1000)
+            gc_ms.append(float(paused[1]))
+            gc_gen.append(int(paused[2]) - 1)
             verified.append(result.candidates)
             ids = sorted({m.mother_id for m in result.matches})
             answers.append(ids)
@@ -486,12 +504,15 @@ def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> d
             "found": found,
             "answers": answers,
             "verified": verified,  # candidates verified (aligned) per case
+            "gc_ms": gc_ms,  # the collector's pauses inside each check
+            "gc_generation": gc_gen,  # the oldest generation it collected (-1: none)
             "kinds": [c.kind for c in cases],
             "postings": int(eng.get("postings", 0)),
             "snapshot": eng.get("snapshot", {}).get("state", "?"),
             "redis_bytes": int(info["used_memory"]) - int(info.get("used_memory_startup", 0)),
         }
     finally:
+        gc.callbacks.remove(pause)
         lib.close()
 
 

@@ -34,6 +34,7 @@ this module is cheap.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -52,9 +53,11 @@ _TABLE_FORMAT = 1  # bump when the way the table is built changes
 
 def _cache_path() -> Path | None:
     try:
-        import pypinyin
+        # Its installed version, read from the package's metadata: importing pypinyin
+        # (its phrase dictionary) takes ~0.4 s that a cached table does not need.
+        from importlib.metadata import version as installed
 
-        version = pypinyin.__version__
+        version = installed("pypinyin")
     except Exception:  # pragma: no cover - pypinyin is a dependency
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -152,7 +155,30 @@ _MAX_SYLLABLE = 6
 
 @functools.cache
 def pinyin_syllables() -> frozenset[str]:
-    """Toneless pinyin syllables with a vowel, from pypinyin's dictionary (ü as v and u)."""
+    """Toneless pinyin syllables with a vowel, from pypinyin's dictionary (ü as v and u).
+    Cached on disk beside the initials table: building it imports pypinyin's
+    dictionaries (~0.5-1 s of an ingest or a check whose text holds Latin letters)."""
+    table = _cache_path()
+    if table is None:
+        return _build_syllables()
+    path = table.with_name(table.name.replace("initials-", "syllables-")).with_suffix(".txt")
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        words = path.read_text(encoding="ascii").split()
+        if words:
+            return frozenset(words)
+    out = _build_syllables()
+    if out:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+            tmp.write_text("\n".join(sorted(out)) + "\n", encoding="ascii")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home only costs the build next time
+    return out
+
+
+def _build_syllables() -> frozenset[str]:
     from pypinyin.pinyin_dict import pinyin_dict
 
     out: set[str] = set()

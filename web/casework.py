@@ -101,18 +101,24 @@ def set_verdict(suspect_id: str, mother_id: str, verdict: str, note: str | None)
         )
 
 
-def case_state_labels() -> dict[str, str]:
-    """The English label of each state (translated by the templates and the pages)."""
-    return {
-        "open": "Open",
-        "notice_sent": "Notice sent",
-        "removed": "Removed",
-        "still_online": "Still online",
-        "disputed": "Disputed",
-        "closed": "Closed",
-        "documents": "Documents requested",
-        "compensated": "Compensated",
-    }
+def case_state_labels(lang: str | None = None) -> dict[str, str]:
+    """Each state as people read it in ``lang`` (default: the request's language), from
+    the one table the command line reads too (``tracker.cases.model.STATE_LABELS``)."""
+    from tracker.cases.model import STATE_LABELS, state_label
+
+    from .i18n import current_language
+
+    chosen = lang or current_language()
+    return {state: state_label(state, chosen) for state in STATE_LABELS}
+
+
+def case_state_text(state: str) -> str:
+    """One state in the request's language (``case_state_labels``)."""
+    from tracker.cases.model import state_label
+
+    from .i18n import current_language
+
+    return state_label(state, current_language())
 
 
 # --- figures over many cases -----------------------------------------------------------------

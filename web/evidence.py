@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from flask import Response
 
@@ -18,6 +19,38 @@ MIME = {
     "pdf": "application/pdf",
 }
 REPORT_FORMATS = ("json", "html", "pdf")
+
+if TYPE_CHECKING:
+    from tracker.evidence import EvidenceLog
+
+
+def open_log() -> EvidenceLog | None:
+    """The library's evidence log, or None when it cannot be opened (a read-only
+    folder, a key that cannot be read): the views still show the stored records."""
+    try:
+        return library().evidence_log()
+    except Exception:
+        return None
+
+
+def stored_time(iso: str | None) -> str:
+    """A time of a report (``tracker.timefmt.iso_utc``: ``2026-11-28T06:17:53.862Z``)
+    for people, with the precision it was stored with: ``2026-11-28 06:17:53.862 UTC``
+    ("—" when none was recorded). The evidence view and the reports show one instant."""
+    if not iso:
+        return "—"
+    import re
+
+    from tracker.timefmt import iso_utc, parse_utc
+
+    utc = re.fullmatch(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|\+00:00)", iso)
+    if utc is None:  # another zone: the same instant in UTC, to the millisecond
+        try:
+            utc = re.fullmatch(r"(\S+)T(\S+)Z", iso_utc(parse_utc(iso)))
+        except ValueError:
+            return iso
+    assert utc is not None
+    return f"{utc.group(1)} {utc.group(2)} UTC"
 
 
 def case_name(match_id: str) -> str:
@@ -58,10 +91,7 @@ def _report(match_id: str, fmt: str) -> bytes:
 
     lib = library()
     match = lib.store.get_match(match_id)  # NotFound: 404 below
-    try:
-        log = lib.evidence_log()
-    except Exception:  # no log (a read-only folder, a key that cannot be read): the record
-        log = None
+    log = open_log()  # no log: the report says what the records hold
     case_id, notice = cases().report_references(match.suspect_url)
     return build_report(lib, match_id, fmt, evidence=log, case_id=case_id, notice=notice)
 

@@ -25,7 +25,7 @@ from tracker.config import SettingError, Settings
 from tracker.records import VERDICTS
 from tracker.timefmt import human_utc
 
-from .model import STATE_FLOW, STATES, CaseError
+from .model import STATES, CaseError, state_label
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -133,6 +133,12 @@ def verdict(
 
 
 # --- case ----------------------------------------------------------------------------------
+def _state(state: str) -> str:
+    """A state as the command line shows it: its name (what ``--state`` takes) and its
+    wording in Chinese and English, the web's (``tracker.cases.model.STATE_LABELS``)."""
+    return f"{state} ({state_label(state, 'zh')} / {state_label(state, 'en')})"
+
+
 @click.group()
 def case() -> None:
     """Takedown cases: one work copied on one site, from notice to removal."""
@@ -169,7 +175,7 @@ def case_list(
         return
     for c in cases:
         click.echo(
-            f"{c.id:<16} {c.state:<12} {c.domain:<28} {len(c.urls):>4} URL(s)  "
+            f"{c.id:<16} {_state(c.state):<30} {c.domain:<28} {len(c.urls):>4} URL(s)  "
             f"{c.work_title or c.work}"
         )
     click.echo(f"{len(cases)} case(s)", err=True)
@@ -195,13 +201,10 @@ def case_show(ctx: click.Context, case_id: str, as_json: bool) -> None:
         out["history_problems"] = problems
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    zh, en = STATE_FLOW[c.state]
-    click.echo(
-        f"case {c.id}: {c.state} ({zh} / {en})  {c.domain}  {c.work_title or c.work} ({c.work})"
-    )
+    click.echo(f"case {c.id}: {_state(c.state)}  {c.domain}  {c.work_title or c.work} ({c.work})")
     if platform is not None:
         contact = platform.abuse_email or platform.web_form or "contact not documented"
-        click.echo(f"  platform: {platform.name} — {contact}")
+        click.echo(f"  platform: {platform.display_name('en')} — {contact}")
         for doc in platform.documents:
             click.echo(f"    asks for: {doc}")
         if platform.process:
@@ -241,7 +244,7 @@ def case_set_state(
     """Move a case by hand (disputed, closed, ...); illegal moves are refused."""
     with _service(ctx) as svc, _errors():
         c = svc.transition(case_id, state, who=_who(by), note=note or "")
-    click.echo(f"case {c.id}: {c.state}")
+    click.echo(f"case {c.id}: {_state(c.state)}")
 
 
 @case.command("platforms")
@@ -257,7 +260,8 @@ def case_platforms(ctx: click.Context, as_json: bool) -> None:
         return
     for p in known:
         contact = p.abuse_email or p.web_form or "-"
-        click.echo(f"{p.id:<12} {p.name}  [{', '.join(p.domains) or 'chosen by hand'}]  {contact}")
+        served = ", ".join(p.domains) or "chosen by hand"
+        click.echo(f"{p.id:<12} {p.display_name('en')}  [{served}]  {contact}")
 
 
 @case.command("platform")
@@ -272,7 +276,8 @@ def case_platform(
     with _service(ctx) as svc, _errors():
         c = svc.set_platform(case_id, platform_id, who=_who(by))
         platform = svc.platform_of(c)
-    click.echo(f"case {c.id}: platform {platform.name if platform else '(none: by domain)'}")
+    named = platform.display_name("en") if platform else "(none: by domain)"
+    click.echo(f"case {c.id}: platform {named}")
 
 
 @case.command("mark-sent")
@@ -291,7 +296,7 @@ def case_mark_sent(
             c = svc.mark_sent(
                 cid, who=_who(by), note=note or "", data={"channel": "manual"}, matches=matches
             )
-            click.echo(f"case {c.id}: {c.state}")
+            click.echo(f"case {c.id}: {_state(c.state)}")
 
 
 @case.command("note")

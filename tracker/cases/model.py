@@ -63,7 +63,29 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "disputed": frozenset({"open", "notice_sent", "documents", "removed", "closed"}),
     "closed": frozenset(),
 }
-# Each state as the platforms' complaint flow names it (Chinese, English).
+# The one wording of each state for people (Chinese, English): the web (board, case
+# page, badges, messages) and the command line (``yinji case``) both read it.
+STATE_LABELS: dict[str, tuple[str, str]] = {
+    "open": ("待处理", "Open"),
+    "notice_sent": ("已发通知", "Notice sent"),
+    "documents": ("材料审核", "Documents requested"),
+    "removed": ("已删除", "Removed"),
+    "compensated": ("已赔偿", "Compensated"),
+    "still_online": ("仍在线", "Still online"),
+    "disputed": ("有争议", "Disputed"),
+    "closed": ("已结案", "Closed"),
+}
+
+
+def state_label(state: str, lang: str = "zh") -> str:
+    """``state`` as people read it in ``lang`` (``zh`` or ``en``; ``STATE_LABELS``); an
+    unknown state is shown as its name."""
+    zh, en = STATE_LABELS.get(state, (state, state))
+    return en if lang == "en" else zh
+
+
+# Each state's step in the platforms' complaint flow (Chinese, English): the case page
+# draws the flow with these step names; the state itself reads as ``STATE_LABELS``.
 STATE_FLOW: dict[str, tuple[str, str]] = {
     "open": ("线索", "clue"),
     "notice_sent": ("初审", "review"),

@@ -363,11 +363,7 @@ def notice_context(
     return {
         "lang": lang,
         "platform": cases[0].domain,
-        "platform_name": (
-            (platform.name if lang == "zh" else platform.name_en or platform.name)
-            if platform is not None
-            else ""
-        ),
+        "platform_name": platform.display_name(lang) if platform is not None else "",
         "platform_form": platform.web_form or "" if platform is not None else "",
         "to": to or "",
         "reference": reference,
@@ -607,14 +603,20 @@ def collect_evidence(
     out: the notice names no report for it."""
     from tracker.reports import build_report
 
+    from .chapters import in_chapter_order
     from .facts import confirmed_match
 
     out: dict[str, tuple[str, bytes]] = {}
     for c in cases:
-        for n, u in enumerate(c.urls, 1):
-            match = confirmed_match(library.store, u.suspect_id, u.mother_id or c.work)
-            if match is None:
-                continue
+        confirmed = [
+            (u, match)
+            for u in c.urls
+            if (match := confirmed_match(library.store, u.suspect_id, u.mother_id or c.work))
+        ]
+        # Numbered in chapter order (the notice lists its URLs so), not the order the
+        # URLs joined the case: evidence-…-001 is the first chapter.
+        ordered = in_chapter_order(confirmed, lambda pair: [pair[1].mother_title, pair[0].label])
+        for n, (u, match) in enumerate(ordered, 1):
             try:
                 data = build_report(
                     library, match.id, "pdf", evidence=evidence, case_id=c.id, notice=reference

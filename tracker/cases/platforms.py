@@ -42,6 +42,11 @@ class Platform:
     process: str = ""
     source: str = ""
 
+    def display_name(self, lang: str) -> str:
+        """The name to show in ``lang``: ``name_en`` in English (the Chinese ``name``
+        when the registry has no English one), ``name`` in Chinese."""
+        return (self.name_en or self.name) if lang == "en" else self.name
+
     def serves(self, domain: str) -> str | None:
         """The registry domain that ``domain`` falls under, or None."""
         domain = normalize_domain(domain)

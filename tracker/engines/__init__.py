@@ -14,17 +14,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from tracker.engines.base import Engine
-from tracker.records import JSONValue
-
 if TYPE_CHECKING:
-    from tracker.engines.base import RedisClient
+    from tracker.engines.base import Engine, RedisClient
+    from tracker.records import JSONValue
 
 ENGINES: dict[str, str] = {
     "daguan": "tracker.engines.daguan:DaguanEngine",
     "simhash": "tracker.engines.simhash_engine:SimHashEngine",
     "minhash": "tracker.engines.minhash_engine:MinHashEngine",
 }
+
+
+def __getattr__(name: str) -> object:
+    """``Engine`` on first use: the engine names (``ENGINES``, the CLI's ``--engine``
+    choices) come without numpy and redis (issue #37: a command loads what it needs)."""
+    if name == "Engine":
+        from tracker.engines.base import Engine
+
+        return Engine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -67,8 +67,9 @@ Bundles (``yinji evidence export`` / ``verify``)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .blobs import BlobCorrupt, BlobMissing, BlobStore, FileBlobStore, GridFSBlobStore
-from .bundle import BundleError, ExportResult, Limits, export_bundle, read_bundle
 from .canonical import canonical_json
 from .capture import BlobInfo, Capture, CaptureError, RedirectHop, Submission, TLSInfo
 from .keys import (
@@ -93,8 +94,40 @@ from .log import (
     Publication,
 )
 from .settings import EvidenceSettings
-from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
-from .verify import Check, VerifyResult, verify_bundle
+
+if TYPE_CHECKING:
+    from .bundle import BundleError, ExportResult, Limits, export_bundle, read_bundle
+    from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
+    from .verify import Check, VerifyResult, verify_bundle
+
+# Bundles, their verification and the TSA client (asn1crypto, x509, urllib) load on first
+# use: a command that records a check opens the log and needs none of them (issue #37).
+_LAZY = {
+    "BundleError": "bundle",
+    "ExportResult": "bundle",
+    "Limits": "bundle",
+    "export_bundle": "bundle",
+    "read_bundle": "bundle",
+    "TimestampInfo": "tsa",
+    "TokenError": "tsa",
+    "TSAClient": "tsa",
+    "TSAError": "tsa",
+    "Check": "verify",
+    "VerifyResult": "verify",
+    "verify_bundle": "verify",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "KINDS",

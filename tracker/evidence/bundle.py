@@ -50,17 +50,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from asn1crypto import cms
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-
 from .blobs import BlobCorrupt, BlobMissing
 from .canonical import CanonicalError, format_time, time_from_ms
 from .capture import Capture, CaptureError
 from .keys import TreeHead, format_fingerprint
 from .log import EvidenceError, EvidenceLog, HeadRecord, LogEntry, NoEvidence
 from .merkle import leaf_hash, verify_inclusion
-from .tsa import TokenError, token_of
 
 BUNDLE_FORMAT = "yinji-evidence-bundle/2"
 OLD_FORMATS = ("yinji-evidence-bundle/1",)
@@ -439,6 +434,14 @@ def _pretty(obj: Any) -> bytes:
 
 def _token_certificates(response: bytes) -> bytes:
     """PEM of the certificates inside a timestamp response (for reading who the TSA is)."""
+    # Imported here: only an export with a timestamp needs them (a check, which opens
+    # the log, does not: issue #37).
+    from asn1crypto import cms
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from .tsa import TokenError, token_of
+
     try:
         signed = cms.ContentInfo.load(token_of(response))["content"]
         ders = [c.chosen.dump() for c in signed["certificates"] or [] if c.name == "certificate"]

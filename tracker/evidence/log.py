@@ -57,7 +57,6 @@ from .merkle import MemoryTree, ProofError, consistency_proof, inclusion_proof, 
 from .merkle import node_hash as merkle_node
 from .merkle import root_hash as merkle_root
 from .settings import EvidenceSettings
-from .tsa import TokenError, TSAClient, TSAError, load_certificates, verify_response
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -65,6 +64,10 @@ if TYPE_CHECKING:
 
     from tracker.backends import MongoDocument
     from tracker.config import Settings
+
+    # The TSA client (asn1crypto, urllib, x509: ~0.1 s) is imported where a timestamp
+    # is asked for or checked, not by every command that records a check (issue #37).
+    from .tsa import TSAClient
 
 ENTRY_VERSION = "yinji-log-entry/1"
 ONCE_PREFIX = "once:"  # meta keys of ``EvidenceLog.append(once=...)``
@@ -671,6 +674,8 @@ class EvidenceLog:
         data_dir = Path(data_dir)
         key = key or SigningKey.load(data_dir, evidence.key)
         if tsa is None and evidence.tsa_url:
+            from .tsa import TSAClient, load_certificates
+
             trusted = load_certificates(evidence.tsa_ca) if evidence.tsa_ca else []
             tsa = TSAClient(evidence.tsa_url, timeout=evidence.tsa_timeout, trusted=trusted)
         backend: Backend
@@ -1059,6 +1064,8 @@ class EvidenceLog:
         return self.head(head_id)
 
     def _stamp(self, head_id: int, signed: SignedTreeHead) -> Stamp:
+        from .tsa import TSAError
+
         assert self.tsa is not None
         try:
             response, _info = self.tsa.stamp(signed.head.encode())
@@ -1105,6 +1112,8 @@ class EvidenceLog:
     def audit(self, *, trusted_tsa: Sequence[x509.Certificate] | None = None) -> AuditReport:
         """Recompute everything from the stored record bytes and compare (see the
         module docstring). Reads the whole log."""
+        from .tsa import TokenError, verify_response
+
         report = AuditReport()
         size = self.size
         report.size = size

@@ -318,9 +318,18 @@ def _with_adds(
     except (OSError, ValueError, KeyError):
         return None
     ident, seqs = recording.postings_added()
-    touched = _distinct_sorted(np.sort(ident))
+    # The fields added to, numbered densely in identity order, and each added posting's
+    # number: from one sort of the added identities (a search of every row among the
+    # fields took ~1.5 s of an add of 10 M characters at 100 M, issue #37).
+    by_ident = np.argsort(ident, kind="stable")
+    sorted_ident = ident[by_ident]
+    starts = np.ones(sorted_ident.size, dtype=bool)
+    starts[1:] = sorted_ident[1:] != sorted_ident[:-1]
+    touched = sorted_ident[starts]
+    a_field = np.empty(ident.size, dtype=np.int64)
+    a_field[by_ident] = np.cumsum(starts) - 1
     lo = np.searchsorted(old.ident, touched, side="left").astype(np.int64)
-    cnt = np.searchsorted(old.ident, touched, side="right").astype(np.int64) - lo
+    cnt = _run_lengths(old.ident, touched, lo)
     within = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     at = np.repeat(lo, cnt) + within  # the old rows of the fields added to
     o_ident = np.asarray(old.ident[at])
@@ -332,7 +341,9 @@ def _with_adds(
     # Rows in their order (stored first, then as they came); each (field, seq) kept
     # once, where it came first. Fields numbered densely so that (field, seq) and
     # (field, position) each fit one uint64 key (stable radix sorts, not lexsorts).
-    field = np.searchsorted(touched, c_ident).astype(np.uint64)
+    field = np.concatenate(
+        [np.repeat(np.arange(touched.size, dtype=np.int64), cnt), a_field[fresh]]
+    ).astype(np.uint64)
     order = np.argsort((field << np.uint64(32)) | c_seq.astype(np.uint64), kind="stable")
     key = ((field << np.uint64(32)) | c_seq.astype(np.uint64))[order]
     first = np.ones(order.size, dtype=bool)
@@ -363,6 +374,22 @@ def _with_adds(
     out_ident[slot], out_seq[slot] = new_ident, new_seq
     out_ident[~is_new], out_seq[~is_new] = kept_ident, kept_seq
     return [out_ident], [out_seq]
+
+
+def _run_lengths(rows: np.ndarray, wanted: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """How many rows from ``lo`` on equal ``wanted`` (``rows`` sorted, ``lo`` the first
+    row ≥ ``wanted``): a field holds a few rows, so stepping forward while they match
+    reads a few rows a field instead of a second binary search over all of them."""
+    cnt = np.zeros(wanted.size, dtype=np.int64)
+    live = np.flatnonzero(lo < rows.size)
+    while live.size:
+        at = lo[live] + cnt[live]
+        ok = at < rows.size
+        live, at = live[ok], at[ok]
+        same = np.asarray(rows[at]) == wanted[live]
+        live = live[same]
+        cnt[live] += 1
+    return cnt
 
 
 def _distinct_sorted(values: np.ndarray) -> np.ndarray:

@@ -194,9 +194,14 @@ class EvidenceRecorder:
         )
         if mother_id is not None and not matches:
             raise NotFound(f"no match of suspect {suspect_id!r} with {mother_id!r}")
+        from tracker.cases.chapters import in_chapter_order
+
         log = self.log()
         reports: dict[str, bytes] = {}
-        for i, m in enumerate(matches, 1):
+        # Numbered in chapter order of the works (report-01 is the first chapter), not
+        # the order the matches were found in.
+        ordered = in_chapter_order(matches, lambda m: m.mother_title or m.mother_id)
+        for i, m in enumerate(ordered, 1):
             # Bundle member names are plain ASCII; the number keeps cleaned ids apart.
             stem = re.sub(r"[^A-Za-z0-9._-]+", "_", m.mother_id).strip("._-")[:60] or "work"
             for fmt in ("pdf", "html"):

@@ -22,8 +22,10 @@ from ..casework import (
     actor,
     case_errors,
     case_state_labels,
+    case_state_text,
     cases,
     get_case,
+    is_removal,
     notice_file,
     notice_preview,
     site_stats,
@@ -34,6 +36,11 @@ from ..core import Page, bad_request, fail, page_arg, role_required, store, work
 from ..i18n import translate as _
 
 bp = Blueprint("cases", __name__)
+# For every page's templates (the case badge of _macros.html, the board, a match): a
+# state's one wording (tracker.cases.model.STATE_LABELS), and whether a case's pages
+# are down now (a re-opened case's earlier removal is history, not its state).
+bp.add_app_template_global(case_state_text, "case_state_text")
+bp.add_app_template_global(is_removal, "is_removal")
 
 PER_PAGE = 50
 # The moves the case page offers as buttons (notice_sent has its own form: mark sent).
@@ -153,7 +160,7 @@ def set_state(case_id: str) -> Any:
     note = _note()
     with case_errors():
         case = cases().transition(case_id, wanted, who=actor(), note=note)
-    flash(_("Case moved to {state}.", state=_(case_state_labels()[case.state])), "info")
+    flash(_("Case moved to {state}.", state=case_state_labels()[case.state]), "info")
     return _back(case.id)
 
 

@@ -24,6 +24,7 @@ from ..core import (
     store,
     work_choices,
 )
+from ..evidence import open_log, stored_time
 from ..highlight import MARKS, diff_marks, segments
 from ..i18n import translate as _
 
@@ -98,7 +99,12 @@ def detail(match_id: str) -> Any:
     # The passages as the evidence report has them (tracker.reports.data: both
     # similarities, the character diff of tracker.textdiff, segment pairs), numbered
     # in suspect order like the report.
-    data = get_or_404(lambda key: report_data(library(), key), match_id, "no such match")
+    # With the evidence log, as the report: the 抓取时间 is the capture's stored time
+    # (to the millisecond), not the suspect record's (a check may store it later).
+    log = open_log()
+    data = get_or_404(
+        lambda key: report_data(library(), key, evidence=log), match_id, "no such match"
+    )
     passages = data["passages"]
     suspect_marks, mother_marks = diff_marks(passages)
     suspect_segments = (
@@ -138,6 +144,8 @@ def detail(match_id: str) -> Any:
         passages=passages,
         # A text handed in was never fetched: the report's rule, so both say the same.
         fetched=data["suspect"]["fetched"],
+        fetched_at=stored_time(data["suspect"]["fetched_at"]),
+        received_at=stored_time(data["suspect"]["received_at"]),
         suspect_segments=suspect_segments,
         mother_segments=mother_segments,
         marks=MARKS,
@@ -159,7 +167,7 @@ def verdict(match_id: str) -> Any:
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
     flash(_("Verdict saved: {verdict}.", verdict=_(VERDICT_LABELS[verdict])), "info")
     if result.case is not None:
-        state = _(case_state_labels()[result.case.state])
+        state = case_state_labels()[result.case.state]
         flash(_("Case {id}: {state}.", id=result.case.id, state=state), "info")
     detail_url = url_for("matches.detail", match_id=match_id)
     return redirect(safe_next(request.form.get("next"), detail_url))

@@ -38,7 +38,12 @@ def _build(task: Task, match_id: str, fmt: str) -> dict[str, Any]:
     progress = Progress(task, total=1)
     progress.start()
     try:
-        data = render(rt(task).library, match_id, fmt)
+        library = rt(task).library
+        try:  # the capture's fetch time and the check's, as the web's report has them
+            log = library.evidence_log()
+        except Exception:  # no log (a read-only folder, a key that cannot be read)
+            log = None
+        data = render(library, match_id, fmt, evidence=log)
     except KeyError:
         # Unknown match: permanent, say so plainly (NotFound is a KeyError).
         raise ValueError(f"unknown match {match_id!r}") from None

@@ -157,6 +157,6 @@ def test_cli_platforms_and_show(setup) -> None:
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["platform"]["abuse_email"] == "dmca@telegram.org"
     text = CliRunner().invoke(case, ["show", c.id], obj=obj).output
-    assert "(线索 / clue)" in text and "platform: Telegram — dmca@telegram.org" in text
+    assert "open (待处理 / Open)" in text and "platform: Telegram — dmca@telegram.org" in text
     moved = CliRunner().invoke(case, ["platform", c.id, "cloudflare"], obj=obj)
     assert moved.exit_code == 0 and "Cloudflare" in moved.output
