@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from tracker.discovery.books import BookTarget, book_targets
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
@@ -148,6 +149,7 @@ class RunReport:
     started_at: str
     finished_at: str = ""
     works: int = 0
+    books: int = 0  # distinct books of the works (what sites are searched for)
     queries: int = 0  # asked of providers (cached answers included)
     cached: int = 0
     fetched: int = 0
@@ -158,6 +160,8 @@ class RunReport:
     skipped: int = 0  # pages fetched but too short to check (``PageResult.skipped``)
     sources: dict[str, SourceStats] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # Site searches that found no book: "site:HOST: no book 《T》 in its search results".
+    not_found: list[str] = field(default_factory=list)
     matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -180,7 +184,8 @@ class RunReport:
 
     def summary_lines(self) -> list[str]:
         lines = [
-            f"discovery run {self.id}: {self.works} works, {self.queries} queries "
+            f"discovery run {self.id}: {self.works} works ({self.books} books), "
+            f"{self.queries} queries "
             f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
             f"{self.duplicates} skipped as duplicates, {self.skipped} too short to check, "
             f"{self.traps} trap links skipped, {self.matched} pages with matches"
@@ -190,6 +195,9 @@ class RunReport:
                 f"  {name}: found {s.found}, fetched {s.fetched}, checked {s.checked}, "
                 f"matched {s.matched}, duplicates {s.duplicates}, errors {s.errors}"
             )
+        lines += [f"  not found: {e}" for e in self.not_found[:30]]
+        if len(self.not_found) > 30:
+            lines.append(f"  ... and {len(self.not_found) - 30} more searches that found no book")
         lines += [f"  error: {e}" for e in self.errors[:30]]
         if len(self.errors) > 30:
             lines.append(f"  ... and {len(self.errors) - 30} more errors")
@@ -257,6 +265,7 @@ def add_report(out: RunReport, part: RunReport) -> None:
         for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
             setattr(mine, f, getattr(mine, f) + getattr(st, f))
     out.errors += part.errors
+    out.not_found += part.not_found
     out.matches += part.matches
     out.finished_at = max(out.finished_at, part.finished_at)
 
@@ -452,7 +461,7 @@ class DiscoveryRun:
         )
         self.queries: list[Query] = []
         self.titles: dict[str, str] = {}
-        self.book_names: dict[str, str] = {}  # what a site is searched for, per work
+        self.books: list[BookTarget] = []  # what a site is searched for
         self.profiles: dict[str, SiteProfile] = {}
 
     # -- helpers --
@@ -488,14 +497,24 @@ class DiscoveryRun:
             mothers = [store.get_mother(m.id) for m in listed]
         self.report.works = len(mothers)
         stats = LibraryStats.from_library(self.lib)
+        self.books = book_targets(mothers)
+        self.report.books = len(self.books)
+        titled: set[str] = set()
+        first_of = {b.work_ids[0]: b for b in self.books}
         for m in mothers:
             self.titles[m.id] = m.title
-            meta = m.metadata or {}
-            book = meta.get("book") or meta.get("work") or meta.get("collection")
-            self.book_names[m.id] = str(book) if book else _search_title(m.title)
-            author = str((m.metadata or {}).get("author", ""))
+            # The book's title (and author) once per book, never a chapter's title.
+            book = first_of.get(m.id)
+            title = book.title if book is not None and book.key not in titled else ""
+            if book is not None:
+                titled.add(book.key)
             self.queries += work_queries(
-                m.id, m.title, m.text, stats, limit=self.options.max_queries, author=author
+                m.id,
+                title,
+                m.text,
+                stats,
+                limit=self.options.max_queries,
+                author=book.author if book is not None else "",
             )
         return self.queries
 
@@ -566,20 +585,18 @@ class DiscoveryRun:
         except SiteError as exc:
             self.report.error(str(exc))
             self.profiles = load_profiles()
-        books: dict[str, list[str]] = {}
-        for work_id, name in self.book_names.items():
-            if name.strip():
-                books.setdefault(name.strip(), []).append(work_id)
         for site in SiteRegistry(self.lib.store).list():
-            for name, work_ids in list(books.items())[: self.options.max_site_searches]:
+            if site.profile == "legado":
+                continue  # searched by the Legado stage (``legado.walk``)
+            for book in self.books[: self.options.max_site_searches]:
                 self._seed(
                     FrontierItem(
-                        url=search_url(site, name),
+                        url=search_url(site, book.title),
                         source=site.name,
                         priority=1,
                         kind="search",
-                        works=work_ids[:20],
-                        hint=name,
+                        works=book.work_ids[:20],
+                        hint=book.title,
                     )
                 )
 
@@ -925,6 +942,10 @@ class DiscoveryRun:
                         f"nor a book ({profile.name if profile else 'form'} profile no "
                         "longer matches: `yinji discover site add` the site again)"
                     )
+                elif len(self.report.not_found) < MAX_ERRORS:
+                    self.report.not_found.append(
+                        f"{item.source}: no book 《{item.hint}》 in its search results ({item.url})"
+                    )
                 return
             item.kind = "index"  # a search that went straight to the book
         found = page.links if page.links is not None else page_links(html, base)
@@ -999,12 +1020,6 @@ def _pattern_of(url: str) -> str:
 def new_run_id() -> str:
     """A run id that sorts by time: ``20261126T194704-13dcd0``."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-
-
-def _search_title(title: str) -> str:
-    """The book's name in a work title such as "红楼梦 第四回 ..." (its first word)."""
-    head = title.strip().split()[0] if title.strip() else ""
-    return head or title.strip()
 
 
 def report_json(report: RunReport) -> str:
