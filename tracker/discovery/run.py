@@ -89,6 +89,8 @@ class RunOptions:
     save: bool = True
     search: bool = True
     sites: bool = True
+    legado: bool = True  # imported Legado sources searched and walked (``legado.walk``)
+    max_chapters: int = 200  # chapters read per book per Legado site
     # A crawl shared with other workers: when the queue is empty but URLs are still out
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
@@ -600,6 +602,81 @@ class DiscoveryRun:
                     )
                 )
 
+    def legado(self) -> None:
+        """Each imported Legado site searched for each book and walked
+        (``legado.walk.LegadoWalker``), from the run's page budget."""
+        if not self.options.legado or not self.options.sites:
+            return
+        sites = [s for s in SiteRegistry(self.lib.store).list() if s.profile == "legado"]
+        if not sites or not self.books:
+            return
+        from tracker.discovery.legado.walk import LegadoWalker, WalkEvents, WalkLimits
+
+        budget = self._budget
+
+        def fetched(source: str, url: str) -> None:
+            self.report.fetched += 1
+            self.report.source(source).fetched += 1
+
+        def error(source: str, message: str) -> None:
+            self.report.source(source).errors += 1
+            self.report.error(f"{source}: {message}")
+
+        def not_found(line: str) -> None:
+            if len(self.report.not_found) < MAX_ERRORS:
+                self.report.not_found.append(line)
+
+        walker = LegadoWalker(
+            self.lib,
+            self.crawler,
+            WalkEvents(budget.take, budget.give_back, fetched, error, not_found, self._check_read),
+            WalkLimits(chapters=self.options.max_chapters, concurrency=self.options.concurrency),
+        )
+        walker.run(sites, self.books)
+
+    def _check_read(self, read: Any) -> None:
+        """Check one chapter a Legado site gave (its text; a capture per page)."""
+        stats = self.report.source(read.site)
+        stats.found += 1
+        first = read.pages[0]
+        result = PageResult(read.url, read.site, final_url=first.final_url, kind="chapter")
+        if len(read.text) < MIN_TEXT_CHARS:
+            result.skipped = f"{len(read.text)} characters of text: not checked"
+            self.report.skipped += 1
+            self._emit(result)
+            return
+        suspect = first.to_suspect()
+        suspect.text = read.text
+        suspect.metadata["pages"] = [p.final_url for p in read.pages]
+        suspect.metadata["extractor"] = read.extractor
+        try:
+            checked = self.lib.check_crawled(suspect, read.pages, save=self.options.save)
+        except Exception as exc:  # one chapter's failure is its own line
+            stats.errors += 1
+            self.report.error(f"{read.site}: {read.url}: {type(exc).__name__}: {exc}")
+            return
+        result.checked = True
+        result.suspect_id = checked.suspect.id
+        result.matches = checked.matches_json()
+        self.report.checked += 1
+        stats.checked += 1
+        if result.matches:
+            self.report.matched += 1
+            stats.matched += 1
+            for m in result.matches:
+                self.report.matches.append(
+                    {
+                        "url": first.final_url,
+                        "suspect_id": checked.suspect.id,
+                        "mother_id": m.get("mother_id"),
+                        "title": m.get("title", ""),
+                        "score": m.get("score"),
+                        "source": read.site,
+                        "pages": [p.final_url for p in read.pages],
+                    }
+                )
+        self._emit(result)
+
     def _start_readers(self) -> None:
         import multiprocessing
         import os
@@ -999,6 +1076,7 @@ class DiscoveryRun:
             self.plan()
             self.search()
             self.sites()
+            self.legado()
             self.crawl()
         finally:
             self.finish()

@@ -47,6 +47,7 @@ __all__ = [
 BUILTIN_PROFILES = Path(__file__).with_name("profiles")
 QUERY_FIELDS = ("searchkey", "keyword", "keywords", "q", "wd", "kw", "key", "s", "searchword")
 META_PREFIX = "discovery:site:"
+DISABLE_AFTER = 3  # failed searches in a row that disable a site
 
 
 class SiteError(ValueError):
@@ -107,6 +108,20 @@ class Site:
     added_at: str = ""
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # where it came from: "site add", or the Legado file/URL it was imported from
+    status: str = ""  # a Legado source: imported | partial (``legado.sources.judge``)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def health(self) -> dict[str, Any]:
+        """The last search (``ok``, ``results``, ``error``, ``at``), consecutive
+        ``failures`` and ``disabled`` (after ``DISABLE_AFTER`` failures in a row)."""
+        value = self.meta.get("health")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def disabled(self) -> bool:
+        return bool(self.health.get("disabled"))
 
     @property
     def host(self) -> str:
@@ -132,12 +147,42 @@ class SiteRegistry:
 
     def list(self) -> list[Site]:
         items = self.store.meta_items(META_PREFIX)
-        return [Site(**v) for _, v in sorted(items.items()) if isinstance(v, dict)]
+        out = [_site(v) for _, v in sorted(items.items())]
+        return [s for s in out if s is not None]
 
     def get(self, host_or_url: str) -> Site | None:
         host = host_of(host_or_url) if "://" in host_or_url else host_or_url.lower()
-        value = self.store.get_meta(META_PREFIX + host)
-        return Site(**value) if isinstance(value, dict) else None
+        return _site(self.store.get_meta(META_PREFIX + host))
+
+    def record_search(self, host: str, *, ok: bool, results: int = 0, error: str = "") -> None:
+        """Note a site's search: its health (``Site.health``); ``DISABLE_AFTER`` failures
+        in a row disable it, a success enables it again."""
+        from datetime import UTC, datetime
+
+        site = self.get(host)
+        if site is None:
+            return
+        before = site.health
+        failures = 0 if ok else int(before.get("failures", 0)) + 1
+        site.meta["health"] = {
+            "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ok": ok,
+            "results": results,
+            "error": error[:300],
+            "failures": failures,
+            "disabled": failures >= DISABLE_AFTER if not ok else False,
+        }
+        self.add(site)
+
+    def set_enabled(self, host: str, enabled: bool) -> Site | None:
+        """Enable (failures forgotten) or disable a site by hand."""
+        site = self.get(host)
+        if site is None:
+            return None
+        health = dict(site.health)
+        health.update(disabled=not enabled, failures=0 if enabled else health.get("failures", 0))
+        site.meta["health"] = health
+        return self.add(site)
 
     def remove(self, host_or_url: str) -> bool:
         site = self.get(host_or_url)
@@ -145,6 +190,17 @@ class SiteRegistry:
             return False
         self.store.delete_meta(META_PREFIX + site.host)
         return True
+
+
+def _site(value: Any) -> Site | None:
+    """A stored site (fields this version does not know are left aside)."""
+    if not isinstance(value, dict):
+        return None
+    known = {k: value[k] for k in Site.__dataclass_fields__ if k in value}
+    try:
+        return Site(**known)
+    except TypeError:
+        return None
 
 
 def _forms(html: str, base: str) -> list[tuple[str, str, dict[str, str]]]:
