@@ -5,7 +5,8 @@ A library's works are chapters of books (``docs/BOOKS.md``): each chapter's meta
 and ``work_title``/``book_title`` (titles) instead. A site is searched once per book, for
 its title (and its author where a site's search takes one), found in this order:
 
-1. ``book_title`` (or the legacy ``work_title``) of the chapter's metadata;
+1. ``book_title`` (or the legacy ``work_title``) of the chapter's metadata, or a legacy
+   ``book``/``collection`` that holds a name rather than an id (``红楼梦``, not ``shuihu``);
 2. the ``《书名》`` that opens the work's title (``《三国演义》宴桃园豪杰三结义`` → ``三国演义``);
 3. the work's title itself, or its first word when what follows is a chapter heading
    (``红楼梦 第四回 …`` → ``红楼梦``), unless the title is only a chapter heading
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BookTarget", "book_of", "book_targets"]
 
+_ID = re.compile(r"^[A-Za-z0-9_.:/-]+$")  # an id (``shuihu``, ``b-12``), never searched
 _BRACKETED = re.compile(r"^\s*[《〈<]([^》〉>]{1,60})[》〉>]")
 _CHAPTER_HEAD = re.compile(
     r"^(第[零〇一二三四五六七八九十百千万两0-9０-９]+[章回节卷集部篇]|chapter\s*\d+|卷[一二三四五六七八九十]+)",
@@ -62,6 +64,10 @@ def book_of(mother: Mother) -> BookTarget | None:
     is no title to search for."""
     meta = mother.metadata or {}
     title = str(meta.get("book_title") or meta.get("work_title") or "").strip()
+    for legacy in ("book", "collection"):  # a name there, not an id: the book's title
+        value = str(meta.get(legacy) or "").strip()
+        if not title and value and not _ID.match(value):
+            title = value
     if not title:
         title = _title_of(mother.title or "")
     if not title:
@@ -78,7 +84,10 @@ def book_of(mother: Mother) -> BookTarget | None:
 
 def _key_of(mother: Mother) -> str:
     meta = mother.metadata or {}
-    return str(meta.get("book_id") or meta.get("work") or meta.get("book") or "").strip()
+    for name in ("book_id", "work", "book", "collection"):
+        if str(meta.get(name) or "").strip():
+            return str(meta[name]).strip()
+    return ""
 
 
 def book_targets(mothers: Iterable[Mother]) -> list[BookTarget]:

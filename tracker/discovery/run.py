@@ -47,6 +47,15 @@ from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
 from tracker.discovery.queries import LibraryStats, Query, work_queries
+from tracker.discovery.report import (
+    MAX_ERRORS,
+    PageResult,
+    RunHistory,
+    RunReport,
+    SourceStats,
+    add_report,
+    merge_reports,
+)
 from tracker.discovery.sites import (
     Site,
     SiteProfile,
@@ -56,7 +65,6 @@ from tracker.discovery.sites import (
     result_links,
     search_url,
 )
-from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
@@ -64,14 +72,18 @@ if TYPE_CHECKING:
     from tracker.crawler.crawler import ReadPage
     from tracker.engines.base import RedisClient
     from tracker.library import Library
-    from tracker.store.base import Store
 
-__all__ = ["DiscoveryRun", "PageResult", "RunHistory", "RunOptions", "RunReport"]
+__all__ = [
+    "DiscoveryRun",
+    "PageResult",
+    "RunHistory",
+    "RunOptions",
+    "RunReport",
+    "SourceStats",
+    "merge_reports",
+]
 
-RUN_PREFIX = "discovery:run:"
-KEEP_RUNS = 50
 MIN_TEXT_CHARS = 50
-MAX_ERRORS = 200
 
 
 @dataclass
@@ -109,169 +121,6 @@ class RunOptions:
     read_processes: int = -1
 
 
-@dataclass
-class SourceStats:
-    found: int = 0  # URLs it gave (seeds and the links followed from them)
-    fetched: int = 0
-    checked: int = 0
-    matched: int = 0  # checked pages with at least one match
-    duplicates: int = 0
-    errors: int = 0
-
-
-@dataclass
-class PageResult:
-    """One fetched page: checked (``matches``), a near-duplicate, or an error."""
-
-    url: str
-    source: str
-    final_url: str = ""
-    kind: str = "page"
-    suspect_id: str = ""
-    matches: list[dict[str, Any]] = field(default_factory=list)
-    duplicate_of: str = ""
-    error: str = ""
-    checked: bool = False
-    skipped: str = ""  # why a fetched page was not checked (too little text)
-
-    def to_json(self) -> JSONObject:
-        """The JSON line of ``yinji discover run --json`` (a checked page)."""
-        return {
-            "url": self.final_url or self.url,
-            "requested_url": self.url,
-            "source": self.source,
-            "suspect_id": self.suspect_id,
-            "matches": self.matches,
-        }
-
-
-@dataclass
-class RunReport:
-    id: str
-    started_at: str
-    finished_at: str = ""
-    works: int = 0
-    books: int = 0  # distinct books of the works (what sites are searched for)
-    queries: int = 0  # asked of providers (cached answers included)
-    cached: int = 0
-    fetched: int = 0
-    checked: int = 0
-    duplicates: int = 0
-    matched: int = 0  # checked pages with a match
-    traps: int = 0
-    skipped: int = 0  # pages fetched but too short to check (``PageResult.skipped``)
-    sources: dict[str, SourceStats] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    # Site searches that found no book: "site:HOST: no book 《T》 in its search results".
-    not_found: list[str] = field(default_factory=list)
-    matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def source(self, name: str) -> SourceStats:
-        return self.sources.setdefault(name, SourceStats())
-
-    def error(self, message: str) -> None:
-        if len(self.errors) < MAX_ERRORS:
-            self.errors.append(message)
-
-    def to_dict(self) -> JSONObject:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: JSONObject) -> RunReport:
-        # Fields as stored by ``to_dict`` (the store's meta table, written by this class).
-        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        known["sources"] = {k: SourceStats(**v) for k, v in (known.get("sources") or {}).items()}
-        return cls(**known)
-
-    def summary_lines(self) -> list[str]:
-        lines = [
-            f"discovery run {self.id}: {self.works} works ({self.books} books), "
-            f"{self.queries} queries "
-            f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
-            f"{self.duplicates} skipped as duplicates, {self.skipped} too short to check, "
-            f"{self.traps} trap links skipped, {self.matched} pages with matches"
-        ]
-        for name, s in sorted(self.sources.items()):
-            lines.append(
-                f"  {name}: found {s.found}, fetched {s.fetched}, checked {s.checked}, "
-                f"matched {s.matched}, duplicates {s.duplicates}, errors {s.errors}"
-            )
-        lines += [f"  not found: {e}" for e in self.not_found[:30]]
-        if len(self.not_found) > 30:
-            lines.append(f"  ... and {len(self.not_found) - 30} more searches that found no book")
-        lines += [f"  error: {e}" for e in self.errors[:30]]
-        if len(self.errors) > 30:
-            lines.append(f"  ... and {len(self.errors) - 30} more errors")
-        return lines
-
-
-class RunHistory:
-    """The last runs' reports, in the store's meta table. A run whose crawl was spread
-    over workers has one record per part (``RUN_ID~PART``, each written by one worker,
-    so no two workers write one record); reading adds the parts up."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def save(self, report: RunReport) -> None:
-        self.store.set_meta(RUN_PREFIX + report.id, report.to_dict())
-        runs = sorted({k.split("~", 1)[0] for k in self.store.meta_items(RUN_PREFIX)})
-        old = set(runs[:-KEEP_RUNS])
-        for key in self.store.meta_items(RUN_PREFIX):
-            if key.split("~", 1)[0] in old:
-                self.store.delete_meta(key)
-
-    def _grouped(self) -> dict[str, list[RunReport]]:
-        groups: dict[str, list[RunReport]] = {}
-        for key, value in sorted(self.store.meta_items(RUN_PREFIX).items()):
-            if isinstance(value, dict):
-                groups.setdefault(key.split("~", 1)[0], []).append(RunReport.from_dict(value))
-        return groups
-
-    def list(self, limit: int = 20) -> list[RunReport]:
-        groups = self._grouped()
-        return [merge_reports(groups[k]) for k in sorted(groups, reverse=True)][:limit]
-
-    def get(self, run_id: str) -> RunReport | None:
-        parts = self._grouped().get(RUN_PREFIX + run_id.split("~", 1)[0])
-        return merge_reports(parts) if parts else None
-
-
-def merge_reports(parts: Sequence[RunReport]) -> RunReport:
-    """One report of a run from its parts (the first holds the plan and searches)."""
-    first = parts[0]
-    out = RunReport.from_dict(first.to_dict())
-    out.id = first.id.split("~", 1)[0]
-    for part in parts[1:]:
-        add_report(out, part)
-    return out
-
-
-def add_report(out: RunReport, part: RunReport) -> None:
-    """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
-    counts = (
-        "queries",
-        "cached",
-        "fetched",
-        "checked",
-        "duplicates",
-        "matched",
-        "traps",
-        "skipped",
-    )
-    for name in counts:
-        setattr(out, name, getattr(out, name) + getattr(part, name))
-    for src, st in part.sources.items():
-        mine = out.source(src)
-        for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
-            setattr(mine, f, getattr(mine, f) + getattr(st, f))
-    out.errors += part.errors
-    out.not_found += part.not_found
-    out.matches += part.matches
-    out.finished_at = max(out.finished_at, part.finished_at)
-
-
 class _Budget:
     """The run's page budget: a counter in this process, or one shared by the run's
     crawl processes (``multiprocessing.Value``), taken one page at a time."""
@@ -299,16 +148,41 @@ class _Budget:
                 self.shared.value -= 1
 
 
+MAX_LINKS = 2000  # links of a page discovery reads (a page's first ones)
+LINK_FARM = 5000  # anchors above which a page is a list of links: no main text extracted
+
+
 def read_links(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
     """A page discovery follows but does not check (a site search, a chapter list):
-    decoded and its links parsed, its main text not extracted (trafilatura is most of
-    what reading a page costs). ``tracker.crawler.crawler.read_page`` otherwise."""
+    decoded and its first ``MAX_LINKS`` links parsed, its main text not extracted
+    (trafilatura is most of what reading a page costs)."""
     from tracker.crawler.crawler import ReadPage
     from tracker.crawler.decoding import decode_html
     from tracker.crawler.links import page_links
 
     html, encoding = decode_html(body, content_type)
-    return ReadPage(html, encoding, "", "", [] if mime == "text/plain" else page_links(html, url))
+    links = [] if mime == "text/plain" else page_links(html, url, limit=MAX_LINKS)
+    return ReadPage(html, encoding, "", "", links)
+
+
+def read_to_check(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
+    """A page discovery checks: decoded, its main text extracted and its first
+    ``MAX_LINKS`` links parsed, as ``tracker.crawler.crawler.read_page``; a page of more
+    than ``LINK_FARM`` links is a list of links, read as ``read_links`` (no text to
+    copy; extracting one of 100,000 links took the extractor 47 s). Pure: it runs in
+    the reader process."""
+    from tracker.crawler.crawler import ReadPage
+    from tracker.crawler.decoding import decode_html
+    from tracker.crawler.extraction import extract, normalise_text
+    from tracker.crawler.links import page_links
+
+    html, encoding = decode_html(body, content_type)
+    if mime == "text/plain":
+        return ReadPage(html, encoding, "", normalise_text(html), [])
+    if html.count("<a ") + html.count("<A ") > LINK_FARM:
+        return ReadPage(html, encoding, "", "", page_links(html, url, limit=MAX_LINKS))
+    title, main = extract(html, url)
+    return ReadPage(html, encoding, title, main, page_links(html, url, limit=MAX_LINKS))
 
 
 def _may_fork() -> bool:
@@ -465,6 +339,12 @@ class DiscoveryRun:
         self.titles: dict[str, str] = {}
         self.books: list[BookTarget] = []  # what a site is searched for
         self.profiles: dict[str, SiteProfile] = {}
+        # Why a run may do nothing (``idle_reason``): seeds already fetched by earlier
+        # runs (by kind), queries over today's budget, Legado searches made today.
+        self.skipped_seeds: dict[str, int] = {}
+        self._saved_at = time.monotonic()
+        self.over_budget = 0
+        self.searched_today = 0
 
     # -- helpers --
     @property
@@ -483,6 +363,8 @@ class DiscoveryRun:
         item.run = self.report.id
         if self.frontier.add(item):
             self.report.source(item.source).found += 1
+        else:
+            self.skipped_seeds[item.kind] = self.skipped_seeds.get(item.kind, 0) + 1
 
     # -- stages --
     def plan(self) -> list[Query]:
@@ -493,7 +375,7 @@ class DiscoveryRun:
                 try:
                     mothers.append(store.get_mother(work_id))
                 except Exception:
-                    self.report.error(f"work {work_id!r}: not in the library")
+                    self.report.fail("", f"work {work_id!r}: not in the library")
         else:
             listed = store.list_mothers(limit=self.options.max_works, with_text=False)
             mothers = [store.get_mother(m.id) for m in listed]
@@ -535,6 +417,8 @@ class DiscoveryRun:
                 if used[q.work_id] < self.options.max_queries:
                     used[q.work_id] += 1
                     chosen.append(q)
+                else:
+                    self.over_budget += 1
             failures = 0
             width = max(1, self.options.search_concurrency)
             with ThreadPoolExecutor(max_workers=width) as pool:
@@ -565,14 +449,13 @@ class DiscoveryRun:
             self.lib.redis.incr(budget_key)
             self.lib.redis.expire(budget_key, 2 * 86400)
         if outcome.error:
-            self.report.source(name).errors += 1
-            self.report.error(f"{outcome.error} (query {q.text})")
+            self.report.fail(name, f"{outcome.error.removeprefix(name + ': ')} (query {q.text})")
             return False
         for hit in outcome.hits:
             try:
                 normalize_url(hit.url)
             except ValueError:
-                self.report.error(f"{name}: result is not an http(s) URL: {hit.url!r}")
+                self.report.fail(name, f"result is not an http(s) URL: {hit.url!r}")
                 continue
             self._seed(FrontierItem(url=hit.url, source=name, priority=0, works=[q.work_id]))
         return True
@@ -580,13 +463,11 @@ class DiscoveryRun:
     def sites(self) -> None:
         if not self.options.sites:
             return
-        from tracker.discovery.sites import SiteError
-
-        try:
-            self.profiles = load_profiles(self.lib.settings.data_dir / "discovery" / "profiles")
-        except SiteError as exc:
-            self.report.error(str(exc))
-            self.profiles = load_profiles()
+        problems: list[str] = []
+        folder = self.lib.settings.data_dir / "discovery" / "profiles"
+        self.profiles = load_profiles(folder, problems)
+        for problem in problems:
+            self.report.fail("profiles", problem)
         for site in SiteRegistry(self.lib.store).list():
             if site.profile == "legado":
                 continue  # searched by the Legado stage (``legado.walk``)
@@ -602,12 +483,42 @@ class DiscoveryRun:
                     )
                 )
 
-    def legado(self) -> None:
-        """Each imported Legado site searched for each book and walked
-        (``legado.walk.LegadoWalker``), from the run's page budget."""
+    def plan_books(self) -> list[BookTarget]:
+        """Only the books of the run's works (a Legado chunk on a worker needs no queries)."""
+        store = self.lib.store
+        if self.options.works:
+            mothers = []
+            for work_id in self.options.works:
+                with contextlib.suppress(Exception):
+                    mothers.append(store.get_mother(work_id))
+        else:
+            mothers = store.list_mothers(limit=self.options.max_works, with_text=False)
+        self.books = book_targets(mothers)
+        return self.books
+
+    def legado_hosts(self) -> list[str]:
+        """The imported Legado sites this run walks (enabled, with a search to run)."""
+        if not self.options.legado or not self.options.sites:
+            return []
+        return [
+            s.host
+            for s in SiteRegistry(self.lib.store).list()
+            if s.profile == "legado"
+            and not s.disabled
+            and not any("search needs" in r for r in s.reasons)
+        ]
+
+    def legado(self, hosts: Sequence[str] | None = None) -> None:
+        """Each imported Legado site (of ``hosts`` when given) searched for each book and
+        walked (``legado.walk.LegadoWalker``), from the run's page budget."""
         if not self.options.legado or not self.options.sites:
             return
-        sites = [s for s in SiteRegistry(self.lib.store).list() if s.profile == "legado"]
+        wanted = set(hosts) if hosts is not None else None
+        sites = [
+            s
+            for s in SiteRegistry(self.lib.store).list()
+            if s.profile == "legado" and (wanted is None or s.host in wanted)
+        ]
         if not sites or not self.books:
             return
         from tracker.discovery.legado.walk import LegadoWalker, WalkEvents, WalkLimits
@@ -619,17 +530,40 @@ class DiscoveryRun:
             self.report.source(source).fetched += 1
 
         def error(source: str, message: str) -> None:
-            self.report.source(source).errors += 1
-            self.report.error(f"{source}: {message}")
+            self.report.fail(source, message)
 
         def not_found(line: str) -> None:
             if len(self.report.not_found) < MAX_ERRORS:
                 self.report.not_found.append(line)
 
+        day = datetime.now(UTC).strftime("%Y%m%d")
+
+        def fresh(host: str, book_key: str) -> bool:
+            """Whether ``host`` was not yet searched for the book today (one a day)."""
+            key = self.keys.key(f"legado:{day}:{host}")
+            added = self.lib.redis.sadd(key, book_key)
+            self.lib.redis.expire(key, 2 * 86400)
+            if not added:
+                self.searched_today += 1
+            return bool(added)
+
+        def refused(source: str, message: str) -> None:
+            self.report.refused += 1
+            self.report.fail(source, message)
+
         walker = LegadoWalker(
             self.lib,
             self.crawler,
-            WalkEvents(budget.take, budget.give_back, fetched, error, not_found, self._check_read),
+            WalkEvents(
+                budget.take,
+                budget.give_back,
+                fetched,
+                error,
+                not_found,
+                self._check_read,
+                fresh,
+                refused,
+            ),
             WalkLimits(chapters=self.options.max_chapters, concurrency=self.options.concurrency),
         )
         walker.run(sites, self.books)
@@ -652,8 +586,7 @@ class DiscoveryRun:
         try:
             checked = self.lib.check_crawled(suspect, read.pages, save=self.options.save)
         except Exception as exc:  # one chapter's failure is its own line
-            stats.errors += 1
-            self.report.error(f"{read.site}: {read.url}: {type(exc).__name__}: {exc}")
+            self.report.fail(read.site, f"{read.url}: {type(exc).__name__}: {exc}")
             return
         result.checked = True
         result.suspect_id = checked.suspect.id
@@ -765,19 +698,17 @@ class DiscoveryRun:
         self._helpers, self._inbox = [], None
 
     def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
-        """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
-        there is none, or when the pool broke)."""
+        """``read_to_check`` in a reader process (in this one when there is none, or
+        when the pool broke)."""
         from concurrent.futures.process import BrokenProcessPool
-
-        from tracker.crawler.crawler import read_page
 
         pool = self._readers
         if pool is not None:
             try:
-                return pool.submit(read_page, body, content_type, mime, url, True).result()
+                return pool.submit(read_to_check, body, content_type, mime, url).result()
             except (BrokenProcessPool, RuntimeError):
                 self._readers = None  # a reader died: read here from now on
-        return read_page(body, content_type, mime, url, True)
+        return read_to_check(body, content_type, mime, url)
 
     def crawl(self) -> None:
         self._start_helpers()
@@ -870,6 +801,13 @@ class DiscoveryRun:
         item, stats = fetched.item, self.report.source(fetched.item.source)
         if fetched.error is not None:
             exc = fetched.error
+            if _refused(exc):  # the guard said no, or no such host: no page was spent
+                self._budget.give_back()
+                self.report.refused += 1
+                self.report.fail(item.source, str(exc))
+                self.frontier.done(item, failed=True)
+                self._emit(PageResult(item.url, item.source, kind=item.kind, error=str(exc)))
+                return
             if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
                 item.attempts += 1
                 self.frontier.retry(item)
@@ -877,9 +815,8 @@ class DiscoveryRun:
                 return
             self.report.fetched += 1
             stats.fetched += 1
-            stats.errors += 1
             message = str(exc) if isinstance(exc, CrawlError) else f"{item.url}: {exc!r}"
-            self.report.error(f"{item.source}: {message}")
+            self.report.fail(item.source, message)
             self.frontier.done(item, failed=True)
             self._emit(PageResult(item.url, item.source, kind=item.kind, error=message))
             return
@@ -901,14 +838,24 @@ class DiscoveryRun:
             self._follow(item, page, result)
         except Exception as exc:  # a page that breaks a step is its own error
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"
-            stats.errors += 1
-            self.report.error(f"{item.source}: {result.error}")
+            self.report.fail(item.source, result.error)
         self.frontier.done(item)
         self._emit(result)
 
     def _emit(self, result: PageResult) -> None:
         if self.on_page is not None:
             self.on_page(result)
+        self._checkpoint()
+
+    def _checkpoint(self, every: float = 2.0) -> None:
+        """Keep the report so far in the store every ``every`` seconds, so the 发现 page
+        and ``/api/v1/discover/runs/ID`` show a run's counts while it runs."""
+        now = time.monotonic()
+        if not self.options.save or now - self._saved_at < every:
+            return
+        self._saved_at = now
+        with contextlib.suppress(Exception):  # a count read mid-update: the next one
+            RunHistory(self.lib.store).save(self.report, prune=False)
 
     def _check(self, item: FrontierItem, page: Any, result: PageResult, stats: SourceStats) -> None:
         from tracker.simhash import simhash
@@ -1002,7 +949,6 @@ class DiscoveryRun:
         from tracker.cases.books import CHAPTER_RE, NEXT_PAGE_RE, chapter_links
         from tracker.crawler.links import page_links, same_site
 
-        stats = self.report.source(item.source)
         html, base = page.html, page.final_url
         if item.kind == "search":
             books = result_links(html, base, item.hint)
@@ -1013,11 +959,11 @@ class DiscoveryRun:
             if len(chapter_links(html, base)) < 2:
                 profile = self._profile_of(item.source.removeprefix("site:"))
                 if not profile_matches(profile, html):
-                    stats.errors += 1
-                    self.report.error(
-                        f"{item.source}: the search page {item.url} shows neither results "
+                    self.report.fail(
+                        item.source,
+                        f"the search page {item.url} shows neither results "
                         f"nor a book ({profile.name if profile else 'form'} profile no "
-                        "longer matches: `yinji discover site add` the site again)"
+                        "longer matches: `yinji discover site add` the site again)",
                     )
                 elif len(self.report.not_found) < MAX_ERRORS:
                     self.report.not_found.append(
@@ -1079,8 +1025,54 @@ class DiscoveryRun:
             self.legado()
             self.crawl()
         finally:
+            if not self.report.fetched and not self.report.idle:
+                self.report.idle = self.idle_reason()
             self.finish()
         return self.report
+
+    def idle_reason(self) -> str:
+        """Why this run fetched nothing, in words (empty when it fetched something)."""
+        if self.report.fetched:
+            return ""
+        why: list[str] = []
+        if not self.report.works:
+            why.append("no work to look for")
+        if self.options.search and not self.searcher.providers:
+            why.append("no search provider is configured")
+        if self.over_budget:
+            why.append(
+                f"today's query budget is spent ({self.over_budget} queries not asked: "
+                f"{self.options.max_queries} per work per provider per UTC day)"
+            )
+        searches = self.skipped_seeds.get("search", 0)
+        if searches:
+            why.append(f"{searches} site searches were already made by earlier runs")
+        others = sum(n for kind, n in self.skipped_seeds.items() if kind != "search")
+        if others:
+            why.append(
+                f"{others} search results were already fetched by earlier runs (a page "
+                f"that matched is fetched again after {self.options.revisit_days:g} days)"
+            )
+        if self.searched_today:
+            why.append(f"{self.searched_today} Legado site searches were already made today")
+        sites = SiteRegistry(self.lib.store).list() if self.options.sites else []
+        if self.options.sites and not sites:
+            why.append("no pirate site is registered")
+        elif sites and all(s.disabled for s in sites):
+            why.append("every registered site is disabled after failed searches")
+        if self.options.max_pages <= 0:
+            why.append("the page budget is 0")
+        return "; ".join(why) or "nothing was found to fetch"
+
+
+def _refused(exc: BaseException) -> bool:
+    """A URL the SSRF guard or robots.txt refused, or whose host does not resolve: the
+    request never reached a server, so it costs no page of the budget."""
+    from tracker.crawler import Blocked, InvalidURL, RobotsDisallowed, Unreachable
+
+    if isinstance(exc, Blocked | InvalidURL | RobotsDisallowed):
+        return True
+    return isinstance(exc, Unreachable) and "resolve" in str(exc)
 
 
 def _pattern_of(url: str) -> str:

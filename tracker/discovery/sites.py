@@ -74,6 +74,8 @@ class SiteProfile:
         if not isinstance(data, dict) or "name" not in data or "search_path" not in data:
             raise SiteError(f"site profile {path}: needs at least 'name' and 'search_path'")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if not all(isinstance(v, str) for v in known.values()):
+            raise SiteError(f"site profile {path}: every field must be a string")
         profile = cls(**known)
         for pattern in (profile.form_action, profile.book_link, profile.results_marker):
             try:
@@ -85,14 +87,24 @@ class SiteProfile:
         return profile
 
 
-def load_profiles(user_dir: Path | None = None) -> dict[str, SiteProfile]:
-    """The built-in profiles, then the user's (``user_dir``), by name."""
+def load_profiles(
+    user_dir: Path | None = None, errors: list[str] | None = None
+) -> dict[str, SiteProfile]:
+    """The built-in profiles, then the user's (``user_dir``), by name. With ``errors``
+    a malformed file costs only itself: its ``SiteError`` message is added there and
+    the other profiles load; without, the first one raises."""
     out: dict[str, SiteProfile] = {}
     for folder in (BUILTIN_PROFILES, user_dir):
         if folder is None or not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.json")):
-            profile = SiteProfile.from_file(path)
+            try:
+                profile = SiteProfile.from_file(path)
+            except SiteError as exc:
+                if errors is None:
+                    raise
+                errors.append(str(exc))
+                continue
             out[profile.name] = profile
     return out
 

@@ -31,6 +31,8 @@ def test_the_title_searched_is_the_books_never_an_id_or_a_chapter():
         _mother("sh-2", "第二回 王教头私走延安府", work="shuihu"),  # the id groups, never searched
         _mother("hl-4", "红楼梦 第四回 薄命女偏逢薄命郎"),
         _mother("lone", "第九章 无名"),  # a chapter heading only: nothing to search for
+        _mother("lx-1", "“皇汉医学”", collection="三闲集"),  # a legacy name: the book's title
+        _mother("sg-x", "第一回", book="sanguo"),  # an id alone: not a title
     ]
     books = book_targets(chapters)
     titles = {b.key: (b.title, b.work_ids) for b in books}
@@ -40,7 +42,8 @@ def test_the_title_searched_is_the_books_never_an_id_or_a_chapter():
     assert "title:三国演义" in titles
     searched = {b.title for b in books}
     assert not any("宴桃园" in t or t == "shuihu" or t.startswith("第") for t in searched)
-    assert book_of(chapters[-1]) is None
+    assert titles["三闲集"] == ("三闲集", ["lx-1"])
+    assert book_of(chapters[-1]) is None and book_of(chapters[-3]) is None
     assert book_of(_mother("a", "《书》甲", author="某人")).author == "某人"
 
 
@@ -90,3 +93,19 @@ def test_a_run_searches_each_site_once_per_book_and_names_the_books_not_found(tm
     summary = "\n".join(report.summary_lines())
     assert "no book 《水浒传》 in its search results" in summary
     assert not any("三国演义" in line for line in report.not_found)
+
+
+def test_a_search_url_to_a_private_address_is_refused_when_given(tmp_path):
+    from tracker.discovery.service import register_site
+    from tracker.discovery.sites import SiteError
+
+    with Library.open(Settings.from_env(tmp_path / "data")) as lib:
+        crawler = Crawler(CrawlerConfig())  # the guard as shipped: no private addresses
+        for search_url in ("http://169.254.169.254/s?q={q}", "http://10.0.0.7/s?q={q}"):
+            with pytest.raises(SiteError, match=search_url.split("/")[2]):
+                register_site(lib, "http://a.test/", search_url=search_url, crawler=crawler)
+        with pytest.raises(SiteError, match="klingon"):
+            register_site(
+                lib, "http://a.test/", search_url="http://a.test/?q={q}", encoding="klingon"
+            )
+        assert SiteRegistry(lib.store).list() == []

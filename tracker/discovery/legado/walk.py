@@ -51,6 +51,10 @@ class _Spent(Exception):
     """The run's page budget is spent."""
 
 
+class _Refused(Exception):
+    """A URL the SSRF guard or robots.txt refused, or that does not resolve."""
+
+
 @dataclass(frozen=True)
 class WalkLimits:
     books_per_site: int = 3  # search results that name the book, followed
@@ -82,6 +86,8 @@ class WalkEvents:
     error: Callable[[str, str], None]  # (source, message)
     not_found: Callable[[str], None]
     check: Callable[[ChapterRead], None]
+    fresh: Callable[[str, str], bool]  # (host, book key): not yet searched today
+    refused: Callable[[str, str], None]  # (source, message): a URL the guard refused
 
 
 def _decode_only(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
@@ -144,6 +150,9 @@ class LegadoWalker:
             self._error(site.name, str(exc))
             return
         for book in books:
+            with self._lock:
+                if not self.events.fresh(site.host, book.key):
+                    continue
             try:
                 self._book(site, source, book, registry)
             except _Spent:
@@ -170,7 +179,8 @@ class LegadoWalker:
                 raise
             with self._lock:
                 self.events.give_back()  # refused or unresolvable: no page spent
-            raise
+                self.events.refused(site.name, str(exc))
+            raise _Refused(str(exc)) from None
         except CrawlError:
             with self._lock:
                 self.events.fetched(site.name, req.url)
@@ -193,6 +203,9 @@ class LegadoWalker:
             items = get_elements(content.root, rules["bookList"], ctx)
         except _Spent:
             raise
+        except _Refused as exc:
+            registry.record_search(site.host, ok=False, error=str(exc))
+            return
         except (CrawlError, SourceError, RuleError) as exc:
             registry.record_search(site.host, ok=False, error=str(exc))
             self._error(site.name, f"search for 《{book.title}》: {exc}")
@@ -252,6 +265,8 @@ class LegadoWalker:
             chapters = self._toc(site, source, toc_page, toc_content)
         except _Spent:
             raise
+        except _Refused:
+            return
         except (CrawlError, SourceError, RuleError) as exc:
             self._error(site.name, f"《{book.title}》 {raw_url}: {exc}")
             return
@@ -303,6 +318,8 @@ class LegadoWalker:
             seen_pages.add(nexts[0].url)
             try:
                 page = self._fetch(site, nexts[0])
+            except _Refused:
+                break
             except CrawlError as exc:
                 self._error(site.name, f"contents page {nexts[0].url}: {exc}")
                 break
@@ -355,6 +372,9 @@ class LegadoWalker:
         except _Spent:
             if not read.pages:
                 raise
+        except _Refused:
+            if not read.pages:
+                return
         except (CrawlError, SourceError, RuleError) as exc:
             self._error(site.name, f"chapter {url}: {exc}")
             if not read.pages:
