@@ -162,7 +162,7 @@ class _JsonProvider:
         try:
             status, resp_headers, body = self._get(url, hdrs, self.timeout)
         except TimeoutError:
-            raise ProviderError(self.name, f"no whole answer within {self.timeout:g} s") from None
+            raise ProviderError(self.name, f"no answer within {self.timeout:g} s") from None
         except OSError as exc:
             reason = str(exc) or type(exc).__name__
             if "timed out" in reason.lower() or "timeout" in reason.lower():

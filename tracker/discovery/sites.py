@@ -125,7 +125,7 @@ class Site:
     reasons: list[str] = field(default_factory=list)
 
     @property
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JSONObject:
         """The last search (``ok``, ``results``, ``error``, ``at``), consecutive
         ``failures`` and ``disabled`` (after ``DISABLE_AFTER`` failures in a row)."""
         value = self.meta.get("health")
@@ -175,7 +175,7 @@ class SiteRegistry:
         if site is None:
             return
         before = site.health
-        failures = 0 if ok else int(before.get("failures", 0)) + 1
+        failures = 0 if ok else int(str(before.get("failures") or 0)) + 1
         site.meta["health"] = {
             "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "ok": ok,

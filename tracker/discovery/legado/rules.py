@@ -27,9 +27,11 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import regex
+
+from tracker.records import JSONValue
 
 if TYPE_CHECKING:
     from parsel import Selector
@@ -48,8 +50,7 @@ __all__ = [
 
 REGEX_SECONDS = 0.5  # each regex of a source gets this long on one string
 MAX_ITEMS = 5000  # elements a rule may yield (a page of 100,000 links costs a bounded walk)
-JSONValue = Union[dict, list, str, int, float, bool, None]  # noqa: UP007 (a runtime alias)
-Node = Union["Selector", JSONValue]
+Node = Union["Selector", JSONValue]  # noqa: UP007 (a runtime alias)
 
 
 class RuleError(ValueError):
@@ -165,10 +166,11 @@ def _split_top(rule: str, seps: tuple[str, ...]) -> tuple[str, list[str]]:
         i += 1
     if not found:
         return "", [rule]
-    parts, start = [], 0
-    for c in cuts:
-        parts.append(rule[start:c])
-        start = c + len(found)
+    parts: list[str] = []
+    start = 0
+    for cut in cuts:
+        parts.append(rule[start:cut])
+        start = cut + len(found)
     parts.append(rule[start:])
     return found, parts
 
@@ -324,7 +326,7 @@ def _is_selector(node: Node) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _compiled_path(path: str):  # type: ignore[no-untyped-def]
+def _compiled_path(path: str) -> Any:  # jsonpath-ng ships no types
     from jsonpath_ng.ext import parse
 
     try:
@@ -335,7 +337,7 @@ def _compiled_path(path: str):  # type: ignore[no-untyped-def]
 
 def _jsonpath(content: Node, path: str) -> list[Node]:
     if _is_selector(content):
-        text = content.get() if hasattr(content, "get") else ""  # type: ignore[union-attr]
+        text = content.get() if hasattr(content, "get") else ""  # type: ignore[union-attr,call-overload]
         try:
             content = json.loads(text)
         except (ValueError, TypeError):
@@ -499,7 +501,7 @@ def _read(node: Node, get: str) -> str:
     if g == "owntext":
         return _squash(" ".join(node.xpath("./text()").getall()))  # type: ignore[union-attr]
     if g in ("html", "all"):
-        return str(node.get())  # type: ignore[union-attr]
+        return str(node.get())  # type: ignore[union-attr,call-overload]
     attr = get.removeprefix("abs:")
     value = node.attrib.get(attr)  # type: ignore[union-attr]
     return str(value) if value is not None else ""

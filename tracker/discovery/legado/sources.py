@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
 from tracker.discovery.legado.rules import RuleError, _compile, needs_js
+from tracker.records import JSONValue
 
 __all__ = [
     "BookSource",
@@ -115,7 +116,7 @@ def _strip_comments(text: str) -> str:
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 
 
-def loads_tolerant(text: str) -> Any:
+def loads_tolerant(text: str) -> JSONValue:
     """JSON as people share it (see the module docstring); ``ValueError`` if not."""
     text = text.lstrip("\ufeff").strip()
     try:
@@ -139,7 +140,7 @@ def loads_tolerant(text: str) -> Any:
     raise ValueError("no JSON object or array in it")
 
 
-def load_sources(text: str, name: str) -> list[Any]:
+def load_sources(text: str, name: str) -> list[JSONValue]:
     """The sources in a file's ``text`` (``name`` is how errors name it): a list of
     whatever the file holds, each judged by ``judge``."""
     try:
@@ -149,7 +150,7 @@ def load_sources(text: str, name: str) -> list[Any]:
     if isinstance(data, dict):
         return [data]
     if isinstance(data, list):
-        return data
+        return list(data)
     raise SourceError(f"{name}: not Legado book sources: a JSON {type(data).__name__}")
 
 
@@ -199,7 +200,7 @@ class BookSource:
     url: str  # the site's URL (the part of bookSourceUrl before any '#')
 
     @classmethod
-    def from_raw(cls, raw: Any) -> BookSource:
+    def from_raw(cls, raw: object) -> BookSource:
         if not isinstance(raw, dict):
             raise SourceError(f"a source must be a JSON object, not {type(raw).__name__}")
         url = str(raw.get("bookSourceUrl") or "").strip()
@@ -207,7 +208,7 @@ class BookSource:
         base = url.split("#", 1)[0].strip()
         if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
             raise SourceError(f"source {name!r}: bookSourceUrl {url!r} is not an http(s) URL")
-        return cls(raw, name, base)
+        return cls(dict(raw), name, base)
 
     def rules(self, part: str) -> dict[str, str]:
         value = self.raw.get(part)
@@ -242,7 +243,7 @@ class BookSource:
         if isinstance(body_raw, dict | list):
             body_raw = json.dumps(body_raw, ensure_ascii=False)
         body_text = str(body_raw) if body_raw is not None else None
-        json_body = bool(body_text) and body_text.lstrip()[:1] in ("{", "[")
+        json_body = body_text is not None and body_text.lstrip()[:1] in ("{", "[")
 
         def fill(text: str, raw_key: bool) -> str:
             try:
@@ -298,7 +299,7 @@ def _rule_problems(source: BookSource, part: str) -> list[tuple[str, str]]:
     return out
 
 
-def judge(raw: Any) -> SourceVerdict:
+def judge(raw: object) -> SourceVerdict:
     """The verdict on one source (see the module docstring); never raises."""
     try:
         source = BookSource.from_raw(raw)
@@ -306,6 +307,7 @@ def judge(raw: Any) -> SourceVerdict:
         name = str(raw.get("bookSourceName") or "?") if isinstance(raw, dict) else "?"
         url = str(raw.get("bookSourceUrl") or "") if isinstance(raw, dict) else ""
         return SourceVerdict(name, url, "refused", [str(exc)])
+    raw = source.raw
     name, url = source.name, str(raw.get("bookSourceUrl"))
     kind = raw.get("bookSourceType", 0)
     if kind not in (0, "0", None, ""):

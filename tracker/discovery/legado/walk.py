@@ -154,11 +154,20 @@ class LegadoWalker:
                 if not self.events.fresh(site.host, book.key):
                     continue
             try:
-                self._book(site, source, book, registry)
+                ok = self._book(site, source, book, registry)
             except _Spent:
                 return
             except Exception as exc:  # one book's failure is its own line
                 self._error(site.name, f"《{book.title}》: {type(exc).__name__}: {exc}")
+                continue
+            now = registry.get(site.host) if not ok else None  # type: ignore[attr-defined]
+            if now is not None and now.disabled:
+                self._error(
+                    site.name,
+                    f"disabled after {now.health.get('failures', 0)} failed searches in a row; "
+                    f"its other books are not searched (`yinji discover site enable {site.host}`)",
+                )
+                return
 
     def _fetch(self, site: Site, req: HttpRequest) -> Page:
         from tracker.crawler import Blocked, CrawlError, InvalidURL, RobotsDisallowed, Unreachable
@@ -189,7 +198,7 @@ class LegadoWalker:
             self.events.fetched(site.name, req.url)
         return page
 
-    def _book(self, site: Site, source: BookSource, book: BookTarget, registry: object) -> None:
+    def _book(self, site: Site, source: BookSource, book: BookTarget, registry: object) -> bool:
         from tracker.crawler import CrawlError
         from tracker.discovery.sites import SiteRegistry
 
@@ -205,11 +214,11 @@ class LegadoWalker:
             raise
         except _Refused as exc:
             registry.record_search(site.host, ok=False, error=str(exc))
-            return
+            return False
         except (CrawlError, SourceError, RuleError) as exc:
             registry.record_search(site.host, ok=False, error=str(exc))
             self._error(site.name, f"search for 《{book.title}》: {exc}")
-            return
+            return False
         registry.record_search(site.host, ok=True, results=len(items))
         found: list[str] = []
         want = _plain(book.title)
@@ -233,9 +242,10 @@ class LegadoWalker:
                 self.events.not_found(
                     f"{site.name}: no book 《{book.title}》 in its search results ({req.url})"
                 )
-            return
+            return True
         for raw_url in found[: self.limits.books_per_site]:
             self._read_book(site, source, book, raw_url, page.final_url)
+        return True
 
     def _request(self, source: BookSource, raw: str, base: str) -> HttpRequest:
         return source.request(raw.strip(), base=base)
