@@ -50,7 +50,7 @@ __all__ = [
 
 REGEX_SECONDS = 0.5  # each regex of a source gets this long on one string
 MAX_ITEMS = 5000  # elements a rule may yield (a page of 100,000 links costs a bounded walk)
-Node = Union["Selector", JSONValue]  # noqa: UP007 (a runtime alias)
+Node = Union["Selector", JSONValue]
 
 
 class RuleError(ValueError):
