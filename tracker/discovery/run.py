@@ -5,10 +5,12 @@
 2. ``search``: each query to each configured provider (``providers.Searcher``: cache,
    daily quota, 429 backoff) within the per-work budget (``max_queries`` queries per
    work per provider per UTC day, default 10); every result URL is a seed;
-3. ``sites``: each registered site searched for each book: the work's ``book``,
-   ``work`` or ``collection`` metadata, else the first word of its title ("红楼梦" of
-   "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
-4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
+3. ``sites``: each registered site searched for each book (``books.book_targets``:
+   the book's title, never an id or a chapter's title), at most ``max_site_searches``
+   books a site; a search that finds no book is said so (``RunReport.not_found``);
+4. ``legado``: each imported Legado site searched for each book and walked, contents
+   and chapters read with the source's rules (``legado.stage``);
+5. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
    politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
    on every URL, robots.txt, size and redirect limits), decoded and extracted in a
    reader process (``read_processes``), recorded in the frontier the moment they
@@ -17,17 +19,19 @@
    ``yinji check URL`` (suspect, matches, capture and check in the evidence log). A
    page whose SimHash is within 3 bits of a page already checked is not checked again:
    its capture is recorded against that page's suspect (``Library.record_captures``)
-   and the run counts it as a duplicate. Links are followed by kind (``_links``): a
-   site search's results that name the book, a book index's chapter list
-   (``tracker.cases.books.chapter_links``) and its next page, the chapters, next page
-   and other pages of the site of a page that matched; pages that did not match are
-   followed only ``max_depth`` links deep; a page that gave nothing new does not lead
-   on to the next page of its own URL pattern (calendars, endless paging);
-5. ``finish``: the ``RunReport`` (per source: found, fetched, checked, matched; errors
-   per provider, site and page) is kept in the store (``RunHistory``).
+   and the run counts it as a duplicate. Links are followed by the run's
+   ``policy.LinkPolicy`` (data: what to follow and how soon); a page that gave nothing
+   new does not lead on to the next page of its own URL pattern (calendars, endless
+   paging);
+6. ``finish``: the ``RunReport`` (``report``: per source found, fetched, checked,
+   matched; failures by kind; why a run that fetched nothing did nothing) is kept in
+   the store (``RunHistory``).
 
-Every failure is one line in ``RunReport.errors`` naming the provider, site or URL; the
-run goes on.
+The parts, one job each: the frontier (``frontier``, the scheduler shared through
+Redis), the fetcher (``fetcher``: the page budget, how a page is read), the other
+processes (``processes``), the link policy (``policy``), near-duplicates (``near``), the
+stats collector (``report``). Every failure is one line naming the provider, site or
+URL (``RunReport.fail``); the run goes on.
 """
 
 from __future__ import annotations
@@ -40,11 +44,23 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tracker.discovery.books import BookTarget, book_targets
+from tracker.discovery.fetcher import (
+    LINK_FARM,
+    MAX_LINKS,
+    Fetched,
+    PageBudget,
+    read_links,
+    read_to_check,
+    refused,
+)
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.near import NearDuplicates
+from tracker.discovery.policy import LinkPolicy
+from tracker.discovery.processes import CrawlProcesses
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
 from tracker.discovery.queries import LibraryStats, Query, work_queries
 from tracker.discovery.report import (
@@ -53,7 +69,6 @@ from tracker.discovery.report import (
     RunHistory,
     RunReport,
     SourceStats,
-    add_report,
     merge_reports,
 )
 from tracker.discovery.sites import (
@@ -62,25 +77,27 @@ from tracker.discovery.sites import (
     SiteRegistry,
     load_profiles,
     profile_matches,
-    result_links,
     search_url,
 )
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler, Page
-    from tracker.crawler.crawler import ReadPage
-    from tracker.engines.base import RedisClient
     from tracker.library import Library
 
 __all__ = [
+    "LINK_FARM",
+    "MAX_LINKS",
     "DiscoveryRun",
+    "NearDuplicates",
     "PageResult",
     "RunHistory",
     "RunOptions",
     "RunReport",
     "SourceStats",
     "merge_reports",
+    "read_links",
+    "read_to_check",
 ]
 
 MIN_TEXT_CHARS = 50
@@ -121,173 +138,6 @@ class RunOptions:
     read_processes: int = -1
 
 
-class _Budget:
-    """The run's page budget: a counter in this process, or one shared by the run's
-    crawl processes (``multiprocessing.Value``), taken one page at a time."""
-
-    def __init__(self, total: int, shared: Any = None) -> None:
-        self.total, self.shared, self._taken = total, shared, 0
-
-    def take(self) -> bool:
-        if self.shared is None:
-            if self._taken >= self.total:
-                return False
-            self._taken += 1
-            return True
-        with self.shared.get_lock():
-            if self.shared.value >= self.total:
-                return False
-            self.shared.value += 1
-            return True
-
-    def give_back(self) -> None:
-        if self.shared is None:
-            self._taken -= 1
-        else:
-            with self.shared.get_lock():
-                self.shared.value -= 1
-
-
-MAX_LINKS = 2000  # links of a page discovery reads (a page's first ones)
-LINK_FARM = 5000  # anchors above which a page is a list of links: no main text extracted
-
-
-def read_links(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
-    """A page discovery follows but does not check (a site search, a chapter list):
-    decoded and its first ``MAX_LINKS`` links parsed, its main text not extracted
-    (trafilatura is most of what reading a page costs)."""
-    from tracker.crawler.crawler import ReadPage
-    from tracker.crawler.decoding import decode_html
-    from tracker.crawler.links import page_links
-
-    html, encoding = decode_html(body, content_type)
-    links = [] if mime == "text/plain" else page_links(html, url, limit=MAX_LINKS)
-    return ReadPage(html, encoding, "", "", links)
-
-
-def read_to_check(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
-    """A page discovery checks: decoded, its main text extracted and its first
-    ``MAX_LINKS`` links parsed, as ``tracker.crawler.crawler.read_page``; a page of more
-    than ``LINK_FARM`` links is a list of links, read as ``read_links`` (no text to
-    copy; extracting one of 100,000 links took the extractor 47 s). Pure: it runs in
-    the reader process."""
-    from tracker.crawler.crawler import ReadPage
-    from tracker.crawler.decoding import decode_html
-    from tracker.crawler.extraction import extract, normalise_text
-    from tracker.crawler.links import page_links
-
-    html, encoding = decode_html(body, content_type)
-    if mime == "text/plain":
-        return ReadPage(html, encoding, "", normalise_text(html), [])
-    if html.count("<a ") + html.count("<A ") > LINK_FARM:
-        return ReadPage(html, encoding, "", "", page_links(html, url, limit=MAX_LINKS))
-    title, main = extract(html, url)
-    return ReadPage(html, encoding, title, main, page_links(html, url, limit=MAX_LINKS))
-
-
-def _may_fork() -> bool:
-    """Whether this process may start children (a Celery prefork child may not)."""
-    import multiprocessing
-
-    return not multiprocessing.current_process().daemon
-
-
-def _crawl_part(
-    settings: Any,
-    options: dict[str, Any],
-    keys: DiscoveryKeys,
-    run_id: str,
-    crawler_factory: Callable[[], Crawler] | None,
-    shared: Any,
-    outbox: Any,
-) -> None:
-    """One of a run's other crawl processes (``DiscoveryRun._start_helpers``): the
-    crawl stage on the shared frontier and budget; every page and, at the end, its
-    report go to ``outbox``."""
-    from tracker.library import Library
-
-    try:
-        with Library.open(settings) as lib:
-            run = DiscoveryRun(
-                lib,
-                RunOptions(**options),
-                providers=[],
-                crawler=crawler_factory() if crawler_factory is not None else None,
-                keys=keys,
-                run_id=run_id,
-                on_page=lambda r: outbox.put(("page", asdict(r))),
-            )
-            run._budget = _Budget(run.options.max_pages, shared)
-            try:
-                run._crawl()
-            finally:
-                run.report.finished_at = iso_utc(datetime.now(UTC))
-                outbox.put(("report", run.report.to_dict()))
-    except Exception as exc:  # this process's failure is a line of the run's errors
-        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
-
-
-class NearDuplicates:
-    """SimHash (64-bit, character 3-grams) of every page checked, in Redis: four 16-bit
-    bands, so a page within 3 bits of one already checked shares a band with it."""
-
-    def __init__(self, redis: RedisClient, keys: DiscoveryKeys, *, distance: int = 3) -> None:
-        self.redis: Any = cast(Any, redis)  # redis-py's stubs of RedisCluster lack register_script
-        self.keys, self.distance = keys, distance
-        self._add = self.redis.register_script(_SIM_ADD)
-
-    def _band_keys(self, h: int) -> list[tuple[str, str]]:
-        return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
-
-    def find(self, h: int) -> str | None:
-        """The suspect id of a checked page near ``h``, or None (one round trip)."""
-        from tracker.simhash import hamming
-
-        pipe = self.redis.pipeline(transaction=False)
-        for key, band in self._band_keys(h):
-            pipe.hget(key, band)
-        for raw in pipe.execute():
-            if not raw:
-                continue
-            for entry in (raw.decode() if isinstance(raw, bytes) else raw).split(","):
-                other, _, suspect_id = entry.partition(":")
-                if hamming(int(other, 16), h) <= self.distance:
-                    return suspect_id
-        return None
-
-    def add(self, h: int, suspect_id: str) -> None:
-        """Remember a checked page (one script: each band keeps its last 32 pages)."""
-        bands = self._band_keys(h)
-        self._add(
-            keys=[bands[0][0]],
-            args=[self.keys.tag, f"{h:016x}:{suspect_id}", *[b for _, b in bands]],
-        )
-
-
-_SIM_ADD = """
-local tag, entry = ARGV[1], ARGV[2]
-for i = 0, 3 do
-  local key, band = tag .. ':sim:' .. i, ARGV[3 + i]
-  local old = redis.call('HGET', key, band) or ''
-  local parts = {}
-  for e in string.gmatch(old, '[^,]+') do parts[#parts + 1] = e end
-  local first = math.max(1, #parts - 30)
-  local kept = {}
-  for k = first, #parts do kept[#kept + 1] = parts[k] end
-  kept[#kept + 1] = entry
-  redis.call('HSET', key, band, table.concat(kept, ','))
-end
-return 1
-"""
-
-
-@dataclass
-class Fetched:
-    item: FrontierItem
-    page: Any = None
-    error: Exception | None = None
-
-
 class DiscoveryRun:
     """One run (see the module docstring). ``library`` is a ``tracker.library.Library``;
     only its public methods are used."""
@@ -322,12 +172,11 @@ class DiscoveryRun:
             traps=TrapDetector(enabled=self.options.trap_rules),
         )
         self.near = NearDuplicates(library.redis, self.keys)
+        self.policy = LinkPolicy(max_depth=self.options.max_depth)
         self._crawler = crawler
         self._crawler_factory = crawler_factory
-        self._readers: Any = None  # the reader processes' pool while crawling
-        self._budget: _Budget = _Budget(self.options.max_pages)
-        self._helpers: list[Any] = []  # the other crawl processes while crawling
-        self._inbox: Any = None  # what they send: pages done, their reports
+        self.budget: PageBudget = PageBudget(self.options.max_pages)
+        self.processes = CrawlProcesses(self)  # readers and other crawl processes
         self.on_page = on_page
         now = datetime.now(UTC)
         self.report = RunReport(
@@ -510,226 +359,29 @@ class DiscoveryRun:
 
     def legado(self, hosts: Sequence[str] | None = None) -> None:
         """Each imported Legado site (of ``hosts`` when given) searched for each book and
-        walked (``legado.walk.LegadoWalker``), from the run's page budget."""
-        if not self.options.legado or not self.options.sites:
-            return
-        wanted = set(hosts) if hosts is not None else None
-        sites = [
-            s
-            for s in SiteRegistry(self.lib.store).list()
-            if s.profile == "legado" and (wanted is None or s.host in wanted)
-        ]
-        if not sites or not self.books:
-            return
-        from tracker.discovery.legado.walk import LegadoWalker, WalkEvents, WalkLimits
+        walked, from the run's page budget (``legado.stage``)."""
+        from tracker.discovery.legado.stage import legado_stage
 
-        budget = self._budget
-
-        def fetched(source: str, url: str) -> None:
-            self.report.fetched += 1
-            self.report.source(source).fetched += 1
-
-        def error(source: str, message: str) -> None:
-            self.report.fail(source, message)
-
-        def not_found(line: str) -> None:
-            if len(self.report.not_found) < MAX_ERRORS:
-                self.report.not_found.append(line)
-
-        day = datetime.now(UTC).strftime("%Y%m%d")
-
-        def fresh(host: str, book_key: str) -> bool:
-            """Whether ``host`` was not yet searched for the book today (one a day)."""
-            key = self.keys.key(f"legado:{day}:{host}")
-            added = self.lib.redis.sadd(key, book_key)
-            self.lib.redis.expire(key, 2 * 86400)
-            if not added:
-                self.searched_today += 1
-            return bool(added)
-
-        def refused(source: str, message: str) -> None:
-            self.report.refused += 1
-            self.report.fail(source, message)
-
-        walker = LegadoWalker(
-            self.lib,
-            self.crawler,
-            WalkEvents(
-                budget.take,
-                budget.give_back,
-                fetched,
-                error,
-                not_found,
-                self._check_read,
-                fresh,
-                refused,
-            ),
-            WalkLimits(chapters=self.options.max_chapters, concurrency=self.options.concurrency),
-        )
-        walker.run(sites, self.books)
-
-    def _check_read(self, read: Any) -> None:
-        """Check one chapter a Legado site gave (its text; a capture per page)."""
-        stats = self.report.source(read.site)
-        stats.found += 1
-        first = read.pages[0]
-        result = PageResult(read.url, read.site, final_url=first.final_url, kind="chapter")
-        if len(read.text) < MIN_TEXT_CHARS:
-            result.skipped = f"{len(read.text)} characters of text: not checked"
-            self.report.skipped += 1
-            self._emit(result)
-            return
-        suspect = first.to_suspect()
-        suspect.text = read.text
-        suspect.metadata["pages"] = [p.final_url for p in read.pages]
-        suspect.metadata["extractor"] = read.extractor
-        try:
-            checked = self.lib.check_crawled(suspect, read.pages, save=self.options.save)
-        except Exception as exc:  # one chapter's failure is its own line
-            self.report.fail(read.site, f"{read.url}: {type(exc).__name__}: {exc}")
-            return
-        result.checked = True
-        result.suspect_id = checked.suspect.id
-        result.matches = checked.matches_json()
-        self.report.checked += 1
-        stats.checked += 1
-        if result.matches:
-            self.report.matched += 1
-            stats.matched += 1
-            for m in result.matches:
-                self.report.matches.append(
-                    {
-                        "url": first.final_url,
-                        "suspect_id": checked.suspect.id,
-                        "mother_id": m.get("mother_id"),
-                        "title": m.get("title", ""),
-                        "score": m.get("score"),
-                        "source": read.site,
-                        "pages": [p.final_url for p in read.pages],
-                    }
-                )
-        self._emit(result)
-
-    def _start_readers(self) -> None:
-        import multiprocessing
-        import os
-
-        n = self.options.read_processes
-        if n < 0:
-            n = 1 if (os.cpu_count() or 1) > 1 and _may_fork() and not self._helpers else 0
-        if n > 0 and self._readers is None:
-            from concurrent.futures import ProcessPoolExecutor
-
-            # spawn, not fork: this process has threads (a fork would copy their locks).
-            self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
-
-    def _start_helpers(self) -> None:
-        """Start the other crawl processes (``RunOptions.crawl_processes``): each opens
-        the library, claims from the same frontier and sends back its pages and its part
-        of the report; the page budget is one counter all of them take from."""
-        import multiprocessing
-        import os
-
-        n = self.options.crawl_processes
-        if n < 0:
-            n = min(2, os.cpu_count() or 1) if _may_fork() else 1
-        if (self._crawler is not None and self._crawler_factory is None) or not _may_fork():
-            n = 1  # no way to make the crawler elsewhere, or no children allowed here
-        if n <= 1:
-            self._budget = _Budget(self.options.max_pages)
-            return
-        ctx = multiprocessing.get_context("spawn")  # this process has threads: no fork
-        self._budget = _Budget(self.options.max_pages, ctx.Value("q", 0))
-        self._inbox = ctx.Queue()
-        options = asdict(self.options)
-        # A helper alone in its process: no helpers, no reader of its own; it waits a
-        # while for links from pages still out with the others, as a Celery chunk does.
-        options.update(crawl_processes=1, read_processes=0)
-        options["wait_for_others"] = max(self.options.wait_for_others, 10.0)
-        for part in range(1, n):
-            proc = ctx.Process(
-                target=_crawl_part,
-                args=(
-                    self.lib.settings,
-                    options,
-                    self.keys,
-                    f"{self.report.id}~p{part}",
-                    self._crawler_factory,
-                    self._budget.shared,
-                    self._inbox,
-                ),
-                daemon=True,
-            )
-            proc.start()
-            self._helpers.append(proc)
-
-    def _drain(self, timeout: float = 0.0) -> None:
-        """Take in what the other crawl processes sent: their pages (``on_page`` is
-        called here, in this thread) and, at their end, their part of the report."""
-        import queue
-
-        if self._inbox is None:
-            return
-        while True:
-            try:
-                kind, data = (
-                    self._inbox.get(timeout=timeout) if timeout else self._inbox.get_nowait()
-                )
-            except queue.Empty:
-                return
-            timeout = 0.0
-            if kind == "page":
-                self._emit(PageResult(**data))
-            elif kind == "report":
-                add_report(self.report, RunReport.from_dict(data))
-            else:
-                self.report.error(str(data))
-
-    def _stop_helpers(self) -> None:
-        """Wait for the other crawl processes (their budget is the shared counter, so
-        they end when it runs out or the frontier is empty), taking in what they send."""
-        while any(p.is_alive() for p in self._helpers):
-            self._drain(timeout=0.2)
-        for proc in self._helpers:
-            proc.join()
-            if proc.exitcode:
-                self.report.error(f"a crawl process ended with exit code {proc.exitcode}")
-        self._drain()
-        self._helpers, self._inbox = [], None
-
-    def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
-        """``read_to_check`` in a reader process (in this one when there is none, or
-        when the pool broke)."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        pool = self._readers
-        if pool is not None:
-            try:
-                return pool.submit(read_to_check, body, content_type, mime, url).result()
-            except (BrokenProcessPool, RuntimeError):
-                self._readers = None  # a reader died: read here from now on
-        return read_to_check(body, content_type, mime, url)
+        legado_stage(self, hosts)
 
     def crawl(self) -> None:
-        self._start_helpers()
-        self._start_readers()
+        self.processes.start_helpers()
+        self.processes.start_readers()
         try:
             self._crawl()
         finally:
-            if self._readers is not None:
-                self._readers.shutdown(wait=True, cancel_futures=True)
-                self._readers = None
-            if self._helpers:
-                self._stop_helpers()
+            self.processes.stop_readers()
+            if self.processes.helpers:
+                self.processes.stop_helpers()
 
     def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
         # With other crawl processes, wait a while for links from their pages still out.
-        patience = max(opts.wait_for_others, 10.0 if self._helpers else 0.0)
+        patience = max(opts.wait_for_others, 10.0 if self.processes.helpers else 0.0)
         idle_until = time.monotonic() + patience
-        budget = self._budget
+        budget = self.budget
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             while True:
                 wait_for = 0.05
@@ -752,7 +404,7 @@ class DiscoveryRun:
                         break
                     idle_until = time.monotonic() + patience
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
-                self._drain()
+                self.processes.drain()
                 if not inflight:
                     if spent:
                         return
@@ -775,7 +427,7 @@ class DiscoveryRun:
         try:
             # A page to check is read in full (the reader process); a site search or a
             # chapter list is only followed: decoded and its links parsed, no extraction.
-            reader = self._read if item.kind == "page" else read_links
+            reader = self.processes.read if item.kind == "page" else read_links
             page = self.crawler.crawl_page(item.url, screenshot=False, reader=reader)
             fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
@@ -801,24 +453,24 @@ class DiscoveryRun:
         item, stats = fetched.item, self.report.source(fetched.item.source)
         if fetched.error is not None:
             exc = fetched.error
-            if _refused(exc):  # the guard said no, or no such host: no page was spent
-                self._budget.give_back()
+            if refused(exc):  # the guard said no, or no such host: no page was spent
+                self.budget.give_back()
                 self.report.refused += 1
                 self.report.fail(item.source, str(exc))
                 self.frontier.done(item, failed=True)
-                self._emit(PageResult(item.url, item.source, kind=item.kind, error=str(exc)))
+                self.emit(PageResult(item.url, item.source, kind=item.kind, error=str(exc)))
                 return
             if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
                 item.attempts += 1
                 self.frontier.retry(item)
-                self._budget.give_back()  # fetched again later: one page of the budget
+                self.budget.give_back()  # fetched again later: one page of the budget
                 return
             self.report.fetched += 1
             stats.fetched += 1
             message = str(exc) if isinstance(exc, CrawlError) else f"{item.url}: {exc!r}"
             self.report.fail(item.source, message)
             self.frontier.done(item, failed=True)
-            self._emit(PageResult(item.url, item.source, kind=item.kind, error=message))
+            self.emit(PageResult(item.url, item.source, kind=item.kind, error=message))
             return
         page = fetched.page
         self.report.fetched += 1
@@ -840,9 +492,9 @@ class DiscoveryRun:
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"
             self.report.fail(item.source, result.error)
         self.frontier.done(item)
-        self._emit(result)
+        self.emit(result)
 
-    def _emit(self, result: PageResult) -> None:
+    def emit(self, result: PageResult) -> None:
         if self.on_page is not None:
             self.on_page(result)
         self._checkpoint()
@@ -943,67 +595,24 @@ class DiscoveryRun:
     def _links(
         self, item: FrontierItem, page: Page, result: PageResult, add: Callable[..., None]
     ) -> None:
-        """Name the links of ``item``'s page worth following to ``add``, by what the
-        page was: a site search's results, a chapter list, a page that matched (or a
-        duplicate of one), a page that did not."""
-        from tracker.cases.books import CHAPTER_RE, NEXT_PAGE_RE, chapter_links
-        from tracker.crawler.links import page_links, same_site
-
-        html, base = page.html, page.final_url
-        if item.kind == "search":
-            books = result_links(html, base, item.hint)
-            if books:
-                for url in books[:5]:
-                    add(url, 1.5, "index")
-                return
-            if len(chapter_links(html, base)) < 2:
-                profile = self._profile_of(item.source.removeprefix("site:"))
-                if not profile_matches(profile, html):
-                    self.report.fail(
-                        item.source,
-                        f"the search page {item.url} shows neither results "
-                        f"nor a book ({profile.name if profile else 'form'} profile no "
-                        "longer matches: `yinji discover site add` the site again)",
-                    )
-                elif len(self.report.not_found) < MAX_ERRORS:
-                    self.report.not_found.append(
-                        f"{item.source}: no book 《{item.hint}》 in its search results ({item.url})"
-                    )
-                return
-            item.kind = "index"  # a search that went straight to the book
-        found = page.links if page.links is not None else page_links(html, base)
-        links = [(link.url, link.text) for link in found]
-        nexts = [u for u, text in links if NEXT_PAGE_RE.match(text) and same_site(u, base)]
-        if item.kind == "index":
-            for url in chapter_links(html, base):
-                add(url, 2.0, chapter=True)
-            for url in nexts[:1]:  # a chapter list over several pages
-                add(url, 2.0, "index")
-            return
+        """The links of ``item``'s page worth following, by the run's ``LinkPolicy``;
+        a site search showing neither results nor a book is said so: the site's
+        profile no longer matches (an error), or the book is not there (not found)."""
         matched = bool(result.matches) or bool(result.duplicate_of)
-        chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
-        if matched:
-            for u, text in links:
-                if "目录" in text or "目錄" in text:
-                    add(u, 2.0, "index")
-            for u in chapterish:
-                add(u, 3.0, chapter=True)
-            for u in nexts[:1]:  # the copy goes on on the next page
-                add(u, 3.0)
-            # A site that copied one work has often copied more: its other pages are
-            # explored as if found by a search (two links deep, behind the chapters).
-            for u, _ in links[:200]:
-                if same_site(u, base):
-                    add(u, 10.0, depth=0)
+        if self.policy.follow(item, page, matched, item.hint, add):
             return
-        if item.depth >= self.options.max_depth:
-            return
-        for u in chapterish:
-            add(u, 20.0 + item.depth, chapter=True)
-        if item.depth == 0 and len(chapterish) >= 10:  # a book index found by a search
-            return
-        for u, _ in links[:100]:
-            add(u, 40.0 + item.depth)
+        profile = self._profile_of(item.source.removeprefix("site:"))
+        if not profile_matches(profile, page.html):
+            self.report.fail(
+                item.source,
+                f"the search page {item.url} shows neither results "
+                f"nor a book ({profile.name if profile else 'form'} profile no "
+                "longer matches: `yinji discover site add` the site again)",
+            )
+        elif len(self.report.not_found) < MAX_ERRORS:
+            self.report.not_found.append(
+                f"{item.source}: no book 《{item.hint}》 in its search results ({item.url})"
+            )
 
     def _profile_of(self, host: str) -> SiteProfile | None:
         site: Site | None = SiteRegistry(self.lib.store).get(host)
@@ -1063,16 +672,6 @@ class DiscoveryRun:
         if self.options.max_pages <= 0:
             why.append("the page budget is 0")
         return "; ".join(why) or "nothing was found to fetch"
-
-
-def _refused(exc: BaseException) -> bool:
-    """A URL the SSRF guard or robots.txt refused, or whose host does not resolve: the
-    request never reached a server, so it costs no page of the budget."""
-    from tracker.crawler import Blocked, InvalidURL, RobotsDisallowed, Unreachable
-
-    if isinstance(exc, Blocked | InvalidURL | RobotsDisallowed):
-        return True
-    return isinstance(exc, Unreachable) and "resolve" in str(exc)
 
 
 def _pattern_of(url: str) -> str:
