@@ -51,6 +51,13 @@ def test_discovery_page_and_api(system: WebSystem) -> None:
         assert started.get_json()["progress"] == f"/api/v1/jobs/{started.get_json()['task_id']}"
         job = api.get(started.get_json()["progress"], headers=auth(system, "viewer")).get_json()
         assert job["kind"] == "discover"
+        live = system.client("viewer").get(
+            f"/discover?job={started.get_json()['task_id']}&run={started.get_json()['run_id']}"
+            "&lang=zh"
+        )
+        text = live.get_data(as_text=True)
+        assert 'id="job-progress"' in text and f"运行 {started.get_json()['run_id']}" in text
+        assert f"/api/v1/discover/runs/{started.get_json()['run_id']}" in text
 
         deadline = time.monotonic() + 90
         run: dict = {}

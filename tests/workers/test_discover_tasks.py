@@ -26,6 +26,17 @@ def test_chunk_budgets_add_up_to_the_run_budget():
     assert chunk_budgets(10, 50, 2) == [5, 5]
 
 
+def test_legado_sites_take_half_the_budget_shared_among_chunks():
+    from workers.tasks.discover import legado_split
+
+    hosts = [f"s{i}.test" for i in range(5)]
+    split = legado_split(2000, hosts, 2)
+    assert [len(h) for h, _ in split] == [3, 2] and sum(p for _, p in split) == 1000
+    assert sorted(h for group, _ in split for h in group) == hosts  # each site in one chunk
+    assert legado_split(1, hosts, 4) == [(hosts, 1)]  # a budget of one page: one chunk
+    assert legado_split(2000, [], 4) == []
+
+
 def test_beat_sends_the_daily_run(monkeypatch):
     from celery.schedules import crontab
 

@@ -168,7 +168,8 @@ class SiteRegistry:
 
     def record_search(self, host: str, *, ok: bool, results: int = 0, error: str = "") -> None:
         """Note a site's search: its health (``Site.health``); ``DISABLE_AFTER`` failures
-        in a row disable it, a success enables it again."""
+        in a row disable it, a success enables it again (a run tries a disabled site
+        on one book; a site disabled by hand, ``set_enabled``, is not tried)."""
         from datetime import UTC, datetime
 
         site = self.get(host)
@@ -192,7 +193,11 @@ class SiteRegistry:
         if site is None:
             return None
         health = dict(site.health)
-        health.update(disabled=not enabled, failures=0 if enabled else health.get("failures", 0))
+        health.update(
+            disabled=not enabled,
+            by_hand=not enabled,  # a site disabled by hand is not tried again by runs
+            failures=0 if enabled else health.get("failures", 0),
+        )
         site.meta["health"] = health
         return self.add(site)
 

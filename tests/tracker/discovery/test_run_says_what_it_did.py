@@ -181,9 +181,13 @@ def test_refused_urls_spend_no_page_and_a_second_run_says_why_it_did_nothing(tmp
 
 
 @pytest.mark.slow
-def test_a_legado_site_that_keeps_failing_is_disabled_and_enabled_by_hand(tmp_path):
+def test_a_legado_site_that_keeps_failing_is_disabled_then_enabled_again(tmp_path):
+    state = {"down": True}
+
     def route(path: str):  # type: ignore[no-untyped-def]
-        return 500, {"Content-Type": "text/plain"}, b"down"
+        if state["down"]:
+            return 500, {"Content-Type": "text/plain"}, b"down"
+        return 200, {"Content-Type": "application/json"}, b'{"data": {"list": []}}'
 
     with LocalServer(route) as down:
         crawler = Crawler(
@@ -213,5 +217,18 @@ def test_a_legado_site_that_keeps_failing_is_disabled_and_enabled_by_hand(tmp_pa
             assert "HTTP 500" in site.health["error"]
             # The fourth book was not searched: the site was disabled after three.
             assert sum("search for" in e for e in report.errors) == DISABLE_AFTER
+            # The next run tries it on one book; it answers again: enabled by the success.
+            state["down"] = False
+            DiscoveryRun(
+                lib,
+                RunOptions(interval=0.0, read_processes=0, search=False, max_pages=50),
+                providers=[],
+                crawler=crawler,
+            ).run()
+            again = SiteRegistry(lib.store).list()[0]
+            assert not again.disabled and again.health["ok"] is True
+            assert again.health["failures"] == 0
+            registry.set_enabled(site.host, False)  # by hand: no run tries it
+            assert registry.list()[0].health["by_hand"] is True
             registry.set_enabled(site.host, True)
             assert not registry.list()[0].disabled

@@ -125,13 +125,9 @@ class LegadoWalker:
 
         usable = []
         for site in sites:
-            if site.disabled:
-                self._error(
-                    site.name,
-                    f"not searched: disabled after {site.health.get('failures', 0)} failed "
-                    f"searches in a row (`yinji discover site enable {site.host}`)",
-                )
-            elif site.status == "partial" and any("search needs" in r for r in site.reasons):
+            if site.disabled and site.health.get("by_hand"):
+                continue  # disabled by a person: not searched until enabled
+            if site.status == "partial" and any("search needs" in r for r in site.reasons):
                 continue  # its search needs JavaScript or a browser: said at import
             else:
                 usable.append(site)
@@ -149,12 +145,23 @@ class LegadoWalker:
         except SourceError as exc:
             self._error(site.name, str(exc))
             return
+        # A site disabled after failed searches is tried once a run, on one book: a
+        # success enables it again (``SiteRegistry.record_search``).
+        probing = site.disabled
         for book in books:
             with self._lock:
                 if not self.events.fresh(site.host, book.key):
                     continue
             try:
                 ok = self._book(site, source, book, registry)
+                if probing and not ok:
+                    self._error(
+                        site.name,
+                        "still failing: stays disabled (tried once a run; `yinji discover "
+                        f"site enable {site.host}` to search it in full)",
+                    )
+                    return
+                probing = False
             except _Spent:
                 return
             except Exception as exc:  # one book's failure is its own line
