@@ -97,7 +97,9 @@ def run_cmd(
     with _library(ctx) as lib:
         if lib.store.count_mothers() == 0:
             raise click.ClickException("the library holds no works: ingest some first")
-        runner = DiscoveryRun(lib, options, on_page=on_page)
+        runner = DiscoveryRun(
+            lib, options, on_page=on_page, on_note=lambda note: click.echo(note, err=True)
+        )
         if not runner.providers:
             click.echo(
                 "no search provider configured (YINJI_SEARCH_URL, YINJI_GOOGLE_API_KEY + "

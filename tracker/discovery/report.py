@@ -124,6 +124,8 @@ class RunReport:
     not_found: list[str] = field(default_factory=list)
     # Why a run that fetched nothing did nothing (budgets spent, searches made today).
     idle: str = ""
+    leased: int = 0  # URLs still leased elsewhere when the crawl ended
+    notes: list[str] = field(default_factory=list)  # what else the run should say
     matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -176,7 +178,7 @@ class RunReport:
         """Add ``part`` (of the same run) to this report, field by field by type."""
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(part, f.name)
-            if f.name in ("id", "started_at", "options", "works", "books", "idle"):
+            if f.name in ("id", "started_at", "options", "works", "books", "idle", "leased"):
                 continue
             if isinstance(mine, int):
                 setattr(self, f.name, mine + theirs)
@@ -203,6 +205,7 @@ class RunReport:
             lines[0] += f", {self.refused} URLs refused or unresolvable (no page spent)"
         if self.idle:
             lines.append(f"  did nothing: {self.idle}")
+        lines += [f"  note: {n}" for n in self.notes[:10]]
         for name, s in sorted(self.sources.items()):
             lines.append(
                 f"  {name}: found {s.found}, fetched {s.fetched}, checked {s.checked}, "

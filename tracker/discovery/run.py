@@ -154,6 +154,7 @@ class DiscoveryRun:
         searcher: Searcher | None = None,
         run_id: str | None = None,
         crawler_factory: Callable[[], Crawler] | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         """``crawler_factory`` (a picklable callable) makes the crawler of each other
         crawl process (``RunOptions.crawl_processes``); without it they build one from
@@ -178,6 +179,8 @@ class DiscoveryRun:
         self.budget: PageBudget = PageBudget(self.options.max_pages)
         self.processes = CrawlProcesses(self)  # readers and other crawl processes
         self.on_page = on_page
+        self.on_note = on_note  # told what the run waits on, as it happens
+        self._waiting_noted = False
         now = datetime.now(UTC)
         self.report = RunReport(
             id=run_id or new_run_id(),
@@ -399,8 +402,11 @@ class DiscoveryRun:
                         wait_for = claim.wait
                         if claim.empty and not inflight:
                             if claim.leased == 0 or time.monotonic() > idle_until:
+                                self._note_leases(claim.leased, patience)
                                 return
                             wait_for = 0.2
+                        elif claim.leased and not inflight and claim.wait > 2.0:
+                            self._note_wait(claim.leased, claim.wait)
                         break
                     idle_until = time.monotonic() + patience
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
@@ -419,6 +425,31 @@ class DiscoveryRun:
                 for fut in done:
                     inflight.pop(fut)
                     self._process(fut.result())
+
+    def _note_wait(self, leased: int, wait: float) -> None:
+        """Say, once, that the crawl waits on URLs another process holds: a run started
+        again after a kill waits for its dead predecessor's leases to run out."""
+        if self._waiting_noted:
+            return
+        self._waiting_noted = True
+        note = (
+            f"waiting up to {wait:.0f} s for {leased} URLs leased by another crawl process "
+            "(or by one that was killed: when its leases run out, this run fetches them)"
+        )
+        self.report.notes.append(note)
+        if self.on_note is not None:
+            self.on_note(note)
+
+    def _note_leases(self, leased: int, waited: float) -> None:
+        """Say why a crawl ends with URLs still out: leased by another crawl process or
+        worker, or by one that was killed (its lease runs out, then a run takes them)."""
+        if leased:
+            self.report.leased = leased
+            self.report.notes.append(
+                f"{leased} URLs are leased by another crawl process or worker (or one that "
+                f"was killed: their leases run out, then a later run fetches them); "
+                f"waited {waited:g} s for them"
+            )
 
     def _fetch(self, item: FrontierItem) -> Fetched:
         """Fetch ``item`` (a pool thread) and record the page in the frontier the moment
@@ -671,6 +702,8 @@ class DiscoveryRun:
             why.append("every registered site is disabled after failed searches")
         if self.options.max_pages <= 0:
             why.append("the page budget is 0")
+        if self.report.leased:
+            why.append(f"{self.report.leased} URLs are leased by another or a killed process")
         return "; ".join(why) or "nothing was found to fetch"
 
 

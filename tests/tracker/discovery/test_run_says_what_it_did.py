@@ -232,3 +232,27 @@ def test_a_legado_site_that_keeps_failing_is_disabled_then_enabled_again(tmp_pat
             assert registry.list()[0].health["by_hand"] is True
             registry.set_enabled(site.host, True)
             assert not registry.list()[0].disabled
+
+
+@pytest.mark.slow
+def test_a_crawl_that_ends_with_urls_leased_elsewhere_says_so(tmp_path):
+    from tracker.discovery.frontier import FrontierItem
+
+    with Library.open(Settings.from_env(tmp_path / "data")) as lib:
+        lib.ingest([Document(id="w", title="坏站书名", text=TEXT)])
+        notes: list[str] = []
+        run = DiscoveryRun(
+            lib,
+            RunOptions(interval=0.0, read_processes=0),
+            providers=[],
+            crawler=Crawler(CrawlerConfig(retries=0, total_timeout=2)),
+            on_note=notes.append,
+        )
+        run.frontier.lease = 4.0  # a killed process's lease, short for the test
+        run.frontier.add(FrontierItem(url="http://elsewhere.invalid/p.html", source="crawl"))
+        assert run.frontier.claim().item is not None  # the other (killed) process held it
+        run.crawl()
+        report = run.finish()
+    assert len(notes) == 1 and "leased by another crawl process" in notes[0]
+    assert any("note: waiting up to" in line for line in report.summary_lines())
+    assert "elsewhere.invalid" in "\n".join(report.errors)  # fetched once the lease ran out
