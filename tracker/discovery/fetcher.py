@@ -11,8 +11,9 @@ checked, or only followed), and what a fetch gave.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tracker.discovery.frontier import FrontierItem
 
@@ -30,11 +31,19 @@ __all__ = [
 ]
 
 
+class SharedCounter(Protocol):
+    """A ``multiprocessing.Value`` of an integer: its lock and its value."""
+
+    value: int
+
+    def get_lock(self) -> AbstractContextManager[object]: ...
+
+
 class PageBudget:
     """The run's page budget: a counter in this process, or one shared by the run's
     crawl processes (``multiprocessing.Value``), taken one page at a time."""
 
-    def __init__(self, total: int, shared: Any = None) -> None:
+    def __init__(self, total: int, shared: SharedCounter | None = None) -> None:
         self.total, self.shared, self._taken = total, shared, 0
 
     def take(self) -> bool:

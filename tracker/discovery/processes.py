@@ -17,9 +17,10 @@ from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler
+    from tracker.crawler.crawler import ReadPage
     from tracker.discovery.run import DiscoveryRun
 
-__all__ = ["CrawlProcesses", "crawl_part", "may_fork"]
+__all__ = ["CrawlProcesses", "may_fork"]
 
 
 def may_fork() -> bool:
@@ -29,7 +30,7 @@ def may_fork() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def crawl_part(
+def _crawl_part(
     settings: Any,
     options: dict[str, Any],
     keys: DiscoveryKeys,
@@ -112,7 +113,7 @@ class CrawlProcesses:
         options["wait_for_others"] = max(self.run.options.wait_for_others, 10.0)
         for part in range(1, n):
             proc = ctx.Process(
-                target=crawl_part,
+                target=_crawl_part,
                 args=(
                     self.run.lib.settings,
                     options,
@@ -159,7 +160,7 @@ class CrawlProcesses:
         self.drain()
         self.helpers, self.inbox = [], None
 
-    def read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
+    def read(self, body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
         """``read_to_check`` in a reader process (in this one when there is none, or
         when the pool broke)."""
         from concurrent.futures.process import BrokenProcessPool
