@@ -104,3 +104,39 @@ def test_import_three_sources_and_find_every_planted_chapter(tmp_path):
     # Health: the last search of each site was ok.
     assert sites["GBK 笔趣阁"].health["ok"] is True
     assert AD not in str(report.to_dict())
+
+
+@pytest.mark.slow
+def test_import_from_a_folder_and_a_url_a_bad_file_costing_only_itself(tmp_path):
+    import json
+
+    from discokit import LocalServer
+    from legadokit import gbk_source, json_source
+
+    from tracker.discovery.service import import_sources
+
+    folder = tmp_path / "sources"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps([gbk_source("http://a.test")]), "utf-8")
+    (folder / "b.txt").write_text("this is not JSON", "utf-8")
+    (folder / "c.js").write_text("var sources = " + json.dumps(json_source("http://c.test")))
+    shared = json.dumps([json_source("http://d.test", name="网上的源")]).encode()
+
+    def route(path: str):  # type: ignore[no-untyped-def]
+        return 200, {"Content-Type": "application/json"}, shared
+
+    with LocalServer(route) as web, Library.open(Settings.from_env(tmp_path / "d")) as lib:
+        verdicts = import_path(lib, str(folder))
+        crawler = Crawler(
+            CrawlerConfig(allow_address=lambda ip, port: port == web.port, respect_robots=False)
+        )
+        from_url = import_sources(lib, url=f"{web.base}/sources.json", crawler=crawler)
+        sites = {s.note: s for s in SiteRegistry(lib.store).list()}
+    assert [(v.name, v.status) for v in verdicts] == [
+        ("GBK 笔趣阁", "imported"),
+        ("b.txt", "refused"),
+        ("JSON 小说 API", "imported"),
+    ]
+    assert "b.txt" in verdicts[1].reasons[0] and "not Legado book sources" in verdicts[1].reasons[0]
+    assert [v.status for v in from_url] == ["imported"]
+    assert sites["网上的源"].origin == f"{web.base}/sources.json"

@@ -40,11 +40,12 @@ def read_input(target: str, crawler: Crawler | None = None) -> list[tuple[str, s
     robots.txt). ``SourceError`` names what cannot be read."""
     if target.startswith(("http://", "https://")):
         from tracker.crawler import CrawlError
+        from tracker.crawler.fetch import Request
 
         if crawler is None:
             raise SourceError(f"{target}: no crawler to read a URL with")
         try:
-            result = crawler.fetch(target)
+            result = crawler.fetch(target, request=Request(json_ok=True))
         except CrawlError as exc:
             raise SourceError(f"{target}: cannot read it: {exc}") from None
         return [(target, result.body.decode("utf-8-sig", errors="replace"))]
