@@ -256,3 +256,15 @@ def test_a_crawl_that_ends_with_urls_leased_elsewhere_says_so(tmp_path):
     assert len(notes) == 1 and "leased by another crawl process" in notes[0]
     assert any("note: waiting up to" in line for line in report.summary_lines())
     assert "elsewhere.invalid" in "\n".join(report.errors)  # fetched once the lease ran out
+
+
+def test_imported_sites_take_at_most_their_share_of_the_page_budget():
+    from tracker.discovery.fetcher import PageBudget
+    from tracker.discovery.legado.stage import ShareOfBudget
+
+    run_budget = PageBudget(10)
+    share = ShareOfBudget(run_budget, 5)
+    assert [share.take() for _ in range(7)] == [True] * 5 + [False] * 2
+    share.give_back()  # a refused URL: its page back to both
+    assert share.take() and not share.take()
+    assert [run_budget.take() for _ in range(6)] == [True] * 5 + [False]  # the crawl's half

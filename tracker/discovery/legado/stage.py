@@ -14,11 +14,29 @@ from tracker.discovery.report import MAX_ERRORS, PageResult
 from tracker.discovery.sites import SiteRegistry
 
 if TYPE_CHECKING:
+    from tracker.discovery.fetcher import PageBudget
     from tracker.discovery.run import DiscoveryRun
 
-__all__ = ["check_chapter", "legado_stage"]
+__all__ = ["ShareOfBudget", "check_chapter", "legado_stage"]
 
 MIN_TEXT_CHARS = 50
+
+
+class ShareOfBudget:
+    """At most ``limit`` pages of ``budget`` (the run's), taken one at a time."""
+
+    def __init__(self, budget: PageBudget, limit: int) -> None:
+        self.budget, self.limit, self.taken = budget, limit, 0
+
+    def take(self) -> bool:
+        if self.taken >= self.limit or not self.budget.take():
+            return False
+        self.taken += 1
+        return True
+
+    def give_back(self) -> None:
+        self.taken -= 1
+        self.budget.give_back()
 
 
 def legado_stage(run: DiscoveryRun, hosts: Sequence[str] | None = None) -> None:
@@ -35,7 +53,12 @@ def legado_stage(run: DiscoveryRun, hosts: Sequence[str] | None = None) -> None:
     ]
     if not sites or not run.books:
         return
-    budget = run.budget
+    # Half the run's pages when the crawl stage has seeds of its own (search results,
+    # site searches), all of them otherwise: imported sites never starve the crawl.
+    share = run.options.max_pages
+    if run.frontier.queued():
+        share = max(1, run.options.max_pages // 2)
+    budget = ShareOfBudget(run.budget, share)
 
     def fetched(source: str, url: str) -> None:
         run.report.fetched += 1

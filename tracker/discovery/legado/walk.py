@@ -14,6 +14,7 @@ searched. Every failure is one line naming the site and the URL.
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 from collections.abc import Callable
@@ -134,6 +135,9 @@ class LegadoWalker:
         if not usable or not books:
             return
         registry = SiteRegistry(self.lib.store)
+        # A new order each run: with more sites than a day's budget reaches, every site
+        # gets its turn over the days (each site and book is searched once a day).
+        random.shuffle(usable)
         width = max(1, min(self.limits.concurrency, len(usable)))
         with ThreadPoolExecutor(max_workers=width) as pool:
             list(pool.map(lambda s: self._site(s, books, registry), usable))
