@@ -32,6 +32,7 @@ RUN = {
         "started_at": TIME,
         "finished_at": {**TIME, "description": TIME["description"] + "; empty while running"},
         "works": {"type": "integer"},
+        "books": {"type": "integer", "description": "Distinct books: what sites are searched for"},
         "queries": {"type": "integer"},
         "cached": {"type": "integer"},
         "fetched": {"type": "integer"},
@@ -39,8 +40,30 @@ RUN = {
         "duplicates": {"type": "integer"},
         "matched": {"type": "integer"},
         "traps": {"type": "integer"},
+        "skipped": {"type": "integer", "description": "Pages too short to check"},
+        "refused": {
+            "type": "integer",
+            "description": "URLs the SSRF guard or robots.txt refused, or that did not "
+            "resolve: no page of the budget spent",
+        },
         "sources": {"type": "object", "additionalProperties": SOURCE_STATS},
-        "errors": {"type": "array", "items": {"type": "string"}},
+        "errors": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The first 200 failures, each naming its source",
+        },
+        "error_kinds": {
+            "type": "object",
+            "additionalProperties": {"type": "integer"},
+            "description": "Every failure counted by kind (its message without URLs, "
+            "quoted values and numbers)",
+        },
+        "not_found": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Site searches that found no book",
+        },
+        "idle": {"type": "string", "description": "Why a run that fetched nothing did nothing"},
         "matches": {
             "type": "array",
             "items": {
@@ -52,6 +75,11 @@ RUN = {
                     "title": {"type": "string"},
                     "score": {"type": "number"},
                     "source": {"type": "string"},
+                    "pages": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "A chapter read over several pages: each page's URL",
+                    },
                     "evidence_url": {"type": "string", "description": "The evidence view"},
                 },
             },
@@ -64,8 +92,29 @@ SITE = {
         "url": {"type": "string"},
         "search_url": {"type": "string", "description": "{q} stands for the query"},
         "encoding": {"type": "string"},
-        "profile": {"type": "string", "description": "jieqi, ptcms, biquge, form or given"},
+        "profile": {
+            "type": "string",
+            "description": "jieqi, ptcms, biquge, form, given, or legado (an imported source)",
+        },
         "added_at": TIME,
+        "note": {"type": "string", "description": "A Legado source's name"},
+        "origin": {"type": "string", "description": "site add, or the file/URL imported"},
+        "status": {"type": "string", "description": "A Legado source: imported or partial"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "meta": {
+            "type": "object",
+            "description": "legado: the source as imported; health: the last search (at, ok, "
+            "results, error), failures in a row, disabled",
+        },
+    },
+}
+VERDICT = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "url": {"type": "string"},
+        "status": {"type": "string", "enum": ["imported", "partial", "refused"]},
+        "reasons": {"type": "array", "items": {"type": "string"}},
     },
 }
 
@@ -112,6 +161,12 @@ def discover_paths() -> dict[str, Any]:
                             "type": "object",
                             "properties": {
                                 "task_id": {"type": "string"},
+                                "run_id": {"type": "string"},
+                                "run": {
+                                    "type": "string",
+                                    "description": "GET it: the run's counts so far "
+                                    "(/api/v1/discover/runs/{run_id})",
+                                },
                                 "progress": {
                                     "type": "string",
                                     "description": "GET it: the run's progress, its crawl "
@@ -177,6 +232,77 @@ def discover_paths() -> dict[str, Any]:
                     **ERRORS,
                 },
             },
+        },
+        "/api/v1/discover/sites/import": {
+            "post": {
+                "summary": "Import Legado (阅读) book sources: a file, a URL, or the sources "
+                "themselves (analyst)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "oneOf": [
+                                    {
+                                        "type": "object",
+                                        "required": ["url"],
+                                        "properties": {"url": {"type": "string"}},
+                                    },
+                                    {"type": "array", "items": {"type": "object"}},
+                                    {"type": "object"},
+                                ]
+                            }
+                        },
+                        "multipart/form-data": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"file": {"type": "string", "format": "binary"}},
+                            }
+                        },
+                    },
+                },
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "counts": {
+                                    "type": "object",
+                                    "additionalProperties": {"type": "integer"},
+                                },
+                                "sources": {"type": "array", "items": VERDICT},
+                            },
+                        },
+                        "One verdict per source",
+                    ),
+                    "400": _json(_ERROR, "Not Legado sources, or the URL cannot be read"),
+                    **ERRORS,
+                },
+            }
+        },
+        "/api/v1/discover/sites/{id}/enable": {
+            "post": {
+                "summary": 'Enable a site again (or disable it with {"enabled": false}) (analyst)',
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"enabled": {"type": "boolean"}},
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": _json(SITE, "The site"),
+                    "404": _json(_ERROR, "No such site"),
+                    **ERRORS,
+                },
+            }
         },
         "/api/v1/discover/sites/{id}": {
             "delete": {

@@ -9,7 +9,7 @@ progress of a URL job is the share of its URLs done, whichever workers did them.
 
 ``job_status(id)`` returns::
 
-    {"id": str, "kind": "check|ingest|report|rebuild|recheck"|None (a task not submitted here),
+    {"id": str, "kind": "check|ingest|report|rebuild|recheck|discover"|None (not submitted here),
      "state": "PENDING|STARTED|PROGRESS|SUCCESS|FAILURE|RETRY",
      "progress": float 0..1, "done": int|None, "total": int|None,
      "result": JSON or None (set when the job has finished), "error": str|None}
@@ -937,3 +937,13 @@ def submit_watch(url: str, kind: str) -> str:
     if kind not in WATCH_TASKS:
         raise ValueError(f"watch kind must be one of {', '.join(WATCH_TASKS)}, got {kind!r}")
     return _submit("watch", [(WATCH_TASKS[kind], [url], {}, 1, url)])
+
+
+def submit_discover(options: dict[str, Any], parts: int = 2, run_id: str | None = None) -> str:
+    """A discovery run (``yinji.crawl.discover_run``, its crawl fanned out): a job of
+    kind ``discover`` whose progress is the pages fetched against the run's budget."""
+    label = f"discovery run {run_id}" if run_id else "discovery run"
+    return _submit(
+        "discover",
+        [("yinji.crawl.discover_run", [options, parts], {"run_id": run_id}, 1, label)],
+    )

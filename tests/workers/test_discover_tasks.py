@@ -26,6 +26,17 @@ def test_chunk_budgets_add_up_to_the_run_budget():
     assert chunk_budgets(10, 50, 2) == [5, 5]
 
 
+def test_legado_sites_take_half_the_budget_shared_among_chunks():
+    from workers.tasks.discover import legado_split
+
+    hosts = [f"s{i}.test" for i in range(5)]
+    split = legado_split(2000, hosts, 2)
+    assert [len(h) for h, _ in split] == [3, 2] and sum(p for _, p in split) == 1000
+    assert sorted(h for group, _ in split for h in group) == hosts  # each site in one chunk
+    assert legado_split(1, hosts, 4) == [(hosts, 1)]  # a budget of one page: one chunk
+    assert legado_split(2000, [], 4) == []
+
+
 def test_beat_sends_the_daily_run(monkeypatch):
     from celery.schedules import crontab
 
@@ -81,3 +92,46 @@ def test_crawl_spread_over_two_workers(installation_factory, tmp_path):
     assert report.checked == len(chapters)
     assert report.matched == len(chapters) >= 3
     assert {m["mother_id"] for m in report.matches} == {"mother-1"}
+
+
+@pytest.mark.slow
+def test_legado_sites_walked_by_their_own_chunks(installation_factory, tmp_path):
+    import json
+
+    from legadokit import JsonApiSite, json_source
+
+    from tracker.discovery.legado.importer import import_text
+    from tracker.documents import Document
+
+    sentences = [s + "。" for s in MOTHER.split("。") if s]
+    chapters = ["".join(sentences[i : i + 6]) for i in range(0, 12, 6)]
+    inst = installation_factory(tmp_path / "data")
+    with JsonApiSite({"茶山书": ("某人", chapters)}) as api:
+        with Library.open(inst.settings) as lib:
+            lib.ingest(
+                [
+                    Document(
+                        id=f"cs-{i}",
+                        title=f"《茶山书》第{i}章",
+                        text=text,
+                        metadata={"book_id": "cs", "book_title": "茶山书", "chapter_index": i},
+                    )
+                    for i, text in enumerate(chapters, 1)
+                ]
+            )
+            import_text(lib, json.dumps([json_source(api.base)], ensure_ascii=False), "f.json")
+        inst.worker(name="a", pool="threads", extra={"YINJI_ALLOW_PRIVATE_URLS": "1",
+                                                     "YINJI_SCREENSHOTS": "off"})  # fmt: skip
+        options = {"interval": 0.0, "max_pages": 20, "concurrency": 2, "search": False}
+        planned = inst.app.send_task("yinji.crawl.discover_run", args=[options, 2])
+        result = planned.get(timeout=60)
+        labels = [c["label"] for c in result["fanout"]]
+        assert any("Legado sites 1/1" in label for label in labels), labels
+        for task in result["crawl_tasks"]:
+            inst.app.AsyncResult(task).get(timeout=120)
+        status = jobs.job_status(planned.id)
+        assert status["state"] == "SUCCESS" and status["total"] == 20
+    with Library.open(inst.settings) as lib:
+        report = RunHistory(lib.store).get(result["run"])
+    assert report is not None
+    assert {m["mother_id"] for m in report.matches} >= {"cs-1", "cs-2"}  # (MOTHER too)

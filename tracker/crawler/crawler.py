@@ -16,7 +16,7 @@ from tracker.config import SettingError
 from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.decoding import decode_html
 from tracker.crawler.extraction import extract, normalise_text
-from tracker.crawler.fetch import Fetcher, mime_of
+from tracker.crawler.fetch import Fetcher, Request, mime_of
 from tracker.crawler.guard import prepare
 from tracker.crawler.links import Link, page_links
 from tracker.crawler.ratelimit import Deadline, HostRateLimiter
@@ -80,8 +80,9 @@ class Crawler:
         self.close()
 
     # -- public API --
-    def fetch(self, url: str) -> FetchResult:
-        """GET ``url`` (following redirects) and return the content-decoded body.
+    def fetch(self, url: str, *, request: Request | None = None) -> FetchResult:
+        """GET ``url`` (following redirects) and return the content-decoded body;
+        ``request`` sends another method, a body or headers instead (a POST search).
 
         Raises a ``CrawlError`` subclass; nothing else escapes for network problems.
         """
@@ -94,6 +95,7 @@ class Crawler:
             text_only=True,
             max_bytes=self.config.max_bytes,
             truncate=False,
+            request=request,
         )
         return FetchResult(
             url=url,
@@ -118,6 +120,7 @@ class Crawler:
         *,
         screenshot: bool | None = None,
         reader: Callable[[bytes, str | None, str, str], ReadPage] | None = None,
+        request: Request | None = None,
     ) -> Page:
         """Fetch, decode and extract: the ready-to-store suspect page, with what its
         capture needs (``Page.to_capture``). A full-page screenshot is taken when the
@@ -125,7 +128,7 @@ class Crawler:
         ``True`` takes one even when the mode is ``off``). ``reader`` decodes and
         extracts instead of ``read_page`` (the same function run elsewhere, such as in
         another process: discovery's crawl)."""
-        result = self.fetch(url)
+        result = self.fetch(url, request=request)
         read = (reader or read_page)(
             result.body, result.headers.get("content-type"), result.content_type, result.final_url
         )

@@ -232,6 +232,16 @@ def _fix_header_url(value: str) -> str:
         return value
 
 
+@dataclass(frozen=True)
+class Request:
+    """What a request sends besides a GET of its URL: the method, a body, headers."""
+
+    method: str = "GET"
+    body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    json_ok: bool = False  # a JSON answer is text too (a site's JSON API)
+
+
 class Fetcher:
     """GETs through the guard under ``CrawlerConfig``; thread-safe (one urllib3 pool)."""
 
@@ -255,6 +265,7 @@ class Fetcher:
         max_bytes: int,
         truncate: bool,
         max_redirects: int | None = None,
+        request: Request | None = None,
     ) -> tuple[Target, Response, list[Redirect]]:
         """GET ``url``, following up to ``max_redirects`` redirects (default: the
         config's); returns the final hop's target, its response and the redirect chain
@@ -262,6 +273,8 @@ class Fetcher:
 
         ``robots`` (the robots.txt check) runs on every hop before connecting; the time
         it takes is added to the deadline. Raises a ``CrawlError`` subclass.
+        ``request`` sends another method, a body or more headers on the first hop (a
+        site's search form by POST); a redirect is followed with a GET, as browsers do.
         """
         limit = self.config.max_redirects if max_redirects is None else max_redirects
         redirects: list[Redirect] = []
@@ -272,7 +285,9 @@ class Fetcher:
                 before = time.monotonic()
                 robots(target)
                 deadline.extend(time.monotonic() - before)
-            response = self._get(target, deadline, text_only, max_bytes, truncate)
+            response = self._get(
+                target, deadline, text_only, max_bytes, truncate, request if hop == 0 else None
+            )
             if response.location is None:
                 return target, response, redirects
             redirects.append(Redirect(target.url, response.status, response.location))
@@ -288,6 +303,7 @@ class Fetcher:
         text_only: bool,
         max_bytes: int,
         truncate: bool,
+        request: Request | None = None,
     ) -> Response:
         """One hop with retries on transient failures."""
         cfg = self.config
@@ -300,7 +316,9 @@ class Fetcher:
                 # the previous one (body read): what the server sees (``ratelimit``).
                 with self._limiter.slot(target.host_ascii) as waited:
                     deadline.extend(waited)
-                    return self._attempt(target, address, deadline, text_only, max_bytes, truncate)
+                    return self._attempt(
+                        target, address, deadline, text_only, max_bytes, truncate, request
+                    )
             except (Timeout, Unreachable, HTTPStatusError) as exc:
                 retryable = (
                     exc.status in cfg.retry_statuses
@@ -350,6 +368,7 @@ class Fetcher:
         text_only: bool,
         max_bytes: int,
         truncate: bool,
+        request: Request | None = None,
     ) -> Response:
         cfg = self.config
         left = deadline.check(target.url)
@@ -358,11 +377,18 @@ class Fetcher:
             read=max(0.001, min(cfg.read_timeout, left)),
         )
         sent = self._request_headers(target)
+        method, body = "GET", None
+        if request is not None:
+            method, body = request.method.upper(), request.body
+            for k, v in request.headers:
+                if k.lower() not in ("host", "content-length", "accept-encoding"):
+                    sent[k] = v
         try:
             resp = self._pool_for(target, address).urlopen(
-                "GET",
+                method,
                 target.request_target,
                 headers=sent,
+                body=body,
                 redirect=False,  # we follow redirects ourselves, re-checking each hop
                 retries=False,
                 preload_content=False,
@@ -403,7 +429,8 @@ class Fetcher:
                 retry_after = _parse_retry_after(headers.get("retry-after"))
                 raise HTTPStatusError(target.url, reason, status, retry_after=retry_after)
             mime = mime_of(headers.get("content-type"))
-            if text_only and not (_is_textual(mime) or mime in _SNIFF_MIMES):
+            json_ok = request is not None and request.json_ok and "json" in mime
+            if text_only and not (_is_textual(mime) or mime in _SNIFF_MIMES or json_ok):
                 raise NotText(target.url, f"content type {mime!r} is not a text page")
             body, complete = self._read_body(resp, target, deadline, max_bytes, truncate)
             if text_only and mime in _SNIFF_MIMES and _looks_binary(body):

@@ -54,8 +54,9 @@ def same_site(url: str, other: str) -> bool:
     return bool(site) and site == site_of(other)
 
 
-def page_links(html: str | bytes, base_url: str) -> list[Link]:
-    """Every http(s) link of ``html`` (see the module docstring)."""
+def page_links(html: str | bytes, base_url: str, limit: int | None = None) -> list[Link]:
+    """Every http(s) link of ``html`` (see the module docstring); the first ``limit``
+    of them when given (a page of 100,000 links costs a bounded walk)."""
     import lxml.html
     from lxml import etree
 
@@ -89,6 +90,8 @@ def page_links(html: str | bytes, base_url: str) -> list[Link]:
             continue
         if scheme in _SCHEMES:
             out.append(Link(url, " ".join((anchor.text_content() or "").split())))
+            if limit is not None and len(out) >= limit:
+                break
     return out
 
 

@@ -97,7 +97,9 @@ def run_cmd(
     with _library(ctx) as lib:
         if lib.store.count_mothers() == 0:
             raise click.ClickException("the library holds no works: ingest some first")
-        runner = DiscoveryRun(lib, options, on_page=on_page)
+        runner = DiscoveryRun(
+            lib, options, on_page=on_page, on_note=lambda note: click.echo(note, err=True)
+        )
         if not runner.providers:
             click.echo(
                 "no search provider configured (YINJI_SEARCH_URL, YINJI_GOOGLE_API_KEY + "
@@ -142,7 +144,7 @@ def site_add(
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def site_list(ctx: click.Context, as_json: bool) -> None:
-    """The registered sites: host, profile, encoding, search URL."""
+    """The registered sites: host, layout, encoding, where it came from, its last search."""
     from tracker.discovery.sites import SiteRegistry
 
     with _library(ctx) as lib:
@@ -151,9 +153,94 @@ def site_list(ctx: click.Context, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(s.to_dict(), ensure_ascii=False))
         else:
-            click.echo(f"{s.host}\t{s.profile}\t{s.encoding}\t{s.search_url}")
+            click.echo(
+                f"{s.host}\t{s.profile}\t{s.encoding}\t{s.origin or 'site add'}\t"
+                f"{_health(s)}\t{s.note or s.search_url}"
+            )
     if not sites:
-        click.echo("no site registered (yinji discover site add URL)", err=True)
+        click.echo(
+            "no site registered (yinji discover site add URL, yinji discover site import FILE)",
+            err=True,
+        )
+
+
+def _health(site: Any) -> str:
+    h = site.health
+    if not h:
+        return "not searched yet"
+    state = "disabled" if h.get("disabled") else "enabled"
+    if h.get("ok"):
+        return f"{state}; last search {h.get('at')} ok, {h.get('results', 0)} results"
+    failures = h.get("failures", 0)
+    return f"{state}; last search {h.get('at')} failed ({failures} in a row): {h.get('error', '')}"
+
+
+@site.command("import")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per source.")
+@click.pass_context
+def site_import(ctx: click.Context, target: str, as_json: bool) -> None:
+    """Import Legado (阅读) book sources from a FILE, a DIR of files or a URL: one line
+    per source, imported / partial / refused with the reasons."""
+    from dataclasses import asdict
+
+    from tracker.discovery.legado.importer import import_path
+    from tracker.discovery.legado.sources import SourceError
+
+    with _library(ctx) as lib:
+        crawler = None
+        if target.startswith(("http://", "https://")):
+            from tracker.crawler import Crawler, CrawlerConfig
+
+            crawler = Crawler(CrawlerConfig.from_settings(lib.settings, screenshots="off"))
+        try:
+            verdicts = import_path(lib, target, crawler)
+        except SourceError as exc:
+            raise click.ClickException(str(exc)) from None
+        finally:
+            if crawler is not None:
+                crawler.close()
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+        if as_json:
+            click.echo(json.dumps(asdict(v), ensure_ascii=False))
+        else:
+            why = "; ".join(v.reasons)
+            click.echo(f"{v.status}\t{v.name}\t{v.url}" + (f"\t{why}" if why else ""))
+    kept = counts.get("imported", 0) + counts.get("partial", 0)
+    click.echo(
+        f"{len(verdicts)} sources: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + (" (see `yinji discover site list`)" if kept else ""),
+        err=True,
+    )
+
+
+@site.command("enable")
+@click.argument("host")
+@click.pass_context
+def site_enable(ctx: click.Context, host: str) -> None:
+    """Search a site again after repeated failures disabled it."""
+    from tracker.discovery.sites import SiteRegistry
+
+    with _library(ctx) as lib:
+        if SiteRegistry(lib.store).set_enabled(host, True) is None:
+            raise click.ClickException(f"no registered site {host!r}")
+    click.echo(f"enabled {host}", err=True)
+
+
+@site.command("disable")
+@click.argument("host")
+@click.pass_context
+def site_disable(ctx: click.Context, host: str) -> None:
+    """Stop searching a site until it is enabled again."""
+    from tracker.discovery.sites import SiteRegistry
+
+    with _library(ctx) as lib:
+        if SiteRegistry(lib.store).set_enabled(host, False) is None:
+            raise click.ClickException(f"no registered site {host!r}")
+    click.echo(f"disabled {host}", err=True)
 
 
 @site.command("remove")

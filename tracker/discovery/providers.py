@@ -21,6 +21,7 @@ notes it and goes on with the other providers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -87,9 +88,13 @@ HttpGet = Callable[[str, dict[str, str], float], tuple[int, dict[str, str], byte
 def _http_get(
     url: str, headers: dict[str, str], timeout: float
 ) -> tuple[int, dict[str, str], bytes]:
-    """GET with urllib3: (status, lower-case headers, body at most 4 MiB)."""
+    """GET with urllib3: (status, lower-case headers, body at most 4 MiB), the whole
+    request within ``timeout`` seconds (a server dribbling a byte a second cannot hold
+    it longer: each read waits at most what is left, ``TimeoutError`` past it)."""
     import urllib3
 
+    limit = 4 * 1024 * 1024
+    deadline = time.monotonic() + timeout
     http = _pool()
     try:
         resp = http.request(
@@ -102,13 +107,32 @@ def _http_get(
         )
     except urllib3.exceptions.HTTPError as exc:
         raise OSError(str(exc) or type(exc).__name__) from None
+    chunks: list[bytes] = []
+    size = 0
     try:
-        body = resp.read(4 * 1024 * 1024 + 1, decode_content=True)
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no whole answer within {timeout:g} s")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.settimeout(max(0.01, left))
+            try:
+                chunk = resp.read1(65536, decode_content=True)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"no whole answer within {timeout:g} s") from None
+                raise OSError(str(exc) or type(exc).__name__) from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise OSError("answer larger than 4 MiB")
     finally:
         resp.release_conn()
-    if len(body) > 4 * 1024 * 1024:
-        raise OSError("answer larger than 4 MiB")
-    return resp.status, {k.lower(): v for k, v in resp.headers.items()}, body
+    return resp.status, {k.lower(): v for k, v in resp.headers.items()}, b"".join(chunks)
 
 
 _POOL: Any = None
@@ -151,10 +175,21 @@ class _JsonProvider:
         if status >= 400:
             raise ProviderError(self.name, f"HTTP {status}")
         try:
-            return json.loads(body.decode("utf-8"))
+            data = json.loads(body.decode("utf-8"))
+        except RecursionError:
+            raise ProviderError(self.name, "the JSON answer is nested too deep to read") from None
         except (UnicodeDecodeError, ValueError):
             start = body[:60].decode("utf-8", "replace").strip()
             raise ProviderError(self.name, f"the answer is not JSON (starts {start!r})") from None
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise ProviderError(self.name, "the JSON answer is nested too deep to read") from None
+        except UnicodeEncodeError:
+            raise ProviderError(
+                self.name, "the JSON answer holds a lone surrogate (not valid Unicode)"
+            ) from None
+        return data
 
     def _hits(
         self, query: str, items: Any, url_key: str, snippet_key: str, count: int
@@ -365,6 +400,9 @@ class Searcher:
             try:
                 hits = provider.search(query, count=count)
                 break
+            except (RecursionError, UnicodeError, ValueError, TypeError, OSError) as exc:
+                # A provider of our own making that broke on an answer: its one line.
+                return SearchOutcome(name, query, [], error=f"{name}: {type(exc).__name__}: {exc}")
             except ProviderError as exc:
                 wait = exc.retry_after if exc.retry_after is not None else 2.0
                 if exc.reason.startswith("429") and attempt == 0 and wait <= self.max_wait:

@@ -5,10 +5,12 @@
 2. ``search``: each query to each configured provider (``providers.Searcher``: cache,
    daily quota, 429 backoff) within the per-work budget (``max_queries`` queries per
    work per provider per UTC day, default 10); every result URL is a seed;
-3. ``sites``: each registered site searched for each book: the work's ``book``,
-   ``work`` or ``collection`` metadata, else the first word of its title ("红楼梦" of
-   "红楼梦 第四回 ..."), at most ``max_site_searches`` names a site;
-4. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
+3. ``sites``: each registered site searched for each book (``books.book_targets``:
+   the book's title, never an id or a chapter's title), at most ``max_site_searches``
+   books a site; a search that finds no book is said so (``RunReport.not_found``);
+4. ``legado``: each imported Legado site searched for each book and walked, contents
+   and chapters read with the source's rules (``legado.stage``);
+5. ``crawl``: the frontier (``frontier.Frontier``, in Redis) handed out under per-host
    politeness; pages fetched by ``concurrency`` threads through the crawler (SSRF guard
    on every URL, robots.txt, size and redirect limits), decoded and extracted in a
    reader process (``read_processes``), recorded in the frontier the moment they
@@ -17,17 +19,19 @@
    ``yinji check URL`` (suspect, matches, capture and check in the evidence log). A
    page whose SimHash is within 3 bits of a page already checked is not checked again:
    its capture is recorded against that page's suspect (``Library.record_captures``)
-   and the run counts it as a duplicate. Links are followed by kind (``_links``): a
-   site search's results that name the book, a book index's chapter list
-   (``tracker.cases.books.chapter_links``) and its next page, the chapters, next page
-   and other pages of the site of a page that matched; pages that did not match are
-   followed only ``max_depth`` links deep; a page that gave nothing new does not lead
-   on to the next page of its own URL pattern (calendars, endless paging);
-5. ``finish``: the ``RunReport`` (per source: found, fetched, checked, matched; errors
-   per provider, site and page) is kept in the store (``RunHistory``).
+   and the run counts it as a duplicate. Links are followed by the run's
+   ``policy.LinkPolicy`` (data: what to follow and how soon); a page that gave nothing
+   new does not lead on to the next page of its own URL pattern (calendars, endless
+   paging);
+6. ``finish``: the ``RunReport`` (``report``: per source found, fetched, checked,
+   matched; failures by kind; why a run that fetched nothing did nothing) is kept in
+   the store (``RunHistory``).
 
-Every failure is one line in ``RunReport.errors`` naming the provider, site or URL; the
-run goes on.
+The parts, one job each: the frontier (``frontier``, the scheduler shared through
+Redis), the fetcher (``fetcher``: the page budget, how a page is read), the other
+processes (``processes``), the link policy (``policy``), near-duplicates (``near``), the
+stats collector (``report``). Every failure is one line naming the provider, site or
+URL (``RunReport.fail``); the run goes on.
 """
 
 from __future__ import annotations
@@ -40,37 +44,63 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from tracker.discovery.books import BookTarget, book_targets
+from tracker.discovery.fetcher import (
+    LINK_FARM,
+    MAX_LINKS,
+    Fetched,
+    PageBudget,
+    read_links,
+    read_to_check,
+    refused,
+)
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.near import NearDuplicates
+from tracker.discovery.policy import LinkPolicy
+from tracker.discovery.processes import CrawlProcesses
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
 from tracker.discovery.queries import LibraryStats, Query, work_queries
+from tracker.discovery.report import (
+    MAX_ERRORS,
+    PageResult,
+    RunHistory,
+    RunReport,
+    SourceStats,
+    merge_reports,
+)
 from tracker.discovery.sites import (
     Site,
     SiteProfile,
     SiteRegistry,
     load_profiles,
     profile_matches,
-    result_links,
     search_url,
 )
-from tracker.records import JSONObject
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler, Page
-    from tracker.crawler.crawler import ReadPage
-    from tracker.engines.base import RedisClient
     from tracker.library import Library
-    from tracker.store.base import Store
 
-__all__ = ["DiscoveryRun", "PageResult", "RunHistory", "RunOptions", "RunReport"]
+__all__ = [
+    "LINK_FARM",
+    "MAX_LINKS",
+    "DiscoveryRun",
+    "NearDuplicates",
+    "PageResult",
+    "RunHistory",
+    "RunOptions",
+    "RunReport",
+    "SourceStats",
+    "merge_reports",
+    "read_links",
+    "read_to_check",
+]
 
-RUN_PREFIX = "discovery:run:"
-KEEP_RUNS = 50
 MIN_TEXT_CHARS = 50
-MAX_ERRORS = 200
 
 
 @dataclass
@@ -88,6 +118,8 @@ class RunOptions:
     save: bool = True
     search: bool = True
     sites: bool = True
+    legado: bool = True  # imported Legado sources searched and walked (``legado.walk``)
+    max_chapters: int = 200  # chapters read per book per Legado site
     # A crawl shared with other workers: when the queue is empty but URLs are still out
     # with them (their pages may add links), wait up to this many seconds for more.
     wait_for_others: float = 0.0
@@ -106,303 +138,6 @@ class RunOptions:
     read_processes: int = -1
 
 
-@dataclass
-class SourceStats:
-    found: int = 0  # URLs it gave (seeds and the links followed from them)
-    fetched: int = 0
-    checked: int = 0
-    matched: int = 0  # checked pages with at least one match
-    duplicates: int = 0
-    errors: int = 0
-
-
-@dataclass
-class PageResult:
-    """One fetched page: checked (``matches``), a near-duplicate, or an error."""
-
-    url: str
-    source: str
-    final_url: str = ""
-    kind: str = "page"
-    suspect_id: str = ""
-    matches: list[dict[str, Any]] = field(default_factory=list)
-    duplicate_of: str = ""
-    error: str = ""
-    checked: bool = False
-    skipped: str = ""  # why a fetched page was not checked (too little text)
-
-    def to_json(self) -> JSONObject:
-        """The JSON line of ``yinji discover run --json`` (a checked page)."""
-        return {
-            "url": self.final_url or self.url,
-            "requested_url": self.url,
-            "source": self.source,
-            "suspect_id": self.suspect_id,
-            "matches": self.matches,
-        }
-
-
-@dataclass
-class RunReport:
-    id: str
-    started_at: str
-    finished_at: str = ""
-    works: int = 0
-    queries: int = 0  # asked of providers (cached answers included)
-    cached: int = 0
-    fetched: int = 0
-    checked: int = 0
-    duplicates: int = 0
-    matched: int = 0  # checked pages with a match
-    traps: int = 0
-    skipped: int = 0  # pages fetched but too short to check (``PageResult.skipped``)
-    sources: dict[str, SourceStats] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    matches: list[dict[str, Any]] = field(default_factory=list)  # url, suspect, work, source
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def source(self, name: str) -> SourceStats:
-        return self.sources.setdefault(name, SourceStats())
-
-    def error(self, message: str) -> None:
-        if len(self.errors) < MAX_ERRORS:
-            self.errors.append(message)
-
-    def to_dict(self) -> JSONObject:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: JSONObject) -> RunReport:
-        # Fields as stored by ``to_dict`` (the store's meta table, written by this class).
-        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        known["sources"] = {k: SourceStats(**v) for k, v in (known.get("sources") or {}).items()}
-        return cls(**known)
-
-    def summary_lines(self) -> list[str]:
-        lines = [
-            f"discovery run {self.id}: {self.works} works, {self.queries} queries "
-            f"({self.cached} cached), {self.fetched} pages fetched, {self.checked} checked, "
-            f"{self.duplicates} skipped as duplicates, {self.skipped} too short to check, "
-            f"{self.traps} trap links skipped, {self.matched} pages with matches"
-        ]
-        for name, s in sorted(self.sources.items()):
-            lines.append(
-                f"  {name}: found {s.found}, fetched {s.fetched}, checked {s.checked}, "
-                f"matched {s.matched}, duplicates {s.duplicates}, errors {s.errors}"
-            )
-        lines += [f"  error: {e}" for e in self.errors[:30]]
-        if len(self.errors) > 30:
-            lines.append(f"  ... and {len(self.errors) - 30} more errors")
-        return lines
-
-
-class RunHistory:
-    """The last runs' reports, in the store's meta table. A run whose crawl was spread
-    over workers has one record per part (``RUN_ID~PART``, each written by one worker,
-    so no two workers write one record); reading adds the parts up."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def save(self, report: RunReport) -> None:
-        self.store.set_meta(RUN_PREFIX + report.id, report.to_dict())
-        runs = sorted({k.split("~", 1)[0] for k in self.store.meta_items(RUN_PREFIX)})
-        old = set(runs[:-KEEP_RUNS])
-        for key in self.store.meta_items(RUN_PREFIX):
-            if key.split("~", 1)[0] in old:
-                self.store.delete_meta(key)
-
-    def _grouped(self) -> dict[str, list[RunReport]]:
-        groups: dict[str, list[RunReport]] = {}
-        for key, value in sorted(self.store.meta_items(RUN_PREFIX).items()):
-            if isinstance(value, dict):
-                groups.setdefault(key.split("~", 1)[0], []).append(RunReport.from_dict(value))
-        return groups
-
-    def list(self, limit: int = 20) -> list[RunReport]:
-        groups = self._grouped()
-        return [merge_reports(groups[k]) for k in sorted(groups, reverse=True)][:limit]
-
-    def get(self, run_id: str) -> RunReport | None:
-        parts = self._grouped().get(RUN_PREFIX + run_id.split("~", 1)[0])
-        return merge_reports(parts) if parts else None
-
-
-def merge_reports(parts: Sequence[RunReport]) -> RunReport:
-    """One report of a run from its parts (the first holds the plan and searches)."""
-    first = parts[0]
-    out = RunReport.from_dict(first.to_dict())
-    out.id = first.id.split("~", 1)[0]
-    for part in parts[1:]:
-        add_report(out, part)
-    return out
-
-
-def add_report(out: RunReport, part: RunReport) -> None:
-    """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
-    counts = (
-        "queries",
-        "cached",
-        "fetched",
-        "checked",
-        "duplicates",
-        "matched",
-        "traps",
-        "skipped",
-    )
-    for name in counts:
-        setattr(out, name, getattr(out, name) + getattr(part, name))
-    for src, st in part.sources.items():
-        mine = out.source(src)
-        for f in ("found", "fetched", "checked", "matched", "duplicates", "errors"):
-            setattr(mine, f, getattr(mine, f) + getattr(st, f))
-    out.errors += part.errors
-    out.matches += part.matches
-    out.finished_at = max(out.finished_at, part.finished_at)
-
-
-class _Budget:
-    """The run's page budget: a counter in this process, or one shared by the run's
-    crawl processes (``multiprocessing.Value``), taken one page at a time."""
-
-    def __init__(self, total: int, shared: Any = None) -> None:
-        self.total, self.shared, self._taken = total, shared, 0
-
-    def take(self) -> bool:
-        if self.shared is None:
-            if self._taken >= self.total:
-                return False
-            self._taken += 1
-            return True
-        with self.shared.get_lock():
-            if self.shared.value >= self.total:
-                return False
-            self.shared.value += 1
-            return True
-
-    def give_back(self) -> None:
-        if self.shared is None:
-            self._taken -= 1
-        else:
-            with self.shared.get_lock():
-                self.shared.value -= 1
-
-
-def read_links(body: bytes, content_type: str | None, mime: str, url: str) -> ReadPage:
-    """A page discovery follows but does not check (a site search, a chapter list):
-    decoded and its links parsed, its main text not extracted (trafilatura is most of
-    what reading a page costs). ``tracker.crawler.crawler.read_page`` otherwise."""
-    from tracker.crawler.crawler import ReadPage
-    from tracker.crawler.decoding import decode_html
-    from tracker.crawler.links import page_links
-
-    html, encoding = decode_html(body, content_type)
-    return ReadPage(html, encoding, "", "", [] if mime == "text/plain" else page_links(html, url))
-
-
-def _may_fork() -> bool:
-    """Whether this process may start children (a Celery prefork child may not)."""
-    import multiprocessing
-
-    return not multiprocessing.current_process().daemon
-
-
-def _crawl_part(
-    settings: Any,
-    options: dict[str, Any],
-    keys: DiscoveryKeys,
-    run_id: str,
-    crawler_factory: Callable[[], Crawler] | None,
-    shared: Any,
-    outbox: Any,
-) -> None:
-    """One of a run's other crawl processes (``DiscoveryRun._start_helpers``): the
-    crawl stage on the shared frontier and budget; every page and, at the end, its
-    report go to ``outbox``."""
-    from tracker.library import Library
-
-    try:
-        with Library.open(settings) as lib:
-            run = DiscoveryRun(
-                lib,
-                RunOptions(**options),
-                providers=[],
-                crawler=crawler_factory() if crawler_factory is not None else None,
-                keys=keys,
-                run_id=run_id,
-                on_page=lambda r: outbox.put(("page", asdict(r))),
-            )
-            run._budget = _Budget(run.options.max_pages, shared)
-            try:
-                run._crawl()
-            finally:
-                run.report.finished_at = iso_utc(datetime.now(UTC))
-                outbox.put(("report", run.report.to_dict()))
-    except Exception as exc:  # this process's failure is a line of the run's errors
-        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
-
-
-class NearDuplicates:
-    """SimHash (64-bit, character 3-grams) of every page checked, in Redis: four 16-bit
-    bands, so a page within 3 bits of one already checked shares a band with it."""
-
-    def __init__(self, redis: RedisClient, keys: DiscoveryKeys, *, distance: int = 3) -> None:
-        self.redis: Any = cast(Any, redis)  # redis-py's stubs of RedisCluster lack register_script
-        self.keys, self.distance = keys, distance
-        self._add = self.redis.register_script(_SIM_ADD)
-
-    def _band_keys(self, h: int) -> list[tuple[str, str]]:
-        return [(self.keys.key(f"sim:{i}"), f"{(h >> (16 * i)) & 0xFFFF:04x}") for i in range(4)]
-
-    def find(self, h: int) -> str | None:
-        """The suspect id of a checked page near ``h``, or None (one round trip)."""
-        from tracker.simhash import hamming
-
-        pipe = self.redis.pipeline(transaction=False)
-        for key, band in self._band_keys(h):
-            pipe.hget(key, band)
-        for raw in pipe.execute():
-            if not raw:
-                continue
-            for entry in (raw.decode() if isinstance(raw, bytes) else raw).split(","):
-                other, _, suspect_id = entry.partition(":")
-                if hamming(int(other, 16), h) <= self.distance:
-                    return suspect_id
-        return None
-
-    def add(self, h: int, suspect_id: str) -> None:
-        """Remember a checked page (one script: each band keeps its last 32 pages)."""
-        bands = self._band_keys(h)
-        self._add(
-            keys=[bands[0][0]],
-            args=[self.keys.tag, f"{h:016x}:{suspect_id}", *[b for _, b in bands]],
-        )
-
-
-_SIM_ADD = """
-local tag, entry = ARGV[1], ARGV[2]
-for i = 0, 3 do
-  local key, band = tag .. ':sim:' .. i, ARGV[3 + i]
-  local old = redis.call('HGET', key, band) or ''
-  local parts = {}
-  for e in string.gmatch(old, '[^,]+') do parts[#parts + 1] = e end
-  local first = math.max(1, #parts - 30)
-  local kept = {}
-  for k = first, #parts do kept[#kept + 1] = parts[k] end
-  kept[#kept + 1] = entry
-  redis.call('HSET', key, band, table.concat(kept, ','))
-end
-return 1
-"""
-
-
-@dataclass
-class Fetched:
-    item: FrontierItem
-    page: Any = None
-    error: Exception | None = None
-
-
 class DiscoveryRun:
     """One run (see the module docstring). ``library`` is a ``tracker.library.Library``;
     only its public methods are used."""
@@ -419,6 +154,7 @@ class DiscoveryRun:
         searcher: Searcher | None = None,
         run_id: str | None = None,
         crawler_factory: Callable[[], Crawler] | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         """``crawler_factory`` (a picklable callable) makes the crawler of each other
         crawl process (``RunOptions.crawl_processes``); without it they build one from
@@ -437,13 +173,14 @@ class DiscoveryRun:
             traps=TrapDetector(enabled=self.options.trap_rules),
         )
         self.near = NearDuplicates(library.redis, self.keys)
+        self.policy = LinkPolicy(max_depth=self.options.max_depth)
         self._crawler = crawler
         self._crawler_factory = crawler_factory
-        self._readers: Any = None  # the reader processes' pool while crawling
-        self._budget: _Budget = _Budget(self.options.max_pages)
-        self._helpers: list[Any] = []  # the other crawl processes while crawling
-        self._inbox: Any = None  # what they send: pages done, their reports
+        self.budget: PageBudget = PageBudget(self.options.max_pages)
+        self.processes = CrawlProcesses(self)  # readers and other crawl processes
         self.on_page = on_page
+        self.on_note = on_note  # told what the run waits on, as it happens
+        self._waiting_noted = False
         now = datetime.now(UTC)
         self.report = RunReport(
             id=run_id or new_run_id(),
@@ -452,8 +189,14 @@ class DiscoveryRun:
         )
         self.queries: list[Query] = []
         self.titles: dict[str, str] = {}
-        self.book_names: dict[str, str] = {}  # what a site is searched for, per work
+        self.books: list[BookTarget] = []  # what a site is searched for
         self.profiles: dict[str, SiteProfile] = {}
+        # Why a run may do nothing (``idle_reason``): seeds already fetched by earlier
+        # runs (by kind), queries over today's budget, Legado searches made today.
+        self.skipped_seeds: dict[str, int] = {}
+        self._saved_at = time.monotonic()
+        self.over_budget = 0
+        self.searched_today = 0
 
     # -- helpers --
     @property
@@ -472,6 +215,8 @@ class DiscoveryRun:
         item.run = self.report.id
         if self.frontier.add(item):
             self.report.source(item.source).found += 1
+        else:
+            self.skipped_seeds[item.kind] = self.skipped_seeds.get(item.kind, 0) + 1
 
     # -- stages --
     def plan(self) -> list[Query]:
@@ -482,20 +227,30 @@ class DiscoveryRun:
                 try:
                     mothers.append(store.get_mother(work_id))
                 except Exception:
-                    self.report.error(f"work {work_id!r}: not in the library")
+                    self.report.fail("", f"work {work_id!r}: not in the library")
         else:
             listed = store.list_mothers(limit=self.options.max_works, with_text=False)
             mothers = [store.get_mother(m.id) for m in listed]
         self.report.works = len(mothers)
         stats = LibraryStats.from_library(self.lib)
+        self.books = book_targets(mothers)
+        self.report.books = len(self.books)
+        titled: set[str] = set()
+        first_of = {b.work_ids[0]: b for b in self.books}
         for m in mothers:
             self.titles[m.id] = m.title
-            meta = m.metadata or {}
-            book = meta.get("book") or meta.get("work") or meta.get("collection")
-            self.book_names[m.id] = str(book) if book else _search_title(m.title)
-            author = str((m.metadata or {}).get("author", ""))
+            # The book's title (and author) once per book, never a chapter's title.
+            book = first_of.get(m.id)
+            title = book.title if book is not None and book.key not in titled else ""
+            if book is not None:
+                titled.add(book.key)
             self.queries += work_queries(
-                m.id, m.title, m.text, stats, limit=self.options.max_queries, author=author
+                m.id,
+                title,
+                m.text,
+                stats,
+                limit=self.options.max_queries,
+                author=book.author if book is not None else "",
             )
         return self.queries
 
@@ -514,6 +269,8 @@ class DiscoveryRun:
                 if used[q.work_id] < self.options.max_queries:
                     used[q.work_id] += 1
                     chosen.append(q)
+                else:
+                    self.over_budget += 1
             failures = 0
             width = max(1, self.options.search_concurrency)
             with ThreadPoolExecutor(max_workers=width) as pool:
@@ -544,14 +301,13 @@ class DiscoveryRun:
             self.lib.redis.incr(budget_key)
             self.lib.redis.expire(budget_key, 2 * 86400)
         if outcome.error:
-            self.report.source(name).errors += 1
-            self.report.error(f"{outcome.error} (query {q.text})")
+            self.report.fail(name, f"{outcome.error.removeprefix(name + ': ')} (query {q.text})")
             return False
         for hit in outcome.hits:
             try:
                 normalize_url(hit.url)
             except ValueError:
-                self.report.error(f"{name}: result is not an http(s) URL: {hit.url!r}")
+                self.report.fail(name, f"result is not an http(s) URL: {hit.url!r}")
                 continue
             self._seed(FrontierItem(url=hit.url, source=name, priority=0, works=[q.work_id]))
         return True
@@ -559,152 +315,76 @@ class DiscoveryRun:
     def sites(self) -> None:
         if not self.options.sites:
             return
-        from tracker.discovery.sites import SiteError
-
-        try:
-            self.profiles = load_profiles(self.lib.settings.data_dir / "discovery" / "profiles")
-        except SiteError as exc:
-            self.report.error(str(exc))
-            self.profiles = load_profiles()
-        books: dict[str, list[str]] = {}
-        for work_id, name in self.book_names.items():
-            if name.strip():
-                books.setdefault(name.strip(), []).append(work_id)
+        problems: list[str] = []
+        folder = self.lib.settings.data_dir / "discovery" / "profiles"
+        self.profiles = load_profiles(folder, problems)
+        for problem in problems:
+            self.report.fail("profiles", problem)
         for site in SiteRegistry(self.lib.store).list():
-            for name, work_ids in list(books.items())[: self.options.max_site_searches]:
+            if site.profile == "legado":
+                continue  # searched by the Legado stage (``legado.walk``)
+            for book in self.books[: self.options.max_site_searches]:
                 self._seed(
                     FrontierItem(
-                        url=search_url(site, name),
+                        url=search_url(site, book.title),
                         source=site.name,
                         priority=1,
                         kind="search",
-                        works=work_ids[:20],
-                        hint=name,
+                        works=book.work_ids[:20],
+                        hint=book.title,
                     )
                 )
 
-    def _start_readers(self) -> None:
-        import multiprocessing
-        import os
+    def plan_books(self) -> list[BookTarget]:
+        """Only the books of the run's works (a Legado chunk on a worker needs no queries)."""
+        store = self.lib.store
+        if self.options.works:
+            mothers = []
+            for work_id in self.options.works:
+                with contextlib.suppress(Exception):
+                    mothers.append(store.get_mother(work_id))
+        else:
+            mothers = store.list_mothers(limit=self.options.max_works, with_text=False)
+        self.books = book_targets(mothers)
+        return self.books
 
-        n = self.options.read_processes
-        if n < 0:
-            n = 1 if (os.cpu_count() or 1) > 1 and _may_fork() and not self._helpers else 0
-        if n > 0 and self._readers is None:
-            from concurrent.futures import ProcessPoolExecutor
+    def legado_hosts(self) -> list[str]:
+        """The imported Legado sites this run walks (enabled, with a search to run)."""
+        if not self.options.legado or not self.options.sites:
+            return []
+        return [
+            s.host
+            for s in SiteRegistry(self.lib.store).list()
+            if s.profile == "legado"
+            and not s.disabled
+            and not any("search needs" in r for r in s.reasons)
+        ]
 
-            # spawn, not fork: this process has threads (a fork would copy their locks).
-            self._readers = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+    def legado(self, hosts: Sequence[str] | None = None) -> None:
+        """Each imported Legado site (of ``hosts`` when given) searched for each book and
+        walked, from the run's page budget (``legado.stage``)."""
+        from tracker.discovery.legado.stage import legado_stage
 
-    def _start_helpers(self) -> None:
-        """Start the other crawl processes (``RunOptions.crawl_processes``): each opens
-        the library, claims from the same frontier and sends back its pages and its part
-        of the report; the page budget is one counter all of them take from."""
-        import multiprocessing
-        import os
-
-        n = self.options.crawl_processes
-        if n < 0:
-            n = min(2, os.cpu_count() or 1) if _may_fork() else 1
-        if (self._crawler is not None and self._crawler_factory is None) or not _may_fork():
-            n = 1  # no way to make the crawler elsewhere, or no children allowed here
-        if n <= 1:
-            self._budget = _Budget(self.options.max_pages)
-            return
-        ctx = multiprocessing.get_context("spawn")  # this process has threads: no fork
-        self._budget = _Budget(self.options.max_pages, ctx.Value("q", 0))
-        self._inbox = ctx.Queue()
-        options = asdict(self.options)
-        # A helper alone in its process: no helpers, no reader of its own; it waits a
-        # while for links from pages still out with the others, as a Celery chunk does.
-        options.update(crawl_processes=1, read_processes=0)
-        options["wait_for_others"] = max(self.options.wait_for_others, 10.0)
-        for part in range(1, n):
-            proc = ctx.Process(
-                target=_crawl_part,
-                args=(
-                    self.lib.settings,
-                    options,
-                    self.keys,
-                    f"{self.report.id}~p{part}",
-                    self._crawler_factory,
-                    self._budget.shared,
-                    self._inbox,
-                ),
-                daemon=True,
-            )
-            proc.start()
-            self._helpers.append(proc)
-
-    def _drain(self, timeout: float = 0.0) -> None:
-        """Take in what the other crawl processes sent: their pages (``on_page`` is
-        called here, in this thread) and, at their end, their part of the report."""
-        import queue
-
-        if self._inbox is None:
-            return
-        while True:
-            try:
-                kind, data = (
-                    self._inbox.get(timeout=timeout) if timeout else self._inbox.get_nowait()
-                )
-            except queue.Empty:
-                return
-            timeout = 0.0
-            if kind == "page":
-                self._emit(PageResult(**data))
-            elif kind == "report":
-                add_report(self.report, RunReport.from_dict(data))
-            else:
-                self.report.error(str(data))
-
-    def _stop_helpers(self) -> None:
-        """Wait for the other crawl processes (their budget is the shared counter, so
-        they end when it runs out or the frontier is empty), taking in what they send."""
-        while any(p.is_alive() for p in self._helpers):
-            self._drain(timeout=0.2)
-        for proc in self._helpers:
-            proc.join()
-            if proc.exitcode:
-                self.report.error(f"a crawl process ended with exit code {proc.exitcode}")
-        self._drain()
-        self._helpers, self._inbox = [], None
-
-    def _read(self, body: bytes, content_type: str | None, mime: str, url: str) -> Any:
-        """``tracker.crawler.crawler.read_page`` in a reader process (in this one when
-        there is none, or when the pool broke)."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        from tracker.crawler.crawler import read_page
-
-        pool = self._readers
-        if pool is not None:
-            try:
-                return pool.submit(read_page, body, content_type, mime, url, True).result()
-            except (BrokenProcessPool, RuntimeError):
-                self._readers = None  # a reader died: read here from now on
-        return read_page(body, content_type, mime, url, True)
+        legado_stage(self, hosts)
 
     def crawl(self) -> None:
-        self._start_helpers()
-        self._start_readers()
+        self.processes.start_helpers()
+        self.processes.start_readers()
         try:
             self._crawl()
         finally:
-            if self._readers is not None:
-                self._readers.shutdown(wait=True, cancel_futures=True)
-                self._readers = None
-            if self._helpers:
-                self._stop_helpers()
+            self.processes.stop_readers()
+            if self.processes.helpers:
+                self.processes.stop_helpers()
 
     def _crawl(self) -> None:
         self.frontier.requeue_due()
         opts = self.options
         inflight: dict[Future[Fetched], FrontierItem] = {}
         # With other crawl processes, wait a while for links from their pages still out.
-        patience = max(opts.wait_for_others, 10.0 if self._helpers else 0.0)
+        patience = max(opts.wait_for_others, 10.0 if self.processes.helpers else 0.0)
         idle_until = time.monotonic() + patience
-        budget = self._budget
+        budget = self.budget
         with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
             while True:
                 wait_for = 0.05
@@ -722,12 +402,15 @@ class DiscoveryRun:
                         wait_for = claim.wait
                         if claim.empty and not inflight:
                             if claim.leased == 0 or time.monotonic() > idle_until:
+                                self._note_leases(claim.leased, patience)
                                 return
                             wait_for = 0.2
+                        elif claim.leased and not inflight and claim.wait > 2.0:
+                            self._note_wait(claim.leased, claim.wait)
                         break
                     idle_until = time.monotonic() + patience
                     inflight[pool.submit(self._fetch, claim.item)] = claim.item
-                self._drain()
+                self.processes.drain()
                 if not inflight:
                     if spent:
                         return
@@ -743,6 +426,31 @@ class DiscoveryRun:
                     inflight.pop(fut)
                     self._process(fut.result())
 
+    def _note_wait(self, leased: int, wait: float) -> None:
+        """Say, once, that the crawl waits on URLs another process holds: a run started
+        again after a kill waits for its dead predecessor's leases to run out."""
+        if self._waiting_noted:
+            return
+        self._waiting_noted = True
+        note = (
+            f"waiting up to {wait:.0f} s for {leased} URLs leased by another crawl process "
+            "(or by one that was killed: when its leases run out, this run fetches them)"
+        )
+        self.report.notes.append(note)
+        if self.on_note is not None:
+            self.on_note(note)
+
+    def _note_leases(self, leased: int, waited: float) -> None:
+        """Say why a crawl ends with URLs still out: leased by another crawl process or
+        worker, or by one that was killed (its lease runs out, then a run takes them)."""
+        if leased:
+            self.report.leased = leased
+            self.report.notes.append(
+                f"{leased} URLs are leased by another crawl process or worker (or one that "
+                f"was killed: their leases run out, then a later run fetches them); "
+                f"waited {waited:g} s for them"
+            )
+
     def _fetch(self, item: FrontierItem) -> Fetched:
         """Fetch ``item`` (a pool thread) and record the page in the frontier the moment
         its body arrived, before the check: a crawl killed now checks it on restart
@@ -750,7 +458,7 @@ class DiscoveryRun:
         try:
             # A page to check is read in full (the reader process); a site search or a
             # chapter list is only followed: decoded and its links parsed, no extraction.
-            reader = self._read if item.kind == "page" else read_links
+            reader = self.processes.read if item.kind == "page" else read_links
             page = self.crawler.crawl_page(item.url, screenshot=False, reader=reader)
             fetched = Fetched(item, page=page)
         except Exception as exc:  # every failure is this page's error; the run goes on
@@ -776,18 +484,24 @@ class DiscoveryRun:
         item, stats = fetched.item, self.report.source(fetched.item.source)
         if fetched.error is not None:
             exc = fetched.error
+            if refused(exc):  # the guard said no, or no such host: no page was spent
+                self.budget.give_back()
+                self.report.refused += 1
+                self.report.fail(item.source, str(exc))
+                self.frontier.done(item, failed=True)
+                self.emit(PageResult(item.url, item.source, kind=item.kind, error=str(exc)))
+                return
             if isinstance(exc, CrawlError) and exc.transient and item.attempts < 1:
                 item.attempts += 1
                 self.frontier.retry(item)
-                self._budget.give_back()  # fetched again later: one page of the budget
+                self.budget.give_back()  # fetched again later: one page of the budget
                 return
             self.report.fetched += 1
             stats.fetched += 1
-            stats.errors += 1
             message = str(exc) if isinstance(exc, CrawlError) else f"{item.url}: {exc!r}"
-            self.report.error(f"{item.source}: {message}")
+            self.report.fail(item.source, message)
             self.frontier.done(item, failed=True)
-            self._emit(PageResult(item.url, item.source, kind=item.kind, error=message))
+            self.emit(PageResult(item.url, item.source, kind=item.kind, error=message))
             return
         page = fetched.page
         self.report.fetched += 1
@@ -807,14 +521,24 @@ class DiscoveryRun:
             self._follow(item, page, result)
         except Exception as exc:  # a page that breaks a step is its own error
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"
-            stats.errors += 1
-            self.report.error(f"{item.source}: {result.error}")
+            self.report.fail(item.source, result.error)
         self.frontier.done(item)
-        self._emit(result)
+        self.emit(result)
 
-    def _emit(self, result: PageResult) -> None:
+    def emit(self, result: PageResult) -> None:
         if self.on_page is not None:
             self.on_page(result)
+        self._checkpoint()
+
+    def _checkpoint(self, every: float = 2.0) -> None:
+        """Keep the report so far in the store every ``every`` seconds, so the 发现 page
+        and ``/api/v1/discover/runs/ID`` show a run's counts while it runs."""
+        now = time.monotonic()
+        if not self.options.save or now - self._saved_at < every:
+            return
+        self._saved_at = now
+        with contextlib.suppress(Exception):  # a count read mid-update: the next one
+            RunHistory(self.lib.store).save(self.report, prune=False)
 
     def _check(self, item: FrontierItem, page: Any, result: PageResult, stats: SourceStats) -> None:
         from tracker.simhash import simhash
@@ -902,64 +626,24 @@ class DiscoveryRun:
     def _links(
         self, item: FrontierItem, page: Page, result: PageResult, add: Callable[..., None]
     ) -> None:
-        """Name the links of ``item``'s page worth following to ``add``, by what the
-        page was: a site search's results, a chapter list, a page that matched (or a
-        duplicate of one), a page that did not."""
-        from tracker.cases.books import CHAPTER_RE, NEXT_PAGE_RE, chapter_links
-        from tracker.crawler.links import page_links, same_site
-
-        stats = self.report.source(item.source)
-        html, base = page.html, page.final_url
-        if item.kind == "search":
-            books = result_links(html, base, item.hint)
-            if books:
-                for url in books[:5]:
-                    add(url, 1.5, "index")
-                return
-            if len(chapter_links(html, base)) < 2:
-                profile = self._profile_of(item.source.removeprefix("site:"))
-                if not profile_matches(profile, html):
-                    stats.errors += 1
-                    self.report.error(
-                        f"{item.source}: the search page {item.url} shows neither results "
-                        f"nor a book ({profile.name if profile else 'form'} profile no "
-                        "longer matches: `yinji discover site add` the site again)"
-                    )
-                return
-            item.kind = "index"  # a search that went straight to the book
-        found = page.links if page.links is not None else page_links(html, base)
-        links = [(link.url, link.text) for link in found]
-        nexts = [u for u, text in links if NEXT_PAGE_RE.match(text) and same_site(u, base)]
-        if item.kind == "index":
-            for url in chapter_links(html, base):
-                add(url, 2.0, chapter=True)
-            for url in nexts[:1]:  # a chapter list over several pages
-                add(url, 2.0, "index")
-            return
+        """The links of ``item``'s page worth following, by the run's ``LinkPolicy``;
+        a site search showing neither results nor a book is said so: the site's
+        profile no longer matches (an error), or the book is not there (not found)."""
         matched = bool(result.matches) or bool(result.duplicate_of)
-        chapterish = [u for u, text in links if CHAPTER_RE.search(text) or "下一章" in text]
-        if matched:
-            for u, text in links:
-                if "目录" in text or "目錄" in text:
-                    add(u, 2.0, "index")
-            for u in chapterish:
-                add(u, 3.0, chapter=True)
-            for u in nexts[:1]:  # the copy goes on on the next page
-                add(u, 3.0)
-            # A site that copied one work has often copied more: its other pages are
-            # explored as if found by a search (two links deep, behind the chapters).
-            for u, _ in links[:200]:
-                if same_site(u, base):
-                    add(u, 10.0, depth=0)
+        if self.policy.follow(item, page, matched, item.hint, add):
             return
-        if item.depth >= self.options.max_depth:
-            return
-        for u in chapterish:
-            add(u, 20.0 + item.depth, chapter=True)
-        if item.depth == 0 and len(chapterish) >= 10:  # a book index found by a search
-            return
-        for u, _ in links[:100]:
-            add(u, 40.0 + item.depth)
+        profile = self._profile_of(item.source.removeprefix("site:"))
+        if not profile_matches(profile, page.html):
+            self.report.fail(
+                item.source,
+                f"the search page {item.url} shows neither results "
+                f"nor a book ({profile.name if profile else 'form'} profile no "
+                "longer matches: `yinji discover site add` the site again)",
+            )
+        elif len(self.report.not_found) < MAX_ERRORS:
+            self.report.not_found.append(
+                f"{item.source}: no book 《{item.hint}》 in its search results ({item.url})"
+            )
 
     def _profile_of(self, host: str) -> SiteProfile | None:
         site: Site | None = SiteRegistry(self.lib.store).get(host)
@@ -978,10 +662,49 @@ class DiscoveryRun:
             self.plan()
             self.search()
             self.sites()
+            self.legado()
             self.crawl()
         finally:
+            if not self.report.fetched and not self.report.idle:
+                self.report.idle = self.idle_reason()
             self.finish()
         return self.report
+
+    def idle_reason(self) -> str:
+        """Why this run fetched nothing, in words (empty when it fetched something)."""
+        if self.report.fetched:
+            return ""
+        why: list[str] = []
+        if not self.report.works:
+            why.append("no work to look for")
+        if self.options.search and not self.searcher.providers:
+            why.append("no search provider is configured")
+        if self.over_budget:
+            why.append(
+                f"today's query budget is spent ({self.over_budget} queries not asked: "
+                f"{self.options.max_queries} per work per provider per UTC day)"
+            )
+        searches = self.skipped_seeds.get("search", 0)
+        if searches:
+            why.append(f"{searches} site searches were already made by earlier runs")
+        others = sum(n for kind, n in self.skipped_seeds.items() if kind != "search")
+        if others:
+            why.append(
+                f"{others} search results were already fetched by earlier runs (a page "
+                f"that matched is fetched again after {self.options.revisit_days:g} days)"
+            )
+        if self.searched_today:
+            why.append(f"{self.searched_today} Legado site searches were already made today")
+        sites = SiteRegistry(self.lib.store).list() if self.options.sites else []
+        if self.options.sites and not sites:
+            why.append("no pirate site is registered")
+        elif sites and all(s.disabled for s in sites):
+            why.append("every registered site is disabled after failed searches")
+        if self.options.max_pages <= 0:
+            why.append("the page budget is 0")
+        if self.report.leased:
+            why.append(f"{self.report.leased} URLs are leased by another or a killed process")
+        return "; ".join(why) or "nothing was found to fetch"
 
 
 def _pattern_of(url: str) -> str:
@@ -999,12 +722,6 @@ def _pattern_of(url: str) -> str:
 def new_run_id() -> str:
     """A run id that sorts by time: ``20261126T194704-13dcd0``."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-
-
-def _search_title(title: str) -> str:
-    """The book's name in a work title such as "红楼梦 第四回 ..." (its first word)."""
-    head = title.strip().split()[0] if title.strip() else ""
-    return head or title.strip()
 
 
 def report_json(report: RunReport) -> str:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tracker.discovery.keys import DiscoveryKeys
+from tracker.discovery.legado.sources import SourceVerdict
 from tracker.discovery.providers import Searcher, providers_from_env
 from tracker.discovery.run import RunHistory, RunOptions, RunReport
 from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
@@ -20,7 +21,13 @@ if TYPE_CHECKING:
     from tracker.crawler import Crawler
     from tracker.library import Library
 
-__all__ = ["DiscoveryOverview", "ProviderStatus", "overview", "register_site"]
+__all__ = [
+    "DiscoveryOverview",
+    "ProviderStatus",
+    "import_sources",
+    "overview",
+    "register_site",
+]
 
 
 def register_site(
@@ -42,6 +49,13 @@ def register_site(
         home = normalize_url(url)
     except ValueError as exc:
         raise SiteError(f"site URL {url!r}: {exc}") from None
+    if encoding:
+        import codecs
+
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise SiteError(f"encoding {encoding!r}: not a known character set") from None
     if search_url:
         if "{q}" not in search_url:
             raise SiteError(f"search URL {search_url!r} has no {{q}} for the query")
@@ -49,9 +63,11 @@ def register_site(
             check_url(search_url.replace("{q}", "q"))
         except ValueError as exc:
             raise SiteError(f"search URL {search_url!r}: {exc}") from None
+        _guard(library, search_url.replace("{q}", "q"), f"search URL {search_url!r}", crawler)
         site = Site(url=home, search_url=search_url, encoding=encoding or "utf-8", profile="given")
     else:
-        profiles = load_profiles(library.settings.data_dir / "discovery" / "profiles")
+        # A malformed profile of the user's costs only itself (``load_profiles``).
+        profiles = load_profiles(library.settings.data_dir / "discovery" / "profiles", [])
         reader = crawler
         if reader is None:
             from tracker.crawler import Crawler, CrawlerConfig
@@ -65,7 +81,69 @@ def register_site(
         if encoding:
             site.encoding = encoding
     site.added_at = iso_utc(datetime.now(UTC))
+    site.origin = "site add"
     return SiteRegistry(library.store).add(site)
+
+
+def import_sources(
+    library: Library,
+    *,
+    name: str = "upload",
+    data: bytes | None = None,
+    url: str | None = None,
+    crawler: Crawler | None = None,
+) -> list[SourceVerdict]:
+    """Import Legado book sources from an uploaded file's ``data`` (``name`` names it)
+    or from ``url`` (read through the crawler: SSRF guard, robots.txt): one verdict per
+    source (``legado.sources.judge``). ``SourceError`` (a ``ValueError``) names a file
+    or URL that holds no sources; the one rule of ``yinji discover site import``, the
+    发现 page's upload and ``POST /api/v1/discover/sites/import``."""
+    from tracker.discovery.legado.importer import import_path, import_text
+    from tracker.discovery.legado.sources import SourceError
+
+    if url:
+        from tracker.rules import check_url
+
+        try:
+            check_url(url)
+        except ValueError as exc:
+            raise SourceError(f"{url}: {exc}") from None
+        reader = crawler
+        if reader is None:
+            from tracker.crawler import Crawler, CrawlerConfig
+
+            reader = Crawler(CrawlerConfig.from_settings(library.settings, screenshots="off"))
+        try:
+            return import_path(library, url, reader)
+        finally:
+            if crawler is None:
+                reader.close()
+    if data is None:
+        raise SourceError("give a file of Legado book sources or its URL")
+    if len(data) > 32 * 1024 * 1024:
+        raise SourceError(f"{name}: larger than 32 MiB")
+    return import_text(library, data.decode("utf-8-sig", errors="replace"), name)
+
+
+def _guard(library: Library, url: str, what: str, crawler: Crawler | None) -> None:
+    """The crawler's SSRF guard on ``url`` now (DNS only): a private address is refused
+    when given, not at the first run."""
+    from tracker.crawler import Blocked, CrawlError, InvalidURL
+
+    reader = crawler
+    if reader is None:
+        from tracker.crawler import Crawler, CrawlerConfig
+
+        reader = Crawler(CrawlerConfig.from_settings(library.settings, screenshots="off"))
+    try:
+        reader.check_url(url)
+    except (Blocked, InvalidURL) as exc:
+        raise SiteError(f"{what}: {exc}") from None
+    except CrawlError:
+        pass  # not resolvable now: the run says so if it still is not
+    finally:
+        if crawler is None:
+            reader.close()
 
 
 @dataclass

@@ -47,6 +47,7 @@ __all__ = [
 BUILTIN_PROFILES = Path(__file__).with_name("profiles")
 QUERY_FIELDS = ("searchkey", "keyword", "keywords", "q", "wd", "kw", "key", "s", "searchword")
 META_PREFIX = "discovery:site:"
+DISABLE_AFTER = 3  # failed searches in a row that disable a site
 
 
 class SiteError(ValueError):
@@ -73,6 +74,8 @@ class SiteProfile:
         if not isinstance(data, dict) or "name" not in data or "search_path" not in data:
             raise SiteError(f"site profile {path}: needs at least 'name' and 'search_path'")
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if not all(isinstance(v, str) for v in known.values()):
+            raise SiteError(f"site profile {path}: every field must be a string")
         profile = cls(**known)
         for pattern in (profile.form_action, profile.book_link, profile.results_marker):
             try:
@@ -84,14 +87,24 @@ class SiteProfile:
         return profile
 
 
-def load_profiles(user_dir: Path | None = None) -> dict[str, SiteProfile]:
-    """The built-in profiles, then the user's (``user_dir``), by name."""
+def load_profiles(
+    user_dir: Path | None = None, errors: list[str] | None = None
+) -> dict[str, SiteProfile]:
+    """The built-in profiles, then the user's (``user_dir``), by name. With ``errors``
+    a malformed file costs only itself: its ``SiteError`` message is added there and
+    the other profiles load; without, the first one raises."""
     out: dict[str, SiteProfile] = {}
     for folder in (BUILTIN_PROFILES, user_dir):
         if folder is None or not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.json")):
-            profile = SiteProfile.from_file(path)
+            try:
+                profile = SiteProfile.from_file(path)
+            except SiteError as exc:
+                if errors is None:
+                    raise
+                errors.append(str(exc))
+                continue
             out[profile.name] = profile
     return out
 
@@ -107,6 +120,20 @@ class Site:
     added_at: str = ""
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # where it came from: "site add", or the Legado file/URL it was imported from
+    status: str = ""  # a Legado source: imported | partial (``legado.sources.judge``)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def health(self) -> JSONObject:
+        """The last search (``ok``, ``results``, ``error``, ``at``), consecutive
+        ``failures`` and ``disabled`` (after ``DISABLE_AFTER`` failures in a row)."""
+        value = self.meta.get("health")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def disabled(self) -> bool:
+        return bool(self.health.get("disabled"))
 
     @property
     def host(self) -> str:
@@ -132,12 +159,47 @@ class SiteRegistry:
 
     def list(self) -> list[Site]:
         items = self.store.meta_items(META_PREFIX)
-        return [Site(**v) for _, v in sorted(items.items()) if isinstance(v, dict)]
+        out = [_site(v) for _, v in sorted(items.items())]
+        return [s for s in out if s is not None]
 
     def get(self, host_or_url: str) -> Site | None:
         host = host_of(host_or_url) if "://" in host_or_url else host_or_url.lower()
-        value = self.store.get_meta(META_PREFIX + host)
-        return Site(**value) if isinstance(value, dict) else None
+        return _site(self.store.get_meta(META_PREFIX + host))
+
+    def record_search(self, host: str, *, ok: bool, results: int = 0, error: str = "") -> None:
+        """Note a site's search: its health (``Site.health``); ``DISABLE_AFTER`` failures
+        in a row disable it, a success enables it again (a run tries a disabled site
+        on one book; a site disabled by hand, ``set_enabled``, is not tried)."""
+        from datetime import UTC, datetime
+
+        site = self.get(host)
+        if site is None:
+            return
+        before = site.health
+        failures = 0 if ok else int(str(before.get("failures") or 0)) + 1
+        site.meta["health"] = {
+            "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ok": ok,
+            "results": results,
+            "error": error[:300],
+            "failures": failures,
+            "disabled": failures >= DISABLE_AFTER if not ok else False,
+        }
+        self.add(site)
+
+    def set_enabled(self, host: str, enabled: bool) -> Site | None:
+        """Enable (failures forgotten) or disable a site by hand."""
+        site = self.get(host)
+        if site is None:
+            return None
+        health = dict(site.health)
+        health.update(
+            disabled=not enabled,
+            by_hand=not enabled,  # a site disabled by hand is not tried again by runs
+            failures=0 if enabled else health.get("failures", 0),
+        )
+        site.meta["health"] = health
+        return self.add(site)
 
     def remove(self, host_or_url: str) -> bool:
         site = self.get(host_or_url)
@@ -145,6 +207,17 @@ class SiteRegistry:
             return False
         self.store.delete_meta(META_PREFIX + site.host)
         return True
+
+
+def _site(value: Any) -> Site | None:
+    """A stored site (fields this version does not know are left aside)."""
+    if not isinstance(value, dict):
+        return None
+    known = {k: value[k] for k in Site.__dataclass_fields__ if k in value}
+    try:
+        return Site(**known)
+    except TypeError:
+        return None
 
 
 def _forms(html: str, base: str) -> list[tuple[str, str, dict[str, str]]]:

@@ -4,13 +4,15 @@ a run is the Celery task ``yinji.crawl.discover_run`` (``workers/tasks/discover.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, fields
 from typing import Any
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
 
+from tracker.discovery.legado.sources import SourceError, SourceVerdict
 from tracker.discovery.run import RunHistory, RunOptions
-from tracker.discovery.service import overview, register_site
+from tracker.discovery.service import import_sources, overview, register_site
 from tracker.discovery.sites import SiteError, SiteRegistry
 from tracker.records import match_id
 
@@ -46,13 +48,15 @@ def _run_options(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _start(options: dict[str, Any]) -> str:
-    from workers.app import get_celery
+def _start(options: dict[str, Any]) -> tuple[str, str]:
+    """Queue a run: (job id, run id). Its job (``kind: discover``) follows the crawl."""
+    from tracker.discovery.run import new_run_id
+    from workers.jobs import submit_discover
 
     known = {f.name for f in fields(RunOptions)}
     opts = asdict(RunOptions(**{k: v for k, v in options.items() if k in known}))
-    result = get_celery().send_task("yinji.crawl.discover_run", args=[opts, 2])
-    return str(result.id)
+    run_id = new_run_id()
+    return submit_discover(opts, 2, run_id), run_id
 
 
 def _evidence_links(report: Any) -> list[dict[str, Any]]:
@@ -68,14 +72,40 @@ def _evidence_links(report: Any) -> list[dict[str, Any]]:
 
 
 # --- the page -------------------------------------------------------------------------------
+def _live(job_id: str, run_id: str) -> dict[str, Any] | None:
+    """The run started from this page: its job's state and the run's counts so far."""
+    if not job_id:
+        return None
+    from workers.jobs import UnknownJob, job_status
+
+    try:
+        job = job_status(job_id)
+    except UnknownJob:
+        job = {"state": "PENDING", "progress": 0, "done": None, "total": None}
+    report = RunHistory(store()).get(run_id) if run_id else None
+    return {"job_id": job_id, "run_id": run_id, "job": job, "report": report}
+
+
 @bp.get("/discover")
 def index() -> Any:
     view = overview(library())
+    live = _live(request.args.get("job", ""), request.args.get("run", ""))
     return render_template(
         "discover/index.html",
         view=view,
         runs=[(r, _evidence_links(r)) for r in view.runs],
+        live=live,
+        started={r.id: _started(r.started_at) for r in view.runs},
     )
+
+
+def _started(value: str) -> Any:
+    from tracker.timefmt import parse_utc
+
+    try:
+        return parse_utc(value)
+    except ValueError:
+        return None
 
 
 @bp.post("/discover/sites")
@@ -93,6 +123,53 @@ def add_site() -> Any:
     else:
         flash(_("Site added: {host} ({profile}).", host=site.host, profile=site.profile), "info")
     return redirect(url_for("discover.index"))
+
+
+def _counts(verdicts: list[SourceVerdict]) -> dict[str, int]:
+    out = {"imported": 0, "partial": 0, "refused": 0}
+    for v in verdicts:
+        out[v.status] = out.get(v.status, 0) + 1
+    return out
+
+
+@bp.post("/discover/sites/import")
+@role_required("analyst")
+def import_sites() -> Any:
+    upload = request.files.get("file")
+    url = request.form.get("url", "").strip()
+    try:
+        if upload is not None and upload.filename:
+            verdicts = import_sources(
+                library(), name=upload.filename, data=upload.read(32 * 1024 * 1024 + 1)
+            )
+        elif url:
+            verdicts = import_sources(library(), url=url)
+        else:
+            raise SourceError("choose a file of Legado book sources or give its URL")
+    except SourceError as exc:
+        flash(_("Sources not imported: {error}", error=str(exc)), "error")
+        return redirect(url_for("discover.index"))
+    counts = _counts(verdicts)
+    flash(
+        _(
+            "Legado sources: {imported} imported, {partial} partial, {refused} refused.",
+            **counts,
+        ),
+        "info",
+    )
+    for v in [v for v in verdicts if v.status != "imported"][:20]:
+        status = _(v.status)
+        flash(f"{status} · {v.name} · {'; '.join(v.reasons)}", "info")
+    return redirect(url_for("discover.index") + "#discover-sites")
+
+
+@bp.post("/discover/sites/<host>/enable")
+@role_required("analyst")
+def enable_site(host: str) -> Any:
+    enabled = request.form.get("enabled", "1") == "1"
+    if SiteRegistry(store()).set_enabled(host, enabled) is None:
+        flash(_("No such site: {host}.", host=host), "error")
+    return redirect(url_for("discover.index") + "#discover-sites")
 
 
 @bp.post("/discover/sites/<host>/delete")
@@ -113,9 +190,9 @@ def start_run() -> Any:
     except ValueError as exc:
         flash(_("Run not started: {error}", error=str(exc)), "error")
         return redirect(url_for("discover.index"))
-    task_id = _start(options)
-    flash(_("Discovery run queued (task {id}).", id=task_id), "info")
-    return redirect(url_for("discover.index"))
+    task_id, run_id = _start(options)
+    flash(_("Discovery run {run} queued: its progress is shown below.", run=run_id), "info")
+    return redirect(url_for("discover.index", job=task_id, run=run_id) + "#discover-live")
 
 
 # --- the API --------------------------------------------------------------------------------
@@ -148,9 +225,16 @@ def api_start() -> Any:
         options = _run_options(clean(body, "body"))
     except ValueError as exc:
         fail(400, str(exc))
-    task_id = _start(options)
+    task_id, run_id = _start(options)
     # The run fans its crawl out in chunks: the job endpoint adds their progress up.
-    response = jsonify({"task_id": task_id, "progress": f"/api/v1/jobs/{task_id}"})
+    response = jsonify(
+        {
+            "task_id": task_id,
+            "run_id": run_id,
+            "progress": f"/api/v1/jobs/{task_id}",
+            "run": f"/api/v1/discover/runs/{run_id}",
+        }
+    )
     response.status_code = 202
     return response
 
@@ -179,6 +263,44 @@ def api_add_site() -> Any:
     response = jsonify(site.to_dict())
     response.status_code = 201
     return response
+
+
+@api.post("/sites/import")
+@role_required("analyst")
+def api_import_sites() -> Any:
+    """Legado sources: a multipart ``file``, a JSON ``{"url": ...}``, or the sources
+    themselves as the JSON body (an array or one object)."""
+    upload = request.files.get("file")
+    try:
+        if upload is not None:
+            verdicts = import_sources(
+                library(),
+                name=upload.filename or "upload",
+                data=upload.read(32 * 1024 * 1024 + 1),
+            )
+        else:
+            body = request_json()
+            if isinstance(body, dict) and isinstance(body.get("url"), str) and len(body) == 1:
+                verdicts = import_sources(library(), url=body["url"])
+            elif isinstance(body, list | dict):
+                raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                verdicts = import_sources(library(), name="request body", data=raw)
+            else:
+                fail(400, 'send Legado sources (a JSON array or object), {"url": ...} or a file')
+    except SourceError as exc:
+        fail(400, str(exc))
+    return jsonify({"counts": _counts(verdicts), "sources": [asdict(v) for v in verdicts]})
+
+
+@api.post("/sites/<id>/enable")
+@role_required("analyst")
+def api_enable_site(id: str) -> Any:
+    body = request_json() if request.content_length else None
+    enabled = not (isinstance(body, dict) and body.get("enabled") is False)
+    site = SiteRegistry(store()).set_enabled(id, enabled)
+    if site is None:
+        fail(404, f"no registered site {id!r}")
+    return jsonify(site.to_dict())
 
 
 @api.delete("/sites/<id>")

@@ -66,6 +66,20 @@
         .then(function (job) {
           if (typeof job.progress === "number") bar.value = job.progress;
           if (job.total) text.textContent = (job.done || 0) + " / " + job.total;
+          // The 发现 page: the run's counts so far (its template in the page's language).
+          var counts = document.getElementById("discover-live-counts");
+          var runUrl = counts && counts.getAttribute("data-run-url");
+          if (runUrl) {
+            fetch(runUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+              .then(function (r) { return r.ok ? r.json() : null; })
+              .then(function (run) {
+                if (!run) return;
+                var t = counts.getAttribute("data-template") || "";
+                counts.textContent = t.replace("{fetched}", run.fetched).replace("{checked}", run.checked)
+                  .replace("{matched}", run.matched);
+              })
+              .catch(function () {});
+          }
           if (job.state && /^[A-Z]+$/.test(job.state)) {
             // The page carries each state's name in its language (data-label-*):
             // never show the raw state ("PROGRESS") to a reader.

@@ -59,24 +59,44 @@ def chunk_budgets(max_pages: int, chunk: int, parts: int = 1) -> list[int]:
 
 @shared_task(name="yinji.crawl.discover_run", **TASK_OPTIONS)
 def discover_run(
-    self: Task, options: dict[str, Any] | None = None, parts: int = 2
+    self: Task, options: dict[str, Any] | None = None, parts: int = 2, run_id: str | None = None
 ) -> dict[str, Any]:
     """Plan, search and seed one run, then spread its crawl over bounded chunks (at
     least ``parts``), sent as one Celery group: ``workers.jobs.job_status`` of this
-    task's id follows them (progress = pages fetched / the run's page budget)."""
-    return once(self, lambda: _plan_and_spread(self, options, parts))
+    task's id follows them (progress = pages fetched / the run's page budget). With
+    imported Legado sites, half the budget goes to chunks that walk them
+    (``discover_legado``, the sites shared out among at most ``parts`` chunks)."""
+    return once(self, lambda: _plan_and_spread(self, options, parts, run_id))
 
 
-def _plan_and_spread(task: Task, options: dict[str, Any] | None, parts: int) -> dict[str, Any]:
+def legado_split(max_pages: int, hosts: list[str], parts: int) -> list[tuple[list[str], int]]:
+    """(sites, page budget) of each Legado chunk: half the run's budget (all of it when
+    ``max_pages`` is 1), shared out among at most ``parts`` chunks by their sites."""
+    if not hosts:
+        return []
+    total = max(1, max_pages // 2)
+    n = max(1, min(parts, len(hosts), total))
+    groups = [hosts[i::n] for i in range(n)]
+    base, extra = divmod(total, n)
+    return [(g, base + (1 if i < extra else 0)) for i, g in enumerate(groups)]
+
+
+def _plan_and_spread(
+    task: Task, options: dict[str, Any] | None, parts: int, run_id: str | None = None
+) -> dict[str, Any]:
     runtime = rt(task)
     opts = _options(options)
-    run = DiscoveryRun(runtime.library, opts, crawler=runtime.crawler, run_id=new_run_id())
+    run = DiscoveryRun(
+        runtime.library, opts, crawler=runtime.crawler, run_id=run_id or new_run_id()
+    )
     run.plan()
     run.search()
     run.sites()
     report = run.finish()
     chunk = env_int("YINJI_DISCOVER_CHUNK", CHUNK_PAGES, minimum=1, maximum=10_000)
-    budgets = chunk_budgets(opts.max_pages, chunk, max(1, parts))
+    walks = legado_split(opts.max_pages, run.legado_hosts() if run.books else [], max(1, parts))
+    crawl_pages = opts.max_pages - sum(b for _, b in walks)
+    budgets = chunk_budgets(crawl_pages, chunk, max(1, parts)) if crawl_pages > 0 else []
     children: list[tuple[str, list[Any], dict[str, Any], str]] = [
         (
             "yinji.crawl.discover_crawl",
@@ -86,6 +106,16 @@ def _plan_and_spread(task: Task, options: dict[str, Any] | None, parts: int) -> 
         )
         for i, pages in enumerate(budgets)
     ]
+    children += [
+        (
+            "yinji.crawl.discover_legado",
+            [report.id, i, dict(asdict(opts), max_pages=pages), hosts],
+            {},
+            f"{report.id} Legado sites {i + 1}/{len(walks)}",
+        )
+        for i, (hosts, pages) in enumerate(walks)
+    ]
+    budgets = budgets + [pages for _, pages in walks]
     sent = fanout(task, children, totals=budgets)
     return {
         "run": report.id,
@@ -138,6 +168,41 @@ def _crawl(task: Task, run_id: str, part: int, options: dict[str, Any] | None) -
         "fetched": report.fetched,
         "checked": report.checked,
         "duplicates": report.duplicates,
+        "matched": report.matched,
+        "errors": len(report.errors),
+    }
+
+
+@shared_task(name="yinji.crawl.discover_legado", **TASK_OPTIONS)
+def discover_legado(
+    self: Task, run_id: str, part: int, options: dict[str, Any], hosts: list[str]
+) -> dict[str, Any]:
+    """One Legado chunk of run ``run_id``: the imported sites ``hosts`` searched for
+    every book and walked within ``options["max_pages"]`` fetches (its part of the
+    run's report)."""
+    return once(self, lambda: _legado(self, run_id, part, options, hosts))
+
+
+def _legado(
+    task: Task, run_id: str, part: int, options: dict[str, Any], hosts: list[str]
+) -> dict[str, Any]:
+    runtime = rt(task)
+    opts = _options(options)
+    progress = Progress(task, opts.max_pages)
+    progress.start()
+    run = DiscoveryRun(
+        runtime.library, opts, crawler=runtime.crawler, run_id=f"{run_id}~L{part:03d}"
+    )
+    run.on_page = lambda _result: progress(min(run.report.fetched, opts.max_pages))
+    run.plan_books()
+    run.legado(hosts)
+    report = run.finish()
+    return {
+        "run": run_id,
+        "part": f"L{part}",
+        "total": opts.max_pages,
+        "fetched": report.fetched,
+        "checked": report.checked,
         "matched": report.matched,
         "errors": len(report.errors),
     }

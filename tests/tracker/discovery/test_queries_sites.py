@@ -74,6 +74,10 @@ def test_builtin_profiles_and_a_broken_user_profile(tmp_path):
     )
     with pytest.raises(SiteError, match="bad regular expression"):
         load_profiles(tmp_path)
+    problems: list[str] = []  # as runs and registrations read them: it costs only itself
+    kept = load_profiles(tmp_path, problems)
+    assert kept["jieqi"].search_path == "/so.php?k={q}" and "bad" not in kept
+    assert len(problems) == 1 and "bad.json" in problems[0]
     (tmp_path / "bad.json").write_text("not json")
     with pytest.raises(SiteError, match=r"bad\.json"):
         SiteProfile.from_file(tmp_path / "bad.json")
