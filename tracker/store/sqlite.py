@@ -215,8 +215,6 @@ def _like(text: str) -> str:
 #: candidates of a check wait on the disk one by one; on one connection each they wait
 #: together (``bench/bench_cold_reads.py``).
 MOTHER_READERS = 8
-#: A store of at most 1/8 of the memory is read on one connection (``_fits_in_memory``).
-CACHED_SHARE = 8
 
 
 def _chunks(items: list[Any], size: int = _CHUNK) -> Iterator[list[Any]]:
@@ -616,29 +614,14 @@ class SqliteStore(Store):
 
     def get_mothers_by_seq(self, seqs: Iterable[int]) -> dict[int, Mother]:
         wanted = sorted({int(s) for s in seqs})
-        if len(wanted) < 2 or self._conn().in_transaction or self._fits_in_memory():
-            # (inside a transaction: its own view.) A store small beside the memory is
-            # read from the page cache: handing a few texts to reader threads only adds
-            # their wake-ups to the check (issue #37: a slow tail at 100 M characters).
-            return self._mothers_by_seq(wanted)
+        if len(wanted) < 2 or self._conn().in_transaction:
+            return self._mothers_by_seq(wanted)  # (inside a transaction: its own view)
         pool = self._reader_pool()
         parts = min(len(wanted), MOTHER_READERS)
         out: dict[int, Mother] = {}
         for part in pool.map(self._mothers_by_seq, [wanted[i::parts] for i in range(parts)]):
             out.update(part)
         return out
-
-    def _fits_in_memory(self) -> bool:
-        """Whether the store file is at most ``1 / CACHED_SHARE`` of this machine's
-        memory: then its pages are most likely cached, and a check's candidates are
-        read one after the other on the caller's connection; a bigger store (1 B
-        characters: 4 GB) reads them side by side, each a walk of cold pages."""
-        try:
-            size = self.path.stat().st_size
-            memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError):
-            return False
-        return size * CACHED_SHARE <= memory
 
     def _mothers_by_seq(self, wanted: list[int]) -> dict[int, Mother]:
         out: dict[int, Mother] = {}

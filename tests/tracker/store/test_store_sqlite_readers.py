@@ -1,6 +1,5 @@
-"""SqliteStore reads a check's candidates side by side when the store is big beside the
-memory (``get_mothers_by_seq`` on its reader threads, one connection each; a smaller
-store on the caller's connection): the same answer as one connection, its own view
+"""SqliteStore reads a check's candidates side by side (``get_mothers_by_seq`` on its
+reader threads, one connection each): the same answer as one connection, its own view
 inside a transaction, a fresh pool after a fork, nothing left open after ``close``."""
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ def _store(tmp_path: Path, n: int = 30) -> tuple[SqliteStore, list[int]]:
     saved = store.replace_mothers(
         [(Mother(id=f"m{i:03d}", title=f"第{i}章", text=f"正文{i}" * 50), None) for i in range(n)]
     )
-    # As a store too big for the page cache (1 B characters): read side by side.
-    store._fits_in_memory = lambda: False  # type: ignore[method-assign]
     return store, [m.seq for m, _ in saved]
 
 
@@ -109,16 +106,3 @@ def test_close_stops_the_readers_and_their_connections(tmp_path: Path) -> None:
             conn.execute("SELECT 1")
     with pytest.raises(RuntimeError, match="closed"):
         store.get_mothers_by_seq(seqs)
-
-
-def test_a_store_that_fits_in_memory_is_read_on_the_callers_connection(tmp_path: Path) -> None:
-    """Its pages are cached: reader threads would only add their wake-ups (issue #37)."""
-    store = SqliteStore(tmp_path / "store.db")
-    saved = store.replace_mothers(
-        [(Mother(id=f"m{i}", title=f"第{i}章", text=f"正文{i}" * 50), None) for i in range(6)]
-    )
-    assert store._fits_in_memory()  # a few KB against this machine's memory
-    got = store.get_mothers_by_seq([m.seq for m, _ in saved])
-    assert sorted(m.id for m in got.values()) == [f"m{i}" for i in range(6)]
-    assert store._readers is None  # no reader thread was started
-    store.close()
