@@ -20,7 +20,7 @@ from werkzeug.datastructures import FileStorage
 from tracker.books.admin import UPLOAD_SUFFIXES, UploadPlan, plan_upload
 from tracker.books.model import Book
 from tracker.books.service import BookService
-from tracker.books.stats import BookIndex, chapter_label
+from tracker.books.stats import BookIndex
 from tracker.books.store import book_store_for
 from tracker.store import Match
 from workers import jobs
@@ -62,10 +62,7 @@ def book_index() -> BookIndex:
 def chapter_of(mother_id: str, lang: str | None = None) -> str:
     """The chapter a work is, named in the page's language (``《西游记》第四十一回 …``
     / ``"西游记", chapter 41 (…)``); "" for a work in no book."""
-    ref = book_index().ref(mother_id)
-    if ref is None:
-        return ""
-    return chapter_label(ref, lang or current_language())
+    return book_index().label(mother_id, lang or current_language())
 
 
 def book_of(mother_id: str) -> Book | None:

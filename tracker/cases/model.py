@@ -310,7 +310,7 @@ class Case:
     ``work`` is the grouping key: the book's id (``book_id`` metadata of its chapters'
     mothers, or the legacy ``work``/``book``; ``tracker.cases.grouping``), else the
     mother id; ``work_title`` the book's title; ``domain`` the site, host and port
-    (``grouping.site_of``); ``mother_ids`` every mother whose copies the case holds (a
+    (``tracker.rules.site_of``); ``mother_ids`` every mother whose copies the case holds (a
     re-check that still finds one of them means the copy is still online).
     """
 

@@ -21,12 +21,11 @@ from tracker.books.stats import (
     book_match_counts,
     book_pages,
     book_summaries,
-    chapter_label,
     match_pages,
-    site_of,
 )
 from tracker.cases.model import Case, CaseURL
 from tracker.records import ChapterRef, Match, MatchQuery, Suspect
+from tracker.rules import site_of
 from tracker.store import SqliteStore, Store
 
 BOOK = Book(
@@ -76,26 +75,27 @@ def test_site_is_host_and_port_off_the_default() -> None:
     assert site_of("http://pirate.example:80/a") == "pirate.example"
     assert site_of("https://pirate.example:443/a") == "pirate.example"
     assert site_of("http://127.0.0.1:8001/a") == "127.0.0.1:8001"
-    assert site_of("", "given.example") == "given.example"
     assert site_of("") == ""
-    assert site_of("http://[::1", "x.example") == "x.example"  # malformed: the domain
+    assert site_of("http://[::1") == ""  # malformed
+    assert site_of("http://[::1]:8001/a") == "[::1]:8001"
+    assert site_of("ftp://pirate.example/a") == ""
 
 
 def test_chapter_label_in_chinese_and_english() -> None:
     ref = ChapterRef("xyj", "西游记", "第四十一回 心猿遭火败 木母被魔擒", 41)
-    assert chapter_label(ref) == "《西游记》第四十一回 心猿遭火败 木母被魔擒"
-    assert chapter_label(ref, "en") == '"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)'
+    assert ref.label() == "《西游记》第四十一回 心猿遭火败 木母被魔擒"
+    assert ref.label("en") == '"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)'
     bare = ChapterRef("xyj", "《西游记》", "", 3)
-    assert chapter_label(bare) == "《西游记》"
-    assert chapter_label(bare, "en") == '"西游记", chapter 3'
-    assert chapter_label(ChapterRef("x", "书", "楔子"), "en") == '"书", 楔子'
+    assert bare.label() == "《西游记》"
+    assert bare.label("en") == '"西游记", chapter 3'
+    assert ChapterRef("x", "书", "楔子").label("en") == '"书", 楔子'
 
 
 def test_index_names_a_match_without_changing_it() -> None:
     index = BookIndex([BOOK, OTHER])
     m = match("xyj-0002", "https://pirate.example/41.html")
     named = index.named(m)
-    assert named.book == ChapterRef("xyj", "西游记", BOOK.chapters[1].title, 2)
+    assert named.book == ChapterRef("xyj", "西游记", BOOK.chapters[1].title, 2, "吴承恩")
     assert m.book is None
     assert index.ref("loose-work") is None and index.label("loose-work") == ""
     assert index.label("shz-0001", "en") == '"水浒传", chapter 1 (第一回)'
