@@ -12,7 +12,6 @@ numbers a legacy chapter by its heading with them).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 

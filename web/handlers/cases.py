@@ -9,14 +9,15 @@ from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 
-from tracker.cases import STATES, TRANSITIONS, CaseError
 from tracker.books.model import Book
+from tracker.cases import STATES, TRANSITIONS, CaseError
 from tracker.cases.model import Case, CaseURL, page_label, verify_chain
 from tracker.cases.store import MAX_BLOB_BYTES
 from tracker.records import Match, match_id
 from tracker.rules import check_note, normalize_domain
 from workers import jobs
 
+from ..books import book_of, chapter_of
 from ..casework import (
     NOTICE_FORMATS,
     NOTICE_LANGS,
@@ -33,7 +34,6 @@ from ..casework import (
     state_counts,
     totals,
 )
-from ..books import book_of, chapter_of
 from ..core import Page, bad_request, fail, page_arg, role_required, store, work_choices
 from ..i18n import current_language
 from ..i18n import translate as _

@@ -25,8 +25,8 @@ from tracker.cases.service import MERGED_KEY
 from tracker.cases.settings import CaseSettings
 from tracker.cases.sqlite_store import SqliteCaseStore
 from tracker.config import Settings
-from tracker.rules import site_of
 from tracker.records import ChapterRef, Match, Mother, Passage, Suspect
+from tracker.rules import site_of
 from tracker.store import SqliteStore
 
 LEGACY = {"work": "shuihu", "work_title": "水浒传"}
