@@ -5,13 +5,9 @@ only when both are), the library's figures per book, the most-copied books."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tracker.books.model import Book, BookChapter
 from tracker.books.stats import (
@@ -26,7 +22,7 @@ from tracker.books.stats import (
 from tracker.cases.model import Case, CaseURL
 from tracker.records import ChapterRef, Match, MatchQuery, Suspect
 from tracker.rules import site_of
-from tracker.store import SqliteStore, Store
+from tracker.store import Store
 
 BOOK = Book(
     id="xyj",
@@ -175,25 +171,6 @@ def test_summaries_and_most_copied_books_over_every_match() -> None:
 
 
 # --- the stores group the matches themselves -------------------------------------------------
-@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.slow)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s: Store = SqliteStore(tmp_path / "yinji.sqlite3")
-        yield s
-        s.close()
-        return
-    pytest.importorskip("mongomock")
-    import pymongo
-    from mongo_wire import mongo_wire_server
-
-    from tracker.store.mongo import MongoStore
-
-    with mongo_wire_server() as server:
-        client = pymongo.MongoClient(server.uri, tz_aware=True)
-        s = MongoStore(client, db_name="yinji_test")
-        yield s
-        s.close()
-        client.close()
 
 
 def stored(store: Store, matches: list[Match]) -> None:
