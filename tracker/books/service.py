@@ -383,9 +383,8 @@ class BookService:
         book = existing.get(book_id)
         created = book is None
         if book is None:
-            author = next(
-                (str(m.metadata.get("author")) for m in members if m.metadata.get("author")), ""
-            )
+            read = (ChapterRef.of(m, from_title=True) for m in members)
+            author = next((r.author for r in read if r is not None and r.author), "")
             book = Book(id=book_id, title=ref.book_title, author=author, source="migration")
         known = set(book.work_ids())
         todo = [m for m in members if m.id not in known]
