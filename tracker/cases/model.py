@@ -329,7 +329,7 @@ class CaseURL:
 class Case:
     """One book (or one work outside any book) copied on one site.
 
-    ``work`` is the grouping key: the book's id (``book_id`` metadata of its chapters'
+    ``work`` is the grouping key: the book's id (``tracker.records.ChapterRef`` of its chapters'
     mothers, or the legacy ``work``/``book``; ``tracker.cases.grouping``), else the
     mother id; ``work_title`` the book's title; ``domain`` the site, host and port
     (``tracker.rules.site_of``); ``mother_ids`` every mother whose copies the case holds (a

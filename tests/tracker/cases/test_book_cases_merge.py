@@ -19,7 +19,7 @@ from tracker.cases import CaseService
 from tracker.cases.alerts import Alerter, digest_data
 from tracker.cases.cli import case
 from tracker.cases.grouping import book_of, page_in_url
-from tracker.cases.model import CaseEvent, CaseURL, verify_chain
+from tracker.cases.model import Case, CaseEvent, CaseURL, page_label, verify_chain
 from tracker.cases.notices import build_notice
 from tracker.cases.service import MERGED_KEY
 from tracker.cases.settings import CaseSettings
@@ -300,3 +300,18 @@ def test_alerts_name_book_and_chapter(tmp_path: Path) -> None:
     finally:
         svc.store.close()
         store.close()
+
+
+def test_a_case_url_names_its_chapter_and_page_as_the_notices_do() -> None:
+    case = Case(id="c", work="shuihu", domain="127.0.0.1:8123", work_title="水浒传", kind="book")
+    case.metadata["author"] = "施耐庵"
+    u = CaseURL(url=f"{SITE}/book/5_2.html", chapter=HEADINGS[5], chapter_index=5, page=2)
+    ref = u.chapter_ref(case)
+    assert ref is not None and ref.author == "施耐庵"
+    assert ref.label("zh") == f"《水浒传》{HEADINGS[5]}"
+    assert ref.label("en") == f'"水浒传", chapter 5 ({HEADINGS[5]})'
+    assert (page_label(u.page, "zh"), page_label(u.page, "en")) == ("第 2 页", "page 2")
+    assert page_label(0) == ""
+    assert CaseURL(url=f"{SITE}/x.html").chapter_ref(case) is None  # no chapter recorded
+    page_case = Case(id="p", work="essay", domain="x", kind="page")
+    assert u.chapter_ref(page_case) is None  # not a book's case
