@@ -16,6 +16,7 @@ Identity:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -199,44 +200,99 @@ def _meta_text(value: object) -> str:
 
 @dataclass(frozen=True)
 class ChapterRef:
-    """Which book a work is a chapter of, read from its metadata (``book_id``,
-    ``book_title``, ``chapter``, ``chapter_index``; a library stored before books has
-    ``work``/``book`` and ``work_title``/``book_title`` instead, read the same way)."""
+    """Which book a work is a chapter of, and its place there: the one reader of a
+    work's book (check results, cases, notices, alerts, the books' stores and their
+    migration all read a work's book through ``from_metadata``).
+
+    The metadata of the books contract (issue #36): ``book_id``, ``book_title``,
+    ``author``, ``chapter`` (the heading as in the book), ``chapter_index`` (1-based),
+    ``volume``. A library stored before books has other fields instead, read so:
+
+    - ``work`` or ``book`` is the book's key (``{"work": "shuihu", "work_title":
+      "水浒传"}`` is the book ``shuihu`` titled 水浒传; ``{"book": "红楼梦"}`` the book
+      红楼梦); ``work_title`` is its title like ``book_title``; a title alone
+      (``{"work_title": "雾城旧梦"}``) is the key too;
+    - without ``chapter``, the heading is the work's title less its book's name
+      (``《水浒传》第五回 …`` → ``第五回 …``); a whole number in ``chapter`` is the
+      position; without ``chapter_index``, the position is the number the heading
+      states (``第五回`` → 5; the migration records it so);
+    - only with ``from_title`` (a library stored before books: its migration, and
+      cases of a library not yet migrated), a work with no book fields whose title has
+      the usual ``《书名》章节名`` form is a chapter of that book (``《雾城旧梦》第一章
+      雾起``: the book 雾城旧梦, the chapter 第一章 雾起). A work stored since is in a
+      book only by its metadata.
+    """
 
     book_id: str
     book_title: str
     chapter: str = ""  # the heading as in the book ("第四十一回 心猿遭火败 木母被魔擒")
     chapter_index: int | None = None  # 1-based position in the book
+    author: str = ""
+    volume: str = ""
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, object], title: str = "") -> ChapterRef | None:
-        """The book of a work with this ``metadata`` (and ``title``: a legacy chapter's
-        heading is its title after the 《book》 mark), or None when it is in no book."""
+    def from_metadata(
+        cls, metadata: Mapping[str, object], title: str = "", *, from_title: bool = False
+    ) -> ChapterRef | None:
+        """The book of a work with this ``metadata`` and ``title`` (see the class
+        docstring), or None when it is in no book."""
+        book_title = _meta_text(metadata.get("book_title")) or _meta_text(
+            metadata.get("work_title")
+        )
         book_id = (
             _meta_text(metadata.get("book_id"))
             or _meta_text(metadata.get("work"))
             or _meta_text(metadata.get("book"))
+            or book_title
         )
+        raw_chapter = metadata.get("chapter")
+        has_chapter = "chapter" in metadata
+        if not book_id and from_title:
+            found = _TITLED.match(title or "")
+            if found is not None:
+                book_id = book_title = found.group(1).strip()
+                raw_chapter, has_chapter = found.group(2).strip(), True
         if not book_id:
             return None
-        book_title = (
-            _meta_text(metadata.get("book_title"))
-            or _meta_text(metadata.get("work_title"))
-            or book_id
-        )
-        if "chapter" in metadata:
-            chapter = _meta_text(metadata.get("chapter"))
+        book_title = book_title or book_id
+        if isinstance(raw_chapter, str):
+            chapter = raw_chapter.strip()
+        elif has_chapter:
+            chapter = ""
         else:  # legacy: the title, less its book's name
             chapter = strip_book_title(title, book_title)
-        index = metadata.get("chapter_index")
-        chapter_index = (
-            int(index) if isinstance(index, int | float) and not isinstance(index, bool) else None
+        index = _position(metadata.get("chapter_index"))
+        if index is None and "chapter_index" not in metadata:  # legacy: {"chapter": 5},
+            index = _position(raw_chapter) or _heading_number(chapter)  # else "第五回 …"
+        return cls(
+            book_id,
+            book_title,
+            chapter,
+            index,
+            author=_meta_text(metadata.get("author")),
+            volume=_meta_text(metadata.get("volume")),
         )
-        return cls(book_id, book_title, chapter, chapter_index)
 
-    def label(self) -> str:
-        """How people name the chapter: ``《西游记》第四十一回 心猿遭火败 木母被魔擒``."""
-        return f"《{self.book_title.strip('《》')}》{self.chapter}"
+    @classmethod
+    def of(cls, mother: Mother, *, from_title: bool = False) -> ChapterRef | None:
+        """``from_metadata`` of a work."""
+        return cls.from_metadata(mother.metadata or {}, mother.title, from_title=from_title)
+
+    def label(self, lang: str = "zh") -> str:
+        """How people name the chapter: ``《西游记》第四十一回 心猿遭火败 木母被魔擒`` in
+        Chinese; ``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)`` in English
+        (the number is the chapter's place in the book, the heading the book's own)."""
+        title = self.book_title.strip().strip("《》")
+        if lang != "en":
+            return f"《{title}》{self.chapter}"
+        out = f'"{title}"'
+        if self.chapter_index is not None:
+            out += f", chapter {self.chapter_index}"
+            if self.chapter:
+                out += f" ({self.chapter})"
+        elif self.chapter:
+            out += f", {self.chapter}"
+        return out
 
     def to_dict(self) -> JSONObject:
         return {
@@ -245,6 +301,29 @@ class ChapterRef:
             "chapter": self.chapter,
             "chapter_index": self.chapter_index,
         }
+
+
+#: ``《书名》章节名``: a legacy chapter's title naming its book.
+_TITLED = re.compile(r"^\s*《([^《》]+)》\s*(\S.*)$", re.S)
+
+
+def _heading_number(heading: str) -> int | None:
+    """The number a legacy chapter's heading states (``第五回 …`` → 5)."""
+    if not heading:
+        return None
+    from tracker.books.headings import chapter_number  # tracker.books imports this module
+
+    return chapter_number(heading)
+
+
+def _position(value: object) -> int | None:
+    """A 1-based position: a whole number above 0 (an int, or a float without a
+    fraction; not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value) if value > 0 else None
 
 
 def strip_book_title(title: str, book_title: str) -> str:

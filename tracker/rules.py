@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from typing import Any, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
@@ -90,6 +91,43 @@ def domain_of(url: str) -> str:
     except ValueError:  # bad port, bad IPv6 literal: no domain
         return ""
     return host.strip(".").lower()
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def site_of(url: str) -> str:
+    """The site of an http(s) page, as cases, book grids and the crawl count sites: its
+    host (``domain_of``: lower case, no surrounding dots) and its port when that is not
+    the scheme's default (``127.0.0.1:8001``: two servers on one host are two sites,
+    two platforms to notice); ``http`` and ``https`` of one host are one site. An IPv6
+    host keeps its brackets. "" for a URL that is not http(s) or has no usable host."""
+    scheme, sep, rest = (url or "").strip().partition("://")
+    if not sep:
+        return ""
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return _site(scheme.lower(), netloc)
+
+
+@lru_cache(maxsize=4096)
+def _site(scheme: str, netloc: str) -> str:
+    """``site_of`` of one scheme and network location (a library's pages are on few
+    sites: each is parsed once)."""
+    if scheme not in _DEFAULT_PORTS:
+        return ""
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}/")
+        host = (parts.hostname or "").strip(".").lower()
+        port = parts.port
+    except ValueError:  # bad port, bad IPv6 literal
+        return ""
+    if not host:
+        return ""
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return host
+    return f"{host}:{port}"
 
 
 def normalize_domain(value: str) -> str:

@@ -20,12 +20,12 @@ from werkzeug.datastructures import FileStorage
 from tracker.books.admin import UPLOAD_SUFFIXES, UploadPlan, plan_upload
 from tracker.books.model import Book
 from tracker.books.service import BookService
-from tracker.books.stats import BookIndex, chapter_label
+from tracker.books.stats import BookGrid, BookIndex, book_grid, book_pages
 from tracker.books.store import book_store_for
 from tracker.store import Match
 from workers import jobs
 
-from .core import library, state
+from .core import get_or_404, library, state, store
 from .i18n import current_language
 from .i18n import translate as _
 from .serializers import book_json, document_dict
@@ -51,6 +51,21 @@ def book_service() -> BookService:
     return svc
 
 
+def get_book(book_id: str) -> Book:
+    """The book, or a 404 naming the id (the pages and the API)."""
+    return get_or_404(book_service().get, book_id, f"no book with id {book_id!r}")
+
+
+def grid_of(book: Book, *, with_cases: bool = True) -> BookGrid:
+    """The book's chapters × sites grid from the stored matches and (``with_cases``)
+    every case."""
+    if with_cases:
+        from .casework import cases
+
+        return book_grid(book, book_pages(store(), book), cases().list_cases())
+    return book_grid(book, book_pages(store(), book), [])
+
+
 def book_index() -> BookIndex:
     """Which book and chapter each work is (read once a request)."""
     index: BookIndex | None = g.get("yinji_book_index")
@@ -62,10 +77,7 @@ def book_index() -> BookIndex:
 def chapter_of(mother_id: str, lang: str | None = None) -> str:
     """The chapter a work is, named in the page's language (``《西游记》第四十一回 …``
     / ``"西游记", chapter 41 (…)``); "" for a work in no book."""
-    ref = book_index().ref(mother_id)
-    if ref is None:
-        return ""
-    return chapter_label(ref, lang or current_language())
+    return book_index().label(mother_id, lang or current_language())
 
 
 def book_of(mother_id: str) -> Book | None:

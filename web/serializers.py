@@ -48,10 +48,9 @@ def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
 def book_json(book: Book, *, chapters: bool = True) -> dict[str, Any]:
     """A book in the shape of ``yinji book show --json`` (``chapters``: the list of
     ``{index, title, work_id, characters}``) or, without ``chapters``, of ``book list
-    --json`` (``chapters``: their number); its time written as every time of the API."""
-    out: dict[str, Any] = book.to_dict() if chapters else book.summary()
-    out["created_at"] = iso_utc(book.created_at)
-    return out
+    --json`` (``chapters``: their number); the model writes its time as every time of
+    the API (``tracker.timefmt.iso_utc``)."""
+    return book.to_dict() if chapters else book.summary()
 
 
 def mother_json(m: Mother, *, text: bool = False) -> dict[str, Any]:

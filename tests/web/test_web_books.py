@@ -163,6 +163,14 @@ def test_grid_follows_a_copy_from_pirated_to_removed(
     assert 'data-state="confirmed"' in html and SITE in html and case_id in html
     lib = system.client("viewer").get("/library/").get_data(as_text=True)
     assert "1 个已确认 / 0 个待审" in lib  # sites: confirmed / pending (zh by default)
+    # the case page names book and chapter (not bare work ids), zh and en
+    shown = unescape(system.client("viewer").get(f"/cases/{case_id}").get_data(as_text=True))
+    assert f"《{TITLE}》" in shown and AUTHOR in shown
+    assert f'<div class="chapter">《{TITLE}》{HEADINGS[1]}</div>' in shown
+    en = system.client("viewer")
+    en.get("/matches?lang=en")
+    shown_en = unescape(en.get(f"/cases/{case_id}").get_data(as_text=True))
+    assert f'<div class="chapter">"{TITLE}", chapter 2 ({HEADINGS[1]})</div>' in shown_en
 
     def move(to: str) -> None:
         r = system.client().post(

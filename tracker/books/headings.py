@@ -78,6 +78,26 @@ def chinese_number(text: str) -> int | None:
     return total + section + (digit or 0)
 
 
+#: A chapter number in a title or link text: 第N章/节/回/卷/集/篇/话, Chapter N, "12. …".
+_NUMBER_PATTERNS = (
+    re.compile(rf"第\s*([{NUMERAL_CHARS}]+)\s*[章节節回卷集篇话話]"),
+    re.compile(r"chapter\s*([0-9０-９]+)", re.I),
+    re.compile(r"^\s*([0-9０-９]+)\s*[.、:：\s]"),
+)
+
+
+def chapter_number(text: str) -> int | None:
+    """The chapter number a title or link text states (Chinese or Arabic numerals,
+    full-width too), or None."""
+    for pattern in _NUMBER_PATTERNS:
+        found = pattern.search(text or "")
+        if found:
+            number = chinese_number(found.group(1))
+            if number is not None:
+                return number
+    return None
+
+
 _CHAPTER_KINDS = "章回囘节節话話幕"
 _VOLUME_KINDS = "卷部集篇"
 _KIND_NORMAL = str.maketrans("囘節話", "回节话")

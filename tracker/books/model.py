@@ -13,13 +13,15 @@ from datetime import datetime
 from typing import TypedDict
 
 from tracker.records import ChapterRef, JSONObject, utcnow
+from tracker.timefmt import iso_utc
 
 #: The metadata keys a chapter work carries (the contract of issue #36).
 CHAPTER_FIELDS = ("book_id", "book_title", "author", "chapter", "chapter_index", "volume")
-#: Metadata keys of libraries stored before books: ``work``/``book`` held the book's
-#: key, ``work_title``/``book_title`` its title.
-LEGACY_KEY_FIELDS = ("work", "book")
-LEGACY_TITLE_FIELDS = ("work_title", "book_title")
+#: The store meta key the migration of a library stored before books marks done
+#: (``tracker.books.service.BookService.migrate_legacy``); until it is there, a work's
+#: ``《书名》章节名`` title still names its book (``ChapterRef.from_metadata``'s
+#: ``from_title``).
+MIGRATED_META = "books:migrated"
 
 
 class BookChapterRecord(TypedDict):
@@ -130,6 +132,12 @@ class Book:
         without a heading)."""
         return ChapterRef(self.id, self.title, chapter.title).label()
 
+    def chapter_ref(self, chapter: BookChapter) -> ChapterRef:
+        """The book fields of one of its chapters, as this record states them."""
+        return ChapterRef(
+            self.id, self.title, chapter.title, chapter.index, self.author, chapter.volume
+        )
+
     def summary(self) -> JSONObject:
         """``book list --json``'s object: ``chapters`` is the number of chapters."""
         return {
@@ -142,7 +150,7 @@ class Book:
             "isbn": self.isbn,
             "language": self.language,
             "source": self.source,
-            "created_at": self.created_at.isoformat(),
+            "created_at": iso_utc(self.created_at),
         }
 
     def to_dict(self) -> JSONObject:

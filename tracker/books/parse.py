@@ -328,43 +328,32 @@ def html_meta(markup: str) -> dict[str, str]:
     return out
 
 
-_BLOCKS = (
-    "p",
-    "div",
-    "br",
-    "li",
-    "tr",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "section",
-    "article",
-    "blockquote",
-    "pre",
-    "dd",
-    "dt",
-    "header",
-    "footer",
-)
+#: Elements that end a line: the crawler's block elements (``td`` too), and the
+#: header and footer the crawler drops as boilerplate but a book keeps.
+_BLOCKS = ("header", "footer")
 
 
 def html_text(markup: str) -> tuple[str, str]:
     """(``<title>``, visible text with block elements as lines) of an HTML/XHTML page,
     headings kept (a main-text extractor would drop them). lxml; a page nested deeper
     than libxml2 builds is read by the crawler's streaming parser instead."""
-    from tracker.crawler.extraction import _html_title, _parse_html, _stream_extract, normalise_text
+    from tracker.crawler.extraction import (
+        _BLOCK_TAGS,
+        _DROP_ALWAYS,
+        _html_title,
+        _parse_html,
+        _stream_extract,
+        normalise_text,
+    )
 
     root, too_deep = _parse_html(markup)
     if root is None or too_deep:
         return _stream_extract(markup)
     title = _html_title(markup, root)
-    for element in list(root.iter("script", "style", "noscript", "template", "svg", "head")):
+    for element in list(root.iter(*_DROP_ALWAYS)):
         if element.getparent() is not None:
             element.drop_tree()
-    for element in root.iter(*_BLOCKS):
+    for element in root.iter(*_BLOCK_TAGS, *_BLOCKS):
         element.tail = "\n" + (element.tail or "")
     return title, normalise_text(root.text_content())
 

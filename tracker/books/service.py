@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -49,7 +49,7 @@ from tracker.records import (
     utcnow,
 )
 
-from .model import Book, BookChapter
+from .model import MIGRATED_META, Book, BookChapter
 from .store import BookStore, book_store_for
 from .types import ParsedBook, ParsedChapter
 
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from tracker.store import Mother, Store
 
 #: Meta key marking the legacy migration done (its summary as the value).
-MIGRATED_META = "books:migrated"
 #: A work shorter than this is not read by the migration as a possible whole book (two
 #: chapters of a novel are longer; articles are spared the read of their text).
 WHOLE_BOOK_MIN_CHARS = 5000
@@ -242,7 +241,7 @@ class BookService:
                 mother = self.store.get_mother(mother)
             except (NotFound, KeyError):
                 return None
-        ref = ChapterRef.from_metadata(mother.metadata or {}, mother.title)
+        ref = ChapterRef.of(mother)
         if ref is None:
             return None
         book = self.books.find_book(ref.book_id)
@@ -336,8 +335,11 @@ class BookService:
     def migrate_legacy(self, *, force: bool = False) -> MigrationReport:
         """Books from a library stored before them, keeping every id, verdict and case.
 
-        - works with ``book_id``, ``work`` or ``book`` metadata group by it into books
-          (the key is the book's id when it is a valid id); the title from
+        - works group into books by ``ChapterRef.from_metadata`` with ``from_title``
+          (the reader cases use on a library not yet migrated, so both group the
+          same works into the same book): ``book_id``, ``work`` or ``book`` metadata,
+          a ``book_title``/``work_title`` alone, else a ``《书名》章节名`` title (the key
+          is the book's id when it is a valid id); the title from
           ``book_title``/``work_title``, else the key; chapters ordered by
           ``chapter_index``, else the chapter number in their titles, else their ids;
         - a work in no book of at least ``WHOLE_BOOK_MIN_CHARS`` characters whose text
@@ -354,7 +356,7 @@ class BookService:
         groups: dict[str, list[Mother]] = {}
         loose: list[Mother] = []
         for mother in _all_mothers(self.store):
-            ref = ChapterRef.from_metadata(mother.metadata or {}, mother.title)
+            ref = ChapterRef.of(mother, from_title=True)
             if ref is None:
                 loose.append(mother)
             else:
@@ -375,21 +377,20 @@ class BookService:
         self, key: str, members: list[Mother], existing: dict[str, Book], report: MigrationReport
     ) -> None:
         first = members[0]
-        ref = ChapterRef.from_metadata(first.metadata or {}, first.title)
+        ref = ChapterRef.of(first, from_title=True)
         assert ref is not None
         book_id = key if id_problem(key) is None else book_id_for(key, ref.book_title)
         book = existing.get(book_id)
         created = book is None
         if book is None:
-            author = next(
-                (str(m.metadata.get("author")) for m in members if m.metadata.get("author")), ""
-            )
+            read = (ChapterRef.of(m, from_title=True) for m in members)
+            author = next((r.author for r in read if r is not None and r.author), "")
             book = Book(id=book_id, title=ref.book_title, author=author, source="migration")
         known = set(book.work_ids())
         todo = [m for m in members if m.id not in known]
         if not todo and not created:
             return
-        refs = {m.id: ChapterRef.from_metadata(m.metadata or {}, m.title) for m in todo}
+        refs = {m.id: ChapterRef.of(m, from_title=True) for m in todo}
         next_index = max((c.index for c in book.chapters), default=0)
 
         def order(m: Mother) -> tuple[int, int, str]:
@@ -472,12 +473,12 @@ class BookService:
 def chapter_ref(books: BookStore, mother: Mother) -> ChapterRef | None:
     """The book fields of ``mother`` (from its metadata), the book's title read from
     its record when there is one (current after a rename)."""
-    ref = ChapterRef.from_metadata(mother.metadata or {}, mother.title)
+    ref = ChapterRef.of(mother)
     if ref is None:
         return None
     book = books.find_book(ref.book_id)
     if book is not None and book.title != ref.book_title:
-        ref = ChapterRef(ref.book_id, book.title, ref.chapter, ref.chapter_index)
+        ref = replace(ref, book_title=book.title)
     return ref
 
 

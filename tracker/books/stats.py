@@ -3,10 +3,10 @@ matches (a chapter's work found on a page), their verdicts, and the takedown cas
 (a notice sent, a page removed). Nothing here writes.
 
 - ``BookIndex``: which book and chapter a work is, from the book records (one pass
-  over them, then a dictionary); ``chapter_label`` names a chapter the way people do:
-  ``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (zh) or
+  over them, then a dictionary); ``label`` names a chapter the way people do
+  (``ChapterRef.label``): ``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (zh) or
   ``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)`` (en).
-- ``book_grid``: one book's chapters × sites (a site is host and port, ``site_of``),
+- ``book_grid``: one book's chapters × sites (a site is host and port, ``tracker.rules.site_of``),
   each cell the furthest step reached there: ``pirated`` (a match that was not
   dismissed) → ``confirmed`` (a confirmed match) → ``noticed`` (the chapter's page is
   in a case whose notice was sent) → ``removed`` (every page of the chapter in the
@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
 
 from tracker.records import ChapterRef, JSONObject, Match, MatchQuery
+from tracker.rules import site_of
 
 from .model import Book, BookChapter
 
@@ -45,52 +44,8 @@ _NOTICED_STATES = frozenset(
 )
 #: Case states that say the copies are gone (a person or the re-check said so).
 _REMOVED_STATES = frozenset({"removed", "compensated"})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _SCAN_PAGE = 1000
 _IN_CHUNK = 500  # work ids of one sqlite IN (...)
-
-
-def site_of(url: str, domain: str = "") -> str:
-    """The site of a page: its host, with the port when it is not the scheme's default
-    (``127.0.0.1:8001``; two servers on one host are two sites). ``domain`` when the
-    URL gives no host; "" for a match without a URL (a pasted text)."""
-    scheme, sep, rest = (url or "").strip().partition("://")
-    if not sep:
-        return domain
-    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    return _site(scheme.lower(), netloc) or domain
-
-
-@lru_cache(maxsize=4096)
-def _site(scheme: str, netloc: str) -> str:
-    """``site_of`` of one scheme and network location (a library's pages are on few
-    sites: each is parsed once)."""
-    try:
-        parts = urlsplit(f"{scheme}://{netloc}/")
-        host = (parts.hostname or "").strip(".").lower()
-        port = parts.port
-    except ValueError:
-        return ""
-    if host and port is not None and port != _DEFAULT_PORTS.get(scheme):
-        return f"{host}:{port}"
-    return host
-
-
-def chapter_label(ref: ChapterRef, lang: str = "zh") -> str:
-    """A chapter as people name it: ``《西游记》第四十一回 心猿遭火败 木母被魔擒`` in
-    Chinese; ``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)`` in English (the
-    number is the chapter's place in the book, the heading the book's own)."""
-    title = ref.book_title.strip().strip("《》")
-    if lang != "en":
-        return f"《{title}》{ref.chapter}"
-    out = f'"{title}"'
-    if ref.chapter_index is not None:
-        out += f", chapter {ref.chapter_index}"
-        if ref.chapter:
-            out += f" ({ref.chapter})"
-    elif ref.chapter:
-        out += f", {ref.chapter}"
-    return out
 
 
 class BookIndex:
@@ -113,12 +68,13 @@ class BookIndex:
         if found is None:
             return None
         book, chapter = found
-        return ChapterRef(book.id, book.title, chapter.title, chapter.index)
+        return book.chapter_ref(chapter)
 
     def label(self, work_id: str, lang: str = "zh") -> str:
-        """``chapter_label`` of the work; "" when it is in no book."""
+        """The work's chapter named in ``lang`` (``ChapterRef.label``); "" when it is
+        in no book."""
         ref = self.ref(work_id)
-        return chapter_label(ref, lang) if ref is not None else ""
+        return ref.label(lang) if ref is not None else ""
 
     def named(self, match: Match) -> Match:
         """The match with ``book`` set (a copy; the stored match is not changed)."""
@@ -349,7 +305,7 @@ def _scanned_pages(
 def _add_page(cells: dict[tuple[str, str], Cell], p: MatchPage) -> None:
     if p.verdict == "dismissed":
         return
-    site = site_of(p.url, p.domain)
+    site = site_of(p.url) or p.domain
     cell = cells.get((p.mother_id, site))
     if cell is None:
         cell = cells[(p.mother_id, site)] = Cell(p.mother_id, site, "pirated")

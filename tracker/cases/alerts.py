@@ -250,7 +250,7 @@ class Alerter:
                     "mother_id": m.mother_id,
                     "title": m.mother_title,
                     "book_id": ref.book_id if ref else None,
-                    "book_title": ref.title if ref else None,
+                    "book_title": ref.book_title if ref else None,
                     "chapter": ref.chapter if ref else None,
                     "chapter_index": ref.chapter_index if ref else None,
                     "url": m.suspect_url,
@@ -259,7 +259,7 @@ class Alerter:
                     "coverage": round(float(m.coverage), 4),
                 }
             )
-            named = ref.zh_chapter() if ref else m.mother_title
+            named = ref.label("zh") if ref else m.mother_title
             lines.append(f"{m.score:.2f}  {named}  {m.suspect_url or m.suspect_id}")
         return self.send(
             "match.new",
@@ -379,7 +379,7 @@ def digest_data(
             {
                 "mother_id": m.mother_id,
                 "title": m.mother_title,
-                "book_title": ref.title if ref is not None else "",
+                "book_title": ref.book_title if ref is not None else "",
                 "chapter": ref.chapter if ref is not None else "",
                 "url": m.suspect_url,
                 "score": round(float(m.score), 4),

@@ -39,11 +39,11 @@ from urllib.parse import urlsplit
 
 from tracker.crawler.links import page_links, same_site, same_site_links
 from tracker.records import JSONObject
-from tracker.rules import check_url
+from tracker.rules import check_url, site_of
 from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
-from .grouping import book_of, site_of
+from .grouping import book_of
 from .model import Case, CaseError, CaseEvent, now
 from .service import CaseService, PageCopy
 

@@ -5,38 +5,21 @@ as the tie-breaker. A pirate index that lists its "最新章节" first (3, 1, 2)
 
 Hand-written rather than a dependency: Chinese numerals below 万万 are a dozen lines
 (``cn2an`` would bring PyYAML and a second package for this one conversion); the one
-``chinese_number`` lives in ``tracker.books.headings`` (chapter headings of whole books).
+``chinese_number`` and ``chapter_number`` live in ``tracker.books.headings`` (chapter
+headings of whole books; the reader of a work's book, ``tracker.records.ChapterRef``,
+numbers a legacy chapter by its heading with them).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from tracker.books.headings import NUMERAL_CHARS, chinese_number
+from tracker.books.headings import chapter_number, chinese_number
 
 __all__ = ["chapter_number", "chinese_number", "in_chapter_order"]
 
 T = TypeVar("T")
-
-_NUMERAL = NUMERAL_CHARS
-_PATTERNS = (
-    re.compile(rf"第\s*([{_NUMERAL}]+)\s*[章节節回卷集篇话話]"),
-    re.compile(r"chapter\s*([0-9０-９]+)", re.I),
-    re.compile(r"^\s*([0-9０-９]+)\s*[.、:：\s]"),
-)
-
-
-def chapter_number(text: str) -> int | None:
-    """The chapter number a title or link text states, or None."""
-    for pattern in _PATTERNS:
-        found = pattern.search(text or "")
-        if found:
-            number = chinese_number(found.group(1))
-            if number is not None:
-                return number
-    return None
 
 
 def in_chapter_order(items: Sequence[T], text: Callable[[T], str | Iterable[str]]) -> list[T]:

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from tracker.records import Match, MatchQuery, Mother, NotFound, match_id
+from tracker.records import ChapterRef, Match, MatchQuery, Mother, NotFound, match_id
 from tracker.store.base import match_sides
 
 from .chapters import chapter_number
-from .grouping import BookRef, book_ref, page_in_url
+from .grouping import book_ref, page_in_url
 from .model import Case, CaseError, CaseURL
 
 if TYPE_CHECKING:
@@ -79,14 +79,16 @@ class URLFact:
 
     def chapter_zh(self) -> str:
         """``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (the work alone outside a book)."""
-        return f"《{self.work_title}》{self.chapter}" if self.book_id else zh_title(self.work_title)
+        return self._ref().label("zh") if self.book_id else zh_title(self.work_title)
 
     def chapter_en(self) -> str:
         """``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)``."""
         if not self.book_id:
             return f'"{self.work_title}"'
-        ref = BookRef(self.book_id, self.work_title, "", self.chapter, self.chapter_index)
-        return ref.en_chapter()
+        return self._ref().label("en")
+
+    def _ref(self) -> ChapterRef:
+        return ChapterRef(self.book_id, self.work_title, self.chapter, self.chapter_index)
 
 
 @dataclass(frozen=True)
@@ -138,12 +140,14 @@ def zh_title(title: str) -> str:
     return text if "《" in text else f"《{text}》"
 
 
-def _work_of(mother: Mother | None, match: Match) -> tuple[str, str, BookRef | None]:
+def _work_of(
+    store: Store, mother: Mother | None, match: Match
+) -> tuple[str, str, ChapterRef | None]:
     """(work title, chapter heading, book) of the mother a URL copies."""
     title = bare_title(mother.title if mother else match.mother_title) or match.mother_id
-    ref = book_ref(mother) if mother is not None else None
+    ref = book_ref(store, mother) if mother is not None else None
     if ref is not None:
-        return bare_title(ref.title) or ref.book_id, ref.chapter, ref
+        return bare_title(ref.book_title) or ref.book_id, ref.chapter, ref
     return title, "", None
 
 
@@ -179,7 +183,7 @@ def url_fact(
     from tracker.reports.data import match_similarities, page_source
 
     mother, suspect = match_sides(store, match)
-    work_title, chapter, ref = _work_of(mother, match)
+    work_title, chapter, ref = _work_of(store, mother, match)
     pages = (suspect.metadata or {}).get("pages") if suspect is not None else None
     together: tuple[str, ...] = ()
     if isinstance(pages, list) and len(pages) > 1 and pages[0] == url.url:
@@ -204,7 +208,11 @@ def url_fact(
         from_capture=source.from_capture,
         book_id=ref.book_id if ref is not None else "",
         author=ref.author if ref is not None else "",
-        chapter_index=ref.chapter_index if ref is not None else url.chapter_index,
+        chapter_index=(
+            ref.chapter_index
+            if ref is not None and ref.chapter_index is not None
+            else url.chapter_index
+        ),
         page=url.page or 0,
         together=together,
     )

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Required, TypedDict, cast, get_args
 
-from tracker.records import JSONObject, JSONValue, utcnow
+from tracker.records import ChapterRef, JSONObject, JSONValue, utcnow
 from tracker.timefmt import iso_utc, parse_utc
 
 CaseState = Literal[
@@ -246,6 +246,14 @@ class ProfileRecord(TypedDict, total=False):
     updated_at: str | None
 
 
+def page_label(page: int, lang: str = "zh") -> str:
+    """A page of a chapter split over several on a site, as notices and the case page
+    name it: ``第 2 页`` / ``page 2``; "" when the page was not recorded (0)."""
+    if not page:
+        return ""
+    return f"page {page}" if lang == "en" else f"第 {page} 页"
+
+
 @dataclass
 class CaseURL:
     """One infringing address of a case, with what its last re-check found."""
@@ -264,6 +272,20 @@ class CaseURL:
     chapter: str = ""  # the book's chapter the page copies (its heading), "" if none
     chapter_index: int | None = None  # that chapter's 1-based place in the book
     page: int = 0  # the page of the chapter on the site (1, 2, ...); 0: not recorded
+
+    def chapter_ref(self, case: Case) -> ChapterRef | None:
+        """The book chapter this URL copies, as the (book) case recorded it; None
+        when the case is not a book's or the URL's chapter was not recorded."""
+        if case.kind != "book" or not (self.chapter or self.chapter_index is not None):
+            return None
+        author = case.metadata.get("author")
+        return ChapterRef(
+            case.work,
+            case.work_title or case.work,
+            self.chapter,
+            self.chapter_index,
+            author=author if isinstance(author, str) else "",
+        )
 
     def to_dict(self) -> JSONObject:
         return {
@@ -307,10 +329,10 @@ class CaseURL:
 class Case:
     """One book (or one work outside any book) copied on one site.
 
-    ``work`` is the grouping key: the book's id (``book_id`` metadata of its chapters'
+    ``work`` is the grouping key: the book's id (``tracker.records.ChapterRef`` of its chapters'
     mothers, or the legacy ``work``/``book``; ``tracker.cases.grouping``), else the
     mother id; ``work_title`` the book's title; ``domain`` the site, host and port
-    (``grouping.site_of``); ``mother_ids`` every mother whose copies the case holds (a
+    (``tracker.rules.site_of``); ``mother_ids`` every mother whose copies the case holds (a
     re-check that still finds one of them means the copy is still online).
     """
 

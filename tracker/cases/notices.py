@@ -32,7 +32,7 @@ from tracker.records import NotFound
 from tracker.timefmt import human_utc
 
 from .facts import LeftOut, NoticeFacts, URLFact, notice_facts, zh_title
-from .model import Case, CaseError, Profile
+from .model import Case, CaseError, Profile, page_label
 from .service import CaseService
 
 if TYPE_CHECKING:
@@ -300,8 +300,8 @@ def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
         "chapter_zh": f.chapter_zh(),
         "chapter_en": f.chapter_en(),
         "page": f.page,
-        "page_zh": f"第 {f.page} 页" if f.page else "",
-        "page_en": f"page {f.page}" if f.page else "",
+        "page_zh": page_label(f.page, "zh"),
+        "page_en": page_label(f.page, "en"),
         "together": list(f.together),
         "together_zh": together_zh,
         "together_en": together_en,

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracker.records import JSONObject, Match, MatchQuery, NotFound, Suspect, match_id
-from tracker.rules import check_note, check_verdict, normalize_domain
+from tracker.records import ChapterRef, JSONObject, Match, MatchQuery, NotFound, Suspect, match_id
+from tracker.rules import check_note, check_verdict, normalize_domain, site_of
 
-from .grouping import BookRef, book_of, host_of, site_of, url_order
+from .grouping import book_of, host_of, url_order
 from .model import (
     ACTIVE_STATES,
     STATES,
@@ -404,7 +404,7 @@ class CaseService:
         loose_key: str | None = None,
     ) -> list[Case]:
         """File pages that copy the library, each its own URL: every page joins the
-        case of its mother's book (``tracker.cases.grouping.book_ref``; a mother
+        case of its mother's book (``tracker.cases.grouping.book_of``; a mother
         outside any book: its own work, or ``loose_key`` when given: a book run keeps
         the pirate book's pages of works in no book together) on its site (host and
         port), opened when there is none; per-chapter cases of that book on that site
@@ -417,7 +417,7 @@ class CaseService:
         (``tracker.cases.books.monitor_book``) and discovery, which gives one
         ``PageCopy`` per page it fetched (a chapter over two pages: two)."""
         who = check_who(who)
-        groups: dict[tuple[str, str], list[tuple[PageCopy, BookRef | None]]] = {}
+        groups: dict[tuple[str, str], list[tuple[PageCopy, ChapterRef | None]]] = {}
         for page in pages:
             site = site_of(page.url)
             if not site:
@@ -439,21 +439,21 @@ class CaseService:
         self,
         key: str,
         site: str,
-        book: BookRef | None,
-        members: list[tuple[PageCopy, BookRef | None]],
+        book: ChapterRef | None,
+        members: list[tuple[PageCopy, ChapterRef | None]],
         who: str,
         note: str,
         matches: Store | None,
         kind: str | None,
     ) -> Case | None:
         title = (
-            book.title
+            book.book_title
             if book is not None
             else next((p.mother_title for p, _ in members if p.mother_id == key), "")
             or members[0][0].mother_title
         )
         case = self.merge_book(key, site, matches=matches) if book is not None else None
-        todo: list[tuple[PageCopy, BookRef | None]] = []
+        todo: list[tuple[PageCopy, ChapterRef | None]] = []
         for page, ref in members:
             held = self.case_holding(page.url, site)
             if held is not None and held.work != key:
@@ -484,8 +484,8 @@ class CaseService:
                 c.work_title = title
             if book is not None:
                 c.kind = "book"
-                if book.title and c.work_title != book.title:
-                    c.work_title = book.title  # the book's current title (renamed)
+                if book.book_title and c.work_title != book.book_title:
+                    c.work_title = book.book_title  # the book's current title (renamed)
                 if book.author:
                     c.metadata["author"] = book.author
             for page, ref in todo:
@@ -538,7 +538,7 @@ class CaseService:
         return sites.most_common(1)[0][0] if sites else case.domain
 
     @staticmethod
-    def _book_named(key: str, cases: Sequence[Case], matches: Store | None) -> BookRef | None:
+    def _book_named(key: str, cases: Sequence[Case], matches: Store | None) -> ChapterRef | None:
         """The book ``key`` as a sample of the cases' mothers states it (title, author)."""
         for c in cases:
             ids = c.mother_ids
@@ -581,7 +581,7 @@ class CaseService:
         book = self._book_named(key, members, matches)
         stale = target.work != key or target.domain != site
         if book is not None:
-            stale = stale or target.work_title != book.title or target.kind != "book"
+            stale = stale or target.work_title != book.book_title or target.kind != "book"
         fills = _chapter_fills([target, *others], matches) if book is not None else {}
         stale = stale or any(target.url(url) is not None for url in fills)
         if not others and not stale:
@@ -604,7 +604,7 @@ class CaseService:
                 c.work, c.domain = key, site
             if book is not None:
                 c.kind = "book"
-                c.work_title = book.title
+                c.work_title = book.book_title
                 if book.author:
                     c.metadata["author"] = book.author
             for o in others:

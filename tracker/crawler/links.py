@@ -3,10 +3,10 @@ crawl (``workers.tasks.crawl``) and the book monitor (``tracker.cases.books``).
 
 - ``page_links``: every http(s) ``<a href>`` in page order, resolved against the page's
   ``<base href>`` when it has one, without the fragment, with its anchor text.
-- ``site_of`` / ``same_site``: a site is a host as cases count it (``tracker.rules.
-  domain_of``: lower case, no surrounding dots) and its port when that is not the
-  scheme's default. ``http`` and ``https`` of one host are one site (sites move between
-  them); another port is another server, another subdomain another site.
+- ``same_site``: a site as cases count it (``tracker.rules.site_of``: host and port
+  when that is not the scheme's default). ``http`` and ``https`` of one host are one
+  site (sites move between them); another port is another server, another subdomain
+  another site.
 - ``same_site_links``: the distinct links of a page on its own site, in page order,
   without the page itself; "distinct" is ``tracker.pagesim.canonical_url`` (one
   spelling per page: no tracking parameters, parameters sorted, no trailing slash).
@@ -21,31 +21,15 @@ from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from tracker.pagesim import canonical_url
-from tracker.rules import domain_of
+from tracker.rules import site_of
 
 _SCHEMES = ("http", "https")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
 class Link:
     url: str  # absolute, without fragment
     text: str  # the anchor's text, white space folded
-
-
-def site_of(url: str) -> str:
-    """``host`` or ``host:port`` of an http(s) URL; "" when it has no usable host."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:  # bad port, bad IPv6 literal
-        return ""
-    host = domain_of(url)
-    if not host or parts.scheme.lower() not in _SCHEMES:
-        return ""
-    if port is None or port == _DEFAULT_PORTS[parts.scheme.lower()]:
-        return host
-    return f"{host}:{port}"
 
 
 def same_site(url: str, other: str) -> bool:

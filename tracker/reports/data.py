@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tracker import __version__
-from tracker.records import Match, Mother, Suspect
+from tracker.records import ChapterRef, Match, Mother, Suspect
 from tracker.store.base import match_sides
 from tracker.textdiff import char_diff
 from tracker.timefmt import iso_utc, parse_utc
@@ -58,6 +58,16 @@ class WorkInfo(TypedDict):
     ingested_at: str | None
     characters: int | None
     sha256: str | None  # of the text, UTF-8
+    #: The book the work is a chapter of (``ChapterRef``: the work's metadata); None /
+    #: "" when it is in no book. ``chapter_zh``/``chapter_en`` name the chapter as
+    #: notices do: ``《西游记》第四十一回 …`` / ``"西游记", chapter 41 (…)``.
+    book_id: str | None
+    book_title: str
+    author: str
+    chapter: str
+    chapter_index: int | None
+    chapter_zh: str
+    chapter_en: str
 
 
 class SuspectInfo(TypedDict):
@@ -503,6 +513,7 @@ def _passages(match: Match, mother: Mother | None, suspect: Suspect | None) -> l
 
 
 def _work_info(match: Match, mother: Mother | None) -> WorkInfo:
+    ref = ChapterRef.of(mother) if mother is not None else match.book
     return {
         "id": match.mother_id,
         "title": mother.title if mother else match.mother_title,
@@ -510,6 +521,13 @@ def _work_info(match: Match, mother: Mother | None) -> WorkInfo:
         "ingested_at": iso_utc(mother.ingested_at) if mother else None,
         "characters": len(mother.text) if mother else None,
         "sha256": _sha256(mother.text) if mother else None,
+        "book_id": ref.book_id if ref is not None else None,
+        "book_title": ref.book_title if ref is not None else "",
+        "author": ref.author if ref is not None else "",
+        "chapter": ref.chapter if ref is not None else "",
+        "chapter_index": ref.chapter_index if ref is not None else None,
+        "chapter_zh": ref.label("zh") if ref is not None else "",
+        "chapter_en": ref.label("en") if ref is not None else "",
     }
 
 

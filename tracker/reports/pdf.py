@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tracker.fonts import register_cjk_font
-from tracker.reports.data import VERDICT_LABELS, ReportData, clean_text, reference_line
+from tracker.reports.data import (
+    VERDICT_LABELS,
+    ReportData,
+    WorkInfo,
+    clean_text,
+    reference_line,
+)
 from tracker.reports.view import MARKS, Piece, Row, fmt_similarity, passage_rows
 
 if TYPE_CHECKING:
@@ -223,6 +229,18 @@ def _timeline(d: ReportData, kit: _Kit) -> list[Flowable]:
     return [kit.p("时间线 / Timeline", kit.h2), table]
 
 
+def _book_rows(w: WorkInfo) -> list[tuple[str, object]]:
+    """The book and chapter of a chapter work (none for a work in no book)."""
+    if not w["book_id"]:
+        return []
+    rows: list[tuple[str, object]] = [
+        ("书与章节 Book and chapter", f"{w['chapter_zh']} / {w['chapter_en']}")
+    ]
+    if w["author"]:
+        rows.append(("作者 Author", w["author"]))
+    return rows
+
+
 def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
     """Verdict, original work, suspect page and similarity, each a heading and a table."""
     w, s = d["work"], d["suspect"]
@@ -241,6 +259,7 @@ def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
             [
                 ("作品编号 Work ID", w["id"]),
                 ("标题 Title", w["title"]),
+                *_book_rows(w),
                 ("来源 Source", w["source"]),
                 ("入库时间 Imported at", w["ingested_at"]),
                 ("字数 Characters", w["characters"]),

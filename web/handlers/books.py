@@ -11,12 +11,11 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
 from tracker.books.model import Book
-from tracker.books.stats import book_grid, book_pages, book_summaries
+from tracker.books.stats import book_summaries
 from tracker.records import NotFound
 
-from ..books import book_index, book_service, find_books, made_line, upload_books
-from ..casework import cases
-from ..core import Page, fail, get_or_404, page_arg, role_required, store
+from ..books import book_index, book_service, find_books, get_book, grid_of, made_line, upload_books
+from ..core import Page, fail, page_arg, role_required, store
 from ..i18n import translate as _
 from ..uploads import flash_skipped
 
@@ -58,14 +57,10 @@ def upload() -> Any:
     return redirect(url_for("suspects.job", job_id=done.job_id, kind="ingest"))
 
 
-def _book(book_id: str) -> Any:
-    return get_or_404(book_service().get, book_id, f"no book with id {book_id!r}")
-
-
 @bp.get("/<id:book_id>")
 def show(book_id: str) -> Any:
-    book = _book(book_id)
-    grid = book_grid(book, book_pages(store(), book), cases().list_cases())
+    book = get_book(book_id)
+    grid = grid_of(book)
     stored = _stored(book)
     return render_template(
         "books/show.html",
@@ -97,7 +92,7 @@ def _stored(book: Book) -> set[str]:
 @bp.post("/<id:book_id>/edit")
 @role_required("analyst")
 def edit(book_id: str) -> Any:
-    _book(book_id)
+    get_book(book_id)
     values = {name: request.form.get(name) for name in EDIT_FIELDS}
     try:
         book = edit_book(book_service(), book_id, **values)
@@ -111,8 +106,8 @@ def edit(book_id: str) -> Any:
 @bp.get("/<id:book_id>/delete")
 @role_required("admin")
 def delete_confirm(book_id: str) -> Any:
-    book = _book(book_id)
-    grid = book_grid(book, book_pages(store(), book), [])
+    book = get_book(book_id)
+    grid = grid_of(book, with_cases=False)
     matches = sum(c.matches for c in grid.cells.values())
     return render_template("books/delete.html", book=book, matches=matches)
 

@@ -10,12 +10,11 @@ from typing import Any
 from flask import Blueprint, jsonify, request, url_for
 
 from tracker.books.admin import edit_book
-from tracker.books.stats import book_grid, book_pages, book_summaries
+from tracker.books.stats import book_summaries
 from tracker.records import NotFound
 
-from ..books import book_index, book_service, find_books, upload_books
-from ..casework import cases
-from ..core import bad_request, fail, get_or_404, role_required, store
+from ..books import book_index, book_service, find_books, get_book, grid_of, upload_books
+from ..core import bad_request, fail, role_required, store
 from ..jsonbody import clean, request_json
 from ..serializers import book_json
 
@@ -61,15 +60,11 @@ def books_upload() -> Any:
     return response
 
 
-def _book(book_id: str) -> Any:
-    return get_or_404(book_service().get, book_id, f"no book with id {book_id!r}")
-
-
 @bp.get("/<id:book_id>")
 def books_get(book_id: str) -> Any:
     """``yinji book show --json`` with ``copies`` and ``grid`` (chapters × sites)."""
-    book = _book(book_id)
-    grid = book_grid(book, book_pages(store(), book), cases().list_cases())
+    book = get_book(book_id)
+    grid = grid_of(book)
     out = book_json(book)
     out["copies"] = grid.summary().to_dict()
     out["grid"] = grid.to_dict()
@@ -92,7 +87,7 @@ def books_patch(book_id: str) -> Any:
     for name, value in body.items():
         if not isinstance(value, str):
             fail(400, f"{name}: must be a string")
-    _book(book_id)
+    get_book(book_id)
     try:
         book = edit_book(book_service(), book_id, **body)
     except ValueError as exc:

@@ -9,13 +9,15 @@ from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 
+from tracker.books.model import Book
 from tracker.cases import STATES, TRANSITIONS, CaseError
-from tracker.cases.model import verify_chain
+from tracker.cases.model import Case, CaseURL, page_label, verify_chain
 from tracker.cases.store import MAX_BLOB_BYTES
 from tracker.records import Match, match_id
 from tracker.rules import check_note, normalize_domain
 from workers import jobs
 
+from ..books import book_of, chapter_of
 from ..casework import (
     NOTICE_FORMATS,
     NOTICE_LANGS,
@@ -33,6 +35,7 @@ from ..casework import (
     totals,
 )
 from ..core import Page, bad_request, fail, page_arg, role_required, store, work_choices
+from ..i18n import current_language
 from ..i18n import translate as _
 
 bp = Blueprint("cases", __name__)
@@ -120,9 +123,13 @@ def show(case_id: str) -> Any:
     rechecks = [e for e in events if e.kind == "recheck"]
     moves = [s for s in ACTIONS if s in TRANSITIONS.get(case.state, frozenset())]
     book = case.metadata.get("book") if isinstance(case.metadata.get("book"), dict) else None
+    lang = current_language()
     return render_template(
         "cases/show.html",
         case=case,
+        works=[(mid, chapter_of(mid, lang)) for mid in case.mother_ids],
+        chapters={u.url: _chapter_name(case, u, lang) for u in case.urls},
+        in_book=books_of(case),
         events=list(reversed(events)),
         problems=problems,
         matches=matches,
@@ -137,6 +144,28 @@ def show(case_id: str) -> Any:
         langs=NOTICE_LANGS,
         formats=NOTICE_FORMATS,
     )
+
+
+def _chapter_name(case: Case, u: CaseURL, lang: str) -> str:
+    """The chapter (and page) a case URL copies, named as the notices name it:
+    ``《西游记》第四十一回 … · 第 2 页`` / ``"西游记", chapter 41 (…) · page 2``; the
+    book's record first (its current title), else what the case recorded."""
+    name = chapter_of(u.mother_id, lang) if u.mother_id else ""
+    if not name:
+        ref = u.chapter_ref(case)
+        name = ref.label(lang) if ref is not None else ""
+    page = page_label(u.page, lang)
+    return " · ".join(x for x in (name, page) if x)
+
+
+def books_of(case: Case) -> list[Book]:
+    """The books whose chapters the case holds (a book case: one)."""
+    found: dict[str, Book] = {}
+    for mid in case.mother_ids:
+        book = book_of(mid)
+        if book is not None:
+            found.setdefault(book.id, book)
+    return list(found.values())
 
 
 @bp.post("/cases/<case_id>/mark-sent")

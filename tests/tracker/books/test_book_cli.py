@@ -9,6 +9,7 @@ download when it is there."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,8 @@ def test_ingest_a_book_then_list_show_check_rename_delete(tmp_path: Path) -> Non
         "author": "吴承恩",
         "chapters": 3,
     }
+    # the time as the API writes every time (tracker.timefmt.iso_utc): UTC, ms, "Z"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", listed["created_at"])
     r = yinji_here(data, "book", "list")
     assert "xiyouji" in r.stdout and "《西游记》 — 吴承恩" in r.stdout
 

@@ -261,12 +261,12 @@ def test_migration_makes_books_keeping_ids_verdicts_and_cases(lib: Library) -> N
     assert book.title == "水浒传"
     assert [(c.index, c.work_id, c.title) for c in book.chapters] == [
         (1, "shuihu-01", "第一回 张天师祈禳瘟疫"),
-        (2, "shuihu-05", "第五回 小霸王醉入销金帐"),
+        (5, "shuihu-05", "第五回 小霸王醉入销金帐"),  # its place by its heading, as cases read it
     ]
     m = lib.store.get_mother("shuihu-05")
     assert m.title == "《水浒传》第五回 小霸王醉入销金帐"  # titles untouched
     assert m.metadata["work"] == "shuihu" and m.metadata["work_title"] == "水浒传"
-    assert m.metadata["book_id"] == "shuihu" and m.metadata["chapter_index"] == 2
+    assert m.metadata["book_id"] == "shuihu" and m.metadata["chapter_index"] == 5
     assert {x.id: x.seq for x in lib.store.list_mothers(with_text=False)} == seqs
     assert lib.store.get_match(match_id).verdict == "confirmed"
     assert lib.store.get_match(match_id).note == "copied"
@@ -280,6 +280,65 @@ def test_migration_makes_books_keeping_ids_verdicts_and_cases(lib: Library) -> N
     forced = BookService(lib).migrate_legacy(force=True)
     assert (forced.books_created, forced.books_updated, forced.chapters_labelled) == (0, 0, 0)
     assert len(BookService(lib).get("shuihu").chapters) == 2
+
+
+def test_migration_and_the_cases_reader_group_a_legacy_library_alike(lib: Library) -> None:
+    """Every legacy form of a library stored before books: the cases' reader
+    (``tracker.cases.grouping.book_of``, on the library not yet migrated) and the
+    migration put the same works into the same books, chapters at the same places."""
+    from tracker.cases.grouping import book_of
+
+    rows = [
+        (
+            "shuihu-05",
+            "《水浒传》第五回 小霸王醉入销金帐",
+            {"work": "shuihu", "work_title": "水浒传"},
+        ),
+        ("shuihu-01", "第一回 张天师祈禳瘟疫", {"work": "shuihu"}),
+        ("hlm-4", "第四回 薄命女偏逢薄命郎", {"book": "红楼梦"}),
+        ("hlm-3", "第三回 托内兄如海荐西宾", {"book": "红楼梦", "chapter": 3}),
+        ("wc-1", "第一章 雾起", {"work_title": "雾城旧梦"}),
+        ("sg-1", "《三国演义》第一回 宴桃园豪杰三结义", {}),
+        ("sg-2", "《三国演义》第二回 张翼德怒鞭督邮", {"author": "罗贯中"}),
+        ("essay", "一篇散文", {}),
+    ]
+    lib.ingest(
+        [
+            Document(id=i, text=work(7000 + n, 12), title=t, metadata=meta)
+            for n, (i, t, meta) in enumerate(rows)
+        ]
+    )
+
+    def grouped(read: dict[str, tuple[str, int | None] | None]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for work_id, found in read.items():
+            if found is not None:
+                out.setdefault(found[0], set()).add(work_id)
+        return out
+
+    before = {}
+    for work_id, _title, _meta in rows:
+        ref = book_of(lib.store, work_id)
+        before[work_id] = (ref.book_id, ref.chapter_index) if ref is not None else None
+    assert before["essay"] is None and before["sg-1"] == ("三国演义", 1)
+
+    books = BookService(lib).list_books()  # migrates
+    after: dict[str, tuple[str, int | None] | None] = dict.fromkeys(before)
+    for book in books:
+        for c in book.chapters:
+            after[c.work_id] = (book.id, c.index)
+    assert after == before
+    assert grouped(after) == {
+        "shuihu": {"shuihu-01", "shuihu-05"},
+        "红楼梦": {"hlm-3", "hlm-4"},
+        "雾城旧梦": {"wc-1"},
+        "三国演义": {"sg-1", "sg-2"},
+    }
+    # migrated, the reader still says the same from the metadata the migration wrote
+    assert {
+        w: (r.book_id, r.chapter_index) if (r := book_of(lib.store, w)) else None for w in before
+    } == before
+    assert BookService(lib).get("三国演义").author == "罗贯中"
 
 
 def test_migration_of_a_whole_book_stored_as_one_work(lib: Library) -> None:

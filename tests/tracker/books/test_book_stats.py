@@ -5,13 +5,9 @@ only when both are), the library's figures per book, the most-copied books."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tracker.books.model import Book, BookChapter
 from tracker.books.stats import (
@@ -21,13 +17,12 @@ from tracker.books.stats import (
     book_match_counts,
     book_pages,
     book_summaries,
-    chapter_label,
     match_pages,
-    site_of,
 )
 from tracker.cases.model import Case, CaseURL
 from tracker.records import ChapterRef, Match, MatchQuery, Suspect
-from tracker.store import SqliteStore, Store
+from tracker.rules import site_of
+from tracker.store import Store
 
 BOOK = Book(
     id="xyj",
@@ -76,26 +71,27 @@ def test_site_is_host_and_port_off_the_default() -> None:
     assert site_of("http://pirate.example:80/a") == "pirate.example"
     assert site_of("https://pirate.example:443/a") == "pirate.example"
     assert site_of("http://127.0.0.1:8001/a") == "127.0.0.1:8001"
-    assert site_of("", "given.example") == "given.example"
     assert site_of("") == ""
-    assert site_of("http://[::1", "x.example") == "x.example"  # malformed: the domain
+    assert site_of("http://[::1") == ""  # malformed
+    assert site_of("http://[::1]:8001/a") == "[::1]:8001"
+    assert site_of("ftp://pirate.example/a") == ""
 
 
 def test_chapter_label_in_chinese_and_english() -> None:
     ref = ChapterRef("xyj", "西游记", "第四十一回 心猿遭火败 木母被魔擒", 41)
-    assert chapter_label(ref) == "《西游记》第四十一回 心猿遭火败 木母被魔擒"
-    assert chapter_label(ref, "en") == '"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)'
+    assert ref.label() == "《西游记》第四十一回 心猿遭火败 木母被魔擒"
+    assert ref.label("en") == '"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)'
     bare = ChapterRef("xyj", "《西游记》", "", 3)
-    assert chapter_label(bare) == "《西游记》"
-    assert chapter_label(bare, "en") == '"西游记", chapter 3'
-    assert chapter_label(ChapterRef("x", "书", "楔子"), "en") == '"书", 楔子'
+    assert bare.label() == "《西游记》"
+    assert bare.label("en") == '"西游记", chapter 3'
+    assert ChapterRef("x", "书", "楔子").label("en") == '"书", 楔子'
 
 
 def test_index_names_a_match_without_changing_it() -> None:
     index = BookIndex([BOOK, OTHER])
     m = match("xyj-0002", "https://pirate.example/41.html")
     named = index.named(m)
-    assert named.book == ChapterRef("xyj", "西游记", BOOK.chapters[1].title, 2)
+    assert named.book == ChapterRef("xyj", "西游记", BOOK.chapters[1].title, 2, "吴承恩")
     assert m.book is None
     assert index.ref("loose-work") is None and index.label("loose-work") == ""
     assert index.label("shz-0001", "en") == '"水浒传", chapter 1 (第一回)'
@@ -175,25 +171,6 @@ def test_summaries_and_most_copied_books_over_every_match() -> None:
 
 
 # --- the stores group the matches themselves -------------------------------------------------
-@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.slow)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s: Store = SqliteStore(tmp_path / "yinji.sqlite3")
-        yield s
-        s.close()
-        return
-    pytest.importorskip("mongomock")
-    import pymongo
-    from mongo_wire import mongo_wire_server
-
-    from tracker.store.mongo import MongoStore
-
-    with mongo_wire_server() as server:
-        client = pymongo.MongoClient(server.uri, tz_aware=True)
-        s = MongoStore(client, db_name="yinji_test")
-        yield s
-        s.close()
-        client.close()
 
 
 def stored(store: Store, matches: list[Match]) -> None:

@@ -66,3 +66,30 @@ def test_render_html_uses_the_template(library: Library, match_id: str) -> None:
     assert data["match_id"].replace("\x1f", " / ") in html
     assert safe_http_url("javascript:alert(1)") is None
     assert safe_http_url(" HTTPS://pirate.example/1 ") == "HTTPS://pirate.example/1"
+
+
+def test_report_of_a_chapter_names_book_and_chapter(library: Library, match_id: str) -> None:
+    """A chapter work (the books contract's metadata): the report names the book and
+    the chapter as the notices do, in Chinese and English."""
+    store = library.store
+    before = dict(store.get_mother("novel-1").metadata or {})
+    book = {
+        "book_id": "xyj",
+        "book_title": "西游记",
+        "author": "吴承恩",
+        "chapter": "第四十一回 心猿遭火败 木母被魔擒",
+        "chapter_index": 41,
+    }
+    store.update_mother_metadata("novel-1", {**before, **book})
+    try:
+        work = report_data(library, match_id)["work"]
+        assert (work["book_id"], work["chapter_index"]) == ("xyj", 41)
+        assert work["chapter_zh"] == "《西游记》第四十一回 心猿遭火败 木母被魔擒"
+        assert work["chapter_en"] == '"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)'
+        html = build_report(library, match_id, "html").decode("utf-8")
+        assert "书与章节 Book and chapter" in html and "吴承恩" in html
+        assert "《西游记》第四十一回 心猿遭火败 木母被魔擒" in html
+        assert "&#34;西游记&#34;, chapter 41" in html or '"西游记", chapter 41' in html
+    finally:
+        store.update_mother_metadata("novel-1", before)
+    assert report_data(library, match_id)["work"]["book_id"] is None
