@@ -40,6 +40,8 @@ from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.errors import Blocked, CrawlError, InvalidURL
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Page as Tab
+
     from tracker.crawler.results import Page
 
 log = logging.getLogger(__name__)
@@ -178,7 +180,7 @@ class Screenshotter:
 @contextmanager
 def guarded_tab(
     cfg: CrawlerConfig, page: Page, result: Screenshot, budget: float | None = None
-) -> Iterator[tuple[Any, Callable[[], float]]]:
+) -> Iterator[tuple[Tab, Callable[[], float]]]:
     """A headless Chromium tab showing ``page`` as captured (the module docstring: the
     document from the capture, every subresource through the guarded fetcher, no
     navigation away, no name resolution, WebRTC and WebSockets refused), and a function

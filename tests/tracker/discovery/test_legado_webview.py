@@ -81,7 +81,7 @@ class ScriptSite(_Server):
                 f"fetch({json.dumps(self.internal_url)}).catch(() => null);"
                 "fetch('/api/search' + location.search).then(r => r.json()).then(list => {"
                 "  document.getElementById('results').innerHTML = list.map(b =>"
-                "    `<li class=\"book\"><a href=\"${b.url}\">${b.name}</a>"
+                '    `<li class="book"><a href="${b.url}">${b.name}</a>'
                 "     <span class=\"author\">${b.author}</span></li>`).join('');"
                 "});"
             )
