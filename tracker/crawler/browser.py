@@ -9,8 +9,9 @@ guarded fetcher (an address the guard refuses is never reached), GET only, no
 navigation away, no name resolution of the browser's own, WebRTC and WebSockets
 refused, at most ``screenshot_max_requests`` requests. A time limit
 (``YINJI_SCREENSHOT_TIMEOUT``, browser start included) bounds the whole rendering; the
-HTML is taken as it stands when the page has loaded and its requests are done, or when
-the time is up. One page is rendered at a time per process (a browser is large).
+HTML is taken as it stands when the page has loaded and its requests are done; a page
+whose script never yields has its browser killed shortly after the limit (an error
+naming the limit). One page is rendered at a time per process (a browser is large).
 
 ``unavailable`` says why a page cannot be rendered here (no Playwright, no Chromium).
 """
@@ -22,6 +23,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,11 +84,18 @@ def render(page: Page, config: CrawlerConfig) -> Rendered:
         raise BrowserMissing(page.final_url or page.url, f"needs a browser (webView): {why}")
     url = page.final_url or page.url
     with _one_at_a_time:
+        started = time.monotonic()
         try:
             return _render(page, config)
         except CrawlError:
             raise
         except Exception as exc:
+            if time.monotonic() - started >= config.screenshot_timeout:
+                raise CrawlError(
+                    url,
+                    "the browser did not finish within its time limit of "
+                    f"{config.screenshot_timeout:g} s (YINJI_SCREENSHOT_TIMEOUT)",
+                ) from None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise CrawlError(
                 url, f"the browser could not render it: {type(exc).__name__}: {text[:200]}"

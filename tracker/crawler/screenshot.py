@@ -15,7 +15,9 @@ SSRF guard would refuse:
   Chromium's own DNS resolver is switched off (``--host-resolver-rules``), so nothing
   can slip past the interception.
 - A budget: ``screenshot_timeout`` for everything (browser start included) and at most
-  ``screenshot_max_requests`` subresources; one screenshot at a time per crawler.
+  ``screenshot_max_requests`` subresources; one screenshot at a time per crawler. A
+  page whose script never yields would hold Playwright's calls for ever: the browser is
+  killed ``KILL_GRACE`` seconds past the budget (``_Watchdog``).
 
 Without Playwright or Chromium (or when anything fails) there is no PNG and a reason
 (``"no screenshot: ..."``); the crawl itself never fails because of a screenshot.
@@ -177,6 +179,55 @@ class Screenshotter:
         return result
 
 
+KILL_GRACE = 5.0  # seconds past the budget before a hung browser is killed
+
+
+class _Watchdog:
+    """Kills the browser started with ``profile`` when it outlives ``seconds``.
+
+    Playwright's calls into the page (reading the DOM, a screenshot) have no time limit
+    of their own, and a page's script that never yields (``while (true) {}``) would hold
+    them for ever. The browser's processes are the ones whose command line names this
+    run's own, fresh profile folder; killing them makes the pending call fail at once.
+    Linux (``/proc``); elsewhere nothing is killed."""
+
+    def __init__(self, profile: str, seconds: float) -> None:
+        self.marker = f"--user-data-dir={profile}"
+        self.timer = threading.Timer(seconds, self.kill)
+        self.timer.daemon = True
+        self.killed = 0
+
+    def kill(self) -> None:
+        import os
+        import signal
+
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(arg.decode(errors="replace") == self.marker for arg in cmdline):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    self.killed += 1
+                except OSError:
+                    pass
+        if self.killed:
+            log.warning("browser killed after its time limit (%s processes)", self.killed)
+
+    def __enter__(self) -> _Watchdog:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+
+
 @contextmanager
 def guarded_tab(
     cfg: CrawlerConfig, page: Page, result: Screenshot, budget: float | None = None
@@ -263,6 +314,7 @@ def guarded_tab(
     try:
         with (
             tempfile.TemporaryDirectory(prefix="yinji-browser-") as profile,
+            _Watchdog(profile, total + KILL_GRACE),
             sync_playwright() as pw,
         ):
             context = pw.chromium.launch_persistent_context(

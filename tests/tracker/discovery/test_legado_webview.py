@@ -214,3 +214,32 @@ def test_without_a_browser_the_import_says_what_to_install(tmp_path):
             (listed,) = SiteRegistry(lib.store).list()
     assert listed.status == "partial"
     assert site.requests == [] and report.fetched == 0
+
+
+@pytest.mark.slow
+def test_a_page_whose_script_never_yields_costs_only_its_time_limit(chromium):
+    """``while (true) {}`` holds the page's thread: the browser is killed past the time
+    limit and the page is one error naming the limit (the walk goes on)."""
+    from datetime import UTC, datetime
+
+    from tracker.crawler import CrawlError
+    from tracker.crawler.browser import render
+    from tracker.crawler.results import Page
+
+    body = b"<html><body><div>x</div><script>setTimeout(() => { while (true) {} }, 10)</script>"
+    url = "http://127.0.0.1:9/hang"
+    page = Page(
+        url=url,
+        final_url=url,
+        status=200,
+        headers={"content-type": "text/html"},
+        encoding="utf-8",
+        raw=body,
+        html=body.decode(),
+        title="",
+        text="",
+        fetched_at=datetime.now(UTC),
+        header_pairs=(("Content-Type", "text/html; charset=utf-8"),),
+    )
+    with pytest.raises(CrawlError, match="time limit of 4 s"):
+        render(page, CrawlerConfig(screenshot_timeout=4.0, browser_path=chromium))
