@@ -243,3 +243,25 @@ def test_a_page_whose_script_never_yields_costs_only_its_time_limit(chromium):
     )
     with pytest.raises(CrawlError, match="time limit of 4 s"):
         render(page, CrawlerConfig(screenshot_timeout=4.0, browser_path=chromium))
+
+
+def test_the_verdict_follows_whether_a_browser_is_there():
+    from tracker.discovery.legado.sources import NO_BROWSER, BookSource, judge
+
+    raw = webview_source("http://spa.example")
+    with_browser = judge(raw, None)
+    assert with_browser.status == "imported", with_browser.reasons
+    assert with_browser.reasons == ["webView read through the headless browser"]
+    without = judge(raw, NO_BROWSER)
+    assert without.status == "partial" and without.name == "要浏览器的站"
+    assert without.reasons == [
+        "search needs a browser (webView): Chromium/Playwright not installed",
+        "contents need a browser (webView) (ruleToc.chapterUrl): Chromium/Playwright not installed",
+    ]
+    source = BookSource.from_raw(raw)
+    assert source.request(source.search_template, key="书").webview
+    assert not source.request("/book/1/").webview
+    assert source.request('/c/1.html,{"webView": "true"}').webview
+    # A plain source says nothing of a browser.
+    plain = {**raw, "searchUrl": "/search?q={{key}}", "ruleToc": {"chapterList": "#list a"}}
+    assert judge(plain, None).reasons == []
