@@ -15,7 +15,9 @@ SSRF guard would refuse:
   Chromium's own DNS resolver is switched off (``--host-resolver-rules``), so nothing
   can slip past the interception.
 - A budget: ``screenshot_timeout`` for everything (browser start included) and at most
-  ``screenshot_max_requests`` subresources; one screenshot at a time per crawler.
+  ``screenshot_max_requests`` subresources; one screenshot at a time per crawler. A
+  page whose script never yields would hold Playwright's calls for ever: the browser is
+  killed ``KILL_GRACE`` seconds past the budget (``_Watchdog``).
 
 Without Playwright or Chromium (or when anything fails) there is no PNG and a reason
 (``"no screenshot: ..."``); the crawl itself never fails because of a screenshot.
@@ -29,6 +31,8 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +42,8 @@ from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.errors import Blocked, CrawlError, InvalidURL
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Page as Tab
+
     from tracker.crawler.results import Page
 
 log = logging.getLogger(__name__)
@@ -147,83 +153,168 @@ class Screenshotter:
 
     def _take(self, page: Page) -> Screenshot:
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        from playwright.sync_api import sync_playwright
 
-        from tracker.crawler.fetch import Fetcher
-        from tracker.crawler.ratelimit import Deadline, HostRateLimiter
-
-        cfg = self.config
-        started = time.monotonic()
-        budget = cfg.screenshot_timeout
-
-        def left() -> float:
-            return budget - (time.monotonic() - started)
-
-        # Subresources: the guarded fetcher, no retries, no robots.txt (a browser loads
-        # a page's images whatever robots.txt says of them), no pacing between them.
-        sub_config = replace(cfg, retries=0, respect_robots=False, min_interval=0.0)
-        fetcher = Fetcher(sub_config, HostRateLimiter(0.0))
         result = Screenshot()
-        final_url = page.final_url or page.url
-        state = {"document_served": False, "requests": 0}
-
-        def handle(route: Any, request: Any) -> None:
-            url = request.url
-            main_frame = request.frame.parent_frame is None if request.frame else False
-            if request.is_navigation_request() and main_frame:
-                if state["document_served"]:
-                    # ERR_ABORTED: the browser stays on the captured page (another error
-                    # would replace it with an error page).
-                    result.blocked.append(f"{url} (navigation away from the captured page)")
-                    route.abort("aborted")
-                    return
-                state["document_served"] = True
-                route.fulfill(
-                    status=page.status,
-                    headers=_headers(page.header_pairs or page.headers.items()),
-                    body=page.raw,
-                )
-                return
-            scheme = urlsplit(url).scheme.lower()
-            if request.method != "GET" or scheme not in ("http", "https"):
-                result.blocked.append(f"{url} ({request.method} {scheme}: not fetched)")
-                route.abort("blockedbyclient")
-                return
-            state["requests"] += 1
-            if state["requests"] > cfg.screenshot_max_requests or left() < 1.0:
-                result.blocked.append(f"{url} (screenshot budget spent)")
-                route.abort("blockedbyclient")
-                return
+        with guarded_tab(self.config, page, result) as (tab, left):
+            final_url = page.final_url or page.url
+            # Then the load event, for at most LOAD_WAIT s (a third of what is left): a
+            # page that never finishes loading (a hung image, a script navigating
+            # away during the load) is still photographed as it is rendered by then.
+            wait = min(LOAD_WAIT, left() / 3)
             try:
-                _, response, _ = fetcher.fetch(
-                    url,
-                    Deadline(max(0.5, min(cfg.total_timeout, left() - 0.5))),
-                    robots=None,
-                    text_only=False,
-                    max_bytes=cfg.max_bytes,
-                    truncate=False,
-                )
-            except (Blocked, InvalidURL) as exc:
-                result.blocked.append(f"{url} ({exc.reason})")
-                route.abort("blockedbyclient")
-                return
-            except CrawlError as exc:
-                result.blocked.append(f"{url} ({exc.reason})")
-                route.abort("failed")
-                return
-            result.fetched.append(url)
-            route.fulfill(
-                status=response.status,
-                headers=_headers(response.header_pairs or response.headers.items()),
-                body=response.body,
+                tab.wait_for_load_state("load", timeout=max(1000.0, wait * 1000))
+            except PlaywrightTimeout:
+                log.info("screenshot of %s: the page did not finish loading", final_url)
+            height = int(tab.evaluate("document.documentElement.scrollHeight") or 0)
+            clip = None
+            if height > MAX_HEIGHT:
+                clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": MAX_HEIGHT}
+            result.png = tab.screenshot(
+                full_page=True,
+                type="png",
+                clip=clip,  # type: ignore[arg-type]
+                animations="disabled",
+                timeout=max(1000.0, left() * 1000),
             )
+        return result
 
-        def refuse_socket(ws: Any) -> None:
-            result.blocked.append(f"{ws.url} (WebSocket)")
-            ws.close()
 
+KILL_GRACE = 5.0  # seconds past the budget before a hung browser is killed
+
+
+class _Watchdog:
+    """Kills the browser started with ``profile`` when it outlives ``seconds``.
+
+    Playwright's calls into the page (reading the DOM, a screenshot) have no time limit
+    of their own, and a page's script that never yields (``while (true) {}``) would hold
+    them for ever. The browser's processes are the ones whose command line names this
+    run's own, fresh profile folder; killing them makes the pending call fail at once.
+    Linux (``/proc``); elsewhere nothing is killed."""
+
+    def __init__(self, profile: str, seconds: float) -> None:
+        self.marker = f"--user-data-dir={profile}"
+        self.timer = threading.Timer(seconds, self.kill)
+        self.timer.daemon = True
+        self.killed = 0
+
+    def kill(self) -> None:
+        import os
+        import signal
+
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(arg.decode(errors="replace") == self.marker for arg in cmdline):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    self.killed += 1
+                except OSError:
+                    pass
+        if self.killed:
+            log.warning("browser killed after its time limit (%s processes)", self.killed)
+
+    def __enter__(self) -> _Watchdog:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+
+
+@contextmanager
+def guarded_tab(
+    cfg: CrawlerConfig, page: Page, result: Screenshot, budget: float | None = None
+) -> Iterator[tuple[Tab, Callable[[], float]]]:
+    """A headless Chromium tab showing ``page`` as captured (the module docstring: the
+    document from the capture, every subresource through the guarded fetcher, no
+    navigation away, no name resolution, WebRTC and WebSockets refused), and a function
+    giving the seconds left of ``budget`` (``cfg.screenshot_timeout`` by default, browser
+    start included). ``result`` collects what was fetched and refused. The browser is
+    closed when the block ends."""
+    from playwright.sync_api import sync_playwright
+
+    from tracker.crawler.fetch import Fetcher
+    from tracker.crawler.ratelimit import Deadline, HostRateLimiter
+
+    started = time.monotonic()
+    total = cfg.screenshot_timeout if budget is None else budget
+
+    def left() -> float:
+        return total - (time.monotonic() - started)
+
+    # Subresources: the guarded fetcher, no retries, no robots.txt (a browser loads
+    # a page's images whatever robots.txt says of them), no pacing between them.
+    sub_config = replace(cfg, retries=0, respect_robots=False, min_interval=0.0)
+    fetcher = Fetcher(sub_config, HostRateLimiter(0.0))
+    final_url = page.final_url or page.url
+    state = {"document_served": False, "requests": 0}
+
+    def handle(route: Any, request: Any) -> None:
+        url = request.url
+        main_frame = request.frame.parent_frame is None if request.frame else False
+        if request.is_navigation_request() and main_frame:
+            if state["document_served"]:
+                # ERR_ABORTED: the browser stays on the captured page (another error
+                # would replace it with an error page).
+                result.blocked.append(f"{url} (navigation away from the captured page)")
+                route.abort("aborted")
+                return
+            state["document_served"] = True
+            route.fulfill(
+                status=page.status,
+                headers=_headers(page.header_pairs or page.headers.items()),
+                body=page.raw,
+            )
+            return
+        scheme = urlsplit(url).scheme.lower()
+        if request.method != "GET" or scheme not in ("http", "https"):
+            result.blocked.append(f"{url} ({request.method} {scheme}: not fetched)")
+            route.abort("blockedbyclient")
+            return
+        state["requests"] += 1
+        if state["requests"] > cfg.screenshot_max_requests or left() < 1.0:
+            result.blocked.append(f"{url} (screenshot budget spent)")
+            route.abort("blockedbyclient")
+            return
+        try:
+            _, response, _ = fetcher.fetch(
+                url,
+                Deadline(max(0.5, min(cfg.total_timeout, left() - 0.5))),
+                robots=None,
+                text_only=False,
+                max_bytes=cfg.max_bytes,
+                truncate=False,
+            )
+        except (Blocked, InvalidURL) as exc:
+            result.blocked.append(f"{url} ({exc.reason})")
+            route.abort("blockedbyclient")
+            return
+        except CrawlError as exc:
+            result.blocked.append(f"{url} ({exc.reason})")
+            route.abort("failed")
+            return
+        result.fetched.append(url)
+        route.fulfill(
+            status=response.status,
+            headers=_headers(response.header_pairs or response.headers.items()),
+            body=response.body,
+        )
+
+    def refuse_socket(ws: Any) -> None:
+        result.blocked.append(f"{ws.url} (WebSocket)")
+        ws.close()
+
+    try:
         with (
-            tempfile.TemporaryDirectory(prefix="yinji-screenshot-") as profile,
+            tempfile.TemporaryDirectory(prefix="yinji-browser-") as profile,
+            _Watchdog(profile, total + KILL_GRACE),
             sync_playwright() as pw,
         ):
             context = pw.chromium.launch_persistent_context(
@@ -244,26 +335,8 @@ class Screenshotter:
                 context.route_web_socket("**/*", refuse_socket)
                 tab = context.new_page()
                 tab.goto(final_url, wait_until="commit", timeout=max(1000.0, left() * 1000))
-                # Then the load event, for at most LOAD_WAIT s (a third of what is left): a
-                # page that never finishes loading (a hung image, a script navigating
-                # away during the load) is still photographed as it is rendered by then.
-                wait = min(LOAD_WAIT, left() / 3)
-                try:
-                    tab.wait_for_load_state("load", timeout=max(1000.0, wait * 1000))
-                except PlaywrightTimeout:
-                    log.info("screenshot of %s: the page did not finish loading", final_url)
-                height = int(tab.evaluate("document.documentElement.scrollHeight") or 0)
-                clip = None
-                if height > MAX_HEIGHT:
-                    clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": MAX_HEIGHT}
-                result.png = tab.screenshot(
-                    full_page=True,
-                    type="png",
-                    clip=clip,  # type: ignore[arg-type]
-                    animations="disabled",
-                    timeout=max(1000.0, left() * 1000),
-                )
+                yield tab, left
             finally:
                 context.close()
-                fetcher.close()
-        return result
+    finally:
+        fetcher.close()

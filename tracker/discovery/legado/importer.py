@@ -66,12 +66,27 @@ def read_input(target: str, crawler: Crawler | None = None) -> list[tuple[str, s
     return out
 
 
-def import_text(library: Library, text: str, origin: str) -> list[SourceVerdict]:
-    """Judge and keep every source of one file's ``text`` (see the module docstring)."""
+def _no_browser(library: Library, crawler: Crawler | None) -> str | None:
+    """Why ``webView`` pages cannot be rendered here (None when they can): the browser
+    settings of ``crawler``, else of the library's settings (``YINJI_CHROMIUM``)."""
+    from tracker.crawler import CrawlerConfig
+    from tracker.crawler.browser import unavailable
+
+    config = crawler.config if crawler is not None else None
+    return unavailable(config or CrawlerConfig.from_settings(library.settings))
+
+
+def import_text(
+    library: Library, text: str, origin: str, crawler: Crawler | None = None
+) -> list[SourceVerdict]:
+    """Judge and keep every source of one file's ``text`` (see the module docstring);
+    ``webView`` sources are judged by whether a headless browser is installed
+    (``crawler``'s settings, else the library's)."""
     registry = SiteRegistry(library.store)
     verdicts = []
+    no_browser = _no_browser(library, crawler)
     for raw in load_sources(text, origin):
-        verdict = judge(raw)
+        verdict = judge(raw, no_browser)
         if verdict.status != "refused":
             try:
                 _keep(registry, BookSource.from_raw(raw), verdict, origin)
@@ -89,7 +104,7 @@ def import_path(
     out: list[SourceVerdict] = []
     for origin, text in read_input(target, crawler):
         try:
-            out += import_text(library, text, origin)
+            out += import_text(library, text, origin, crawler)
         except SourceError as exc:
             out.append(SourceVerdict(Path(origin).name, origin, "refused", [str(exc)]))
     return out

@@ -8,16 +8,24 @@ its search, its table of contents and its chapter text:
 
 - ``imported``: all three can be read (parts discovery does not use, such as explore
   pages or a login, are left out and named in the reasons);
-- ``partial``: one of the three needs JavaScript, a browser (``webView``) or a rule
-  Yinji does not read (the reasons say which; discovery falls back to the page's links
-  for contents and to the page extractor for chapter text);
+- ``partial``: one of the three needs JavaScript, a browser (``webView``) when none is
+  installed, or a rule Yinji does not read (the reasons say which; discovery falls back
+  to the page's links for contents and to the page extractor for chapter text);
 - ``refused``: it cannot be used at all (not a novel source, no search URL, no result
   list, a malformed source).
 
 ``BookSource.request`` makes a request from a URL rule as Legado's ``AnalyzeUrl`` does:
 ``{{key}}`` (the search words, percent-encoded in the source's ``charset``) and
-``{{page}}`` (1), an options suffix ``,{"method","body","charset","headers"}``, relative
-URLs joined to the source's URL, the source's ``header`` added.
+``{{page}}`` (1), an options suffix ``,{"method","body","charset","headers","webView"}``,
+relative URLs joined to the source's URL, the source's ``header`` added.
+
+``webView`` (Legado's "render this page in a browser"): with Playwright and Chromium
+installed the page is fetched like every other and then rendered by headless Chromium
+(``tracker.crawler.browser``: the page's own scripts run there, every request they make
+through the SSRF guard), and the source is ``imported`` with the reason "webView read
+through the headless browser"; without them it is ``partial`` with "needs a browser
+(webView): Chromium/Playwright not installed". JavaScript in rules (``<js>``, ``@js:``)
+is never run.
 """
 
 from __future__ import annotations
@@ -71,6 +79,7 @@ class HttpRequest:
     body: bytes | None = None
     headers: tuple[tuple[str, str], ...] = ()
     charset: str = ""
+    webview: bool = False  # rendered by the headless browser (Legado's "webView")
 
 
 @dataclass
@@ -271,7 +280,23 @@ class BookSource:
         method = str(opts.get("method") or ("POST" if body is not None else "GET")).upper()
         if method not in ("GET", "POST"):
             raise SourceError(f"method {method!r} is not GET or POST")
-        return HttpRequest(url, method, body, tuple(headers.items()), charset)
+        return HttpRequest(
+            url, method, body, tuple(headers.items()), charset, _is_true(opts.get("webView"))
+        )
+
+
+def _is_true(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+_WEBVIEW = re.compile(r"""["']?webView["']?\s*:\s*["']?true""", re.IGNORECASE)
+WEBVIEW_OK = "webView read through the headless browser"
+NO_BROWSER = "Chromium/Playwright not installed"
+
+
+def wants_webview(text: str) -> bool:
+    """Whether a URL or URL rule asks for a browser (``"webView": true``)."""
+    return bool(_WEBVIEW.search(text))
 
 
 # --- judging --------------------------------------------------------------------------------------
@@ -299,8 +324,10 @@ def _rule_problems(source: BookSource, part: str) -> list[tuple[str, str]]:
     return out
 
 
-def judge(raw: object) -> SourceVerdict:
-    """The verdict on one source (see the module docstring); never raises."""
+def judge(raw: object, no_browser: str | None = NO_BROWSER) -> SourceVerdict:
+    """The verdict on one source (see the module docstring); never raises.
+    ``no_browser``: why no headless browser can render ``webView`` pages here
+    (``tracker.crawler.browser.unavailable``), None when one can."""
     try:
         source = BookSource.from_raw(raw)
     except SourceError as exc:
@@ -326,9 +353,9 @@ def judge(raw: object) -> SourceVerdict:
     if needs_js(template) or "js" in opts:
         partial = True
         reasons.append("search needs JavaScript (searchUrl)")
-    elif opts.get("webView"):
+    elif _is_true(opts.get("webView")) and no_browser is not None:
         partial = True
-        reasons.append("search needs a browser (webView): discovery does not run one")
+        reasons.append(f"search needs a browser (webView): {no_browser}")
     else:
         try:
             source.request(template, key="书")
@@ -349,6 +376,23 @@ def judge(raw: object) -> SourceVerdict:
                 reasons.append(f"{what} {verb} JavaScript ({where})")
             else:
                 reasons.append(f"{what}: {where}: {why}")
+    webview = _is_true(opts.get("webView"))
+    for part in ("search", "book", "contents", "chapter"):
+        group, names = USED[part]
+        rules = source.rules(group)
+        for field_name in names:
+            rule = rules.get(field_name, "")
+            if not wants_webview(rule) or needs_js(rule):
+                continue
+            webview = True
+            if no_browser is not None:
+                partial = True
+                what = labels[part]
+                verb = "needs" if what != "contents" else "need"
+                where = f"{group}.{field_name}"
+                reasons.append(f"{what} {verb} a browser (webView) ({where}): {no_browser}")
+    if webview and no_browser is None:
+        reasons.append(WEBVIEW_OK)
     if not source.rules("ruleToc").get("chapterList", "").strip():
         partial = True
         reasons.append("contents: no ruleToc.chapterList (the page's chapter links are used)")

@@ -6,7 +6,12 @@ chapter's text).
 
 Every request goes through the crawler (SSRF guard on every URL and redirect,
 robots.txt, the per-host interval, size limits) and takes one page of the run's budget;
-a URL the guard refuses or that does not resolve gives its page back. Each site is
+a URL the guard refuses or that does not resolve gives its page back. A request whose
+options say ``"webView": true`` is fetched the same way and then rendered by headless
+Chromium (``tracker.crawler.browser.render``: the page's own scripts run, every request
+they make through the SSRF guard, within a time limit); the rendered HTML goes to the
+source's rules, the bytes the server sent stay the evidence. Without a browser such a
+request is one line saying what to install, and spends no page. Each site is
 walked by one thread, the sites side by side; checks run one at a time. A search's
 outcome is the site's health (``SiteRegistry.record_search``); a disabled site is not
 searched. Every failure is one line naming the site and the URL.
@@ -122,16 +127,21 @@ class LegadoWalker:
         self._seen: set[str] = set()
 
     def run(self, sites: list[Site], books: list[BookTarget]) -> None:
+        from tracker.crawler.browser import unavailable
         from tracker.discovery.sites import SiteRegistry
 
+        no_browser = unavailable(self.crawler.config)
         usable = []
         for site in sites:
             if site.disabled and site.health.get("by_hand"):
                 continue  # disabled by a person: not searched until enabled
-            if site.status == "partial" and any("search needs" in r for r in site.reasons):
+            if site.status == "partial" and any(
+                "search needs JavaScript" in r
+                or ("search needs a browser" in r and no_browser is not None)
+                for r in site.reasons
+            ):
                 continue  # its search needs JavaScript or a browser: said at import
-            else:
-                usable.append(site)
+            usable.append(site)
         if not usable or not books:
             return
         registry = SiteRegistry(self.lib.store)
@@ -182,8 +192,13 @@ class LegadoWalker:
 
     def _fetch(self, site: Site, req: HttpRequest) -> Page:
         from tracker.crawler import Blocked, CrawlError, InvalidURL, RobotsDisallowed, Unreachable
+        from tracker.crawler.browser import BrowserMissing, render, unavailable
         from tracker.crawler.fetch import Request
 
+        if req.webview:
+            why = unavailable(self.crawler.config)
+            if why is not None:  # said before a page is spent
+                raise BrowserMissing(req.url, f"needs a browser (webView): {why}")
         with self._lock:
             if not self.events.take():
                 raise _Spent
@@ -207,6 +222,8 @@ class LegadoWalker:
             raise
         with self._lock:
             self.events.fetched(site.name, req.url)
+        if req.webview:  # a CrawlError naming the page when the browser fails
+            page = replace(page, html=render(page, self.crawler.config).html)
         return page
 
     def _book(self, site: Site, source: BookSource, book: BookTarget, registry: object) -> bool:
@@ -291,24 +308,24 @@ class LegadoWalker:
         except (CrawlError, SourceError, RuleError) as exc:
             self._error(site.name, f"《{book.title}》 {raw_url}: {exc}")
             return
-        urls = [u for _, u in chapters]
-        for i, (title, url) in enumerate(chapters[: self.limits.chapters]):
+        urls = [r.url for _, r in chapters]
+        for i, (title, chapter) in enumerate(chapters[: self.limits.chapters]):
             nxt = urls[i + 1] if i + 1 < len(urls) else ""
             with self._lock:
-                if url in self._seen:
+                if chapter.url in self._seen:
                     continue
-                self._seen.add(url)
-            self._chapter(site, source, title, url, nxt, toc_page.final_url)
+                self._seen.add(chapter.url)
+            self._chapter(site, source, title, chapter, nxt, toc_page.final_url)
 
     def _toc(
         self, site: Site, source: BookSource, page: Page, content: Content
-    ) -> list[tuple[str, str]]:
-        """(name, URL) of every chapter of the contents, over its pages."""
+    ) -> list[tuple[str, HttpRequest]]:
+        """(name, request) of every chapter of the contents, over its pages."""
         from tracker.cases.books import chapter_links
         from tracker.crawler import CrawlError
 
         rules = source.rules("ruleToc")
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, HttpRequest]] = []
         seen_pages = {page.final_url}
         list_rule = rules.get("chapterList", "")
         usable = bool(list_rule.strip()) and not needs_js(list_rule)
@@ -320,11 +337,11 @@ class LegadoWalker:
                     name = get_string(item, rules.get("chapterName", "text") or "text", ctx)
                     raw = get_string(item, rules.get("chapterUrl", "href") or "href", ctx)
                     if raw:
-                        url = self._request(source, raw, page.final_url).url
-                        if all(url != u for _, u in out):
-                            out.append((name, url))
+                        req = self._request(source, raw, page.final_url)
+                        if all(req.url != r.url for _, r in out):
+                            out.append((name, req))
             else:
-                out += [("", u) for u in chapter_links(page.html, page.final_url)]
+                out += [("", HttpRequest(u)) for u in chapter_links(page.html, page.final_url)]
             next_rule = rules.get("nextTocUrl", "")
             if not next_rule.strip() or needs_js(next_rule):
                 break
@@ -348,7 +365,13 @@ class LegadoWalker:
         return out
 
     def _chapter(
-        self, site: Site, source: BookSource, title: str, url: str, next_chapter: str, base: str
+        self,
+        site: Site,
+        source: BookSource,
+        title: str,
+        first: HttpRequest,
+        next_chapter: str,
+        base: str,
     ) -> None:
         from tracker.crawler import CrawlError
         from tracker.crawler.extraction import extract
@@ -357,9 +380,10 @@ class LegadoWalker:
         content_rule = rules.get("content", "")
         next_rule = rules.get("nextContentUrl", "")
         use_rule = bool(content_rule.strip()) and not needs_js(content_rule)
+        url = first.url
         read = ChapterRead(site.name, title, url)
         texts: list[str] = []
-        req: HttpRequest | None = HttpRequest(url)
+        req: HttpRequest | None = first
         visited: set[str] = set()
         try:
             for _ in range(self.limits.chapter_pages):
