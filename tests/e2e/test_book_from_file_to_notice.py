@@ -15,6 +15,7 @@ out, ``yinji case recheck`` says ``still_online`` while ``2.html`` is gone but
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -193,6 +194,9 @@ def test_a_book_from_file_to_notice(tmp_path: Path) -> None:
                 assert f"第{numeral(n)}回 {HEADINGS[n - 1]}" in text, (lang, n)
             assert text.index(urls[1]) < text.index(urls[2]) < text.index(urls[3])
             assert ("第 1–2 页合计" if lang == "zh" else "pages 1–2 together") in text
+            for url in urls:  # each page's own capture: the SHA-256 of the bytes it served
+                served = site.answer("GET", url.removeprefix(site.base), b"")[2]
+                assert hashlib.sha256(served).hexdigest() in text, (lang, url)
 
         yinji(env, "case", "mark-sent", case_id)
         site.gone.add("/book/0/2.html")  # the first page taken down, the second still up
