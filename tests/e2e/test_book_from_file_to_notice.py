@@ -148,12 +148,13 @@ def test_a_book_from_file_to_notice(tmp_path: Path) -> None:
         ran = yinji(env, "discover", "run", "--json", "--interval", "0")
         searched = {_key(body) for _, path, body in site.requests if path.endswith("search.php")}
         assert searched == {TITLE, "青石巷记"}  # each book by its title, never an id
-        found = [
-            (p["suspect_id"], m["mother_id"])
-            for p in map(json.loads, ran.stdout.splitlines())
-            for m in p["matches"]
-        ]
+        lines = [json.loads(line) for line in ran.stdout.splitlines()]
+        found = [(p["suspect_id"], m["mother_id"]) for p in lines for m in p["matches"]]
         assert sorted(m for _, m in found) == [works[1], works[2], works[3]], ran.stderr
+        book = f"{site.base}/book/0"
+        urls = [f"{book}/1.html", f"{book}/2.html", f"{book}/2_2.html", f"{book}/3.html"]
+        (split,) = [p for p in lines if "pages" in p]  # chapter 2: one check of both pages
+        assert split["url"] == urls[1] and split["pages"] == urls[1:3]
 
         for suspect_id, mother_id in found:
             yinji(env, "verdict", suspect_id, mother_id, "confirmed")
@@ -163,8 +164,6 @@ def test_a_book_from_file_to_notice(tmp_path: Path) -> None:
         case = json.loads(yinji(env, "case", "show", cases[0]["id"], "--json").stdout)
         case_id = case["id"]
         assert case["work_title"] == TITLE
-        book = f"{site.base}/book/0"
-        urls = [f"{book}/1.html", f"{book}/2.html", f"{book}/2_2.html", f"{book}/3.html"]
         assert case["urls"] == urls
         assert [(u["chapter_index"], u["page"]) for u in case["url_details"]] == [
             (1, 0),
