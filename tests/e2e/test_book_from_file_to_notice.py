@@ -188,9 +188,15 @@ def test_a_book_from_file_to_notice(tmp_path: Path) -> None:
             out = tmp_path / f"notice.{lang}.docx"
             yinji(env, "case", "notice", case_id, "--format", "docx", "--lang", lang, "-o", out)
             text = docx_text(out)
-            for url, n in zip(urls, (1, 2, 2, 3), strict=True):
-                assert url in text, (lang, url)
-                assert f"第{numeral(n)}回 {HEADINGS[n - 1]}" in text, (lang, n)
+            for url, n, page in zip(urls, (1, 2, 2, 3), (0, 1, 2, 0), strict=True):
+                # The page's evidence line names the book, the chapter and its page.
+                lead = f"{url}：复制自" if lang == "zh" else f"{url}: copies "
+                (line,) = [x for x in text.splitlines() if x.startswith(lead)]
+                heading = f"第{numeral(n)}回 {HEADINGS[n - 1]}"
+                zh, en = f"《{TITLE}》{heading}", f'"{TITLE}", chapter {n} ({heading})'
+                assert (zh if lang == "zh" else en) in line, (lang, line)
+                if page:
+                    assert (f"第 {page} 页" if lang == "zh" else f"page {page};") in line, line
             assert text.index(urls[1]) < text.index(urls[2]) < text.index(urls[3])
             assert ("第 1–2 页合计" if lang == "zh" else "pages 1–2 together") in text
             for url in urls:  # each page's own capture: the SHA-256 of the bytes it served
