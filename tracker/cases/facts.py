@@ -41,6 +41,7 @@ from .model import Case, CaseError, CaseURL
 
 if TYPE_CHECKING:
     from tracker.evidence.log import EvidenceLog
+    from tracker.reports.data import PageSource
     from tracker.store import Store
 
 _QUOTES = "《》〈〉「」『』\"'“”‘’ "
@@ -186,10 +187,13 @@ def url_fact(
     work_title, chapter, ref = _work_of(store, mother, match)
     pages = (suspect.metadata or {}).get("pages") if suspect is not None else None
     together: tuple[str, ...] = ()
-    if isinstance(pages, list) and len(pages) > 1 and pages[0] == url.url:
+    first = suspect.url if suspect is not None and suspect.url else match.suspect_url
+    if isinstance(pages, list) and len(pages) > 1 and pages[0] == first and url.url in pages:
         together = tuple(str(p) for p in pages)
     initials, chars = match_similarities(match, mother, suspect)
     source = page_source(match, suspect, evidence)
+    if together and url.url != first and evidence is not None:
+        source = _page_capture(evidence, match, url.url) or source
     return URLFact(
         case_id=case.id,
         url=url.url,
@@ -215,6 +219,29 @@ def url_fact(
         ),
         page=url.page or 0,
         together=together,
+    )
+
+
+def _page_capture(evidence: EvidenceLog, match: Match, url: str) -> PageSource | None:
+    """The latest capture of ``url`` among the captures of ``match``'s suspect (a later
+    page of a chapter whose text was read from several pages: each page's own fetch
+    time and bytes); None when the log holds none."""
+    from tracker.evidence import Capture
+    from tracker.reports.data import PageSource as Source
+
+    found: Capture | None = None
+    try:
+        for entry in evidence.entries(suspect_id=match.suspect_id, mother_id=match.mother_id):
+            if entry.kind == "capture":
+                cap = Capture.from_json(entry.payload)
+                if url in (cap.final_url, cap.requested_url):
+                    found = cap
+    except Exception:  # a damaged log: the suspect's own source stands
+        return None
+    if found is None:
+        return None
+    return Source(
+        fetched=True, at=found.fetched_at, content_sha256=found.body.sha256, from_capture=True
     )
 
 

@@ -374,23 +374,33 @@ class CaseService:
         None when the match has no URL (a pasted text has no page to take down). With
         ``matches`` (the library's store) the mother's book, chapter and the page's
         number and origin are read from the records; a submitted text's URL enters the
-        case ``unverified`` (Yinji never fetched it)."""
+        case ``unverified`` (Yinji never fetched it).
+
+        A suspect whose text was assembled from a chapter's pages (discovery's Legado
+        stage: ``metadata.pages``, the first page's URL its own) files one URL per page,
+        each page numbered; the figures are the chapter's, which notices state as
+        "pages 1–N together" (``tracker.cases.facts``), and each page is re-checked
+        on its own (``tracker.cases.recheck``)."""
         if not match.suspect_url:
             return None
         suspect = _suspect_of(matches, match.suspect_id)
-        page = PageCopy(
-            url=match.suspect_url,
-            suspect_id=match.suspect_id,
-            mother_id=match.mother_id,
-            score=match.score,
-            coverage=match.coverage,
-            page=_page_of(suspect),
-            label=suspect.title if suspect is not None else "",
-            fetched=_fetched(suspect),
-            mother_title=match.mother_title,
-            match_id=match.id,
-        )
-        filed = self.file_pages([page], who=who, note=note, matches=matches)
+        urls = _pages_of(suspect, match.suspect_url)
+        pages = [
+            PageCopy(
+                url=url,
+                suspect_id=match.suspect_id,
+                mother_id=match.mother_id,
+                score=match.score,
+                coverage=match.coverage,
+                page=n if len(urls) > 1 else _page_of(suspect),
+                label=suspect.title if suspect is not None else "",
+                fetched=_fetched(suspect),
+                mother_title=match.mother_title,
+                match_id=match.id,
+            )
+            for n, url in enumerate(urls, 1)
+        ]
+        filed = self.file_pages(pages, who=who, note=note, matches=matches)
         return filed[0] if filed else None
 
     def file_pages(
@@ -700,6 +710,13 @@ class CaseService:
         case = self.case_holding(match.suspect_url, domain)
         if case is None:
             return None
+        # Every page the match's suspect was read from (a chapter over pages).
+        urls = {
+            u.url
+            for u in case.urls
+            if u.suspect_id == match.suspect_id and u.mother_id == match.mother_id
+        }
+        urls.add(match.suspect_url)
         if case.state != "open":
             # A notice named this URL: the history must say so; a person decides.
             self.record(
@@ -712,18 +729,15 @@ class CaseService:
             return self.get(case.id)
 
         def change(c: Case) -> list[CaseEvent]:
-            before = len(c.urls)
-            c.urls = [u for u in c.urls if u.url != match.suspect_url]
-            if len(c.urls) == before:
+            gone = [u.url for u in c.urls if u.url in urls]
+            if not gone:
                 return []
+            c.urls = [u for u in c.urls if u.url not in urls]
             events = [
                 CaseEvent(
-                    c.id,
-                    "url_removed",
-                    who,
-                    note,
-                    data={"url": match.suspect_url, "verdict": match.verdict},
+                    c.id, "url_removed", who, note, data={"url": url, "verdict": match.verdict}
                 )
+                for url in gone
             ]
             if not c.urls:
                 events.append(
@@ -931,6 +945,16 @@ def _page_of(suspect: Suspect | None) -> int:
     ``page``); 0 when not recorded."""
     value = (suspect.metadata or {}).get("page") if suspect is not None else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _pages_of(suspect: Suspect | None, url: str) -> list[str]:
+    """The URLs of the pages a suspect's text was read from, when it was assembled
+    from several (``metadata.pages``, the first being the suspect's own URL); else
+    ``[url]``."""
+    pages = (suspect.metadata or {}).get("pages") if suspect is not None else None
+    if not isinstance(pages, list) or len(pages) < 2 or pages[0] != url:
+        return [url]
+    return list(dict.fromkeys(str(p) for p in pages if isinstance(p, str) and p))
 
 
 def _fetched(suspect: Suspect | None) -> bool:

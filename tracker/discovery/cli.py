@@ -2,8 +2,10 @@
 
 Output contract of ``discover run --json``: stdout is JSON Lines, one line per page
 checked, ``{"url", "requested_url", "source", "suspect_id", "matches": [...]}`` (the
-``matches`` of ``yinji check --json``); the summary goes to stderr; exit status 0 (errors
-of providers, sites and pages are lines of the summary, the run goes on).
+``matches`` of ``yinji check --json``; a chapter read over several pages adds ``pages``);
+without ``--json``: ``source<TAB>url<TAB>matches<TAB>suspect_id``. The summary goes to
+stderr; exit status 0 (errors of providers, sites and pages are lines of the summary, the
+run goes on).
 """
 
 from __future__ import annotations
@@ -92,7 +94,10 @@ def run_cmd(
             sys.stdout.flush()
         else:
             found = ", ".join(f"{m['mother_id']} {m.get('score', 0):.2f}" for m in result.matches)
-            click.echo(f"{result.source}\t{result.final_url or result.url}\t{found or '-'}")
+            where = result.final_url or result.url
+            if len(result.pages) > 1:  # a chapter over pages: one check, every page filed
+                where += " + " + " + ".join(result.pages[1:])
+            click.echo(f"{result.source}\t{where}\t{found or '-'}\t{result.suspect_id}")
 
     with _library(ctx) as lib:
         if lib.store.count_mothers() == 0:

@@ -67,16 +67,23 @@ class PageResult:
     error: str = ""
     checked: bool = False
     skipped: str = ""  # why a fetched page was not checked (too little text)
+    # A chapter read over several pages and checked as one text: every page's URL (the
+    # first is ``final_url``); a verdict on its match files each page (docs/DISCOVERY.md).
+    pages: list[str] = field(default_factory=list)
 
     def to_json(self) -> JSONObject:
-        """The JSON line of ``yinji discover run --json`` (a checked page)."""
-        return {
+        """The JSON line of ``yinji discover run --json`` (a checked page); ``pages``
+        only for a chapter read over several pages."""
+        out: JSONObject = {
             "url": self.final_url or self.url,
             "requested_url": self.url,
             "source": self.source,
             "suspect_id": self.suspect_id,
             "matches": self.matches,
         }
+        if len(self.pages) > 1:
+            out["pages"] = list(self.pages)
+        return out
 
 
 @dataclass(frozen=True)

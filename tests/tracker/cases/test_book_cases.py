@@ -29,7 +29,7 @@ from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.documents import Document
 from tracker.library import Library
-from tracker.records import Suspect
+from tracker.records import Suspect, match_id
 from tracker.store import SqliteStore
 
 HEADINGS = {
@@ -309,9 +309,13 @@ def test_a_chapter_filed_as_one_url_over_two_pages_is_rechecked_over_both(site) 
         metadata={"pages": [first, second]},
     )
     lib.check_suspect(joined)
-    result = svc.apply_verdict(lib.store, "legacy-2", "shuihu-0002", "confirmed", who="alice")
-    assert result.case is not None and [u.url for u in result.case.urls] == [first]
-    cid = result.case.id
+    # Confirmed and filed as a case stored then held it: one URL (a verdict now files
+    # each page, tests/tracker/cases/test_pages_of_one_check.py).
+    lib.store.set_verdict(match_id("legacy-2", "shuihu-0002"), "confirmed", None)
+    legacy = PageCopy(url=first, suspect_id="legacy-2", mother_id="shuihu-0002", score=1.0)
+    (case,) = svc.file_pages([legacy], who="alice", matches=lib.store)
+    assert [u.url for u in case.urls] == [first]
+    cid = case.id
     zh = build_notice(svc, [cid], "zh", matches=lib.store).text
     line = _evidence_line(zh, first, "：")
     assert f"第 1–2 页合计（{first}、{second}）的文字中复制部分占" in line

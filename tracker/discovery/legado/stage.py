@@ -111,6 +111,7 @@ def check_chapter(run: DiscoveryRun, read: ChapterRead) -> None:
     stats.found += 1
     first = read.pages[0]
     result = PageResult(read.url, read.site, final_url=first.final_url, kind="chapter")
+    result.pages = [p.final_url for p in read.pages]
     if len(read.text) < MIN_TEXT_CHARS:
         result.skipped = f"{len(read.text)} characters of text: not checked"
         run.report.skipped += 1
