@@ -21,10 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tracker.records import Mother
+from tracker.records import ChapterRef, Mother
 
 __all__ = ["BookTarget", "book_of", "book_targets"]
 
@@ -61,33 +59,37 @@ def _title_of(mother_title: str) -> str:
 
 def book_of(mother: Mother) -> BookTarget | None:
     """The book ``mother`` is a chapter of (see the module docstring); None when there
-    is no title to search for."""
+    is no title to search for. The book is read by the one reader of a work's book
+    (``tracker.records.ChapterRef``); what is searched is its title unless that title
+    is only an id."""
+    ref = ChapterRef.of(mother, from_title=True)
+    title = ""
+    if ref is not None and not (ref.book_title == ref.book_id and _ID.match(ref.book_title)):
+        title = ref.book_title.strip().strip("《》")
     meta = mother.metadata or {}
-    title = str(meta.get("book_title") or meta.get("work_title") or "").strip()
-    for legacy in ("book", "collection"):  # a name there, not an id: the book's title
-        value = str(meta.get(legacy) or "").strip()
-        if not title and value and not _ID.match(value):
-            title = value
+    collection = str(meta.get("collection") or "").strip()
+    if not title and collection and not _ID.match(collection):
+        title = collection  # a legacy collection's name (鲁迅's 三闲集): the book's title
     if not title:
         title = _title_of(mother.title or "")
     if not title:
         return None
     key = _key_of(mother)
-    author = meta.get("author")
     return BookTarget(
         key=key or f"title:{title}",
         title=title,
-        author=str(author).strip() if isinstance(author, str) else "",
+        author=ref.author if ref is not None else "",
         work_ids=[mother.id],
     )
 
 
 def _key_of(mother: Mother) -> str:
-    meta = mother.metadata or {}
-    for name in ("book_id", "work", "book", "collection"):
-        if str(meta.get(name) or "").strip():
-            return str(meta[name]).strip()
-    return ""
+    """What groups chapters into one book: the reader's book id, else a legacy
+    collection."""
+    ref = ChapterRef.of(mother)
+    if ref is not None:
+        return ref.book_id
+    return str((mother.metadata or {}).get("collection") or "").strip()
 
 
 def book_targets(mothers: Iterable[Mother]) -> list[BookTarget]:
