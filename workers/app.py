@@ -19,11 +19,7 @@ Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
 
 from __future__ import annotations
 
-import fcntl
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
@@ -69,19 +65,6 @@ def queue_for(task_name: str) -> str:
 # client shuts its server down when it is collected and nobody else is connected).
 _embedded: dict[str, Any] = {}
 _embedded_lock = threading.Lock()
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock across processes: two processes that start at the same time
-    (worker and web) must not both start an embedded server on one data folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 BROKER_SCHEMES = ("redis", "rediss", "redis+socket")
@@ -136,7 +119,12 @@ def resolve_broker_url(settings: Settings) -> str:
     with _embedded_lock:
         client = _embedded.get(key)
         if client is None:
-            with _file_lock(settings.data_dir / ".redis.lock"):
+            # The lock every process takes to start or stop the data folder's server
+            # (tracker.services.embedded_redis): two processes starting at once must
+            # not both start one on the same redis.db.
+            from tracker.services.embedded_redis import embedded_server_lock
+
+            with embedded_server_lock(settings):
                 client = connect(settings)
             _embedded[key] = client
     return broker_url(settings, client)

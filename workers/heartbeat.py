@@ -77,6 +77,11 @@ def reaper_lock_key(app: Celery) -> str:
     return f"{_tag(app)}:reaper"
 
 
+def nodes_key(app: Celery) -> str:
+    """Hash node → the queues it consumes (JSON list), written with each heartbeat."""
+    return f"{_tag(app)}:nodes"
+
+
 def _client(app: Celery) -> Any:
     return app.backend.client
 
@@ -85,10 +90,13 @@ def _client(app: Celery) -> Any:
 class Heartbeat:
     """A daemon thread that keeps one node's heartbeat fresh and runs the reaper."""
 
-    def __init__(self, app: Celery, node: str, *, reap: bool = True) -> None:
+    def __init__(
+        self, app: Celery, node: str, *, reap: bool = True, queues: list[str] | None = None
+    ) -> None:
         self.app = app
         self.node = node
         self.reap = reap
+        self.queues = sorted(queues or [])
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"yinji-heartbeat-{node}", daemon=True
@@ -101,7 +109,10 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            _client(self.app).set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
+            pipe = _client(self.app).pipeline(transaction=False)
+            pipe.set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
+            pipe.hset(nodes_key(self.app), self.node, json.dumps(self.queues))
+            pipe.execute()
         except Exception as exc:  # Redis down: the next beat tries again
             log.warning("heartbeat of %s not written: %s", self.node, exc)
 
@@ -123,7 +134,7 @@ class Heartbeat:
         if self._thread.is_alive():
             self._thread.join(HEARTBEAT_INTERVAL + 1)
         try:
-            _client(self.app).delete(heartbeat_key(self.app, self.node))
+            forget_node(self.app, self.node)
         except Exception as exc:
             log.warning("heartbeat of %s not removed: %s", self.node, exc)
 
@@ -132,13 +143,55 @@ _beats: dict[str, Heartbeat] = {}
 _beats_lock = threading.Lock()
 
 
-def start_heartbeat(app: Celery, node: str) -> Heartbeat:
-    """Start (once per node in this process) the heartbeat thread of ``node``."""
+def start_heartbeat(app: Celery, node: str, queues: list[str] | None = None) -> Heartbeat:
+    """Start (once per node in this process) the heartbeat thread of ``node``, which
+    consumes ``queues`` (what ``consumers`` and /healthz report)."""
     with _beats_lock:
         hb = _beats.get(node)
         if hb is None:
-            hb = _beats[node] = Heartbeat(app, node).start()
+            hb = _beats[node] = Heartbeat(app, node, queues=queues).start()
         return hb
+
+
+def forget_node(app: Celery, node: str) -> None:
+    """Remove ``node``'s heartbeat and its queues at once: it stopped (cleanly, or its
+    process is known dead: ``workers.children`` saw it exit), so nobody has to wait for
+    the heartbeat to expire to know it."""
+    pipe = _client(app).pipeline(transaction=False)
+    pipe.delete(heartbeat_key(app, node))
+    pipe.hdel(nodes_key(app), node)
+    pipe.execute()
+
+
+def consumers(app: Celery) -> dict[str, list[str]]:
+    """The live worker nodes (a fresh heartbeat) and the queues each consumes. Nodes
+    without a heartbeat are dropped from the registry on the way."""
+    client = _client(app)
+    raw = client.hgetall(nodes_key(app))
+    if not raw:
+        return {}
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in raw]
+    beats = client.mget([heartbeat_key(app, n) for n in names])
+    live: dict[str, list[str]] = {}
+    gone = []
+    for name, value, beat in zip(names, raw.values(), beats, strict=True):
+        if beat is None:
+            gone.append(name)
+            continue
+        try:
+            queues = json.loads(value)
+        except (TypeError, ValueError):
+            queues = []
+        live[name] = [str(q) for q in queues] if isinstance(queues, list) else []
+    if gone:
+        client.hdel(nodes_key(app), *gone)
+    return live
+
+
+def missing_queues(app: Celery, queues: tuple[str, ...] | list[str]) -> list[str]:
+    """Those of ``queues`` that no live worker node consumes (jobs sent there wait)."""
+    served = {q for qs in consumers(app).values() for q in qs}
+    return [q for q in queues if q not in served]
 
 
 def stop_heartbeat(node: str) -> None:
@@ -152,7 +205,20 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     # ``yinji worker`` and ``celery worker`` (app.Worker) send it; the in-process worker
     # starts its heartbeats itself (workers.jobs).
     if sender is not None and getattr(sender, "hostname", None):
-        start_heartbeat(sender.app, sender.hostname)
+        start_heartbeat(sender.app, sender.hostname, _consumed(sender))
+
+
+def _consumed(consumer: Any) -> list[str]:
+    """The queues a worker's consumer reads."""
+    task_consumer = getattr(consumer, "task_consumer", None)
+    queues = getattr(task_consumer, "queues", None) or []
+    names = [str(q.name) for q in queues if getattr(q, "name", None)]
+    if names:
+        return names
+    try:
+        return sorted(consumer.app.amqp.queues.consume_from)
+    except Exception:
+        return []
 
 
 def _on_worker_shutdown(sender: Any = None, **_: Any) -> None:
@@ -271,10 +337,12 @@ def _age(entry: RunningTask, now: float) -> float:
         return float("inf")
 
 
-def reap_orphans(app: Celery) -> ReapReport:
+def reap_orphans(app: Celery, dead: frozenset[str] | set[str] = frozenset()) -> ReapReport:
     """One pass: every tracked task whose node has no heartbeat is re-queued under its
     own id, or marked failed with the reason after ``MAX_REQUEUES`` re-queues; tasks
-    already finished are forgotten. One process at a time (a Redis lock)."""
+    already finished are forgotten. ``dead``: nodes known to have stopped (their
+    process exited: ``workers.children``), whose tasks are re-queued at once, without
+    waiting for their heartbeat to expire. One process at a time (a Redis lock)."""
     client = _client(app)
     report = ReapReport()
     token = uuid.uuid4().hex
@@ -283,7 +351,7 @@ def reap_orphans(app: Celery) -> ReapReport:
         report.skipped = True
         return report
     try:
-        _reap(app, client, report)
+        _reap(app, client, report, dead)
     finally:
         if client.get(lock) in (token, token.encode()):
             client.delete(lock)
@@ -296,7 +364,7 @@ def reap_orphans(app: Celery) -> ReapReport:
     return report
 
 
-def _reap(app: Celery, client: Any, report: ReapReport) -> None:
+def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | set[str]) -> None:
     key = running_key(app)
     raw = client.hgetall(key)
     if not raw:
@@ -310,7 +378,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
     now = time.time()
     nodes = sorted({e.node for e in entries if e.node})
     alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
-    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None}
+    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None} - set(dead)
     from workers.jobs import _metas
 
     metas: dict[str, dict[str, Any]] = {}
@@ -330,7 +398,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
             elif _age(entry, now) > LOST_AFTER and meta.get("status") == states.PENDING:
                 waiting.append(entry)
             continue
-        if entry.node in alive or _age(entry, now) < HEARTBEAT_TTL:
+        if entry.node in alive or (entry.node not in dead and _age(entry, now) < HEARTBEAT_TTL):
             continue
         lost_on = entry.node
         if entry.requeues >= MAX_REQUEUES:
