@@ -11,6 +11,7 @@ import secrets
 import shlex
 import signal
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -152,34 +153,12 @@ def _run_server(
     threads: int = DEFAULT_THREADS,
 ) -> None:
     from web import create_app
-    from workers import jobs
 
     # With the embedded Redis, this process stops the server on exit only if it was
     # the one that started it (a running 'yinji worker' may have started it first).
     owns_redis = settings.embedded and embedded_server_pid(settings) is None
     app = create_app(settings)
-    children = None
-    if start_worker:
-        # The jobs run in worker processes of their own when none runs (a check on a
-        # thread of this process would hold the GIL the web threads need): see
-        # workers.children; in-process consumers only if those cannot start.
-        from workers import children as child_workers
-
-        if jobs.workers_answer(settings):
-            click.echo("using the running worker(s)", err=True)
-        else:
-            if hasattr(os, "geteuid") and os.geteuid() == 0:
-                from workers.cli import ROOT_NOTE
-
-                click.echo(f"yinji serve: {ROOT_NOTE}", err=True)
-            children = child_workers.start(settings)
-            if children is not None:
-                click.echo(
-                    "started 2 worker processes (checks; alerts), replaced when one stops",
-                    err=True,
-                )
-            elif jobs.ensure_worker(settings):
-                click.echo("started an in-process worker", err=True)
+    workers = ServeWorkers(settings) if start_worker else None
     server = make_http_server(app, host, port, threads=threads)
     click.echo(
         f"音迹 Yinji on http://{host}:{server.server_port}/  "
@@ -190,6 +169,10 @@ def _run_server(
     # process started in the background by a shell inherits it ignored.
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    if workers is not None:
+        # After the server listens: the web app answers at once (after a crash too),
+        # and /healthz says which queues wait for a worker until they are up.
+        workers.start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -198,9 +181,60 @@ def _run_server(
         # A second Ctrl-C must not interrupt the clean-up and leave Redis running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.server_close()
-        if children is not None:
-            children.stop()  # before the embedded Redis server they use
+        if workers is not None:
+            workers.stop()  # before the embedded Redis server they use
         shutdown(app, settings, stop_redis=owns_redis)
+
+
+class ServeWorkers:
+    """The workers of ``yinji serve``, started on a thread of their own once the web
+    server listens: the running ones when some answer a ping, else two worker
+    processes supervised by serve (``workers.children``: checks, alerts), else
+    in-process consumers. The jobs run in worker processes of their own (a check on a
+    thread of this process would hold the GIL the web threads need)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.children: Any = None
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._start, name="yinji-serve-start", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _start(self) -> None:
+        from workers import children as child_workers
+        from workers import jobs
+
+        try:
+            problem = jobs.durability_problem()
+            if problem:
+                click.echo(f"warning: {problem}", err=True)
+            if jobs.workers_answer(self.settings):
+                click.echo("using the running worker(s)", err=True)
+                return
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                from workers.cli import ROOT_NOTE
+
+                click.echo(f"yinji serve: {ROOT_NOTE}", err=True)
+            self.children = child_workers.start(self.settings, cancel=self._cancel)
+            if self.children is not None:
+                click.echo(
+                    "started 2 worker processes (checks; alerts), replaced when one stops",
+                    err=True,
+                )
+            elif not self._cancel.is_set() and jobs.ensure_worker(self.settings):
+                click.echo("started an in-process worker", err=True)
+        except Exception:
+            logging.getLogger(__name__).exception("the workers of yinji serve did not start")
+
+    def stop(self) -> None:
+        """Stop what was started (a start still under way is cancelled first)."""
+        self._cancel.set()
+        if self._thread.is_alive():
+            self._thread.join(30)
+        if self.children is not None:
+            self.children.stop()
 
 
 def _terminate(signum: int, frame: Any) -> None:

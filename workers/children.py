@@ -239,11 +239,16 @@ def _commands(data_dir: Path, loglevel: str) -> list[tuple[str, list[str]]]:
 
 
 def start(
-    settings: Settings, *, loglevel: str = "WARNING", timeout: float = START_TIMEOUT
+    settings: Settings,
+    *,
+    loglevel: str = "WARNING",
+    timeout: float = START_TIMEOUT,
+    cancel: threading.Event | None = None,
 ) -> ChildWorkers | None:
     """Start the two worker processes on ``settings``' data folder, wait until both
     answer a ping, and supervise them (``ChildWorkers.supervise``): the
-    ``ChildWorkers``, or None when they did not come up (they are stopped then)."""
+    ``ChildWorkers``, or None when they did not come up or ``cancel`` was set (they
+    are stopped then)."""
     app = get_celery()
     if getattr(app, "yinji_settings", None) is None and not app.configured:
         app.yinji_settings = settings
@@ -253,6 +258,9 @@ def start(
         children.children.append(Child(role, name, _spawn(command), time.monotonic()))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and children.alive():
+        if cancel is not None and cancel.is_set():  # serve stops while they start
+            children.stop(timeout=10)
+            return None
         answered = {name for reply in app.control.ping(timeout=1.0) or [] for name in reply}
         if set(children.names) <= answered:
             children.supervise()

@@ -146,6 +146,11 @@ def worker(
     celery_app.yinji_settings = settings
     celery_app.set_default()
     quiet_root_warning()
+    from workers.jobs import durability_problem
+
+    problem = durability_problem()
+    if problem:
+        click.echo(f"yinji worker: warning: {problem}", err=True)
 
     w = celery_app.Worker(
         hostname=node_name(hostname),

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -87,8 +89,19 @@ def _client(app: Celery) -> Any:
 
 
 # --- heartbeats -------------------------------------------------------------------------
+def _namespace() -> str:
+    """This machine and PID namespace: two nodes with the same one can see whether the
+    other's process still runs (a container has a namespace of its own)."""
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        ns = ""
+    return f"{socket.gethostname()}|{ns}"
+
+
 class Heartbeat:
-    """A daemon thread that keeps one node's heartbeat fresh and runs the reaper."""
+    """Daemon threads that keep one node's heartbeat fresh and run the reaper (on a
+    thread of its own: a reaper pass that waits on the broker never delays a beat)."""
 
     def __init__(
         self, app: Celery, node: str, *, reap: bool = True, queues: list[str] | None = None
@@ -98,41 +111,48 @@ class Heartbeat:
         self.reap = reap
         self.queues = sorted(queues or [])
         self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"yinji-heartbeat-{node}", daemon=True
-        )
+        self._threads = [
+            threading.Thread(target=self._run, name=f"yinji-heartbeat-{node}", daemon=True)
+        ]
+        if reap:
+            self._threads.append(
+                threading.Thread(target=self._reap, name=f"yinji-reaper-{node}", daemon=True)
+            )
+        self._entry = json.dumps({"queues": self.queues, "where": _namespace(), "pid": os.getpid()})
 
     def start(self) -> Heartbeat:
         self.beat()  # at once: a task may arrive before the first interval
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def beat(self) -> None:
         try:
             pipe = _client(self.app).pipeline(transaction=False)
             pipe.set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
-            pipe.hset(nodes_key(self.app), self.node, json.dumps(self.queues))
+            pipe.hset(nodes_key(self.app), self.node, self._entry)
             pipe.execute()
         except Exception as exc:  # Redis down: the next beat tries again
             log.warning("heartbeat of %s not written: %s", self.node, exc)
 
     def _run(self) -> None:
-        last_reap = 0.0
         while not self._stop.wait(HEARTBEAT_INTERVAL):
             self.beat()
-            if self.reap and time.monotonic() - last_reap >= REAP_INTERVAL:
-                last_reap = time.monotonic()
-                try:
-                    reap_orphans(self.app)
-                except Exception as exc:
-                    log.warning("orphan reaper pass failed: %s", exc)
+
+    def _reap(self) -> None:
+        while not self._stop.wait(REAP_INTERVAL):
+            try:
+                reap_orphans(self.app)
+            except Exception as exc:
+                log.warning("orphan reaper pass failed: %s", exc)
 
     def stop(self) -> None:
         """Stop beating and remove the heartbeat (a clean stop leaves no orphans: a warm
         shutdown lets running tasks finish first)."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(HEARTBEAT_INTERVAL + 1)
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(HEARTBEAT_INTERVAL + 1)
         try:
             forget_node(self.app, self.node)
         except Exception as exc:
@@ -163,26 +183,69 @@ def forget_node(app: Celery, node: str) -> None:
     pipe.execute()
 
 
+@dataclass
+class NodeEntry:
+    """What a worker node says of itself in ``{<prefix>:workers}:nodes``."""
+
+    queues: list[str]
+    where: str = ""  # host and PID namespace (``_namespace``)
+    pid: int = 0
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> NodeEntry:
+        data = json.loads(raw)
+        if isinstance(data, list):  # the queues alone
+            return cls([str(q) for q in data])
+        queues = data.get("queues") if isinstance(data, dict) else None
+        return cls(
+            [str(q) for q in queues] if isinstance(queues, list) else [],
+            str(data.get("where") or ""),
+            int(data.get("pid") or 0),
+        )
+
+    def dead_here(self) -> bool:
+        """Its process ran on this machine, in this PID namespace, and is gone: known at
+        once, without waiting for its heartbeat to expire."""
+        from tracker.redis_client import process_alive
+
+        return bool(self.pid) and self.where == _namespace() and not process_alive(self.pid)
+
+
+def _node_entries(app: Celery) -> dict[str, NodeEntry | None]:
+    raw = _client(app).hgetall(nodes_key(app))
+    out: dict[str, NodeEntry | None] = {}
+    for name, value in raw.items():
+        key = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            out[key] = NodeEntry.from_json(value)
+        except (TypeError, ValueError, AttributeError):
+            out[key] = None
+    return out
+
+
+def dead_nodes(app: Celery) -> set[str]:
+    """Registered nodes whose process is known gone (``NodeEntry.dead_here``)."""
+    return {n for n, e in _node_entries(app).items() if e is not None and e.dead_here()}
+
+
 def consumers(app: Celery) -> dict[str, list[str]]:
-    """The live worker nodes (a fresh heartbeat) and the queues each consumes. Nodes
-    without a heartbeat are dropped from the registry on the way."""
+    """The live worker nodes (a fresh heartbeat, and a process that still runs when it
+    ran on this machine) and the queues each consumes. Nodes found gone are dropped
+    from the registry on the way."""
     client = _client(app)
-    raw = client.hgetall(nodes_key(app))
-    if not raw:
+    entries = _node_entries(app)
+    if not entries:
         return {}
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in raw]
+    names = list(entries)
     beats = client.mget([heartbeat_key(app, n) for n in names])
     live: dict[str, list[str]] = {}
     gone = []
-    for name, value, beat in zip(names, raw.values(), beats, strict=True):
-        if beat is None:
+    for name, beat in zip(names, beats, strict=True):
+        entry = entries[name]
+        if beat is None or entry is None or entry.dead_here():
             gone.append(name)
             continue
-        try:
-            queues = json.loads(value)
-        except (TypeError, ValueError):
-            queues = []
-        live[name] = [str(q) for q in queues] if isinstance(queues, list) else []
+        live[name] = entry.queues
     if gone:
         client.hdel(nodes_key(app), *gone)
     return live
@@ -378,7 +441,8 @@ def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | s
     now = time.time()
     nodes = sorted({e.node for e in entries if e.node})
     alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
-    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None} - set(dead)
+    dead = set(dead) | (dead_nodes(app) & set(nodes))
+    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None} - dead
     from workers.jobs import _metas
 
     metas: dict[str, dict[str, Any]] = {}

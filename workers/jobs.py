@@ -834,6 +834,28 @@ def queue_health() -> dict[str, str]:
     return out
 
 
+def durability_problem() -> str | None:
+    """Why a job accepted now could be lost by a crash of the Redis that holds the
+    queue and the job records, or None: that Redis keeps no append-only file
+    (``appendonly no``: a restart goes back to its last snapshot, and the jobs accepted
+    since are gone). The embedded server always keeps one
+    (``tracker.redis_client.EMBEDDED_DURABILITY``); a server of ``YINJI_REDIS_URL`` /
+    ``YINJI_BROKER_URL`` needs ``appendonly yes`` (docker-compose.yml sets it). None
+    too when the server does not say (INFO refused)."""
+    try:
+        info = _client(get_celery()).info("persistence")
+    except Exception as exc:
+        log.info("the broker's persistence is unknown: %s", exc)
+        return None
+    if str(info.get("aof_enabled", "1")) in ("0", "False"):
+        return (
+            "the Redis that holds the job queue keeps no append-only file (appendonly no): "
+            "a crash of it loses the jobs accepted since its last snapshot; set "
+            "'appendonly yes' on it (docs/WORKERS.md, Durability)"
+        )
+    return None
+
+
 def missing_consumers() -> list[str]:
     """The queues no live worker consumes now (``workers.heartbeat.consumers``: every
     worker node says with its heartbeat which queues it reads, and a worker process

@@ -166,6 +166,20 @@ def test_nodes_say_which_queues_they_consume(redis_client: object) -> None:
     redis_client.delete("{t37:workers}:hb:w3@h")  # type: ignore[attr-defined]  # expired
     assert missing_queues(app, queues) == ["default", "check"]
     assert "w3@h" not in consumers(app)
+    # a node of this machine whose process is gone: gone at once, heartbeat or not
+    from workers.heartbeat import _namespace, dead_nodes, heartbeat_key, nodes_key
+
+    done = subprocess.Popen(["true"])
+    done.wait()
+    Heartbeat(app, "w4@h", reap=False, queues=["check", "default"]).beat()
+    redis_client.hset(  # type: ignore[attr-defined]
+        nodes_key(app),
+        "w4@h",
+        json.dumps({"queues": ["check", "default"], "where": _namespace(), "pid": done.pid}),
+    )
+    assert redis_client.get(heartbeat_key(app, "w4@h")) is not None  # type: ignore[attr-defined]
+    assert dead_nodes(app) == {"w4@h"}
+    assert missing_queues(app, queues) == ["default", "check"]
 
 
 # --- serve's supervisor ---------------------------------------------------------------------
@@ -251,3 +265,21 @@ def test_readme_says_how_long_the_whole_suite_takes() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     (line,) = [ln for ln in readme.splitlines() if ln.startswith("python -m pytest  ")]
     assert "everything" in line and "~15 minutes" in line
+
+
+def test_a_broker_without_aof_is_said(redis_client: Any) -> None:
+    """Production: a Redis of YINJI_REDIS_URL / YINJI_BROKER_URL without an append-only
+    file would lose accepted jobs in a crash; serve and worker say so at their start."""
+    from workers import jobs
+    from workers.app import use_app
+
+    use_app(_app(redis_client))
+    try:
+        redis_client.config_set("appendonly", "no")
+        problem = jobs.durability_problem()
+        assert problem is not None and "appendonly yes" in problem
+        redis_client.config_set("appendonly", "yes")
+        assert jobs.durability_problem() is None
+    finally:
+        redis_client.config_set("appendonly", "no")
+        use_app(None)
