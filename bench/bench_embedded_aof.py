@@ -1,0 +1,96 @@
+"""What the embedded Redis's append-only file (issue 37) costs an ingest.
+
+The data folder's Redis keeps an AOF (``tracker.redis_client.EMBEDDED_DURABILITY``) so
+that accepted jobs survive a SIGKILL. The index lives in the same server, so its
+writes go to the AOF too. This runs the same ingest into fresh data folders with the
+AOF (what Yinji does) and without it (the code before: snapshots only), alternating
+A and B so that a change of the machine's load hits both, and reports medians.
+
+    python bench/bench_embedded_aof.py [--docs 2000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine
+from textgen import work  # type: ignore[import-not-found]
+
+import tracker.redis_client as rc
+from tracker.config import Settings
+from tracker.documents import Document
+from tracker.library import Library
+
+
+@contextmanager
+def aof(enabled: bool) -> Iterator[None]:
+    config, ensure = rc.embedded_server_config, rc.ensure_aof
+    if not enabled:
+        rc.embedded_server_config = lambda s: {**config(s), "appendonly": "no"}  # type: ignore[assignment]
+        rc.ensure_aof = lambda client: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        rc.embedded_server_config, rc.ensure_aof = config, ensure
+
+
+def one(docs: list[Document], enabled: bool) -> tuple[float, float, int]:
+    """(ingest seconds, close seconds, AOF bytes) of one ingest into a fresh folder."""
+    folder = Path(tempfile.mkdtemp(prefix="yinji-aof-bench-"))
+    try:
+        settings = Settings(data_dir=folder / "data")
+        with aof(enabled):
+            lib = Library.open(settings)
+            t0 = time.perf_counter()
+            lib.ingest(docs)
+            t1 = time.perf_counter()
+            lib.close()  # the embedded server saves and stops
+            t2 = time.perf_counter()
+        size = sum(p.stat().st_size for p in (folder / "data").glob("appendonly.aof*"))
+        return t1 - t0, t2 - t1, size
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    docs = [Document(id=f"d{i}", text=work(10_000 + i, 40)) for i in range(args.docs)]
+    chars = sum(len(d.text) for d in docs)
+    runs: dict[bool, list[tuple[float, float, int]]] = {True: [], False: []}
+    one(docs[:50], True)  # warm-up: imports, first server start
+    for r in range(args.rounds):
+        for enabled in (False, True) if r % 2 == 0 else (True, False):
+            runs[enabled].append(one(docs, enabled))
+            ingest, close, size = runs[enabled][-1]
+            print(
+                f"round {r + 1} aof={'on' if enabled else 'off'}: ingest {ingest:.2f} s, "
+                f"close {close:.2f} s, AOF {size / 1e6:.1f} MB",
+                flush=True,
+            )
+    print(f"\n{machine()}; {args.docs} documents, {chars / 1e6:.2f} M characters")
+    med = {k: statistics.median(x[0] for x in v) for k, v in runs.items()}
+    close = {k: statistics.median(x[1] for x in v) for k, v in runs.items()}
+    for enabled in (False, True):
+        print(
+            f"aof {'on ' if enabled else 'off'}: ingest median {med[enabled]:.2f} s "
+            f"({chars / med[enabled] / 1e6:.2f} M chars/s), close median {close[enabled]:.2f} s"
+        )
+    print(f"ratio on/off (ingest): {med[True] / med[False]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
