@@ -6,7 +6,12 @@ writes go to the AOF too. This runs the same ingest into fresh data folders with
 AOF (what Yinji does) and without it (the code before: snapshots only), alternating
 A and B so that a change of the machine's load hits both, and reports medians.
 
-    python bench/bench_embedded_aof.py [--docs 2000] [--rounds 3]
+    python bench/bench_embedded_aof.py [--docs 2000] [--base 0] [--rounds 3]
+
+``--base N``: N documents are ingested first (not timed), then ``--docs`` more are
+added and timed: an add to a library, whose whole-bucket appends
+(``tracker/indexes/appends.py``) rewrite the buckets they touch, all of it written to
+the AOF.
 """
 
 from __future__ import annotations
@@ -45,13 +50,18 @@ def aof(enabled: bool) -> Iterator[None]:
         rc.embedded_server_config, rc.ensure_aof = config, ensure
 
 
-def one(docs: list[Document], enabled: bool) -> tuple[float, float, int]:
-    """(ingest seconds, close seconds, AOF bytes) of one ingest into a fresh folder."""
+def one(
+    docs: list[Document], enabled: bool, base: list[Document] | None = None
+) -> tuple[float, float, int]:
+    """(ingest seconds, close seconds, AOF bytes) of one ingest of ``docs`` into a fresh
+    folder (holding ``base`` first)."""
     folder = Path(tempfile.mkdtemp(prefix="yinji-aof-bench-"))
     try:
         settings = Settings(data_dir=folder / "data")
         with aof(enabled):
             lib = Library.open(settings)
+            if base:
+                lib.ingest(base)
             t0 = time.perf_counter()
             lib.ingest(docs)
             t1 = time.perf_counter()
@@ -67,21 +77,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--base", type=int, default=0)
     args = parser.parse_args()
     docs = [Document(id=f"d{i}", text=work(10_000 + i, 40)) for i in range(args.docs)]
+    base = [Document(id=f"b{i}", text=work(900_000 + i, 40)) for i in range(args.base)]
     chars = sum(len(d.text) for d in docs)
     runs: dict[bool, list[tuple[float, float, int]]] = {True: [], False: []}
     one(docs[:50], True)  # warm-up: imports, first server start
     for r in range(args.rounds):
         for enabled in (False, True) if r % 2 == 0 else (True, False):
-            runs[enabled].append(one(docs, enabled))
+            runs[enabled].append(one(docs, enabled, base))
             ingest, close, size = runs[enabled][-1]
             print(
                 f"round {r + 1} aof={'on' if enabled else 'off'}: ingest {ingest:.2f} s, "
                 f"close {close:.2f} s, AOF {size / 1e6:.1f} MB",
                 flush=True,
             )
-    print(f"\n{machine()}; {args.docs} documents, {chars / 1e6:.2f} M characters")
+    held = sum(len(d.text) for d in base)
+    print(
+        f"\n{machine()}; {args.docs} documents, {chars / 1e6:.2f} M characters added to a "
+        f"library of {held / 1e6:.2f} M"
+    )
     med = {k: statistics.median(x[0] for x in v) for k, v in runs.items()}
     close = {k: statistics.median(x[1] for x in v) for k, v in runs.items()}
     for enabled in (False, True):

@@ -189,9 +189,10 @@ def _run_server(
 class ServeWorkers:
     """The workers of ``yinji serve``, started on a thread of their own once the web
     server listens: the running ones when some answer a ping, else two worker
-    processes supervised by serve (``workers.children``: checks, alerts), else
-    in-process consumers. The jobs run in worker processes of their own (a check on a
-    thread of this process would hold the GIL the web threads need)."""
+    processes (``workers.children``: checks, alerts) that the same thread then
+    supervises until serve stops, else in-process consumers. The jobs run in worker
+    processes of their own (a check on a thread of this process would hold the GIL the
+    web threads need)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -217,24 +218,34 @@ class ServeWorkers:
                 from workers.cli import ROOT_NOTE
 
                 click.echo(f"yinji serve: {ROOT_NOTE}", err=True)
-            self.children = child_workers.start(self.settings, cancel=self._cancel)
-            if self.children is not None:
-                click.echo(
-                    "started 2 worker processes (checks; alerts), replaced when one stops",
-                    err=True,
-                )
-            elif not self._cancel.is_set() and jobs.ensure_worker(self.settings):
-                click.echo("started an in-process worker", err=True)
+            children = child_workers.start(self.settings, cancel=self._cancel)
+            if children is None:
+                if not self._cancel.is_set() and jobs.ensure_worker(self.settings):
+                    click.echo("started an in-process worker", err=True)
+                return
+            self.children = children
+            if self._cancel.is_set():  # serve stopped meanwhile
+                children.stop()
+                return
+            click.echo(
+                "started 2 worker processes (checks; alerts), replaced when one stops",
+                err=True,
+            )
         except Exception:
             logging.getLogger(__name__).exception("the workers of yinji serve did not start")
+            return
+        # This thread forked them and must outlive them (Linux PR_SET_PDEATHSIG follows
+        # the forking thread): it supervises them until serve stops.
+        children.watch()
 
     def stop(self) -> None:
         """Stop what was started (a start still under way is cancelled first)."""
         self._cancel.set()
+        children = self.children
+        if children is not None:
+            children.stop()
         if self._thread.is_alive():
             self._thread.join(30)
-        if self.children is not None:
-            self.children.stop()
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -111,12 +111,21 @@ class ChildWorkers:
         return bool(self.children) and all(c.proc.poll() is None for c in self.children)
 
     def supervise(self, interval: float = WATCH_INTERVAL) -> None:
-        """Start the thread that replaces a child that exits."""
+        """Start a thread that replaces a child that exits (``watch``). The children it
+        starts die with that thread (``PR_SET_PDEATHSIG`` follows the thread that
+        forked them): fine, it lives until ``stop``."""
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._watch, args=(interval,), name="yinji-serve-workers", daemon=True
+                target=self.watch, args=(interval,), name="yinji-serve-workers", daemon=True
             )
             self._thread.start()
+
+    def watch(self, interval: float = WATCH_INTERVAL) -> None:
+        """Replace every child that exits, in this thread, until ``stop``. Run it in the
+        thread that started the children (``yinji serve`` does): on Linux a child gets
+        SIGTERM when the *thread* that forked it ends, so a starting thread that
+        returned would stop the workers it had just started."""
+        self._watch(interval)
 
     def _watch(self, interval: float) -> None:
         backoff: dict[str, float] = {}
@@ -192,9 +201,6 @@ class ChildWorkers:
                 p.wait(10)
 
 
-_NICE: list[int | None] = []
-
-
 def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
     """Start one worker process: below the web process's priority, dying with it."""
     # The banner goes to stdout: dropped; warnings and errors are logged on stderr.
@@ -245,10 +251,11 @@ def start(
     timeout: float = START_TIMEOUT,
     cancel: threading.Event | None = None,
 ) -> ChildWorkers | None:
-    """Start the two worker processes on ``settings``' data folder, wait until both
-    answer a ping, and supervise them (``ChildWorkers.supervise``): the
-    ``ChildWorkers``, or None when they did not come up or ``cancel`` was set (they
-    are stopped then)."""
+    """Start the two worker processes on ``settings``' data folder and wait until both
+    answer a ping: the ``ChildWorkers`` (then ``watch`` them from this same thread, or
+    ``supervise`` them), or None when they did not come up or ``cancel`` was set (they
+    are stopped then). They get SIGTERM when the thread that calls this ends (Linux
+    ``PR_SET_PDEATHSIG`` follows the forking thread)."""
     app = get_celery()
     if getattr(app, "yinji_settings", None) is None and not app.configured:
         app.yinji_settings = settings
@@ -263,7 +270,6 @@ def start(
             return None
         answered = {name for reply in app.control.ping(timeout=1.0) or [] for name in reply}
         if set(children.names) <= answered:
-            children.supervise()
             return children
     log.warning("the worker processes did not start: %s", children.names)
     children.stop(timeout=5)

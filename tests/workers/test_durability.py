@@ -109,6 +109,7 @@ def test_first_restart_after_kill9_starts_at_once(tmp_path: Path) -> None:
             )
             assert ready < 10, serve.log.read_text()
             assert "Traceback" not in serve.log.read_text()
+            assert "replacing it" not in serve.log.read_text(), serve.log.read_text()
     finally:
         serve.stop()
 
@@ -135,6 +136,9 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
         while serve.job(running)[1]["state"] == "PENDING":
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        # the workers serve started are the ones that run (none stopped and replaced:
+        # a child gets SIGTERM when the thread that forked it ends)
+        assert "replacing it" not in serve.log.read_text(), serve.log.read_text()
         victim = serve.check_worker()
         import os
         import signal
@@ -173,5 +177,6 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
         assert statuses[after]["result"]["results"][0]["matches"][0]["mother_id"] == "w1"
         assert took < 30
         assert serve.health()[1]["status"] == "ok"
+        assert serve.log.read_text().count("replacing it") == 1, serve.log.read_text()
     finally:
         serve.stop()
