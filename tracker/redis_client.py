@@ -182,7 +182,7 @@ def embedded_server_config(settings: Settings) -> dict[str, str]:
     return config
 
 
-def ensure_aof(client: Any) -> None:
+def ensure_aof(client: RedisClient) -> None:
     """Turn the append-only file on in a running embedded server that runs without it
     (started from ``redis.db`` alone, or by an older Yinji): ``CONFIG SET appendonly
     yes`` writes the whole data set to the AOF in the background and logs every write
