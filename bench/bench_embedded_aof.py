@@ -1,17 +1,19 @@
-"""What the embedded Redis's append-only file (issue 37) costs an ingest.
+"""What an append-only file on the embedded *index* server would cost an ingest (issue
+37), the measurement behind the queue server of its own.
 
-The data folder's Redis keeps an AOF (``tracker.redis_client.EMBEDDED_DURABILITY``) so
-that accepted jobs survive a SIGKILL. The index lives in the same server, so its
-writes go to the AOF too. This runs the same ingest into fresh data folders with the
-AOF (what Yinji does) and without it (the code before: snapshots only), alternating
-A and B so that a change of the machine's load hits both, and reports medians.
+Accepted jobs must survive a SIGKILL, so the Redis that holds the queue and the job
+records keeps an AOF. Kept in the index's server, every index write would go to the
+AOF too, the whole-bucket appends of an add (``tracker/indexes/appends.py``) included.
+This runs the same ingest into fresh data folders with the index server as Yinji
+starts it (snapshots only; the jobs have ``queue.db`` with its AOF) and with an AOF on
+it (``appendonly yes``, ``appendfsync everysec``), alternating the two so that a change
+of the machine's load hits both, and reports medians.
 
     python bench/bench_embedded_aof.py [--docs 2000] [--base 0] [--rounds 3]
 
 ``--base N``: N documents are ingested first (not timed), then ``--docs`` more are
-added and timed: an add to a library, whose whole-bucket appends
-(``tracker/indexes/appends.py``) rewrite the buckets they touch, all of it written to
-the AOF.
+added and timed: an add to a library, whose whole-bucket appends rewrite the buckets
+they touch, all of it written to the AOF.
 """
 
 from __future__ import annotations
@@ -37,17 +39,25 @@ from tracker.config import Settings
 from tracker.documents import Document
 from tracker.library import Library
 
+INDEX_AOF = {
+    "appendonly": "yes",
+    "appendfilename": "index.aof",
+    "appendfsync": "everysec",
+    "aof-use-rdb-preamble": "yes",
+}
+
 
 @contextmanager
 def aof(enabled: bool) -> Iterator[None]:
-    config, ensure = rc.embedded_server_config, rc.ensure_aof
-    if not enabled:
-        rc.embedded_server_config = lambda s: {**config(s), "appendonly": "no"}  # type: ignore[assignment]
-        rc.ensure_aof = lambda client: None  # type: ignore[assignment]
+    """The index server started with an AOF (``enabled``) or as Yinji starts it."""
+    before = dict(rc.INDEX_SERVER_CONFIG)
+    if enabled:
+        rc.INDEX_SERVER_CONFIG.update(INDEX_AOF)
     try:
         yield
     finally:
-        rc.embedded_server_config, rc.ensure_aof = config, ensure
+        rc.INDEX_SERVER_CONFIG.clear()
+        rc.INDEX_SERVER_CONFIG.update(before)
 
 
 def one(
@@ -67,7 +77,7 @@ def one(
             t1 = time.perf_counter()
             lib.close()  # the embedded server saves and stops
             t2 = time.perf_counter()
-        size = sum(p.stat().st_size for p in (folder / "data").glob("appendonly.aof*"))
+        size = sum(p.stat().st_size for p in (folder / "data").glob("index.aof*"))
         return t1 - t0, t2 - t1, size
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -89,7 +99,7 @@ def main() -> None:
             runs[enabled].append(one(docs, enabled, base))
             ingest, close, size = runs[enabled][-1]
             print(
-                f"round {r + 1} aof={'on' if enabled else 'off'}: ingest {ingest:.2f} s, "
+                f"round {r + 1} index AOF {'on' if enabled else 'off'}: ingest {ingest:.2f} s, "
                 f"close {close:.2f} s, AOF {size / 1e6:.1f} MB",
                 flush=True,
             )
@@ -102,7 +112,7 @@ def main() -> None:
     close = {k: statistics.median(x[1] for x in v) for k, v in runs.items()}
     for enabled in (False, True):
         print(
-            f"aof {'on ' if enabled else 'off'}: ingest median {med[enabled]:.2f} s "
+            f"index AOF {'on ' if enabled else 'off'}: ingest median {med[enabled]:.2f} s "
             f"({chars / med[enabled] / 1e6:.2f} M chars/s), close median {close[enabled]:.2f} s"
         )
     print(f"ratio on/off (ingest): {med[True] / med[False]:.2f}")

@@ -8,6 +8,7 @@ its pool's children and the web app all find the same store and embedded Redis.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any, Literal
@@ -164,6 +165,15 @@ def worker(
         without_gossip=True,
     )
     w.start()
+    # The queue server this worker may have started (the first process on the data
+    # folder): stopped when nobody else uses it, after this worker's own connections.
+    from workers.app import release_embedded
+
+    with contextlib.suppress(Exception):
+        celery_app.close()
+        celery_app.backend.client.connection_pool.disconnect()
+    with contextlib.suppress(Exception):
+        release_embedded(settings, only_if_alone=True)
     ctx.exit(w.exitcode or 0)
 
 

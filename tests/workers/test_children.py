@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,10 @@ from workers import children
 
 def test_children_that_exit_at_once_give_none(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     fail = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    # no broker: a ping nobody answers (the job app would start the data folder's
+    # queue server, and nothing here would stop it)
+    app = SimpleNamespace(configured=True, control=SimpleNamespace(ping=lambda timeout: []))
+    monkeypatch.setattr(children, "get_celery", lambda: app)
     monkeypatch.setattr(children, "_command", lambda data_dir, loglevel, role, gen=0: ("a@x", fail))
     started = time.monotonic()
     assert children.start(Settings(data_dir=tmp_path), timeout=30) is None

