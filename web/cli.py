@@ -14,12 +14,15 @@ import sys
 import threading
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.redis_client import embedded_server_pid, stop_embedded_redis
+
+if TYPE_CHECKING:
+    from workers.children import ChildWorkers
 
 DEMO_DIR = Path(__file__).parent / "demo"
 DEMO_USER = "demo"
@@ -196,7 +199,7 @@ class ServeWorkers:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.children: Any = None
+        self.children: ChildWorkers | None = None
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._start, name="yinji-serve-start", daemon=True)
 

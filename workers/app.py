@@ -110,8 +110,8 @@ def require_broker(settings: Settings) -> None:
 
 
 def resolve_broker_url(settings: Settings) -> str:
-    """The broker/backend URL; starts the embedded server when it is not running yet.
-    Raises ``SettingError`` naming the variable when none can be derived."""
+    """The broker/backend URL; starts the data folder's queue server when it is not
+    running yet. Raises ``SettingError`` naming the variable when none can be derived."""
     from tracker.redis_client import broker_url, connect_embedded_queue
 
     require_broker(settings)
@@ -121,9 +121,9 @@ def resolve_broker_url(settings: Settings) -> str:
     with _embedded_lock:
         client = _embedded.get(key)
         if client is None:
-            # The lock every process takes to start or stop the data folder's server
+            # The lock every process takes to start or stop the data folder's servers
             # (tracker.services.embedded_redis): two processes starting at once must
-            # not both start one on the same redis.db.
+            # not both start one on the same queue.db.
             from tracker.services.embedded_redis import embedded_server_lock
 
             with embedded_server_lock(settings):
