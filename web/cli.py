@@ -211,9 +211,6 @@ class ServeWorkers:
         from workers import jobs
 
         try:
-            problem = jobs.durability_problem()
-            if problem:
-                click.echo(f"warning: {problem}", err=True)
             if jobs.workers_answer(self.settings):
                 click.echo("using the running worker(s)", err=True)
                 return
@@ -234,6 +231,9 @@ class ServeWorkers:
                 "started 2 worker processes (checks; alerts), replaced when one stops",
                 err=True,
             )
+            problem = jobs.durability_problem()  # after the start: it is not delayed
+            if problem:
+                click.echo(f"warning: {problem}", err=True)
         except Exception:
             logging.getLogger(__name__).exception("the workers of yinji serve did not start")
             return

@@ -63,6 +63,22 @@ def node_name(given: str | None) -> str:
     return host_format(default_nodename(name))
 
 
+def _say_durability_problem() -> None:
+    """Warn when the broker's Redis keeps no append-only file
+    (``workers.jobs.durability_problem``), from a thread of its own: reading the result
+    backend before the worker has started delayed its start by seconds."""
+    import threading
+
+    def check() -> None:
+        from workers.jobs import durability_problem
+
+        problem = durability_problem()
+        if problem:
+            click.echo(f"yinji worker: warning: {problem}", err=True)
+
+    threading.Thread(target=check, name="yinji-durability-check", daemon=True).start()
+
+
 ROOT_NOTE = (
     "running as root: run Yinji's workers as an unprivileged user (a task that is "
     "tricked into running code would run it as root)"
@@ -147,11 +163,7 @@ def worker(
     celery_app.yinji_settings = settings
     celery_app.set_default()
     quiet_root_warning()
-    from workers.jobs import durability_problem
-
-    problem = durability_problem()
-    if problem:
-        click.echo(f"yinji worker: warning: {problem}", err=True)
+    _say_durability_problem()
 
     w = celery_app.Worker(
         hostname=node_name(hostname),
