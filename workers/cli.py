@@ -8,6 +8,7 @@ its pool's children and the web app all find the same store and embedded Redis.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any, Literal
@@ -60,6 +61,46 @@ def node_name(given: str | None) -> str:
     if "@" not in name:
         name = f"{name}@%h"
     return host_format(default_nodename(name))
+
+
+def _say_durability_problem() -> None:
+    """Warn when the broker's Redis keeps no append-only file
+    (``workers.jobs.durability_problem``), from a thread of its own: reading the result
+    backend before the worker has started delayed its start by seconds."""
+    import threading
+
+    def check() -> None:
+        from workers.jobs import durability_problem
+
+        problem = durability_problem()
+        if problem:
+            click.echo(f"yinji worker: warning: {problem}", err=True)
+
+    threading.Thread(target=check, name="yinji-durability-check", daemon=True).start()
+
+
+ROOT_NOTE = (
+    "running as root: run Yinji's workers as an unprivileged user (a task that is "
+    "tricked into running code would run it as root)"
+)
+
+
+def quiet_root_warning() -> None:
+    """Celery warns in ten lines (a ``SecurityWarning``) when a worker runs as root,
+    once per worker process: ``yinji serve`` printed it twice at every start. The
+    advice stands, in one line: said here, or (``YINJI_ROOT_NOTED``, set by serve for
+    its own workers) once by serve itself; Celery's text is filtered out."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    import warnings
+
+    from celery.exceptions import SecurityWarning
+
+    warnings.filterwarnings(
+        "ignore", message="You're running the worker with superuser", category=SecurityWarning
+    )
+    if not os.environ.get("YINJI_ROOT_NOTED"):
+        click.echo(f"yinji worker: {ROOT_NOTE}", err=True)
 
 
 @click.command()
@@ -121,6 +162,8 @@ def worker(
         )
     celery_app.yinji_settings = settings
     celery_app.set_default()
+    quiet_root_warning()
+    _say_durability_problem()
 
     w = celery_app.Worker(
         hostname=node_name(hostname),
@@ -134,6 +177,15 @@ def worker(
         without_gossip=True,
     )
     w.start()
+    # The queue server this worker may have started (the first process on the data
+    # folder): stopped when nobody else uses it, after this worker's own connections.
+    from workers.app import release_embedded
+
+    with contextlib.suppress(Exception):
+        celery_app.close()
+        celery_app.backend.client.connection_pool.disconnect()
+    with contextlib.suppress(Exception):
+        release_embedded(settings, only_if_alone=True)
     ctx.exit(w.exitcode or 0)
 
 
@@ -210,10 +262,9 @@ def watch_add(ctx: click.Context, url: str, site: bool, book: bool, no_crawl: bo
 def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
     """The item's first crawl, in this process (``tracker.cases.watching.crawl_now``)."""
     from tracker.cases import CaseService, open_case_store
-    from tracker.cases.watching import crawl_now
+    from tracker.cases.watching import crawl_now, mark_crawled
     from tracker.crawler import Crawler, CrawlerConfig
     from tracker.library import Library
-    from tracker.records import utcnow
 
     settings = _settings(ctx)
     ws = WorkerSettings.from_env()
@@ -230,10 +281,8 @@ def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
             )
         finally:
             svc.close()
-        item = next((i for i in lib.store.list_watch(active_only=False) if i.url == url), None)
-        if item is not None and run.pages:
-            item.last_crawled_at = utcnow()
-            lib.store.put_watch(item)
+        if run.pages:
+            mark_crawled(lib.store, url)
     case = f"; case {run.case_id}" if run.case_id else ""
     click.echo(f"crawled now: {run.pages} page(s), {run.matches} match(es){case}", err=True)
     for error in run.errors:

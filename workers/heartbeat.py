@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -77,53 +79,82 @@ def reaper_lock_key(app: Celery) -> str:
     return f"{_tag(app)}:reaper"
 
 
+def nodes_key(app: Celery) -> str:
+    """Hash node → the queues it consumes (JSON list), written with each heartbeat."""
+    return f"{_tag(app)}:nodes"
+
+
 def _client(app: Celery) -> Any:
     return app.backend.client
 
 
 # --- heartbeats -------------------------------------------------------------------------
-class Heartbeat:
-    """A daemon thread that keeps one node's heartbeat fresh and runs the reaper."""
+def _namespace() -> str:
+    """This machine and PID namespace: two nodes with the same one can see whether the
+    other's process still runs (a container has a namespace of its own)."""
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        ns = ""
+    return f"{socket.gethostname()}|{ns}"
 
-    def __init__(self, app: Celery, node: str, *, reap: bool = True) -> None:
+
+class Heartbeat:
+    """Daemon threads that keep one node's heartbeat fresh and run the reaper (on a
+    thread of its own: a reaper pass that waits on the broker never delays a beat)."""
+
+    def __init__(
+        self, app: Celery, node: str, *, reap: bool = True, queues: list[str] | None = None
+    ) -> None:
         self.app = app
         self.node = node
         self.reap = reap
+        self.queues = sorted(queues or [])
         self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"yinji-heartbeat-{node}", daemon=True
-        )
+        self._threads = [
+            threading.Thread(target=self._run, name=f"yinji-heartbeat-{node}", daemon=True)
+        ]
+        if reap:
+            self._threads.append(
+                threading.Thread(target=self._reap, name=f"yinji-reaper-{node}", daemon=True)
+            )
+        self._entry = json.dumps({"queues": self.queues, "where": _namespace(), "pid": os.getpid()})
 
     def start(self) -> Heartbeat:
         self.beat()  # at once: a task may arrive before the first interval
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def beat(self) -> None:
         try:
-            _client(self.app).set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
+            pipe = _client(self.app).pipeline(transaction=False)
+            pipe.set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
+            pipe.hset(nodes_key(self.app), self.node, self._entry)
+            pipe.execute()
         except Exception as exc:  # Redis down: the next beat tries again
             log.warning("heartbeat of %s not written: %s", self.node, exc)
 
     def _run(self) -> None:
-        last_reap = 0.0
         while not self._stop.wait(HEARTBEAT_INTERVAL):
             self.beat()
-            if self.reap and time.monotonic() - last_reap >= REAP_INTERVAL:
-                last_reap = time.monotonic()
-                try:
-                    reap_orphans(self.app)
-                except Exception as exc:
-                    log.warning("orphan reaper pass failed: %s", exc)
+
+    def _reap(self) -> None:
+        while not self._stop.wait(REAP_INTERVAL):
+            try:
+                reap_orphans(self.app)
+            except Exception as exc:
+                log.warning("orphan reaper pass failed: %s", exc)
 
     def stop(self) -> None:
         """Stop beating and remove the heartbeat (a clean stop leaves no orphans: a warm
         shutdown lets running tasks finish first)."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(HEARTBEAT_INTERVAL + 1)
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(HEARTBEAT_INTERVAL + 1)
         try:
-            _client(self.app).delete(heartbeat_key(self.app, self.node))
+            forget_node(self.app, self.node)
         except Exception as exc:
             log.warning("heartbeat of %s not removed: %s", self.node, exc)
 
@@ -132,13 +163,98 @@ _beats: dict[str, Heartbeat] = {}
 _beats_lock = threading.Lock()
 
 
-def start_heartbeat(app: Celery, node: str) -> Heartbeat:
-    """Start (once per node in this process) the heartbeat thread of ``node``."""
+def start_heartbeat(app: Celery, node: str, queues: list[str] | None = None) -> Heartbeat:
+    """Start (once per node in this process) the heartbeat thread of ``node``, which
+    consumes ``queues`` (what ``consumers`` and /healthz report)."""
     with _beats_lock:
         hb = _beats.get(node)
         if hb is None:
-            hb = _beats[node] = Heartbeat(app, node).start()
+            hb = _beats[node] = Heartbeat(app, node, queues=queues).start()
         return hb
+
+
+def forget_node(app: Celery, node: str) -> None:
+    """Remove ``node``'s heartbeat and its queues at once: it stopped (cleanly, or its
+    process is known dead: ``workers.children`` saw it exit), so nobody has to wait for
+    the heartbeat to expire to know it."""
+    pipe = _client(app).pipeline(transaction=False)
+    pipe.delete(heartbeat_key(app, node))
+    pipe.hdel(nodes_key(app), node)
+    pipe.execute()
+
+
+@dataclass
+class NodeEntry:
+    """What a worker node says of itself in ``{<prefix>:workers}:nodes``."""
+
+    queues: list[str]
+    where: str = ""  # host and PID namespace (``_namespace``)
+    pid: int = 0
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> NodeEntry:
+        data = json.loads(raw)
+        if isinstance(data, list):  # the queues alone
+            return cls([str(q) for q in data])
+        queues = data.get("queues") if isinstance(data, dict) else None
+        return cls(
+            [str(q) for q in queues] if isinstance(queues, list) else [],
+            str(data.get("where") or ""),
+            int(data.get("pid") or 0),
+        )
+
+    def dead_here(self) -> bool:
+        """Its process ran on this machine, in this PID namespace, and is gone: known at
+        once, without waiting for its heartbeat to expire."""
+        from tracker.redis_client import process_alive
+
+        return bool(self.pid) and self.where == _namespace() and not process_alive(self.pid)
+
+
+def _node_entries(app: Celery) -> dict[str, NodeEntry | None]:
+    raw = _client(app).hgetall(nodes_key(app))
+    out: dict[str, NodeEntry | None] = {}
+    for name, value in raw.items():
+        key = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            out[key] = NodeEntry.from_json(value)
+        except (TypeError, ValueError, AttributeError):
+            out[key] = None
+    return out
+
+
+def dead_nodes(app: Celery) -> set[str]:
+    """Registered nodes whose process is known gone (``NodeEntry.dead_here``)."""
+    return {n for n, e in _node_entries(app).items() if e is not None and e.dead_here()}
+
+
+def consumers(app: Celery) -> dict[str, list[str]]:
+    """The live worker nodes (a fresh heartbeat, and a process that still runs when it
+    ran on this machine) and the queues each consumes. Nodes found gone are dropped
+    from the registry on the way."""
+    client = _client(app)
+    entries = _node_entries(app)
+    if not entries:
+        return {}
+    names = list(entries)
+    beats = client.mget([heartbeat_key(app, n) for n in names])
+    live: dict[str, list[str]] = {}
+    gone = []
+    for name, beat in zip(names, beats, strict=True):
+        entry = entries[name]
+        if beat is None or entry is None or entry.dead_here():
+            gone.append(name)
+            continue
+        live[name] = entry.queues
+    if gone:
+        client.hdel(nodes_key(app), *gone)
+    return live
+
+
+def missing_queues(app: Celery, queues: tuple[str, ...] | list[str]) -> list[str]:
+    """Those of ``queues`` that no live worker node consumes (jobs sent there wait)."""
+    served = {q for qs in consumers(app).values() for q in qs}
+    return [q for q in queues if q not in served]
 
 
 def stop_heartbeat(node: str) -> None:
@@ -152,7 +268,20 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     # ``yinji worker`` and ``celery worker`` (app.Worker) send it; the in-process worker
     # starts its heartbeats itself (workers.jobs).
     if sender is not None and getattr(sender, "hostname", None):
-        start_heartbeat(sender.app, sender.hostname)
+        start_heartbeat(sender.app, sender.hostname, _consumed(sender))
+
+
+def _consumed(consumer: Any) -> list[str]:
+    """The queues a worker's consumer reads."""
+    task_consumer = getattr(consumer, "task_consumer", None)
+    queues = getattr(task_consumer, "queues", None) or []
+    names = [str(q.name) for q in queues if getattr(q, "name", None)]
+    if names:
+        return names
+    try:
+        return sorted(consumer.app.amqp.queues.consume_from)
+    except Exception:
+        return []
 
 
 def _on_worker_shutdown(sender: Any = None, **_: Any) -> None:
@@ -271,10 +400,12 @@ def _age(entry: RunningTask, now: float) -> float:
         return float("inf")
 
 
-def reap_orphans(app: Celery) -> ReapReport:
+def reap_orphans(app: Celery, dead: frozenset[str] | set[str] = frozenset()) -> ReapReport:
     """One pass: every tracked task whose node has no heartbeat is re-queued under its
     own id, or marked failed with the reason after ``MAX_REQUEUES`` re-queues; tasks
-    already finished are forgotten. One process at a time (a Redis lock)."""
+    already finished are forgotten. ``dead``: nodes known to have stopped (their
+    process exited: ``workers.children``), whose tasks are re-queued at once, without
+    waiting for their heartbeat to expire. One process at a time (a Redis lock)."""
     client = _client(app)
     report = ReapReport()
     token = uuid.uuid4().hex
@@ -283,7 +414,7 @@ def reap_orphans(app: Celery) -> ReapReport:
         report.skipped = True
         return report
     try:
-        _reap(app, client, report)
+        _reap(app, client, report, dead)
     finally:
         if client.get(lock) in (token, token.encode()):
             client.delete(lock)
@@ -296,7 +427,7 @@ def reap_orphans(app: Celery) -> ReapReport:
     return report
 
 
-def _reap(app: Celery, client: Any, report: ReapReport) -> None:
+def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | set[str]) -> None:
     key = running_key(app)
     raw = client.hgetall(key)
     if not raw:
@@ -310,7 +441,8 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
     now = time.time()
     nodes = sorted({e.node for e in entries if e.node})
     alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
-    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None}
+    dead = set(dead) | (dead_nodes(app) & set(nodes))
+    alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None} - dead
     from workers.jobs import _metas
 
     metas: dict[str, dict[str, Any]] = {}
@@ -330,7 +462,7 @@ def _reap(app: Celery, client: Any, report: ReapReport) -> None:
             elif _age(entry, now) > LOST_AFTER and meta.get("status") == states.PENDING:
                 waiting.append(entry)
             continue
-        if entry.node in alive or _age(entry, now) < HEARTBEAT_TTL:
+        if entry.node in alive or (entry.node not in dead and _age(entry, now) < HEARTBEAT_TTL):
             continue
         lost_on = entry.node
         if entry.requeues >= MAX_REQUEUES:

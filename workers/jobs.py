@@ -540,6 +540,42 @@ def _check_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, A
     return {"results": results, "skipped": skipped, "errors": errors}
 
 
+def _watch_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first crawl of a watch-list item as a check job's result (``results``: the
+    pages checked, a book's chapters; ``errors``; ``skipped``), so its job page counts
+    what was checked and found; a book's report (``crawl_book``: ``index_url``,
+    ``pages_fetched``, ``chapters``, ``case_id`` …) is kept beside them, and ``pages``
+    says how many pages were fetched."""
+    books = [leaf for leaf in node.leaves if isinstance(leaf.get("chapters"), list)]
+    refused = [
+        leaf
+        for leaf in node.leaves
+        if "chapters" not in leaf and "skipped" not in leaf and leaf.get("error")
+    ]
+    pages = [leaf for leaf in node.leaves if leaf not in books and leaf not in refused]
+    out = _check_result(
+        _Node(node.state, node.done, node.total, node.ready, pages, node.failures),
+        passed_over,
+    )
+    fetched = sum(1 for leaf in pages if leaf.get("status") is not None)
+    for book in books:
+        out.update({k: v for k, v in book.items() if k not in ("total", "results", "errors")})
+        fetched += int(book.get("pages_fetched") or 0)
+        for ch in book["chapters"]:
+            if not isinstance(ch, dict):
+                continue
+            if ch.get("suspect_id"):
+                out["results"].append(
+                    {k: ch.get(k) for k in ("suspect_id", "title", "url", "matches")}
+                )
+            if ch.get("error"):
+                out["errors"].append({"source": ch.get("url") or "", "error": ch["error"]})
+    for leaf in refused:  # a book whose index cannot be read
+        out["errors"].append({"source": leaf.get("url") or "", "error": leaf["error"]})
+    out["pages"] = fetched
+    return out
+
+
 def _ingest_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ingested": 0,
@@ -606,6 +642,8 @@ def job_status(job_id: str) -> dict:
     if state == states.SUCCESS:
         if kind == "check":
             result = _check_result(node, passed_over)
+        elif kind == "watch":
+            result = _watch_result(node, passed_over)
         elif kind == "ingest":
             result = _ingest_result(node, passed_over)
         elif kind == "rebuild" and len(node.leaves) > 1:
@@ -796,6 +834,38 @@ def queue_health() -> dict[str, str]:
     return out
 
 
+def durability_problem() -> str | None:
+    """Why a job accepted now could be lost by a crash of the Redis that holds the
+    queue and the job records, or None: that Redis keeps no append-only file
+    (``appendonly no``: a restart goes back to its last snapshot, and the jobs accepted
+    since are gone). The embedded queue server always keeps one
+    (``tracker.redis_client.QUEUE_SERVER_CONFIG``); a server of ``YINJI_REDIS_URL`` /
+    ``YINJI_BROKER_URL`` needs ``appendonly yes`` (docker-compose.yml sets it). None
+    too when the server does not say (INFO refused)."""
+    try:
+        info = _client(get_celery()).info("persistence")
+    except Exception as exc:
+        log.info("the broker's persistence is unknown: %s", exc)
+        return None
+    if str(info.get("aof_enabled", "1")) in ("0", "False"):
+        return (
+            "the Redis that holds the job queue keeps no append-only file (appendonly no): "
+            "a crash of it loses the jobs accepted since its last snapshot; set "
+            "'appendonly yes' on it (docs/WORKERS.md, Durability)"
+        )
+    return None
+
+
+def missing_consumers() -> list[str]:
+    """The queues no live worker consumes now (``workers.heartbeat.consumers``: every
+    worker node says with its heartbeat which queues it reads, and a worker process
+    ``yinji serve`` saw die is removed at once). Jobs sent there are kept and wait.
+    Raises when the result backend does not answer."""
+    from workers.heartbeat import missing_queues
+
+    return missing_queues(get_celery(), QUEUES)
+
+
 # --- a worker when there is none -----------------------------------------------------
 _inprocess_lock = threading.Lock()
 _inprocess: dict[str, Any] = {}
@@ -892,7 +962,7 @@ def _start_inprocess_worker(
     # within a minute of this start) — app.Worker's worker_ready does it for 'yinji worker'.
     from workers.heartbeat import start_heartbeat
 
-    start_heartbeat(app, worker.hostname)
+    start_heartbeat(app, worker.hostname, queues)
     log.info("started an in-process worker (%s: %s)", worker.hostname, ",".join(queues))
     return worker, thread
 

@@ -295,8 +295,14 @@ class Installation:
         self.workers.append(w)
         return w
 
+    @property
+    def queue(self) -> Any:
+        """A client of the Redis that holds the jobs (the Celery broker and result
+        backend: the data folder's queue server), not the index's ``embedded.client``."""
+        return self.app.backend.client
+
     def task_counters(self, task_id: str) -> dict[str, int]:
-        raw = self.embedded.client.hgetall(f"{self.settings.redis_prefix}:task:{task_id}")
+        raw = self.queue.hgetall(f"{self.settings.redis_prefix}:task:{task_id}")
         return {k.decode(): int(v) for k, v in raw.items() if k != b"result"}
 
 

@@ -132,3 +132,18 @@ def test_serve_runs_jobs_in_worker_processes(tmp_path: Path) -> None:
         from tracker.redis_client import stop_embedded_redis
 
         stop_embedded_redis(Settings(data_dir=data))
+
+
+def test_demo_without_serving_names_no_address(tmp_path: Path) -> None:
+    """``yinji demo --no-serve`` loads the data and starts no server: it says how to
+    serve it, not "open http://127.0.0.1:8000/" (nothing answers there)."""
+    from click.testing import CliRunner
+
+    from tracker.cli import main
+
+    data = tmp_path / "demo data"
+    result = CliRunner().invoke(main, ["--data-dir", str(data), "demo", "--no-serve"])
+    assert result.exit_code == 0, result.output
+    assert "http://" not in result.output
+    assert f"start it with 'yinji --data-dir '{data}' serve'" in result.output
+    assert "'demo'" in result.output and "'yinji-demo'" in result.output

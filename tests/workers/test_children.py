@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +17,11 @@ from workers import children
 
 def test_children_that_exit_at_once_give_none(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     fail = [sys.executable, "-c", "import sys; sys.exit(3)"]
-    monkeypatch.setattr(children, "_commands", lambda data_dir, loglevel: [("a@x", fail)] * 2)
+    # no broker: a ping nobody answers (the job app would start the data folder's
+    # queue server, and nothing here would stop it)
+    app = SimpleNamespace(configured=True, control=SimpleNamespace(ping=lambda timeout: []))
+    monkeypatch.setattr(children, "get_celery", lambda: app)
+    monkeypatch.setattr(children, "_command", lambda data_dir, loglevel, role, gen=0: ("a@x", fail))
     started = time.monotonic()
     assert children.start(Settings(data_dir=tmp_path), timeout=30) is None
     assert time.monotonic() - started < 20  # no waiting for a ping of the dead
@@ -24,7 +29,7 @@ def test_children_that_exit_at_once_give_none(monkeypatch: pytest.MonkeyPatch, t
 
 def test_stop_ends_a_running_child(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    group = children.ChildWorkers(procs=[proc], names=["x@y"])
+    group = children.ChildWorkers(children=[children.Child("work", "x@y", proc, time.monotonic())])
     assert group.alive()
     group.stop(timeout=10)
     assert proc.poll() is not None and not group.alive()

@@ -178,7 +178,7 @@ def test_a_killed_workers_job_is_done_once_within_90_s(
     inst = installation_factory(tmp_path / "data")
     doomed = inst.worker(name="doomed", extra={"YINJI_TEST_TASK_DELAY": "120"})
     job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
-    client = inst.embedded.client
+    client = inst.queue
     key = running_key(inst.app)
 
     def running_on() -> str:
@@ -214,7 +214,7 @@ def test_an_orphan_requeued_too_often_fails_with_the_reason(
 
     inst = installation_factory(tmp_path / "data")
     job = jobs.submit_check(texts=[{"title": "t", "text": "江南的雨季总是来得悄无声息" * 5}])
-    client = inst.embedded.client
+    client = inst.queue
     entry = RunningTask(
         id=job,
         name="yinji.check.check_texts",
@@ -290,7 +290,7 @@ def test_jobs_of_a_crashed_serve_are_finished_by_the_next_serve(
     first = _serve(inst.data_dir, log, YINJI_TEST_TASK_DELAY="120")
     try:
         job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
-        client = inst.embedded.client
+        client = inst.queue
 
         def node() -> str:
             raw = client.hget(running_key(inst.app), job)
@@ -510,7 +510,7 @@ def test_a_big_check_job_and_the_recheck_spread_over_workers(
         for i in range(23)
     ]
     job = jobs.submit_check(texts=texts)
-    record = json.loads(inst.embedded.client.get(f"yinji:job:{job}"))
+    record = json.loads(inst.queue.get(f"yinji:job:{job}"))
     assert [t["total"] for t in record["tasks"]] == [5, 5, 5, 5, 3]
     status, _ = wait_job(job, timeout=120)
     assert status["state"] == "SUCCESS" and status["done"] == status["total"] == 23
@@ -553,7 +553,7 @@ def test_a_task_lost_in_flight_is_sent_again(
     inst = installation_factory(tmp_path / "data")
     kept = jobs.submit_check(texts=[{"text": "江南的雨季总是来得悄无声息" * 5}])
     lost = jobs.submit_check(texts=[{"text": "城市的地铁在早高峰时挤满了赶路的人" * 5}])
-    client = inst.embedded.client
+    client = inst.queue
     key = running_key(inst.app)
     for task_id in (kept, lost):
         entry = RunningTask.from_json(client.hget(key, task_id))

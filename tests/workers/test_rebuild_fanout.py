@@ -99,7 +99,7 @@ def test_a_rebuild_spreads_and_a_killed_chunk_runs_again_once(
     extra = {"YINJI_REBUILD_CHUNK": "2"}
     doomed = inst.worker(name="doomed", extra={**extra, "YINJI_TEST_ITEM_DELAY": "120"})
     job = jobs.submit_rebuild()
-    client = inst.embedded.client
+    client = inst.queue
     key = running_key(inst.app)
 
     def chunk_on_doomed() -> str:

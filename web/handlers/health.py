@@ -15,8 +15,10 @@ bp = Blueprint("health", __name__)
 
 @bp.get("/healthz")
 def healthz() -> Any:
-    """200 when the store, Redis, the broker and the result backend answer, 503 naming
-    the part that failed otherwise.
+    """200 when the store, Redis, the broker and the result backend answer and some
+    worker consumes every queue; 503 naming the part that failed otherwise
+    (``"status": "unavailable"``), or the queues nobody consumes (``"status":
+    "degraded"``, ``"workers": "no worker consumes: check, …"``).
 
     Anyone may call it, so the answer never carries the exception: its text can hold
     host names, paths or a connection URI with a password. The log has it."""
@@ -42,4 +44,24 @@ def healthz() -> Any:
     if down:
         checks["error"] = f"not answering: {', '.join(down)}; see the server log"
         return jsonify({"status": "unavailable", **checks}), 503
+    # Accepted jobs are kept (docs/RELIABILITY.md), but a queue nobody consumes is work
+    # that does not move: say which, instead of "ok" (a dead worker, `--no-worker`
+    # without `yinji worker`).
+    try:
+        missing = jobs.missing_consumers()
+    except Exception:
+        current_app.logger.exception("health check: the worker heartbeats cannot be read")
+        missing = None
+    if missing is None:
+        checks["workers"] = "unknown"
+    elif missing:
+        checks["workers"] = f"no worker consumes: {', '.join(missing)}"
+        checks["error"] = (
+            f"no worker consumes the queue(s) {', '.join(missing)}: jobs sent there are "
+            "kept and wait; start a worker (yinji worker), or wait for yinji serve to "
+            "replace the one that stopped"
+        )
+        return jsonify({"status": "degraded", **checks}), 503
+    else:
+        checks["workers"] = "ok"
     return jsonify({"status": "ok", **checks}), 200

@@ -130,8 +130,18 @@ def crawl_url(
 def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dict[str, Any]:
     progress = Progress(task, total=1)
     progress.start()
-    result, _ = crawl_and_check(task, url, suspect_id, check)
+    result, page = crawl_and_check(task, url, suspect_id, check)
+    if page is not None:
+        watched(task, url)
     return result
+
+
+def watched(task: Task, url: str) -> None:
+    """A watch-list item was crawled: its "last crawled" time (``mark_crawled``; a URL
+    not on the list is left alone)."""
+    from tracker.cases.watching import mark_crawled
+
+    mark_crawled(rt(task).library.store, url)
 
 
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
@@ -149,6 +159,8 @@ def _crawl_site(task: Task, url: str, limit: int | None, check: bool) -> dict[st
     limit = worker_settings(task.app).site_crawl_limit if limit is None else max(0, limit)
     Progress(task, total=limit + 1).start()
     start, page = crawl_and_check(task, url, None, check)
+    if page is not None:
+        watched(task, url)
     links = (
         [link.url for link in same_site_links(page.html, page.final_url, limit)]
         if page is not None
@@ -197,6 +209,7 @@ def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
     except BookError as exc:
         return {"url": url, "error": str(exc), "total": 1}
     alerted = alert_new_matches_since(task, started, report.suspect_ids)
+    watched(task, url)
     return {**report.to_dict(), "alerted": alerted, "total": 1}
 
 

@@ -96,7 +96,7 @@ def kinds(found: list[Any]) -> list[str]:
 def rerun(inst: Installation, name: str, args: list[Any], task_id: str) -> None:
     """What a delivery after a worker died during the work does: the task's marker has
     no result, so the work runs again under the same task id. Waits for that run."""
-    inst.embedded.client.delete(f"{inst.settings.redis_prefix}:task:{task_id}")
+    inst.queue.delete(f"{inst.settings.redis_prefix}:task:{task_id}")
     inst.app.send_task(name, args=args, task_id=task_id)
     wait_until(lambda: inst.task_counters(task_id).get("runs") == 1, 60, f"{name} to run again")
 
