@@ -204,21 +204,48 @@ def fill_values(
         x //= np.uint64(10)
     one_bytes = digits[np.arange(10) >= (10 - nd)[:, None]]
     many_at = np.flatnonzero(~single)
+    # Fields of several seqs: most hold distinct seqs, at most ``stop_df`` of them, and
+    # are written here with numpy (``encode_value``: "\x01" + both seqs for two, the
+    # packed seqs for more); a field with a seq twice (an identity collision) or past
+    # the stop goes through ``encode_value``/``stop_value`` one by one.
+    mcounts = counts[many_at]
+    group = np.repeat(np.arange(many_at.size), mcounts)
+    elems = np.repeat(starts[many_at] - (np.cumsum(mcounts) - mcounts), mcounts) + np.arange(
+        group.size
+    )
+    mseqs = seqs[elems]
+    pairs = np.sort((group.astype(np.uint64) << np.uint64(32)) | mseqs.astype(np.uint64))
+    odd = np.zeros(many_at.size, dtype=bool)
+    odd[(pairs[1:][pairs[1:] == pairs[:-1]] >> np.uint64(32)).astype(np.int64)] = True
+    odd |= mcounts > stop_df
+    plain = ~odd
+    posts = np.minimum(mcounts, stop_df + 1)
     many: list[bytes] = []
-    posts: list[int] = []  # postings of each (as adds count: up to the stop)
     raw = seqs.astype("<u4").tobytes()
-    for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
+    odd_at = np.flatnonzero(odd)
+    for g, a, c in zip(
+        odd_at.tolist(),
+        starts[many_at[odd]].tolist(),
+        mcounts[odd].tolist(),
+        strict=True,
+    ):
         got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
         kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
         many.append(stop_value(kept) if len(kept) > stop_df else encode_value(kept, FORMAT))
-        posts.append(min(len(kept), stop_df + 1))
+        posts[g] = min(len(kept), stop_df + 1)
+    two = plain & (mcounts == 2)
     vlen = np.empty(starts.size, dtype=np.int64)
     vlen[single] = nd
-    vlen[many_at] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
+    vlen[many_at[plain]] = 4 * mcounts[plain] + two[plain]
+    vlen[many_at[odd]] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
     vstart = np.cumsum(vlen) - vlen
     vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
     scatter(vdata, vstart[single], nd, one_bytes)
-    scatter(vdata, vstart[many_at], vlen[many_at], np.frombuffer(b"".join(many), np.uint8))
+    vdata[vstart[many_at[two]]] = 1  # the two-seq marker, then both seqs
+    plain_bytes = mseqs[plain[group]].astype("<u4").view(np.uint8)
+    scatter(vdata, vstart[many_at[plain]] + two[plain], 4 * mcounts[plain], plain_bytes)
+    odd_bytes = np.frombuffer(b"".join(many), np.uint8)
+    scatter(vdata, vstart[many_at[odd]], vlen[many_at[odd]], odd_bytes)
     counts = np.ones(starts.size, dtype=np.int64)
     counts[many_at] = posts
     return vlen, vdata, counts
