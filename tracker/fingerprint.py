@@ -395,6 +395,18 @@ class Fingerprinter:
         return Fingerprints(values, starts, offsets, self.params.granularity)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a 1-D array (sorted, each once), without its per-call
+    overhead (~10x slower on a chapter's ~1,000 fingerprints)."""
+    out = np.sort(values)
+    if out.size < 2:
+        return out
+    keep = np.empty(out.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
+
+
 def fingerprint(
     text: str,
     *,
