@@ -67,6 +67,9 @@ def _known(suffix: str, books: BookReader | None) -> bool:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: What ``clean_text`` changes: a lone surrogate or an explicit bidi control (one scan
+#: of a clean text, the usual case, instead of a substitution and a search).
+_UNCLEAN = re.compile("[\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 
 def clean_text(text: str) -> str:
@@ -74,6 +77,8 @@ def clean_text(text: str) -> str:
     "\\ud800" can carry) by U+FFFD, one code point for one; then a line holding bidi
     overrides (U+202E ...) is put in display order (``tracker.textform.reading_order``):
     the text is stored, matched and shown as a reader sees it."""
+    if not _UNCLEAN.search(text):
+        return text
     return reading_order(_SURROGATE.sub("\ufffd", text))
 
 
