@@ -1,23 +1,33 @@
 """Ingest of a whole-book file as a book of chapters (issue #36: ≥ 2 M chars/s wall for a
-5 M-character book), beside the same file ingested as one work in the same run.
+5 M-character book), as ``yinji ingest book.txt`` runs it: a new process each time
+(start-up, reading and decoding, the chapter reader, fingerprints, store, index,
+snapshot, the book record), into a fresh embedded library (sqlite + embedded Redis in a
+temporary folder).
 
 The book: chapters of the novels under ../shared/data/novels (several editions, as
 ``tracker.books.parse.split_chapters`` finds them), renumbered 第1章 … and written as one
-UTF-8 TXT of about 5 M characters. Each run ingests it into a fresh embedded library
-(sqlite + embedded Redis in a temporary folder) through ``yinji ingest``'s own path
-(``BookIngest``: reading, the heading test, the chapter reader, the ingest, the book
-record): ``book`` in auto mode (a book of chapters), ``works`` with ``--as-works`` (one
-work, the baseline). Wall time of the whole call; medians over ``--runs`` runs each,
-the two modes alternating.
+TXT of about 5 M characters, in GB18030 as pirate downloads are (``--encoding``). Modes,
+in turn (A B A B ...), medians over ``--runs`` runs each:
 
-    python bench/bench_book_ingest.py [--chars 5000000] [--runs 3]
+- ``book``: ``yinji ingest book.txt`` (a book of chapters);
+- ``works``: ``yinji ingest --as-works book.txt`` (one work, for scale);
+- ``baseline`` with ``--baseline-tree DIR``: ``yinji ingest book.txt`` run from another
+  source tree (e.g. ``git archive <commit> | tar -x -C DIR``), the before of a change;
+  the two libraries' index (every Redis field but tokens) and stored fingerprints are
+  then compared by digest: a speed-up must not change an answer.
+
+    python bench/bench_book_ingest.py [--chars 5000000] [--runs 5] [--baseline-tree DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +42,7 @@ from tracker.documents import decode_text  # noqa: E402
 NOVELS = Path(os.environ.get("YINJI_SHARED_DATA", "/work/shared/data")) / "novels"
 
 
-def build_book(path: Path, chars: int) -> tuple[int, int]:
+def build_book(path: Path, chars: int, encoding: str = "gb18030") -> tuple[int, int]:
     """Write the book; (characters of chapter text, chapters)."""
     from tracker.books.parse import split_chapters
 
@@ -54,49 +64,121 @@ def build_book(path: Path, chars: int) -> tuple[int, int]:
                     break
             if total >= chars:
                 break
-    path.write_text("".join(parts), "utf-8")
+    path.write_bytes("".join(parts).encode(encoding))
     return total, n
 
 
-def run(book: Path, mode: str) -> tuple[float, int, int]:
-    """(wall seconds, works stored, books made) of one ingest into a fresh library."""
-    from tracker.books.service import BookIngest, BookService
+def run(tree: Path, book: Path, data: Path, *extra: str) -> tuple[float, str]:
+    """(wall seconds, the CLI's summary lines) of ``yinji ingest`` run from ``tree``
+    into a fresh ``data`` folder, as a new process."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", *extra]
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*cmd, str(book)], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    said = [ln for ln in done.stderr.splitlines() if ln.startswith(("ingested", "made"))]
+    return wall, "; ".join(said)
+
+
+def digest(data: Path) -> str:
+    """Digest of a library's index (every Redis hash field but the random tokens) and
+    of its stored works and fingerprints."""
     from tracker.config import Settings
     from tracker.library import Library
 
-    with tempfile.TemporaryDirectory() as tmp, Library.open(Settings(data_dir=Path(tmp))) as lib:
-        started = time.perf_counter()
-        plan = BookIngest(BookService(lib), mode="auto" if mode == "book" else "works")
-        report = lib.ingest(plan.documents([book]), expected_chars=book.stat().st_size // 3)
-        made = plan.finish(report)
-        wall = time.perf_counter() - started
-        assert not report.errors, report.errors
-        return wall, report.ingested, len(made)
+    h = hashlib.sha256()
+    with Library.open(Settings(data_dir=data)) as lib:
+        for key in sorted(lib.redis.scan_iter(count=10_000)):
+            if lib.redis.type(key) != b"hash":
+                h.update(key + b"\0" + repr(lib.redis.get(key)).encode())
+                continue
+            fields = sorted(lib.redis.hgetall(key).items())
+            h.update(
+                key + b"\0" + repr([f for f in fields if f[0] not in (b"epoch", b"token")]).encode()
+            )
+    with sqlite3.connect(data / "yinji.sqlite3") as db:
+        for table in ("mothers", "fingerprints", "books"):
+            cols = [c[1] for c in db.execute(f"pragma table_info({table})")]
+            keep = [c for c in cols if not c.endswith("_at") and c not in ("created", "updated")]
+            for row in db.execute(f"select {', '.join(keep)} from {table} order by 1, 2"):
+                h.update(repr([_timeless(v) for v in row]).encode())
+    return h.hexdigest()[:16]
+
+
+def _timeless(value: object) -> object:
+    """A column's value; in a JSON document, the times (keys ending ``_at``) left out."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            return value
+        return json.dumps(_drop_times(doc), sort_keys=True, ensure_ascii=False)
+    return value
+
+
+def _drop_times(doc: object) -> object:
+    if isinstance(doc, dict):
+        return {k: _drop_times(v) for k, v in doc.items() if not str(k).endswith("_at")}
+    if isinstance(doc, list):
+        return [_drop_times(v) for v in doc]
+    return doc
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chars", type=int, default=5_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--encoding", default="gb18030")
+    parser.add_argument("--baseline-tree", type=Path, default=None)
+    parser.add_argument("--no-works", action="store_true", help="leave out the one-work mode")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         book = Path(tmp) / "book.txt"
-        chars, chapters = build_book(book, args.chars)
-        size = len(book.read_text("utf-8"))
+        chars, chapters = build_book(book, args.chars, args.encoding)
+        size = len(decode_text(book.read_bytes()))
         print(f"# {machine()}")
-        print(f"book: {size:,} characters in the file, {chapters} chapters, {chars:,} of text")
-        times: dict[str, list[float]] = {"book": [], "works": []}
+        print(f"# load average at the start: {os.getloadavg()[0]:.1f}")
+        print(
+            f"book: {size:,} characters ({args.encoding}, {book.stat().st_size:,} bytes), "
+            f"{chapters} chapters, {chars:,} of chapter text"
+        )
+        modes: dict[str, tuple[Path, tuple[str, ...]]] = {"book": (ROOT, ())}
+        if args.baseline_tree is not None:
+            modes["baseline"] = (args.baseline_tree.resolve(), ())
+        if not args.no_works:
+            modes["works"] = (ROOT, ("--as-works",))
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        digests: dict[str, set[str]] = {m: set() for m in modes}
         for i in range(args.runs):
-            for mode in ("book", "works") if i % 2 == 0 else ("works", "book"):
-                wall, works, books = run(book, mode)
+            order = list(modes) if i % 2 == 0 else list(reversed(modes))
+            for mode in order:
+                tree, extra = modes[mode]
+                data = Path(tmp) / f"data-{mode}-{i}"
+                wall, said = run(tree, book, data, *extra)
                 times[mode].append(wall)
-                print(f"run {i + 1} {mode:5}: {wall:6.2f} s, {size / wall / 1e6:.2f} M chars/s, "
-                      f"{works} works, {books} books")  # fmt: skip
+                if mode != "works":
+                    digests[mode].add(digest(data))
+                rate = size / wall / 1e6
+                print(f"run {i + 1} {mode:8}: {wall:6.2f} s, {rate:.2f} M chars/s; {said}")
+        print(f"# load average at the end: {os.getloadavg()[0]:.1f}")
         for mode, ts in times.items():
             med = statistics.median(ts)
-            print(f"{mode:5}: median {med:.2f} s = {size / med / 1e6:.2f} M chars/s wall")
-        ratio = statistics.median(times["works"]) / statistics.median(times["book"])
-        print(f"book vs one work: {ratio:.2f}x the speed")
+            print(f"{mode:8}: median {med:.2f} s = {size / med / 1e6:.2f} M chars/s wall")
+        for mode in modes:
+            if mode != "book":
+                ratio = statistics.median(times[mode]) / statistics.median(times["book"])
+                print(f"book is {ratio:.2f}x the speed of {mode}")
+        if "baseline" in modes:
+            same = digests["book"] == digests["baseline"] and len(digests["book"]) == 1
+            verdict = "identical" if same else "DIFFERENT"
+            print(
+                f"index and store digests: {sorted(digests['book'])} vs "
+                f"{sorted(digests['baseline'])}: {verdict}"
+            )
 
 
 if __name__ == "__main__":

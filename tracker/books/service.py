@@ -22,6 +22,7 @@ library stored before books (issue #36).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -528,17 +529,18 @@ class BookIngest:
             if suffix == ".epub":
                 return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
             return None
-        if self.mode == "auto" and suffix != ".epub":
+        with _decoding_once():  # a TXT read here and by the book reader: decoded once
+            if self.mode == "auto" and suffix != ".epub":
+                try:
+                    text = _plain_text(data, name, suffix)
+                except ValueError:
+                    return None  # the document reader says what is wrong with it
+                if not may_be_book(text):
+                    return None
             try:
-                text = _plain_text(data, name, suffix)
-            except ValueError:
-                return None  # the document reader says what is wrong with it
-            if not may_be_book(text):
-                return None
-        try:
-            parsed = book_from_file(name, data)
-        except ValueError as exc:  # BookFileError, named by the reader
-            return [DocumentError(name, str(exc).removeprefix(f"{name}: "))]
+                parsed = book_from_file(name, data)
+            except ValueError as exc:  # BookFileError, named by the reader
+                return [DocumentError(name, str(exc).removeprefix(f"{name}: "))]
         if self.mode == "auto" and suffix != ".epub" and len(parsed.chapters) < 2:
             return None  # a plain work after all
         return list(self.chapter_documents(parsed, book_id_for(name, parsed.title)))
@@ -680,9 +682,26 @@ class BookIngest:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def _decoding_once() -> contextlib.AbstractContextManager[None]:
+    from tracker.books.parse import decoding_once
+
+    return decoding_once()
+
+
+def _txt_text(data: bytes, name: str) -> str:
+    """A TXT's text as the book reader reads it (``decode_book_text``: decoded once in
+    ``_decoding_once``), or as the document reader does when that refuses it."""
+    from tracker.books.parse import decode_book_text, reads_as_txt
+
+    if reads_as_txt(name, data):
+        with contextlib.suppress(ValueError):
+            return decode_book_text(name or "<book>", data)
+    return decode_text(data, name)
+
+
 def _plain_text(data: bytes, name: str, suffix: str) -> str:
     if suffix == ".txt":
-        return decode_text(data, name)
+        return _txt_text(data, name)
     if suffix in (".html", ".htm"):
         return extract_html(decode_html_bytes(data, name))[1]
     if suffix == ".docx":

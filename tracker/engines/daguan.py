@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tracker.engines.base import Candidate, Engine
-from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference, ReferenceRecord
+from tracker.fingerprint import (
+    Fingerprinter,
+    FingerprintParams,
+    Reference,
+    ReferenceRecord,
+    distinct,
+)
 from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
 from tracker.records import JSONObject, json_int
@@ -90,7 +96,7 @@ class DaguanEngine(Engine):
         return self.fingerprinter.params
 
     def mother_fingerprints(self, text: str) -> np.ndarray:
-        return np.unique(self.fingerprinter.fingerprints(text).values)
+        return distinct(self.fingerprinter.fingerprints(text).values)
 
     def add(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         self.index.add(items)

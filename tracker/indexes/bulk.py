@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.indexes.codec import FORMAT, encode_value, stop_value
+from tracker.indexes.codec import FORMAT, SAMPLE, STOP
 from tracker.indexes.editions import Seen
 from tracker.indexes.keys import (
     IDENTITY_BITS,
@@ -189,11 +189,51 @@ def fill_values(
     seqs: np.ndarray, starts: np.ndarray, stop_df: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
-    (lengths, the values' bytes one after the other). Single seqs (most fields)
-    as decimal digits, made with numpy; the others through ``encode_value``."""
+    (lengths, the values' bytes one after the other, postings of each as adds count
+    them), as ``encode_value``/``stop_value`` write them, made with numpy: a seq twice
+    in a field (an identity collision, or two mothers of one edition group) kept once,
+    where it first came; one seq as decimal digits, two as "\x01" and both packed, more
+    packed; past ``stop_df`` a stop marker of the first ``SAMPLE``."""
     counts = np.diff(np.append(starts, seqs.size))
-    single = counts == 1
-    ones = seqs[starts[single]].astype(np.uint64)
+    group = np.repeat(np.arange(starts.size), counts)
+    key = (group.astype(np.uint64) << np.uint64(32)) | seqs.astype(np.uint64)
+    order = np.argsort(key, kind="stable")  # a seq's later copies after its first
+    ordered = key[order]
+    again = np.zeros(seqs.size, dtype=bool)
+    again[order[1:][ordered[1:] == ordered[:-1]]] = True
+    del key, order, ordered
+    kept, kgroup = seqs[~again], group[~again]
+    k = np.bincount(kgroup, minlength=starts.size)
+    kstart = np.cumsum(k) - k
+    stop = k > stop_df
+    one = (k == 1) & ~stop
+    two = (k == 2) & ~stop
+    packed = ~stop & ~one  # two or more: their seqs packed ("\x01" first for two)
+    held = np.where(stop, np.minimum(k, SAMPLE), k)  # seqs written
+    nd, one_bytes = _decimal(kept[kstart[one]])
+    vlen = np.empty(starts.size, dtype=np.int64)
+    vlen[one] = nd
+    vlen[~one] = 4 * held[~one] + (two | stop)[~one]
+    vstart = np.cumsum(vlen) - vlen
+    vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
+    scatter(vdata, vstart[one], nd, one_bytes)
+    vdata[vstart[two]] = 1
+    vdata[vstart[stop]] = STOP[0]
+    rank = np.arange(kept.size) - kstart[kgroup]  # place of each kept seq in its field
+    chosen = (packed[kgroup] | stop[kgroup]) & (rank < held[kgroup])
+    body = ~one
+    scatter(
+        vdata,
+        vstart[body] + (two | stop)[body],
+        4 * held[body],
+        kept[chosen].astype("<u4").view(np.uint8),
+    )
+    return vlen, vdata, np.minimum(k, stop_df + 1)
+
+
+def _decimal(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal digits of uint32 ``values``: (lengths, the digits one after the other)."""
+    ones = values.astype(np.uint64)
     nd = np.ones(ones.size, dtype=np.int64)
     for k in range(1, 10):
         nd += ones >= np.uint64(10**k)
@@ -202,26 +242,7 @@ def fill_values(
     for j in range(9, -1, -1):
         digits[:, j] = (x % np.uint64(10)).astype(np.uint8) + 48
         x //= np.uint64(10)
-    one_bytes = digits[np.arange(10) >= (10 - nd)[:, None]]
-    many_at = np.flatnonzero(~single)
-    many: list[bytes] = []
-    posts: list[int] = []  # postings of each (as adds count: up to the stop)
-    raw = seqs.astype("<u4").tobytes()
-    for a, c in zip(starts[many_at].tolist(), counts[many_at].tolist(), strict=True):
-        got = [raw[4 * i : 4 * i + 4] for i in range(a, a + c)]
-        kept = list(dict.fromkeys(got))  # a seq twice (identity collision): once
-        many.append(stop_value(kept) if len(kept) > stop_df else encode_value(kept, FORMAT))
-        posts.append(min(len(kept), stop_df + 1))
-    vlen = np.empty(starts.size, dtype=np.int64)
-    vlen[single] = nd
-    vlen[many_at] = np.fromiter(map(len, many), dtype=np.int64, count=len(many))
-    vstart = np.cumsum(vlen) - vlen
-    vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
-    scatter(vdata, vstart[single], nd, one_bytes)
-    scatter(vdata, vstart[many_at], vlen[many_at], np.frombuffer(b"".join(many), np.uint8))
-    counts = np.ones(starts.size, dtype=np.int64)
-    counts[many_at] = posts
-    return vlen, vdata, counts
+    return nd, digits[np.arange(10) >= (10 - nd)[:, None]]
 
 
 def fill_records(
