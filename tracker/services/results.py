@@ -49,7 +49,8 @@ class CheckResult:
         return self.result.matches
 
     def matches_json(self) -> list[JSONObject]:
-        """The ``matches`` of the ``--json`` line: mother, title, score, coverage, passages."""
+        """The ``matches`` of the ``--json`` line: mother, title, score, coverage, passages,
+        regions (``tracker.records.Region``)."""
         return [
             {
                 "mother_id": m.mother_id,
@@ -57,6 +58,7 @@ class CheckResult:
                 "score": m.score,
                 "coverage": m.coverage,
                 "passages": [p.to_dict() for p in m.passages],
+                "regions": [r.to_dict() for r in m.regions],
             }
             for m in self.matches
         ]
