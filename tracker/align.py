@@ -116,6 +116,16 @@ class AlignParams:
     formula_common: float = 0.8
     formula_fine: float = 0.98
     formula_span: int = 700
+    # Reprints sharing only a few sentences (issue #39): when nothing else of the mother
+    # counts, at least ``reprint_runs`` passages of ``reprint_min`` initials or more (a
+    # wire opening, a sentence of a report) that each pass ``short_copy``'s tests but
+    # its length (verbatim on initials and characters, rare in ordinary text and in the
+    # library), in the same order in both texts, together at least ``min_copied``
+    # initials, count: a reprinted report, where one such sentence alone is no evidence.
+    # 0: off.
+    reprint_runs: int = 2
+    reprint_min: int = 20
+    reprint_window: int = 600  # initials from one sentence to the next, in both texts
 
     @property
     def base(self) -> int:
@@ -959,21 +969,24 @@ def short_copy(
     p: AlignParams,
     fine: float,
     library_common: float = 0.0,
+    *,
+    shortest: int | None = None,
 ) -> bool:
     """Whether a passage shorter than ``p.base`` is a distinctive copy (the fields
-    ``short_*`` of ``AlignParams``): at least ``min_copied`` initials, reading alike on
-    initials and on characters, its words rare in ordinary text (``ordinary_share``) and
-    in the library (``library_common``: the share of it under index windows many works
-    share)."""
+    ``short_*`` of ``AlignParams``): at least ``min_copied`` initials (``shortest``, for
+    one sentence of a reprint, ``reprint_sentences``), reading alike on initials and on
+    characters, its words rare in ordinary text (``ordinary_share``) and in the library
+    (``library_common``: the share of it under index windows many works share)."""
+    least = p.min_copied if shortest is None else shortest
     s_len = c.s_end - c.s_start
-    if not (p.min_copied <= s_len < p.base) or fine < p.short_fine:
+    if not (least <= s_len < p.base) or fine < p.short_fine:
         return False
     if library_common > p.short_library_common or mother.chars is None:
         return False
     if ordinary_share(c, suspect, mother) > p.short_common:
         return False
     chars, core = _char_core(c, suspect, mother, p)
-    return chars >= p.short_chars and core >= p.min_copied
+    return chars >= p.short_chars and core >= least
 
 
 def reads_alike_enough(
@@ -1079,11 +1092,101 @@ def keep_passages(
             m_spans.append((ma, mb))
             result.passages.append(passage.moved(shift))
             result.measures.append(PassageMeasure(sa + at, sb + at, fine))
+    if not result.passages and p.reprint_runs > 0:
+        for c, fine, similarity in reprint_sentences(
+            clusters, mother, p, local, evidence, common, evidence_window
+        ):
+            view, suspect, shift = local(c)
+            at = c.s_start - view.s_start
+            for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+                weighted += similarity * (sb - sa)
+                s_spans.append((sa + at, sb + at))
+                m_spans.append((ma, mb))
+                result.passages.append(passage.moved(shift))
+                result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)
     result.similarity = weighted / total if total else 0.0
     return result
+
+
+def reprint_sentences(
+    clusters: list[_Cluster],
+    mother: Prepared,
+    p: AlignParams,
+    local: LocalView,
+    evidence: np.ndarray | None,
+    common: np.ndarray | None,
+    evidence_window: int,
+) -> list[tuple[_Cluster, float, float]]:
+    """The sentences of a reprint that shares only a few of them with the mother
+    (``AlignParams.reprint_runs``): clusters copied in order, each of ``reprint_min`` up
+    to ``base`` initials, each a distinctive short copy but for its length
+    (``short_copy``) and a sentence or clause of both texts (``_sentence``), that follow
+    each other in the same order in both texts, each within ``reprint_window`` initials
+    of the one before; the longest such chain, with each one's fine and seed
+    similarity, when it has at least ``reprint_runs`` and holds at least
+    ``min_copied`` initials, else none. A wire
+    report reprinted keeps its sentences in order; a formula shared by chance is
+    common in ordinary text or in the library, and one rare sentence alone is not
+    enough."""
+    found: list[tuple[_Cluster, float, float]] = []  # the sentences that qualify
+    for c in sorted(clusters, key=lambda x: x.s_start):
+        s_len = c.s_end - c.s_start
+        if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
+            continue
+        similarity = c.similarity(p.max_gap)
+        if similarity < p.min_similarity:
+            continue
+        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+            continue
+        view, suspect, _shift = local(c)
+        fine = fine_similarity(view, suspect, mother, p)
+        library_common = _span_share(common, evidence_window, c) if common is not None else 0.0
+        if not short_copy(view, suspect, mother, p, fine, library_common, shortest=p.reprint_min):
+            continue
+        if not (
+            _sentence(suspect.offsets, view.s_start, view.s_end)
+            and _sentence(mother.offsets, c.m_start, c.m_end)
+        ):
+            continue  # stock phrases run across sentences; a reprint copies sentences
+        found.append((c, fine, similarity))
+    # Chains: each sentence follows the one before in the mother's order, near it in
+    # both texts (one report read on, not stock sentences scattered over two works).
+    chains: list[list[tuple[_Cluster, float, float]]] = []
+    for item in found:
+        c = item[0]
+        fits = [
+            chain
+            for chain in chains
+            if chain[-1][0].m_end <= c.m_start <= chain[-1][0].m_end + p.reprint_window
+            and c.s_start - chain[-1][0].s_end <= p.reprint_window
+        ]
+        if fits:
+            max(fits, key=lambda ch: sum(x[0].s_end - x[0].s_start for x in ch)).append(item)
+        else:
+            chains.append([item])
+    best = max(chains, key=lambda ch: sum(x[0].s_end - x[0].s_start for x in ch), default=[])
+    copied = sum(c.s_end - c.s_start for c, _, _ in best)
+    if len(best) < p.reprint_runs or copied < p.min_copied:
+        return []
+    return best
+
+
+def _sentence(offsets: np.ndarray, start: int, end: int) -> bool:
+    """Whether initials ``start`` to ``end`` stand between two breaks of the text
+    (punctuation, a number, a line break, the text's edges: characters that have no
+    initial), each within one initial of the edge (a run may reach one initial further
+    by chance): a sentence or a clause, not words from inside two of them."""
+    n = offsets.size
+    if start < 0 or end > n or end - start < 2:
+        return False
+
+    def gap(i: int) -> bool:  # a character without an initial before initial ``i``
+        return i <= 0 or i >= n or int(offsets[i]) - int(offsets[i - 1]) > 1
+
+    return (gap(start) or gap(start + 1)) and (gap(end) or gap(end - 1))
 
 
 def align_prepared(

@@ -283,7 +283,7 @@ class Matcher:
         for mother, alignment in found:
             if not self.policy.is_copy(alignment):
                 continue
-            if offsets is None:
+            if offsets is None and len(alignment.passages) > 1:
                 offsets = initial_codes(text)[1]
             result.matches.append(
                 Match(
@@ -293,7 +293,12 @@ class Matcher:
                     coverage=round(alignment.coverage, 4),
                     mother_coverage=round(alignment.mother_coverage, 4),
                     passages=alignment.passages,
-                    regions=regions(alignment.passages, text, mother.text, offsets),
+                    regions=regions(
+                        alignment.passages,
+                        text,
+                        mother.text,
+                        offsets if offsets is not None else np.zeros(0, np.int64),
+                    ),
                     engine=self.engine.name,
                     mother_title=mother.title,
                     suspect_title=title,

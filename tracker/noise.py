@@ -534,10 +534,12 @@ class RegionRule:
     # watermark line (at most ``NoiseRule.max_line``) with its line breaks, chapter
     # boilerplate, a sentence the alignment did not keep.
     max_suspect_gap: int = 300
-    # Characters of the mother the copy may skip between them, and may step back (two
-    # passages sharing a character or two at the cut).
+    # Characters of the mother the copy may skip between them ...
     max_mother_gap: int = 300
-    max_overlap: int = 20
+    # ... and may step back, as long as the next one ends further on: a passage that
+    # starts with words its mother also holds just before (门上的人道 twice in three
+    # lines) may be placed from their first occurrence (seen 24-29 characters back).
+    max_overlap: int = 60
     # Inserted text: characters the suspect's gap holds beyond the mother's at that
     # place (less whitespace) for it to be an excluded span, not an edit.
     min_inserted: int = 3
@@ -559,6 +561,9 @@ def regions(
     of each pinyin initial of ``suspect`` (``tracker.pinyin.initial_codes``), on which
     a region's similarity is counted."""
     rule = rule or RegionRule()
+    if len(passages) == 1:  # the usual case: the passage is its region
+        (p,) = passages
+        return [Region(p.suspect_start, p.suspect_end, p.mother_start, p.mother_end, p.similarity)]
     groups: list[list[Passage]] = []
     for p in sorted(passages, key=lambda x: (x.suspect_start, x.suspect_end)):
         last = groups[-1][-1] if groups else None
@@ -568,6 +573,7 @@ def regions(
             and not last.segments
             and 0 <= p.suspect_start - last.suspect_end <= rule.max_suspect_gap
             and -rule.max_overlap <= p.mother_start - last.mother_end <= rule.max_mother_gap
+            and p.mother_end > last.mother_end
         ):
             groups[-1].append(p)
         else:
@@ -584,7 +590,9 @@ def regions(
                 suspect,
                 prev.suspect_end,
                 nxt.suspect_start,
-                mother[prev.mother_end : max(prev.mother_end, nxt.mother_start)],
+                mother,
+                prev.mother_end,
+                nxt.mother_start,
                 rule,
             )
         first, final = group[0], group[-1]
@@ -606,14 +614,22 @@ def regions(
 
 
 def _inserted(
-    suspect: str, start: int, end: int, mother_gap: str, rule: RegionRule
+    suspect: str, start: int, end: int, mother: str, m_start: int, m_end: int, rule: RegionRule
 ) -> list[tuple[int, int]]:
     """The stretches of ``suspect[start:end]`` (the gap between two passages of one
-    region) that the mother's text at that place (``mother_gap``) does not hold: the
-    opcodes of difflib (the gaps are short) that delete or replace at least
+    region) that the mother's text at that place (``mother[m_start:m_end]``) does not
+    hold: the opcodes of difflib (the gaps are short) that delete or replace at least
     ``min_inserted`` more characters than they take from the mother, without the
-    whitespace around them. Stretches apart by one or two characters are one."""
+    whitespace around them. Stretches apart by one or two characters are one. What the
+    gap starts with as the mother goes on after ``m_start`` (the full stop a passage of
+    initials leaves out), or ends with as the mother stands before ``m_end``, is the
+    mother's, also where the next passage was placed early (``m_end <= m_start``)."""
+    while start < end and m_start < len(mother) and suspect[start] == mother[m_start]:
+        start, m_start = start + 1, m_start + 1
+    while end > start and m_end > 0 and suspect[end - 1] == mother[m_end - 1]:
+        end, m_end = end - 1, m_end - 1
     gap = suspect[start:end]
+    mother_gap = mother[m_start:m_end] if m_end > m_start else ""
     if not gap.strip():
         return []
     ops = difflib.SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
