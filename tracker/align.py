@@ -1132,7 +1132,24 @@ def reprint_sentences(
     common in ordinary text or in the library, and one rare sentence alone is not
     enough."""
     found: list[tuple[_Cluster, float, float]] = []  # the sentences that qualify
-    for c in sorted(clusters, key=lambda x: x.s_start):
+    # A copied sentence's cluster may have taken in a chance run or two of the text
+    # around it (a shared initial here and there), which lowers how alike it reads:
+    # its long runs are read on their own too.
+    units = [
+        unit
+        for c in clusters
+        for unit in (
+            [c]
+            + [
+                _Cluster.start(run)
+                for run in c.runs
+                if len(c.runs) > 1 and run[1] - run[0] >= p.reprint_min
+            ]
+        )
+    ]
+    for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
+        if found and c.s_start < found[-1][0].s_end:
+            continue  # inside a unit already taken
         s_len = c.s_end - c.s_start
         if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
             continue
