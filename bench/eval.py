@@ -89,7 +89,7 @@ from eval_laws import (
     is_law,
     passage_features,
 )
-from eval_reprints import build_reprint_cases
+from eval_reprints import build_reprint_cases, build_reworded_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's tracker, installed or not (as bench_scale)
@@ -1273,6 +1273,11 @@ def evaluate(args: argparse.Namespace) -> str:
         )
         mothers = mothers + more
         cases = cases + reprints
+    if args.templates:
+        avoid = [c.text for c in cases if c.negative]
+        more, reworded = build_reworded_cases(data, args.cases, load_jsonl, Case, avoid)
+        mothers = mothers + more
+        cases = cases + reworded
     if args.laws:
         suite = build_law_suite(data, args.cases, args.laws, cases)
         mothers = mothers + suite.library
@@ -1361,6 +1366,12 @@ def main() -> None:
         action="store_true",
         help="add the kinds of issue #39: whole chapters with dense ads (regions per "
         "copied stretch), reports held by several works of the library (pair recall)",
+    )
+    ap.add_argument(
+        "--templates",
+        action="store_true",
+        help="add neg-law-reworded (issue #39): re-worded sentences of a newer version of a "
+        "law whose older version is in the library (use with --laws 0)",
     )
     ap.add_argument("--features", default=None, help="write case and pair records (JSON Lines)")
     ap.add_argument("--false-pairs", default=None, help="write every false pair (markdown)")

@@ -21,6 +21,9 @@ every other kind stays as it was):
   the block, so all are the truth: ``pair recall`` is the share of (suspect, holder)
   pairs reported.
 
+``--templates`` (``build_reworded_cases``) adds ``neg-law-reworded``: re-worded model
+text from the laws that come in dated versions (see there).
+
 The chain's made articles join the library (``chain-N-near``, ``chain-N-block-J``),
 their own text drawn character by character at the frequencies of the library's
 Wikipedia paragraphs (it shares no sentence with anything); the text around the
@@ -29,6 +32,7 @@ as for the other kinds."""
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 from pathlib import Path
@@ -180,3 +184,66 @@ def build_few_sentence_cases(data: Path, n: int, load_jsonl, case_type, seed: in
         text += body[last:]
         cases.append(case_type("few-sentence-reprint", text, {d["id"]}))
     return cases
+
+
+# -- re-worded model text (``--templates``) -------------------------------------------
+_SENTENCE = re.compile(r"[^。；！？\n]+[。；！？]?")
+
+
+def build_reworded_cases(
+    data: Path, n: int, load_jsonl, case_type, avoid: list[str]
+) -> tuple[list[dict], list]:
+    """``neg-law-reworded``: laws of the shared corpus that come in dated versions. The
+    older version joins the library; the suspect is the newer version's sentences that
+    were *re-worded* (paired in order with an older sentence by difflib over the two
+    sentence lists, reading 0.55-0.90 alike on characters and at most 0.85 on pinyin
+    initials, 20+ characters), and nothing else: the same model text written again with
+    other words. Titles of which a negative of another kind (``avoid``) is a slice stay
+    out. A negative: none of its
+    sentences is in the library as it stands. Up to ``n`` titles, those with at least
+    300 characters of such sentences, in file order (no randomness)."""
+    from tracker.pinyin import initials
+
+    laws = load_jsonl(data / "laws/laws_national.jsonl")
+    by_title: dict[str, list[dict]] = {}
+    for d in laws:
+        by_title.setdefault(d["title"], []).append(d)
+    mothers: list[dict] = []
+    cases = []
+    for versions in by_title.values():
+        if len(versions) < 2 or len(cases) >= n:
+            continue
+        if any(neg in d["text"] for d in versions for neg in avoid):
+            continue  # a negative of another kind is a slice of it: not in the library
+        old, new = sorted(versions, key=lambda d: d.get("version_date") or "")[-2:]
+        a = [m.group().strip() for m in _SENTENCE.finditer(old["text"]) if m.group().strip()]
+        b = [m.group().strip() for m in _SENTENCE.finditer(new["text"]) if m.group().strip()]
+        blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        held = set(a)
+        reworded = []
+        for tag, i1, i2, j1, j2 in blocks:
+            if tag != "replace":
+                continue
+            for x, y in zip(a[i1:i2], b[j1:j2], strict=False):
+                if len(y) < 20 or y in held:
+                    continue
+                ratio = difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
+                on_initials = difflib.SequenceMatcher(
+                    None, initials(x), initials(y), autojunk=False
+                ).ratio()
+                if 0.55 <= ratio <= 0.90 and on_initials <= 0.85:
+                    reworded.append(y)
+        text = "".join(reworded)
+        if len(text) < 300:
+            continue
+        mothers.append({"id": old["id"], "title": old["title"], "text": old["text"]})
+        cases.append(
+            case_type(
+                "neg-law-reworded",
+                text,
+                set(),
+                negative=True,
+                extra={"old": old["id"], "new": new["id"]},
+            )
+        )
+    return mothers, cases

@@ -123,6 +123,13 @@ class AlignParams:
     # library), in the same order in both texts, together at least ``min_copied``
     # initials, count: a reprinted report, where one such sentence alone is no evidence.
     # 0: off.
+    # Long templated passages (issue #39): a passage of ``max_required`` initials or
+    # more used to count whatever it read like; one that covers under ``long_check``
+    # with seeds (and is at most ``fine_span`` long, difflib's cost) now counts only
+    # when it reads at least ``long_fine`` alike (re-worded model text reads 0.72-0.80,
+    # a copy with 10 % of its characters replaced 0.85-0.88). 0: off.
+    long_fine: float = 0.85
+    long_check: float = 0.85
     reprint_runs: int = 2
     reprint_min: int = 20
     reprint_window: int = 600  # initials from one sentence to the next, in both texts
@@ -1000,12 +1007,18 @@ def reads_alike_enough(
     alike it reads (``AlignParams.required`` of its ``fine_similarity``), or a short
     distinctive copy (``short_copy``; ``library_common`` as there), and that fine
     similarity. Measured only where it can decide: a passage of ``max_required``
-    initials counts whatever it reads like (None), and difflib's cost grows with the
-    square of the length."""
+    initials counts whatever it reads like (None) unless it covers under
+    ``long_check`` with seeds and is at most ``fine_span`` long (then it must read
+    ``long_fine`` alike), and difflib's cost grows with the square of the length."""
     s_len = c.s_end - c.s_start
     formula = s_len < p.formula_span and ordinary_share(c, suspect, mother) >= p.formula_common
     if s_len >= p.max_required and not formula:
-        return True, None
+        if not (
+            p.long_fine > 0 and s_len <= p.fine_span and c.similarity(p.max_gap) < p.long_check
+        ):
+            return True, None
+        fine = fine_similarity(c, suspect, mother, p)
+        return fine >= p.long_fine, fine
     fine = fine_similarity(c, suspect, mother, p)
     if formula and fine < p.formula_fine:
         return False, fine

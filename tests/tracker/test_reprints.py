@@ -117,3 +117,36 @@ def test_every_work_holding_the_copied_passage_is_reported(library: Library) -> 
         at = mother.find(SHARED[:40]) if mother_id != "near" else 600
         assert abs(p.mother_start - at) <= 2
         assert p.mother_end - p.mother_start >= len(SHARED) - 4
+
+
+def _han(rng: random.Random, n: int) -> str:
+    return "".join(chr(rng.randrange(0x4E00, 0x4E00 + 4000)) for _ in range(n))
+
+
+def _reworded(text: str, seed: int, every: int, width: int) -> str:
+    """``text`` written again from the same model: ``width`` other characters in every
+    ``every`` (a model law re-worded city by city)."""
+    rng = random.Random(seed)
+    parts = [text[i : i + every] for i in range(0, len(text), every)]
+    return "".join(p[: every - width] + _han(rng, width) if len(p) == every else p for p in parts)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_long_reworded_model_text_is_not_a_copy_an_edited_copy_is(seed: int) -> None:
+    rng = random.Random(seed)
+    model = _han(rng, 700)
+    mother = _han(rng, 300) + model + _han(rng, 300)
+    reworded = _han(rng, 300) + _reworded(model, seed, 20, 5) + _han(rng, 300)
+    # Long enough to count whatever it read like before issue #39 (max_required) ...
+    before = align(reworded, mother, AlignParams(long_fine=0))
+    assert before.suspect_copied >= AlignParams().max_required
+    assert align(reworded, mother).passages == []  # ... now it must read alike
+    edited = _han(rng, 300) + edited_text(model, seed) + _han(rng, 300)
+    (p,) = align(edited, mother).passages
+    assert p.suspect_end - p.suspect_start >= 650
+
+
+def edited_text(text: str, seed: int) -> str:
+    """``text`` with 6 % of its characters replaced at random."""
+    rng = random.Random(seed)
+    return "".join(_han(rng, 1) if rng.random() < 0.06 else c for c in text)
