@@ -5,8 +5,9 @@ Usage: python bench/eval_speed.py [--data ../shared/data] [--cases 20] [--laws 0
 
 One library (the evaluation's mothers with ``--evasions`` and ``--reprints``' kinds,
 ``bench/eval.py``), two matchers on it sharing one cache of prepared mothers: "before"
-(``AlignParams.reprint_runs`` = 0, and no regions built: ``tracker.matching.regions``
-replaced by a function returning none while it checks) and "after" (the defaults).
+(``AlignParams.reprint_runs`` = 0 and ``long_fine`` = 0, and no regions built:
+``tracker.matching.regions`` replaced by a function returning none while it checks)
+and "after" (the defaults).
 Every suspect is checked by both, in alternating order, ``--rounds`` times; medians and
 means per matcher and their ratios are printed, so machine load hits both alike.
 """
@@ -73,7 +74,7 @@ def main() -> None:
                 lib.store,
                 after.engine,
                 policy=after.policy,
-                align_params=replace(after.align_params, reprint_runs=0),
+                align_params=replace(after.align_params, reprint_runs=0, long_fine=0),
                 cache=after.cache,
             )
             times: dict[str, list[float]] = {"before": [], "after": []}
