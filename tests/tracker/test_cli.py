@@ -48,7 +48,9 @@ def test_ingest_check_json_contract(tmp_path):
     assert [x["suspect_id"] for x in lines] == ["copy", "clean"]
     assert lines[1]["matches"] == []
     (m,) = lines[0]["matches"]
-    assert set(m) == {"mother_id", "title", "score", "coverage", "passages"}
+    assert set(m) == {"mother_id", "title", "score", "coverage", "passages", "regions"}
+    (region,) = m["regions"]  # one copied stretch
+    assert region["excluded"] == []
     assert m["mother_id"] == "w1" and m["title"] == "标题1"
     p = m["passages"][0]
     assert set(p) == {"suspect_start", "suspect_end", "mother_start", "mother_end", "similarity"}
