@@ -595,7 +595,7 @@ def regions(
                 nxt.mother_start,
                 rule,
             )
-        first, final = group[0], group[-1]
+        first = group[0]
         s_start, s_end = first.suspect_start, max(p.suspect_end for p in group)
         own = initials(s_start, s_end) - sum(initials(a, b) for a, b in excluded)
         covered = sum(p.similarity * initials(p.suspect_start, p.suspect_end) for p in group)
@@ -604,8 +604,8 @@ def regions(
             Region(
                 s_start,
                 s_end,
-                first.mother_start,
-                max(final.mother_end, max(p.mother_end for p in group)),
+                min(p.mother_start for p in group),
+                max(p.mother_end for p in group),
                 round(similarity, 4),
                 excluded,
             )
