@@ -1,7 +1,7 @@
 """Check time with and without the work of issue #39, interleaved in one run.
 
 Usage: python bench/eval_speed.py [--data ../shared/data] [--cases 20] [--laws 0]
-       [--rounds 2]
+       [--rounds 2] [--after OPTION=VALUE ...]
 
 One library (the evaluation's mothers with ``--evasions`` and ``--reprints``' kinds,
 ``bench/eval.py``), two matchers on it sharing one cache of prepared mothers: "before"
@@ -50,6 +50,13 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=20)
     ap.add_argument("--laws", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="an AlignParams value of the after matcher (repeatable): attribute the cost",
+    )
     args = ap.parse_args()
     data = Path(args.data)
     mothers, cases = build_cases(data, args.cases)
@@ -70,6 +77,9 @@ def main() -> None:
         try:
             lib.ingest(Document(id=m["id"], title="", text=m["text"]) for m in mothers)
             after = lib.matcher()
+            if args.after:
+                changes = {k: float(v) for k, v in (x.split("=", 1) for x in args.after)}
+                after.align_params = replace(after.align_params, **changes)
             before = Matcher(
                 lib.store,
                 after.engine,

@@ -1160,9 +1160,10 @@ def reprint_sentences(
             ]
         )
     ]
+    # The cheap tests first (length, seeds, boilerplate, sentence edges); the readings
+    # (difflib, the reference table) only when what passes them could make a chain.
+    cheap: list[tuple[_Cluster, float]] = []
     for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
-        if found and c.s_start < found[-1][0].s_end:
-            continue  # inside a unit already taken
         s_len = c.s_end - c.s_start
         if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
             continue
@@ -1172,15 +1173,22 @@ def reprint_sentences(
         if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
             continue
         view, suspect, _shift = local(c)
-        fine = fine_similarity(view, suspect, mother, p)
-        library_common = _span_share(common, evidence_window, c) if common is not None else 0.0
-        if not short_copy(view, suspect, mother, p, fine, library_common, shortest=p.reprint_min):
-            continue
         if not (
             _sentence(suspect.offsets, view.s_start, view.s_end)
             and _sentence(mother.offsets, c.m_start, c.m_end)
         ):
             continue  # stock phrases run across sentences; a reprint copies sentences
+        cheap.append((c, similarity))
+    if len(cheap) < p.reprint_runs or sum(c.s_end - c.s_start for c, _ in cheap) < p.min_copied:
+        return []
+    for c, similarity in cheap:
+        if found and c.s_start < found[-1][0].s_end:
+            continue  # inside a unit already taken
+        view, suspect, _shift = local(c)
+        fine = fine_similarity(view, suspect, mother, p)
+        library_common = _span_share(common, evidence_window, c) if common is not None else 0.0
+        if not short_copy(view, suspect, mother, p, fine, library_common, shortest=p.reprint_min):
+            continue
         found.append((c, fine, similarity))
     # Chains: each sentence follows the one before in the mother's order, near it in
     # both texts (one report read on, not stock sentences scattered over two works).
