@@ -89,6 +89,7 @@ from eval_laws import (
     is_law,
     passage_features,
 )
+from eval_reprints import build_reprint_cases, build_reworded_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout's tracker, installed or not (as bench_scale)
@@ -735,6 +736,11 @@ def run_engine(
                 r["recall"] += bool(found & case.truth) and not missing
                 r["cand_recall"] += bool(set(cand_ids) & case.truth) and not missing
                 r["pairs"] += len(found)
+                # Every work whose text the suspect copies (issue #39): pair recall.
+                r["truth_pairs"] += len(case.truth)
+                r["found_truth"] += len(found & case.truth)
+                if case.extra.get("stretches"):
+                    add_readability(r, case, result)
                 # The corpus has real duplicates (chapters sharing text, a Wikipedia
                 # paragraph quoting a novel): such a pair is a correct find.
                 r["true_pairs"] += sum(label != "false" for label in labels)
@@ -744,6 +750,43 @@ def run_engine(
         finally:
             lib.close()
     return EngineRun(engine, options, rows, times, ingest_s, n_cands, records)
+
+
+def add_readability(r: dict[str, float], case: Case, result) -> None:
+    """Passages and regions per copied stretch of the true match, and the inserted ad
+    lines inside its regions that are exactly an excluded span (issue #39)."""
+    stretches = case.extra["stretches"]
+    match = next((m for m in result.matches if m.mother_id in case.truth), None)
+    if match is None:
+        return
+    r["read_n"] += 1
+    per_p = len(match.passages) / stretches
+    # A tree before regions (a baseline run): each passage was a row a person read.
+    regions = getattr(match, "regions", None)
+    if regions is None:
+        regions = [
+            type(
+                "Row",
+                (),
+                {"suspect_start": p.suspect_start, "suspect_end": p.suspect_end, "excluded": []},
+            )()
+            for p in match.passages
+        ]
+    per_r = len(regions) / stretches
+    r["passages_per_stretch"] += per_p
+    r["regions_per_stretch"] += per_r
+    r["passages_per_stretch_max"] = max(r["passages_per_stretch_max"], per_p)
+    r["regions_per_stretch_max"] = max(r["regions_per_stretch_max"], per_r)
+    r["short_passages"] += sum(1 for p in match.passages if p.suspect_end - p.suspect_start < 50)
+    excluded = {span for g in regions for span in g.excluded}
+    inside = [
+        (a, b)
+        for a, b in case.extra.get("ads", [])
+        if any(g.suspect_start < a and b < g.suspect_end for g in regions)
+    ]
+    r["ads_inside"] += len(inside)
+    r["ads_excluded"] += sum(1 for span in inside if span in excluded)
+    r["excluded_not_ad"] += len(excluded - set(case.extra.get("ads", [])))
 
 
 def add_passage_measures(r: dict[str, float], case: Case, result) -> None:
@@ -1099,6 +1142,25 @@ def summary(run: EngineRun) -> str:
             + ", ".join(f"{k} {v}" for k, v in sorted(missing.items()))
             + (f" (case{'s' * (len(numbers) > 1)} {', '.join(numbers)})" if numbers else "")
         )
+    multi = {k: r for k, r in run.rows.items() if r["truth_pairs"] > r["n"]}
+    for kind, r in sorted(multi.items()):
+        lines.append(
+            f"- pair recall (every true work reported), {kind}: "
+            f"{r['found_truth'] / r['truth_pairs']:.3f}"
+            f" ({int(r['found_truth'])} of {int(r['truth_pairs'])} suspect-work pairs)"
+        )
+    for kind, r in sorted(run.rows.items()):
+        if r["read_n"]:
+            k = r["read_n"]
+            lines.append(
+                f"- readability, {kind} ({int(k)} copies found): passages per copied stretch "
+                f"{r['passages_per_stretch'] / k:.1f} (max {r['passages_per_stretch_max']:.0f}, "
+                f"{int(r['short_passages'])} under 50 characters), regions per copied stretch "
+                f"{r['regions_per_stretch'] / k:.2f} (max {r['regions_per_stretch_max']:.0f}); "
+                f"ad lines inside regions excluded exactly {int(r['ads_excluded'])} / "
+                f"{int(r['ads_inside'])}, excluded spans that are no ad line "
+                f"{int(r['excluded_not_ad'])}"
+            )
     if run.records:
         false = [x for x in run.records if x["type"] == "pair" and x["label"] == "false"]
         by_kind: dict[str, int] = defaultdict(int)
@@ -1201,6 +1263,21 @@ def evaluate(args: argparse.Namespace) -> str:
     mothers, cases = build_cases(data, args.cases)
     if args.evasions:
         cases = cases + build_evasion_cases(data, args.cases)
+    if args.reprints:
+        chapters = load_jsonl(data / "novels/hongloumeng.chapters.jsonl")
+        chapters += load_jsonl(data / "novels/sanguoyanyi.chapters.jsonl")
+        others = sorted((data / "novels/other").glob("*.txt"))
+        host_text = "".join(p.read_text(encoding="utf-8") for p in others)
+        more, reprints = build_reprint_cases(
+            data, args.cases, chapters, host_text, load_jsonl, Case
+        )
+        mothers = mothers + more
+        cases = cases + reprints
+    if args.templates:
+        avoid = [c.text for c in cases if c.negative]
+        more, reworded = build_reworded_cases(data, args.cases, load_jsonl, Case, avoid)
+        mothers = mothers + more
+        cases = cases + reworded
     if args.laws:
         suite = build_law_suite(data, args.cases, args.laws, cases)
         mothers = mothers + suite.library
@@ -1283,6 +1360,18 @@ def main() -> None:
         action="store_true",
         help="add the kinds of issue #26: short copies, heavy edits, dense ads, pinyin, "
         "Han watermarks, reversed bidi text",
+    )
+    ap.add_argument(
+        "--reprints",
+        action="store_true",
+        help="add the kinds of issue #39: whole chapters with dense ads (regions per "
+        "copied stretch), reports held by several works of the library (pair recall)",
+    )
+    ap.add_argument(
+        "--templates",
+        action="store_true",
+        help="add neg-law-reworded (issue #39): re-worded sentences of a newer version of a "
+        "law whose older version is in the library (use with --laws 0)",
     )
     ap.add_argument("--features", default=None, help="write case and pair records (JSON Lines)")
     ap.add_argument("--false-pairs", default=None, help="write every false pair (markdown)")

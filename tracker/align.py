@@ -116,6 +116,23 @@ class AlignParams:
     formula_common: float = 0.8
     formula_fine: float = 0.98
     formula_span: int = 700
+    # Reprints sharing only a few sentences (issue #39): when nothing else of the mother
+    # counts, at least ``reprint_runs`` passages of ``reprint_min`` initials or more (a
+    # wire opening, a sentence of a report) that each pass ``short_copy``'s tests but
+    # its length (verbatim on initials and characters, rare in ordinary text and in the
+    # library), in the same order in both texts, together at least ``min_copied``
+    # initials, count: a reprinted report, where one such sentence alone is no evidence.
+    # 0: off.
+    # Long templated passages (issue #39): a passage of ``max_required`` initials or
+    # more used to count whatever it read like; one that covers under ``long_check``
+    # with seeds (and is at most ``fine_span`` long, difflib's cost) now counts only
+    # when it reads at least ``long_fine`` alike (re-worded model text reads 0.72-0.80,
+    # a copy with 10 % of its characters replaced 0.85-0.88). 0: off.
+    long_fine: float = 0.85
+    long_check: float = 0.85
+    reprint_runs: int = 2
+    reprint_min: int = 20
+    reprint_window: int = 600  # initials from one sentence to the next, in both texts
 
     @property
     def base(self) -> int:
@@ -959,21 +976,24 @@ def short_copy(
     p: AlignParams,
     fine: float,
     library_common: float = 0.0,
+    *,
+    shortest: int | None = None,
 ) -> bool:
     """Whether a passage shorter than ``p.base`` is a distinctive copy (the fields
-    ``short_*`` of ``AlignParams``): at least ``min_copied`` initials, reading alike on
-    initials and on characters, its words rare in ordinary text (``ordinary_share``) and
-    in the library (``library_common``: the share of it under index windows many works
-    share)."""
+    ``short_*`` of ``AlignParams``): at least ``min_copied`` initials (``shortest``, for
+    one sentence of a reprint, ``reprint_sentences``), reading alike on initials and on
+    characters, its words rare in ordinary text (``ordinary_share``) and in the library
+    (``library_common``: the share of it under index windows many works share)."""
+    least = p.min_copied if shortest is None else shortest
     s_len = c.s_end - c.s_start
-    if not (p.min_copied <= s_len < p.base) or fine < p.short_fine:
+    if not (least <= s_len < p.base) or fine < p.short_fine:
         return False
     if library_common > p.short_library_common or mother.chars is None:
         return False
     if ordinary_share(c, suspect, mother) > p.short_common:
         return False
     chars, core = _char_core(c, suspect, mother, p)
-    return chars >= p.short_chars and core >= p.min_copied
+    return chars >= p.short_chars and core >= least
 
 
 def reads_alike_enough(
@@ -987,12 +1007,18 @@ def reads_alike_enough(
     alike it reads (``AlignParams.required`` of its ``fine_similarity``), or a short
     distinctive copy (``short_copy``; ``library_common`` as there), and that fine
     similarity. Measured only where it can decide: a passage of ``max_required``
-    initials counts whatever it reads like (None), and difflib's cost grows with the
-    square of the length."""
+    initials counts whatever it reads like (None) unless it covers under
+    ``long_check`` with seeds and is at most ``fine_span`` long (then it must read
+    ``long_fine`` alike), and difflib's cost grows with the square of the length."""
     s_len = c.s_end - c.s_start
     formula = s_len < p.formula_span and ordinary_share(c, suspect, mother) >= p.formula_common
     if s_len >= p.max_required and not formula:
-        return True, None
+        if not (
+            p.long_fine > 0 and s_len <= p.fine_span and c.similarity(p.max_gap) < p.long_check
+        ):
+            return True, None
+        fine = fine_similarity(c, suspect, mother, p)
+        return fine >= p.long_fine, fine
     fine = fine_similarity(c, suspect, mother, p)
     if formula and fine < p.formula_fine:
         return False, fine
@@ -1079,11 +1105,126 @@ def keep_passages(
             m_spans.append((ma, mb))
             result.passages.append(passage.moved(shift))
             result.measures.append(PassageMeasure(sa + at, sb + at, fine))
+    if not result.passages and p.reprint_runs > 0:
+        for c, fine, similarity in reprint_sentences(
+            clusters, mother, p, local, evidence, common, evidence_window
+        ):
+            view, suspect, shift = local(c)
+            at = c.s_start - view.s_start
+            for passage, (sa, sb, ma, mb) in _passages(view, suspect, mother, similarity, p):
+                weighted += similarity * (sb - sa)
+                s_spans.append((sa + at, sb + at))
+                m_spans.append((ma, mb))
+                result.passages.append(passage.moved(shift))
+                result.measures.append(PassageMeasure(sa + at, sb + at, fine))
     result.suspect_copied = _coverage(s_spans)
     result.mother_copied = _coverage(m_spans)
     total = sum(b - a for a, b in s_spans)
     result.similarity = weighted / total if total else 0.0
     return result
+
+
+def reprint_sentences(
+    clusters: list[_Cluster],
+    mother: Prepared,
+    p: AlignParams,
+    local: LocalView,
+    evidence: np.ndarray | None,
+    common: np.ndarray | None,
+    evidence_window: int,
+) -> list[tuple[_Cluster, float, float]]:
+    """The sentences of a reprint that shares only a few of them with the mother
+    (``AlignParams.reprint_runs``): clusters copied in order, each of ``reprint_min`` up
+    to ``base`` initials, each a distinctive short copy but for its length
+    (``short_copy``) and a sentence or clause of both texts (``_sentence``), that follow
+    each other in the same order in both texts, each within ``reprint_window`` initials
+    of the one before; the longest such chain, with each one's fine and seed
+    similarity, when it has at least ``reprint_runs`` and holds at least
+    ``min_copied`` initials, else none. A wire
+    report reprinted keeps its sentences in order; a formula shared by chance is
+    common in ordinary text or in the library, and one rare sentence alone is not
+    enough."""
+    found: list[tuple[_Cluster, float, float]] = []  # the sentences that qualify
+    # A copied sentence's cluster may have taken in a chance run or two of the text
+    # around it (a shared initial here and there), which lowers how alike it reads:
+    # its long runs are read on their own too.
+    units = [
+        unit
+        for c in clusters
+        for unit in (
+            [c]
+            + [
+                _Cluster.start(run)
+                for run in c.runs
+                if len(c.runs) > 1 and run[1] - run[0] >= p.reprint_min
+            ]
+        )
+    ]
+    # The cheap tests first (length, seeds, boilerplate, sentence edges); the readings
+    # (difflib, the reference table) only when what passes them could make a chain.
+    cheap: list[tuple[_Cluster, float]] = []
+    for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
+        s_len = c.s_end - c.s_start
+        if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
+            continue
+        similarity = c.similarity(p.max_gap)
+        if similarity < p.min_similarity:
+            continue
+        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+            continue
+        view, suspect, _shift = local(c)
+        if not (
+            _sentence(suspect.offsets, view.s_start, view.s_end)
+            and _sentence(mother.offsets, c.m_start, c.m_end)
+        ):
+            continue  # stock phrases run across sentences; a reprint copies sentences
+        cheap.append((c, similarity))
+    if len(cheap) < p.reprint_runs or sum(c.s_end - c.s_start for c, _ in cheap) < p.min_copied:
+        return []
+    for c, similarity in cheap:
+        if found and c.s_start < found[-1][0].s_end:
+            continue  # inside a unit already taken
+        view, suspect, _shift = local(c)
+        fine = fine_similarity(view, suspect, mother, p)
+        library_common = _span_share(common, evidence_window, c) if common is not None else 0.0
+        if not short_copy(view, suspect, mother, p, fine, library_common, shortest=p.reprint_min):
+            continue
+        found.append((c, fine, similarity))
+    # Chains: each sentence follows the one before in the mother's order, near it in
+    # both texts (one report read on, not stock sentences scattered over two works).
+    chains: list[list[tuple[_Cluster, float, float]]] = []
+    for item in found:
+        c = item[0]
+        fits = [
+            chain
+            for chain in chains
+            if chain[-1][0].m_end <= c.m_start <= chain[-1][0].m_end + p.reprint_window
+            and c.s_start - chain[-1][0].s_end <= p.reprint_window
+        ]
+        if fits:
+            max(fits, key=lambda ch: sum(x[0].s_end - x[0].s_start for x in ch)).append(item)
+        else:
+            chains.append([item])
+    best = max(chains, key=lambda ch: sum(x[0].s_end - x[0].s_start for x in ch), default=[])
+    copied = sum(c.s_end - c.s_start for c, _, _ in best)
+    if len(best) < p.reprint_runs or copied < p.min_copied:
+        return []
+    return best
+
+
+def _sentence(offsets: np.ndarray, start: int, end: int) -> bool:
+    """Whether initials ``start`` to ``end`` stand between two breaks of the text
+    (punctuation, a number, a line break, the text's edges: characters that have no
+    initial), each within one initial of the edge (a run may reach one initial further
+    by chance): a sentence or a clause, not words from inside two of them."""
+    n = offsets.size
+    if start < 0 or end > n or end - start < 2:
+        return False
+
+    def gap(i: int) -> bool:  # a character without an initial before initial ``i``
+        return i <= 0 or i >= n or int(offsets[i]) - int(offsets[i - 1]) > 1
+
+    return (gap(start) or gap(start + 1)) and (gap(end) or gap(end - 1))
 
 
 def align_prepared(

@@ -26,7 +26,15 @@ from tracker.align import Alignment, AlignParams, Prepared, align_prepared, inde
 from tracker.config import DEFAULT_MIN_COPIED
 from tracker.engines.base import Candidate, Engine
 from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
-from tracker.noise import Noise, Reading, ScriptWarning, read_suspect, script_warning
+from tracker.noise import (
+    Noise,
+    Reading,
+    ScriptWarning,
+    read_suspect,
+    regions,
+    script_warning,
+)
+from tracker.pinyin import initial_codes
 from tracker.records import Match, Mother
 from tracker.store.base import Store
 
@@ -270,9 +278,13 @@ class Matcher:
         if reading is not None:
             result.warnings = list(reading.warnings)
             result.noise = list(reading.noise)
+        text = reading.original if reading is not None else ""
+        offsets: np.ndarray | None = None  # the suspect's initials, counted once
         for mother, alignment in found:
             if not self.policy.is_copy(alignment):
                 continue
+            if offsets is None and len(alignment.passages) > 1:
+                offsets = initial_codes(text)[1]
             result.matches.append(
                 Match(
                     suspect_id=suspect_id,
@@ -281,6 +293,12 @@ class Matcher:
                     coverage=round(alignment.coverage, 4),
                     mother_coverage=round(alignment.mother_coverage, 4),
                     passages=alignment.passages,
+                    regions=regions(
+                        alignment.passages,
+                        text,
+                        mother.text,
+                        offsets if offsets is not None else np.zeros(0, np.int64),
+                    ),
                     engine=self.engine.name,
                     mother_title=mother.title,
                     suspect_title=title,

@@ -37,6 +37,8 @@ A leaf module (the standard library, numpy, ``tracker.records``, ``tracker.textf
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracker.records import JSONObject, Passage
+from tracker.records import JSONObject, Passage, Region
 
 if TYPE_CHECKING:
     from tracker.align import Alignment
@@ -521,3 +523,129 @@ def read_suspect(text: str, rule: NoiseRule | None = None) -> Reading:
     codes = np.frombuffer(shown.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     cleaned = codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
     return Reading(shown, cleaned, kept, [n for n, _ in found], cuts=sorted(cuts))
+
+
+# -- regions: passages as a person reads them (issue #39) ------------------------------
+@dataclass(frozen=True)
+class RegionRule:
+    """When consecutive passages of one match make one region (``regions``)."""
+
+    # Characters the suspect may hold between two passages of one region: an ad or
+    # watermark line (at most ``NoiseRule.max_line``) with its line breaks, chapter
+    # boilerplate, a sentence the alignment did not keep.
+    max_suspect_gap: int = 300
+    # Characters of the mother the copy may skip between them ...
+    max_mother_gap: int = 300
+    # ... and may step back, as long as the next one ends further on: a passage that
+    # starts with words its mother also holds just before (门上的人道 twice in three
+    # lines) may be placed from their first occurrence (seen 24-29 characters back).
+    max_overlap: int = 60
+    # Inserted text: characters the suspect's gap holds beyond the mother's at that
+    # place (less whitespace) for it to be an excluded span, not an edit.
+    min_inserted: int = 3
+
+
+def regions(
+    passages: Sequence[Passage],
+    suspect: str,
+    mother: str,
+    initial_offsets: np.ndarray,
+    rule: RegionRule | None = None,
+) -> list[Region]:
+    """The regions of a match (``tracker.records.Region``): passages copied in order
+    that follow each other in both texts, with at most ``max_suspect_gap`` characters
+    of the suspect and ``max_mother_gap`` of the mother between them, are one region;
+    what the suspect holds in such a gap that the mother does not hold there (an ad
+    line, a watermark line: ``_inserted``) is listed as excluded. A reordered passage
+    (with segments) is a region of its own. ``initial_offsets``: the character offset
+    of each pinyin initial of ``suspect`` (``tracker.pinyin.initial_codes``), on which
+    a region's similarity is counted."""
+    rule = rule or RegionRule()
+    if len(passages) == 1:  # the usual case: the passage is its region
+        (p,) = passages
+        return [Region(p.suspect_start, p.suspect_end, p.mother_start, p.mother_end, p.similarity)]
+    groups: list[list[Passage]] = []
+    for p in sorted(passages, key=lambda x: (x.suspect_start, x.suspect_end)):
+        last = groups[-1][-1] if groups else None
+        if (
+            last is not None
+            and not p.segments
+            and not last.segments
+            and 0 <= p.suspect_start - last.suspect_end <= rule.max_suspect_gap
+            and -rule.max_overlap <= p.mother_start - last.mother_end <= rule.max_mother_gap
+            and p.mother_end > last.mother_end
+        ):
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+
+    def initials(a: int, b: int) -> int:
+        return int(np.searchsorted(initial_offsets, b) - np.searchsorted(initial_offsets, a))
+
+    out = []
+    for group in groups:
+        excluded: list[tuple[int, int]] = []
+        for prev, nxt in itertools.pairwise(group):
+            excluded += _inserted(
+                suspect,
+                prev.suspect_end,
+                nxt.suspect_start,
+                mother,
+                prev.mother_end,
+                nxt.mother_start,
+                rule,
+            )
+        first = group[0]
+        s_start, s_end = first.suspect_start, max(p.suspect_end for p in group)
+        own = initials(s_start, s_end) - sum(initials(a, b) for a, b in excluded)
+        covered = sum(p.similarity * initials(p.suspect_start, p.suspect_end) for p in group)
+        similarity = min(1.0, covered / own) if own > 0 else first.similarity
+        out.append(
+            Region(
+                s_start,
+                s_end,
+                min(p.mother_start for p in group),
+                max(p.mother_end for p in group),
+                round(similarity, 4),
+                excluded,
+            )
+        )
+    return out
+
+
+def _inserted(
+    suspect: str, start: int, end: int, mother: str, m_start: int, m_end: int, rule: RegionRule
+) -> list[tuple[int, int]]:
+    """The stretches of ``suspect[start:end]`` (the gap between two passages of one
+    region) that the mother's text at that place (``mother[m_start:m_end]``) does not
+    hold: the opcodes of difflib (the gaps are short) that delete or replace at least
+    ``min_inserted`` more characters than they take from the mother, without the
+    whitespace around them. Stretches apart by one or two characters are one. What the
+    gap starts with as the mother goes on after ``m_start`` (the full stop a passage of
+    initials leaves out), or ends with as the mother stands before ``m_end``, is the
+    mother's, also where the next passage was placed early (``m_end <= m_start``)."""
+    while start < end and m_start < len(mother) and suspect[start] == mother[m_start]:
+        start, m_start = start + 1, m_start + 1
+    while end > start and m_end > 0 and suspect[end - 1] == mother[m_end - 1]:
+        end, m_end = end - 1, m_end - 1
+    gap = suspect[start:end]
+    mother_gap = mother[m_start:m_end] if m_end > m_start else ""
+    if not gap.strip():
+        return []
+    ops = difflib.SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
+    spans: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag not in ("delete", "replace"):  # suspect text the mother lacks there
+            continue
+        a, b = i1, i2
+        while a < b and gap[a].isspace():
+            a += 1
+        while b > a and gap[b - 1].isspace():
+            b -= 1
+        if (b - a) - len(mother_gap[j1:j2].strip()) < rule.min_inserted:
+            continue
+        if spans and a - spans[-1][1] <= 2:
+            spans[-1] = (spans[-1][0], b)
+        else:
+            spans.append((a, b))
+    return [(start + a, start + b) for a, b in spans]

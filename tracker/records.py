@@ -338,6 +338,57 @@ def strip_book_title(title: str, book_title: str) -> str:
     return text
 
 
+class RegionRecord(TypedDict):
+    """A stored ``Region`` (its ``to_dict``)."""
+
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    similarity: float
+    excluded: list[dict[str, int]]
+
+
+@dataclass
+class Region:
+    """One stretch of the suspect copied from one stretch of the mother, as a person
+    reads it (issue #39): the passages of a copy broken up by inserted lines (a pirate
+    ad after every sentence or two, a watermark line) make one region, the inserted
+    text listed in ``excluded`` (suspect offsets, end exclusive, inside the region).
+    ``similarity`` is the region's own: how much of its text (less the excluded spans)
+    the passages inside it cover, each at its own similarity, on pinyin initials.
+    Built from the passages (``tracker.noise.regions``); ``Match.passages`` stay as
+    they are."""
+
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    similarity: float
+    excluded: list[tuple[int, int]] = field(default_factory=list)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "suspect_start": self.suspect_start,
+            "suspect_end": self.suspect_end,
+            "mother_start": self.mother_start,
+            "mother_end": self.mother_end,
+            "similarity": round(float(self.similarity), 4),
+            "excluded": [{"suspect_start": a, "suspect_end": b} for a, b in self.excluded],
+        }
+
+    @classmethod
+    def from_dict(cls, d: RegionRecord) -> Self:
+        return cls(
+            int(d["suspect_start"]),
+            int(d["suspect_end"]),
+            int(d["mother_start"]),
+            int(d["mother_end"]),
+            float(d["similarity"]),
+            [(int(x["suspect_start"]), int(x["suspect_end"])) for x in d.get("excluded") or []],
+        )
+
+
 @dataclass
 class Match:
     """A mother found in a suspect, with the evidence."""
@@ -360,6 +411,9 @@ class Match:
     #: The book the mother is a chapter of, when it is one (set by a check from the
     #: mother's metadata and the book's current title; not stored with the match).
     book: ChapterRef | None = field(default=None, compare=False)
+    #: The passages as a person reads them: one region per copied stretch, inserted
+    #: lines inside it excluded (``Region``; stored with the match).
+    regions: list[Region] = field(default_factory=list)
 
     @property
     def id(self) -> str:

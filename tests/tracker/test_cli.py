@@ -49,10 +49,12 @@ def test_ingest_check_json_contract(tmp_path):
     assert lines[1]["matches"] == []
     (m,) = lines[0]["matches"]
     assert list(m) == [
-        "mother_id", "title", "score", "coverage", "passages",
+        "mother_id", "title", "score", "coverage", "passages", "regions",
         "book_id", "book_title", "chapter", "chapter_index",
     ]  # fmt: skip
     assert m["book_id"] is None and m["chapter_index"] is None  # a work in no book
+    (region,) = m["regions"]  # one copied stretch
+    assert region["excluded"] == []
     assert m["mother_id"] == "w1" and m["title"] == "标题1"
     p = m["passages"][0]
     assert set(p) == {"suspect_start", "suspect_end", "mother_start", "mother_end", "similarity"}

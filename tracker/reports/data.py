@@ -148,6 +148,28 @@ class PassageData(TypedDict):
     segments: list[SegmentData]  # the aligned segment pairs, when the aligner gave them
 
 
+class ExcludedData(TypedDict):
+    """Text inside a region the work does not hold there (an inserted ad or watermark
+    line): suspect offsets, end exclusive."""
+
+    suspect_start: int
+    suspect_end: int
+    suspect_text: str | None
+
+
+class RegionData(TypedDict):
+    """One copied stretch as a person reads it (``tracker.records.Region``): the
+    passages between inserted lines taken together, the lines listed as excluded."""
+
+    n: int  # 1-based, in suspect order
+    suspect_start: int
+    suspect_end: int
+    mother_start: int
+    mother_end: int
+    similarity: float  # the region's own (its text less the excluded spans)
+    excluded: list[ExcludedData]
+
+
 class TimelineEvent(TypedDict):
     """One step of the evidence's history, in the order they must have happened."""
 
@@ -179,6 +201,7 @@ class ReportData(TypedDict):
     created_at: str | None
     updated_at: str | None
     passages: list[PassageData]
+    regions: list[RegionData]  # the passages by copied stretch (stored with the match)
     capture: CaptureInfo | None
     timeline: list[TimelineEvent]
     timeline_problems: list[str]  # times in an impossible order (shown loudly)
@@ -286,6 +309,7 @@ def report_data(
         "created_at": iso_utc(match.created_at),
         "updated_at": iso_utc(match.updated_at),
         "passages": _passages(match, mother, suspect),
+        "regions": _regions(match, suspect),
         "capture": capture_info,
         "timeline": timeline,
         "timeline_problems": problems,
@@ -479,6 +503,28 @@ def _segments(
             }
         )
     return segments
+
+
+def _regions(match: Match, suspect: Suspect | None) -> list[RegionData]:
+    return [
+        {
+            "n": n,
+            "suspect_start": r.suspect_start,
+            "suspect_end": r.suspect_end,
+            "mother_start": r.mother_start,
+            "mother_end": r.mother_end,
+            "similarity": round(float(r.similarity), 4),
+            "excluded": [
+                {
+                    "suspect_start": a,
+                    "suspect_end": b,
+                    "suspect_text": suspect.text[a:b] if suspect else None,
+                }
+                for a, b in r.excluded
+            ],
+        }
+        for n, r in enumerate(sorted(match.regions, key=lambda r: r.suspect_start), 1)
+    ]
 
 
 def _passages(match: Match, mother: Mother | None, suspect: Suspect | None) -> list[PassageData]:

@@ -53,8 +53,9 @@ class CheckResult:
 
     def matches_json(self) -> list[JSONObject]:
         """The ``matches`` of the ``--json`` line: mother, title, score, coverage,
-        passages, then the book the mother is a chapter of (``book_id``,
-        ``book_title``, ``chapter``, ``chapter_index``: null when it is in no book)."""
+        passages, regions (``tracker.records.Region``), then the book the mother is a
+        chapter of (``book_id``, ``book_title``, ``chapter``, ``chapter_index``: null
+        when it is in no book)."""
         return [
             {
                 "mother_id": m.mother_id,
@@ -62,6 +63,7 @@ class CheckResult:
                 "score": m.score,
                 "coverage": m.coverage,
                 "passages": [p.to_dict() for p in m.passages],
+                "regions": [r.to_dict() for r in m.regions],
                 **(m.book.to_dict() if m.book is not None else dict(NO_BOOK)),
             }
             for m in self.matches

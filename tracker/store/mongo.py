@@ -35,7 +35,7 @@ from pymongo import (
 )
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from tracker.records import JSONObject, JSONValue
+from tracker.records import JSONObject, JSONValue, Region
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -131,6 +131,7 @@ def _match(doc: dict[str, Any]) -> Match:
         coverage=float(doc["coverage"]),
         mother_coverage=float(doc["mother_coverage"]),
         passages=[Passage.from_dict(p) for p in doc.get("passages") or []],
+        regions=[Region.from_dict(r) for r in doc.get("regions") or []],
         engine=doc.get("engine", ""),
         verdict=doc.get("verdict", "pending"),
         note=doc.get("note", ""),
@@ -686,6 +687,7 @@ class MongoStore(Store):
                 "coverage": m.coverage,
                 "mother_coverage": m.mother_coverage,
                 "passages": [p.to_dict() for p in m.passages],
+                "regions": [r.to_dict() for r in m.regions],
                 "engine": m.engine,
                 "mother_title": m.mother_title,
                 "suspect_title": m.suspect_title,

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tracker.datadir import private_dir, private_file
-from tracker.records import JSONObject, JSONValue
+from tracker.records import JSONObject, JSONValue, Region
 from tracker.rules import check_verdict
 
 from ._common import (
@@ -118,6 +118,7 @@ CREATE TABLE IF NOT EXISTS matches (
     mother_coverage REAL NOT NULL,
     passages        TEXT NOT NULL DEFAULT '[]',
     engine          TEXT NOT NULL,
+    regions         TEXT NOT NULL DEFAULT '[]',
     verdict         TEXT NOT NULL DEFAULT 'pending',
     note            TEXT NOT NULL DEFAULT '',
     mother_title    TEXT NOT NULL DEFAULT '',
@@ -175,7 +176,7 @@ _MOTHER_COLS = "id, seq, title, text, source, metadata, ingested_at"
 _SUSPECT_COLS = "id, title, text, url, domain, fetched_at, source, metadata, checked_at"
 _MATCH_COLS = (
     "suspect_id, mother_id, score, coverage, mother_coverage, passages, engine, verdict, note, "
-    "mother_title, suspect_title, suspect_url, domain, created_at, updated_at"
+    "mother_title, suspect_title, suspect_url, domain, created_at, updated_at, regions"
 )
 
 
@@ -269,6 +270,7 @@ def _match(row: sqlite3.Row) -> Match:
         domain=row["domain"],
         created_at=_dt(row["created_at"]),
         updated_at=_dt(row["updated_at"]),
+        regions=[Region.from_dict(d) for d in json.loads(row["regions"])],
     )
 
 
@@ -490,6 +492,9 @@ class SqliteStore(Store):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     c.execute(statement)
+            # A store made before regions (issue #39): the column is added, empty.
+            if "regions" not in {row[1] for row in c.execute("PRAGMA table_info(matches)")}:
+                c.execute("ALTER TABLE matches ADD COLUMN regions TEXT NOT NULL DEFAULT '[]'")
             c.execute("INSERT OR IGNORE INTO counters(name, value) VALUES ('mother_seq', 0)")
             c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -909,7 +914,7 @@ class SqliteStore(Store):
         updates = ", ".join(f"{f} = excluded.{f}" for f in MACHINE_FIELDS)
         c.executemany(
             f"INSERT INTO matches(id, {_MATCH_COLS}, rdomain) "
-            f"VALUES ({','.join('?' * 17)}) ON CONFLICT(id) DO UPDATE SET {updates}",
+            f"VALUES ({','.join('?' * 18)}) ON CONFLICT(id) DO UPDATE SET {updates}",
             [
                 (
                     m.id,
@@ -928,6 +933,7 @@ class SqliteStore(Store):
                     m.domain,
                     _t(m.created_at),
                     _t(m.updated_at),
+                    dumps([r.to_dict() for r in m.regions]),
                     reverse_domain(m.domain),
                 )
                 for m in prepared

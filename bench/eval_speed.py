@@ -1,0 +1,118 @@
+"""Check time with and without the work of issue #39, interleaved in one run.
+
+Usage: python bench/eval_speed.py [--data ../shared/data] [--cases 20] [--laws 0]
+       [--rounds 2] [--after OPTION=VALUE ...]
+
+One library (the evaluation's mothers with ``--evasions`` and ``--reprints``' kinds,
+``bench/eval.py``), two matchers on it sharing one cache of prepared mothers: "before"
+(``AlignParams.reprint_runs`` = 0 and ``long_fine`` = 0, and no regions built:
+``tracker.matching.regions`` replaced by a function returning none while it checks)
+and "after" (the defaults).
+Every suspect is checked by both, in alternating order, ``--rounds`` times; medians and
+means per matcher and their ratios are printed, so machine load hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import machine  # noqa: E402
+from eval import (  # noqa: E402
+    Case,
+    build_cases,
+    build_evasion_cases,
+    build_law_suite,
+    load_jsonl,
+)
+from eval_reprints import build_reprint_cases  # noqa: E402
+
+
+def main() -> None:
+    from dataclasses import replace
+
+    import tracker.matching as matching
+    from tracker.config import Settings
+    from tracker.documents import Document
+    from tracker.library import Library
+    from tracker.matching import Matcher
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--cases", type=int, default=20)
+    ap.add_argument("--laws", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="an AlignParams value of the after matcher (repeatable): attribute the cost",
+    )
+    args = ap.parse_args()
+    data = Path(args.data)
+    mothers, cases = build_cases(data, args.cases)
+    cases += build_evasion_cases(data, args.cases)
+    chapters = load_jsonl(data / "novels/hongloumeng.chapters.jsonl")
+    chapters += load_jsonl(data / "novels/sanguoyanyi.chapters.jsonl")
+    host = "".join(
+        p.read_text(encoding="utf-8") for p in sorted((data / "novels/other").glob("*.txt"))
+    )
+    more, reprints = build_reprint_cases(data, args.cases, chapters, host, load_jsonl, Case)
+    mothers, cases = mothers + more, cases + reprints
+    if args.laws:
+        suite = build_law_suite(data, args.cases, args.laws, cases)
+        mothers, cases = mothers + suite.library, cases + suite.cases
+    built = matching.regions
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = Library.open(Settings(data_dir=Path(tmp)))
+        try:
+            lib.ingest(Document(id=m["id"], title="", text=m["text"]) for m in mothers)
+            after = lib.matcher()
+            if args.after:
+                changes = {k: float(v) for k, v in (x.split("=", 1) for x in args.after)}
+                after.align_params = replace(after.align_params, **changes)
+            before = Matcher(
+                lib.store,
+                after.engine,
+                policy=after.policy,
+                align_params=replace(after.align_params, reprint_runs=0, long_fine=0),
+                cache=after.cache,
+            )
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            for case in cases:  # warm the cache of prepared mothers for both
+                after.match(case.text)
+            for r in range(args.rounds):
+                for i, case in enumerate(cases):
+                    order = [("before", before), ("after", after)]
+                    if (i + r) % 2:
+                        order.reverse()
+                    for name, matcher in order:
+                        matching.regions = built if name == "after" else _none
+                        t = time.perf_counter()
+                        matcher.match(case.text)
+                        times[name].append((time.perf_counter() - t) * 1000)
+        finally:
+            matching.regions = built
+            lib.close()
+    b, a = statistics.median(times["before"]), statistics.median(times["after"])
+    mb, ma = statistics.mean(times["before"]), statistics.mean(times["after"])
+    print(f"{machine()}; {len(mothers)} mothers, {len(cases)} suspects x {args.rounds} rounds")
+    print(f"median check ms: before {b:.2f}, after {a:.2f}, ratio {a / b:.3f}")
+    print(f"mean check ms: before {mb:.2f}, after {ma:.2f}, ratio {ma / mb:.3f}")
+
+
+def _none(*_args: object, **_kwargs: object) -> list:
+    return []
+
+
+if __name__ == "__main__":
+    main()
