@@ -1131,6 +1131,28 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                     }
                     | {"similarity": {"type": "number"}},
                 },
+                "Region": {
+                    "type": "object",
+                    "description": "One copied stretch as a person reads it; inserted lines "
+                    "(ads, watermarks) inside it are excluded spans",
+                    "properties": {
+                        k: {"type": "integer"}
+                        for k in ("suspect_start", "suspect_end", "mother_start", "mother_end")
+                    }
+                    | {
+                        "similarity": {"type": "number"},
+                        "excluded": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "suspect_start": {"type": "integer"},
+                                    "suspect_end": {"type": "integer"},
+                                },
+                            },
+                        },
+                    },
+                },
                 "Match": {
                     "type": "object",
                     "properties": {
@@ -1151,6 +1173,7 @@ def openapi_document(server: str = "") -> dict[str, Any]:
                         "created_at": TIME,
                         "updated_at": TIME,
                         "passages": {"type": "array", "items": _ref("Passage")},
+                        "regions": {"type": "array", "items": _ref("Region")},
                         "book_id": {
                             "type": ["string", "null"],
                             "description": "The book the work is a chapter of (null: none)",

@@ -37,6 +37,7 @@ def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
     }
     if passages:
         out["passages"] = [p.to_dict() for p in m.passages]
+        out["regions"] = [r.to_dict() for r in m.regions]
     else:
         out["passage_count"] = len(m.passages)
     # The book the work is a chapter of (``web.books.named`` sets it), as in

@@ -218,6 +218,9 @@ def test_matches_list_and_filters(system: WebSystem, api_match: dict[str, Any]) 
     match = data["matches"][0]
     assert match["id"] == api_match["id"] and match["ref"] == api_match["ref"]
     assert match["domain"] == "copy.example.net" and match["passages"]
+    (region,) = match["regions"]  # one copied stretch, as check --json gives it
+    assert region["suspect_start"] <= match["passages"][0]["suspect_start"]
+    assert region["excluded"] == []
     assert 0 < match["score"] <= 1
     data = client.get(
         "/api/v1/matches?domain=example.net&passages=0&limit=5", headers=auth(system, "viewer")
