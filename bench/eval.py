@@ -2,6 +2,7 @@
 
 Usage: python bench/eval.py [--data ../shared/data] [--cases 60] [--engine daguan]
        [--set ENGINE.OPTION=VALUE ...] [--detail] [--out docs/EVALUATION.md]
+       python bench/eval.py --books [--cases 12]
 
 ``--engine all`` (or a comma-separated list) runs every engine on the SAME suspects, each
 in a fresh library, and prints one comparison table: per transformation and engine the
@@ -59,6 +60,12 @@ features of every passage (``eval_laws.passage_features``), for
 ``bench/eval_diagnose.py``; ``--false-pairs FILE`` writes every false pair with its
 passages as markdown. ``--align OPTION=VALUE`` / ``--policy OPTION=VALUE`` verify with
 other ``AlignParams`` / ``MatchPolicy`` values (sweeps, without changing tracker code).
+
+``--books`` runs only the book suite of ``bench/eval_books.py`` (issue #36): the two
+novels ingested as books from whole-book TXTs through the book path, then pages of the
+independent editions (slices, whole chapters, a chapter split over two pages) checked;
+the share whose top match names the right book and chapter (``chapter_index``), and
+every miss with its reason.
 
 Passage measures follow PAN text alignment (character level, both documents):
 precision = |detected ∩ true| / |detected|, recall = |detected ∩ true| / |true|,
@@ -1249,6 +1256,19 @@ def misses_report(run: EngineRun) -> str:
     return "\n".join(lines) or "(none)"
 
 
+def evaluate_books(args: argparse.Namespace) -> str:
+    """``--books``: the chapter-naming suite (``bench/eval_books.py``)."""
+    import eval_books
+
+    data = Path(args.data)
+    n = max(2, args.cases)
+    cases = eval_books.build_page_cases(
+        data, n, split_chapters, source_share, SOURCE_SHARE, chinese_number
+    )
+    engine = None if args.engine == "daguan" else args.engine
+    return eval_books.report(eval_books.run_book_eval(data, cases, chinese_number, engine))
+
+
 def evaluate(args: argparse.Namespace) -> str:
     from tracker.engines import ENGINES
 
@@ -1387,9 +1407,15 @@ def main() -> None:
         metavar="OPTION=VALUE",
         help="verify with this MatchPolicy value (repeatable), e.g. min_copied=80",
     )
+    ap.add_argument(
+        "--books",
+        action="store_true",
+        help="only the book suite (issue #36): the novels ingested as books, edition pages "
+        "checked; how often the top match names the right chapter (--cases pages per kind)",
+    )
     ap.add_argument("--out", default=None, help="append the table to this markdown file")
     args = ap.parse_args()
-    table = evaluate(args)
+    table = evaluate_books(args) if args.books else evaluate(args)
     print(table)
     if args.out:
         with open(args.out, "a", encoding="utf-8") as f:

@@ -289,3 +289,82 @@ def test_an_edition_slice_the_library_lacks_is_left_out_of_recall() -> None:
     assert (row["n"], row["recall"], row["source_missing"]) == (1, 1, 1)
     assert run.measures("trad-edition")["recall"] == 1.0
     assert "source not in library" in harness.summary(run)
+
+
+def fake_novels(root, chapters: int = 4) -> None:
+    """A ``novels`` folder shaped as ../shared's: per novel the chapter JSONL (titles
+    ``书名 第N回 …``) and the independent editions eval_books cuts pages from (the same
+    chapters under their own headings; the traditional ones converted with OpenCC)."""
+    import json
+
+    import opencc
+    from eval_books import NOVELS
+
+    s2t = opencc.OpenCC("s2t")
+    numerals = "一二三四五六七八九十"
+    novels = root / "novels"
+    novels.mkdir()
+    for k, (stem, title) in enumerate(NOVELS.items()):
+        texts = [work(100 * k + i, 70) for i in range(chapters)]
+        rows = [
+            {"id": f"{stem}-{i + 1:03d}", "title": f"{title} 第{numerals[i]}回 题{i}", "text": t}
+            for i, t in enumerate(texts)
+        ]
+        (novels / f"{stem}.chapters.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
+        edition = "".join(f"第{numerals[i]}回　回目{i}\n\n{t}\n\n" for i, t in enumerate(texts))
+        for name in ("web-copy", "alt-edition"):
+            (novels / f"{stem}.{name}.txt").write_text(edition, encoding="utf-8")
+        (novels / f"{stem}.trad-edition.txt").write_text(s2t.convert(edition), encoding="utf-8")
+
+
+def test_book_suite_pages_of_chapters_and_straddling_slices(tmp_path) -> None:
+    import eval as harness
+    import eval_books
+
+    # A slice holding 41 characters of the next chapter (its heading) is not that
+    # chapter; one holding HELD or more of two chapters may name either.
+    assert eval_books.held_by([(0, 1000), (1000, 3000)], 959, 2459) == {1: 41, 2: 1459}
+    case = eval_books.PageCase("slice", "x.txt", "书", "", {1: 41, 2: 1459})
+    assert (case.truth, case.main) == ({2}, 2)
+    assert eval_books.PageCase("slice", "x.txt", "书", "", {1: 700, 2: 800}).truth == {1, 2}
+    assert eval_books.split_page("甲" * 10 + "\n\n" + "乙" * 9) == 12
+    assert eval_books.split_page("第一回\n\n" + "甲乙。" * 10) == 17  # no paragraph: a sentence end
+    assert eval_books.chapter_number("第一百四回 醉金刚", harness.chinese_number) == 104
+
+    fake_novels(tmp_path)
+    cases = eval_books.build_page_cases(
+        tmp_path,
+        2,
+        harness.split_chapters,
+        harness.source_share,
+        harness.SOURCE_SHARE,
+        harness.chinese_number,
+    )
+    assert {c.kind for c in cases} == {"slice", "chapter", "page-1", "page-2"}
+    run = eval_books.run_book_eval(tmp_path, cases, harness.chinese_number)
+    # Both novels became books of four chapters through the chapter detector.
+    assert sorted(run.books) == ["《三国演义》 4 chapters", "《红楼梦》 4 chapters"]
+    assert not run.missing and len(run.results) == len(cases)
+    assert all(r.right for r in run.results), [r.named for r in run.results if not r.right]
+    table = eval_books.report(run)
+    assert f"| **all** | {len(cases)} | {len(cases)} (100.0%)" in table
+
+    # A top match naming another chapter, or another book, is a miss with its reason.
+    numbers = {"三国演义": {1: 1, 2: 2}}
+    page = eval_books.PageCase("chapter", "x.txt", "三国演义", "", {1: 3000})
+    wrong = {"book_title": "三国演义", "chapter_index": 2, "chapter": "第二回", "score": 0.5}
+    miss = eval_books.judge(page, [{**wrong, "coverage": 0.4}], numbers, 1.0)
+    assert not miss.right and "chapter_index 2" in miss.named
+    assert not eval_books.judge(page, [], numbers, 1.0).right
+    # An edition that puts a block of another chapter under this heading: naming that
+    # chapter is right when the page holds HELD characters of its text (by 8-grams).
+    other = work(7, 10)
+    page.simplified = work(8, 5) + other
+    texts = {"三国演义": {2: [other]}}
+    by_text = eval_books.judge(page, [{**wrong, "coverage": 0.4}], numbers, 1.0, texts)
+    assert by_text.right and not by_text.strict
+    assert by_text.by_text == eval_books.text_held(page.simplified, [other]) >= eval_books.HELD
+    page.simplified = work(8, 5)
+    assert not eval_books.judge(page, [{**wrong, "coverage": 0.4}], numbers, 1.0, texts).right
