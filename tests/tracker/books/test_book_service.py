@@ -133,7 +133,7 @@ def test_check_json_names_book_and_chapter_with_the_current_title(lib: Library) 
     line = res.to_json()
     match = line["matches"][0]  # type: ignore[index]
     assert list(match)[:5] == ["mother_id", "title", "score", "coverage", "passages"]
-    assert list(match)[5:] == ["book_id", "book_title", "chapter", "chapter_index"]
+    assert list(match)[5:] == ["regions", "book_id", "book_title", "chapter", "chapter_index"]
     assert match["mother_id"] == "xiyouji-0002"
     assert match["book_id"] == "xiyouji" and match["book_title"] == "西游记"
     assert match["chapter"] == HEADINGS[1] and match["chapter_index"] == 2

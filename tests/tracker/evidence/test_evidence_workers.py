@@ -221,28 +221,40 @@ def test_pasted_text_redelivered_mid_work_is_one_submission(installed: Installat
 def test_book_chapter_pages_are_each_captured(
     installed: Installation, site: Site, env: Path
 ) -> None:
+    from tracker.crawler import Crawler, CrawlerConfig
     from tracker.library import Library
 
     book = site.url("/book/")
     report = installed.app.send_task("yinji.crawl.crawl_book", args=[book]).get(timeout=90)
     assert "error" not in report, report
-    chapter = site.url("/book/1.html")
-    sid = sha1(chapter)
+    chapter, page_two = site.url("/book/1.html"), site.url("/book/1_2.html")
+    # A book run checks each page of a chapter on its own (issue #36: each page is its
+    # own URL of the case, with its own capture and figures).
+    for url in (chapter, page_two):
+        found = entries(installed.settings, sha1(url))
+        assert kinds(found)[:2] == ["capture", "check"], url
+        capture, check = found[:2]
+        assert capture.payload["final_url"] == url
+        assert check.payload["capture_index"] == capture.index
+        assert "capture_indexes" not in check.payload
+    first_check = entries(installed.settings, sha1(chapter))[1]
+    assert first_check.payload["matches"][0]["mother_id"] == "mother-1"
+
+    # A chapter read over pages as one text (discovery's way) names a capture per page;
+    # its re-check names both again; the bundle carries both bodies and verifies.
+    with Library.open(installed.settings) as lib:
+        crawler = Crawler(CrawlerConfig.from_settings(lib.settings))
+        pages = [crawler.crawl_page(chapter), crawler.crawl_page(page_two)]
+        suspect = pages[0].to_suspect("chapter-1-joined")
+        suspect.text = "\n".join(p.text for p in pages)
+        lib.check_crawled(suspect, pages)
+    sid = "chapter-1-joined"
     found = entries(installed.settings, sid)
     assert kinds(found) == ["capture", "capture", "check"]
     first, second, check = found
-    assert [first.payload["final_url"], second.payload["final_url"]] == [
-        chapter,
-        site.url("/book/1_2.html"),
-    ]
+    assert [first.payload["final_url"], second.payload["final_url"]] == [chapter, page_two]
     assert check.payload["capture_index"] == first.index
     assert check.payload["capture_indexes"] == [first.index, second.index]
-    assert check.payload["matches"][0]["mother_id"] == "mother-1"
-    # A one-page chapter names its one capture, without a list.
-    other = entries(installed.settings, sha1(site.url("/book/2.html")))
-    assert kinds(other) == ["capture", "check"] and "capture_indexes" not in other[1].payload
-
-    # Its re-check names both pages again; the bundle carries both bodies and verifies.
     installed.app.send_task("yinji.check.check_suspect", args=[sid]).get(timeout=60)
     recheck = entries(installed.settings, sid)[-1]
     assert recheck.payload["capture_indexes"] == [first.index, second.index]
