@@ -45,9 +45,16 @@ WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 SENTENCE_END = re.compile(r"[.!?][\"'”’)]*(?=\s+[\"'“‘(]?[A-Z])")
 
 
+# The harness's own judge undoes its mutations before it compares words.
+UNDO = str.maketrans(
+    {g: k for k, v in HOMOGLYPHS.items() for g in v} | {z: None for z in ZERO_WIDTH}
+)
+
+
 def words_of(text: str) -> list[str]:
-    """The words of a text, casefolded, accents dropped (how truth is compared)."""
-    plain = unicodedata.normalize("NFKD", text.casefold())
+    """The words of a text, casefolded, accents, look-alike letters and zero-width
+    characters undone (how the harness compares texts to judge a pair)."""
+    plain = unicodedata.normalize("NFKD", text.translate(UNDO).casefold())
     return WORD.findall("".join(c for c in plain if not unicodedata.combining(c)))
 
 

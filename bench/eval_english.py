@@ -88,6 +88,7 @@ from english_mutations import (  # noqa: E402
 PART_CHARS = 25_000
 SOURCE_SHARE = 0.5
 EDITION_PART_SHARE = 0.2
+MAX_FAULTS = 40  # listed under the table; all of them in --json
 
 
 # -- texts and cases ------------------------------------------------------------------
@@ -286,35 +287,49 @@ def real_copy(suspect: str, mother: str, match: object) -> bool:
 
 
 def run_cases(
-    mothers: list[dict[str, str]], cases: list[Case]
+    mothers: list[dict[str, str]], cases: list[Case], faults: list[str] | None = None
 ) -> tuple[dict[str, KindResult], float]:
+    """Ingest ``mothers`` into a fresh library and check every case; a line for each
+    missed case, false pair and flagged negative goes into ``faults``."""
     texts = {m["id"]: m["text"] for m in mothers}
     rows: dict[str, KindResult] = {}
+    faults = faults if faults is not None else []
     with tempfile.TemporaryDirectory() as tmp:
         lib = open_library(Path(tmp))
         try:
             ingest_s = ingest(lib, mothers)
-            for case in cases:
+            for no, case in enumerate(cases):
                 r = rows.setdefault(case.kind, KindResult(case.kind, negative=case.negative))
                 t = time.perf_counter()
                 result = lib.check_text(case.text)  # type: ignore[attr-defined]
                 r.times_ms.append((time.perf_counter() - t) * 1000)
                 r.warned += bool(result.warnings)
                 found = {m.mother_id for m in result.matches}
+                what = f"case {no} {case.kind} ({len(case.text):,} characters)"
                 if case.negative:
                     r.n += 1
                     r.flagged += bool(found)
+                    if found:
+                        faults.append(f"{what}: flagged, reported {', '.join(sorted(found))}")
                     continue
                 if case.source_missing:
                     r.source_missing += 1
                 else:
                     r.n += 1
                     r.recalled += bool(found & case.truth)
+                    if not found & case.truth:
+                        faults.append(
+                            f"{what}: missed {', '.join(sorted(case.truth))}; reported "
+                            + (", ".join(sorted(found)) or "nothing")
+                        )
                 for m in result.matches:
                     r.pairs += 1
-                    r.true_pairs += m.mother_id in case.truth or real_copy(
+                    good = m.mother_id in case.truth or real_copy(
                         case.text, texts.get(m.mother_id, ""), m
                     )
+                    r.true_pairs += good
+                    if not good:
+                        faults.append(f"{what}: false pair {m.mother_id}")
         finally:
             lib.close()  # type: ignore[attr-defined]
     return rows, ingest_s
@@ -449,6 +464,13 @@ def markdown(report: dict[str, object]) -> str:
         "- targets of #40 (recall ≥ 0.95 each kind, pair precision ≥ 0.995, no negative "
         f"flagged): {'met' if s['targets_met'] else 'not met'}",  # type: ignore[index]
     ]
+    faults = report.get("faults") or []
+    if faults and len(faults) <= MAX_FAULTS:
+        lines += ["", "Missed cases, false pairs and flagged negatives:", ""]
+        lines += [f"- {x}" for x in faults]  # type: ignore[attr-defined]
+    elif faults:
+        lines += ["", f"{len(faults)} missed cases, false pairs and flagged negatives "  # type: ignore[arg-type]
+                  f"(listed with --json)."]  # fmt: skip
     sp = report.get("speed")
     if sp:
         lc, ing = sp["library_chars"], sp["ingest_s"]  # type: ignore[index]
@@ -498,7 +520,8 @@ def evaluate(args: argparse.Namespace) -> dict[str, object]:
         if not more:
             print(f"no Chinese corpus at {data}: an English-only library", file=sys.stderr)
         mothers = mothers + more
-    rows, ingest_s = run_cases(mothers, cases)
+    faults: list[str] = []
+    rows, ingest_s = run_cases(mothers, cases, faults)
     kinds = [r.row() for r in rows.values()]
     pos = [r for r in rows.values() if not r.negative]
     neg = [r for r in rows.values() if r.negative]
@@ -525,7 +548,12 @@ def evaluate(args: argparse.Namespace) -> dict[str, object]:
         + f"; ingested in {ingest_s:.1f} s); {len(cases)} suspects, seed {args.seed}; "
         f"{machine()}; {time.strftime('%Y-%m-%d', time.gmtime())}."
     )
-    report: dict[str, object] = {"header": header, "kinds": kinds, "summary": summary}
+    report: dict[str, object] = {
+        "header": header,
+        "kinds": kinds,
+        "summary": summary,
+        "faults": faults,
+    }
     if not args.no_speed:
         if (data / "laws/laws_national.jsonl").exists():
             report["speed"] = speed(builder, data, args.speed_chars, args.speed_cases, args.seed)

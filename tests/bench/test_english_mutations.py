@@ -104,6 +104,8 @@ def test_snap_cuts_at_word_boundaries_and_words_of_undoes_case_and_accents() -> 
     assert TEXT[slice(*mut.snap(TEXT, 4, 14))] == "lighthouse"
     assert TEXT[slice(*mut.snap(TEXT, 4, 10))] == ""  # no whole word inside
     assert mut.words_of("Café NAÏVE, don’t") == ["cafe", "naive", "don’t"]
+    disguised = mut.zero_width(mut.homoglyphs(TEXT, 1.0, random.Random(6)), 1.0, random.Random(7))
+    assert mut.words_of(disguised) == mut.words_of(TEXT) != disguised.split()
 
 
 def test_mutations_are_deterministic_for_a_seed() -> None:
