@@ -47,8 +47,11 @@ Speed (not with ``--no-speed``): an English library of ``--speed-chars`` charact
 library books, then the negative books, in parts) and a Chinese one of the same size
 (``--data``: the novels' chapters, Lu Xun, Wikipedia, then laws), each in its own data
 folder; 3,000-character suspects (1,500 copied inside 1,500 of host text) checked on
-both, English and Chinese alternating, after one warm-up round; medians of wall and CPU
-time per 1,000 characters and their ratio (target of #40: English within 2x of Chinese).
+both, English and Chinese alternating, after one warm-up round (which counts the copies
+found); medians per 1,000 characters of wall time, of this process's CPU time and of that
+plus the Redis server's (``INFO cpu``: index look-ups run there), and their ratios. The
+target of #40 (English within 2x of Chinese) is judged on the last, and only when the
+English copies are found.
 
 That Chinese results do not move is ``bench/eval.py`` (``--laws 0`` for the old cases):
 run it before and after a change; this harness does not repeat it.
@@ -197,7 +200,10 @@ class Builder:
         for length in (150, 500, 1500, 3000):
             for _ in range(n):
                 pid, piece = self.excerpt(length)
-                cases.append(Case(f"excerpt-{length}", self.plant(piece), {pid}))
+                text = self.plant(piece)
+                at = text.index("\n\n" + piece) + 2
+                span = (at, at + len(piece))  # the copy in the suspect
+                cases.append(Case(f"excerpt-{length}", text, {pid}, extra={"s_span": span}))
         for _ in range(n):
             pid, piece = self.excerpt(1000)
             text, edits = edit_words(piece, 0.10, self.rng, self.pool)
@@ -364,6 +370,16 @@ def chinese_docs(data: Path) -> Iterator[dict[str, str]]:
                     yield {"id": d["id"], "text": d["text"]}
 
 
+def server_cpu(lib: object) -> float:
+    """CPU seconds the library's Redis server has used (``INFO cpu``; 0 when the server
+    does not say): index look-ups run there, outside this process's CPU time."""
+    try:
+        info = lib.redis.info("cpu")  # type: ignore[attr-defined]
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    except Exception:  # a client without INFO: this process's time only
+        return 0.0
+
+
 def speed(builder: Builder, data: Path, size: int, n: int, seed: int) -> dict[str, object]:
     """Check time per 1,000 characters, English vs Chinese libraries of ``size`` chars."""
     rng = random.Random(seed + 1)
@@ -401,6 +417,7 @@ def speed(builder: Builder, data: Path, size: int, n: int, seed: int) -> dict[st
     }  # fmt: skip
     wall: dict[str, list[float]] = {"en": [], "zh": []}
     cpu: dict[str, list[float]] = {"en": [], "zh": []}
+    both: dict[str, list[float]] = {"en": [], "zh": []}  # this process + Redis server
     with tempfile.TemporaryDirectory() as t1, tempfile.TemporaryDirectory() as t2:
         libs = {"en": open_library(Path(t1)), "zh": open_library(Path(t2))}
         try:
@@ -417,14 +434,17 @@ def speed(builder: Builder, data: Path, size: int, n: int, seed: int) -> dict[st
             for i in range(n):
                 order = [("en", en_cases[i][1]), ("zh", zh_cases[i][1])]
                 for lang, text in order if i % 2 else order[::-1]:
+                    r = server_cpu(libs[lang])
                     w, c = time.perf_counter(), time.process_time()
                     libs[lang].check_text(text)  # type: ignore[attr-defined]
                     wall[lang].append((time.perf_counter() - w) * 1e6 / len(text))
                     cpu[lang].append((time.process_time() - c) * 1e6 / len(text))
+                    r = server_cpu(libs[lang]) - r
+                    both[lang].append(cpu[lang][-1] + r * 1e6 / len(text))
         finally:
             for lib in libs.values():
                 lib.close()  # type: ignore[attr-defined]
-    for name, series in (("wall", wall), ("cpu", cpu)):
+    for name, series in (("wall", wall), ("cpu", cpu), ("cpu_with_redis", both)):
         en, zh = statistics.median(series["en"]), statistics.median(series["zh"])
         out[f"{name}_ms_per_1000_chars"] = {"en": round(en, 3), "zh": round(zh, 3),
                                             "ratio": round(en / zh, 2) if zh else None}  # fmt: skip
@@ -487,11 +507,12 @@ def markdown(report: dict[str, object]) -> str:
         ]
         for key, label in (
             ("wall_ms_per_1000_chars", "wall ms"),
-            ("cpu_ms_per_1000_chars", "CPU ms"),
+            ("cpu_ms_per_1000_chars", "CPU ms, this process"),
+            ("cpu_with_redis_ms_per_1000_chars", "CPU ms, with the Redis server"),
         ):
             v = sp[key]  # type: ignore[index]
             lines.append(f"| {label} | {v['en']:.2f} | {v['zh']:.2f} | {_f(v['ratio'])} |")
-        ratio = sp["cpu_ms_per_1000_chars"]["ratio"]  # type: ignore[index]
+        ratio = sp["cpu_with_redis_ms_per_1000_chars"]["ratio"]  # type: ignore[index]
         found, n = sp["found"], sp["suspects"]  # type: ignore[index]
         verdict = "met" if ratio is not None and ratio <= 2 else "not met"
         if found["en"] < 0.95 * n:  # type: ignore[operator]
@@ -500,7 +521,8 @@ def markdown(report: dict[str, object]) -> str:
             "",
             f"- copies found in the speed run: English {found['en']} / {n}, Chinese "
             f"{found['zh']} / {n}",
-            f"- target of #40 (English within 2x of Chinese, CPU time): {verdict}",
+            f"- target of #40 (English within 2x of Chinese, CPU time with the Redis server): "
+            f"{verdict}",
         ]
     return "\n".join(lines)
 
