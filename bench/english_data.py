@@ -193,6 +193,12 @@ def read_source(mirror: Path, src: Source) -> bytes:
 
 def assemble(mirror: Path, out: Path) -> list[dict[str, object]]:
     """Write every text as ``<id>.txt`` and ``manifest.json`` into ``out``."""
+    missing = sorted({s.repo for s in SOURCES if not snapshot(mirror, s.repo).exists()})
+    if missing:
+        raise SystemExit(
+            f"no snapshot in {mirror} of: {', '.join(missing)} "
+            f"(fetch {' '.join('github:' + r for r in missing)} first, or pass --mirror)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     manifest = []
     for src in SOURCES:
