@@ -5,7 +5,7 @@ Usage: python bench/english_data.py [--mirror /work/.mirror] [--out DIR] [--chec
 
 Every text is a Project Gutenberg e-text kept in a public GitHub repository; ``SOURCES``
 pins each one by repository, path, commit and the SHA-256 of the file as committed. The
-texts (about 20 MB) are not kept in this repository: this script copies them out of local
+texts (about 17 MB) are not kept in this repository: this script copies them out of local
 snapshots of those repositories (``git show COMMIT:PATH`` in
 ``<mirror>/<owner>+<name>/repo``, the layout of the workplace's repository snapshots;
 ``--mirror`` or ``$YINJI_MIRROR``) into the data folder (``--out``, else
