@@ -72,6 +72,7 @@ from workers.app import (
     queue_for,
     worker_settings,
 )
+from workers.book_uploads import book_mode as check_book_mode
 from workers.payloads import unique
 from workers.spool import FORMATS, Spool
 
@@ -279,12 +280,17 @@ def submit_ingest(
     *,
     uploads: list[dict[str, Any]] | None = None,
     skipped: list[dict[str, str]] | None = None,
+    book_mode: str = "auto",
 ) -> str:
     """Add or replace mothers ``{id, title?, text, metadata?}`` and the works of
-    uploaded files (``workers.spool`` references). Big lists are split into tasks of
-    ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
+    uploaded files (``workers.spool`` references), whole books among them made books of
+    chapters by ``book_mode`` (``auto``: as ``yinji ingest``, a file with two or more
+    chapter headings and every .epub; ``book``: each file one book, as ``--book``;
+    ``works``: one file, one work, as ``--as-works``). Big lists are split into tasks
+    of ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
     (after ``tracker.ids`` normalisation) is refused the second time, in the job's
     ``skipped``. Raises ``ValueError`` naming the first bad item."""
+    mode = check_book_mode(book_mode)
     refs = _checked_uploads(uploads)
     if not documents and not refs:
         raise ValueError("no documents to ingest")
@@ -310,7 +316,15 @@ def submit_ingest(
             name, args = "yinji.ingest.ingest_batch", [payload]
         tasks.append((name, args, {}, len(chunk), f"documents {i}+"))
     for group in _upload_groups(refs):
-        tasks.append(("yinji.ingest.ingest_uploads", [group], {}, len(group), _upload_label(group)))
+        tasks.append(
+            (
+                "yinji.ingest.ingest_uploads",
+                [group],
+                {"book_mode": mode},
+                len(group),
+                _upload_label(group),
+            )
+        )
     return _submit("ingest", tasks, skipped)
 
 
@@ -584,12 +598,16 @@ def _ingest_result(node: _Node, passed_over: list[dict[str, Any]]) -> dict[str, 
         "seconds": 0.0,
         "skipped": [{"source": s.get("source"), "message": s.get("message")} for s in passed_over],
         "errors": [],
+        "warnings": [],
+        "books": [],
     }
     for leaf in node.leaves:
         for key in ("ingested", "replaced", "characters"):
             out[key] += int(leaf.get(key) or 0)
         out["seconds"] = round(out["seconds"] + float(leaf.get("seconds") or 0.0), 3)
         out["errors"].extend(leaf.get("errors") or [])
+        out["warnings"].extend(w for w in leaf.get("warnings") or [] if isinstance(w, str))
+        out["books"].extend(b for b in leaf.get("books") or [] if isinstance(b, dict))
     out["errors"].extend({"source": f["label"], "message": f["error"]} for f in node.failures)
     return out
 
@@ -779,7 +797,11 @@ def job_summary(status: dict[str, Any]) -> dict[str, Any]:
         )
     errors = _problems(result.get("errors"))
     skipped = _problems(result.get("skipped"))
+    books = [b for b in result.get("books") or [] if isinstance(b, dict)]
     return {
+        "books": books,
+        "chapters": sum(int(b.get("chapters") or 0) for b in books),
+        "warnings": [w for w in result.get("warnings") or [] if isinstance(w, str)],
         "rows": rows,
         "errors": errors,
         "skipped": skipped,

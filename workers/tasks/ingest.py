@@ -10,8 +10,10 @@ from celery import Task, shared_task
 from tracker.documents import Document, DocumentError
 from tracker.store import Store
 from workers.app import app_settings
-from workers.payloads import documents_from_items, upload_documents
-from workers.spool import Spool
+from workers.book_uploads import BookMode, UploadBooks, made_json
+from workers.book_uploads import book_mode as book_mode_of
+from workers.payloads import documents_from_items
+from workers.spool import Spool, UploadRef
 from workers.tasks._base import NETWORK_ERRORS, TASK_OPTIONS, Progress, once, retry_races, rt
 
 T = TypeVar("T")
@@ -73,12 +75,18 @@ def stored_report(
 
 
 @shared_task(name="yinji.ingest.ingest_uploads", **TASK_OPTIONS)
-def ingest_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None = None) -> dict:
+def ingest_uploads(
+    self: Task, uploads: list[UploadRef], engine: str | None = None, book_mode: str = "works"
+) -> dict:
     """Add or replace the mothers in uploaded files (``workers.spool`` references: the
-    message carries no text). Each file is read by ``tracker.documents``; a file or
-    item that cannot be read is an entry of ``errors`` and the others go on. The files
-    are deleted when the task has finished (also when it failed for good)."""
-    return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine))
+    message carries no text). Each file is read by ``tracker.documents``, whole books
+    by the book rule of ``book_mode`` (``workers.book_uploads``: ``auto``, ``book`` or
+    ``works``, as ``yinji ingest``, ``--book`` and ``--as-works``); the result's
+    ``books`` lists the books made. A file or item that cannot be read is an entry of
+    ``errors`` and the others go on. The files are deleted when the task has finished
+    (also when it failed for good)."""
+    mode = book_mode_of(book_mode)
+    return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine, mode))
 
 
 def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T]) -> T:
@@ -96,15 +104,20 @@ def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T
     return result
 
 
-def _ingest_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> dict:
+def _ingest_uploads(
+    task: Task, uploads: list[UploadRef], engine: str | None, mode: BookMode
+) -> dict:
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
     progress.start()
+    library = rt(task).library
+    books = UploadBooks(library, mode)
 
     def documents() -> Iterator[Document | DocumentError]:
         for i, ref in enumerate(uploads):
-            yield from upload_documents(spool, ref)
+            yield from books.documents(spool, ref)
             progress(i + 1)
 
-    report = rt(task).library.ingest(documents(), engine=engine, batch_size=32)
-    return {**report.to_dict(), "files": len(uploads), "total": len(uploads)}
+    report = library.ingest(documents(), engine=engine, batch_size=32)
+    made = [made_json(m) for m in books.finish(report)]
+    return {**report.to_dict(), "books": made, "files": len(uploads), "total": len(uploads)}
