@@ -46,6 +46,12 @@ QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases"
 # Tasks that deliver alerts (webhook, e-mail) to receivers that may be slow or down:
 # on a queue of their own, so their timeouts and retries never hold a check.
 ALERT_TASKS = ("yinji.cases.alert_new_matches", "yinji.cases.daily_digest")
+# The daily task of each kind of watch-list item (``workers.tasks.crawl``).
+WATCH_TASKS = {
+    "url": "yinji.crawl.crawl_url",
+    "site": "yinji.crawl.crawl_site",
+    "book": "yinji.crawl.crawl_book",
+}
 # Task names are "yinji.<domain>.<function>"; the domain is the queue. Exact names
 # (the alert tasks) win over the patterns in Celery's routing.
 TASK_ROUTES: dict[str, dict[str, str]] = {

@@ -65,12 +65,12 @@ def node_name(given: str | None) -> str:
 
 def _say_durability_problem() -> None:
     """Warn when the broker's Redis keeps no append-only file
-    (``workers.jobs.durability_problem``), from a thread of its own: reading the result
+    (``workers.health.durability_problem``), from a thread of its own: reading the result
     backend before the worker has started delayed its start by seconds."""
     import threading
 
     def check() -> None:
-        from workers.jobs import durability_problem
+        from workers.health import durability_problem
 
         problem = durability_problem()
         if problem:

@@ -38,6 +38,10 @@ from celery.schedules import crontab
 
 from tracker.config import WorkerSettings, env_int, env_time
 
+#: Seconds between two reaper passes of a worker (``workers.heartbeat``); the beat sends
+#: ``yinji.workers.reap_orphans`` every two of them.
+REAP_INTERVAL = 10.0
+
 
 @dataclass(frozen=True)
 class CaseSchedule:
@@ -106,8 +110,6 @@ def beat_schedule(
     }
     # Orphaned tasks (their worker died) re-queued or failed within a minute, whatever
     # the visibility timeout (workers.heartbeat; every worker also runs it).
-    from workers.heartbeat import REAP_INTERVAL
-
     schedule["reap-orphans"] = {
         "task": "yinji.workers.reap_orphans",
         "schedule": timedelta(seconds=REAP_INTERVAL * 2),

@@ -15,7 +15,9 @@ from celery import Task
 from pymongo.errors import ConnectionFailure
 
 from tracker.crawler import CrawlError
-from workers.app import app_settings, worker_settings
+from workers.app import app_settings, queue_for, worker_settings
+from workers.backend import release
+from workers.heartbeat import track_sent
 from workers.runtime import Runtime, runtime
 
 log = logging.getLogger(__name__)
@@ -238,9 +240,6 @@ def fanout(
         signatures.append(task.app.signature(name, args=args, kwargs=kwargs).set(task_id=cid))
         out.append({"id": cid, "label": label, "total": totals[i] if totals else 1})
     if signatures:
-        from workers.app import queue_for
-        from workers.heartbeat import track_sent
-
         track_sent(
             task.app,
             [
@@ -248,8 +247,6 @@ def fanout(
                 for o, c in zip(out, children, strict=True)
             ],
         )
-        from workers.jobs import release
-
         # Not in the parent's "children" (its result lists them as "fanout"): a client
         # reading the parent's result would otherwise rebuild and subscribe to each.
         release(group(signatures).apply_async(add_to_parent=False))

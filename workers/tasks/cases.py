@@ -24,6 +24,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from tracker.records import MatchQuery, NotFound
+from workers.backend import release
 from workers.tasks._base import TASK_OPTIONS, Progress, child_id, once, rt
 
 log = logging.getLogger(__name__)
@@ -178,8 +179,6 @@ def alert_new_matches_since(
     # Derived from the check task's id: a redelivered check sends the same alert task,
     # which its own guard then finds done.
     task_id = child_id(parent, "alert:new-matches") if parent else None
-    from workers.jobs import release
-
     release(
         task.app.send_task(
             "yinji.cases.alert_new_matches", args=[ids], task_id=task_id, add_to_parent=False

@@ -13,7 +13,7 @@ from tracker.crawler import CrawlError
 from tracker.crawler.links import same_site_links
 from tracker.rules import url_problem
 from tracker.store import NotFound, utcnow
-from workers.app import worker_settings
+from workers.app import WATCH_TASKS, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
 
@@ -211,13 +211,6 @@ def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
     alerted = alert_new_matches_since(task, started, report.suspect_ids)
     watched(task, url)
     return {**report.to_dict(), "alerted": alerted, "total": 1}
-
-
-WATCH_TASKS = {
-    "url": "yinji.crawl.crawl_url",
-    "site": "yinji.crawl.crawl_site",
-    "book": "yinji.crawl.crawl_book",
-}
 
 
 @shared_task(name="yinji.crawl.recrawl_watchlist", **TASK_OPTIONS)

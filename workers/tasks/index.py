@@ -28,6 +28,8 @@ from tracker.index_health import IndexOutOfSync
 from tracker.records import JSONObject
 from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
+from workers.backend import release
+from workers.heartbeat import track_sent
 from workers.tasks._base import TASK_OPTIONS, Progress, child_id, fanout, once, rt, task_key
 
 log = logging.getLogger(__name__)
@@ -165,9 +167,6 @@ def _join(task: Task, join: Join, member: str) -> None:
 
 
 def _send_load(task: Task, join: Join) -> None:
-    from workers.heartbeat import track_sent
-    from workers.jobs import release
-
     name = "yinji.index.load_index"
     args = [join["engine"], join["mothers"]]
     track_sent(task.app, [(join["load_id"], name, args, {}, queue_for(name))])

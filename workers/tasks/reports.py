@@ -7,6 +7,7 @@ from typing import Any
 from celery import Task, shared_task
 
 from workers.app import app_settings, worker_settings
+from workers.backend import backend_client, report_key
 from workers.payloads import sha1_hex
 from workers.tasks._base import TASK_OPTIONS, Progress, once, rt
 
@@ -15,10 +16,6 @@ CONTENT_TYPES = {
     "html": "text/html; charset=utf-8",
     "pdf": "application/pdf",
 }
-
-
-def report_key(prefix: str, task_id: str) -> str:
-    return f"{prefix}:report:{task_id}"
 
 
 @shared_task(name="yinji.reports.build_report", **TASK_OPTIONS)
@@ -48,7 +45,7 @@ def _build(task: Task, match_id: str, fmt: str) -> dict[str, Any]:
         # Unknown match: permanent, say so plainly (NotFound is a KeyError).
         raise ValueError(f"unknown match {match_id!r}") from None
     settings = app_settings(task.app)
-    task.app.backend.client.set(
+    backend_client(task.app).set(
         report_key(settings.redis_prefix, task.request.id),
         data,
         ex=worker_settings(task.app).result_expires,
