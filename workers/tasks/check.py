@@ -10,8 +10,10 @@ from celery import Task, shared_task
 from tracker.documents import DocumentError
 from tracker.rules import url_problem
 from tracker.services.check import Submitted
-from tracker.store import NotFound, Suspect, utcnow
-from tracker.timefmt import iso_utc, parse_utc
+from tracker.services.lookups import find_suspect
+from tracker.services.rechecks import mark_checked, new_mothers
+from tracker.store import Suspect, utcnow
+from tracker.timefmt import iso_utc
 from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool
@@ -23,7 +25,6 @@ from workers.tasks.ingest import with_uploads
 if TYPE_CHECKING:
     from tracker.library import Library
 
-LAST_RUN_META = "workers:check_new_mothers:last_run"
 #: Documents of one uploaded file saved together (one store and one evidence commit).
 UPLOAD_GROUP = 50
 
@@ -77,10 +78,9 @@ def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> dic
 
 def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str, Any]:
     library = rt(task).library
-    try:
-        suspect = library.store.get_suspect(suspect_id)
-    except NotFound:
-        raise ValueError(f"unknown suspect {suspect_id!r}") from None
+    suspect = find_suspect(library, suspect_id)
+    if suspect is None:
+        raise ValueError(f"unknown suspect {suspect_id!r}")
     started = utcnow()
     # A re-check: results rewritten, the check recorded naming the suspect's capture.
     result = check_item(library.recheck_suspect(suspect, engine=engine, once=run_key(task)))
@@ -214,13 +214,11 @@ def check_new_mothers(
 
 def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> RecheckRun:
     library = rt(task).library
-    store = library.store
     started = utcnow()
     scheduled = since is None
-    raw = since if since is not None else store.get_meta(LAST_RUN_META)
-    since_dt = parse_utc(raw) if isinstance(raw, str) and raw else None
     # First run: every mother is new to the suspects seen so far.
-    new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
+    found = new_mothers(library, since)
+    new = found.count
     children: list[dict[str, Any]] = []
     ids: list[str] = []
     if new:
@@ -240,10 +238,10 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> Rec
         )
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
-        store.set_meta(LAST_RUN_META, iso_utc(started))
+        mark_checked(library, started)
     return {
         "fanout": children,
-        "since": iso_utc(since_dt),
+        "since": iso_utc(found.since),
         "new_mothers": new,
         "rechecked": len(ids),
         "total": len(ids),

@@ -12,7 +12,9 @@ from tracker.config import env_int
 from tracker.crawler import CrawlError
 from tracker.crawler.links import same_site_links
 from tracker.rules import url_problem
-from tracker.store import NotFound, utcnow
+from tracker.services.lookups import find_suspect
+from tracker.services.watchlist import WatchList
+from tracker.store import utcnow
 from workers.app import WATCH_TASKS, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
@@ -78,11 +80,8 @@ def crawl_and_check(
         ), page
     library = runtime.library
     suspect = page.to_suspect(suspect_id)
-    try:
-        library.store.get_suspect(suspect.id)
-        known = True  # a re-crawl (or a redelivery) of this page: refresh it
-    except NotFound:
-        known = False
+    # A re-crawl (or a redelivery) of a page known: refresh it.
+    known = find_suspect(library, suspect.id) is not None
     with runtime.dedup_lock:
         if not known and runtime.near_duplicates.is_near_duplicate(suspect.url, page.html):
             # The same page of the same site under another URL: checking it again would
@@ -139,9 +138,7 @@ def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dic
 def watched(task: Task, url: str) -> None:
     """A watch-list item was crawled: its "last crawled" time (``mark_crawled``; a URL
     not on the list is left alone)."""
-    from tracker.cases.watching import mark_crawled
-
-    mark_crawled(rt(task).library.store, url)
+    WatchList(rt(task).library).mark_crawled(url)
 
 
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
@@ -222,8 +219,8 @@ def recrawl_watchlist(self: Task) -> dict[str, Any]:
 
 
 def _recrawl(task: Task) -> dict[str, Any]:
-    store = rt(task).library.store
-    items = store.list_watch(active_only=True)
+    watch = WatchList(rt(task).library)
+    items = watch.active()
     progress = Progress(task, total=len(items))
     progress.start()
     children = fanout(
@@ -233,9 +230,6 @@ def _recrawl(task: Task) -> dict[str, Any]:
             for item in items
         ],
     )
-    now = utcnow()
-    for item in items:
-        item.last_crawled_at = now  # when the crawl was sent; its outcome is in the job
-        store.put_watch(item)
+    watch.mark_sent(items, utcnow())  # when the crawl was sent; its outcome is in the job
     log.info("recrawl: %d watch-list items sent", len(children))
     return {"fanout": children, "total": len(children)}

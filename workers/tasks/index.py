@@ -26,6 +26,7 @@ from celery import Task, shared_task
 
 from tracker.index_health import IndexOutOfSync
 from tracker.records import JSONObject
+from tracker.services import rebuild_parts
 from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
 from workers.backend import release
@@ -84,7 +85,7 @@ def rebuild_index(self: Task, engine: str | None = None) -> RebuildStarted:
 
 def _rebuild(task: Task, engine: str | None) -> RebuildStarted:
     library = rt(task).library
-    work = library.indexes.plan_rebuild(engine, worker_settings(task.app).rebuild_chunk)
+    work = rebuild_parts.plan_rebuild(library, engine, worker_settings(task.app).rebuild_chunk)
     parent = task.request.id or "direct"
     # The plan is part of the join key: a parent delivered again after the store
     # changed plans other chunks, which must not complete the first plan's set.
@@ -139,7 +140,9 @@ def refill_chunk(
 def _refill(task: Task, engine: str, lo: int, hi: int, mothers: int) -> RefillResult:
     progress = Progress(task, total=mothers)
     progress.start()
-    done = rt(task).library.indexes.refill(engine, RefillChunk(lo, hi, mothers), progress=progress)
+    done = rebuild_parts.refill_chunk(
+        rt(task).library, engine, RefillChunk(lo, hi, mothers), progress=progress
+    )
     return {
         "engine": done.engine,
         "lo": done.lo,
@@ -186,12 +189,12 @@ def _load(task: Task, engine: str, mothers: int) -> LoadResult:
     progress = Progress(task, total=max(1, mothers))
     progress.start()
     try:
-        info = library.indexes.load(engine, progress=progress)
+        info = rebuild_parts.load_index(library, engine, progress=progress)
     except IndexOutOfSync:
         # Another delivery of this very load holds the lock (a chunk sent it again):
         # wait for it and answer with its result; anything else holding it is an error.
         client = getattr(task.app.backend, "client", None)
-        if client is None or not library.indexes.tracker.wait_unlocked(engine, LOAD_WAIT):
+        if client is None or not rebuild_parts.wait_for_load(library, engine, LOAD_WAIT):
             raise
         cached = client.hget(task_key(task, task.request.id), "result")
         if cached is None:

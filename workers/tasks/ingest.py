@@ -8,7 +8,9 @@ from typing import Any, TypeVar
 from celery import Task, shared_task
 
 from tracker.documents import Document, DocumentError
-from tracker.store import Store
+from tracker.library import Library
+from tracker.records import JSONObject, JSONValue
+from tracker.services.lookups import stored_as_given
 from workers.app import app_settings
 from workers.book_uploads import BookMode, UploadBooks, made_json
 from workers.book_uploads import book_mode as book_mode_of
@@ -44,34 +46,33 @@ def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> 
     except Exception as exc:
         # Failed for good (a race retried to the end, a store error): say per item what
         # was really stored, rather than one error for the whole chunk.
-        return {**stored_report(library.store, items, exc), "total": len(items)}
+        return {**stored_report(library, items, exc), "total": len(items)}
     return {**report.to_dict(), "total": len(items)}
 
 
 def stored_report(
-    store: Store, items: list[Document | DocumentError], exc: BaseException
-) -> dict[str, Any]:
-    """What an ingest that failed with ``exc`` left in the store, per item: a document
-    whose stored text is the one given counts as ingested (its index entries may be
-    missing: the next check repairs them), any other is an error naming it."""
-    from tracker.store import NotFound
-
-    out: dict[str, Any] = {"ingested": 0, "replaced": 0, "characters": 0, "errors": []}
+    library: Library, items: list[Document | DocumentError], exc: BaseException
+) -> JSONObject:
+    """What an ingest that failed with ``exc`` left in the library, per item: a
+    document whose stored text is the one given counts as ingested (its index entries
+    may be missing: the next check repairs them), any other is an error naming it."""
+    ingested = characters = 0
+    errors: list[JSONValue] = []
     for item in items:
         if isinstance(item, DocumentError):
-            out["errors"].append({"source": item.source, "message": item.message})
-            continue
-        try:
-            stored = store.get_mother(item.id).text == item.text
-        except NotFound:
-            stored = False
-        if stored:
-            out["ingested"] += 1
-            out["characters"] += len(item.text)
+            errors.append({"source": item.source, "message": item.message})
+        elif stored_as_given(library, item.id, item.text):
+            ingested += 1
+            characters += len(item.text)
         else:
-            out["errors"].append({"source": item.id, "message": f"not stored: {exc}"})
-    out["warnings"] = [f"the ingest stopped early ({exc}); the counts are what was stored"]
-    return out
+            errors.append({"source": item.id, "message": f"not stored: {exc}"})
+    return {
+        "ingested": ingested,
+        "replaced": 0,
+        "characters": characters,
+        "errors": errors,
+        "warnings": [f"the ingest stopped early ({exc}); the counts are what was stored"],
+    }
 
 
 @shared_task(name="yinji.ingest.ingest_uploads", **TASK_OPTIONS)
