@@ -59,7 +59,7 @@ def _imports(tree: ast.Module, module: str, is_package: bool, known: set[str]) -
     return out
 
 
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components with more than one module."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -119,7 +119,7 @@ def measure(root: Path) -> WorkerMetrics:
         )
         sigs = public_signatures(tree)
         public[name] = (len(sigs), [s for s, with_any in sigs if with_any])
-    return WorkerMetrics(modules, _circles(graph), reach, public)
+    return WorkerMetrics(modules, circles(graph), reach, public)
 
 
 def _is_face(tree: ast.Module) -> bool:

@@ -22,12 +22,15 @@ Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, Task
 from kombu import Queue
 
 from tracker.config import SettingError, Settings, WorkerSettings
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 TASK_MODULES = (
     "workers.tasks.ingest",
@@ -178,7 +181,7 @@ def worker_settings(app: Celery) -> WorkerSettings:
     return ws
 
 
-def transport_options(ws: WorkerSettings) -> dict[str, Any]:
+def transport_options(ws: WorkerSettings) -> dict[str, int]:
     vt = ws.visibility_timeout
     return {
         "visibility_timeout": vt,
@@ -272,7 +275,7 @@ def use_app(app: Celery | None) -> None:
     _current = app
 
 
-def celery_init_app(flask_app: Any, settings: Settings | None = None) -> Celery:
+def celery_init_app(flask_app: Flask, settings: Settings | None = None) -> Celery:
     """Flask integration (Flask's own Celery example): tasks run in the app context.
 
     Settings: ``settings``, else those of the Yinji web state

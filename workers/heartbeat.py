@@ -386,8 +386,13 @@ class ReapReport:
     cleared: list[str] = field(default_factory=list)  # finished tasks left in the hash
     skipped: bool = False  # another process was reaping
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def to_dict(self) -> dict[str, list[str] | bool]:
+        return {
+            "requeued": self.requeued,
+            "failed": self.failed,
+            "cleared": self.cleared,
+            "skipped": self.skipped,
+        }
 
 
 def _age(entry: RunningTask, now: float) -> float:

@@ -74,10 +74,10 @@ def upload_documents(
                 count += 1
                 yield doc
             return
-        for item in read_path(spool.verified_path(ref), name, books=books):
-            if not isinstance(item, DocumentError):
+        for read in read_path(spool.verified_path(ref), name, books=books):
+            if not isinstance(read, DocumentError):
                 count += 1
-            yield item
+            yield read
     except UploadError as exc:
         yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
     except (MemoryError, RecursionError, ValueError, LookupError, OSError, TypeError) as exc:

@@ -60,6 +60,10 @@ class JobSummary(TypedDict, total=False):
 
 def check_result(node: Node, passed_over: list[Passed]) -> JSONObject:
     """A check job's result (the shape is in ``workers.jobs``)."""
+    return _check_result(node, passed_over)
+
+
+def _check_result(node: Node, passed_over: list[Passed]) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = [
         {"source": s.get("source"), "reason": s.get("message")} for s in passed_over
@@ -103,7 +107,7 @@ def watch_result(node: Node, passed_over: list[Passed]) -> JSONObject:
         if "chapters" not in leaf and "skipped" not in leaf and leaf.get("error")
     ]
     pages = [leaf for leaf in node.leaves if leaf not in books and leaf not in refused]
-    out = check_result(
+    out = _check_result(
         Node(node.state, node.done, node.total, node.ready, pages, node.failures),
         passed_over,
     )
@@ -213,7 +217,7 @@ def job_summary(status: Mapping[str, object]) -> JobSummary:
     result = status.get("result")
     if not isinstance(result, dict):
         return {}
-    rows = []
+    rows: list[SummaryRow] = []
     for item in result.get("results") or []:
         if not isinstance(item, dict):
             continue

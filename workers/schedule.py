@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from celery.schedules import crontab
 
@@ -76,13 +75,13 @@ def beat_schedule(
     ws: WorkerSettings | None = None,
     cs: CaseSchedule | None = None,
     es: EvidenceSchedule | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, dict[str, object]]:
     ws = ws or WorkerSettings.from_env()
     cs = cs or CaseSchedule.from_env()
     es = es or EvidenceSchedule.from_env()
     recrawl_h, recrawl_m = ws.recrawl_at
     check_h, check_m = ws.check_mothers_at
-    schedule: dict[str, dict[str, Any]] = {
+    schedule: dict[str, dict[str, object]] = {
         "recrawl-watchlist": {
             "task": "yinji.crawl.recrawl_watchlist",
             "schedule": crontab(hour=recrawl_h, minute=recrawl_m),

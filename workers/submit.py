@@ -165,10 +165,10 @@ def submit_check(
     refs = _checked_uploads(uploads)
     if not texts and not urls and not refs:
         raise ValueError("nothing to check: give texts, urls or files")
-    texts = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts or [])]
-    urls = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls or [])]
+    items = [check_text_item(item, f"texts[{i}]") for i, item in enumerate(texts or [])]
+    links = [check_url(url, f"urls[{i}]") for i, url in enumerate(urls or [])]
     tasks: list[TaskSpec] = []
-    for first, chunk in check_chunks(texts, worker_settings(get_celery()).check_chunk):
+    for first, chunk in check_chunks(items, worker_settings(get_celery()).check_chunk):
         label = f"texts[{first}:{first + len(chunk)}]"
         payload = _inline_or_spooled(chunk, "texts.jsonl")
         if isinstance(payload, dict):  # a chunk too big for a message: its own task
@@ -177,9 +177,9 @@ def submit_check(
             tasks.append(("yinji.check.check_texts", [payload], {}, len(chunk), label))
     for group in _upload_groups(refs):
         tasks.append(("yinji.check.check_uploads", [group], {}, len(group), _upload_label(group)))
-    if urls:
-        urls = unique(urls)
-        tasks.append(("yinji.check.check_urls", [urls], {}, len(urls), "urls"))
+    if links:
+        links = unique(links)
+        tasks.append(("yinji.check.check_urls", [links], {}, len(links), "urls"))
     return _submit("check", tasks, skipped)
 
 
@@ -239,10 +239,12 @@ def submit_ingest(
     for i in range(0, len(docs), size):
         chunk = docs[i : i + size]
         payload = _inline_or_spooled(chunk, f"documents-{i}.jsonl")
-        if isinstance(payload, dict):
-            name, args = "yinji.ingest.ingest_uploads", [[payload]]
-        else:
-            name, args = "yinji.ingest.ingest_batch", [payload]
+        args: list[object] = [[payload]] if isinstance(payload, dict) else [payload]
+        name = (
+            "yinji.ingest.ingest_uploads"
+            if isinstance(payload, dict)
+            else "yinji.ingest.ingest_batch"
+        )
         tasks.append((name, args, {}, len(chunk), f"documents {i}+"))
     for group in _upload_groups(refs):
         tasks.append(

@@ -23,7 +23,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.records import NotFound
+from tracker.records import JSONObject, NotFound
 from tracker.services import alerting
 from tracker.services.rechecks import due_case_ids
 from workers.backend import release
@@ -50,7 +50,7 @@ def _alerter() -> Any:
 
 # --- removal checks ----------------------------------------------------------------------
 @shared_task(name="yinji.cases.recheck_cases", **TASK_OPTIONS)
-def recheck_cases(self: Task, case_ids: list[str] | None = None) -> dict[str, Any]:
+def recheck_cases(self: Task, case_ids: list[str] | None = None) -> JSONObject:
     """Re-crawl the URLs of ``case_ids`` (default: every case whose state asks for a
     re-check) and move each case by what the pages show (``tracker.cases.recheck``).
     Result: ``{"rechecked", "results": [RecheckResult.to_dict()], "errors": [{"source",
@@ -92,7 +92,7 @@ def _recheck(task: Task, case_ids: list[str] | None) -> dict[str, Any]:
 
 # --- the daily digest --------------------------------------------------------------------
 @shared_task(name="yinji.cases.daily_digest", **TASK_OPTIONS)
-def daily_digest(self: Task, hours: int = 24) -> dict[str, Any]:
+def daily_digest(self: Task, hours: int = 24) -> JSONObject:
     """Build the digest of the last ``hours`` and deliver it on every configured alert
     channel (none configured: it is only the task's result). Result: ``{"digest",
     "deliveries": [{"channel", "event", "ok", "attempts", "error"}]}``."""
@@ -110,7 +110,7 @@ def _digest(task: Task, hours: int) -> dict[str, Any]:
 
 # --- new-match alerts --------------------------------------------------------------------
 @shared_task(name="yinji.cases.alert_new_matches", **TASK_OPTIONS)
-def alert_new_matches(self: Task, match_ids: list[str]) -> dict[str, Any]:
+def alert_new_matches(self: Task, match_ids: list[str]) -> JSONObject:
     """Send the ``match.new`` alert for these stored matches (those still stored and at
     or above ``YINJI_ALERT_MIN_SCORE``)."""
     return once(self, lambda: _alert(self, match_ids))

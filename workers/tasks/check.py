@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from celery import Task, shared_task
 
 from tracker.documents import DocumentError
+from tracker.records import JSONObject
 from tracker.rules import url_problem
 from tracker.services.check import Submitted
 from tracker.services.lookups import find_suspect
@@ -16,8 +17,8 @@ from tracker.store import Suspect, utcnow
 from tracker.timefmt import iso_utc
 from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
-from workers.spool import Spool
-from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from workers.spool import Spool, UploadRef
+from workers.tasks._base import TASK_OPTIONS, FanoutEntry, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
 from workers.tasks.crawl import check_item, crawl_outcome, run_key
 from workers.tasks.ingest import with_uploads
@@ -42,7 +43,7 @@ class Checked(TypedDict):
 class UrlsSent(TypedDict):
     """``check_urls``: its ``crawl_url`` children, and the invalid URLs' outcomes."""
 
-    fanout: list[dict[str, Any]]
+    fanout: list[FanoutEntry]
     results: list[dict[str, Any]]
     total: int
 
@@ -50,7 +51,7 @@ class UrlsSent(TypedDict):
 class RecheckRun(TypedDict):
     """``check_new_mothers``: its ``check_suspects`` chunks and what it covered."""
 
-    fanout: list[dict[str, Any]]
+    fanout: list[FanoutEntry]
     since: str | None
     new_mothers: int
     rechecked: int
@@ -62,7 +63,7 @@ class Rechecked(TypedDict):
     total: int
 
 
-def upload_source(ref: Any) -> str:
+def upload_source(ref: object) -> str:
     """How an upload's texts came, for their submission records: ``file:<name>`` for a
     file (the client's name, a label), ``text`` for pasted texts spooled as items."""
     if isinstance(ref, dict) and ref.get("format") != "items":
@@ -71,7 +72,7 @@ def upload_source(ref: Any) -> str:
 
 
 @shared_task(name="yinji.check.check_suspect", **TASK_OPTIONS)
-def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> dict[str, Any]:
+def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> JSONObject:
     """Check a stored suspect again; its matches are replaced (verdicts kept)."""
     return once(self, lambda: _check_suspect(self, suspect_id, engine))
 
@@ -89,7 +90,7 @@ def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str,
 
 
 @shared_task(name="yinji.check.check_texts", **TASK_OPTIONS)
-def check_texts(self: Task, texts: list[dict[str, Any]], engine: str | None = None) -> Checked:
+def check_texts(self: Task, texts: list[JSONObject], engine: str | None = None) -> Checked:
     """Check texts ``{id?, title?, text, url?}`` as suspects and store the results.
 
     A text without id is stored as ``sha1(url)`` (the id the crawler gives that page)
@@ -133,14 +134,14 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
 
 
 @shared_task(name="yinji.check.check_uploads", **TASK_OPTIONS)
-def check_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None = None) -> Checked:
+def check_uploads(self: Task, uploads: list[UploadRef], engine: str | None = None) -> Checked:
     """Check the documents of uploaded files (``workers.spool`` references) as
     suspects, like ``check_texts``; a file or document that cannot be read is an entry
     of ``errors``. The files are deleted when the task has finished."""
     return with_uploads(self, uploads, lambda: _check_uploads(self, uploads, engine))
 
 
-def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> Checked:
+def _check_uploads(task: Task, uploads: list[UploadRef], engine: str | None) -> Checked:
     library = rt(task).library
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
@@ -219,7 +220,7 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> Rec
     # First run: every mother is new to the suspects seen so far.
     found = new_mothers(library, since)
     new = found.count
-    children: list[dict[str, Any]] = []
+    children: list[FanoutEntry] = []
     ids: list[str] = []
     if new:
         # Fan out: chunks of YINJI_RECHECK_CHUNK suspects (seconds each) that every

@@ -4,13 +4,14 @@ the daily watch-list run."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Task, shared_task
 
 from tracker.config import env_int
 from tracker.crawler import CrawlError
 from tracker.crawler.links import same_site_links
+from tracker.records import JSONObject, JSONValue
 from tracker.rules import url_problem
 from tracker.services.lookups import find_suspect
 from tracker.services.watchlist import WatchList
@@ -19,10 +20,14 @@ from workers.app import WATCH_TASKS, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
 
+if TYPE_CHECKING:
+    from tracker.crawler.results import Page
+    from tracker.services.results import CheckResult
+
 log = logging.getLogger(__name__)
 
 
-def check_item(res: Any) -> dict[str, Any]:
+def check_item(res: CheckResult) -> JSONObject:
     """One checked suspect as JSON: ``CheckResult.to_json()`` plus its title and URL."""
     return {**res.to_json(), "title": res.suspect.title, "url": res.suspect.url}
 
@@ -37,7 +42,7 @@ def run_key(task: Task) -> str | None:
     return f"task:{task_id}"
 
 
-def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
+def crawl_outcome(url: str, **fields: JSONValue) -> JSONObject:
     base: dict[str, Any] = {
         "url": url,
         "final_url": None,
@@ -54,7 +59,7 @@ def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
 
 def crawl_and_check(
     task: Task, url: str, suspect_id: str | None, check: bool
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[JSONObject, Page | None]:
     """Fetch ``url``, store it as a suspect and check it; ``(result, page or None)``.
 
     Transient crawl errors propagate (the task is retried); permanent ones (404,
@@ -118,7 +123,7 @@ def crawl_and_check(
 @shared_task(name="yinji.crawl.crawl_url", **TASK_OPTIONS)
 def crawl_url(
     self: Task, url: str, suspect_id: str | None = None, check: bool = True
-) -> dict[str, Any]:
+) -> JSONObject:
     """Crawl one page, store it as a suspect (id: sha1 of its final URL unless given)
     and check it. Near duplicates of pages already crawled on the same site are
     skipped. Result: ``{url, final_url, suspect_id, title, skipped, error, status,
@@ -142,9 +147,7 @@ def watched(task: Task, url: str) -> None:
 
 
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
-def crawl_site(
-    self: Task, url: str, limit: int | None = None, check: bool = True
-) -> dict[str, Any]:
+def crawl_site(self: Task, url: str, limit: int | None = None, check: bool = True) -> JSONObject:
     """A watched site: crawl its start page, then the same-site links found on it
     (``tracker.crawler.links``; at most ``limit``, default ``YINJI_SITE_CRAWL_LIMIT``)
     as ``crawl_url`` children. One
@@ -178,7 +181,7 @@ def book_max_pages() -> int:
 
 
 @shared_task(name="yinji.crawl.crawl_book", **TASK_OPTIONS)
-def crawl_book(self: Task, url: str, max_pages: int | None = None) -> dict[str, Any]:
+def crawl_book(self: Task, url: str, max_pages: int | None = None) -> JSONObject:
     """A watched pirate book: ``tracker.cases.books.monitor_book`` follows the index's
     chapter list and the chapters' next pages (same host, robots.txt and rate limits,
     at most ``max_pages`` fetches, default ``YINJI_BOOK_MAX_PAGES``), checks every
@@ -211,7 +214,7 @@ def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
 
 
 @shared_task(name="yinji.crawl.recrawl_watchlist", **TASK_OPTIONS)
-def recrawl_watchlist(self: Task) -> dict[str, Any]:
+def recrawl_watchlist(self: Task) -> JSONObject:
     """Daily: every active watch-list item again (``url``: ``crawl_url``; ``site``:
     ``crawl_site``; ``book``: ``crawl_book``), fanned out so that all workers share the
     load."""

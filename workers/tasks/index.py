@@ -31,7 +31,16 @@ from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
 from workers.backend import release
 from workers.heartbeat import track_sent
-from workers.tasks._base import TASK_OPTIONS, Progress, child_id, fanout, once, rt, task_key
+from workers.tasks._base import (
+    TASK_OPTIONS,
+    FanoutEntry,
+    Progress,
+    child_id,
+    fanout,
+    once,
+    rt,
+    task_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +59,7 @@ class Join(TypedDict):
 
 
 class RebuildStarted(TypedDict):
-    fanout: list[dict[str, object]]
+    fanout: list[FanoutEntry]
     engine: str
     chunks: int
     mothers: int
@@ -107,7 +116,7 @@ def _rebuild(task: Task, engine: str | None) -> RebuildStarted:
         ],
         totals=[c.mothers for c in work.chunks],
     )
-    load = {
+    load: FanoutEntry = {
         "id": join["load_id"],
         "label": "load",
         "total": max(1, work.mothers),

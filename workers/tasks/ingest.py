@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 
 @shared_task(name="yinji.ingest.ingest_batch", **TASK_OPTIONS)
-def ingest_batch(self: Task, documents: list[dict[str, Any]], engine: str | None = None) -> dict:
+def ingest_batch(self: Task, documents: list[JSONObject], engine: str | None = None) -> JSONObject:
     """Add or replace mothers (``{id, title?, text, metadata?}``) like ``yinji ingest``.
 
     Idempotent: a mother is stored by its id (a second run replaces it with itself and
@@ -31,7 +31,7 @@ def ingest_batch(self: Task, documents: list[dict[str, Any]], engine: str | None
     return once(self, lambda: _ingest(self, documents, engine))
 
 
-def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> dict:
+def _ingest(task: Task, documents: list[JSONObject], engine: str | None) -> JSONObject:
     items = documents_from_items(list(documents))
     progress = Progress(task, total=len(items))
     progress.start()
@@ -78,7 +78,7 @@ def stored_report(
 @shared_task(name="yinji.ingest.ingest_uploads", **TASK_OPTIONS)
 def ingest_uploads(
     self: Task, uploads: list[UploadRef], engine: str | None = None, book_mode: str = "works"
-) -> dict:
+) -> JSONObject:
     """Add or replace the mothers in uploaded files (``workers.spool`` references: the
     message carries no text). Each file is read by ``tracker.documents``, whole books
     by the book rule of ``book_mode`` (``workers.book_uploads``: ``auto``, ``book`` or
@@ -90,7 +90,7 @@ def ingest_uploads(
     return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine, mode))
 
 
-def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T]) -> T:
+def with_uploads(task: Task, uploads: list[UploadRef], work: Callable[[], T]) -> T:
     """``once(task, work)``, then delete the uploads. A network error keeps them: the
     task is retried and needs them again."""
     spool = Spool(app_settings(task.app).data_dir)
@@ -107,7 +107,7 @@ def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T
 
 def _ingest_uploads(
     task: Task, uploads: list[UploadRef], engine: str | None, mode: BookMode
-) -> dict:
+) -> dict[str, Any]:
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
     progress.start()

@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tracker.records import JSONObject
 from workers.app import app_settings, worker_settings
 from workers.backend import backend_client, report_key
 from workers.payloads import sha1_hex
@@ -19,7 +20,7 @@ CONTENT_TYPES = {
 
 
 @shared_task(name="yinji.reports.build_report", **TASK_OPTIONS)
-def build_report(self: Task, match_id: str, fmt: str) -> dict[str, Any]:
+def build_report(self: Task, match_id: str, fmt: str) -> JSONObject:
     """Build the evidence report of a match (``tracker.reports.build_report``).
 
     The bytes go to the result backend's Redis under ``<prefix>:report:<task id>`` for
