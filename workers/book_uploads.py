@@ -83,7 +83,12 @@ class UploadBooks:
         except UploadError as exc:
             yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
             return
-        plan = plan_upload(self.service, [(name, path)])
+        try:
+            plan = plan_upload(self.service, [(name, path)])
+        except (MemoryError, RecursionError, ValueError, LookupError, OSError, TypeError) as exc:
+            # As ``upload_documents``: one hostile file never sinks the job's others.
+            yield DocumentError(name, f"could not be read ({type(exc).__name__}: {exc})"[:500])
+            return
         self.plans.append(plan)
         yield from plan.errors
         yield from plan.documents

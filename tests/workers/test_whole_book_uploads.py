@@ -118,3 +118,24 @@ def test_one_book_per_file_takes_a_file_without_headings(system: WebSystem) -> N
 def test_a_bad_book_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="book_mode must be one of auto, book, works"):
         jobs.submit_ingest([{"id": "x", "text": "文本"}], book_mode="chapters")
+
+
+def test_a_zip_of_chapters_is_one_book_and_a_bad_file_loses_nothing(system: WebSystem) -> None:
+    import zipfile
+
+    chapters = io.BytesIO()
+    with zipfile.ZipFile(chapters, "w") as zf:
+        for i, heading in enumerate(HEADINGS[:2], 1):
+            zf.writestr(f"{i:02d}.txt", f"{heading}\n{work(4400 + i, 6)}\n".encode())
+    job_id = upload(
+        system,
+        [(chapters.getvalue(), "liaozhai.zip"), (b"PK\x03\x04 not a document", "broken.docx")],
+        "book",
+    )
+    status = wait_job(system.client("analyst"), job_id)
+    assert status["state"] == "SUCCESS", status
+    [made] = status["result"]["books"]
+    assert (made["id"], made["chapters"]) == ("liaozhai", 2)
+    assert [e["source"] for e in status["result"]["errors"]] == ["broken.docx"]
+    book = BookService(system.library).get("liaozhai")
+    assert [c.title for c in book.chapters] == HEADINGS[:2]
