@@ -6,7 +6,7 @@ pymongo) is imported on first use, so the embedded default never pays for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .base import (
     ROLES,
@@ -28,29 +28,15 @@ from .base import (
     match_id,
     utcnow,
 )
+from .factory import open_store
+from .files import DataFiles
 from .sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from tracker.config import Settings
-
     from .mongo import MongoStore
 
 
-def open_store(settings: Settings) -> Store:
-    """The store the settings ask for, alone (``tracker.backends.Backends.store``):
-    MongoDB when ``mongo_uri`` is set (with a client of its own, closed by ``close``),
-    else the sqlite file in the data folder (created if missing; opened read-only when
-    the folder is read-only, see ``Store.read_only``)."""
-    if settings.mongo_uri:
-        from .mongo import MongoStore
-
-        return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
-    from tracker.backends import open_backends
-
-    return open_backends(settings).store()
-
-
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Lazy export: ``from tracker.store import MongoStore`` works without making
     # ``import tracker.store`` import pymongo.
     if name == "MongoStore":
@@ -64,6 +50,7 @@ __all__ = [
     "ROLES",
     "VERDICTS",
     "CheckWrite",
+    "DataFiles",
     "Match",
     "MatchQuery",
     "MongoStore",

@@ -69,11 +69,12 @@ from .base import (
     check_batch_ids,
     utcnow,
 )
+from .mongo_client import client_of
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
 
-    from tracker.backends import MongoDocument
+    from .mongo_client import MongoDocument
 
 _CHUNK = 1000  # values per $in list
 _SEQ_COUNTER = "mother_seq"
@@ -209,8 +210,6 @@ class MongoStore(Store):
     def __init__(
         self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
     ) -> None:
-        from tracker.backends import client_of  # the one timeout rule
-
         self._client, self._owns_client = client_of(uri_or_client)
         self.db = self._client[db_name]
         self.mothers = self.db["mothers"]
