@@ -29,6 +29,8 @@ from tracker.records import (
     WatchItem,
 )
 
+from ._common import prepare_suspect
+
 R = TypeVar("R")
 
 
@@ -256,9 +258,12 @@ class SuspectStore(ABC):
     def mark_checked(self, suspect_id: str, when: datetime | None = None) -> None:
         """Set ``checked_at`` (now by default); ``NotFound`` if there is no such suspect."""
 
-    @abstractmethod
     def put_suspect(self, suspect: Suspect) -> Suspect:
-        """Insert or replace by id; return it as stored."""
+        """Insert or replace by id; return it as stored (UTC times, lower-case domain
+        taken from the URL when empty, JSON-shaped metadata)."""
+        stored = prepare_suspect(suspect)
+        self.suspect_records.put(stored)
+        return stored
 
     def get_suspect(self, suspect_id: str) -> Suspect:
         """Raise ``NotFound`` if absent."""

@@ -59,6 +59,7 @@ from .sqlite_tables import (
 class SqliteStore(SqliteMatches, Store):
     """``Store`` on one sqlite3 file (stdlib only)."""
 
+    suspect_records: SqliteCollection[Suspect]  # its writes join a chunk's transaction
     _probe_table = "mothers"
     _schema_version = SCHEMA_VERSION
 
@@ -294,10 +295,6 @@ class SqliteStore(SqliteMatches, Store):
         return None if row is None else bytes(row["data"])
 
     # --- suspects --------------------------------------------------------------
-    def put_suspect(self, suspect: Suspect) -> Suspect:
-        with self._tx() as c:
-            return self._put_suspect_in(c, suspect)
-
     def save_checks(self, writes: Sequence[CheckWrite]) -> list[bool]:
         """One transaction (one commit) for a chunk's suspects and matches."""
         done: list[bool] = []

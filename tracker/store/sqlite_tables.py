@@ -232,7 +232,7 @@ def _suspect_row(s: Suspect) -> dict[str, SqlValue]:
         "source": s.source,
         "metadata": dumps(s.metadata),
         "checked_at": _ot(s.checked_at),
-        "raw": None if s.raw is None else sqlite3.Binary(s.raw),
+        "raw": None if s.raw is None else bytes(s.raw),
     }
 
 
