@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracker.store.files import DataFiles
+from tracker.store.files import DataFiles, StorageSettings
 
 from .store import CaseStore
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
 
-    from tracker.config import Settings
     from tracker.store.mongo_client import MongoDocument
 
 
 def open_case_store(
-    settings: Settings, *, client: MongoClient[MongoDocument] | None = None
+    settings: StorageSettings, *, client: MongoClient[MongoDocument] | None = None
 ) -> CaseStore:
     """The case store the settings ask for: MongoDB when ``mongo_uri`` is set (on
     ``client`` when one is given, which its giver closes; else on a client of its

@@ -7,17 +7,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .base import Store
-from .files import DataFiles
+from .files import DataFiles, StorageSettings
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
 
-    from tracker.config import Settings
-
     from .mongo_client import MongoDocument
 
 
-def open_store(settings: Settings, *, client: MongoClient[MongoDocument] | None = None) -> Store:
+def open_store(
+    settings: StorageSettings, *, client: MongoClient[MongoDocument] | None = None
+) -> Store:
     """The document store ``settings`` ask for: MongoDB when ``mongo_uri`` is set (on
     ``client`` when one is given, which its giver closes; else on a client of its own,
     closed by ``close``), else the sqlite file of the data folder (the folder created

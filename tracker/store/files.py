@@ -6,10 +6,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from tracker.datadir import private_dir
 
 from .base import StoreError
+
+
+class StorageSettings(Protocol):
+    """What the storage factories read of the settings (``tracker.config.Settings`` is
+    one): storage imports no settings module, the settings import storage."""
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def mongo_uri(self) -> str | None: ...
+
+    @property
+    def mongo_db(self) -> str: ...
 
 
 @dataclass(frozen=True)
