@@ -1,4 +1,11 @@
-"""Document store: the ``Store`` interface, its records, and ``open_store``.
+"""Storage, the bottom layer: the document store (``Store``, the narrow interfaces it is
+made of, its records) and ``open_store``, the factory that picks its backend.
+
+``interfaces`` holds the interfaces and the two generic parts (``Collection``,
+``KeyValues``) that each backend writes once (``sqlite_records``, ``mongo_records``);
+``sqlite_db`` one sqlite file's connections and transactions; ``mongo_client`` the one
+way a MongoDB client is made; ``files`` the data folder's files. Nothing here imports
+the settings, the services, the cases or the evidence log.
 
 Importing this package loads only the stdlib adapter; ``MongoStore`` (and with it
 pymongo) is imported on first use, so the embedded default never pays for it.
