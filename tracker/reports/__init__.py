@@ -49,7 +49,7 @@ from tracker.reports.pdf import render_pdf
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission
-    from tracker.library import Library
+    from tracker.reports.data import HasStore
 
 REPORT_FORMATS = ("json", "html", "pdf")
 
@@ -78,7 +78,7 @@ __all__ = [
 
 
 def build_report(
-    library: Library,
+    library: HasStore,
     match_id: str,
     fmt: str,
     *,
