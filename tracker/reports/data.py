@@ -173,6 +173,7 @@ def report_data(
     work = _work_info(match, mother)
     timeline = timeline_of(match, work, page, suspect, found, verdict_at)
     problems = timeline_problems(timeline, iso_utc(match.created_at))
+    passages = _passages(match, mother, suspect)
     captured = capture_info(capture, found.capture_index if capture is found.capture else None)
     return {
         "report": "yinji-evidence",
@@ -193,8 +194,8 @@ def report_data(
         "note": match.note,
         "created_at": iso_utc(match.created_at),
         "updated_at": iso_utc(match.updated_at),
-        "passages": _passages(match, mother, suspect),
-        "regions": _regions(match, suspect),
+        "passages": passages,
+        "regions": _regions(match, mother, suspect, passages),
         "capture": captured,
         "timeline": timeline,
         "timeline_problems": problems,
@@ -297,26 +298,42 @@ def _segments(
     return segments
 
 
-def _regions(match: Match, suspect: Suspect | None) -> list[RegionData]:
-    return [
-        {
-            "n": n,
-            "suspect_start": r.suspect_start,
-            "suspect_end": r.suspect_end,
-            "mother_start": r.mother_start,
-            "mother_end": r.mother_end,
-            "similarity": round(float(r.similarity), 4),
-            "excluded": [
-                {
-                    "suspect_start": a,
-                    "suspect_end": b,
-                    "suspect_text": suspect.text[a:b] if suspect else None,
-                }
-                for a, b in r.excluded
-            ],
-        }
-        for n, r in enumerate(sorted(match.regions, key=lambda r: r.suspect_start), 1)
-    ]
+def _regions(
+    match: Match, mother: Mother | None, suspect: Suspect | None, passages: list[PassageData]
+) -> list[RegionData]:
+    """The stored regions in suspect order, each with its text, the text of its
+    excluded spans, and the passages (by number) that lie inside it."""
+    out: list[RegionData] = []
+    for n, r in enumerate(sorted(match.regions, key=lambda r: r.suspect_start), 1):
+        inside = [
+            p["n"]
+            for p in passages
+            if r.suspect_start <= p["suspect_start"] and p["suspect_end"] <= r.suspect_end
+        ]
+        out.append(
+            {
+                "n": n,
+                "suspect_start": r.suspect_start,
+                "suspect_end": r.suspect_end,
+                "mother_start": r.mother_start,
+                "mother_end": r.mother_end,
+                "similarity": round(float(r.similarity), 4),
+                "excluded": [
+                    {
+                        "suspect_start": a,
+                        "suspect_end": b,
+                        "suspect_text": suspect.text[a:b] if suspect else None,
+                    }
+                    for a, b in r.excluded
+                ],
+                "copied_characters": (r.suspect_end - r.suspect_start)
+                - sum(b - a for a, b in r.excluded),
+                "passages": inside,
+                "suspect_text": suspect.text[r.suspect_start : r.suspect_end] if suspect else None,
+                "mother_text": mother.text[r.mother_start : r.mother_end] if mother else None,
+            }
+        )
+    return out
 
 
 def _passages(match: Match, mother: Mother | None, suspect: Suspect | None) -> list[PassageData]:

@@ -138,8 +138,12 @@ class RegionData(TypedDict):
     suspect_end: int
     mother_start: int
     mother_end: int
-    similarity: float  # the region's own (its text less the excluded spans)
+    similarity: float  # the region's own (its text less the excluded spans), on initials
     excluded: list[ExcludedData]
+    copied_characters: int  # of the suspect: the region less its excluded spans
+    passages: list[int]  # the numbers (``PassageData.n``) of the passages inside it
+    suspect_text: str | None  # the region's text (None: the record was deleted)
+    mother_text: str | None
 
 
 class TimelineEvent(TypedDict):
