@@ -129,6 +129,10 @@ def _pages_span(urls: Sequence[str]) -> tuple[str, str]:
     return f"第 1–{n} 页合计", f"pages 1–{n} together"
 
 
+# Regions whose similarity a notice lists one by one (more are summed up: "…").
+REGIONS_LISTED = 5
+
+
 def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
     when = human_utc(f.at) if f.at is not None else ""
     together_zh, together_en = _pages_span(f.together) if f.together else ("", "")
@@ -154,6 +158,12 @@ def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
         "char_similarity": _ratio(f.char_similarity),
         "initials_similarity": _ratio(f.initials_similarity),
         "coverage_pct": _pct(f.coverage),
+        # The match's stored regions: how many, each one's similarity on pinyin
+        # initials (the first REGIONS_LISTED), the inserted spans they exclude.
+        "regions": len(f.regions),
+        "region_similarities": [_ratio(r.similarity) for r in f.regions[:REGIONS_LISTED]],
+        "regions_more": len(f.regions) > REGIONS_LISTED,
+        "regions_excluded": sum(r.excluded for r in f.regions),
         "fetched": f.fetched,
         "fetched_at": when if f.fetched else "",
         "submitted_at": "" if f.fetched else when,
