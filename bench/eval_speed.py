@@ -126,7 +126,7 @@ def main() -> None:
         print(f"{label} mean check ms: before {mb:.2f}, after {ma:.2f}, ratio {ma / mb:.3f}")
 
 
-def _none(*_args: object, **_kwargs: object) -> list:
+def _none(*_args: object, **_kwargs: object) -> list[object]:
     return []
 
 

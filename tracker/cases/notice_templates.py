@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .platforms import Platform
 
 
-def template_environment(templates_dir: Path | None) -> Any:
+def _environment(templates_dir: Path | None) -> Any:
     from jinja2 import ChoiceLoader, FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -288,7 +288,7 @@ def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(books.values())
 
 
-def check_elements(notice: Notice, context: dict[str, Any]) -> None:
+def _check_elements(notice: Notice, context: dict[str, Any]) -> None:
     text = notice.text
     missing = []
     holder = context["holder"]
@@ -310,7 +310,7 @@ def check_elements(notice: Notice, context: dict[str, Any]) -> None:
         )
 
 
-def render_template(env: Any, name: str, context: dict[str, Any]) -> str:
+def _render_template(env: Any, name: str, context: dict[str, Any]) -> str:
     """Render one template; any template error becomes a CaseError naming the file
     and line (the user may have edited it)."""
     from jinja2 import TemplateError

@@ -33,7 +33,7 @@ from tracker.records import NotFound
 from .facts import notice_facts
 from .model import Case, CaseError
 from .notice_formats import EmlOptions, render, render_docx, render_email, render_eml, render_pdf
-from .notice_templates import check_elements, notice_context, render_template, template_environment
+from .notice_templates import _check_elements, _environment, _render_template, notice_context
 from .notice_text import (
     CONTENT_TYPES,
     FORMATS,
@@ -130,9 +130,9 @@ def build_notice(
         evidence_key=_key_fingerprint(evidence),
         platform=svc.platform_of(cases[0]),
     )
-    env = template_environment(templates_dir)
-    text = render_template(env, f"{lang}/notice.txt.j2", context)
-    subject = render_template(env, f"{lang}/subject.txt.j2", context)
+    env = _environment(templates_dir)
+    text = _render_template(env, f"{lang}/notice.txt.j2", context)
+    subject = _render_template(env, f"{lang}/subject.txt.j2", context)
     notice = Notice(
         lang=lang,
         platform=str(context["platform"]),
@@ -147,7 +147,7 @@ def build_notice(
         facts=facts.urls,
         left_out=facts.left_out,
     )
-    check_elements(notice, context)
+    _check_elements(notice, context)
     return notice
 
 
