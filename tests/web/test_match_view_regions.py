@@ -107,3 +107,14 @@ def test_a_plain_copy_shows_its_one_region_and_its_passages_open(app: Any) -> No
     assert '<del class="excluded"' not in page
     assert len(match.passages) == 1
     assert '<details class="passages-details" open>' in page
+
+
+def test_a_short_ad_dense_copy_shows_its_few_passages_open(app: Any) -> None:
+    # A few passages (at most 10) are read at once: the table stays open under the region.
+    library = app.extensions["yinji"].library
+    text, _ads = ad_dense(CHAPTER[4000:4250], 3)
+    (match,) = library.check_suspect(Suspect(id="short", text=text), save=True).matches
+    assert len(match.regions) < len(match.passages) <= 10
+    page = _page(app, match.id, "en")
+    assert '<details class="passages-details" open>' in page
+    assert page.count('<del class="excluded"') >= 2 * len(match.regions[0].excluded)
