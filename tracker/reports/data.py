@@ -10,6 +10,8 @@ Honesty rules the renderers rely on:
   ``tracker.textdiff``), and the character diff that marks what differs.
 - A passage the aligner split into segment pairs (a reordered copy) lists them in
   ``segments``, each with its own offsets, texts, similarities and diff.
+- The regions are the match's stored ones (``tracker.records.Region``), each with its
+  text, the text of its excluded spans and the numbers of the passages inside it.
 - The timeline (imported, fetched or submitted, checked, verdict) uses only times that
   were recorded; a time that is not known is reported missing, a pasted text has no
   fetch time, and times in an impossible order are flagged in ``timeline_problems``.
