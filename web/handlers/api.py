@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from pydantic import JsonValue
 
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
@@ -18,6 +19,24 @@ from tracker.rules import check_document_item, check_note, check_text_item, chec
 from tracker.store import Match
 from workers import jobs
 
+from ..apimodels.base import Job, JobAccepted
+from ..apimodels.matches import Match as MatchOut
+from ..apimodels.matches import MatchList, MatchPatch, MatchQuery
+from ..apimodels.works import (
+    CheckedSuspect,
+    ChecksIn,
+    ConsistencyProof,
+    ConsistencyQuery,
+    Deleted,
+    DocumentsIn,
+    FilesIn,
+    Mother,
+    MotherList,
+    MothersQuery,
+    RebuildIn,
+    RebuildRunning,
+    TreeHead,
+)
 from ..books import named
 from ..casework import set_verdict
 from ..core import (
@@ -36,12 +55,26 @@ from ..core import (
 )
 from ..evidence import REPORT_FORMATS, bundle_response, report_response
 from ..jsonbody import clean, request_json
-from ..openapi import openapi_document
+from ..openapi import (
+    ID_PARAM,
+    PathParam,
+    Reply,
+    document_also,
+    error,
+    openapi_document,
+    operation,
+)
 from ..rebuild import start_rebuild
 from ..serializers import match_json, mother_json
 from ..uploads import MAX_URLS, claim, spooled_uploads
+from ..validation import body_as
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+JOB_ACCEPTED = Reply("Job queued; poll status_url", JobAccepted)
+BINARY: dict[str, JsonValue] = {"type": "string", "format": "binary"}
+UNAVAILABLE = error("The evidence log is unavailable")
+document_also(CheckedSuspect)  # a check job's result: {checked, results: [CheckedSuspect], …}
 
 MAX_DOCUMENTS = 10_000
 
@@ -90,6 +123,17 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
 
 # --- mothers --------------------------------------------------------------------------
 @bp.post("/mothers")
+@operation(
+    "Import works (analyst); runs as a job",
+    {
+        202: JOB_ACCEPTED,
+        400: error("No valid document (see errors)"),
+        413: error("Upload too large"),
+        415: error("Not JSON or multipart"),
+    },
+    body=DocumentsIn,
+    form=FilesIn,
+)
 @role_required("analyst")
 def mothers_add() -> Any:
     """JSON ``{"documents": [...]}`` or multipart files. Bad items and files are
@@ -119,6 +163,11 @@ def mothers_add() -> Any:
 
 
 @bp.get("/mothers")
+@operation(
+    "List works of the library (newest first)",
+    {200: Reply("Works", MotherList), 400: error("Bad parameter")},
+    query=MothersQuery,
+)
 def mothers_list() -> Any:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
     offset = int_arg("offset", 0, 0, MAX_OFFSET)
@@ -135,12 +184,17 @@ def mothers_list() -> Any:
 
 
 @bp.get("/mothers/<id:mother_id>")
+@operation("One work, with its text", {200: Reply("The work", Mother), 404: error("No such work")})
 def mothers_get(mother_id: str) -> Any:
     mother = get_or_404(store().get_mother, mother_id, f"no work with id {mother_id!r}")
     return jsonify(mother_json(mother, text=True))
 
 
 @bp.delete("/mothers/<id:mother_id>")
+@operation(
+    "Delete a work and its matches (admin)",
+    {200: Reply("Deleted", Deleted), 404: error("No such work")},
+)
 @role_required("admin")
 def mothers_delete(mother_id: str) -> Any:
     if not library().delete_mother(mother_id):
@@ -158,6 +212,11 @@ def _accepted(job_id: str, **extra: Any) -> Any:
 
 
 @bp.post("/checks")
+@operation(
+    "Check suspect texts and/or URLs (analyst); runs as a job",
+    {202: JOB_ACCEPTED, 400: error("Bad input"), 413: error("Too many items")},
+    body=ChecksIn,
+)
 @role_required("analyst")
 def checks() -> Any:
     """JSON ``{"texts": [...], "urls": [...]}``. A bad text or URL is listed in
@@ -201,6 +260,18 @@ def checks() -> Any:
 
 
 @bp.post("/index/rebuild")
+@operation(
+    "Rebuild the index on the workers (admin); runs as a job whose chunks the workers "
+    "share (progress: the job's parts)",
+    {
+        202: JOB_ACCEPTED,
+        400: error("Unknown engine"),
+        409: Reply(
+            "A rebuild is already running (its job, or a process holding the lock)", RebuildRunning
+        ),
+    },
+    body=RebuildIn,
+)
 @role_required("admin")
 def index_rebuild() -> Any:
     """Rebuild the index on the workers (optional JSON ``{"engine": ...}``); 409 while
@@ -219,12 +290,21 @@ def index_rebuild() -> Any:
 
 
 @bp.get("/jobs/<job_id>")
+@operation(
+    "Progress and result of a job",
+    {200: Reply("Job status", Job), 404: error("Bad job id")},
+)
 def job(job_id: str) -> Any:
     return jsonify(job_status(job_id))
 
 
 # --- matches ----------------------------------------------------------------------------
 @bp.get("/matches")
+@operation(
+    "Matches, filtered like the dashboard",
+    {200: Reply("Matches", MatchList), 400: error("Bad filter")},
+    query=MatchQuery,
+)
 def matches_list() -> Any:
     with bad_request():
         filters = parse_match_filters(request.args, default_per_page=50)
@@ -251,25 +331,33 @@ def _match(match_id: str) -> Match:
 
 
 @bp.get("/matches/<id:match_id>")
+@operation("One match", {200: Reply("The match", MatchOut), 404: error("No such match")})
 def matches_get(match_id: str) -> Any:
     return jsonify(match_json(named([_match(match_id)])[0]))
 
 
 @bp.patch("/matches/<id:match_id>")
+@operation(
+    "Set the verdict and/or note (analyst)",
+    {
+        200: Reply(
+            "Updated match, with case_id and case_state: the case a confirmed match joined",
+            MatchOut,
+        ),
+        400: error("Bad verdict or note"),
+        404: error("No such match"),
+    },
+    body=MatchPatch,
+)
 @role_required("analyst")
 def matches_patch(match_id: str) -> Any:
-    body = _json_body()
-    if not isinstance(body, dict):
-        fail(400, 'send an object: {"verdict": ..., "note": ...}')
-    unknown = set(body) - {"verdict", "note"}
-    if unknown:
-        fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only verdict and note")
+    patch = body_as(MatchPatch)
+    given = patch.model_fields_set
     match = _match(match_id)
     with bad_request():
-        body = clean(body)
         # A field left out is left as it is: PATCH {} changes (and logs) nothing.
-        verdict = check_verdict(body.get("verdict", match.verdict))
-        note = check_note(body.get("note", match.note or None))
+        verdict = check_verdict(patch.verdict if "verdict" in given else match.verdict)
+        note = check_note(patch.note if "note" in given else match.note or None)
     # Through the case workflow: a confirmed match with a URL joins its case, and the
     # evidence log records the verdict (once).
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
@@ -293,6 +381,14 @@ def _evidence_public() -> Any:
 
 
 @bp.get("/evidence/head")
+@operation(
+    "The evidence log's key fingerprint and latest signed tree head (no authentication)",
+    {
+        200: Reply("fingerprint, public_key_pem, tree_head, tree_head_signature…", TreeHead),
+        503: UNAVAILABLE,
+    },
+    public=True,
+)
 def evidence_head() -> Any:
     """The key fingerprint and PEM, the latest signed tree head with its signature and
     timestamp token, and the verifier script's hash (``yinji evidence head --json``)."""
@@ -308,12 +404,27 @@ def evidence_head() -> Any:
 
 
 @bp.get("/evidence/key.pem")
+@operation(
+    "The evidence log's public key, PEM (no authentication)",
+    {200: Reply("PEM", media={"application/x-pem-file": {"type": "string"}}), 503: UNAVAILABLE},
+    public=True,
+)
 def evidence_key() -> Response:
     """The evidence log's public key (PEM), to pin with ``yinji evidence verify --key``."""
     return Response(_evidence_public().public_key_pem(), content_type="application/x-pem-file")
 
 
 @bp.get("/evidence/consistency")
+@operation(
+    "RFC 6962 consistency proof between two tree heads (no authentication)",
+    {
+        200: Reply("first, second, first_root, second_root, proof (hex)", ConsistencyProof),
+        400: error("Sizes the log does not hold"),
+        503: UNAVAILABLE,
+    },
+    query=ConsistencyQuery,
+    public=True,
+)
 def evidence_consistency() -> Any:
     """RFC 6962 proof that the log at ``second`` records begins with the log at
     ``first`` records (``second`` default: the latest signed head)."""
@@ -334,6 +445,25 @@ def evidence_consistency() -> Any:
 
 # --- reports ------------------------------------------------------------------------------
 @bp.get("/reports/<id:match_id>.<fmt>")
+@operation(
+    "Evidence report of one match",
+    {
+        200: Reply(
+            "The report or the evidence bundle",
+            media={
+                "application/json": {"type": "object"},
+                "text/html": {"type": "string"},
+                "application/pdf": BINARY,
+                "application/zip": BINARY,
+            },
+        ),
+        404: error("No such match or format, or no evidence recorded"),
+    },
+    path={
+        "match_id": ID_PARAM,
+        "fmt": PathParam("format", schema={"enum": [*REPORT_FORMATS, "zip"]}),
+    },
+)
 def report(match_id: str, fmt: str) -> Response:
     if fmt == "zip":
         return bundle_response(match_id)
@@ -343,5 +473,10 @@ def report(match_id: str, fmt: str) -> Response:
 
 
 @bp.get("/openapi.json")
-def openapi() -> Any:
-    return jsonify(openapi_document(request.host_url.rstrip("/")))
+@operation(
+    "This document (no authentication: it holds no data)",
+    {200: Reply("OpenAPI 3.1", media={"application/json": {"type": "object"}})},
+    public=True,
+)
+def openapi() -> Response:
+    return jsonify(openapi_document(current_app, request.host_url.rstrip("/")))

@@ -12,11 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
+from pydantic import JsonValue
 
 from tracker.cases import STATES
 from tracker.rules import check_note, normalize_domain
 from workers import jobs
 
+from ..apimodels.base import JobAccepted
+from ..apimodels.cases import (
+    CaseDetail,
+    CaseList,
+    CaseQuery,
+    CaseSitesQuery,
+    NoteIn,
+    NoticeIn,
+    NoticePreview,
+    NoticeQuery,
+    SiteStatsList,
+    TransitionIn,
+)
 from ..casework import (
     NOTICE_FORMATS,
     NOTICE_LANGS,
@@ -31,9 +45,23 @@ from ..casework import (
 )
 from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
 from ..jsonbody import clean, request_json
+from ..openapi import PathParam, Reply, error, operation
 from ..serializers import case_detail_json, case_json
+from ..validation import body_as
 
 bp = Blueprint("cases_api", __name__, url_prefix="/api/v1")
+
+CASE_ID = {
+    "case_id": PathParam(
+        "case_id",
+        "A case id as Yinji gives it (`c` + 10 hex digits, `-2`… for a later case of the "
+        "same work and site), as it is",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+    )
+}
+DETAIL = Reply("The case with its history", CaseDetail)
+NOT_FOUND = error("No such case")
+BINARY: dict[str, JsonValue] = {"type": "string", "format": "binary"}
 
 
 def _object(allowed: set[str]) -> dict[str, Any]:
@@ -50,12 +78,17 @@ def _object(allowed: set[str]) -> dict[str, Any]:
     return cleaned
 
 
-def _note(body: dict[str, Any]) -> str:
+def _note(note: str | None) -> str:
     with bad_request():
-        return check_note(body.get("note")) or ""
+        return check_note(note) or ""
 
 
 @bp.get("/cases")
+@operation(
+    "Takedown cases, newest first (items as `yinji case list --json`)",
+    {200: Reply("Cases", CaseList), 400: error("Bad filter")},
+    query=CaseQuery,
+)
 def cases_list() -> Any:
     """Cases, newest first, filtered by ``state``, ``domain`` (exact site) and ``work``."""
     state = (request.args.get("state") or "").strip() or None
@@ -77,6 +110,12 @@ def cases_list() -> Any:
 
 
 @bp.get("/cases/sites")
+@operation(
+    "Removal figures per site: removals, removal rate, median days from the first notice "
+    "to the removal",
+    {200: Reply("Figures", SiteStatsList)},
+    query=CaseSitesQuery,
+)
 def cases_sites() -> Any:
     """Removal figures per site (``work`` narrows them to one work)."""
     work = (request.args.get("work") or "").strip() or None
@@ -85,6 +124,11 @@ def cases_sites() -> Any:
 
 
 @bp.get("/cases/<case_id>")
+@operation(
+    "One case with its history (as `yinji case show --json`)",
+    {200: DETAIL, 404: NOT_FOUND},
+    path=CASE_ID,
+)
 def cases_get(case_id: str) -> Any:
     case = get_case(case_id)
     svc = cases()
@@ -92,15 +136,25 @@ def cases_get(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/transitions")
+@operation(
+    "Move a case (analyst); `notice_sent` records a notice sent outside Yinji (again from "
+    "notice_sent: a reminder)",
+    {
+        200: DETAIL,
+        400: error("Bad state or note"),
+        404: NOT_FOUND,
+        409: error("The state machine refuses this move (the message lists the allowed ones)"),
+    },
+    body=TransitionIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
 def cases_transition(case_id: str) -> Any:
     """``{"to": STATE, "note"?}``. ``notice_sent`` records that the notice went out
     (sent outside Yinji; from ``notice_sent`` again: a reminder, the state stays)."""
-    body = _object({"to", "note"})
-    to = body.get("to")
-    if not isinstance(to, str) or to not in STATES:
-        fail(400, f"'to' must be one of {', '.join(STATES)}, got {to!r}")
-    note = _note(body)
+    move = body_as(TransitionIn)
+    to = move.to
+    note = _note(move.note)
     svc = cases()
     with case_errors():
         if to == "notice_sent":
@@ -113,10 +167,15 @@ def cases_transition(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/notes")
+@operation(
+    "Add a note to the case's history (analyst)",
+    {200: DETAIL, 400: error("Empty or bad note"), 404: NOT_FOUND},
+    body=NoteIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
 def cases_note(case_id: str) -> Any:
-    body = _object({"note"})
-    note = _note(body)
+    note = _note(body_as(NoteIn).note)
     svc = cases()
     with case_errors():
         case = svc.add_note(case_id, note, who=actor())
@@ -124,6 +183,15 @@ def cases_note(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/recheck")
+@operation(
+    "Re-crawl the case's URLs now (analyst); runs as a job",
+    {
+        202: Reply("Job queued; poll status_url", JobAccepted),
+        400: error("The case has no URL"),
+        404: NOT_FOUND,
+    },
+    path=CASE_ID,
+)
 @role_required("analyst")
 def cases_recheck(case_id: str) -> Any:
     """Re-crawl the case's URLs now, as a job (202 with the job's status URL)."""
@@ -154,6 +222,16 @@ def _case_ids(case_id: str, more: Any) -> list[str]:
 
 
 @bp.get("/cases/<case_id>/notice")
+@operation(
+    "The takedown notice's text (preview; nothing is recorded)",
+    {
+        200: Reply("The notice", NoticePreview),
+        400: error("Bad language, no profile yet, or a template left out a required element"),
+        404: NOT_FOUND,
+    },
+    query=NoticeQuery,
+    path=CASE_ID,
+)
 def cases_notice_preview(case_id: str) -> Any:
     """The notice's text (``lang`` zh or en), as JSON; nothing is recorded."""
     case = get_case(case_id)
@@ -177,6 +255,24 @@ def cases_notice_preview(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/notice")
+@operation(
+    "The notice as a file (analyst): PDF, DOCX or e-mail (EML, with the evidence reports "
+    "and proofs of ownership attached); recorded in the case's history with its SHA-256",
+    {
+        200: Reply(
+            "The notice file",
+            media={
+                "application/pdf": BINARY,
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document": BINARY,
+                "message/rfc822": BINARY,
+            },
+        ),
+        400: error("Bad input, no profile yet, a closed case, cases on several sites"),
+        404: NOT_FOUND,
+    },
+    body=NoticeIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
 def cases_notice_file(case_id: str) -> Response:
     """``{"format": "pdf|docx|eml", "lang": "zh|en", "to"?: [...], "evidence"?: bool,

@@ -16,13 +16,30 @@ from tracker.discovery.service import import_sources, overview, register_site
 from tracker.discovery.sites import SiteError, SiteRegistry
 from tracker.records import match_id
 
+from ..apimodels.discover import (
+    DiscoverOverview,
+    EnableIn,
+    Run,
+    RunIn,
+    RunList,
+    RunStarted,
+    Site,
+    SiteIn,
+    SiteList,
+    SourcesFileIn,
+    SourcesImported,
+    SourcesIn,
+)
 from ..core import fail, library, role_required, store
 from ..i18n import translate as _
-from ..jsonbody import clean, request_json
+from ..jsonbody import request_json
+from ..openapi import PathParam, Reply, error, operation
+from ..validation import body_as
 
 bp = Blueprint("discover", __name__)
 api = Blueprint("discover_api", __name__, url_prefix="/api/v1/discover")
 
+SITE_ID = {"id": PathParam("id", "The site's host (host:port off the default port)")}
 LIMITS = {"max_queries": (0, 1000), "max_pages": (1, 100_000), "max_works": (1, 100_000)}
 
 
@@ -197,17 +214,26 @@ def start_run() -> Any:
 
 # --- the API --------------------------------------------------------------------------------
 @api.get("")
+@operation(
+    "Discovery: providers with today's use and quota, sites, budgets, last run",
+    {200: Reply("The overview", DiscoverOverview)},
+)
 def api_overview() -> Any:
     return jsonify(overview(library()).to_json())
 
 
 @api.get("/runs")
+@operation("The last discovery runs, newest first", {200: Reply("Runs", RunList)})
 def api_runs() -> Any:
     reports = RunHistory(store()).list(50)
     return jsonify({"runs": [{**r.to_dict(), "matches": _evidence_links(r)} for r in reports]})
 
 
 @api.get("/runs/<id>")
+@operation(
+    "One run (its parts on several workers added up)",
+    {200: Reply("The run", Run), 404: error("No such run")},
+)
 def api_run(id: str) -> Any:
     report = RunHistory(store()).get(id)
     if report is None:
@@ -216,13 +242,16 @@ def api_run(id: str) -> Any:
 
 
 @api.post("/runs")
+@operation(
+    "Start a discovery run on the workers (analyst)",
+    {202: Reply("Queued", RunStarted), 400: error("Bad option")},
+    body=RunIn,
+)
 @role_required("analyst")
 def api_start() -> Any:
-    body = request_json()
-    if not isinstance(body, dict):
-        fail(400, "send a JSON object (works, max_queries, max_pages, max_works)")
+    body = body_as(RunIn)
     try:
-        options = _run_options(clean(body, "body"))
+        options = _run_options(body.model_dump(exclude_none=True))
     except ValueError as exc:
         fail(400, str(exc))
     task_id, run_id = _start(options)
@@ -240,23 +269,23 @@ def api_start() -> Any:
 
 
 @api.get("/sites")
+@operation("Registered pirate sites", {200: Reply("Sites", SiteList)})
 def api_sites() -> Any:
     return jsonify({"sites": [s.to_dict() for s in SiteRegistry(store()).list()]})
 
 
 @api.post("/sites")
+@operation(
+    "Register a site; without search_url its search form is found (analyst)",
+    {201: Reply("Registered", Site), 400: error("Bad URL, or no search form found")},
+    body=SiteIn,
+)
 @role_required("analyst")
 def api_add_site() -> Any:
-    body = request_json()
-    if not isinstance(body, dict) or not isinstance(body.get("url"), str):
-        fail(400, "send a JSON object with url (and search_url, encoding if you know them)")
-    body = clean(body, "body")
-    for key in ("search_url", "encoding"):
-        if body.get(key) is not None and not isinstance(body[key], str):
-            fail(400, f"{key} must be a string")
+    body = body_as(SiteIn)
     try:
         site = register_site(
-            library(), body["url"], search_url=body.get("search_url"), encoding=body.get("encoding")
+            library(), body.url, search_url=body.search_url, encoding=body.encoding
         )
     except SiteError as exc:
         fail(400, str(exc))
@@ -266,6 +295,15 @@ def api_add_site() -> Any:
 
 
 @api.post("/sites/import")
+@operation(
+    "Import Legado (阅读) book sources: a file, a URL, or the sources themselves (analyst)",
+    {
+        200: Reply("One verdict per source", SourcesImported),
+        400: error("Not Legado sources, or the URL cannot be read"),
+    },
+    body=SourcesIn,
+    form=SourcesFileIn,
+)
 @role_required("analyst")
 def api_import_sites() -> Any:
     """Legado sources: a multipart ``file``, a JSON ``{"url": ...}``, or the sources
@@ -293,6 +331,12 @@ def api_import_sites() -> Any:
 
 
 @api.post("/sites/<id>/enable")
+@operation(
+    'Enable a site again (or disable it with {"enabled": false}) (analyst)',
+    {200: Reply("The site", Site), 404: error("No such site")},
+    body=EnableIn,
+    path=SITE_ID,
+)
 @role_required("analyst")
 def api_enable_site(id: str) -> Any:
     body = request_json() if request.content_length else None
@@ -304,6 +348,11 @@ def api_enable_site(id: str) -> Any:
 
 
 @api.delete("/sites/<id>")
+@operation(
+    "Forget a site (analyst)",
+    {204: Reply("Removed"), 404: error("No such site")},
+    path=SITE_ID,
+)
 @role_required("analyst")
 def api_remove_site(id: str) -> Any:
     if not SiteRegistry(store()).remove(id):

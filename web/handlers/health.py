@@ -8,12 +8,19 @@ from flask import Blueprint, current_app, jsonify
 
 from workers import jobs
 
+from ..apimodels.base import Health
 from ..core import library
+from ..openapi import Reply, operation
 
 bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
+@operation(
+    "Health check (no authentication)",
+    {200: Reply("Healthy", Health), 503: Reply("Unhealthy", Health)},
+    public=True,
+)
 def healthz() -> Any:
     """200 when the store, Redis, the broker and the result backend answer and some
     worker consumes every queue; 503 naming the part that failed otherwise

@@ -19,10 +19,12 @@ from tracker.rules import check_url
 from tracker.timefmt import iso_utc
 from workers import jobs
 
+from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchList
 from ..casework import cases
 from ..core import bad_request, fail, role_required, store
 from ..i18n import translate as _
-from ..jsonbody import request_json
+from ..openapi import Reply, error, operation
+from ..validation import body_as
 
 bp = Blueprint("watch", __name__)
 
@@ -133,6 +135,11 @@ def remove() -> Any:
 
 # --- API --------------------------------------------------------------------------------------
 @bp.get("/api/v1/watch")
+@operation(
+    "The watch list (re-crawled daily by `yinji beat` at YINJI_RECRAWL_AT) and the time "
+    "of the next crawl",
+    {200: Reply("The watch list", WatchList)},
+)
 def api_list() -> Any:
     books = _book_cases()
     items = store().list_watch(active_only=False)
@@ -145,12 +152,20 @@ def api_list() -> Any:
 
 
 @bp.post("/api/v1/watch")
+@operation(
+    "Watch a URL, a site or a pirate book (analyst); its first crawl runs at once as a job",
+    {
+        202: Reply("Watched; the first crawl is queued (poll status_url)", WatchAdded),
+        400: error(
+            "Bad URL or kind (a private address is refused unless YINJI_ALLOW_PRIVATE_URLS=1)"
+        ),
+    },
+    body=WatchIn,
+)
 @role_required("analyst")
 def api_add() -> Any:
-    body = request_json()
-    if not isinstance(body, dict) or set(body) - {"url", "kind"}:
-        fail(400, "send a JSON object with url and kind (url, site or book)")
-    item, job_id = _add(body.get("url"), body.get("kind", "url"))
+    body = body_as(WatchIn)
+    item, job_id = _add(body.url, body.kind)
     status_url = url_for("api.job", job_id=job_id)
     response = jsonify(
         {
@@ -166,6 +181,11 @@ def api_add() -> Any:
 
 
 @bp.delete("/api/v1/watch")
+@operation(
+    "Stop watching a URL (analyst)",
+    {204: Reply("Removed"), 404: error("Not on the watch list")},
+    query=UnwatchQuery,
+)
 @role_required("analyst")
 def api_remove() -> Response:
     url = (request.args.get("url") or "").strip()
@@ -176,6 +196,10 @@ def api_remove() -> Response:
 
 
 @bp.get("/api/v1/watch/books")
+@operation(
+    "Monitored pirate books: each book case with its chapters",
+    {200: Reply("Books", WatchedBooks)},
+)
 def api_books() -> Any:
     watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
     return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
