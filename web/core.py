@@ -13,11 +13,12 @@ from functools import wraps
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
-from flask import abort, current_app, g, jsonify, request
+from flask import Response, abort, current_app, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
 from tracker.library import Library, LibraryHandle
+from tracker.records import JSONObject
 from tracker.rules import check_sort, check_verdict, normalize_domain
 from tracker.store import MatchQuery, Store, User
 from tracker.timefmt import parse_utc
@@ -77,7 +78,7 @@ def get_or_404(get: Callable[[str], T], key: str, message: str) -> T:
         raise  # unreachable: fail() raises
 
 
-def job_status(job_id: str) -> dict[str, Any]:
+def job_status(job_id: str) -> JSONObject:
     """``workers.jobs.job_status``; a malformed, unknown or expired job id is a 404."""
     if not JOB_ID_RE.match(job_id):
         fail(404, f"no job {job_id[:128]!r}")
@@ -133,7 +134,7 @@ def fail(status: int, message: str) -> NoReturn:
     raise ApiError(status, message)
 
 
-def json_error(status: int, message: str) -> Any:
+def json_error(status: int, message: str) -> Response:
     response = jsonify({"error": message})
     response.status_code = status
     return response
@@ -284,14 +285,14 @@ FILTER_KEYS = (
 )
 
 
-def filter_args(args: MultiDict[str, str], **changes: Any) -> dict[str, Any]:
+def filter_args(args: MultiDict[str, str], **changes: str | int | None) -> dict[str, str]:
     """The current filter query parameters (for links that keep them), changed."""
     out = {k: args[k] for k in FILTER_KEYS if args.get(k)}
     for key, value in changes.items():
         if value is None or value == "":
             out.pop(key, None)
         else:
-            out[key] = value
+            out[key] = str(value)
     return out
 
 

@@ -163,9 +163,7 @@ def _query(model: type[BaseModel], components: dict[str, Schema]) -> list[Schema
     return params
 
 
-def _operation(
-    op: Operation, refs: Mapping[type[BaseModel], Schema], params: list[Schema]
-) -> Schema:
+def _operation(op: Operation, refs: Mapping[object, Schema], params: list[Schema]) -> Schema:
     responses: Schema = {}
     for status, reply in sorted({**op.responses, **({} if op.public else AUTH_ERRORS)}.items()):
         content: Schema = {}
@@ -203,7 +201,7 @@ def openapi_document(app: Flask, server: str = "") -> dict[str, object]:
         [(model, "validation") for model in _models(ops)],
         ref_template="#/components/schemas/{model}",
     )
-    refs: dict[type[BaseModel], Schema] = {model: dict(ref) for (model, _mode), ref in keys.items()}
+    refs: dict[object, Schema] = {model: dict(ref) for (model, _mode), ref in keys.items()}
     components: dict[str, Schema] = {
         name: schema for name, schema in defs.get("$defs", {}).items() if isinstance(schema, dict)
     }

@@ -47,7 +47,8 @@ class JobAccepted(ApiModel):
     errors: list[Problem] | None = None
     """Items passed over (also the job's 'skipped')"""
     warnings: list[str] | None = None
-    """POST /mothers: works shorter than the library's minimum copied length (imported, but a copy of one alone can never be reported)"""
+    """POST /mothers: works shorter than the library's minimum copied length (imported, but a copy
+    of one alone can never be reported)"""
 
 
 class Part(ApiModel):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import ConfigDict, RootModel
+
+from tracker.books.stats import CellState
 
 from .base import ApiModel, TimeOrNull
 
@@ -57,7 +57,7 @@ class BookCell(ApiModel):
     work_id: str | None = None
     site: str | None = None
     """host, or host:port off the default"""
-    state: Literal["pirated", "confirmed", "noticed", "removed"] | None = None
+    state: CellState | None = None
     matches: int | None = None
     """Matches not dismissed"""
     confirmed: int | None = None

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue, StrictBool
 
-from tracker.cases.model import CaseState
+from tracker.cases.model import CaseKind, CaseState, EventKind, URLStatus
 
 from .base import ApiModel, TimeOrNull
+
+NoticeFormat = Literal["pdf", "docx", "eml"]
+NoticeLang = Literal["zh", "en"]
 
 
 class UrlDetail(ApiModel):
@@ -18,11 +21,17 @@ class UrlDetail(ApiModel):
     score: float | None = None
     coverage: float | None = None
     added_at: TimeOrNull = None
-    status: Literal["online", "removed", "unknown"] | None = None
+    status: URLStatus | None = None
     last_checked_at: TimeOrNull = None
     last_http_status: int | None = None
     last_outcome: str | None = None
     label: str | None = None
+    chapter: str | None = None
+    """A book case: the chapter this URL copies"""
+    chapter_index: int | None = None
+    """That chapter's 1-based place in the book"""
+    page: int | None = None
+    """The page of the chapter on the site (1, 2, ...); 0: not recorded"""
 
 
 class Case(ApiModel):
@@ -30,7 +39,7 @@ class Case(ApiModel):
 
     id: str
     state: CaseState
-    kind: Literal["page", "book"] | None = None
+    kind: CaseKind | None = None
     work: str
     work_title: str | None = None
     mother_ids: list[str] | None = None
@@ -51,19 +60,7 @@ class CaseEvent(ApiModel):
 
     case_id: str | None = None
     seq: int | None = None
-    kind: (
-        Literal[
-            "created",
-            "transition",
-            "url_added",
-            "url_removed",
-            "recheck",
-            "notice",
-            "note",
-            "book",
-        ]
-        | None
-    ) = None
+    kind: EventKind | None = None
     who: str | None = None
     note: str | None = None
     from_state: str | None = None
@@ -76,7 +73,8 @@ class CaseEvent(ApiModel):
 
 
 class Platform(ApiModel):
-    """A platform of the registry (tracker/cases/data/platforms.json, overridden by <data folder>/platforms.json)"""
+    """A platform of the registry (tracker/cases/data/platforms.json, overridden by <data
+    folder>/platforms.json)"""
 
     id: str | None = None
     name: str | None = None
@@ -91,7 +89,8 @@ class Platform(ApiModel):
 
 class CaseDetail(Case):
     platform: Platform | None = None
-    """The registry's platform of the case's site (or the one chosen for it); null when the registry has none"""
+    """The registry's platform of the case's site (or the one chosen for it); null when the
+    registry has none"""
     history: list[CaseEvent] | None = None
     history_problems: list[str] | None = None
     """Empty when every hash and link of the history checks"""
@@ -127,7 +126,7 @@ class LeftOut(ApiModel):
 
 class NoticePreview(ApiModel):
     reference: str | None = None
-    lang: Literal["zh", "en"] | None = None
+    lang: NoticeLang | None = None
     platform: str | None = None
     date: str | None = None
     subject: str | None = None
@@ -139,7 +138,8 @@ class NoticePreview(ApiModel):
     urls: list[str] | None = None
     """The URLs the notice names: only those with a confirmed match, in chapter order"""
     left_out: list[LeftOut] | None = None
-    """URLs of the cases the notice does not name, and why (their match is pending or dismissed, or gone from the library)"""
+    """URLs of the cases the notice does not name, and why (their match is pending or dismissed, or
+    gone from the library)"""
 
 
 class CaseQuery(ApiModel):
@@ -166,14 +166,16 @@ class NoteIn(ApiModel):
 
 
 class NoticeQuery(ApiModel):
-    lang: Literal["zh", "en"] = "zh"
+    lang: NoticeLang = "zh"
 
 
 class NoticeIn(ApiModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-    format: Literal["pdf", "docx", "eml"]
-    lang: Literal["zh", "en"]
-    to: list[str] | None = None
-    evidence: bool = True
+    format: NoticeFormat
+    lang: NoticeLang
+    to: list[str] | str | None = None
+    """E-mail addresses (one as a string, or a list)"""
+    evidence: StrictBool = True
+    """Attach the evidence reports and proofs of ownership"""
     cases: list[str] | None = None
     """More cases on the same site: one notice for all"""

@@ -58,7 +58,8 @@ class Run(ApiModel):
     skipped: int | None = None
     """Pages too short to check"""
     refused: int | None = None
-    """URLs the SSRF guard or robots.txt refused, or that did not resolve: no page of the budget spent"""
+    """URLs the SSRF guard or robots.txt refused, or that did not resolve: no page of the budget
+    spent"""
     sources: dict[str, SourceStats] | None = None
     errors: list[str] | None = None
     """The first 200 failures, each naming its source"""
@@ -108,7 +109,8 @@ class Site(ApiModel):
     """A Legado source: imported or partial"""
     reasons: list[str] | None = None
     meta: dict[str, JsonValue] | None = None
-    """legado: the source as imported; health: the last search (at, ok, results, error), failures in a row, disabled"""
+    """legado: the source as imported; health: the last search (at, ok, results, error), failures
+    in a row, disabled"""
 
 
 class SiteList(ApiModel):

@@ -6,11 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from tracker.records import Verdict
+from tracker.records import MatchSort, Verdict
 
 from .base import ApiModel, TimeOrNull
-
-SORTS = Literal["-score", "score", "-created_at", "created_at", "-coverage", "coverage"]
 
 
 class Passage(ApiModel):
@@ -27,7 +25,8 @@ class ExcludedSpan(ApiModel):
 
 
 class Region(ApiModel):
-    """One copied stretch as a person reads it; inserted lines (ads, watermarks) inside it are excluded spans"""
+    """One copied stretch as a person reads it; inserted lines (ads, watermarks) inside it are
+    excluded spans"""
 
     suspect_start: int | None = None
     suspect_end: int | None = None
@@ -95,7 +94,7 @@ class MatchQuery(ApiModel):
     """Created before; a date includes that whole day"""
     q: str | None = None
     """Text in the work title, suspect title or URL (case-insensitive)"""
-    sort: SORTS = "-score"
+    sort: MatchSort = "-score"
     offset: Annotated[int, Field(ge=0)] = 0
     limit: Annotated[int, Field(ge=0, le=200)] = 50
     passages: Literal[0, 1] = 1

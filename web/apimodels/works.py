@@ -138,7 +138,8 @@ class MotherList(ApiModel):
 
 
 class CheckedSuspect(ApiModel):
-    """One checked text in a check job's `results` (the line of `yinji check --json`, with `title` and `url`)"""
+    """One checked text in a check job's `results` (the line of `yinji check --json`, with `title`
+    and `url`)"""
 
     suspect_id: str | None = None
     title: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
 from tracker.ids import DuplicateIds
@@ -135,7 +136,7 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
     form=FilesIn,
 )
 @role_required("analyst")
-def mothers_add() -> Any:
+def mothers_add() -> ResponseReturnValue:
     """JSON ``{"documents": [...]}`` or multipart files. Bad items and files are
     listed in ``errors`` (and in the job's ``skipped``); the rest are imported."""
     if request.mimetype == "multipart/form-data":
@@ -168,7 +169,7 @@ def mothers_add() -> Any:
     {200: Reply("Works", MotherList), 400: error("Bad parameter")},
     query=MothersQuery,
 )
-def mothers_list() -> Any:
+def mothers_list() -> ResponseReturnValue:
     search = (request.args.get("q") or request.args.get("search") or "").strip() or None
     offset = int_arg("offset", 0, 0, MAX_OFFSET)
     limit = int_arg("limit", 50, 0, MAX_PAGE)
@@ -185,7 +186,7 @@ def mothers_list() -> Any:
 
 @bp.get("/mothers/<id:mother_id>")
 @operation("One work, with its text", {200: Reply("The work", Mother), 404: error("No such work")})
-def mothers_get(mother_id: str) -> Any:
+def mothers_get(mother_id: str) -> ResponseReturnValue:
     mother = get_or_404(store().get_mother, mother_id, f"no work with id {mother_id!r}")
     return jsonify(mother_json(mother, text=True))
 
@@ -196,7 +197,7 @@ def mothers_get(mother_id: str) -> Any:
     {200: Reply("Deleted", Deleted), 404: error("No such work")},
 )
 @role_required("admin")
-def mothers_delete(mother_id: str) -> Any:
+def mothers_delete(mother_id: str) -> ResponseReturnValue:
     if not library().delete_mother(mother_id):
         fail(404, f"no work with id {mother_id!r}")
     return jsonify({"deleted": mother_id})
@@ -218,7 +219,7 @@ def _accepted(job_id: str, **extra: Any) -> Any:
     body=ChecksIn,
 )
 @role_required("analyst")
-def checks() -> Any:
+def checks() -> ResponseReturnValue:
     """JSON ``{"texts": [...], "urls": [...]}``. A bad text or URL is listed in
     ``errors`` (and in the job's ``skipped``); the others are checked."""
     body = _json_body()
@@ -273,7 +274,7 @@ def checks() -> Any:
     body=RebuildIn,
 )
 @role_required("admin")
-def index_rebuild() -> Any:
+def index_rebuild() -> ResponseReturnValue:
     """Rebuild the index on the workers (optional JSON ``{"engine": ...}``); 409 while
     a rebuild runs, with the running job's id when it is a job."""
     body = _json_body() if request.content_length else {}
@@ -294,7 +295,7 @@ def index_rebuild() -> Any:
     "Progress and result of a job",
     {200: Reply("Job status", Job), 404: error("Bad job id")},
 )
-def job(job_id: str) -> Any:
+def job(job_id: str) -> ResponseReturnValue:
     return jsonify(job_status(job_id))
 
 
@@ -305,7 +306,7 @@ def job(job_id: str) -> Any:
     {200: Reply("Matches", MatchList), 400: error("Bad filter")},
     query=MatchQuery,
 )
-def matches_list() -> Any:
+def matches_list() -> ResponseReturnValue:
     with bad_request():
         filters = parse_match_filters(request.args, default_per_page=50)
     query = filters.query
@@ -332,7 +333,7 @@ def _match(match_id: str) -> Match:
 
 @bp.get("/matches/<id:match_id>")
 @operation("One match", {200: Reply("The match", MatchOut), 404: error("No such match")})
-def matches_get(match_id: str) -> Any:
+def matches_get(match_id: str) -> ResponseReturnValue:
     return jsonify(match_json(named([_match(match_id)])[0]))
 
 
@@ -350,7 +351,7 @@ def matches_get(match_id: str) -> Any:
     body=MatchPatch,
 )
 @role_required("analyst")
-def matches_patch(match_id: str) -> Any:
+def matches_patch(match_id: str) -> ResponseReturnValue:
     patch = body_as(MatchPatch)
     given = patch.model_fields_set
     match = _match(match_id)
@@ -389,7 +390,7 @@ def _evidence_public() -> Any:
     },
     public=True,
 )
-def evidence_head() -> Any:
+def evidence_head() -> ResponseReturnValue:
     """The key fingerprint and PEM, the latest signed tree head with its signature and
     timestamp token, and the verifier script's hash (``yinji evidence head --json``)."""
     from tracker.evidence import EvidenceError
@@ -425,7 +426,7 @@ def evidence_key() -> Response:
     query=ConsistencyQuery,
     public=True,
 )
-def evidence_consistency() -> Any:
+def evidence_consistency() -> ResponseReturnValue:
     """RFC 6962 proof that the log at ``second`` records begins with the log at
     ``first`` records (``second`` default: the latest signed head)."""
     from tracker.evidence import EvidenceError

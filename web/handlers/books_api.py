@@ -5,9 +5,8 @@ book files (a job). See docs/API.md."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import edit_book
 from tracker.books.stats import book_summaries
@@ -38,7 +37,7 @@ bp = Blueprint("books_api", __name__, url_prefix="/api/v1/books")
     {200: Reply("Books", BookSummaryList)},
     query=BooksQuery,
 )
-def books_list() -> Any:
+def books_list() -> ResponseReturnValue:
     """``yinji book list --json``'s array, each book with ``copies``: chapters found
     pirated and the sites with confirmed / only pending matches."""
     q = (request.args.get("q") or "").strip()
@@ -68,7 +67,7 @@ def books_list() -> Any:
     form=BookFilesIn,
 )
 @role_required("analyst")
-def books_upload() -> Any:
+def books_upload() -> ResponseReturnValue:
     """Multipart ``files``: each file one book (.txt .html .htm .docx .epub, or a .zip
     of its chapter files). 202 with the job and the books read; 400 when no file
     could be read as a book."""
@@ -93,7 +92,7 @@ def books_upload() -> Any:
     "One book with its chapters and where they are copied",
     {200: Reply("The book", Book), 404: error("No such book")},
 )
-def books_get(book_id: str) -> Any:
+def books_get(book_id: str) -> ResponseReturnValue:
     """``yinji book show --json`` with ``copies`` and ``grid`` (chapters × sites)."""
     book = get_book(book_id)
     grid = grid_of(book)
@@ -114,7 +113,7 @@ def books_get(book_id: str) -> Any:
     body=BookPatch,
 )
 @role_required("analyst")
-def books_patch(book_id: str) -> Any:
+def books_patch(book_id: str) -> ResponseReturnValue:
     """JSON ``{title?, author?, series?, isbn?, language?}``: a field left out is kept.
     Answers ``yinji book rename --json``'s object (the book's summary)."""
     body = body_as(BookPatch).model_dump(exclude_unset=True)
@@ -135,7 +134,7 @@ def books_patch(book_id: str) -> Any:
     {200: Reply("Deleted", BookDeleted), 404: error("No such book")},
 )
 @role_required("admin")
-def books_delete(book_id: str) -> Any:
+def books_delete(book_id: str) -> ResponseReturnValue:
     """Delete the book with its chapter works (their matches too)."""
     try:
         done = book_service().delete(book_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
 from tracker.cases import STATES
@@ -32,7 +33,6 @@ from ..apimodels.cases import (
     TransitionIn,
 )
 from ..casework import (
-    NOTICE_FORMATS,
     NOTICE_LANGS,
     actor,
     case_errors,
@@ -44,7 +44,6 @@ from ..casework import (
     totals,
 )
 from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
-from ..jsonbody import clean, request_json
 from ..openapi import PathParam, Reply, error, operation
 from ..serializers import case_detail_json, case_json
 from ..validation import body_as
@@ -64,20 +63,6 @@ NOT_FOUND = error("No such case")
 BINARY: dict[str, JsonValue] = {"type": "string", "format": "binary"}
 
 
-def _object(allowed: set[str]) -> dict[str, Any]:
-    body = request_json()
-    if not isinstance(body, dict):
-        fail(400, f"send a JSON object with {', '.join(sorted(allowed))}")
-    unknown = set(body) - allowed
-    if unknown:
-        fail(
-            400, f"unknown field(s) {', '.join(sorted(unknown))}: only {', '.join(sorted(allowed))}"
-        )
-    with bad_request():
-        cleaned: dict[str, Any] = clean(body)
-    return cleaned
-
-
 def _note(note: str | None) -> str:
     with bad_request():
         return check_note(note) or ""
@@ -89,7 +74,7 @@ def _note(note: str | None) -> str:
     {200: Reply("Cases", CaseList), 400: error("Bad filter")},
     query=CaseQuery,
 )
-def cases_list() -> Any:
+def cases_list() -> ResponseReturnValue:
     """Cases, newest first, filtered by ``state``, ``domain`` (exact site) and ``work``."""
     state = (request.args.get("state") or "").strip() or None
     if state is not None and state not in STATES:
@@ -116,7 +101,7 @@ def cases_list() -> Any:
     {200: Reply("Figures", SiteStatsList)},
     query=CaseSitesQuery,
 )
-def cases_sites() -> Any:
+def cases_sites() -> ResponseReturnValue:
     """Removal figures per site (``work`` narrows them to one work)."""
     work = (request.args.get("work") or "").strip() or None
     stats = site_stats(cases().list_cases(work=work))
@@ -129,7 +114,7 @@ def cases_sites() -> Any:
     {200: DETAIL, 404: NOT_FOUND},
     path=CASE_ID,
 )
-def cases_get(case_id: str) -> Any:
+def cases_get(case_id: str) -> ResponseReturnValue:
     case = get_case(case_id)
     svc = cases()
     return jsonify(case_detail_json(case, svc.history(case.id), svc.platform_of(case)))
@@ -149,7 +134,7 @@ def cases_get(case_id: str) -> Any:
     path=CASE_ID,
 )
 @role_required("analyst")
-def cases_transition(case_id: str) -> Any:
+def cases_transition(case_id: str) -> ResponseReturnValue:
     """``{"to": STATE, "note"?}``. ``notice_sent`` records that the notice went out
     (sent outside Yinji; from ``notice_sent`` again: a reminder, the state stays)."""
     move = body_as(TransitionIn)
@@ -174,7 +159,7 @@ def cases_transition(case_id: str) -> Any:
     path=CASE_ID,
 )
 @role_required("analyst")
-def cases_note(case_id: str) -> Any:
+def cases_note(case_id: str) -> ResponseReturnValue:
     note = _note(body_as(NoteIn).note)
     svc = cases()
     with case_errors():
@@ -193,7 +178,7 @@ def cases_note(case_id: str) -> Any:
     path=CASE_ID,
 )
 @role_required("analyst")
-def cases_recheck(case_id: str) -> Any:
+def cases_recheck(case_id: str) -> ResponseReturnValue:
     """Re-crawl the case's URLs now, as a job (202 with the job's status URL)."""
     case = get_case(case_id)
     if not case.urls:
@@ -213,14 +198,6 @@ def _lang(value: Any) -> str:
     return str(value)
 
 
-def _case_ids(case_id: str, more: Any) -> list[str]:
-    if more is None:
-        return [case_id]
-    if not isinstance(more, list) or not all(isinstance(c, str) for c in more):
-        fail(400, "'cases' must be a list of case ids (other cases on the same site)")
-    return list(dict.fromkeys([case_id, *more]))
-
-
 @bp.get("/cases/<case_id>/notice")
 @operation(
     "The takedown notice's text (preview; nothing is recorded)",
@@ -232,7 +209,7 @@ def _case_ids(case_id: str, more: Any) -> list[str]:
     query=NoticeQuery,
     path=CASE_ID,
 )
-def cases_notice_preview(case_id: str) -> Any:
+def cases_notice_preview(case_id: str) -> ResponseReturnValue:
     """The notice's text (``lang`` zh or en), as JSON; nothing is recorded."""
     case = get_case(case_id)
     lang = _lang(request.args.get("lang", "zh"))
@@ -278,26 +255,17 @@ def cases_notice_file(case_id: str) -> Response:
     """``{"format": "pdf|docx|eml", "lang": "zh|en", "to"?: [...], "evidence"?: bool,
     "cases"?: [...]}``: the notice as a file (recorded in each case's history as
     generated, with its SHA-256)."""
-    body = _object({"format", "lang", "to", "evidence", "cases"})
-    fmt = body.get("format")
-    if fmt not in NOTICE_FORMATS:
-        fail(400, f"'format' must be one of {', '.join(NOTICE_FORMATS)}, got {fmt!r}")
-    lang = _lang(body.get("lang"))
-    to = body.get("to") or []
-    if isinstance(to, str):
-        to = [to]
-    if not isinstance(to, list) or not all(isinstance(a, str) and "@" in a for a in to):
+    body = body_as(NoticeIn)
+    to = [body.to] if isinstance(body.to, str) else body.to or []
+    if not all("@" in a for a in to):
         fail(400, "'to' must be a list of e-mail addresses")
-    evidence = body.get("evidence", True)
-    if not isinstance(evidence, bool):
-        fail(400, "'evidence' must be true or false")
     get_case(case_id)  # 404 before anything is rendered
     out = notice_file(
-        _case_ids(case_id, body.get("cases")),
-        str(fmt),
-        lang,
+        list(dict.fromkeys([case_id, *(body.cases or [])])),
+        body.format,
+        body.lang,
         to=[a.strip() for a in to],
-        with_evidence=evidence,
+        with_evidence=body.evidence,
     )
     response = Response(out.data, content_type=out.content_type)
     response.headers["Content-Disposition"] = f'attachment; filename="{out.filename}"'

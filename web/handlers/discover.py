@@ -9,6 +9,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.discovery.legado.sources import SourceError, SourceVerdict
 from tracker.discovery.run import RunHistory, RunOptions
@@ -104,7 +105,7 @@ def _live(job_id: str, run_id: str) -> dict[str, Any] | None:
 
 
 @bp.get("/discover")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     view = overview(library())
     live = _live(request.args.get("job", ""), request.args.get("run", ""))
     return render_template(
@@ -127,7 +128,7 @@ def _started(value: str) -> Any:
 
 @bp.post("/discover/sites")
 @role_required("analyst")
-def add_site() -> Any:
+def add_site() -> ResponseReturnValue:
     try:
         site = register_site(
             library(),
@@ -151,7 +152,7 @@ def _counts(verdicts: list[SourceVerdict]) -> dict[str, int]:
 
 @bp.post("/discover/sites/import")
 @role_required("analyst")
-def import_sites() -> Any:
+def import_sites() -> ResponseReturnValue:
     upload = request.files.get("file")
     url = request.form.get("url", "").strip()
     try:
@@ -182,7 +183,7 @@ def import_sites() -> Any:
 
 @bp.post("/discover/sites/<host>/enable")
 @role_required("analyst")
-def enable_site(host: str) -> Any:
+def enable_site(host: str) -> ResponseReturnValue:
     enabled = request.form.get("enabled", "1") == "1"
     if SiteRegistry(store()).set_enabled(host, enabled) is None:
         flash(_("No such site: {host}.", host=host), "error")
@@ -191,7 +192,7 @@ def enable_site(host: str) -> Any:
 
 @bp.post("/discover/sites/<host>/delete")
 @role_required("analyst")
-def remove_site(host: str) -> Any:
+def remove_site(host: str) -> ResponseReturnValue:
     if SiteRegistry(store()).remove(host):
         flash(_("Site removed: {host}.", host=host), "info")
     else:
@@ -201,7 +202,7 @@ def remove_site(host: str) -> Any:
 
 @bp.post("/discover/run")
 @role_required("analyst")
-def start_run() -> Any:
+def start_run() -> ResponseReturnValue:
     try:
         options = _run_options(request.form.to_dict())
     except ValueError as exc:
@@ -218,13 +219,13 @@ def start_run() -> Any:
     "Discovery: providers with today's use and quota, sites, budgets, last run",
     {200: Reply("The overview", DiscoverOverview)},
 )
-def api_overview() -> Any:
+def api_overview() -> ResponseReturnValue:
     return jsonify(overview(library()).to_json())
 
 
 @api.get("/runs")
 @operation("The last discovery runs, newest first", {200: Reply("Runs", RunList)})
-def api_runs() -> Any:
+def api_runs() -> ResponseReturnValue:
     reports = RunHistory(store()).list(50)
     return jsonify({"runs": [{**r.to_dict(), "matches": _evidence_links(r)} for r in reports]})
 
@@ -234,7 +235,7 @@ def api_runs() -> Any:
     "One run (its parts on several workers added up)",
     {200: Reply("The run", Run), 404: error("No such run")},
 )
-def api_run(id: str) -> Any:
+def api_run(id: str) -> ResponseReturnValue:
     report = RunHistory(store()).get(id)
     if report is None:
         fail(404, f"no discovery run {id!r}")
@@ -248,7 +249,7 @@ def api_run(id: str) -> Any:
     body=RunIn,
 )
 @role_required("analyst")
-def api_start() -> Any:
+def api_start() -> ResponseReturnValue:
     body = body_as(RunIn)
     try:
         options = _run_options(body.model_dump(exclude_none=True))
@@ -270,7 +271,7 @@ def api_start() -> Any:
 
 @api.get("/sites")
 @operation("Registered pirate sites", {200: Reply("Sites", SiteList)})
-def api_sites() -> Any:
+def api_sites() -> ResponseReturnValue:
     return jsonify({"sites": [s.to_dict() for s in SiteRegistry(store()).list()]})
 
 
@@ -281,7 +282,7 @@ def api_sites() -> Any:
     body=SiteIn,
 )
 @role_required("analyst")
-def api_add_site() -> Any:
+def api_add_site() -> ResponseReturnValue:
     body = body_as(SiteIn)
     try:
         site = register_site(
@@ -305,7 +306,7 @@ def api_add_site() -> Any:
     form=SourcesFileIn,
 )
 @role_required("analyst")
-def api_import_sites() -> Any:
+def api_import_sites() -> ResponseReturnValue:
     """Legado sources: a multipart ``file``, a JSON ``{"url": ...}``, or the sources
     themselves as the JSON body (an array or one object)."""
     upload = request.files.get("file")
@@ -318,8 +319,9 @@ def api_import_sites() -> Any:
             )
         else:
             body = request_json()
-            if isinstance(body, dict) and isinstance(body.get("url"), str) and len(body) == 1:
-                verdicts = import_sources(library(), url=body["url"])
+            url = body.get("url") if isinstance(body, dict) and len(body) == 1 else None
+            if isinstance(url, str):
+                verdicts = import_sources(library(), url=url)
             elif isinstance(body, list | dict):
                 raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
                 verdicts = import_sources(library(), name="request body", data=raw)
@@ -338,7 +340,7 @@ def api_import_sites() -> Any:
     path=SITE_ID,
 )
 @role_required("analyst")
-def api_enable_site(id: str) -> Any:
+def api_enable_site(id: str) -> ResponseReturnValue:
     body = request_json() if request.content_length else None
     enabled = not (isinstance(body, dict) and body.get("enabled") is False)
     site = SiteRegistry(store()).set_enabled(id, enabled)
@@ -354,7 +356,7 @@ def api_enable_site(id: str) -> Any:
     path=SITE_ID,
 )
 @role_required("analyst")
-def api_remove_site(id: str) -> Any:
+def api_remove_site(id: str) -> ResponseReturnValue:
     if not SiteRegistry(store()).remove(id):
         fail(404, f"no registered site {id!r}")
     return "", 204

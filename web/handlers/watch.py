@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.cases.watching import WATCH_KINDS, next_daily_run
 from tracker.config import WorkerSettings
@@ -100,7 +101,7 @@ def _add(url: Any, kind: Any) -> tuple[WatchItem, str]:
 
 # --- pages ------------------------------------------------------------------------------------
 @bp.get("/watch")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     books = _book_cases()
     items = store().list_watch(active_only=False)
     watched = {i.url for i in items}
@@ -116,7 +117,7 @@ def index() -> Any:
 
 @bp.post("/watch")
 @role_required("analyst")
-def add() -> Any:
+def add() -> ResponseReturnValue:
     item, job_id = _add((request.form.get("url") or "").strip(), request.form.get("kind") or "url")
     flash(_("Watching {url}: the first crawl runs now.", url=item.url), "info")
     return redirect(url_for("suspects.job", job_id=job_id, kind="watch"))
@@ -124,7 +125,7 @@ def add() -> Any:
 
 @bp.post("/watch/remove")
 @role_required("analyst")
-def remove() -> Any:
+def remove() -> ResponseReturnValue:
     url = (request.form.get("url") or "").strip()
     if url not in {i.url for i in store().list_watch(active_only=False)}:
         fail(404, f"not on the watch list: {url}")
@@ -140,7 +141,7 @@ def remove() -> Any:
     "of the next crawl",
     {200: Reply("The watch list", WatchList)},
 )
-def api_list() -> Any:
+def api_list() -> ResponseReturnValue:
     books = _book_cases()
     items = store().list_watch(active_only=False)
     return jsonify(
@@ -163,7 +164,7 @@ def api_list() -> Any:
     body=WatchIn,
 )
 @role_required("analyst")
-def api_add() -> Any:
+def api_add() -> ResponseReturnValue:
     body = body_as(WatchIn)
     item, job_id = _add(body.url, body.kind)
     status_url = url_for("api.job", job_id=job_id)
@@ -200,6 +201,6 @@ def api_remove() -> Response:
     "Monitored pirate books: each book case with its chapters",
     {200: Reply("Books", WatchedBooks)},
 )
-def api_books() -> Any:
+def api_books() -> ResponseReturnValue:
     watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
     return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
