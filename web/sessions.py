@@ -5,8 +5,9 @@ it expires, even after "sign out" (anyone who copied it could go on using it). S
 sign-in also registers a random session id in Redis (``<prefix>:web:session:<sid>`` =
 the username, expiring with the session; ``tracker.services.sessions``), the cookie
 carries the id, and every request checks it is still registered. Signing out deletes
-it: the copied cookie is dead at once. The password stamp (``web.accounts.session_stamp``) still ends every session of a
-user whose password changed.
+it: the copied cookie is dead at once. The password stamp
+(``web.accounts.session_stamp``) still ends every session of a user whose password
+changed.
 """
 
 from __future__ import annotations

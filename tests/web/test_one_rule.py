@@ -32,12 +32,12 @@ def _enums_of(key: str, value: Any) -> Iterator[list[Any]]:
 
 def test_every_surface_uses_the_one_verdict_list(tmp_path: Path) -> None:
     from tracker.cases.cli import verdict as verdict_cmd
+    from tracker.config import Settings
     from tracker.records import VERDICTS
     from tracker.reports import VERDICT_LABELS as REPORT_LABELS
+    from web import create_app
     from web.charts import VERDICT_COLOURS
     from web.core import VERDICT_LABELS
-    from tracker.config import Settings
-    from web import create_app
     from web.openapi import openapi_document
 
     assert set(VERDICTS) == THE_VERDICTS and len(VERDICTS) == 3

@@ -1,6 +1,7 @@
-"""The OpenAPI document (web/openapi.py, written from the routes' models) cannot drift from the routes: every /api/v1
-route is documented with exactly its methods, and no documented path or method is
-missing from Flask's url_map. Needs no worker: the app is built, never served."""
+"""The OpenAPI document (web/openapi.py, written from the routes' models) cannot drift
+from the routes: every /api/v1 route is documented with exactly its methods, and no
+documented path or method is missing from Flask's url_map. Needs no worker: the app is
+built, never served."""
 
 from __future__ import annotations
 
