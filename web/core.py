@@ -25,14 +25,13 @@ from tracker.timefmt import parse_utc
 from workers import jobs
 
 from .accounts import role_at_least
+from .apimodels.base import MAX_OFFSET, MAX_PAGE
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-MAX_PAGE = 200  # rows per page a client may ask for
 MAX_EXPORT = 100_000  # rows of one list export
 MAX_PAGE_NUMBER = 10**9  # the highest ?page= accepted
-MAX_OFFSET = 10**12  # the highest ?offset= accepted
 MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from flask import request
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -59,6 +60,16 @@ def describe(exc: ValidationError, model: type[BaseModel]) -> str:
         allowed = ", ".join(model.model_fields)
         parts.insert(0, f"unknown field(s) {', '.join(sorted(unknown))}: only {allowed}")
     return "; ".join(parts)
+
+
+def query_as(model: type[Model]) -> Model:
+    """The current request's query string as ``model`` (a parameter given empty is
+    left out; those the model does not name are ignored); 400 naming the bad ones."""
+    raw = {k: v.strip() for k, v in request.args.items() if v.strip()}
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        fail(400, describe(exc, model))
 
 
 def body_as(model: type[Model]) -> Model:

@@ -6,6 +6,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, JsonValue, WithJsonSchema
 
+MAX_PAGE = 200  # rows per page a client may ask for
+MAX_OFFSET = 10**12  # the highest ?offset= accepted
+
 # Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
 TIME_SCHEMA: dict[str, JsonValue] = {
     "type": "string",

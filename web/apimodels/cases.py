@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, JsonValue, StrictBool
 
 from tracker.cases.model import CaseKind, CaseState, EventKind, URLStatus
 
-from .base import ApiModel, TimeOrNull
+from .base import MAX_OFFSET, MAX_PAGE, ApiModel, TimeOrNull
 
 NoticeFormat = Literal["pdf", "docx", "eml"]
 NoticeLang = Literal["zh", "en"]
@@ -145,13 +145,16 @@ class NoticePreview(ApiModel):
 class CaseQuery(ApiModel):
     state: CaseState | None = None
     domain: str | None = None
+    """The site (exact host) of the cases"""
     work: str | None = None
-    offset: Annotated[int, Field(ge=0)] = 0
-    limit: Annotated[int, Field(ge=0, le=200)] = 50
+    """The work of the cases (a mother id, or a book's work key)"""
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0
+    limit: Annotated[int, Field(ge=0, le=MAX_PAGE)] = 50
 
 
 class CaseSitesQuery(ApiModel):
     work: str | None = None
+    """Only the cases of this work"""
 
 
 class TransitionIn(ApiModel):

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from tracker.records import MatchSort, Verdict
 
-from .base import ApiModel, TimeOrNull
+from .base import MAX_OFFSET, MAX_PAGE, ApiModel, TimeOrNull
 
 
 class Passage(ApiModel):
@@ -95,8 +95,8 @@ class MatchQuery(ApiModel):
     q: str | None = None
     """Text in the work title, suspect title or URL (case-insensitive)"""
     sort: MatchSort = "-score"
-    offset: Annotated[int, Field(ge=0)] = 0
-    limit: Annotated[int, Field(ge=0, le=200)] = 50
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0
+    limit: Annotated[int, Field(ge=0, le=MAX_PAGE)] = 50
     passages: Literal[0, 1] = 1
     """0 leaves the passages out"""
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from .base import ApiModel, TimeOrNull
+from .base import MAX_OFFSET, MAX_PAGE, ApiModel, TimeOrNull
 
 
 class DocumentIn(ApiModel):
@@ -31,8 +31,10 @@ class TextIn(ApiModel):
 class MothersQuery(ApiModel):
     q: str | None = None
     """Text in id or title"""
-    offset: Annotated[int, Field(ge=0)] = 0
-    limit: Annotated[int, Field(ge=0, le=200)] = 50
+    search: str | None = None
+    """The same as q"""
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0
+    limit: Annotated[int, Field(ge=0, le=MAX_PAGE)] = 50
 
 
 class DocumentsIn(ApiModel):
@@ -76,9 +78,9 @@ class RebuildRunning(ApiModel):
 
 
 class ConsistencyQuery(ApiModel):
-    first: Annotated[int, Field(ge=0)]
+    first: Annotated[int, Field(ge=0, le=2**62)]
     """The size of an earlier tree head"""
-    second: Annotated[int | None, Field(ge=0)] = None
+    second: Annotated[int | None, Field(ge=0, le=2**62)] = None
     """The size of a later one (default: the latest)"""
 
 

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
 from tracker.matching import short_work_warnings
+from tracker.records import JSONValue
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
@@ -41,12 +42,9 @@ from ..apimodels.works import (
 from ..books import named
 from ..casework import set_verdict
 from ..core import (
-    MAX_OFFSET,
-    MAX_PAGE,
     bad_request,
     fail,
     get_or_404,
-    int_arg,
     job_status,
     library,
     parse_match_filters,
@@ -68,7 +66,7 @@ from ..openapi import (
 from ..rebuild import start_rebuild
 from ..serializers import match_json, mother_json
 from ..uploads import MAX_URLS, claim, spooled_uploads
-from ..validation import body_as
+from ..validation import body_as, query_as
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -80,16 +78,11 @@ document_also(CheckedSuspect)  # a check job's result: {checked, results: [Check
 MAX_DOCUMENTS = 10_000
 
 
-def _json_body() -> Any:
-    """The parsed body (``web.jsonbody.request_json``)."""
-    return request_json()
-
-
 def _problem(where: str, exc: ValueError) -> dict[str, str]:
     return {"source": where, "message": str(exc).removeprefix(f"{where}: ")}
 
 
-def _rejected(message: str, errors: list[dict[str, str]]) -> Any:
+def _rejected(message: str, errors: list[dict[str, str]]) -> Response:
     """400: nothing in the request was usable; the first problem is in the message."""
     first = f"{errors[0]['source']}: {errors[0]['message']}" if errors else ""
     response = jsonify({"error": f"{message}; {first}" if first else message, "errors": errors})
@@ -148,7 +141,7 @@ def mothers_add() -> ResponseReturnValue:
             job_id = jobs.submit_ingest(uploads=refs, skipped=errors)
         claim(refs)
         return _accepted(job_id, files=len(refs), errors=errors)
-    body = _json_body()
+    body = request_json()
     items = body.get("documents") if isinstance(body, dict) else body
     if items is None:
         fail(400, 'send {"documents": [{"id": ..., "title": ..., "text": ...}]}')
@@ -170,9 +163,8 @@ def mothers_add() -> ResponseReturnValue:
     query=MothersQuery,
 )
 def mothers_list() -> ResponseReturnValue:
-    search = (request.args.get("q") or request.args.get("search") or "").strip() or None
-    offset = int_arg("offset", 0, 0, MAX_OFFSET)
-    limit = int_arg("limit", 50, 0, MAX_PAGE)
+    query = query_as(MothersQuery)
+    search, offset, limit = query.q or query.search, query.offset, query.limit
     mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
     return jsonify(
         {
@@ -204,7 +196,7 @@ def mothers_delete(mother_id: str) -> ResponseReturnValue:
 
 
 # --- checks and jobs ------------------------------------------------------------------
-def _accepted(job_id: str, **extra: Any) -> Any:
+def _accepted(job_id: str, **extra: JSONValue) -> Response:
     url = url_for("api.job", job_id=job_id)
     response = jsonify({"job_id": job_id, "status_url": url, **extra})
     response.status_code = 202
@@ -222,7 +214,7 @@ def _accepted(job_id: str, **extra: Any) -> Any:
 def checks() -> ResponseReturnValue:
     """JSON ``{"texts": [...], "urls": [...]}``. A bad text or URL is listed in
     ``errors`` (and in the job's ``skipped``); the others are checked."""
-    body = _json_body()
+    body = request_json()
     if not isinstance(body, dict):
         fail(400, 'send an object: {"texts": [...]} and/or {"urls": [...]}')
     texts, urls = body.get("texts") or [], body.get("urls") or []
@@ -277,10 +269,7 @@ def checks() -> ResponseReturnValue:
 def index_rebuild() -> ResponseReturnValue:
     """Rebuild the index on the workers (optional JSON ``{"engine": ...}``); 409 while
     a rebuild runs, with the running job's id when it is a job."""
-    body = _json_body() if request.content_length else {}
-    engine = body.get("engine") if isinstance(body, dict) else None
-    if engine is not None and not isinstance(engine, str):
-        fail(400, "'engine' must be a string")
+    engine = body_as(RebuildIn).engine if request.content_length else None
     try:
         job_id = start_rebuild(engine or None)
     except jobs.RebuildRunning as exc:
@@ -433,13 +422,9 @@ def evidence_consistency() -> ResponseReturnValue:
     from tracker.evidence.public import consistency
 
     log = _evidence_public()
-    first = int_arg("first", -1, 0, 2**62)
-    if first < 0:
-        fail(400, "give first=<size of an earlier tree head>")
-    raw = request.args.get("second", "")
-    second = int_arg("second", 0, 0, 2**62) if raw != "" else None
+    sizes = query_as(ConsistencyQuery)
     try:
-        return jsonify(consistency(log, first, second).to_json())
+        return jsonify(consistency(log, sizes.first, sizes.second).to_json())
     except EvidenceError as exc:
         fail(400, str(exc))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import (
     Blueprint,
     current_app,
@@ -16,7 +14,7 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 
-from tracker.store import ROLES
+from tracker.store import ROLES, User
 
 from ..accounts import (
     AccountError,
@@ -155,7 +153,7 @@ def users_add() -> ResponseReturnValue:
     return render_template("token.html", username=form.get("username", "").strip(), token=token)
 
 
-def _target(username: str) -> Any:
+def _target(username: str) -> User:
     user = store().get_user(username)
     if user is None:
         fail(404, f"no user {username!r}")

@@ -26,7 +26,7 @@ from ..books import book_index, book_service, find_books, get_book, grid_of, upl
 from ..core import fail, role_required, store
 from ..openapi import Reply, error, operation
 from ..serializers import book_json
-from ..validation import body_as
+from ..validation import body_as, query_as
 
 bp = Blueprint("books_api", __name__, url_prefix="/api/v1/books")
 
@@ -40,7 +40,7 @@ bp = Blueprint("books_api", __name__, url_prefix="/api/v1/books")
 def books_list() -> ResponseReturnValue:
     """``yinji book list --json``'s array, each book with ``copies``: chapters found
     pirated and the sites with confirmed / only pending matches."""
-    q = (request.args.get("q") or "").strip()
+    q = query_as(BooksQuery).q or ""
     books = find_books(q)
     summaries = book_summaries(store(), book_index(), books if q else None)
     out = []

@@ -5,8 +5,6 @@ and the rights-holder profile. Every change goes through ``tracker.cases``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
@@ -64,7 +62,7 @@ def _note() -> str:
         return check_note(request.form.get("note") or "") or ""
 
 
-def _back(case_id: str) -> Any:
+def _back(case_id: str) -> ResponseReturnValue:
     return redirect(url_for("cases.show", case_id=case_id))
 
 

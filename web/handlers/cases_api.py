@@ -9,13 +9,10 @@ and site): they appear in paths as they are. Every change goes through
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, jsonify, url_for
 from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
-from tracker.cases import STATES
 from tracker.rules import check_note, normalize_domain
 from workers import jobs
 
@@ -33,7 +30,6 @@ from ..apimodels.cases import (
     TransitionIn,
 )
 from ..casework import (
-    NOTICE_LANGS,
     actor,
     case_errors,
     cases,
@@ -43,10 +39,10 @@ from ..casework import (
     site_stats,
     totals,
 )
-from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
+from ..core import bad_request, fail, role_required, store
 from ..openapi import PathParam, Reply, error, operation
 from ..serializers import case_detail_json, case_json
-from ..validation import body_as
+from ..validation import body_as, query_as
 
 bp = Blueprint("cases_api", __name__, url_prefix="/api/v1")
 
@@ -76,14 +72,10 @@ def _note(note: str | None) -> str:
 )
 def cases_list() -> ResponseReturnValue:
     """Cases, newest first, filtered by ``state``, ``domain`` (exact site) and ``work``."""
-    state = (request.args.get("state") or "").strip() or None
-    if state is not None and state not in STATES:
-        fail(400, f"state must be one of {', '.join(STATES)}, got {state!r}")
-    domain = normalize_domain(request.args.get("domain") or "") or None
-    work = (request.args.get("work") or "").strip() or None
-    offset = int_arg("offset", 0, 0, MAX_OFFSET)
-    limit = int_arg("limit", 50, 0, MAX_PAGE)
-    found = cases().list_cases(state=state, domain=domain, work=work)
+    query = query_as(CaseQuery)
+    domain = normalize_domain(query.domain or "") or None
+    offset, limit = query.offset, query.limit
+    found = cases().list_cases(state=query.state, domain=domain, work=query.work)
     return jsonify(
         {
             "total": len(found),
@@ -103,7 +95,7 @@ def cases_list() -> ResponseReturnValue:
 )
 def cases_sites() -> ResponseReturnValue:
     """Removal figures per site (``work`` narrows them to one work)."""
-    work = (request.args.get("work") or "").strip() or None
+    work = query_as(CaseSitesQuery).work
     stats = site_stats(cases().list_cases(work=work))
     return jsonify({"sites": [s.to_dict() for s in stats], "all": totals(stats).to_dict()})
 
@@ -192,12 +184,6 @@ def cases_recheck(case_id: str) -> ResponseReturnValue:
     return response
 
 
-def _lang(value: Any) -> str:
-    if value not in NOTICE_LANGS:
-        fail(400, f"lang must be one of {', '.join(NOTICE_LANGS)}, got {value!r}")
-    return str(value)
-
-
 @bp.get("/cases/<case_id>/notice")
 @operation(
     "The takedown notice's text (preview; nothing is recorded)",
@@ -212,7 +198,7 @@ def _lang(value: Any) -> str:
 def cases_notice_preview(case_id: str) -> ResponseReturnValue:
     """The notice's text (``lang`` zh or en), as JSON; nothing is recorded."""
     case = get_case(case_id)
-    lang = _lang(request.args.get("lang", "zh"))
+    lang = query_as(NoticeQuery).lang
     with case_errors():
         notice = notice_preview([case.id], lang)
     return jsonify(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, fields
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
@@ -117,7 +118,7 @@ def index() -> ResponseReturnValue:
     )
 
 
-def _started(value: str) -> Any:
+def _started(value: str) -> datetime | None:
     from tracker.timefmt import parse_utc
 
     try:

@@ -8,36 +8,38 @@ every day by ``yinji beat`` (``YINJI_RECRAWL_AT``); the page says when. A book's
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import cast
 
 from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from tracker.cases import Case
 from tracker.cases.watching import WATCH_KINDS, next_daily_run
 from tracker.config import WorkerSettings
-from tracker.records import WatchItem
+from tracker.records import JSONObject, WatchItem
 from tracker.rules import check_url
 from tracker.timefmt import iso_utc
 from workers import jobs
 
-from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchList
+from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchKind, WatchList
 from ..casework import cases
 from ..core import bad_request, fail, role_required, store
 from ..i18n import translate as _
 from ..openapi import Reply, error, operation
-from ..validation import body_as
+from ..validation import body_as, query_as
 
 bp = Blueprint("watch", __name__)
 
 
-def _next_run() -> Any:
+def _next_run() -> datetime:
     ws = WorkerSettings.from_env()
     return next_daily_run(ws.recrawl_at, ws.timezone)
 
 
-def _book_cases() -> dict[str, Any]:
+def _book_cases() -> dict[str, Case]:
     """Index URL → the book's active (else latest) case."""
-    out: dict[str, Any] = {}
+    out: dict[str, Case] = {}
     for c in cases().list_cases():
         book = c.metadata.get("book")
         if c.kind == "book" and isinstance(book, dict) and book.get("index_url"):
@@ -47,7 +49,7 @@ def _book_cases() -> dict[str, Any]:
     return out
 
 
-def _item_json(item: WatchItem, book_case: Any = None) -> dict[str, Any]:
+def _item_json(item: WatchItem, book_case: Case | None = None) -> JSONObject:
     return {
         "url": item.url,
         "kind": item.kind,
@@ -58,7 +60,7 @@ def _item_json(item: WatchItem, book_case: Any = None) -> dict[str, Any]:
     }
 
 
-def _book_json(url: str, case: Any, watched: bool) -> dict[str, Any]:
+def _book_json(url: str, case: Case, watched: bool) -> JSONObject:
     book = case.metadata.get("book") or {}
     chapters = book.get("chapters") or []
     return {
@@ -84,15 +86,15 @@ def _book_json(url: str, case: Any, watched: bool) -> dict[str, Any]:
     }
 
 
-def _add(url: Any, kind: Any) -> tuple[WatchItem, str]:
+def _add(url: object, kind: object) -> tuple[WatchItem, str]:
     """Put ``url`` on the watch list and submit its first crawl; (item, job id)."""
-    if kind not in WATCH_KINDS:
+    if not isinstance(kind, str) or kind not in WATCH_KINDS:
         fail(400, f"kind must be one of {', '.join(WATCH_KINDS)}, got {kind!r}")
     if not isinstance(url, str):
         fail(400, f"url must be text, got {url!r}")
     with bad_request():
         url = check_url(url)
-    item = WatchItem(url=url, kind=kind)
+    item = WatchItem(url=url, kind=cast(WatchKind, kind))  # one of WATCH_KINDS
     store().put_watch(item)
     with bad_request():
         job_id = jobs.submit_watch(url, kind)
@@ -189,7 +191,7 @@ def api_add() -> ResponseReturnValue:
 )
 @role_required("analyst")
 def api_remove() -> Response:
-    url = (request.args.get("url") or "").strip()
+    url = query_as(UnwatchQuery).url
     if url not in {i.url for i in store().list_watch(active_only=False)}:
         fail(404, f"not on the watch list: {url}")
     store().delete_watch(url)
