@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import ConfigDict
 
 from tracker.cases.model import CaseState
+from tracker.services.watch_list import WatchKind
 
 from .base import ApiModel, TimeOrNull
-
-#: tracker.cases.watching.WATCH_KINDS as a type (tests/web/test_api_models.py holds them equal).
-WatchKind = Literal["url", "site", "book"]
 
 
 class WatchItem(ApiModel):
@@ -24,7 +20,7 @@ class WatchItem(ApiModel):
     """A book's case"""
 
 
-class WatchList(ApiModel):
+class WatchItems(ApiModel):
     items: list[WatchItem] | None = None
     next_crawl_at: TimeOrNull = None
 

@@ -13,10 +13,11 @@ from flask import Blueprint, flash, jsonify, redirect, render_template, request,
 from flask.typing import ResponseReturnValue
 
 from tracker.discovery.legado.sources import SourceError, SourceVerdict
-from tracker.discovery.run import RunHistory, RunOptions
+from tracker.discovery.run import RunOptions
 from tracker.discovery.service import import_sources, overview, register_site
-from tracker.discovery.sites import SiteError, SiteRegistry
+from tracker.discovery.sites import SiteError
 from tracker.records import match_id
+from tracker.services.discovery_records import run_history, site_registry
 
 from ..apimodels.discover import (
     DiscoverOverview,
@@ -32,7 +33,7 @@ from ..apimodels.discover import (
     SourcesImported,
     SourcesIn,
 )
-from ..core import fail, library, role_required, store
+from ..core import fail, library, role_required
 from ..i18n import translate as _
 from ..jsonbody import request_json
 from ..openapi import PathParam, Reply, error, operation
@@ -101,7 +102,7 @@ def _live(job_id: str, run_id: str) -> dict[str, Any] | None:
         job = job_status(job_id)
     except UnknownJob:
         job = {"state": "PENDING", "progress": 0, "done": None, "total": None}
-    report = RunHistory(store()).get(run_id) if run_id else None
+    report = run_history(library()).get(run_id) if run_id else None
     return {"job_id": job_id, "run_id": run_id, "job": job, "report": report}
 
 
@@ -186,7 +187,7 @@ def import_sites() -> ResponseReturnValue:
 @role_required("analyst")
 def enable_site(host: str) -> ResponseReturnValue:
     enabled = request.form.get("enabled", "1") == "1"
-    if SiteRegistry(store()).set_enabled(host, enabled) is None:
+    if site_registry(library()).set_enabled(host, enabled) is None:
         flash(_("No such site: {host}.", host=host), "error")
     return redirect(url_for("discover.index") + "#discover-sites")
 
@@ -194,7 +195,7 @@ def enable_site(host: str) -> ResponseReturnValue:
 @bp.post("/discover/sites/<host>/delete")
 @role_required("analyst")
 def remove_site(host: str) -> ResponseReturnValue:
-    if SiteRegistry(store()).remove(host):
+    if site_registry(library()).remove(host):
         flash(_("Site removed: {host}.", host=host), "info")
     else:
         flash(_("No such site: {host}.", host=host), "error")
@@ -227,7 +228,7 @@ def api_overview() -> ResponseReturnValue:
 @api.get("/runs")
 @operation("The last discovery runs, newest first", {200: Reply("Runs", RunList)})
 def api_runs() -> ResponseReturnValue:
-    reports = RunHistory(store()).list(50)
+    reports = run_history(library()).list(50)
     return jsonify({"runs": [{**r.to_dict(), "matches": _evidence_links(r)} for r in reports]})
 
 
@@ -237,7 +238,7 @@ def api_runs() -> ResponseReturnValue:
     {200: Reply("The run", Run), 404: error("No such run")},
 )
 def api_run(id: str) -> ResponseReturnValue:
-    report = RunHistory(store()).get(id)
+    report = run_history(library()).get(id)
     if report is None:
         fail(404, f"no discovery run {id!r}")
     return jsonify({**report.to_dict(), "matches": _evidence_links(report)})
@@ -273,7 +274,7 @@ def api_start() -> ResponseReturnValue:
 @api.get("/sites")
 @operation("Registered pirate sites", {200: Reply("Sites", SiteList)})
 def api_sites() -> ResponseReturnValue:
-    return jsonify({"sites": [s.to_dict() for s in SiteRegistry(store()).list()]})
+    return jsonify({"sites": [s.to_dict() for s in site_registry(library()).list()]})
 
 
 @api.post("/sites")
@@ -344,7 +345,7 @@ def api_import_sites() -> ResponseReturnValue:
 def api_enable_site(id: str) -> ResponseReturnValue:
     body = request_json() if request.content_length else None
     enabled = not (isinstance(body, dict) and body.get("enabled") is False)
-    site = SiteRegistry(store()).set_enabled(id, enabled)
+    site = site_registry(library()).set_enabled(id, enabled)
     if site is None:
         fail(404, f"no registered site {id!r}")
     return jsonify(site.to_dict())
@@ -358,6 +359,6 @@ def api_enable_site(id: str) -> ResponseReturnValue:
 )
 @role_required("analyst")
 def api_remove_site(id: str) -> ResponseReturnValue:
-    if not SiteRegistry(store()).remove(id):
+    if not site_registry(library()).remove(id):
         fail(404, f"no registered site {id!r}")
     return "", 204

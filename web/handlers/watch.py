@@ -9,7 +9,6 @@ every day by ``yinji beat`` (``YINJI_RECRAWL_AT``); the page says when. A book's
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
 
 from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -18,18 +17,22 @@ from tracker.cases import Case
 from tracker.cases.watching import WATCH_KINDS, next_daily_run
 from tracker.config import WorkerSettings
 from tracker.records import JSONObject, WatchItem
-from tracker.rules import check_url
+from tracker.services.watch_list import WatchList
 from tracker.timefmt import iso_utc
 from workers import jobs
 
-from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchKind, WatchList
+from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchItems
 from ..casework import cases
-from ..core import bad_request, fail, role_required, store
+from ..core import bad_request, fail, library, role_required
 from ..i18n import translate as _
 from ..openapi import Reply, error, operation
 from ..validation import body_as, query_as
 
 bp = Blueprint("watch", __name__)
+
+
+def watch_list() -> WatchList:
+    return WatchList.of(library())
 
 
 def _next_run() -> datetime:
@@ -88,16 +91,9 @@ def _book_json(url: str, case: Case, watched: bool) -> JSONObject:
 
 def _add(url: object, kind: object) -> tuple[WatchItem, str]:
     """Put ``url`` on the watch list and submit its first crawl; (item, job id)."""
-    if not isinstance(kind, str) or kind not in WATCH_KINDS:
-        fail(400, f"kind must be one of {', '.join(WATCH_KINDS)}, got {kind!r}")
-    if not isinstance(url, str):
-        fail(400, f"url must be text, got {url!r}")
     with bad_request():
-        url = check_url(url)
-    item = WatchItem(url=url, kind=cast(WatchKind, kind))  # one of WATCH_KINDS
-    store().put_watch(item)
-    with bad_request():
-        job_id = jobs.submit_watch(url, kind)
+        item = watch_list().add(url, kind)
+        job_id = jobs.submit_watch(item.url, item.kind)
     return item, job_id
 
 
@@ -105,7 +101,7 @@ def _add(url: object, kind: object) -> tuple[WatchItem, str]:
 @bp.get("/watch")
 def index() -> ResponseReturnValue:
     books = _book_cases()
-    items = store().list_watch(active_only=False)
+    items = watch_list().items()
     watched = {i.url for i in items}
     return render_template(
         "watch.html",
@@ -129,9 +125,8 @@ def add() -> ResponseReturnValue:
 @role_required("analyst")
 def remove() -> ResponseReturnValue:
     url = (request.form.get("url") or "").strip()
-    if url not in {i.url for i in store().list_watch(active_only=False)}:
+    if not watch_list().remove(url):
         fail(404, f"not on the watch list: {url}")
-    store().delete_watch(url)
     flash(_("Removed from the watch list."), "info")
     return redirect(url_for("watch.index"))
 
@@ -141,11 +136,11 @@ def remove() -> ResponseReturnValue:
 @operation(
     "The watch list (re-crawled daily by `yinji beat` at YINJI_RECRAWL_AT) and the time "
     "of the next crawl",
-    {200: Reply("The watch list", WatchList)},
+    {200: Reply("The watch list", WatchItems)},
 )
 def api_list() -> ResponseReturnValue:
     books = _book_cases()
-    items = store().list_watch(active_only=False)
+    items = watch_list().items()
     return jsonify(
         {
             "items": [_item_json(i, books.get(i.url)) for i in items],
@@ -192,9 +187,8 @@ def api_add() -> ResponseReturnValue:
 @role_required("analyst")
 def api_remove() -> Response:
     url = query_as(UnwatchQuery).url
-    if url not in {i.url for i in store().list_watch(active_only=False)}:
+    if not watch_list().remove(url):
         fail(404, f"not on the watch list: {url}")
-    store().delete_watch(url)
     return Response(status=204)
 
 
@@ -204,5 +198,5 @@ def api_remove() -> Response:
     {200: Reply("Books", WatchedBooks)},
 )
 def api_books() -> ResponseReturnValue:
-    watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
+    watched = watch_list().urls("book")
     return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
