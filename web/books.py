@@ -10,9 +10,8 @@ chapter's name in the page's language, and the upload as a job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from flask import Flask, g
 from werkzeug.datastructures import FileStorage
@@ -22,6 +21,7 @@ from tracker.books.model import Book
 from tracker.books.service import BookService
 from tracker.books.stats import BookGrid, BookIndex, book_grid, book_pages
 from tracker.books.store import book_store_for
+from tracker.records import JSONObject
 from tracker.store import Match
 from workers import jobs
 
@@ -46,7 +46,7 @@ def book_service() -> BookService:
     if svc is None:
         # The book store (its table made once) is the app's; the service is the
         # request's (it checks the legacy migration once).
-        books = state().resource("books", lambda: book_store_for(library().store))
+        books = state().resource("books", lambda: book_store_for(store()))
         svc = g.yinji_books = BookService(library(), books)
     return svc
 
@@ -108,7 +108,7 @@ class BookUpload:
     job_id: str | None = None
     skipped: list[dict[str, str]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "books": [book_json(b, chapters=False) for b in self.plan.books],
             "chapters": self.plan.chapters,
@@ -117,7 +117,7 @@ class BookUpload:
         }
 
 
-def plan_books(refs: list[dict[str, Any]]) -> UploadPlan:
+def plan_books(refs: Sequence[Mapping[str, object]]) -> UploadPlan:
     """The books of uploaded files (``web.uploads`` references, each file one book),
     read here (``tracker.books.admin.plan_upload``); the files are deleted when the
     request ends (they are not handed to a job)."""

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import get_args
 
 from flask import current_app
 
@@ -30,8 +30,11 @@ from tracker.cases import (
     IllegalTransition,
     VerdictResult,
 )
-from tracker.records import NotFound
+from tracker.cases.notices import Notice
+from tracker.records import JSONObject, NotFound
+from tracker.services.case_service import close_case_service, open_case_service
 
+from .apimodels.cases import NoticeFormat, NoticeLang
 from .core import current_user, fail, get_or_404, is_api, state, store
 
 DAY = 86400.0
@@ -43,24 +46,16 @@ def cases() -> CaseService:
     handle). On first use it files the confirmed matches that have no case yet
     (confirmed before verdicts went through the case workflow), as ``yinji case list``
     does; from then on every verdict files itself."""
-    return state().resource("cases", _open_cases, close=_close_cases)
+    return state().resource("cases", _open_cases, close=close_case_service)
 
 
 def _open_cases() -> CaseService:
-    from tracker.cases import open_case_store
-
-    settings = state().settings
-    svc = CaseService(open_case_store(settings), settings)
+    svc = open_case_service(state().settings)
     try:
-        svc.sync(state().library.store, who="system:sync")
+        svc.sync(store(), who="system:sync")
     except Exception:  # a failed sync must not keep the pages closed: it runs again
         current_app.logger.warning("could not file confirmed matches into cases", exc_info=True)
     return svc
-
-
-def _close_cases(svc: CaseService) -> None:
-    svc.close()
-    svc.store.close()
 
 
 def actor() -> str:
@@ -160,7 +155,7 @@ class SiteStats:
     def median_days(self) -> float | None:
         return statistics.median(self.days) if self.days else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         rate, median = self.removal_rate, self.median_days
         return {
             "domain": self.domain,
@@ -215,11 +210,11 @@ def state_counts(all_cases: Iterable[Case]) -> dict[str, int]:
 
 
 # --- notices ---------------------------------------------------------------------------------
-NOTICE_FORMATS = ("pdf", "docx", "eml")
-NOTICE_LANGS = ("zh", "en")
+NOTICE_FORMATS: tuple[str, ...] = get_args(NoticeFormat)
+NOTICE_LANGS: tuple[str, ...] = get_args(NoticeLang)
 
 
-def notice_preview(case_ids: list[str], lang: str) -> Any:
+def notice_preview(case_ids: list[str], lang: str) -> Notice:
     """The rendered notice (``tracker.cases.notices.Notice``) of ``case_ids`` in
     ``lang``, without the evidence reports (a preview names no report files). Raises
     ``CaseError`` when it cannot be written (no profile yet, a template that leaves

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
 
+from tracker.records import JSONObject
 from tracker.timefmt import human_utc, to_utc
 
 
@@ -158,10 +158,10 @@ def bar_list(items: list[tuple[str, int, str | None]], width: int = 460) -> BarL
 VERDICT_COLOURS = {"confirmed": "#c53030", "pending": "#d69e2e", "dismissed": "#718096"}
 
 
-def verdict_chart(by_verdict: dict[str, int], width: int = 460) -> dict[str, Any]:
+def verdict_chart(by_verdict: dict[str, int], width: int = 460) -> JSONObject:
     """One stacked bar split by verdict, with a legend."""
     total = sum(by_verdict.values())
-    segments = []
+    segments: list[JSONObject] = []
     x = 0.0
     for verdict in VERDICT_COLOURS:
         n = int(by_verdict.get(verdict, 0))

@@ -12,8 +12,8 @@ import shlex
 import signal
 import sys
 import threading
-from datetime import timedelta
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -22,6 +22,9 @@ from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.redis_client import embedded_server_pid, stop_embedded_redis
 
 if TYPE_CHECKING:
+    from flask import Flask
+
+    from tracker.store import Store
     from workers.children import ChildWorkers
 
 DEMO_DIR = Path(__file__).parent / "demo"
@@ -51,7 +54,7 @@ def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
         raise click.ClickException(str(exc)) from None
 
 
-def _store(settings: Settings) -> Any:
+def _store(settings: Settings) -> Store:
     from tracker.store import open_store
 
     return open_store(settings)
@@ -74,12 +77,12 @@ def _utf8_request_line_channel() -> type:
     from waitress.parser import HTTPRequestParser
 
     class Utf8RequestLineParser(HTTPRequestParser):
-        def parse_header(self, header_plus: bytes) -> Any:
+        def parse_header(self, header_plus: bytes) -> None:
             end = header_plus.find(b"\r\n")
             if end > 0 and _NON_ASCII.search(header_plus, 0, end):
                 line = _NON_ASCII.sub(lambda m: b"%%%02X" % m.group()[0], header_plus[:end])
                 header_plus = line + header_plus[end:]
-            return super().parse_header(header_plus)
+            super().parse_header(header_plus)
 
     class Utf8RequestLineChannel(HTTPChannel):
         parser_class = Utf8RequestLineParser
@@ -97,7 +100,7 @@ class HttpServer:
     ``server_close``, ``server_port``."""
 
     def __init__(
-        self, app: Any, host: str, port: int, *, threads: int = DEFAULT_THREADS, max_body: int
+        self, app: Flask, host: str, port: int, *, threads: int = DEFAULT_THREADS, max_body: int
     ) -> None:
         from waitress.server import create_server
 
@@ -140,7 +143,7 @@ class HttpServer:
 
 
 def make_http_server(
-    app: Any, host: str, port: int, *, threads: int = DEFAULT_THREADS
+    app: Flask, host: str, port: int, *, threads: int = DEFAULT_THREADS
 ) -> HttpServer:
     """The HTTP server ``yinji serve`` runs ``app`` on (port 0: any free one)."""
     limit = int(app.config.get("MAX_CONTENT_LENGTH") or 0) or 1024**3
@@ -251,11 +254,11 @@ class ServeWorkers:
             self._thread.join(30)
 
 
-def _terminate(signum: int, frame: Any) -> None:
+def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def shutdown(app: Any, settings: Settings, *, stop_redis: bool = True) -> None:
+def shutdown(app: Flask, settings: Settings, *, stop_redis: bool = True) -> None:
     """Stop what ``serve`` started: the in-process worker, the libraries, and (with
     ``stop_redis``: this process started it) the embedded Redis server."""
     from workers import jobs
@@ -343,7 +346,7 @@ DEMO_PROFILE = {
 }
 
 
-def load_demo(settings: Settings) -> dict[str, Any]:
+def load_demo(settings: Settings) -> dict[str, int]:
     """Load the sample library and suspects of ``web/demo`` (original texts written for
     Yinji), check the suspects and give two matches their verdict, so that every page
     has something to show. Idempotent.
@@ -355,82 +358,47 @@ def load_demo(settings: Settings) -> dict[str, Any]:
     reports say "submitted text, not fetched"), checked five minutes later (the match's
     ``created_at``), and the verdicts are given now, through the case workflow
     (``tracker.cases``), which files the confirmed page into a takedown case."""
-    from dataclasses import replace
-
-    from tracker.cases import CaseService, open_case_store
     from tracker.documents import Document, read_bytes
     from tracker.library import Library
-    from tracker.store import NotFound, Suspect, utcnow
+    from tracker.services.case_service import close_case_service, open_case_service
+    from tracker.services.demo import DemoSuspect, tell_demo_story
+    from tracker.store import utcnow
     from web import accounts
 
     lines = (DEMO_DIR / "suspects.jsonl").read_text(encoding="utf-8").splitlines()
-    items = [json.loads(line) for line in lines if line.strip()]
-    now = utcnow()
-    imported_at = now - timedelta(days=max(int(i.get("days_ago", 0)) for i in items) + 2)
+    suspects = [
+        DemoSuspect(
+            id=item["id"],
+            text=item["text"],
+            title=item["title"],
+            url=item["url"],
+            days_ago=int(item.get("days_ago", 0)),
+            verdict=item.get("verdict") or None,
+            note=item.get("note", ""),
+        )
+        for item in (json.loads(line) for line in lines if line.strip())
+    ]
+    works = [
+        d
+        for d in read_bytes((DEMO_DIR / "mothers.jsonl").read_bytes(), "mothers.jsonl")
+        if isinstance(d, Document)
+    ]
     lib = Library.open(settings)
-    cases = CaseService(open_case_store(settings), settings)
+    cases = open_case_service(settings)
     try:
-        works = [
-            d
-            for d in read_bytes((DEMO_DIR / "mothers.jsonl").read_bytes(), "mothers.jsonl")
-            if isinstance(d, Document)
-        ]
-        report = lib.ingest(works)
-        # Back-date the import (the story starts before the first suspect): the store
-        # keeps the time given; the index is derived from the store again after it.
-        for doc in works:
-            mother = lib.store.get_mother(doc.id)
-            if mother.ingested_at > imported_at:
-                lib.store.put_mother(replace(mother, ingested_at=imported_at))
-        lib.rebuild_index()
-        found = 0
-        for item in items:
-            received = now - timedelta(
-                days=int(item.get("days_ago", 0)), hours=len(item["text"]) % 7
-            )
-            checked = received + timedelta(minutes=5)
-            suspect = Suspect(
-                id=item["id"],
-                text=item["text"],
-                title=item["title"],
-                url=item["url"],
-                fetched_at=received,  # for a text handed in: when it was received
-                source="demo",
-            )
-            # Checked without saving, then stored with the story's times: the analytics
-            # page shows matches over several days, each after its work was imported.
-            result = lib.check_suspect(suspect, save=False)
-            suspect.checked_at = checked
-            for m in result.matches:
-                m.created_at = checked
-            lib.store.put_suspect(suspect)
-            lib.store.put_matches(suspect.id, result.matches)
-            found += len(result.matches)
-            verdict = item.get("verdict")
-            for m in result.matches:
-                try:
-                    stored = lib.store.get_match(m.id)
-                except NotFound:
-                    continue
-                if verdict and stored.verdict != verdict:
-                    cases.apply_verdict(
-                        lib.store,
-                        m.suspect_id,
-                        m.mother_id,
-                        verdict,
-                        who=f"web:{DEMO_USER}",
-                        note=item.get("note", ""),
-                    )
+        told = tell_demo_story(lib, cases, works, suspects, now=utcnow(), who=f"web:{DEMO_USER}")
         if cases.profile().missing():
             cases.set_profile(**DEMO_PROFILE)
-        store = lib.store
+    finally:
+        close_case_service(cases)
+        lib.close()
+    store = _store(settings)
+    try:
         if store.get_user(DEMO_USER) is None:
             accounts.create_user(store, DEMO_USER, "admin", DEMO_PASSWORD)
-        return {"works": report.ingested, "suspects": len(items), "matches": found}
     finally:
-        cases.close()
-        cases.store.close()
-        lib.close()
+        store.close()
+    return {"works": told.works, "suspects": told.suspects, "matches": told.matches}
 
 
 @click.command()

@@ -13,7 +13,7 @@ from functools import wraps
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
-from flask import abort, current_app, g, jsonify, request
+from flask import Response, abort, current_app, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
@@ -24,14 +24,13 @@ from tracker.timefmt import parse_utc
 from workers import jobs
 
 from .accounts import role_at_least
+from .apimodels.base import MAX_OFFSET, MAX_PAGE
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-MAX_PAGE = 200  # rows per page a client may ask for
 MAX_EXPORT = 100_000  # rows of one list export
 MAX_PAGE_NUMBER = 10**9  # the highest ?page= accepted
-MAX_OFFSET = 10**12  # the highest ?offset= accepted
 MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -133,7 +132,7 @@ def fail(status: int, message: str) -> NoReturn:
     raise ApiError(status, message)
 
 
-def json_error(status: int, message: str) -> Any:
+def json_error(status: int, message: str) -> Response:
     response = jsonify({"error": message})
     response.status_code = status
     return response
@@ -284,14 +283,14 @@ FILTER_KEYS = (
 )
 
 
-def filter_args(args: MultiDict[str, str], **changes: Any) -> dict[str, Any]:
+def filter_args(args: MultiDict[str, str], **changes: str | int | None) -> dict[str, str]:
     """The current filter query parameters (for links that keep them), changed."""
     out = {k: args[k] for k in FILTER_KEYS if args.get(k)}
     for key, value in changes.items():
         if value is None or value == "":
             out.pop(key, None)
         else:
-            out[key] = value
+            out[key] = str(value)
     return out
 
 

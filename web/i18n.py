@@ -12,9 +12,9 @@ with Chinese preferred when both are acceptable.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from flask import g, request, session
 
@@ -44,7 +44,7 @@ def select_language() -> str:
     return preferred(request.accept_languages)
 
 
-def preferred(accept: Any) -> str:
+def preferred(accept: Iterable[tuple[str, float]]) -> str:
     """The UI language the browser wants most; Chinese on a tie or when it names
     neither (werkzeug's ``best_match`` would take header order on a tie)."""
     best, best_q = LANGUAGES[0], 0.0
@@ -72,7 +72,7 @@ def current_language() -> str:
     return lang
 
 
-def translate(message: str, lang: str | None = None, /, **params: Any) -> str:
+def translate(message: str, lang: str | None = None, /, **params: object) -> str:
     """``message`` in the current language, with ``{name}`` placeholders filled.
 
     Returns a plain ``str``: Jinja escapes it like any other value, so parameters

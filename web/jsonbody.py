@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import IO, Any
+
+from pydantic import JsonValue
 
 from tracker.rules import MAX_JSON_DEPTH, check_json_value
 
@@ -42,7 +44,7 @@ def _int(text: str) -> int:
         return -_OUT_OF_RANGE if text.startswith("-") else _OUT_OF_RANGE
 
 
-def parse_body(raw: bytes) -> Any:
+def parse_body(raw: bytes) -> JsonValue:
     """The JSON value of a request body (UTF-8, a BOM allowed)."""
     try:
         text = raw.decode("utf-8-sig")
@@ -63,7 +65,7 @@ def parse_body(raw: bytes) -> Any:
         ) from None
 
 
-def clean(value: Any, where: str = "") -> Any:
+def clean(value: JsonValue, where: str = "") -> JsonValue:
     """``value`` checked by ``tracker.rules.check_json_value`` (``ValueError`` naming
     ``where``), as a copy with lone surrogates replaced."""
     check_json_value(value, where)
@@ -104,7 +106,7 @@ def body_size_problem(raw: bytes) -> str | None:
     return None
 
 
-def read_limited(stream: Any, limit: int) -> bytes | None:
+def read_limited(stream: IO[bytes], limit: int) -> bytes | None:
     """At most ``limit`` bytes of ``stream`` read in chunks; None when it holds more
     (a body without a length, chunked: refused without holding more than the limit)."""
     chunks: list[bytes] = []
@@ -119,7 +121,7 @@ def read_limited(stream: Any, limit: int) -> bytes | None:
             return None
 
 
-def request_json() -> Any:
+def request_json() -> JsonValue:
     """The current request's JSON body for the API: 415 when it is not sent as JSON,
     413 when it is over ``YINJI_MAX_JSON_MB`` (by its ``Content-Length``, before any of
     it is read; without one, as soon as the bytes read pass the limit) or holds too

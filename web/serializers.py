@@ -3,11 +3,11 @@ module, so a record looks the same in every answer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tracker.books.model import Book
 from tracker.cases import Case, CaseEvent
+from tracker.cases.platforms import Platform
 from tracker.documents import Document
+from tracker.records import JSONObject
 from tracker.services.results import NO_BOOK
 from tracker.store import Match, Mother
 from tracker.timefmt import iso_utc
@@ -16,8 +16,8 @@ from .ids import encode_id
 
 
 # --- JSON shapes ------------------------------------------------------------------------
-def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def match_json(m: Match, *, passages: bool = True) -> JSONObject:
+    out: JSONObject = {
         "id": m.id,
         "ref": encode_id(m.id),
         "suspect_id": m.suspect_id,
@@ -46,7 +46,7 @@ def match_json(m: Match, *, passages: bool = True) -> dict[str, Any]:
     return out
 
 
-def book_json(book: Book, *, chapters: bool = True) -> dict[str, Any]:
+def book_json(book: Book, *, chapters: bool = True) -> JSONObject:
     """A book in the shape of ``yinji book show --json`` (``chapters``: the list of
     ``{index, title, work_id, characters}``) or, without ``chapters``, of ``book list
     --json`` (``chapters``: their number); the model writes its time as every time of
@@ -54,9 +54,9 @@ def book_json(book: Book, *, chapters: bool = True) -> dict[str, Any]:
     return book.to_dict() if chapters else book.summary()
 
 
-def mother_json(m: Mother, *, text: bool = False) -> dict[str, Any]:
+def mother_json(m: Mother, *, text: bool = False) -> JSONObject:
     """A work; its text only with ``text`` (listings leave it out)."""
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "id": m.id,
         "title": m.title,
         "source": m.source,
@@ -69,7 +69,7 @@ def mother_json(m: Mother, *, text: bool = False) -> dict[str, Any]:
     return out
 
 
-def document_dict(doc: Document) -> dict[str, Any]:
+def document_dict(doc: Document) -> JSONObject:
     """A document as an ingest job item (``tracker.rules.check_document_item``)."""
     return {
         "id": doc.id,
@@ -80,19 +80,21 @@ def document_dict(doc: Document) -> dict[str, Any]:
     }
 
 
-def case_json(case: Case) -> dict[str, Any]:
+def case_json(case: Case) -> JSONObject:
     """A takedown case: exactly the shape of ``yinji case list --json``
     (``tracker.cases.Case.to_dict``: id, state, kind, work, work_title, mother_ids,
     domain, urls, url_details, times, metadata, version)."""
     return case.to_dict()
 
 
-def case_detail_json(case: Case, events: list[CaseEvent], platform: Any = None) -> dict[str, Any]:
+def case_detail_json(
+    case: Case, events: list[CaseEvent], platform: Platform | None = None
+) -> JSONObject:
     """A case with its platform (``tracker.cases.platforms.Platform`` or None) and its
     history, as ``yinji case show --json`` prints it."""
     from tracker.cases.model import verify_chain
 
-    out: dict[str, Any] = case.to_dict()
+    out: JSONObject = case.to_dict()
     out["platform"] = platform.to_dict() if platform is not None else None
     out["history"] = [e.to_dict() for e in events]
     out["history_problems"] = verify_chain(events)

@@ -3,25 +3,26 @@
 The session itself is Flask's signed cookie; on its own such a cookie stays valid until
 it expires, even after "sign out" (anyone who copied it could go on using it). So each
 sign-in also registers a random session id in Redis (``<prefix>:web:session:<sid>`` =
-the username, expiring with the session), the cookie carries the id, and every request
-checks it is still registered. Signing out deletes it: the copied cookie is dead at
-once. The password stamp (``web.accounts.session_stamp``) still ends every session of a
-user whose password changed.
+the username, expiring with the session; ``tracker.services.sessions``), the cookie
+carries the id, and every request checks it is still registered. Signing out deletes
+it: the copied cookie is dead at once. The password stamp
+(``web.accounts.session_stamp``) still ends every session of a user whose password
+changed.
 """
 
 from __future__ import annotations
 
-import secrets
-from typing import Any
-
 from flask import current_app
+
+from tracker.services.sessions import SessionRegistry
+
+from .core import state
 
 SESSION_ID = "sid"  # the session cookie's key holding the id
 
 
-def _redis_and_key(sid: str) -> tuple[Any, str]:
-    handle = current_app.extensions["yinji"]
-    return handle.library.redis, f"{handle.settings.redis_prefix}:web:session:{sid}"
+def _registry() -> SessionRegistry:
+    return state().resource("sessions", lambda: SessionRegistry.of(state().library))
 
 
 def _ttl() -> int:
@@ -30,31 +31,15 @@ def _ttl() -> int:
 
 def open_session(username: str) -> str:
     """Register a new session of ``username``; the id to keep in the cookie."""
-    sid = secrets.token_urlsafe(24)
-    client, key = _redis_and_key(sid)
-    client.set(key, username, ex=_ttl())
-    return sid
+    return _registry().open(username, _ttl())
 
 
-def session_alive(sid: Any, username: str) -> bool:
+def session_alive(sid: object, username: str) -> bool:
     """True when ``sid`` is a registered session of ``username`` (and keeps it alive as
     long as the cookie, which each request renews)."""
-    if not isinstance(sid, str) or not sid or len(sid) > 64:
-        return False
-    client, key = _redis_and_key(sid)
-    owner = client.get(key)
-    if owner is None:
-        return False
-    if isinstance(owner, bytes):
-        owner = owner.decode("utf-8", "replace")
-    if owner != username:
-        return False
-    client.expire(key, _ttl())
-    return True
+    return _registry().alive(sid, username, _ttl())
 
 
-def end_session(sid: Any) -> None:
+def end_session(sid: object) -> None:
     """Forget a session: its cookie signs nobody in any more."""
-    if isinstance(sid, str) and sid and len(sid) <= 64:
-        client, key = _redis_and_key(sid)
-        client.delete(key)
+    _registry().end(sid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from repo import REPO
@@ -17,8 +18,11 @@ def _enums_of(key: str, value: Any) -> Iterator[list[Any]]:
     if isinstance(value, dict):
         for k, v in value.items():
             named = k == key or (k == "schema" and value.get("name") == key)
-            if named and isinstance(v, dict) and "enum" in v:
-                yield v["enum"]
+            # A nullable field is {"anyOf": [{"enum": [...]}, {"type": "null"}]}.
+            choices = [v, *v.get("anyOf", [])] if named and isinstance(v, dict) else []
+            enums = [c["enum"] for c in choices if isinstance(c, dict) and "enum" in c]
+            if enums:
+                yield from enums
             else:
                 yield from _enums_of(key, v)
     elif isinstance(value, list):
@@ -26,10 +30,12 @@ def _enums_of(key: str, value: Any) -> Iterator[list[Any]]:
             yield from _enums_of(key, item)
 
 
-def test_every_surface_uses_the_one_verdict_list() -> None:
+def test_every_surface_uses_the_one_verdict_list(tmp_path: Path) -> None:
     from tracker.cases.cli import verdict as verdict_cmd
+    from tracker.config import Settings
     from tracker.records import VERDICTS
     from tracker.reports import VERDICT_LABELS as REPORT_LABELS
+    from web import create_app
     from web.charts import VERDICT_COLOURS
     from web.core import VERDICT_LABELS
     from web.openapi import openapi_document
@@ -37,7 +43,8 @@ def test_every_surface_uses_the_one_verdict_list() -> None:
     assert set(VERDICTS) == THE_VERDICTS and len(VERDICTS) == 3
     assert tuple(VERDICT_LABELS) == VERDICTS  # form options, tabs and badges in this order
     assert set(VERDICT_COLOURS) == set(REPORT_LABELS) == THE_VERDICTS
-    enums = list(_enums_of("verdict", openapi_document()))
+    app = create_app(Settings(data_dir=tmp_path / "data"), testing=True)
+    enums = list(_enums_of("verdict", openapi_document(app)))
     assert len(enums) >= 3  # the query filter, the match schema and the PATCH body
     assert all(enum == list(VERDICTS) for enum in enums), enums
     choice = next(p for p in verdict_cmd.params if p.name == "verdict")

@@ -1,6 +1,7 @@
-"""The OpenAPI document (web/openapi.py) cannot drift from the routes: every /api/v1
-route is documented with exactly its methods, and no documented path or method is
-missing from Flask's url_map. Needs no worker: the app is built, never served."""
+"""The OpenAPI document (web/openapi.py, written from the routes' models) cannot drift
+from the routes: every /api/v1 route is documented with exactly its methods, and no
+documented path or method is missing from Flask's url_map. Needs no worker: the app is
+built, never served."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def test_every_api_route_is_documented_with_its_methods(app: Flask) -> None:
     from web.openapi import openapi_document
 
     routes = _routes(app)
-    documented = _documented(openapi_document())
+    documented = _documented(openapi_document(app))
     api = {path: methods for path, methods in routes.items() if path.startswith("/api/v1/")}
     assert len(api) >= 15  # works, checks, jobs, matches, reports, cases...
     undocumented = {
@@ -65,7 +66,7 @@ def test_no_documented_route_is_missing(app: Flask) -> None:
     routes = _routes(app)
     missing = {
         path: sorted(methods - routes.get(path, set()))
-        for path, methods in _documented(openapi_document()).items()
+        for path, methods in _documented(openapi_document(app)).items()
         if methods - routes.get(path, set())
     }
     assert missing == {}
@@ -80,7 +81,7 @@ def test_the_check_sees_a_drift() -> None:
     assert _documented(doc)["/api/v1/x/{}"] == {"get", "delete"}
 
 
-def test_every_time_in_the_document_is_one_format() -> None:
+def test_every_time_in_the_document_is_one_format(app: Flask) -> None:
     """Each time property is described as the API writes it (``…T09:26:15.794Z``)."""
     from web.openapi import openapi_document
 
@@ -98,7 +99,7 @@ def test_every_time_in_the_document_is_one_format() -> None:
             for i, item in enumerate(value):
                 walk(item, f"{where}[{i}]")
 
-    walk(openapi_document(), "")
+    walk(openapi_document(app), "")
     assert len(times) >= 10  # works, matches, cases, their URLs and history
     for where, schema in times.items():
         assert schema.get("format") == "date-time", where

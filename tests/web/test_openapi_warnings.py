@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tracker.noise import script_warning
 
 
-def test_script_warning_schema_matches_what_a_check_sends() -> None:
+def test_script_warning_schema_matches_what_a_check_sends(tmp_path: Path) -> None:
+    from tracker.config import Settings
+    from web import create_app
     from web.openapi import openapi_document
 
-    schemas = openapi_document()["components"]["schemas"]
+    app = create_app(Settings(data_dir=tmp_path / "data"), testing=True)
+    schemas = openapi_document(app)["components"]["schemas"]
     schema = schemas["ScriptWarning"]
     checked = schemas["CheckedSuspect"]["properties"]
     assert checked["warnings"]["items"] == {"$ref": "#/components/schemas/ScriptWarning"}

@@ -4,9 +4,10 @@ takedown figures per site (removal rate, days to removal) of the cases."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from urllib.parse import urlencode
 
 from flask import Blueprint, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.stats import book_match_counts
 from tracker.cases import Case
@@ -19,8 +20,15 @@ from ..core import filter_args, parse_match_filters, store, work_choices
 bp = Blueprint("analytics", __name__)
 
 
+def _dashboard(**change: str) -> str:
+    """The dashboard's URL with the current filters, changed (the query string as
+    ``url_for`` writes one)."""
+    query = urlencode(filter_args(request.args, **change), safe="!$'()*,/:;?@")
+    return url_for("matches.dashboard") + (f"?{query}" if query else "")
+
+
 @bp.get("/analytics")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     error = None
     try:
         query = parse_match_filters(request.args).query
@@ -32,7 +40,7 @@ def index() -> Any:
         (
             chapter_of(mid) or title or mid,  # a chapter named by its book
             n,
-            url_for("matches.dashboard", **filter_args(request.args, work=mid)),
+            _dashboard(work=mid),
         )
         for mid, title, n in stats["top_mothers"]
     ]
@@ -41,8 +49,7 @@ def index() -> Any:
         for book, n in book_match_counts(store(), book_index(), query)
     ]
     top_sites: list[tuple[str, int, str | None]] = [
-        (domain, n, url_for("matches.dashboard", **filter_args(request.args, domain=domain)))
-        for domain, n in stats["top_domains"]
+        (domain, n, _dashboard(domain=domain)) for domain, n in stats["top_domains"]
     ]
 
     # Cases of the work and site filters (a site also covers its sub-domains, as for

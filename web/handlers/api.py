@@ -10,23 +10,41 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
+from pydantic import JsonValue
 
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
 from tracker.matching import short_work_warnings
+from tracker.records import JSONValue
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
 
+from ..apimodels.base import Job, JobAccepted
+from ..apimodels.matches import Match as MatchOut
+from ..apimodels.matches import MatchList, MatchPatch, MatchQuery
+from ..apimodels.works import (
+    CheckedSuspect,
+    ChecksIn,
+    ConsistencyProof,
+    ConsistencyQuery,
+    Deleted,
+    DocumentsIn,
+    FilesIn,
+    Mother,
+    MotherList,
+    MothersQuery,
+    RebuildIn,
+    RebuildRunning,
+    TreeHead,
+)
 from ..books import named
 from ..casework import set_verdict
 from ..core import (
-    MAX_OFFSET,
-    MAX_PAGE,
     bad_request,
     fail,
     get_or_404,
-    int_arg,
     job_status,
     library,
     parse_match_filters,
@@ -36,26 +54,35 @@ from ..core import (
 )
 from ..evidence import REPORT_FORMATS, bundle_response, report_response
 from ..jsonbody import clean, request_json
-from ..openapi import openapi_document
+from ..openapi import (
+    ID_PARAM,
+    PathParam,
+    Reply,
+    document_also,
+    error,
+    openapi_document,
+    operation,
+)
 from ..rebuild import start_rebuild
 from ..serializers import match_json, mother_json
 from ..uploads import MAX_URLS, claim, spooled_uploads
+from ..validation import body_as, query_as
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
+JOB_ACCEPTED = Reply("Job queued; poll status_url", JobAccepted)
+BINARY: dict[str, JsonValue] = {"type": "string", "format": "binary"}
+UNAVAILABLE = error("The evidence log is unavailable")
+document_also(CheckedSuspect)  # a check job's result: {checked, results: [CheckedSuspect], …}
+
 MAX_DOCUMENTS = 10_000
-
-
-def _json_body() -> Any:
-    """The parsed body (``web.jsonbody.request_json``)."""
-    return request_json()
 
 
 def _problem(where: str, exc: ValueError) -> dict[str, str]:
     return {"source": where, "message": str(exc).removeprefix(f"{where}: ")}
 
 
-def _rejected(message: str, errors: list[dict[str, str]]) -> Any:
+def _rejected(message: str, errors: list[dict[str, str]]) -> Response:
     """400: nothing in the request was usable; the first problem is in the message."""
     first = f"{errors[0]['source']}: {errors[0]['message']}" if errors else ""
     response = jsonify({"error": f"{message}; {first}" if first else message, "errors": errors})
@@ -90,8 +117,19 @@ def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[st
 
 # --- mothers --------------------------------------------------------------------------
 @bp.post("/mothers")
+@operation(
+    "Import works (analyst); runs as a job",
+    {
+        202: JOB_ACCEPTED,
+        400: error("No valid document (see errors)"),
+        413: error("Upload too large"),
+        415: error("Not JSON or multipart"),
+    },
+    body=DocumentsIn,
+    form=FilesIn,
+)
 @role_required("analyst")
-def mothers_add() -> Any:
+def mothers_add() -> ResponseReturnValue:
     """JSON ``{"documents": [...]}`` or multipart files. Bad items and files are
     listed in ``errors`` (and in the job's ``skipped``); the rest are imported."""
     if request.mimetype == "multipart/form-data":
@@ -103,7 +141,7 @@ def mothers_add() -> Any:
             job_id = jobs.submit_ingest(uploads=refs, skipped=errors)
         claim(refs)
         return _accepted(job_id, files=len(refs), errors=errors)
-    body = _json_body()
+    body = request_json()
     items = body.get("documents") if isinstance(body, dict) else body
     if items is None:
         fail(400, 'send {"documents": [{"id": ..., "title": ..., "text": ...}]}')
@@ -119,10 +157,14 @@ def mothers_add() -> Any:
 
 
 @bp.get("/mothers")
-def mothers_list() -> Any:
-    search = (request.args.get("q") or request.args.get("search") or "").strip() or None
-    offset = int_arg("offset", 0, 0, MAX_OFFSET)
-    limit = int_arg("limit", 50, 0, MAX_PAGE)
+@operation(
+    "List works of the library (newest first)",
+    {200: Reply("Works", MotherList), 400: error("Bad parameter")},
+    query=MothersQuery,
+)
+def mothers_list() -> ResponseReturnValue:
+    query = query_as(MothersQuery)
+    search, offset, limit = query.q or query.search, query.offset, query.limit
     mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
     return jsonify(
         {
@@ -135,21 +177,26 @@ def mothers_list() -> Any:
 
 
 @bp.get("/mothers/<id:mother_id>")
-def mothers_get(mother_id: str) -> Any:
+@operation("One work, with its text", {200: Reply("The work", Mother), 404: error("No such work")})
+def mothers_get(mother_id: str) -> ResponseReturnValue:
     mother = get_or_404(store().get_mother, mother_id, f"no work with id {mother_id!r}")
     return jsonify(mother_json(mother, text=True))
 
 
 @bp.delete("/mothers/<id:mother_id>")
+@operation(
+    "Delete a work and its matches (admin)",
+    {200: Reply("Deleted", Deleted), 404: error("No such work")},
+)
 @role_required("admin")
-def mothers_delete(mother_id: str) -> Any:
+def mothers_delete(mother_id: str) -> ResponseReturnValue:
     if not library().delete_mother(mother_id):
         fail(404, f"no work with id {mother_id!r}")
     return jsonify({"deleted": mother_id})
 
 
 # --- checks and jobs ------------------------------------------------------------------
-def _accepted(job_id: str, **extra: Any) -> Any:
+def _accepted(job_id: str, **extra: JSONValue) -> Response:
     url = url_for("api.job", job_id=job_id)
     response = jsonify({"job_id": job_id, "status_url": url, **extra})
     response.status_code = 202
@@ -158,11 +205,16 @@ def _accepted(job_id: str, **extra: Any) -> Any:
 
 
 @bp.post("/checks")
+@operation(
+    "Check suspect texts and/or URLs (analyst); runs as a job",
+    {202: JOB_ACCEPTED, 400: error("Bad input"), 413: error("Too many items")},
+    body=ChecksIn,
+)
 @role_required("analyst")
-def checks() -> Any:
+def checks() -> ResponseReturnValue:
     """JSON ``{"texts": [...], "urls": [...]}``. A bad text or URL is listed in
     ``errors`` (and in the job's ``skipped``); the others are checked."""
-    body = _json_body()
+    body = request_json()
     if not isinstance(body, dict):
         fail(400, 'send an object: {"texts": [...]} and/or {"urls": [...]}')
     texts, urls = body.get("texts") or [], body.get("urls") or []
@@ -201,14 +253,23 @@ def checks() -> Any:
 
 
 @bp.post("/index/rebuild")
+@operation(
+    "Rebuild the index on the workers (admin); runs as a job whose chunks the workers "
+    "share (progress: the job's parts)",
+    {
+        202: JOB_ACCEPTED,
+        400: error("Unknown engine"),
+        409: Reply(
+            "A rebuild is already running (its job, or a process holding the lock)", RebuildRunning
+        ),
+    },
+    body=RebuildIn,
+)
 @role_required("admin")
-def index_rebuild() -> Any:
+def index_rebuild() -> ResponseReturnValue:
     """Rebuild the index on the workers (optional JSON ``{"engine": ...}``); 409 while
     a rebuild runs, with the running job's id when it is a job."""
-    body = _json_body() if request.content_length else {}
-    engine = body.get("engine") if isinstance(body, dict) else None
-    if engine is not None and not isinstance(engine, str):
-        fail(400, "'engine' must be a string")
+    engine = body_as(RebuildIn).engine if request.content_length else None
     try:
         job_id = start_rebuild(engine or None)
     except jobs.RebuildRunning as exc:
@@ -219,13 +280,22 @@ def index_rebuild() -> Any:
 
 
 @bp.get("/jobs/<job_id>")
-def job(job_id: str) -> Any:
+@operation(
+    "Progress and result of a job",
+    {200: Reply("Job status", Job), 404: error("Bad job id")},
+)
+def job(job_id: str) -> ResponseReturnValue:
     return jsonify(job_status(job_id))
 
 
 # --- matches ----------------------------------------------------------------------------
 @bp.get("/matches")
-def matches_list() -> Any:
+@operation(
+    "Matches, filtered like the dashboard",
+    {200: Reply("Matches", MatchList), 400: error("Bad filter")},
+    query=MatchQuery,
+)
+def matches_list() -> ResponseReturnValue:
     with bad_request():
         filters = parse_match_filters(request.args, default_per_page=50)
     query = filters.query
@@ -251,25 +321,33 @@ def _match(match_id: str) -> Match:
 
 
 @bp.get("/matches/<id:match_id>")
-def matches_get(match_id: str) -> Any:
+@operation("One match", {200: Reply("The match", MatchOut), 404: error("No such match")})
+def matches_get(match_id: str) -> ResponseReturnValue:
     return jsonify(match_json(named([_match(match_id)])[0]))
 
 
 @bp.patch("/matches/<id:match_id>")
+@operation(
+    "Set the verdict and/or note (analyst)",
+    {
+        200: Reply(
+            "Updated match, with case_id and case_state: the case a confirmed match joined",
+            MatchOut,
+        ),
+        400: error("Bad verdict or note"),
+        404: error("No such match"),
+    },
+    body=MatchPatch,
+)
 @role_required("analyst")
-def matches_patch(match_id: str) -> Any:
-    body = _json_body()
-    if not isinstance(body, dict):
-        fail(400, 'send an object: {"verdict": ..., "note": ...}')
-    unknown = set(body) - {"verdict", "note"}
-    if unknown:
-        fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only verdict and note")
+def matches_patch(match_id: str) -> ResponseReturnValue:
+    patch = body_as(MatchPatch)
+    given = patch.model_fields_set
     match = _match(match_id)
     with bad_request():
-        body = clean(body)
         # A field left out is left as it is: PATCH {} changes (and logs) nothing.
-        verdict = check_verdict(body.get("verdict", match.verdict))
-        note = check_note(body.get("note", match.note or None))
+        verdict = check_verdict(patch.verdict if "verdict" in given else match.verdict)
+        note = check_note(patch.note if "note" in given else match.note or None)
     # Through the case workflow: a confirmed match with a URL joins its case, and the
     # evidence log records the verdict (once).
     result = set_verdict(match.suspect_id, match.mother_id, verdict, note)
@@ -293,7 +371,15 @@ def _evidence_public() -> Any:
 
 
 @bp.get("/evidence/head")
-def evidence_head() -> Any:
+@operation(
+    "The evidence log's key fingerprint and latest signed tree head (no authentication)",
+    {
+        200: Reply("fingerprint, public_key_pem, tree_head, tree_head_signature…", TreeHead),
+        503: UNAVAILABLE,
+    },
+    public=True,
+)
+def evidence_head() -> ResponseReturnValue:
     """The key fingerprint and PEM, the latest signed tree head with its signature and
     timestamp token, and the verifier script's hash (``yinji evidence head --json``)."""
     from tracker.evidence import EvidenceError
@@ -308,32 +394,62 @@ def evidence_head() -> Any:
 
 
 @bp.get("/evidence/key.pem")
+@operation(
+    "The evidence log's public key, PEM (no authentication)",
+    {200: Reply("PEM", media={"application/x-pem-file": {"type": "string"}}), 503: UNAVAILABLE},
+    public=True,
+)
 def evidence_key() -> Response:
     """The evidence log's public key (PEM), to pin with ``yinji evidence verify --key``."""
     return Response(_evidence_public().public_key_pem(), content_type="application/x-pem-file")
 
 
 @bp.get("/evidence/consistency")
-def evidence_consistency() -> Any:
+@operation(
+    "RFC 6962 consistency proof between two tree heads (no authentication)",
+    {
+        200: Reply("first, second, first_root, second_root, proof (hex)", ConsistencyProof),
+        400: error("Sizes the log does not hold"),
+        503: UNAVAILABLE,
+    },
+    query=ConsistencyQuery,
+    public=True,
+)
+def evidence_consistency() -> ResponseReturnValue:
     """RFC 6962 proof that the log at ``second`` records begins with the log at
     ``first`` records (``second`` default: the latest signed head)."""
     from tracker.evidence import EvidenceError
     from tracker.evidence.public import consistency
 
     log = _evidence_public()
-    first = int_arg("first", -1, 0, 2**62)
-    if first < 0:
-        fail(400, "give first=<size of an earlier tree head>")
-    raw = request.args.get("second", "")
-    second = int_arg("second", 0, 0, 2**62) if raw != "" else None
+    sizes = query_as(ConsistencyQuery)
     try:
-        return jsonify(consistency(log, first, second).to_json())
+        return jsonify(consistency(log, sizes.first, sizes.second).to_json())
     except EvidenceError as exc:
         fail(400, str(exc))
 
 
 # --- reports ------------------------------------------------------------------------------
 @bp.get("/reports/<id:match_id>.<fmt>")
+@operation(
+    "Evidence report of one match",
+    {
+        200: Reply(
+            "The report or the evidence bundle",
+            media={
+                "application/json": {"type": "object"},
+                "text/html": {"type": "string"},
+                "application/pdf": BINARY,
+                "application/zip": BINARY,
+            },
+        ),
+        404: error("No such match or format, or no evidence recorded"),
+    },
+    path={
+        "match_id": ID_PARAM,
+        "fmt": PathParam("format", schema={"enum": [*REPORT_FORMATS, "zip"]}),
+    },
+)
 def report(match_id: str, fmt: str) -> Response:
     if fmt == "zip":
         return bundle_response(match_id)
@@ -343,5 +459,10 @@ def report(match_id: str, fmt: str) -> Response:
 
 
 @bp.get("/openapi.json")
-def openapi() -> Any:
-    return jsonify(openapi_document(request.host_url.rstrip("/")))
+@operation(
+    "This document (no authentication: it holds no data)",
+    {200: Reply("OpenAPI 3.1", media={"application/json": {"type": "object"}})},
+    public=True,
+)
+def openapi() -> Response:
+    return jsonify(openapi_document(current_app, request.host_url.rstrip("/")))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import (
     Blueprint,
     current_app,
@@ -14,10 +12,19 @@ from flask import (
     session,
     url_for,
 )
+from flask.typing import ResponseReturnValue
 
-from tracker.store import ROLES
+from tracker.store import ROLES, User
 
-from .. import accounts
+from ..accounts import (
+    AccountError,
+    authenticate,
+    create_user,
+    reset_token,
+    session_stamp,
+    set_password,
+    set_role,
+)
 from ..core import current_user, fail, role_required, safe_next, store
 from ..i18n import translate as _
 from ..security import csrf_token
@@ -36,7 +43,7 @@ def _address() -> str:
 
 
 @bp.route("/login", methods=["GET", "POST"])
-def login() -> Any:
+def login() -> ResponseReturnValue:
     if request.method == "GET":
         if current_user() is not None:
             return redirect(_safe_next(request.args.get("next")))
@@ -52,7 +59,7 @@ def login() -> Any:
             username=username,
             error=_("Too many attempts; wait a few minutes."),
         ), 429
-    user = accounts.authenticate(store(), username, password)
+    user = authenticate(store(), username, password)
     if user is None:
         throttle.failed(_address(), username)
         return render_template(
@@ -68,7 +75,7 @@ def login() -> Any:
     if lang:
         session["lang"] = lang
     session["user"] = user.username
-    session["stamp"] = accounts.session_stamp(user)
+    session["stamp"] = session_stamp(user)
     session[SESSION_ID] = open_session(user.username)
     session.permanent = True
     csrf_token()
@@ -76,7 +83,7 @@ def login() -> Any:
 
 
 @bp.post("/logout")
-def logout() -> Any:
+def logout() -> ResponseReturnValue:
     lang = session.get("lang")
     end_session(session.get(SESSION_ID))  # a copy of this cookie is dead too
     session.clear()
@@ -88,15 +95,15 @@ def logout() -> Any:
 
 # --- the user's own account ------------------------------------------------------------
 @bp.get("/account")
-def account() -> Any:
+def account() -> ResponseReturnValue:
     return render_template("account.html")
 
 
 @bp.post("/account/password")
-def account_password() -> Any:
+def account_password() -> ResponseReturnValue:
     user = current_user()
     assert user is not None
-    if accounts.authenticate(store(), user.username, request.form.get("current", "")) is None:
+    if authenticate(store(), user.username, request.form.get("current", "")) is None:
         flash(_("The current password is wrong."), "error")
         return redirect(url_for("auth.account"))
     new = request.form.get("password", "")
@@ -104,49 +111,49 @@ def account_password() -> Any:
         flash(_("The two new passwords differ."), "error")
         return redirect(url_for("auth.account"))
     try:
-        accounts.set_password(store(), user.username, new)
-    except accounts.AccountError as exc:
+        set_password(store(), user.username, new)
+    except AccountError as exc:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.account"))
     # Keep this session, end the others (their stamp no longer matches).
     changed = store().get_user(user.username)
     assert changed is not None  # set_password succeeded on this user a moment ago
-    session["stamp"] = accounts.session_stamp(changed)
+    session["stamp"] = session_stamp(changed)
     flash(_("Password changed."), "info")
     return redirect(url_for("auth.account"))
 
 
 @bp.post("/account/token")
-def account_token() -> Any:
+def account_token() -> ResponseReturnValue:
     user = current_user()
     assert user is not None
-    token = accounts.reset_token(store(), user.username)
+    token = reset_token(store(), user.username)
     return render_template("token.html", username=user.username, token=token)
 
 
 # --- user management (admin) ----------------------------------------------------------
 @bp.get("/users")
 @role_required("admin")
-def users() -> Any:
+def users() -> ResponseReturnValue:
     return render_template("users.html", users=store().list_users(), roles=ROLES)
 
 
 @bp.post("/users")
 @role_required("admin")
-def users_add() -> Any:
+def users_add() -> ResponseReturnValue:
     form = request.form
     try:
-        token = accounts.create_user(
+        token = create_user(
             store(), form.get("username", ""), form.get("role", ""), form.get("password", "")
         )
-    except accounts.AccountError as exc:
+    except AccountError as exc:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.users")), 303
     flash(_("User {name} added.", name=form.get("username", "").strip()), "info")
     return render_template("token.html", username=form.get("username", "").strip(), token=token)
 
 
-def _target(username: str) -> Any:
+def _target(username: str) -> User:
     user = store().get_user(username)
     if user is None:
         fail(404, f"no user {username!r}")
@@ -155,7 +162,7 @@ def _target(username: str) -> Any:
 
 @bp.post("/users/<username>/role")
 @role_required("admin")
-def users_role(username: str) -> Any:
+def users_role(username: str) -> ResponseReturnValue:
     _target(username)
     me = current_user()
     role = request.form.get("role", "")
@@ -164,8 +171,8 @@ def users_role(username: str) -> Any:
         flash(_("You cannot remove your own admin role."), "error")
         return redirect(url_for("auth.users"))
     try:
-        accounts.set_role(store(), username, role)
-    except accounts.AccountError as exc:
+        set_role(store(), username, role)
+    except AccountError as exc:
         fail(400, str(exc))
     flash(_("Role of {name} set to {role}.", name=username, role=role), "info")
     return redirect(url_for("auth.users"))
@@ -173,11 +180,11 @@ def users_role(username: str) -> Any:
 
 @bp.post("/users/<username>/password")
 @role_required("admin")
-def users_password(username: str) -> Any:
+def users_password(username: str) -> ResponseReturnValue:
     _target(username)
     try:
-        accounts.set_password(store(), username, request.form.get("password", ""))
-    except accounts.AccountError as exc:
+        set_password(store(), username, request.form.get("password", ""))
+    except AccountError as exc:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.users"))
     flash(_("Password of {name} changed.", name=username), "info")
@@ -186,15 +193,15 @@ def users_password(username: str) -> Any:
 
 @bp.post("/users/<username>/token")
 @role_required("admin")
-def users_token(username: str) -> Any:
+def users_token(username: str) -> ResponseReturnValue:
     _target(username)
-    token = accounts.reset_token(store(), username)
+    token = reset_token(store(), username)
     return render_template("token.html", username=username, token=token)
 
 
 @bp.post("/users/<username>/delete")
 @role_required("admin")
-def users_delete(username: str) -> Any:
+def users_delete(username: str) -> ResponseReturnValue:
     _target(username)
     me = current_user()
     if me is not None and me.username == username:

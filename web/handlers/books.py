@@ -5,9 +5,8 @@ after a confirmation page). Every change goes through ``tracker.books``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
 from tracker.books.model import Book
@@ -26,7 +25,7 @@ EDIT_FIELDS = ("title", "author", "series", "isbn", "language")
 
 
 @bp.get("/")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     q = (request.args.get("q") or "").strip()
     books = find_books(q)
     page, per_page = page_arg(PER_PAGE)
@@ -44,7 +43,7 @@ def index() -> Any:
 
 @bp.post("/upload")
 @role_required("analyst")
-def upload() -> Any:
+def upload() -> ResponseReturnValue:
     done = upload_books(request.files.getlist("files"))
     flash_skipped(done.skipped)
     if done.job_id is None:
@@ -58,7 +57,7 @@ def upload() -> Any:
 
 
 @bp.get("/<id:book_id>")
-def show(book_id: str) -> Any:
+def show(book_id: str) -> ResponseReturnValue:
     book = get_book(book_id)
     grid = grid_of(book)
     stored = _stored(book)
@@ -91,7 +90,7 @@ def _stored(book: Book) -> set[str]:
 
 @bp.post("/<id:book_id>/edit")
 @role_required("analyst")
-def edit(book_id: str) -> Any:
+def edit(book_id: str) -> ResponseReturnValue:
     get_book(book_id)
     values = {name: request.form.get(name) for name in EDIT_FIELDS}
     try:
@@ -105,7 +104,7 @@ def edit(book_id: str) -> Any:
 
 @bp.get("/<id:book_id>/delete")
 @role_required("admin")
-def delete_confirm(book_id: str) -> Any:
+def delete_confirm(book_id: str) -> ResponseReturnValue:
     book = get_book(book_id)
     grid = grid_of(book, with_cases=False)
     matches = sum(c.matches for c in grid.cells.values())
@@ -114,7 +113,7 @@ def delete_confirm(book_id: str) -> Any:
 
 @bp.post("/<id:book_id>/delete")
 @role_required("admin")
-def delete(book_id: str) -> Any:
+def delete(book_id: str) -> ResponseReturnValue:
     if request.form.get("confirm") != "yes":
         fail(400, "confirm the deletion on the confirmation page")
     try:

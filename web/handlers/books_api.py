@@ -5,29 +5,42 @@ book files (a job). See docs/API.md."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, jsonify, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import edit_book
 from tracker.books.stats import book_summaries
 from tracker.records import NotFound
 
+from ..apimodels.base import JobAccepted
+from ..apimodels.books import (
+    Book,
+    BookDeleted,
+    BookFilesIn,
+    BookPatch,
+    BookRenamed,
+    BooksQuery,
+    BookSummaryList,
+)
 from ..books import book_index, book_service, find_books, get_book, grid_of, upload_books
-from ..core import bad_request, fail, role_required, store
-from ..jsonbody import clean, request_json
+from ..core import fail, role_required, store
+from ..openapi import Reply, error, operation
 from ..serializers import book_json
+from ..validation import body_as, query_as
 
 bp = Blueprint("books_api", __name__, url_prefix="/api/v1/books")
 
-EDIT_FIELDS = ("title", "author", "series", "isbn", "language")
-
 
 @bp.get("")
-def books_list() -> Any:
+@operation(
+    "The books of the library, by title (`yinji book list --json`)",
+    {200: Reply("Books", BookSummaryList)},
+    query=BooksQuery,
+)
+def books_list() -> ResponseReturnValue:
     """``yinji book list --json``'s array, each book with ``copies``: chapters found
     pirated and the sites with confirmed / only pending matches."""
-    q = (request.args.get("q") or "").strip()
+    q = query_as(BooksQuery).q or ""
     books = find_books(q)
     summaries = book_summaries(store(), book_index(), books if q else None)
     out = []
@@ -39,8 +52,22 @@ def books_list() -> Any:
 
 
 @bp.post("")
+@operation(
+    "Import book files (analyst): each file one book, its chapters ingested by a job",
+    {
+        202: Reply(
+            "Job queued; `books` are the books read (with their `chapters` counts), "
+            "`warnings` the reader's notes",
+            JobAccepted,
+        ),
+        400: error("No file could be read as a book (see errors)"),
+        413: error("Upload too large"),
+        415: error("Not multipart"),
+    },
+    form=BookFilesIn,
+)
 @role_required("analyst")
-def books_upload() -> Any:
+def books_upload() -> ResponseReturnValue:
     """Multipart ``files``: each file one book (.txt .html .htm .docx .epub, or a .zip
     of its chapter files). 202 with the job and the books read; 400 when no file
     could be read as a book."""
@@ -61,7 +88,11 @@ def books_upload() -> Any:
 
 
 @bp.get("/<id:book_id>")
-def books_get(book_id: str) -> Any:
+@operation(
+    "One book with its chapters and where they are copied",
+    {200: Reply("The book", Book), 404: error("No such book")},
+)
+def books_get(book_id: str) -> ResponseReturnValue:
     """``yinji book show --json`` with ``copies`` and ``grid`` (chapters × sites)."""
     book = get_book(book_id)
     grid = grid_of(book)
@@ -72,18 +103,20 @@ def books_get(book_id: str) -> Any:
 
 
 @bp.patch("/<id:book_id>")
+@operation(
+    "Correct a book's details (analyst); its chapters follow a new title or author",
+    {
+        200: Reply("The book (as `yinji book rename --json`)", BookRenamed),
+        400: error("Bad field (named in the message)"),
+        404: error("No such book"),
+    },
+    body=BookPatch,
+)
 @role_required("analyst")
-def books_patch(book_id: str) -> Any:
+def books_patch(book_id: str) -> ResponseReturnValue:
     """JSON ``{title?, author?, series?, isbn?, language?}``: a field left out is kept.
     Answers ``yinji book rename --json``'s object (the book's summary)."""
-    body = request_json()
-    if not isinstance(body, dict):
-        fail(400, 'send an object: {"title": ..., "author": ...}')
-    unknown = set(body) - set(EDIT_FIELDS)
-    if unknown:
-        fail(400, f"unknown field(s) {', '.join(sorted(unknown))}: only {', '.join(EDIT_FIELDS)}")
-    with bad_request():
-        body = clean(body)
+    body = body_as(BookPatch).model_dump(exclude_unset=True)
     for name, value in body.items():
         if not isinstance(value, str):
             fail(400, f"{name}: must be a string")
@@ -96,8 +129,12 @@ def books_patch(book_id: str) -> Any:
 
 
 @bp.delete("/<id:book_id>")
+@operation(
+    "Delete a book with its chapter works and their matches (admin)",
+    {200: Reply("Deleted", BookDeleted), 404: error("No such book")},
+)
 @role_required("admin")
-def books_delete(book_id: str) -> Any:
+def books_delete(book_id: str) -> ResponseReturnValue:
     """Delete the book with its chapter works (their matches too)."""
     try:
         done = book_service().delete(book_id)

@@ -5,9 +5,8 @@ and the rights-holder profile. Every change goes through ``tracker.cases``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.model import Book
 from tracker.cases import STATES, TRANSITIONS, CaseError
@@ -63,13 +62,13 @@ def _note() -> str:
         return check_note(request.form.get("note") or "") or ""
 
 
-def _back(case_id: str) -> Any:
+def _back(case_id: str) -> ResponseReturnValue:
     return redirect(url_for("cases.show", case_id=case_id))
 
 
 # --- the board -----------------------------------------------------------------------------
 @bp.get("/cases")
-def board() -> Any:
+def board() -> ResponseReturnValue:
     svc = cases()
     error = None
     state = (request.args.get("state") or "").strip() or None
@@ -104,7 +103,7 @@ def board() -> Any:
 
 # --- one case ------------------------------------------------------------------------------
 @bp.get("/cases/<case_id>")
-def show(case_id: str) -> Any:
+def show(case_id: str) -> ResponseReturnValue:
     case = get_case(case_id)
     events = cases().history(case.id)
     problems = verify_chain(events)
@@ -170,7 +169,7 @@ def books_of(case: Case) -> list[Book]:
 
 @bp.post("/cases/<case_id>/mark-sent")
 @role_required("analyst")
-def mark_sent(case_id: str) -> Any:
+def mark_sent(case_id: str) -> ResponseReturnValue:
     note = _note()
     with case_errors():
         case = cases().mark_sent(
@@ -182,7 +181,7 @@ def mark_sent(case_id: str) -> Any:
 
 @bp.post("/cases/<case_id>/state")
 @role_required("analyst")
-def set_state(case_id: str) -> Any:
+def set_state(case_id: str) -> ResponseReturnValue:
     wanted = (request.form.get("state") or "").strip()
     if wanted not in ACTIONS:
         fail(400, f"state must be one of {', '.join(ACTIONS)}, got {wanted!r}")
@@ -195,7 +194,7 @@ def set_state(case_id: str) -> Any:
 
 @bp.post("/cases/<case_id>/note")
 @role_required("analyst")
-def add_note(case_id: str) -> Any:
+def add_note(case_id: str) -> ResponseReturnValue:
     note = _note()
     with case_errors():
         case = cases().add_note(case_id, note, who=actor())
@@ -205,7 +204,7 @@ def add_note(case_id: str) -> Any:
 
 @bp.post("/cases/<case_id>/recheck")
 @role_required("analyst")
-def recheck(case_id: str) -> Any:
+def recheck(case_id: str) -> ResponseReturnValue:
     case = get_case(case_id)
     if not case.urls:
         fail(400, f"case {case.id} has no URL to re-check")
@@ -225,7 +224,7 @@ def _lang() -> str:
 
 
 @bp.get("/cases/<case_id>/notice")
-def notice(case_id: str) -> Any:
+def notice(case_id: str) -> ResponseReturnValue:
     """The notice's text laid out as HTML (its blocks: title, sections, list items),
     with the download buttons. What keeps it from being written (no profile yet, a
     template that leaves out a required element) is said on the page."""
@@ -277,14 +276,14 @@ def _missing(missing: list[str]) -> list[str]:
 
 @bp.get("/cases/profile")
 @role_required("admin")
-def profile() -> Any:
+def profile() -> ResponseReturnValue:
     prof = cases().profile()
     return render_template("cases/profile.html", profile=prof, missing=_missing(prof.missing()))
 
 
 @bp.post("/cases/profile")
 @role_required("admin")
-def profile_save() -> Any:
+def profile_save() -> ResponseReturnValue:
     svc = cases()
     form = request.form
     detach = form.getlist("detach")

@@ -9,17 +9,27 @@ and site): they appear in paths as they are. Every change goes through
 
 from __future__ import annotations
 
-from typing import Any
+from flask import Blueprint, Response, jsonify, url_for
+from flask.typing import ResponseReturnValue
+from pydantic import JsonValue
 
-from flask import Blueprint, Response, jsonify, request, url_for
-
-from tracker.cases import STATES
 from tracker.rules import check_note, normalize_domain
 from workers import jobs
 
+from ..apimodels.base import JobAccepted
+from ..apimodels.cases import (
+    CaseDetail,
+    CaseList,
+    CaseQuery,
+    CaseSitesQuery,
+    NoteIn,
+    NoticeIn,
+    NoticePreview,
+    NoticeQuery,
+    SiteStatsList,
+    TransitionIn,
+)
 from ..casework import (
-    NOTICE_FORMATS,
-    NOTICE_LANGS,
     actor,
     case_errors,
     cases,
@@ -29,43 +39,43 @@ from ..casework import (
     site_stats,
     totals,
 )
-from ..core import MAX_OFFSET, MAX_PAGE, bad_request, fail, int_arg, role_required, store
-from ..jsonbody import clean, request_json
+from ..core import bad_request, fail, role_required, store
+from ..openapi import PathParam, Reply, error, operation
 from ..serializers import case_detail_json, case_json
+from ..validation import body_as, query_as
 
 bp = Blueprint("cases_api", __name__, url_prefix="/api/v1")
 
+CASE_ID = {
+    "case_id": PathParam(
+        "case_id",
+        "A case id as Yinji gives it (`c` + 10 hex digits, `-2`… for a later case of the "
+        "same work and site), as it is",
+        {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+    )
+}
+DETAIL = Reply("The case with its history", CaseDetail)
+NOT_FOUND = error("No such case")
+BINARY: dict[str, JsonValue] = {"type": "string", "format": "binary"}
 
-def _object(allowed: set[str]) -> dict[str, Any]:
-    body = request_json()
-    if not isinstance(body, dict):
-        fail(400, f"send a JSON object with {', '.join(sorted(allowed))}")
-    unknown = set(body) - allowed
-    if unknown:
-        fail(
-            400, f"unknown field(s) {', '.join(sorted(unknown))}: only {', '.join(sorted(allowed))}"
-        )
+
+def _note(note: str | None) -> str:
     with bad_request():
-        cleaned: dict[str, Any] = clean(body)
-    return cleaned
-
-
-def _note(body: dict[str, Any]) -> str:
-    with bad_request():
-        return check_note(body.get("note")) or ""
+        return check_note(note) or ""
 
 
 @bp.get("/cases")
-def cases_list() -> Any:
+@operation(
+    "Takedown cases, newest first (items as `yinji case list --json`)",
+    {200: Reply("Cases", CaseList), 400: error("Bad filter")},
+    query=CaseQuery,
+)
+def cases_list() -> ResponseReturnValue:
     """Cases, newest first, filtered by ``state``, ``domain`` (exact site) and ``work``."""
-    state = (request.args.get("state") or "").strip() or None
-    if state is not None and state not in STATES:
-        fail(400, f"state must be one of {', '.join(STATES)}, got {state!r}")
-    domain = normalize_domain(request.args.get("domain") or "") or None
-    work = (request.args.get("work") or "").strip() or None
-    offset = int_arg("offset", 0, 0, MAX_OFFSET)
-    limit = int_arg("limit", 50, 0, MAX_PAGE)
-    found = cases().list_cases(state=state, domain=domain, work=work)
+    query = query_as(CaseQuery)
+    domain = normalize_domain(query.domain or "") or None
+    offset, limit = query.offset, query.limit
+    found = cases().list_cases(state=query.state, domain=domain, work=query.work)
     return jsonify(
         {
             "total": len(found),
@@ -77,30 +87,51 @@ def cases_list() -> Any:
 
 
 @bp.get("/cases/sites")
-def cases_sites() -> Any:
+@operation(
+    "Removal figures per site: removals, removal rate, median days from the first notice "
+    "to the removal",
+    {200: Reply("Figures", SiteStatsList)},
+    query=CaseSitesQuery,
+)
+def cases_sites() -> ResponseReturnValue:
     """Removal figures per site (``work`` narrows them to one work)."""
-    work = (request.args.get("work") or "").strip() or None
+    work = query_as(CaseSitesQuery).work
     stats = site_stats(cases().list_cases(work=work))
     return jsonify({"sites": [s.to_dict() for s in stats], "all": totals(stats).to_dict()})
 
 
 @bp.get("/cases/<case_id>")
-def cases_get(case_id: str) -> Any:
+@operation(
+    "One case with its history (as `yinji case show --json`)",
+    {200: DETAIL, 404: NOT_FOUND},
+    path=CASE_ID,
+)
+def cases_get(case_id: str) -> ResponseReturnValue:
     case = get_case(case_id)
     svc = cases()
     return jsonify(case_detail_json(case, svc.history(case.id), svc.platform_of(case)))
 
 
 @bp.post("/cases/<case_id>/transitions")
+@operation(
+    "Move a case (analyst); `notice_sent` records a notice sent outside Yinji (again from "
+    "notice_sent: a reminder)",
+    {
+        200: DETAIL,
+        400: error("Bad state or note"),
+        404: NOT_FOUND,
+        409: error("The state machine refuses this move (the message lists the allowed ones)"),
+    },
+    body=TransitionIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
-def cases_transition(case_id: str) -> Any:
+def cases_transition(case_id: str) -> ResponseReturnValue:
     """``{"to": STATE, "note"?}``. ``notice_sent`` records that the notice went out
     (sent outside Yinji; from ``notice_sent`` again: a reminder, the state stays)."""
-    body = _object({"to", "note"})
-    to = body.get("to")
-    if not isinstance(to, str) or to not in STATES:
-        fail(400, f"'to' must be one of {', '.join(STATES)}, got {to!r}")
-    note = _note(body)
+    move = body_as(TransitionIn)
+    to = move.to
+    note = _note(move.note)
     svc = cases()
     with case_errors():
         if to == "notice_sent":
@@ -113,10 +144,15 @@ def cases_transition(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/notes")
+@operation(
+    "Add a note to the case's history (analyst)",
+    {200: DETAIL, 400: error("Empty or bad note"), 404: NOT_FOUND},
+    body=NoteIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
-def cases_note(case_id: str) -> Any:
-    body = _object({"note"})
-    note = _note(body)
+def cases_note(case_id: str) -> ResponseReturnValue:
+    note = _note(body_as(NoteIn).note)
     svc = cases()
     with case_errors():
         case = svc.add_note(case_id, note, who=actor())
@@ -124,8 +160,17 @@ def cases_note(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/recheck")
+@operation(
+    "Re-crawl the case's URLs now (analyst); runs as a job",
+    {
+        202: Reply("Job queued; poll status_url", JobAccepted),
+        400: error("The case has no URL"),
+        404: NOT_FOUND,
+    },
+    path=CASE_ID,
+)
 @role_required("analyst")
-def cases_recheck(case_id: str) -> Any:
+def cases_recheck(case_id: str) -> ResponseReturnValue:
     """Re-crawl the case's URLs now, as a job (202 with the job's status URL)."""
     case = get_case(case_id)
     if not case.urls:
@@ -139,25 +184,21 @@ def cases_recheck(case_id: str) -> Any:
     return response
 
 
-def _lang(value: Any) -> str:
-    if value not in NOTICE_LANGS:
-        fail(400, f"lang must be one of {', '.join(NOTICE_LANGS)}, got {value!r}")
-    return str(value)
-
-
-def _case_ids(case_id: str, more: Any) -> list[str]:
-    if more is None:
-        return [case_id]
-    if not isinstance(more, list) or not all(isinstance(c, str) for c in more):
-        fail(400, "'cases' must be a list of case ids (other cases on the same site)")
-    return list(dict.fromkeys([case_id, *more]))
-
-
 @bp.get("/cases/<case_id>/notice")
-def cases_notice_preview(case_id: str) -> Any:
+@operation(
+    "The takedown notice's text (preview; nothing is recorded)",
+    {
+        200: Reply("The notice", NoticePreview),
+        400: error("Bad language, no profile yet, or a template left out a required element"),
+        404: NOT_FOUND,
+    },
+    query=NoticeQuery,
+    path=CASE_ID,
+)
+def cases_notice_preview(case_id: str) -> ResponseReturnValue:
     """The notice's text (``lang`` zh or en), as JSON; nothing is recorded."""
     case = get_case(case_id)
-    lang = _lang(request.args.get("lang", "zh"))
+    lang = query_as(NoticeQuery).lang
     with case_errors():
         notice = notice_preview([case.id], lang)
     return jsonify(
@@ -177,31 +218,40 @@ def cases_notice_preview(case_id: str) -> Any:
 
 
 @bp.post("/cases/<case_id>/notice")
+@operation(
+    "The notice as a file (analyst): PDF, DOCX or e-mail (EML, with the evidence reports "
+    "and proofs of ownership attached); recorded in the case's history with its SHA-256",
+    {
+        200: Reply(
+            "The notice file",
+            media={
+                "application/pdf": BINARY,
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document": BINARY,
+                "message/rfc822": BINARY,
+            },
+        ),
+        400: error("Bad input, no profile yet, a closed case, cases on several sites"),
+        404: NOT_FOUND,
+    },
+    body=NoticeIn,
+    path=CASE_ID,
+)
 @role_required("analyst")
 def cases_notice_file(case_id: str) -> Response:
     """``{"format": "pdf|docx|eml", "lang": "zh|en", "to"?: [...], "evidence"?: bool,
     "cases"?: [...]}``: the notice as a file (recorded in each case's history as
     generated, with its SHA-256)."""
-    body = _object({"format", "lang", "to", "evidence", "cases"})
-    fmt = body.get("format")
-    if fmt not in NOTICE_FORMATS:
-        fail(400, f"'format' must be one of {', '.join(NOTICE_FORMATS)}, got {fmt!r}")
-    lang = _lang(body.get("lang"))
-    to = body.get("to") or []
-    if isinstance(to, str):
-        to = [to]
-    if not isinstance(to, list) or not all(isinstance(a, str) and "@" in a for a in to):
+    body = body_as(NoticeIn)
+    to = [body.to] if isinstance(body.to, str) else body.to or []
+    if not all("@" in a for a in to):
         fail(400, "'to' must be a list of e-mail addresses")
-    evidence = body.get("evidence", True)
-    if not isinstance(evidence, bool):
-        fail(400, "'evidence' must be true or false")
     get_case(case_id)  # 404 before anything is rendered
     out = notice_file(
-        _case_ids(case_id, body.get("cases")),
-        str(fmt),
-        lang,
+        list(dict.fromkeys([case_id, *(body.cases or [])])),
+        body.format,
+        body.lang,
         to=[a.strip() for a in to],
-        with_evidence=evidence,
+        with_evidence=body.evidence,
     )
     response = Response(out.data, content_type=out.content_type)
     response.headers["Content-Disposition"] = f'attachment; filename="{out.filename}"'

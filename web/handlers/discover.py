@@ -6,23 +6,43 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, fields
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.discovery.legado.sources import SourceError, SourceVerdict
-from tracker.discovery.run import RunHistory, RunOptions
+from tracker.discovery.run import RunOptions
 from tracker.discovery.service import import_sources, overview, register_site
-from tracker.discovery.sites import SiteError, SiteRegistry
+from tracker.discovery.sites import SiteError
 from tracker.records import match_id
+from tracker.services.discovery_records import run_history, site_registry
 
-from ..core import fail, library, role_required, store
+from ..apimodels.discover import (
+    DiscoverOverview,
+    EnableIn,
+    Run,
+    RunIn,
+    RunList,
+    RunStarted,
+    Site,
+    SiteIn,
+    SiteList,
+    SourcesFileIn,
+    SourcesImported,
+    SourcesIn,
+)
+from ..core import fail, library, role_required
 from ..i18n import translate as _
-from ..jsonbody import clean, request_json
+from ..jsonbody import request_json
+from ..openapi import PathParam, Reply, error, operation
+from ..validation import body_as
 
 bp = Blueprint("discover", __name__)
 api = Blueprint("discover_api", __name__, url_prefix="/api/v1/discover")
 
+SITE_ID = {"id": PathParam("id", "The site's host (host:port off the default port)")}
 LIMITS = {"max_queries": (0, 1000), "max_pages": (1, 100_000), "max_works": (1, 100_000)}
 
 
@@ -83,12 +103,12 @@ def _live(job_id: str, run_id: str) -> dict[str, Any] | None:
         job = job_status(job_id)
     except UnknownJob:
         job = {"state": "PENDING", "progress": 0, "done": None, "total": None}
-    report = RunHistory(store()).get(run_id) if run_id else None
+    report = run_history(library()).get(run_id) if run_id else None
     return {"job_id": job_id, "run_id": run_id, "job": job, "report": report}
 
 
 @bp.get("/discover")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     view = overview(library())
     live = _live(request.args.get("job", ""), request.args.get("run", ""))
     return render_template(
@@ -100,7 +120,7 @@ def index() -> Any:
     )
 
 
-def _started(value: str) -> Any:
+def _started(value: str) -> datetime | None:
     from tracker.timefmt import parse_utc
 
     try:
@@ -111,7 +131,7 @@ def _started(value: str) -> Any:
 
 @bp.post("/discover/sites")
 @role_required("analyst")
-def add_site() -> Any:
+def add_site() -> ResponseReturnValue:
     try:
         site = register_site(
             library(),
@@ -135,7 +155,7 @@ def _counts(verdicts: list[SourceVerdict]) -> dict[str, int]:
 
 @bp.post("/discover/sites/import")
 @role_required("analyst")
-def import_sites() -> Any:
+def import_sites() -> ResponseReturnValue:
     upload = request.files.get("file")
     url = request.form.get("url", "").strip()
     try:
@@ -166,17 +186,17 @@ def import_sites() -> Any:
 
 @bp.post("/discover/sites/<host>/enable")
 @role_required("analyst")
-def enable_site(host: str) -> Any:
+def enable_site(host: str) -> ResponseReturnValue:
     enabled = request.form.get("enabled", "1") == "1"
-    if SiteRegistry(store()).set_enabled(host, enabled) is None:
+    if site_registry(library()).set_enabled(host, enabled) is None:
         flash(_("No such site: {host}.", host=host), "error")
     return redirect(url_for("discover.index") + "#discover-sites")
 
 
 @bp.post("/discover/sites/<host>/delete")
 @role_required("analyst")
-def remove_site(host: str) -> Any:
-    if SiteRegistry(store()).remove(host):
+def remove_site(host: str) -> ResponseReturnValue:
+    if site_registry(library()).remove(host):
         flash(_("Site removed: {host}.", host=host), "info")
     else:
         flash(_("No such site: {host}.", host=host), "error")
@@ -185,7 +205,7 @@ def remove_site(host: str) -> Any:
 
 @bp.post("/discover/run")
 @role_required("analyst")
-def start_run() -> Any:
+def start_run() -> ResponseReturnValue:
     try:
         options = _run_options(request.form.to_dict())
     except ValueError as exc:
@@ -198,32 +218,44 @@ def start_run() -> Any:
 
 # --- the API --------------------------------------------------------------------------------
 @api.get("")
-def api_overview() -> Any:
+@operation(
+    "Discovery: providers with today's use and quota, sites, budgets, last run",
+    {200: Reply("The overview", DiscoverOverview)},
+)
+def api_overview() -> ResponseReturnValue:
     return jsonify(overview(library()).to_json())
 
 
 @api.get("/runs")
-def api_runs() -> Any:
-    reports = RunHistory(store()).list(50)
+@operation("The last discovery runs, newest first", {200: Reply("Runs", RunList)})
+def api_runs() -> ResponseReturnValue:
+    reports = run_history(library()).list(50)
     return jsonify({"runs": [{**r.to_dict(), "matches": _evidence_links(r)} for r in reports]})
 
 
 @api.get("/runs/<id>")
-def api_run(id: str) -> Any:
-    report = RunHistory(store()).get(id)
+@operation(
+    "One run (its parts on several workers added up)",
+    {200: Reply("The run", Run), 404: error("No such run")},
+)
+def api_run(id: str) -> ResponseReturnValue:
+    report = run_history(library()).get(id)
     if report is None:
         fail(404, f"no discovery run {id!r}")
     return jsonify({**report.to_dict(), "matches": _evidence_links(report)})
 
 
 @api.post("/runs")
+@operation(
+    "Start a discovery run on the workers (analyst)",
+    {202: Reply("Queued", RunStarted), 400: error("Bad option")},
+    body=RunIn,
+)
 @role_required("analyst")
-def api_start() -> Any:
-    body = request_json()
-    if not isinstance(body, dict):
-        fail(400, "send a JSON object (works, max_queries, max_pages, max_works)")
+def api_start() -> ResponseReturnValue:
+    body = body_as(RunIn)
     try:
-        options = _run_options(clean(body, "body"))
+        options = _run_options(body.model_dump(exclude_none=True))
     except ValueError as exc:
         fail(400, str(exc))
     task_id, run_id = _start(options)
@@ -241,23 +273,23 @@ def api_start() -> Any:
 
 
 @api.get("/sites")
-def api_sites() -> Any:
-    return jsonify({"sites": [s.to_dict() for s in SiteRegistry(store()).list()]})
+@operation("Registered pirate sites", {200: Reply("Sites", SiteList)})
+def api_sites() -> ResponseReturnValue:
+    return jsonify({"sites": [s.to_dict() for s in site_registry(library()).list()]})
 
 
 @api.post("/sites")
+@operation(
+    "Register a site; without search_url its search form is found (analyst)",
+    {201: Reply("Registered", Site), 400: error("Bad URL, or no search form found")},
+    body=SiteIn,
+)
 @role_required("analyst")
-def api_add_site() -> Any:
-    body = request_json()
-    if not isinstance(body, dict) or not isinstance(body.get("url"), str):
-        fail(400, "send a JSON object with url (and search_url, encoding if you know them)")
-    body = clean(body, "body")
-    for key in ("search_url", "encoding"):
-        if body.get(key) is not None and not isinstance(body[key], str):
-            fail(400, f"{key} must be a string")
+def api_add_site() -> ResponseReturnValue:
+    body = body_as(SiteIn)
     try:
         site = register_site(
-            library(), body["url"], search_url=body.get("search_url"), encoding=body.get("encoding")
+            library(), body.url, search_url=body.search_url, encoding=body.encoding
         )
     except SiteError as exc:
         fail(400, str(exc))
@@ -267,8 +299,17 @@ def api_add_site() -> Any:
 
 
 @api.post("/sites/import")
+@operation(
+    "Import Legado (阅读) book sources: a file, a URL, or the sources themselves (analyst)",
+    {
+        200: Reply("One verdict per source", SourcesImported),
+        400: error("Not Legado sources, or the URL cannot be read"),
+    },
+    body=SourcesIn,
+    form=SourcesFileIn,
+)
 @role_required("analyst")
-def api_import_sites() -> Any:
+def api_import_sites() -> ResponseReturnValue:
     """Legado sources: a multipart ``file``, a JSON ``{"url": ...}``, or the sources
     themselves as the JSON body (an array or one object)."""
     upload = request.files.get("file")
@@ -281,8 +322,9 @@ def api_import_sites() -> Any:
             )
         else:
             body = request_json()
-            if isinstance(body, dict) and isinstance(body.get("url"), str) and len(body) == 1:
-                verdicts = import_sources(library(), url=body["url"])
+            url = body.get("url") if isinstance(body, dict) and len(body) == 1 else None
+            if isinstance(url, str):
+                verdicts = import_sources(library(), url=url)
             elif isinstance(body, list | dict):
                 raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
                 verdicts = import_sources(library(), name="request body", data=raw)
@@ -294,19 +336,30 @@ def api_import_sites() -> Any:
 
 
 @api.post("/sites/<id>/enable")
+@operation(
+    'Enable a site again (or disable it with {"enabled": false}) (analyst)',
+    {200: Reply("The site", Site), 404: error("No such site")},
+    body=EnableIn,
+    path=SITE_ID,
+)
 @role_required("analyst")
-def api_enable_site(id: str) -> Any:
+def api_enable_site(id: str) -> ResponseReturnValue:
     body = request_json() if request.content_length else None
     enabled = not (isinstance(body, dict) and body.get("enabled") is False)
-    site = SiteRegistry(store()).set_enabled(id, enabled)
+    site = site_registry(library()).set_enabled(id, enabled)
     if site is None:
         fail(404, f"no registered site {id!r}")
     return jsonify(site.to_dict())
 
 
 @api.delete("/sites/<id>")
+@operation(
+    "Forget a site (analyst)",
+    {204: Reply("Removed"), 404: error("No such site")},
+    path=SITE_ID,
+)
 @role_required("analyst")
-def api_remove_site(id: str) -> Any:
-    if not SiteRegistry(store()).remove(id):
+def api_remove_site(id: str) -> ResponseReturnValue:
+    if not site_registry(library()).remove(id):
         fail(404, f"no registered site {id!r}")
     return "", 204

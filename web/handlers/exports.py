@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from flask import Blueprint, Response, render_template, request
+from flask.typing import ResponseReturnValue
 
 from tracker.reports import render_match_list
 from tracker.store import Match, MatchQuery
@@ -64,7 +65,7 @@ def list_response(fmt: str) -> Response:
 
 
 @bp.get("/")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     try:
         query = parse_match_filters(request.args).query
         error = None

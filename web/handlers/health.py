@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, current_app, jsonify
+from flask.typing import ResponseReturnValue
 
+from tracker.services.probes import ping_redis, ping_store
 from workers import jobs
 
+from ..apimodels.base import Health
 from ..core import library
+from ..openapi import Reply, operation
 
 bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
-def healthz() -> Any:
+@operation(
+    "Health check (no authentication)",
+    {200: Reply("Healthy", Health), 503: Reply("Unhealthy", Health)},
+    public=True,
+)
+def healthz() -> ResponseReturnValue:
     """200 when the store, Redis, the broker and the result backend answer and some
     worker consumes every queue; 503 naming the part that failed otherwise
     (``"status": "unavailable"``), or the queues nobody consumes (``"status":
@@ -26,10 +33,10 @@ def healthz() -> Any:
     part = "store"
     try:
         lib = library()
-        lib.store.get_meta("engines")
+        ping_store(lib)
         checks["store"] = "ok"
         part = "redis"
-        lib.redis.ping()
+        ping_redis(lib)
         checks["redis"] = "ok"
     except Exception:  # a health check reports every failure, it never raises
         current_app.logger.exception("health check: the %s does not answer", part)

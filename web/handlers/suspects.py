@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
 from tracker.longtext import suspect_size_problem
@@ -38,7 +37,7 @@ bp = Blueprint("suspects", __name__)
 
 
 @bp.get("/suspects/")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     search = (request.args.get("q") or "").strip() or None
     page, per_page = page_arg(25)
     total = store().count_suspects(search=search)
@@ -52,13 +51,13 @@ def index() -> Any:
 
 @bp.get("/suspects/new")
 @role_required("analyst")
-def new() -> Any:
+def new() -> ResponseReturnValue:
     return render_template("suspects/new.html", suffixes=SUPPORTED_SUFFIXES, errors=[], form={})
 
 
 @bp.post("/suspects/new")
 @role_required("analyst")
-def submit() -> Any:
+def submit() -> ResponseReturnValue:
     urls, url_errors = parse_urls(request.form.get("urls", ""))
     skipped = [{"source": "URL", "message": e} for e in url_errors]
     refs, file_skipped = spooled_uploads(request.files.getlist("files"))
@@ -120,7 +119,7 @@ def submit() -> Any:
 
 
 @bp.get("/suspects/<id:suspect_id>")
-def show(suspect_id: str) -> Any:
+def show(suspect_id: str) -> ResponseReturnValue:
     suspect = get_or_404(store().get_suspect, suspect_id, f"no suspect {suspect_id!r}")
     matches = store().query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
     return render_template(
@@ -133,7 +132,7 @@ def show(suspect_id: str) -> Any:
 
 
 @bp.get("/jobs/<job_id>")
-def job(job_id: str) -> Any:
+def job(job_id: str) -> ResponseReturnValue:
     status = job_status(job_id)
     return render_template(
         "job.html",

@@ -8,33 +8,41 @@ every day by ``yinji beat`` (``YINJI_RECRAWL_AT``); the page says when. A book's
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
+from tracker.cases import Case
 from tracker.cases.watching import WATCH_KINDS, next_daily_run
 from tracker.config import WorkerSettings
-from tracker.records import WatchItem
-from tracker.rules import check_url
+from tracker.records import JSONObject, WatchItem
+from tracker.services.watch_list import WatchList
 from tracker.timefmt import iso_utc
 from workers import jobs
 
+from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchItems
 from ..casework import cases
-from ..core import bad_request, fail, role_required, store
+from ..core import bad_request, fail, library, role_required
 from ..i18n import translate as _
-from ..jsonbody import request_json
+from ..openapi import Reply, error, operation
+from ..validation import body_as, query_as
 
 bp = Blueprint("watch", __name__)
 
 
-def _next_run() -> Any:
+def watch_list() -> WatchList:
+    return WatchList.of(library())
+
+
+def _next_run() -> datetime:
     ws = WorkerSettings.from_env()
     return next_daily_run(ws.recrawl_at, ws.timezone)
 
 
-def _book_cases() -> dict[str, Any]:
+def _book_cases() -> dict[str, Case]:
     """Index URL → the book's active (else latest) case."""
-    out: dict[str, Any] = {}
+    out: dict[str, Case] = {}
     for c in cases().list_cases():
         book = c.metadata.get("book")
         if c.kind == "book" and isinstance(book, dict) and book.get("index_url"):
@@ -44,7 +52,7 @@ def _book_cases() -> dict[str, Any]:
     return out
 
 
-def _item_json(item: WatchItem, book_case: Any = None) -> dict[str, Any]:
+def _item_json(item: WatchItem, book_case: Case | None = None) -> JSONObject:
     return {
         "url": item.url,
         "kind": item.kind,
@@ -55,7 +63,7 @@ def _item_json(item: WatchItem, book_case: Any = None) -> dict[str, Any]:
     }
 
 
-def _book_json(url: str, case: Any, watched: bool) -> dict[str, Any]:
+def _book_json(url: str, case: Case, watched: bool) -> JSONObject:
     book = case.metadata.get("book") or {}
     chapters = book.get("chapters") or []
     return {
@@ -81,26 +89,19 @@ def _book_json(url: str, case: Any, watched: bool) -> dict[str, Any]:
     }
 
 
-def _add(url: Any, kind: Any) -> tuple[WatchItem, str]:
+def _add(url: object, kind: object) -> tuple[WatchItem, str]:
     """Put ``url`` on the watch list and submit its first crawl; (item, job id)."""
-    if kind not in WATCH_KINDS:
-        fail(400, f"kind must be one of {', '.join(WATCH_KINDS)}, got {kind!r}")
-    if not isinstance(url, str):
-        fail(400, f"url must be text, got {url!r}")
     with bad_request():
-        url = check_url(url)
-    item = WatchItem(url=url, kind=kind)
-    store().put_watch(item)
-    with bad_request():
-        job_id = jobs.submit_watch(url, kind)
+        item = watch_list().add(url, kind)
+        job_id = jobs.submit_watch(item.url, item.kind)
     return item, job_id
 
 
 # --- pages ------------------------------------------------------------------------------------
 @bp.get("/watch")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     books = _book_cases()
-    items = store().list_watch(active_only=False)
+    items = watch_list().items()
     watched = {i.url for i in items}
     return render_template(
         "watch.html",
@@ -114,7 +115,7 @@ def index() -> Any:
 
 @bp.post("/watch")
 @role_required("analyst")
-def add() -> Any:
+def add() -> ResponseReturnValue:
     item, job_id = _add((request.form.get("url") or "").strip(), request.form.get("kind") or "url")
     flash(_("Watching {url}: the first crawl runs now.", url=item.url), "info")
     return redirect(url_for("suspects.job", job_id=job_id, kind="watch"))
@@ -122,20 +123,24 @@ def add() -> Any:
 
 @bp.post("/watch/remove")
 @role_required("analyst")
-def remove() -> Any:
+def remove() -> ResponseReturnValue:
     url = (request.form.get("url") or "").strip()
-    if url not in {i.url for i in store().list_watch(active_only=False)}:
+    if not watch_list().remove(url):
         fail(404, f"not on the watch list: {url}")
-    store().delete_watch(url)
     flash(_("Removed from the watch list."), "info")
     return redirect(url_for("watch.index"))
 
 
 # --- API --------------------------------------------------------------------------------------
 @bp.get("/api/v1/watch")
-def api_list() -> Any:
+@operation(
+    "The watch list (re-crawled daily by `yinji beat` at YINJI_RECRAWL_AT) and the time "
+    "of the next crawl",
+    {200: Reply("The watch list", WatchItems)},
+)
+def api_list() -> ResponseReturnValue:
     books = _book_cases()
-    items = store().list_watch(active_only=False)
+    items = watch_list().items()
     return jsonify(
         {
             "items": [_item_json(i, books.get(i.url)) for i in items],
@@ -145,12 +150,20 @@ def api_list() -> Any:
 
 
 @bp.post("/api/v1/watch")
+@operation(
+    "Watch a URL, a site or a pirate book (analyst); its first crawl runs at once as a job",
+    {
+        202: Reply("Watched; the first crawl is queued (poll status_url)", WatchAdded),
+        400: error(
+            "Bad URL or kind (a private address is refused unless YINJI_ALLOW_PRIVATE_URLS=1)"
+        ),
+    },
+    body=WatchIn,
+)
 @role_required("analyst")
-def api_add() -> Any:
-    body = request_json()
-    if not isinstance(body, dict) or set(body) - {"url", "kind"}:
-        fail(400, "send a JSON object with url and kind (url, site or book)")
-    item, job_id = _add(body.get("url"), body.get("kind", "url"))
+def api_add() -> ResponseReturnValue:
+    body = body_as(WatchIn)
+    item, job_id = _add(body.url, body.kind)
     status_url = url_for("api.job", job_id=job_id)
     response = jsonify(
         {
@@ -166,16 +179,24 @@ def api_add() -> Any:
 
 
 @bp.delete("/api/v1/watch")
+@operation(
+    "Stop watching a URL (analyst)",
+    {204: Reply("Removed"), 404: error("Not on the watch list")},
+    query=UnwatchQuery,
+)
 @role_required("analyst")
 def api_remove() -> Response:
-    url = (request.args.get("url") or "").strip()
-    if url not in {i.url for i in store().list_watch(active_only=False)}:
+    url = query_as(UnwatchQuery).url
+    if not watch_list().remove(url):
         fail(404, f"not on the watch list: {url}")
-    store().delete_watch(url)
     return Response(status=204)
 
 
 @bp.get("/api/v1/watch/books")
-def api_books() -> Any:
-    watched = {i.url for i in store().list_watch(active_only=False) if i.kind == "book"}
+@operation(
+    "Monitored pirate books: each book case with its chapters",
+    {200: Reply("Books", WatchedBooks)},
+)
+def api_books() -> ResponseReturnValue:
+    watched = watch_list().urls("book")
     return jsonify({"books": [_book_json(u, c, u in watched) for u, c in _book_cases().items()]})
