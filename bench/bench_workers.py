@@ -209,16 +209,16 @@ class Bench:
 
     # --- helpers ----------------------------------------------------------------------
     def states(self, ids: list[str]) -> list[str]:
-        from workers.jobs import _metas
+        from workers.backend import task_metas
 
-        metas = _metas(self.app, ids)
+        metas = task_metas(self.app, ids)
         return [str(metas[i].get("status")) for i in ids]
 
     def task_ids(self, job_id: str) -> list[str]:
         """The tasks a job sent (its record), or the id itself for a bare task."""
-        from workers.jobs import _client, _job_key
+        from workers.backend import backend_client, job_key
 
-        raw = _client(self.app).get(_job_key(self.app, job_id))
+        raw = backend_client(self.app).get(job_key(self.app, job_id))
         if raw is None:
             return [job_id]
         return [str(t["id"]) for t in json.loads(raw).get("tasks") or []] or [job_id]

@@ -1,15 +1,19 @@
 """Check time with and without the work of issue #39, interleaved in one run.
 
 Usage: python bench/eval_speed.py [--data ../shared/data] [--cases 20] [--laws 0]
-       [--rounds 2] [--after OPTION=VALUE ...]
+       [--rounds 2] [--after OPTION=VALUE ...] [--only-regions]
 
 One library (the evaluation's mothers with ``--evasions`` and ``--reprints``' kinds,
 ``bench/eval.py``), two matchers on it sharing one cache of prepared mothers: "before"
 (``AlignParams.reprint_runs`` = 0 and ``long_fine`` = 0, and no regions built:
 ``tracker.matching.regions`` replaced by a function returning none while it checks)
 and "after" (the defaults).
-Every suspect is checked by both, in alternating order, ``--rounds`` times; medians and
-means per matcher and their ratios are printed, so machine load hits both alike.
+``--only-regions``: "before" is the defaults too, without regions (what building them
+costs on its own).
+Every suspect is checked by both, in alternating order (A B, then B A), ``--rounds``
+times; medians and means per matcher and their ratios are printed, of the CPU time of
+the process (``time.process_time``: what other jobs on a loaded machine take is not
+counted) and of the wall time, so machine load hits both alike.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ def main() -> None:
         metavar="OPTION=VALUE",
         help="an AlignParams value of the after matcher (repeatable): attribute the cost",
     )
+    ap.add_argument(
+        "--only-regions",
+        action="store_true",
+        help="before = the defaults without regions: the cost of building regions alone",
+    )
     args = ap.parse_args()
     data = Path(args.data)
     mothers, cases = build_cases(data, args.cases)
@@ -84,10 +93,15 @@ def main() -> None:
                 lib.store,
                 after.engine,
                 policy=after.policy,
-                align_params=replace(after.align_params, reprint_runs=0, long_fine=0),
+                align_params=(
+                    after.align_params
+                    if args.only_regions
+                    else replace(after.align_params, reprint_runs=0, long_fine=0)
+                ),
                 cache=after.cache,
             )
             times: dict[str, list[float]] = {"before": [], "after": []}
+            cpu: dict[str, list[float]] = {"before": [], "after": []}
             for case in cases:  # warm the cache of prepared mothers for both
                 after.match(case.text)
             for r in range(args.rounds):
@@ -97,20 +111,22 @@ def main() -> None:
                         order.reverse()
                     for name, matcher in order:
                         matching.regions = built if name == "after" else _none
-                        t = time.perf_counter()
+                        c, t = time.process_time(), time.perf_counter()
                         matcher.match(case.text)
                         times[name].append((time.perf_counter() - t) * 1000)
+                        cpu[name].append((time.process_time() - c) * 1000)
         finally:
             matching.regions = built
             lib.close()
-    b, a = statistics.median(times["before"]), statistics.median(times["after"])
-    mb, ma = statistics.mean(times["before"]), statistics.mean(times["after"])
     print(f"{machine()}; {len(mothers)} mothers, {len(cases)} suspects x {args.rounds} rounds")
-    print(f"median check ms: before {b:.2f}, after {a:.2f}, ratio {a / b:.3f}")
-    print(f"mean check ms: before {mb:.2f}, after {ma:.2f}, ratio {ma / mb:.3f}")
+    for label, got in (("CPU", cpu), ("wall", times)):
+        b, a = statistics.median(got["before"]), statistics.median(got["after"])
+        mb, ma = statistics.mean(got["before"]), statistics.mean(got["after"])
+        print(f"{label} median check ms: before {b:.2f}, after {a:.2f}, ratio {a / b:.3f}")
+        print(f"{label} mean check ms: before {mb:.2f}, after {ma:.2f}, ratio {ma / mb:.3f}")
 
 
-def _none(*_args: object, **_kwargs: object) -> list:
+def _none(*_args: object, **_kwargs: object) -> list[object]:
     return []
 
 

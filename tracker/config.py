@@ -254,7 +254,7 @@ class Settings:
 
     @property
     def sqlite_path(self) -> Path:
-        from tracker.backends import DataFiles  # every file of the data folder named there
+        from tracker.store.files import DataFiles  # every file of the data folder named there
 
         return DataFiles(self.data_dir).store
 

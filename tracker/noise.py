@@ -579,10 +579,8 @@ def regions(
         else:
             groups.append([p])
 
-    def initials(a: int, b: int) -> int:
-        return int(np.searchsorted(initial_offsets, b) - np.searchsorted(initial_offsets, a))
-
-    out = []
+    built: list[tuple[list[Passage], list[tuple[int, int]], int, int]] = []
+    spans: list[tuple[int, int]] = []  # every stretch whose initials are counted
     for group in groups:
         excluded: list[tuple[int, int]] = []
         for prev, nxt in itertools.pairwise(group):
@@ -595,11 +593,18 @@ def regions(
                 nxt.mother_start,
                 rule,
             )
-        first = group[0]
-        s_start, s_end = first.suspect_start, max(p.suspect_end for p in group)
-        own = initials(s_start, s_end) - sum(initials(a, b) for a, b in excluded)
-        covered = sum(p.similarity * initials(p.suspect_start, p.suspect_end) for p in group)
-        similarity = min(1.0, covered / own) if own > 0 else first.similarity
+        s_start, s_end = group[0].suspect_start, max(p.suspect_end for p in group)
+        built.append((group, excluded, s_start, s_end))
+        spans += [(s_start, s_end), *excluded, *((p.suspect_start, p.suspect_end) for p in group)]
+    # The initials of every stretch at once (one searchsorted for all, not one a stretch).
+    edges = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    ends = np.searchsorted(initial_offsets, edges[:, 1])
+    counts = iter((ends - np.searchsorted(initial_offsets, edges[:, 0])).tolist())
+    out = []
+    for group, excluded, s_start, s_end in built:
+        own = next(counts) - sum(next(counts) for _ in excluded)
+        covered = sum(p.similarity * next(counts) for p in group)
+        similarity = min(1.0, covered / own) if own > 0 else group[0].similarity
         out.append(
             Region(
                 s_start,
@@ -632,7 +637,10 @@ def _inserted(
     mother_gap = mother[m_start:m_end] if m_end > m_start else ""
     if not gap.strip():
         return []
-    ops = difflib.SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
+    if mother_gap:
+        ops = difflib.SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
+    else:  # the usual gap (an ad line where the work goes straight on): all inserted
+        ops = [("delete", 0, len(gap), 0, 0)]
     spans: list[tuple[int, int]] = []
     for tag, i1, i2, j1, j2 in ops:
         if tag not in ("delete", "replace"):  # suspect text the mother lacks there

@@ -77,7 +77,7 @@ def get_or_404(get: Callable[[str], T], key: str, message: str) -> T:
         raise  # unreachable: fail() raises
 
 
-def job_status(job_id: str) -> dict[str, Any]:
+def job_status(job_id: str) -> jobs.JobStatus:
     """``workers.jobs.job_status``; a malformed, unknown or expired job id is a 404."""
     if not JOB_ID_RE.match(job_id):
         fail(404, f"no job {job_id[:128]!r}")

@@ -32,6 +32,7 @@ class Segment:
     text: str
     passage: int | None = None  # passage number (1-based) when this is copied text
     gap: bool = False  # text left out between excerpts
+    excluded: bool = False  # inserted text inside a region (an ad line): not copied
     # A passage's text cut along the differing characters: (text, mark), mark "" for
     # characters that are the same on both sides. Empty when there are no marks.
     pieces: list[tuple[str, str]] = field(default_factory=list)
@@ -107,13 +108,16 @@ def segments(
     full_limit: int = FULL_TEXT_LIMIT,
     context: int = CONTEXT,
     marks: list[Mark] | None = None,
+    excluded: list[tuple[int, int]] | None = None,
 ) -> list[Segment]:
     """Split ``text`` at the passages ``(start, end, number)``.
 
     Overlapping passages are clipped so every character is printed once; a passage
     clipped to nothing still gets an (empty) segment so its anchor exists. Texts
     longer than ``full_limit`` are shown as excerpts around the passages. ``marks``
-    (``diff_marks``) cut each passage into ``pieces``.
+    (``diff_marks``) cut each passage into ``pieces``. ``excluded`` (the regions'
+    excluded spans, ``(start, end)``) cut the text between passages into segments
+    marked ``excluded``.
     """
     n = len(text)
     clean: list[tuple[int, int, int]] = []
@@ -139,6 +143,25 @@ def segments(
 
     out: list[Segment] = []
     ends = [m[1] for m in marks] if marks else []
+    cuts = sorted(excluded or [])
+    cut_ends = [y for _, y in cuts]
+
+    def plain(a: int, b: int) -> None:
+        """``text[a:b]`` (no passage in it), the excluded spans cut out."""
+        pos = a
+        for x, y in cuts[bisect.bisect_right(cut_ends, a) :]:
+            if x >= b:
+                break
+            x, y = max(x, pos), min(y, b)
+            if x >= y:
+                continue
+            if x > pos:
+                out.append(Segment(text[pos:x]))
+            out.append(Segment(text[x:y], excluded=True))
+            pos = y
+        if pos < b:
+            out.append(Segment(text[pos:b]))
+
     cursor_span = 0
     for wi, (lo, hi) in enumerate(windows):
         if lo > 0 and (wi == 0 or lo > windows[wi - 1][1]):
@@ -147,13 +170,13 @@ def segments(
         while cursor_span < len(clean) and clean[cursor_span][0] <= hi:
             start, end, number = clean[cursor_span]
             if start > pos:
-                out.append(Segment(text[pos:start]))
+                plain(pos, start)
             pieces = _pieces(text, start, end, marks, ends) if marks else []
             out.append(Segment(text[start:end], passage=number, pieces=pieces))
             pos = max(pos, end)
             cursor_span += 1
         if pos < hi:
-            out.append(Segment(text[pos:hi]))
+            plain(pos, hi)
     if windows and windows[-1][1] < n:
         out.append(Segment("…", gap=True))
     return out

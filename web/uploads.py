@@ -14,6 +14,7 @@ import posixpath
 import secrets
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -143,11 +144,11 @@ def spooled_uploads(
             skipped.append({"source": name, "message": unsupported(suffixes)})
             continue
         kept += 1
-        refs.append(stream.ref(name))
+        refs.append(dict(stream.ref(name)))
     return refs, skipped
 
 
-def claim(refs: list[dict[str, Any]]) -> None:
+def claim(refs: Sequence[Mapping[str, object]]) -> None:
     """Keep these uploads after the request: a job has them now (it deletes them)."""
     request.environ.setdefault(_CLAIMED, set()).update(r["upload"] for r in refs)
 

@@ -22,12 +22,15 @@ Flask app context and the app is kept in ``flask_app.extensions["celery"]``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, Task
 from kombu import Queue
 
 from tracker.config import SettingError, Settings, WorkerSettings
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 TASK_MODULES = (
     "workers.tasks.ingest",
@@ -46,6 +49,12 @@ QUEUES = (DEFAULT_QUEUE, "crawl", "check", "ingest", "reports", "index", "cases"
 # Tasks that deliver alerts (webhook, e-mail) to receivers that may be slow or down:
 # on a queue of their own, so their timeouts and retries never hold a check.
 ALERT_TASKS = ("yinji.cases.alert_new_matches", "yinji.cases.daily_digest")
+# The daily task of each kind of watch-list item (``workers.tasks.crawl``).
+WATCH_TASKS = {
+    "url": "yinji.crawl.crawl_url",
+    "site": "yinji.crawl.crawl_site",
+    "book": "yinji.crawl.crawl_book",
+}
 # Task names are "yinji.<domain>.<function>"; the domain is the queue. Exact names
 # (the alert tasks) win over the patterns in Celery's routing.
 TASK_ROUTES: dict[str, dict[str, str]] = {
@@ -172,7 +181,7 @@ def worker_settings(app: Celery) -> WorkerSettings:
     return ws
 
 
-def transport_options(ws: WorkerSettings) -> dict[str, Any]:
+def transport_options(ws: WorkerSettings) -> dict[str, int]:
     vt = ws.visibility_timeout
     return {
         "visibility_timeout": vt,
@@ -266,7 +275,7 @@ def use_app(app: Celery | None) -> None:
     _current = app
 
 
-def celery_init_app(flask_app: Any, settings: Settings | None = None) -> Celery:
+def celery_init_app(flask_app: Flask, settings: Settings | None = None) -> Celery:
     """Flask integration (Flask's own Celery example): tasks run in the app context.
 
     Settings: ``settings``, else those of the Yinji web state

@@ -65,12 +65,12 @@ def node_name(given: str | None) -> str:
 
 def _say_durability_problem() -> None:
     """Warn when the broker's Redis keeps no append-only file
-    (``workers.jobs.durability_problem``), from a thread of its own: reading the result
+    (``workers.health.durability_problem``), from a thread of its own: reading the result
     backend before the worker has started delayed its start by seconds."""
     import threading
 
     def check() -> None:
-        from workers.jobs import durability_problem
+        from workers.health import durability_problem
 
         problem = durability_problem()
         if problem:
@@ -262,9 +262,10 @@ def watch_add(ctx: click.Context, url: str, site: bool, book: bool, no_crawl: bo
 def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
     """The item's first crawl, in this process (``tracker.cases.watching.crawl_now``)."""
     from tracker.cases import CaseService, open_case_store
-    from tracker.cases.watching import crawl_now, mark_crawled
+    from tracker.cases.watching import crawl_now
     from tracker.crawler import Crawler, CrawlerConfig
     from tracker.library import Library
+    from tracker.services.watchlist import WatchList
 
     settings = _settings(ctx)
     ws = WorkerSettings.from_env()
@@ -282,7 +283,7 @@ def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
         finally:
             svc.close()
         if run.pages:
-            mark_crawled(lib.store, url)
+            WatchList(lib).mark_crawled(url)
     case = f"; case {run.case_id}" if run.case_id else ""
     click.echo(f"crawled now: {run.pages} page(s), {run.matches} match(es){case}", err=True)
     for error in run.errors:

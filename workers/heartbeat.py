@@ -47,12 +47,13 @@ from celery.exceptions import WorkerLostError
 
 from tracker.timefmt import human_utc, iso_utc, parse_utc
 from workers.app import app_settings, worker_settings
+from workers.backend import TaskMeta, backend_client, release, task_metas
+from workers.schedule import REAP_INTERVAL
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 5.0  # seconds between two heartbeats of a worker node
 HEARTBEAT_TTL = 20  # seconds a heartbeat lasts: a node silent this long is gone
-REAP_INTERVAL = 10.0  # seconds between two reaper passes of a worker (and of the beat)
 MAX_REQUEUES = 2  # re-queues of one task before it is marked failed
 LOST_AFTER = 30  # seconds a sent task may be neither received nor in its queue
 UNACKED_KEY = "unacked"  # kombu's Redis transport: messages a consumer has taken
@@ -82,10 +83,6 @@ def reaper_lock_key(app: Celery) -> str:
 def nodes_key(app: Celery) -> str:
     """Hash node → the queues it consumes (JSON list), written with each heartbeat."""
     return f"{_tag(app)}:nodes"
-
-
-def _client(app: Celery) -> Any:
-    return app.backend.client
 
 
 # --- heartbeats -------------------------------------------------------------------------
@@ -128,7 +125,7 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            pipe = _client(self.app).pipeline(transaction=False)
+            pipe = backend_client(self.app).pipeline(transaction=False)
             pipe.set(heartbeat_key(self.app, self.node), _now(), ex=HEARTBEAT_TTL)
             pipe.hset(nodes_key(self.app), self.node, self._entry)
             pipe.execute()
@@ -177,7 +174,7 @@ def forget_node(app: Celery, node: str) -> None:
     """Remove ``node``'s heartbeat and its queues at once: it stopped (cleanly, or its
     process is known dead: ``workers.children`` saw it exit), so nobody has to wait for
     the heartbeat to expire to know it."""
-    pipe = _client(app).pipeline(transaction=False)
+    pipe = backend_client(app).pipeline(transaction=False)
     pipe.delete(heartbeat_key(app, node))
     pipe.hdel(nodes_key(app), node)
     pipe.execute()
@@ -212,7 +209,7 @@ class NodeEntry:
 
 
 def _node_entries(app: Celery) -> dict[str, NodeEntry | None]:
-    raw = _client(app).hgetall(nodes_key(app))
+    raw = backend_client(app).hgetall(nodes_key(app))
     out: dict[str, NodeEntry | None] = {}
     for name, value in raw.items():
         key = name.decode() if isinstance(name, bytes) else str(name)
@@ -232,7 +229,7 @@ def consumers(app: Celery) -> dict[str, list[str]]:
     """The live worker nodes (a fresh heartbeat, and a process that still runs when it
     ran on this machine) and the queues each consumes. Nodes found gone are dropped
     from the registry on the way."""
-    client = _client(app)
+    client = backend_client(app)
     entries = _node_entries(app)
     if not entries:
         return {}
@@ -320,7 +317,7 @@ def track_sent(
     worker, so that one lost in flight is found (``reap_orphans``). Never raises."""
     try:
         now = _now()
-        pipe = _client(app).pipeline(transaction=False)
+        pipe = backend_client(app).pipeline(transaction=False)
         key = running_key(app)
         for task_id, name, args, kwargs, queue in tasks:
             entry = RunningTask(task_id, name, list(args), dict(kwargs), queue, "", now)
@@ -338,7 +335,7 @@ def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None
         if not name or not name.startswith(TASK_PREFIX):
             return
         app = request.task.app
-        client = _client(app)
+        client = backend_client(app)
         key = running_key(app)
         old = client.hget(key, request.task_id)
         before = RunningTask.from_json(old) if old else None
@@ -368,7 +365,7 @@ def _on_task_postrun(
             return
         if state == states.RETRY:
             return
-        _client(sender.app).hdel(running_key(sender.app), task_id)
+        backend_client(sender.app).hdel(running_key(sender.app), task_id)
     except Exception as exc:
         log.warning("running task %s not cleared: %s", task_id, exc)
 
@@ -389,8 +386,13 @@ class ReapReport:
     cleared: list[str] = field(default_factory=list)  # finished tasks left in the hash
     skipped: bool = False  # another process was reaping
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    def to_dict(self) -> dict[str, list[str] | bool]:
+        return {
+            "requeued": self.requeued,
+            "failed": self.failed,
+            "cleared": self.cleared,
+            "skipped": self.skipped,
+        }
 
 
 def _age(entry: RunningTask, now: float) -> float:
@@ -406,7 +408,7 @@ def reap_orphans(app: Celery, dead: frozenset[str] | set[str] = frozenset()) -> 
     already finished are forgotten. ``dead``: nodes known to have stopped (their
     process exited: ``workers.children``), whose tasks are re-queued at once, without
     waiting for their heartbeat to expire. One process at a time (a Redis lock)."""
-    client = _client(app)
+    client = backend_client(app)
     report = ReapReport()
     token = uuid.uuid4().hex
     lock = reaper_lock_key(app)
@@ -443,11 +445,9 @@ def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | s
     alive_flags = client.mget([heartbeat_key(app, n) for n in nodes]) if nodes else []
     dead = set(dead) | (dead_nodes(app) & set(nodes))
     alive = {n for n, v in zip(nodes, alive_flags, strict=True) if v is not None} - dead
-    from workers.jobs import _metas
-
-    metas: dict[str, dict[str, Any]] = {}
+    metas: dict[str, TaskMeta] = {}
     for i in range(0, len(entries), 1000):  # one round trip per 1,000 tasks
-        metas.update(_metas(app, [e.id for e in entries[i : i + 1000]]))
+        metas.update(task_metas(app, [e.id for e in entries[i : i + 1000]]))
     expires = worker_settings(app).result_expires
     waiting: list[RunningTask] = []
     for entry in entries:
@@ -478,7 +478,7 @@ def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | s
         options: dict[str, Any] = {"task_id": entry.id}
         if entry.queue:
             options["queue"] = entry.queue
-        _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
+        release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
         log.warning(
             "task %s[%s] re-queued: its worker %s stopped (re-queue %d of %d)",
             entry.name,
@@ -500,7 +500,7 @@ def _reap(app: Celery, client: Any, report: ReapReport, dead: frozenset[str] | s
                 if entry.queue
                 else {"task_id": entry.id}
             )
-            _release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
+            release(app.send_task(entry.name, args=entry.args, kwargs=entry.kwargs, **options))
             log.warning("task %s[%s] was lost in flight: sent again", entry.name, entry.id)
             report.requeued.append(entry.id)
 
@@ -540,12 +540,6 @@ def _queued_ids(client: Any, queues: set[str], page: int = 1000) -> set[str]:
     for raw in client.hvals(UNACKED_KEY):
         found.update(m.decode() for m in _ID.findall(raw))
     return found
-
-
-def _release(sent: Any) -> None:
-    from workers.jobs import release
-
-    release(sent)
 
 
 def _fail(app: Celery, entry: RunningTask, lost_on: str) -> None:

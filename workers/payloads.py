@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import Any
 
-from tracker.documents import Document, DocumentError, read_path
+from tracker.documents import BookReader, Document, DocumentError, read_path
 from tracker.rules import check_document_item, check_text_item
 from tracker.store import Suspect
-from workers.spool import Spool, UploadError
+from workers.spool import Spool, UploadError, UploadRef
 
 
 def sha1_hex(text: str) -> str:
@@ -52,12 +51,15 @@ def documents_from_items(items: list[object]) -> list[Document | DocumentError]:
     return out
 
 
-def upload_documents(spool: Spool, ref: Any) -> Iterator[Document | DocumentError]:
+def upload_documents(
+    spool: Spool, ref: UploadRef, books: BookReader | None = None
+) -> Iterator[Document | DocumentError]:
     """The documents of one upload (``workers.spool``): a file read by
     ``tracker.documents.read_path`` (its type from the client's file name; a .jsonl
-    line by line and a .zip member by member, within the archive's expansion budget),
-    or spooled ingest items. Nothing raises: a missing or changed file, or any failure of the
-    reader, is a ``DocumentError`` naming the file, after the documents read before it."""
+    line by line and a .zip member by member, within the archive's expansion budget;
+    whole books by ``books``, ``workers.book_uploads``), or spooled ingest items.
+    Nothing raises: a missing or changed file, or any failure of the reader, is a
+    ``DocumentError`` naming the file, after the documents read before it."""
     name = str(ref.get("name") or "upload") if isinstance(ref, dict) else "upload"
     count = 0
     try:
@@ -72,10 +74,10 @@ def upload_documents(spool: Spool, ref: Any) -> Iterator[Document | DocumentErro
                 count += 1
                 yield doc
             return
-        for item in read_path(spool.verified_path(ref), name):
-            if not isinstance(item, DocumentError):
+        for read in read_path(spool.verified_path(ref), name, books=books):
+            if not isinstance(read, DocumentError):
                 count += 1
-            yield item
+            yield read
     except UploadError as exc:
         yield DocumentError(name, str(exc).removeprefix(f"{name}: "))
     except (MemoryError, RecursionError, ValueError, LookupError, OSError, TypeError) as exc:
@@ -85,9 +87,9 @@ def upload_documents(spool: Spool, ref: Any) -> Iterator[Document | DocumentErro
         yield DocumentError(name, f"could not be read{after} ({type(exc).__name__}: {exc})"[:500])
 
 
-def text_item(doc: Document, url: str = "") -> dict[str, Any]:
+def text_item(doc: Document, url: str = "") -> dict[str, str]:
     """A document as a check job's text item (``tracker.rules.check_text_item``)."""
-    item: dict[str, Any] = {"title": doc.title, "text": doc.text}
+    item: dict[str, str] = {"title": doc.title, "text": doc.text}
     if doc.id:
         item["id"] = doc.id
     url = url or str((doc.metadata or {}).get("url") or "")
@@ -96,7 +98,7 @@ def text_item(doc: Document, url: str = "") -> dict[str, Any]:
     return item
 
 
-def upload_suspects(spool: Spool, ref: Any) -> Iterator[Suspect | DocumentError]:
+def upload_suspects(spool: Spool, ref: UploadRef) -> Iterator[Suspect | DocumentError]:
     """The suspects of one upload. A file's documents become text items as the check
     form made them (id: the file's stem; title; the URL a .jsonl line gives); spooled
     items are text items. Bad ones are ``DocumentError`` values naming them."""

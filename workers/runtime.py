@@ -18,6 +18,7 @@ from workers.app import app_settings, worker_settings
 
 if TYPE_CHECKING:  # imported on first use: a web process never needs the crawler
     from tracker.cases import CaseService
+    from tracker.cases.store import CaseStore
     from tracker.crawler import Crawler
     from tracker.pagesim import NearDuplicateFilter
 
@@ -52,27 +53,28 @@ class Runtime(LibraryHandle):
         return self.resource("near_duplicates", self._make_near_duplicates)
 
     def _make_near_duplicates(self) -> NearDuplicateFilter:
-        from tracker.pagesim import NearDuplicateFilter
+        from tracker.services.lookups import near_duplicates
 
-        return NearDuplicateFilter(
-            redis=self.library.redis, prefix=self.settings.redis_prefix, name="crawl"
-        )
+        return near_duplicates(self.library, "crawl")
 
     @property
     def cases(self) -> CaseService:
         """The takedown cases of this installation (``tracker.cases``): the same store
         the CLI and the web app use, with the evidence log beside the library."""
-        return self.resource("cases", self._make_cases, close=_close_cases)
-
-    def _make_cases(self) -> CaseService:
         from tracker.cases import CaseService, open_case_store
 
-        return CaseService(open_case_store(self.settings), self.settings)
+        opened: list[CaseStore] = []  # the store this handle opened for the service
 
+        def make() -> CaseService:
+            opened.append(open_case_store(self.settings))
+            return CaseService(opened[0], self.settings)
 
-def _close_cases(svc: CaseService) -> None:
-    svc.close()
-    svc.store.close()
+        def close(svc: CaseService) -> None:
+            svc.close()  # its evidence log; the store is the opener's
+            for store in opened:
+                store.close()
+
+        return self.resource("cases", make, close=close)
 
 
 _runtimes: dict[Settings, Runtime] = {}

@@ -32,11 +32,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from celery.schedules import crontab
 
 from tracker.config import WorkerSettings, env_int, env_time
+
+#: Seconds between two reaper passes of a worker (``workers.heartbeat``); the beat sends
+#: ``yinji.workers.reap_orphans`` every two of them.
+REAP_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,13 @@ def beat_schedule(
     ws: WorkerSettings | None = None,
     cs: CaseSchedule | None = None,
     es: EvidenceSchedule | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, dict[str, object]]:
     ws = ws or WorkerSettings.from_env()
     cs = cs or CaseSchedule.from_env()
     es = es or EvidenceSchedule.from_env()
     recrawl_h, recrawl_m = ws.recrawl_at
     check_h, check_m = ws.check_mothers_at
-    schedule: dict[str, dict[str, Any]] = {
+    schedule: dict[str, dict[str, object]] = {
         "recrawl-watchlist": {
             "task": "yinji.crawl.recrawl_watchlist",
             "schedule": crontab(hour=recrawl_h, minute=recrawl_m),
@@ -106,8 +109,6 @@ def beat_schedule(
     }
     # Orphaned tasks (their worker died) re-queued or failed within a minute, whatever
     # the visibility timeout (workers.heartbeat; every worker also runs it).
-    from workers.heartbeat import REAP_INTERVAL
-
     schedule["reap-orphans"] = {
         "task": "yinji.workers.reap_orphans",
         "schedule": timedelta(seconds=REAP_INTERVAL * 2),

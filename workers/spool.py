@@ -33,13 +33,25 @@ import secrets
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO, TypedDict
+
+from tracker.records import JSONValue
 
 UPLOAD_DIR = "uploads"
 TOKEN_RE = re.compile(r"^up-[0-9a-f]{32}$")
 FORMATS = ("file", "items")
 MAX_AGE = 7 * 24 * 3600  # seconds a forgotten upload is kept (the longest a job lives)
 CHUNK = 1024 * 1024
+
+
+class UploadRef(TypedDict):
+    """A reference to a spooled upload (the module doc)."""
+
+    upload: str
+    sha256: str
+    size: int
+    name: str
+    format: str
 
 
 class UploadError(ValueError):
@@ -101,7 +113,7 @@ class SpoolFile:
         return iter(self._fh)
 
     # --- the reference --------------------------------------------------------------
-    def ref(self, name: str, fmt: str = "file") -> dict[str, Any]:
+    def ref(self, name: str, fmt: str = "file") -> UploadRef:
         """The reference a task message carries (closes the file: it is complete)."""
         if fmt not in FORMATS:
             raise ValueError(f"upload format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -129,7 +141,7 @@ class Spool:
         token = "up-" + secrets.token_hex(16)
         return SpoolFile(self.root / token, token)
 
-    def write_items(self, items: Iterable[Any], name: str) -> dict[str, Any]:
+    def write_items(self, items: Iterable[JSONValue], name: str) -> UploadRef:
         """Job items as a JSON Lines upload; returns its reference."""
         spooled = self.create()
         try:
@@ -142,22 +154,22 @@ class Spool:
             spooled.path.unlink(missing_ok=True)
             raise
 
-    def path(self, ref: Any) -> Path:
+    def path(self, ref: object) -> Path:
         """The file of a reference (``UploadError`` when the reference is malformed).
         Only a token is accepted, never a path: a message cannot name another file."""
-        if not isinstance(ref, dict) or not isinstance(ref.get("upload"), str):
+        token = ref.get("upload") if isinstance(ref, dict) else None
+        if not isinstance(token, str):
             raise UploadError(f"not an upload reference: {str(ref)[:80]!r}")
-        token = ref["upload"]
         if not TOKEN_RE.match(token):
             raise UploadError(f"not an upload token: {token[:80]!r}")
         return self.root / token
 
-    def verified_path(self, ref: Any) -> Path:
+    def verified_path(self, ref: UploadRef) -> Path:
         """The upload's file after checking its size and SHA-256 (``UploadError``)."""
         self.open(ref).close()
         return self.path(ref)
 
-    def open(self, ref: Any) -> BinaryIO:
+    def open(self, ref: UploadRef) -> BinaryIO:
         """The upload's file, open for reading, after checking its size and SHA-256."""
         path = self.path(ref)
         name = str(ref.get("name") or ref["upload"])
@@ -179,14 +191,14 @@ class Spool:
         fh.seek(0)
         return fh
 
-    def iter_items(self, ref: Any) -> Iterator[Any]:
+    def iter_items(self, ref: UploadRef) -> Iterator[JSONValue]:
         """The items of an ``items`` upload, one per line."""
         with self.open(ref) as fh:
             for line in fh:
                 if line.strip():
                     yield json.loads(line)
 
-    def delete(self, refs: Iterable[Any]) -> None:
+    def delete(self, refs: Iterable[object]) -> None:
         """Remove the files of ``refs`` (missing files and bad references are ignored:
         a redelivered task deletes again)."""
         for ref in refs:

@@ -62,7 +62,7 @@ def test_cli_creates_the_data_folder_700_and_its_files_600(tmp_path: Path) -> No
 def test_library_use_without_the_cli_is_private_too(tmp_path: Path) -> None:
     from workerkit import Embedded
 
-    from tracker.cases.store import open_case_store
+    from tracker.cases.store_factory import open_case_store
     from tracker.store import open_store
 
     old = os.umask(0o022)

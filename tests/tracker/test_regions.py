@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from adcopy import ADS, CHAPTER, ad_dense, prose
 
 from tracker.config import Settings
 from tracker.documents import Document
@@ -20,47 +21,6 @@ from tracker.pinyin import initial_codes
 from tracker.records import Match, Mother, Passage, Region, Suspect
 from tracker.services.results import CheckResult
 from tracker.store import SqliteStore, Store
-
-ADS = ["最新章节请到笔趣阁阅读", "天才一秒记住本站地址", "手机用户请浏览阅读", "【求月票求推荐】"]
-
-
-def prose(seed: int, sentences: int) -> str:
-    """Sentences of 4-40 characters drawn at random from 4,000 CJK ideographs (no
-    phrase repeats, so no passage meets its words elsewhere in the work)."""
-    rng = random.Random(seed)
-    return "".join(
-        "".join(chr(rng.randrange(0x4E00, 0x4E00 + 4000)) for _ in range(rng.randint(4, 40)))
-        + rng.choice("。！？")
-        for _ in range(sentences)
-    )
-
-
-CHAPTER = prose(39, 260)  # ~5,600 characters, sentences as short as 4 characters
-
-
-def ad_dense(text: str, seed: int) -> tuple[str, list[tuple[int, int]]]:
-    """``text`` with an ad line after every 1-2 sentences, and where each ad stands."""
-    rng = random.Random(seed)
-    out, ads, since = "", [], 0
-    sentences = [s for s in text.replace("。", "。|").replace("！", "！|").split("|") if s]
-    sentences = [
-        p + ("？" if i < len(parts) - 1 else "")
-        for s in sentences
-        for parts in [s.split("？")]
-        for i, p in enumerate(parts)
-        if p
-    ]
-    gap = rng.randint(1, 2)
-    for sentence in sentences:
-        out += sentence
-        since += 1
-        if since >= gap:
-            ad = rng.choice(ADS)
-            out += "\n"
-            ads.append((len(out), len(out) + len(ad)))
-            out += ad + "\n"
-            since, gap = 0, rng.randint(1, 2)
-    return out, ads
 
 
 @pytest.fixture(scope="module")

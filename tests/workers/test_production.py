@@ -582,7 +582,7 @@ def test_a_failed_ingest_reports_per_item_what_was_stored(tmp_path: Path) -> Non
         missing = Document(id="w-2", title="二", text="城市的地铁在早高峰时挤满了赶路的人" * 20)
         bad = DocumentError("documents[3]", "'text' must be a non-empty string")
         report = stored_report(
-            lib.store, [stored, changed, missing, bad], RuntimeError("layout keeps changing")
+            lib, [stored, changed, missing, bad], RuntimeError("layout keeps changing")
         )
     close_all()
     assert report["ingested"] == 1 and report["characters"] == len(stored.text)

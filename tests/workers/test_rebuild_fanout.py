@@ -52,25 +52,25 @@ def test_a_load_after_a_failed_chunk_is_reported_not_run(monkeypatch: pytest.Mon
     not stay in progress for ever but fail, naming the chunk (the old index answers)."""
     from celery import states
 
-    from workers import jobs
+    from workers import status
 
     metas = {
         "c1": {"status": states.SUCCESS, "result": {"lo": 1, "hi": 2, "mothers": 2, "total": 2}},
         "c2": {"status": states.FAILURE, "result": ValueError("disk full")},
         "load": {"status": states.PENDING, "result": None},
     }
-    monkeypatch.setattr(jobs, "_metas", lambda app, ids: {i: metas[i] for i in ids})
+    monkeypatch.setattr(status, "task_metas", lambda app, ids: {i: metas[i] for i in ids})
     entries = [
         {"id": "c1", "label": "mothers 1..2", "total": 2},
         {"id": "c2", "label": "mothers 3..4", "total": 2},
         {"id": "load", "label": "load", "total": 4, "after": ["c1", "c2"]},
     ]
-    _, _, load = jobs._nodes(None, entries, 1)  # type: ignore[arg-type]
+    _, _, load = status._nodes(None, entries, 1)  # type: ignore[arg-type]
     assert load.ready and load.state == states.FAILURE
     assert load.failures[0]["error"] == "not run: mothers 3..4 failed (ValueError: disk full)"
     # While a chunk still runs, the load is only waiting.
     metas["c2"] = {"status": "PROGRESS", "result": {"done": 1, "total": 2}}
-    _, _, load = jobs._nodes(None, entries, 1)  # type: ignore[arg-type]
+    _, _, load = status._nodes(None, entries, 1)  # type: ignore[arg-type]
     assert not load.ready and load.state == states.PENDING
 
 

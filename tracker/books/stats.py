@@ -224,7 +224,7 @@ def match_pages(
 def _sqlite_pages(
     store: SqliteStore, query: MatchQuery | None, ids: list[str] | None
 ) -> Iterator[MatchPage]:
-    from tracker.store.sqlite import _match_where
+    from tracker.store.sqlite_matches import _match_where
 
     where, params = _match_where(query)
     chunks: list[list[str] | None] = (
@@ -250,7 +250,7 @@ def _sqlite_pages(
 def _mongo_pages(
     store: MongoStore, query: MatchQuery | None, ids: list[str] | None
 ) -> Iterator[MatchPage]:
-    from tracker.store.mongo import _match_filter
+    from tracker.store.mongo_matches import _match_filter
 
     flt = _match_filter(query)
     if ids is not None:

@@ -19,7 +19,8 @@ from .model import (
     Profile,
 )
 from .service import CaseService, VerdictResult
-from .store import CaseStore, open_case_store
+from .store import CaseStore
+from .store_factory import open_case_store
 
 __all__ = [
     "STATES",

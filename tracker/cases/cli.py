@@ -58,7 +58,7 @@ def _service(ctx: click.Context, *, create: bool = False) -> Iterator[Any]:
     """The cases of the data folder; without ``create`` (the profile may be set before
     the first work is imported) a missing folder is refused, not created."""
     from .service import CaseService
-    from .store import open_case_store
+    from .store_factory import open_case_store
 
     settings = _settings(ctx)
     if not create:

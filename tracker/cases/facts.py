@@ -15,6 +15,9 @@ a stored fact, per URL:
   share of the page copied (coverage): figures of that page's own text, or, for a URL
   filed before pages were URLs of their own (its text assembled from several pages),
   of those pages together, which the notice then says and lists (``together``);
+- the match's regions as stored (``tracker.records.Region``: one per copied stretch,
+  each with its own similarity on pinyin initials and the number of inserted spans the
+  work does not hold there, excluded from it);
 - for a fetched page, the capture's fetch time and the SHA-256 of the bytes served (the
   evidence log's capture; without one, the suspect record's); for a text handed in,
   "submitted, not fetched" with the time it was received — never a fetch time;
@@ -52,6 +55,17 @@ class NoConfirmedURL(CaseError):
 
 
 @dataclass(frozen=True)
+class RegionFact:
+    """One stored region of a URL's match: where it stands in the page's text, its own
+    similarity (on pinyin initials) and how many inserted spans it excludes."""
+
+    suspect_start: int
+    suspect_end: int
+    similarity: float
+    excluded: int
+
+
+@dataclass(frozen=True)
 class URLFact:
     """One URL of a notice with the facts stated about it."""
 
@@ -77,6 +91,7 @@ class URLFact:
     chapter_index: int | None = None  # the chapter's place in the book
     page: int = 0  # the page of the chapter on the site; 0: not recorded
     together: tuple[str, ...] = ()  # the pages whose text the figures cover, when several
+    regions: tuple[RegionFact, ...] = ()  # the match's stored regions, in page order
 
     def chapter_zh(self) -> str:
         """``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (the work alone outside a book)."""
@@ -219,6 +234,10 @@ def url_fact(
         ),
         page=url.page or 0,
         together=together,
+        regions=tuple(
+            RegionFact(r.suspect_start, r.suspect_end, float(r.similarity), len(r.excluded))
+            for r in sorted(match.regions, key=lambda r: r.suspect_start)
+        ),
     )
 
 

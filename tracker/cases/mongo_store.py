@@ -17,6 +17,7 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
 
 from tracker.records import JSONValue, NotFound
+from tracker.store.mongo_client import client_of
 
 from .model import Case, CaseEvent, CaseEventRecord, CaseRecord, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
@@ -24,7 +25,7 @@ from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
 if TYPE_CHECKING:
     from pymongo import MongoClient
 
-    from tracker.backends import MongoDocument
+    from tracker.store.mongo_client import MongoDocument
 
 
 def _doc(case: Case) -> dict[str, Any]:
@@ -43,8 +44,6 @@ class MongoCaseStore(CaseStore):
     def __init__(
         self, uri_or_client: str | MongoClient[MongoDocument], db_name: str = "yinji"
     ) -> None:
-        from tracker.backends import client_of  # the one timeout rule
-
         self._client, self._owns_client = client_of(uri_or_client)
         db = self._client[db_name]
         self.cases = db["cases"]

@@ -11,28 +11,42 @@ errors, and the rendered notice is checked for the elements the law asks for (th
 holder's name, contact and address, each work, each URL, the evidence; in English the
 good-faith and penalty-of-perjury statements and the signature): an edited template
 that drops one is refused with the missing elements named.
+
+The parts: ``notice_text`` (``Notice``, languages, formats, checks), ``notice_templates``
+(what templates see, the sandbox, the elements check), ``notice_formats`` (PDF, DOCX,
+EML); this module builds notices from cases and generates their files.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date as Date
-from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
-from xml.sax.saxutils import escape
+from typing import TYPE_CHECKING, Any
 
 from tracker.records import NotFound
-from tracker.timefmt import human_utc
 
-from .facts import LeftOut, NoticeFacts, URLFact, notice_facts, zh_title
-from .model import Case, CaseError, Profile, page_label
+from .facts import notice_facts
+from .model import Case, CaseError
+from .notice_formats import EmlOptions, render, render_docx, render_email, render_eml, render_pdf
+from .notice_templates import _check_elements, _environment, _render_template, notice_context
+from .notice_text import (
+    CONTENT_TYPES,
+    FORMATS,
+    LANGS,
+    TEMPLATE_DIR,
+    Notice,
+    NoticeIncomplete,
+    TemplateTooCostly,
+    check_format,
+    check_lang,
+    check_recipients,
+    notice_reference,
+)
 from .service import CaseService
 
 if TYPE_CHECKING:
@@ -40,454 +54,33 @@ if TYPE_CHECKING:
     from tracker.library import Library
     from tracker.store import Store
 
-    from .platforms import Platform
-
 log = logging.getLogger(__name__)
 
-LANGS: tuple[str, ...] = ("zh", "en")
-FORMATS: tuple[str, ...] = ("pdf", "docx", "eml")
-TEMPLATE_DIR = Path(__file__).parent / "templates" / "notices"
-CONTENT_TYPES = {
-    "pdf": "application/pdf",
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "eml": "message/rfc822",
-}
-# Statements 17 U.S.C. 512(c)(3)(A)(v) and (vi) require, and the signature of (i).
-EN_REQUIRED = {
-    "good-faith statement (v)": "good faith belief",
-    "accuracy / penalty-of-perjury statement (vi)": "under penalty of perjury",
-    "signature (i)": "/s/",
-}
-ZH_REQUIRED = {"构成侵权的初步证明材料": "初步证明"}
-
-
-class NoticeIncomplete(CaseError):
-    """The rendered notice lacks elements the law requires."""
-
-
-class TemplateTooCostly(CaseError):
-    """A notice template asked for more work than a notice needs (a huge loop, a huge
-    string): refused with a message instead of holding the process."""
-
-
-# The sandbox's bounds: iterations of every range() of one rendering together, the size
-# of a string or list made by * or **, and the size of the rendered text.
-MAX_TEMPLATE_ITERATIONS = 100_000
-MAX_TEMPLATE_VALUE = 1_000_000
-MAX_NOTICE_CHARS = 2_000_000
-BUDGET_NAME = "__yinji_loop_budget"  # the loop wrapper the sandbox puts around every for
-# Recipient addresses: one line, no controls (a CR/LF would add mail headers).
-_BAD_ADDRESS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
-
-
-def check_recipients(to: Iterable[str]) -> list[str]:
-    """The recipient addresses, each checked: one address on one line with an @.
-    A CR/LF or other control character (header injection) is refused naming it."""
-    from email.utils import parseaddr
-
-    out = []
-    for raw in to:
-        if not isinstance(raw, str):
-            raise CaseError(f"recipient must be text, got {raw!r}")
-        if _BAD_ADDRESS.search(raw):
-            raise CaseError(
-                f"recipient {raw!r} contains a line break or control character; "
-                "give one e-mail address per recipient"
-            )
-        address = raw.strip()
-        if not address:
-            continue
-        if len(address) > 320 or "@" not in parseaddr(address)[1]:
-            raise CaseError(f"recipient {address!r} is not an e-mail address")
-        out.append(address)
-    return out
-
-
-def notice_reference(case_ids: Iterable[str], today: Date) -> str:
-    """The notice number (YJ-date-digest of the case ids): known before the notice is
-    rendered, so the evidence reports can name it."""
-    ids = sorted(set(case_ids))
-    digest = hashlib.sha1("\x1f".join(ids).encode(), usedforsecurity=False).hexdigest()[:8]
-    return f"YJ-{today:%Y%m%d}-{digest}"
-
-
-def check_lang(lang: object) -> str:
-    if lang not in LANGS:
-        raise CaseError(f"language must be one of {', '.join(LANGS)}, got {lang!r}")
-    return str(lang)
-
-
-def check_format(fmt: object) -> str:
-    if fmt not in FORMATS:
-        raise CaseError(f"notice format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    return str(fmt)
-
-
-@dataclass
-class Notice:
-    """A rendered notice: its subject and marked-up text, and what went into it."""
-
-    lang: str
-    platform: str
-    reference: str
-    date: str
-    subject: str
-    text: str
-    case_ids: list[str]
-    profile: Profile
-    urls: list[str] = field(default_factory=list)
-    to: str = ""  # the recipients named in the notice (the platform's, by default)
-    facts: list[URLFact] = field(default_factory=list)
-    left_out: list[LeftOut] = field(default_factory=list)  # URLs of the cases not named
-
-    def blocks(self) -> list[tuple[str, str]]:
-        """(kind, text) per line: title, h2, h3, item, para, space; ``keep`` and
-        ``endkeep`` (lines ``!keep`` / ``!endkeep``) hold a block on one page (the
-        statements with their signature)."""
-        out: list[tuple[str, str]] = []
-        for raw in self.text.splitlines():
-            line = raw.rstrip()
-            if line.strip() in ("!keep", "!endkeep"):
-                out.append((line.strip()[1:], ""))
-                continue
-            if not line.strip():
-                if out and out[-1][0] != "space":
-                    out.append(("space", ""))
-                continue
-            for prefix, kind in (("### ", "h3"), ("## ", "h2"), ("# ", "title"), ("- ", "item")):
-                if line.startswith(prefix):
-                    out.append((kind, line[len(prefix) :].strip()))
-                    break
-            else:
-                out.append(("para", line.strip()))
-        return out
-
-    def plain_text(self) -> str:
-        """The notice as the text of an e-mail."""
-        lines: list[str] = []
-        for kind, text in self.blocks():
-            if kind == "title":
-                lines += [text, ""]
-            elif kind == "h2":
-                lines += ["", text]
-            elif kind == "item":
-                lines.append(f"  - {text}")
-            elif kind == "space":
-                lines.append("")
-            elif kind in ("keep", "endkeep"):
-                continue
-            else:
-                lines.append(text)
-        return "\n".join(lines).strip() + "\n"
-
-    @property
-    def filename_stem(self) -> str:
-        return f"notice-{self.reference}-{self.lang}"
-
-
-# --- building -----------------------------------------------------------------------------
-def _environment(templates_dir: Path | None) -> Any:
-    from jinja2 import ChoiceLoader, FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class BoundedSandbox(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**"})
-
-        def _generate(self, source: Any, *args: Any, **kwargs: Any) -> str:
-            # Every {% for %} iterates through the rendering's step budget, so nested
-            # loops over big values cannot run for hours (jinja2 3.x compiles the AST
-            # here: the one place all loops pass through).
-            from jinja2 import nodes
-
-            for loop in source.find_all(nodes.For):
-                loop.iter = nodes.Call(nodes.Name(BUDGET_NAME, "load"), [loop.iter], [], None, None)
-            return str(super()._generate(source, *args, **kwargs))
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**":
-                if isinstance(right, int | float) and abs(right) > 64:
-                    raise TemplateTooCostly(f"notice template: exponent {right} is too large")
-                return left**right
-            for seq, times in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sized and len(seq) * times > MAX_TEMPLATE_VALUE:
-                    raise TemplateTooCostly(
-                        f"notice template: a value of {len(seq) * times:,} items is more "
-                        f"than a notice needs (at most {MAX_TEMPLATE_VALUE:,})"
-                    )
-            return left * right
-
-    loaders = []
-    if templates_dir is not None and templates_dir.is_dir():
-        loaders.append(FileSystemLoader(str(templates_dir)))
-    loaders.append(FileSystemLoader(str(TEMPLATE_DIR)))
-    return BoundedSandbox(
-        loader=ChoiceLoader(loaders),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # plain text: each renderer escapes for its own format
-    )
-
-
-def _budgeted(budget: list[int]) -> Any:
-    """Each item of a template's loops takes one step of the rendering's budget."""
-
-    def steps(iterable: Any) -> Any:
-        for item in iterable:
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise TemplateTooCostly(
-                    f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
-                )
-            yield item
-
-    return steps
-
-
-def _bounded_range(budget: list[int]) -> Any:
-    def bounded(*args: int) -> Any:
-        numbers = range(*args)
-        if len(numbers) > MAX_TEMPLATE_ITERATIONS:
-            raise TemplateTooCostly(
-                f"notice template: range of {len(numbers):,} steps is more than a notice "
-                f"needs (at most {MAX_TEMPLATE_ITERATIONS:,})"
-            )
-        if len(numbers) > budget[0]:
-            raise TemplateTooCostly(
-                f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
-            )
-        for n in numbers:
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise TemplateTooCostly(
-                    f"notice template: loops of more than {MAX_TEMPLATE_ITERATIONS:,} steps in all"
-                )
-            yield n
-
-    return bounded
-
-
-def _pct(value: float | None) -> str:
-    return "" if value is None else f"{value:.0%}"
-
-
-def _ratio(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
-
-
-def _pages_span(urls: Sequence[str]) -> tuple[str, str]:
-    """(zh, en) naming pages 1 to N of a chapter taken together."""
-    n = len(urls)
-    return f"第 1–{n} 页合计", f"pages 1–{n} together"
-
-
-def _url_context(f: URLFact, lang: str) -> dict[str, Any]:
-    when = human_utc(f.at) if f.at is not None else ""
-    together_zh, together_en = _pages_span(f.together) if f.together else ("", "")
-    return {
-        "case_id": f.case_id,
-        "url": f.url,
-        "label": f.label,
-        "work_id": f.work_id,
-        "work_title": f.work_title,
-        "work_title_zh": zh_title(f.work_title),
-        "book_id": f.book_id,
-        "author": f.author,
-        "chapter": f.chapter,
-        "chapter_index": f.chapter_index,
-        "chapter_zh": f.chapter_zh(),
-        "chapter_en": f.chapter_en(),
-        "page": f.page,
-        "page_zh": page_label(f.page, "zh"),
-        "page_en": page_label(f.page, "en"),
-        "together": list(f.together),
-        "together_zh": together_zh,
-        "together_en": together_en,
-        "char_similarity": _ratio(f.char_similarity),
-        "initials_similarity": _ratio(f.initials_similarity),
-        "coverage_pct": _pct(f.coverage),
-        "fetched": f.fetched,
-        "fetched_at": when if f.fetched else "",
-        "submitted_at": "" if f.fetched else when,
-        "content_sha256": f.content_sha256 or "",
-        "evidence_file": f.evidence_file,
-        "evidence_sha256": f.evidence_sha256,
-    }
-
-
-def notice_context(
-    cases: Sequence[Case],
-    profile: Profile,
-    facts: NoticeFacts,
-    *,
-    lang: str,
-    to: str | None = None,
-    attachments: Sequence[str] = (),
-    today: Date | None = None,
-    evidence_key: str = "",
-    platform: Platform | None = None,
-) -> dict[str, object]:
-    """What the templates see (documented in docs/TAKEDOWN.md): only the stored facts
-    of ``facts`` (``tracker.cases.facts``), one entry per confirmed URL; ``platform``
-    (``tracker.cases.platforms.Platform``) names the addressee when the registry
-    knows the site."""
-    today = today or Date.today()
-    reference = notice_reference((c.id for c in cases), today)
-    items = []
-    first = {f.case_id: i for i, f in reversed(list(enumerate(facts.urls)))}
-    every = [_url_context(f, lang) for f in facts.urls]  # chapter order over the notice
-    books = _books(every)  # each book once, whichever of the cases its pages are in
-    for number, book in enumerate(books, 1):
-        book["number"] = number
-    for c in sorted(cases, key=lambda c: first.get(c.id, len(first))):
-        urls = [u for u in every if u["case_id"] == c.id]
-        if not urls:
-            continue
-        works = list(dict.fromkeys(u["work_title"] for u in urls))
-        items.append(
-            {
-                "id": c.id,
-                "work": c.work,
-                "work_title": " / ".join(works),
-                "work_title_zh": "、".join(zh_title(w) for w in works),
-                "works": works,
-                "books": _books(urls),
-                "domain": c.domain,
-                "state": c.state,
-                "kind": c.kind,
-                "urls": urls,
-            }
-        )
-    return {
-        "lang": lang,
-        "platform": cases[0].domain,
-        "platform_name": platform.display_name(lang) if platform is not None else "",
-        "platform_form": platform.web_form or "" if platform is not None else "",
-        "to": to or "",
-        "reference": reference,
-        "evidence_key": evidence_key,
-        "any_fetched": any(f.fetched for f in facts.urls),
-        "any_submitted": any(not f.fetched for f in facts.urls),
-        "date": today.isoformat()
-        if lang == "en"
-        else f"{today.year}年{today.month}月{today.day}日",
-        "holder": {
-            "name": profile.name,
-            "contact": profile.contact,
-            "email": profile.email,
-            "phone": profile.phone,
-            "address": profile.address,
-        },
-        "cases": items,
-        "books": books,
-        "works_count": len(books),
-        "attachments": list(attachments),
-    }
-
-
-def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """URLs (in chapter order) grouped by book (or work), then by chapter: a book is
-    named once, with the cases its URLs are in, each chapter once, each page under
-    its chapter."""
-    books: dict[str, dict[str, Any]] = {}
-    for u in urls:
-        key = u["book_id"] or u["work_title"]
-        book = books.setdefault(
-            key,
-            {
-                "id": u["book_id"],
-                "title": u["work_title"],
-                "title_zh": zh_title(u["work_title"]),
-                "author": u["author"],
-                "case_ids": [],
-                "chapters": [],
-                "urls": [],
-            },
-        )
-        book["urls"].append(u)
-        if u["case_id"] not in book["case_ids"]:
-            book["case_ids"].append(u["case_id"])
-        in_book = bool(u["book_id"]) and bool(u["chapter"] or u["chapter_index"])
-        chapter_key = (u["chapter_index"], u["chapter"]) if in_book else None
-        chapters = book["chapters"]
-        if not chapters or chapters[-1]["key"] != chapter_key:
-            chapters.append(
-                {
-                    "key": chapter_key,
-                    "index": u["chapter_index"],
-                    "title": u["chapter"],
-                    "zh": u["chapter_zh"] if in_book and u["chapter"] else "",
-                    "en": u["chapter_en"] if in_book else "",
-                    "urls": [],
-                }
-            )
-        chapters[-1]["urls"].append(u)
-    for book in books.values():
-        for chapter in book["chapters"]:
-            if len(chapter["urls"]) == 1 and chapter["urls"][0]["page"] == 1:
-                # The chapter's only URL here: "page 1" would add nothing.
-                chapter["urls"][0].update(page_zh="", page_en="")
-    return list(books.values())
-
-
-def _check_elements(notice: Notice, context: dict[str, Any]) -> None:
-    text = notice.text
-    missing = []
-    holder = context["holder"]
-    for label, value in (("rights holder's name", holder["name"]), ("address", holder["address"])):
-        if value not in text:
-            missing.append(label)
-    if not any(v and v in text for v in (holder["email"], holder["phone"])):
-        missing.append("contact (e-mail or phone)")
-    for item in context["cases"]:
-        for work in item["works"]:
-            if work not in text:
-                missing.append(f"work {work!r}")
-        missing += [f"URL {u['url']}" for u in item["urls"] if u["url"] not in text]
-    required = EN_REQUIRED if notice.lang == "en" else ZH_REQUIRED
-    missing += [label for label, phrase in required.items() if phrase not in text]
-    if missing:
-        raise NoticeIncomplete(
-            f"the {notice.lang} notice template leaves out required elements: " + "; ".join(missing)
-        )
-
-
-def _render_template(env: Any, name: str, context: dict[str, Any]) -> str:
-    """Render one template; any template error becomes a CaseError naming the file
-    and line (the user may have edited it)."""
-    from jinja2 import TemplateError
-
-    budget = [MAX_TEMPLATE_ITERATIONS]
-    try:
-        template = env.get_template(name)
-        out: list[str] = []
-        size = 0
-        bounds = {"range": _bounded_range(budget), BUDGET_NAME: _budgeted(budget)}
-        for chunk in template.generate(**context, **bounds):
-            size += len(chunk)
-            if size > MAX_NOTICE_CHARS:
-                raise TemplateTooCostly(
-                    f"notice template {name}: the notice would be longer than "
-                    f"{MAX_NOTICE_CHARS:,} characters"
-                )
-            out.append(chunk)
-        return "".join(out)
-    except CaseError:
-        raise
-    except (OverflowError, MemoryError, RecursionError) as exc:
-        raise TemplateTooCostly(f"notice template {name}: {exc}") from None
-    except TemplateError as exc:
-        path = getattr(exc, "filename", None) or name
-        line = getattr(exc, "lineno", None)
-        tb = exc.__traceback__
-        while tb is not None:  # runtime errors: the template frame says where
-            if tb.tb_frame.f_code.co_filename.endswith(".j2"):
-                path, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
-            tb = tb.tb_next
-        at = f"{path}:{line}" if line else str(path)
-        raise CaseError(f"notice template {at}: {exc}") from None
+__all__ = [
+    "CONTENT_TYPES",
+    "FORMATS",
+    "LANGS",
+    "TEMPLATE_DIR",
+    "EmlOptions",
+    "GeneratedNotice",
+    "Notice",
+    "NoticeIncomplete",
+    "TemplateTooCostly",
+    "build_notice",
+    "check_format",
+    "check_lang",
+    "check_recipients",
+    "collect_evidence",
+    "generate_notice",
+    "notice_context",
+    "notice_reference",
+    "prepare_notice",
+    "render",
+    "render_docx",
+    "render_email",
+    "render_eml",
+    "render_pdf",
+]
 
 
 def build_notice(
@@ -669,244 +262,6 @@ def prepare_notice(
         today=today,
     )
     return notice, evidence
-
-
-# --- PDF ------------------------------------------------------------------------------------
-def render_pdf(notice: Notice) -> bytes:
-    """A4 PDF with the CJK font embedded (see ``tracker.fonts``)."""
-    from reportlab.lib.pagesizes import A4
-    from reportlab.lib.styles import ParagraphStyle
-    from reportlab.lib.units import mm
-    from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer
-
-    from tracker.fonts import register_cjk_font
-
-    font = register_cjk_font()
-    wrap = "CJK" if notice.lang == "zh" else None
-    base = ParagraphStyle(
-        "body", fontName=font, bulletFontName=font, fontSize=10.5, leading=16, wordWrap=wrap
-    )
-    styles = {
-        "title": ParagraphStyle(
-            "title", parent=base, fontSize=16, leading=22, alignment=1, spaceAfter=8
-        ),
-        "h2": ParagraphStyle(
-            "h2",
-            parent=base,
-            fontSize=12.5,
-            leading=18,
-            spaceBefore=8,
-            spaceAfter=3,
-            keepWithNext=1,
-        ),
-        "h3": ParagraphStyle(
-            "h3", parent=base, fontSize=11, leading=16, spaceBefore=4, keepWithNext=1
-        ),
-        "para": base,
-        "item": ParagraphStyle("item", parent=base, leftIndent=12, bulletIndent=2),
-    }
-    url_style = {  # a long URL must break anywhere, also in English text
-        k: ParagraphStyle(f"{k}-url", parent=s, wordWrap="CJK") for k, s in styles.items()
-    }
-
-    def story() -> list[Any]:
-        out: list[Any] = []
-        kept: list[Any] | None = None
-        for kind, text in notice.blocks():
-            if kind == "keep":
-                kept = []
-                continue
-            if kind == "endkeep":
-                if kept is not None:
-                    out.append(KeepTogether(kept))
-                kept = None
-                continue
-            target = out if kept is None else kept
-            if kind == "space":
-                target.append(Spacer(1, 4))
-                continue
-            style = (url_style if "://" in text else styles)[kind]
-            bullet = "•" if kind == "item" else None
-            target.append(Paragraph(escape(text), style, bulletText=bullet))
-            if "签名或盖章" in text and kept is not None:
-                target.append(Spacer(1, 30))  # room for the signature and the seal
-        if kept:
-            out.append(KeepTogether(kept))
-        return out
-
-    def build(total: int | None) -> tuple[bytes, int]:
-        def footer(canvas: Any, doc: Any) -> None:
-            canvas.saveState()
-            canvas.setFont(font, 8)
-            canvas.drawString(20 * mm, 10 * mm, f"{notice.reference}  ·  {notice.platform}")
-            number = f"{doc.page} / {total}" if total else f"{doc.page}"
-            canvas.drawRightString(A4[0] - 20 * mm, 10 * mm, number)
-            canvas.restoreState()
-
-        buf = io.BytesIO()
-        doc = SimpleDocTemplate(
-            buf,
-            pagesize=A4,
-            leftMargin=20 * mm,
-            rightMargin=20 * mm,
-            topMargin=18 * mm,
-            bottomMargin=18 * mm,
-            title=notice.subject,
-            author=notice.profile.name,
-            subject=notice.reference,
-            creator="音迹 Yinji",
-            lang="zh-CN" if notice.lang == "zh" else "en",
-            initialFontName=font,  # no unembedded base-14 font on any page
-        )
-        doc.build(story(), onFirstPage=footer, onLaterPages=footer)
-        return buf.getvalue(), doc.page
-
-    # Two passes: the first counts the pages, the second numbers them "n / N".
-    _, pages = build(None)
-    data, _ = build(pages)
-    return data
-
-
-# --- DOCX -----------------------------------------------------------------------------------
-def render_docx(notice: Notice) -> bytes:
-    """A Word document (python-docx) with East Asian fonts set on every style."""
-    from docx import Document
-    from docx.oxml.ns import qn
-    from docx.shared import Pt
-
-    doc = Document()
-    east_asian = "Microsoft YaHei" if notice.lang == "zh" else "SimSun"
-    for name in ("Normal", "Title", "Heading 1", "Heading 2", "List Bullet"):
-        style = doc.styles[name]
-        rpr = style.element.get_or_add_rPr()
-        fonts = rpr.find(qn("w:rFonts"))
-        if fonts is None:
-            fonts = rpr.makeelement(qn("w:rFonts"), {})
-            rpr.append(fonts)
-        fonts.set(qn("w:eastAsia"), east_asian)
-    doc.styles["Normal"].font.size = Pt(10.5)
-    props = doc.core_properties
-    props.title, props.author, props.subject = notice.subject, notice.profile.name, notice.reference
-    props.language = "zh-CN" if notice.lang == "zh" else "en-US"
-    keeping = False
-    last: Any = None
-    for kind, text in notice.blocks():
-        if kind in ("keep", "endkeep"):
-            keeping = kind == "keep"
-            if not keeping and last is not None:
-                last.paragraph_format.keep_with_next = False
-            continue
-        if kind == "title":
-            last = doc.add_heading(text, level=0)
-        elif kind == "h2":
-            last = doc.add_heading(text, level=1)
-        elif kind == "h3":
-            last = doc.add_heading(text, level=2)
-        elif kind == "item":
-            last = doc.add_paragraph(text, style="List Bullet")
-        elif kind == "para":
-            last = doc.add_paragraph(text)
-            if "签名或盖章" in text and keeping:
-                last.paragraph_format.space_after = Pt(36)  # room for signature and seal
-        else:
-            continue
-        if keeping:  # the statements stay on one page with their signature
-            last.paragraph_format.keep_with_next = True
-            last.paragraph_format.keep_together = True
-    _docx_page_numbers(doc)
-    buf = io.BytesIO()
-    doc.save(buf)
-    return buf.getvalue()
-
-
-def _docx_page_numbers(doc: Any) -> None:
-    """A footer "n / N" from Word's PAGE and NUMPAGES fields."""
-    from docx.enum.text import WD_ALIGN_PARAGRAPH
-    from docx.oxml import OxmlElement
-    from docx.oxml.ns import qn
-
-    paragraph = doc.sections[0].footer.paragraphs[0]
-    paragraph.alignment = WD_ALIGN_PARAGRAPH.RIGHT
-
-    def field(code: str) -> None:
-        run = paragraph.add_run()
-        for kind, text in (("begin", None), (None, code), ("separate", None), ("end", None)):
-            if kind is None:
-                instr = OxmlElement("w:instrText")
-                instr.set(qn("xml:space"), "preserve")
-                instr.text = text
-                run._r.append(instr)
-            else:
-                char = OxmlElement("w:fldChar")
-                char.set(qn("w:fldCharType"), kind)
-                run._r.append(char)
-
-    field("PAGE")
-    paragraph.add_run(" / ")
-    field("NUMPAGES")
-
-
-# --- e-mail ---------------------------------------------------------------------------------
-def render_email(
-    notice: Notice,
-    *,
-    sender: str | None = None,
-    to: Sequence[str] = (),
-    attachments: Sequence[tuple[str, bytes, str]] = (),
-    attach_pdf: bool = True,
-) -> EmailMessage:
-    """The notice as an e-mail: the text in the body, the notice as a PDF and every
-    attachment given (evidence reports, proofs of ownership) attached."""
-    to = check_recipients(to)
-    if sender is not None and sender.strip():
-        (sender,) = check_recipients([sender])
-    msg = EmailMessage()
-    sender = sender or notice.profile.email
-    if sender:
-        msg["From"] = sender
-    if to:
-        msg["To"] = ", ".join(to)
-    if notice.profile.email and notice.profile.email != sender:
-        msg["Reply-To"] = notice.profile.email
-    msg["Subject"] = notice.subject
-    msg["Date"] = formatdate(localtime=False, usegmt=True)
-    domain = sender.rsplit("@", 1)[-1] if sender and "@" in sender else "yinji.invalid"
-    msg["Message-ID"] = make_msgid(idstring=notice.reference, domain=domain)
-    msg["X-Yinji-Cases"] = ", ".join(notice.case_ids)
-    msg.set_content(notice.plain_text(), charset="utf-8")
-    files: list[tuple[str, bytes, str]] = []
-    if attach_pdf:
-        files.append((f"{notice.filename_stem}.pdf", render_pdf(notice), CONTENT_TYPES["pdf"]))
-    files += list(attachments)
-    for name, data, ctype in files:
-        maintype, _, subtype = (ctype or "application/octet-stream").partition("/")
-        msg.add_attachment(
-            data, maintype=maintype, subtype=subtype or "octet-stream", filename=name
-        )
-    return msg
-
-
-class EmlOptions(TypedDict, total=False):
-    """The keywords of ``render_email`` that ``render_eml`` and ``render`` pass on."""
-
-    sender: str | None
-    to: Sequence[str]
-    attachments: Sequence[tuple[str, bytes, str]]
-    attach_pdf: bool
-
-
-def render_eml(notice: Notice, **kwargs: Unpack[EmlOptions]) -> bytes:
-    return bytes(render_email(notice, **kwargs))
-
-
-def render(notice: Notice, fmt: str, **eml_options: Unpack[EmlOptions]) -> bytes:
-    """The notice in ``fmt`` (pdf, docx, eml)."""
-    fmt = check_format(fmt)
-    if fmt == "pdf":
-        return render_pdf(notice)
-    if fmt == "docx":
-        return render_docx(notice)
-    return render_eml(notice, **eml_options)
 
 
 @dataclass

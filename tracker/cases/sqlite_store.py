@@ -1,8 +1,9 @@
 """``CaseStore`` on one sqlite3 file (``cases.sqlite3`` in the data folder).
 
-As the document store does: one connection per thread, WAL so readers never block the
-writer, every write one ``BEGIN IMMEDIATE`` transaction (several processes share the
-file). A case update and its events are written in the same transaction.
+On the document store's ``SqliteDatabase``: one connection per thread, WAL so readers
+never block the writer, every write one ``BEGIN IMMEDIATE`` transaction (several
+processes share the file). A case update and its events are written in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tracker.datadir import private_dir, private_file
 from tracker.records import JSONValue, NotFound
+from tracker.store.sqlite_db import SqliteDatabase
+from tracker.store.sqlite_records import SqliteKeyValues
 
 from .model import Case, CaseEvent, ConcurrentUpdate
 from .store import MAX_BLOB_BYTES, CaseStore, blob_key, chain, check_blob_key
@@ -56,58 +57,24 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class SqliteCaseStore(CaseStore):
+class SqliteCaseStore(SqliteDatabase, CaseStore):
+    """``CaseStore`` on one sqlite3 file; connections, transactions and a read-only
+    folder as the document store's (``SqliteDatabase``), settings in ``case_meta``
+    (``SqliteKeyValues``)."""
+
+    _probe_table = "cases"
+
     def __init__(self, path: str | os.PathLike[str], *, blob_dir: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        private_dir(self.path.parent)
-        private_file(self.path)  # rights holders' details: mode 600 (tracker.datadir)
         self.blob_dir = Path(blob_dir)
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._conns: list[sqlite3.Connection] = []
-        self._pid = os.getpid()
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode = WAL")
+        self.meta_values = SqliteKeyValues(self, "case_meta")
+        super().__init__(path)  # rights holders' details: mode 600 (tracker.datadir)
+
+    def _init_schema(self) -> None:
+        self._conn().execute("PRAGMA journal_mode = WAL")
         with self._tx() as c:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     c.execute(statement)
-
-    # --- connections -----------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        if os.getpid() != self._pid:  # forked: never touch the parent's connections
-            self._pid, self._local, self._conns = os.getpid(), threading.local(), []
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA busy_timeout = 30000")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
-        return conn
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self._lock:
-            conns, self._conns = self._conns, []
-        if os.getpid() == self._pid:
-            for conn in conns:
-                conn.close()
-        self._local = threading.local()
 
     # --- cases -----------------------------------------------------------------------
     @staticmethod
@@ -234,16 +201,10 @@ class SqliteCaseStore(CaseStore):
 
     # --- settings --------------------------------------------------------------------
     def get_meta(self, key: str) -> JSONValue:
-        row = self._conn().execute("SELECT value FROM case_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row["value"])
+        return self.meta_values.get(key)
 
     def set_meta(self, key: str, value: JSONValue) -> None:
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO case_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, _dumps(value)),
-            )
+        self.meta_values.set(key, value)
 
     # --- blobs -------------------------------------------------------------------------
     def _blob_path(self, key: str) -> Path:

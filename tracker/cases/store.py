@@ -1,6 +1,6 @@
-"""Where cases live: the ``CaseStore`` interface and the factory that picks an adapter
-from the same settings the library uses (``YINJI_MONGO_URI`` set: MongoDB collections
-in the library's database; else ``cases.sqlite3`` in the data folder).
+"""Where cases live: the ``CaseStore`` interface, written by two adapters
+(``sqlite_store``, ``mongo_store``; ``store_factory.open_case_store`` picks one from
+the settings).
 
 Blobs (proof-of-ownership attachments, pages captured by re-checks) are stored
 content-addressed by their sha256: files under ``<data folder>/cases/blobs`` with
@@ -12,14 +12,10 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from tracker.records import JSONValue
 
 from .model import Case, CaseEvent
-
-if TYPE_CHECKING:
-    from tracker.config import Settings
 
 MAX_BLOB_BYTES = 15 * 1024 * 1024  # under MongoDB's 16 MB document limit
 
@@ -120,16 +116,3 @@ def chain(last: CaseEvent | None, events: Sequence[CaseEvent]) -> list[CaseEvent
         prev = ev.hash
         out.append(ev)
     return out
-
-
-def open_case_store(settings: Settings) -> CaseStore:
-    """The case store the settings ask for, alone (``tracker.backends.Backends``):
-    MongoDB when ``mongo_uri`` is set (with a client of its own), else
-    ``cases.sqlite3`` in the data folder."""
-    if settings.mongo_uri:
-        from .mongo_store import MongoCaseStore
-
-        return MongoCaseStore(settings.mongo_uri, db_name=settings.mongo_db)
-    from tracker.backends import open_backends
-
-    return open_backends(settings).case_store()

@@ -78,42 +78,43 @@ from .keys import (
     SigningKey,
     TreeHead,
     format_fingerprint,
-    log_fingerprint,
     parse_fingerprint,
     public_key_fingerprint,
 )
-from .log import (
+from .log import EvidenceLog
+from .records import (
     KINDS,
     AuditReport,
     EvidenceError,
-    EvidenceLog,
     HeadRecord,
     LogEntry,
     LogInconsistent,
     NoEvidence,
     Publication,
 )
-from .settings import EvidenceSettings
+from .settings import EvidenceSettings, log_fingerprint
 
 if TYPE_CHECKING:
-    from .bundle import BundleError, ExportResult, Limits, export_bundle, read_bundle
+    from .bundle import ExportResult, export_bundle
+    from .bundle_format import BundleError, Limits, read_bundle
     from .tsa import TimestampInfo, TokenError, TSAClient, TSAError
-    from .verify import Check, VerifyResult, verify_bundle
+    from .verify import verify_bundle
+    from .verify_result import Check, VerifyResult
 
 # Bundles, their verification and the TSA client (asn1crypto, x509, urllib) load on first
 # use: a command that records a check opens the log and needs none of them (issue #37).
 _LAZY = {
-    "BundleError": "bundle",
+    "BundleError": "bundle_format",
     "ExportResult": "bundle",
-    "Limits": "bundle",
+    "Limits": "bundle_format",
     "export_bundle": "bundle",
-    "read_bundle": "bundle",
+    "read_bundle": "bundle_format",
     "TimestampInfo": "tsa",
     "TokenError": "tsa",
     "TSAClient": "tsa",
     "TSAError": "tsa",
-    "Check": "verify",
-    "VerifyResult": "verify",
+    "Check": "verify_result",
+    "VerifyResult": "verify_result",
     "verify_bundle": "verify",
 }
 

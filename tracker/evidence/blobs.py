@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from pymongo.database import Database
 
-    from tracker.backends import MongoDocument
+    from tracker.store.mongo_client import MongoDocument
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 BLOB_DIR = Path("evidence") / "blobs"

@@ -82,17 +82,6 @@ def parse_fingerprint(text: str, what: str = "fingerprint") -> str:
     return fp
 
 
-def log_fingerprint(data_dir: str | os.PathLike[str], configured: str | None = None) -> str:
-    """The fingerprint of the evidence log's key for a data folder (``configured``:
-    ``YINJI_EVIDENCE_KEY``, default ``EvidenceSettings.from_env().key``), without
-    opening the log. The key is created on first use, as the log would."""
-    if configured is None:
-        from .settings import EvidenceSettings
-
-        configured = EvidenceSettings.from_env().key
-    return SigningKey.load(data_dir, configured).key_id
-
-
 def public_key_from_pem(pem: bytes, source: str = "public key") -> Ed25519PublicKey:
     try:
         key = serialization.load_pem_public_key(pem)

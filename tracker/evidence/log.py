@@ -30,25 +30,21 @@ never leave a gap.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from tracker.datadir import private_dir, private_file
-from tracker.records import JSONObject, Match
+from tracker.datadir import private_dir
+from tracker.records import Match
 from tracker.rules import check_verdict
 
+from .backend import Backend
 from .blobs import BlobStore, FileBlobStore
 from .canonical import (
-    canonical_json,
     format_time,
     ms_from_time,
     parse_json_object,
-    parse_time,
     time_from_ms,
 )
 from .capture import Capture, Submission
@@ -56,532 +52,41 @@ from .keys import EvidenceKeyError, SignedTreeHead, SigningKey, TreeHead, public
 from .merkle import MemoryTree, ProofError, consistency_proof, inclusion_proof, leaf_hash
 from .merkle import node_hash as merkle_node
 from .merkle import root_hash as merkle_root
+from .records import (
+    ENTRY_VERSION,
+    KINDS,
+    AuditReport,
+    BackendRecord,
+    EvidenceError,
+    HeadRecord,
+    LogEntry,
+    LogInconsistent,
+    PendingRecord,
+    Publication,
+    Stamp,
+    encode_entry,
+)
 from .settings import EvidenceSettings
+from .sqlite import SQLITE_FILE, SqliteBackend
 
 if TYPE_CHECKING:
     from cryptography import x509
     from pymongo.database import Database
 
-    from tracker.backends import MongoDocument
     from tracker.config import Settings
+    from tracker.store.mongo_client import MongoDocument
 
     # The TSA client (asn1crypto, urllib, x509: ~0.1 s) is imported where a timestamp
     # is asked for or checked, not by every command that records a check (issue #37).
     from .tsa import TSAClient
-
-ENTRY_VERSION = "yinji-log-entry/1"
-ONCE_PREFIX = "once:"  # meta keys of ``EvidenceLog.append(once=...)``
-KINDS = ("capture", "submission", "check", "verdict", "case_state", "export")
-SQLITE_FILE = "evidence.sqlite3"
-
-
-class EvidenceError(Exception):
-    """The evidence log cannot do what was asked (the message says why)."""
-
-
-class NoEvidence(EvidenceError):
-    """Nothing was recorded about what was asked for (a suspect, a match)."""
-
-
-class LogInconsistent(EvidenceError):
-    """The log no longer holds what a tree head it signed says (truncated, rewritten,
-    or a head not signed by its key): nothing more is signed until it is restored."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        shown = "; ".join(self.problems[:5])
-        more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
-        super().__init__(
-            f"the evidence log is not consistent with the tree heads it signed, so no "
-            f"tree head was signed: {shown}{more}. Restore evidence.sqlite3 (or the "
-            "evidence_* collections) from a backup; `yinji evidence audit` lists every "
-            "problem"
-        )
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One record: its position (leaf index), its exact bytes and their leaf hash."""
-
-    index: int
-    data: bytes
-    leaf_hash: bytes
-
-    @property
-    def envelope(self) -> JSONObject:
-        return parse_json_object(self.data, f"log record {self.index}")
-
-    @property
-    def kind(self) -> str:
-        return str(self.envelope["kind"])
-
-    @property
-    def payload(self) -> JSONObject:
-        payload = self.envelope["payload"]
-        assert isinstance(payload, dict)
-        return payload
-
-    @property
-    def logged_at(self) -> datetime:
-        return parse_time(str(self.envelope["logged_at"]), f"log record {self.index}")
-
-
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def encode_entry(kind: str, payload: Mapping[str, object], logged_at: datetime) -> bytes:
-    if kind not in KINDS:
-        raise EvidenceError(f"unknown record kind {kind!r} (one of {', '.join(KINDS)})")
-    if not isinstance(payload, Mapping):
-        raise EvidenceError(f"a {kind} record's payload must be an object")
-    return canonical_json(
-        {
-            "kind": kind,
-            "logged_at": format_time(logged_at),
-            "payload": dict(payload),
-            "version": ENTRY_VERSION,
-        }
-    )
-
-
-@dataclass(frozen=True)
-class PendingRecord:
-    """A record to append (``EvidenceLog.append_many``): its kind and payload, the
-    suspect and mother it is indexed under (default: the payload's own fields), and
-    its ``once`` key (see ``EvidenceLog.append``)."""
-
-    kind: str
-    payload: Mapping[str, object]
-    suspect_id: str | None = None
-    mother_id: str | None = None
-    once: str | None = None
-
-
-@dataclass(frozen=True)
-class BackendRecord:
-    """An encoded record as a backend stores it (``Backend.append_many``)."""
-
-    data: bytes
-    leaf: bytes
-    kind: str
-    suspect_id: str | None
-    mother_id: str | None
-    once: str | None = None
-
-
-@dataclass(frozen=True)
-class Appended:
-    """Where ``Backend.append_many`` put a record: its index, and whether it was
-    inserted now (False: its ``once`` key was kept already, the index is that
-    record's)."""
-
-    index: int
-    new: bool
-
-
-@dataclass(frozen=True)
-class Stamp:
-    """The outcome of asking a TSA for a token for one tree head."""
-
-    head_id: int
-    at: datetime
-    tsa_url: str
-    response: bytes | None  # the TimeStampResp (DER), when granted and verified
-    error: str | None  # why there is no token
-
-    @property
-    def ok(self) -> bool:
-        return self.response is not None
-
-
-@dataclass(frozen=True)
-class HeadRecord:
-    """A stored signed tree head, with its timestamp (if any)."""
-
-    id: int
-    signed: SignedTreeHead
-    stamps: tuple[Stamp, ...] = ()
-
-    @property
-    def head(self) -> TreeHead:
-        return self.signed.head
-
-    @property
-    def token(self) -> bytes | None:
-        """The first verified TimeStampResp for this head, or None (unstamped)."""
-        return next((s.response for s in self.stamps if s.response is not None), None)
-
-    @property
-    def stamp_error(self) -> str | None:
-        if self.token is not None or not self.stamps:
-            return None
-        return self.stamps[-1].error
-
-
-@dataclass(frozen=True)
-class Publication:
-    """What ``EvidenceLog.publish`` did: the head now covering the log, whether it was
-    signed in this run, and the timestamp requests made (granted or not)."""
-
-    head: HeadRecord
-    new_head: bool
-    attempts: tuple[Stamp, ...] = ()
-
-    def to_json(self) -> JSONObject:
-        granted = [s for s in self.attempts if s.ok]
-        return {
-            **self.head.head.to_json(),
-            "head_id": self.head.id,
-            "new_head": self.new_head,
-            "timestamped": self.head.token is not None,
-            "stamp_error": self.head.stamp_error,
-            "stamps_requested": len(self.attempts),
-            "stamps_granted": len(granted),
-            "heads_stamped": sorted({s.head_id for s in granted}),
-        }
-
-
-@dataclass
-class AuditReport:
-    """What ``EvidenceLog.audit`` found; ``ok`` when ``problems`` is empty."""
-
-    size: int = 0
-    heads: int = 0
-    stamped_heads: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-# --------------------------------------------------------------------------- backends
-
-
-class Backend(Protocol):
-    """Storage of one evidence log. Append-only: nothing is ever updated or deleted."""
-
-    def size(self) -> int: ...
-
-    def append(
-        self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
-    ) -> int:
-        """Insert a record at index = current size (atomically); return the index."""
-        ...
-
-    def append_many(self, records: Sequence[BackendRecord]) -> list[Appended]:
-        """Insert records at consecutive indexes from the current size, with their
-        ``once`` keys (meta ``once:<key>``), in one commit where the database allows
-        (group commit: one fsync for a chunk's records). A record whose ``once`` key is
-        kept already is not inserted (``Appended.new`` False, its stored index)."""
-        ...
-
-    def entry(self, index: int) -> tuple[bytes, bytes] | None:
-        """(data, leaf hash) of a record, or None."""
-        ...
-
-    def entries(self, lo: int, hi: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """(index, data, leaf hash) of records lo <= index < hi, in order."""
-        ...
-
-    def find(
-        self, suspect_id: str, mother_id: str | None, kinds: Sequence[str] | None
-    ) -> list[int]:
-        """Indexes of the records about a suspect (and, when given, a mother: records
-        naming that mother or none), in order."""
-        ...
-
-    def get_node(self, level: int, index: int) -> bytes | None: ...
-
-    def put_node(self, level: int, index: int, value: bytes) -> None:
-        """Insert if absent (values are deterministic: a concurrent insert is the same)."""
-        ...
-
-    def nodes(self) -> Iterator[tuple[int, int, bytes]]: ...
-
-    def get_meta(self, key: str) -> str | None: ...
-
-    def put_meta_once(self, key: str, value: str) -> str:
-        """Set ``key`` if unset; return the value now stored (maybe another process's)."""
-        ...
-
-    def add_head(self, signed: SignedTreeHead) -> int: ...
-
-    def heads(self) -> list[tuple[int, SignedTreeHead]]:
-        """All stored heads, oldest first."""
-        ...
-
-    def latest_head(self) -> tuple[int, SignedTreeHead] | None: ...
-
-    def add_stamp(self, stamp: Stamp) -> None: ...
-
-    def stamps(self, head_id: int) -> list[Stamp]: ...
-
-    def close(self) -> None: ...
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS leaves (
-    idx INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    suspect_id TEXT,
-    mother_id TEXT,
-    data BLOB NOT NULL,
-    leaf_hash BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS leaves_subject ON leaves (suspect_id, mother_id);
-CREATE TABLE IF NOT EXISTS nodes (
-    level INTEGER NOT NULL,
-    idx INTEGER NOT NULL,
-    hash BLOB NOT NULL,
-    PRIMARY KEY (level, idx)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS heads (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    size INTEGER NOT NULL,
-    root_hash BLOB NOT NULL,
-    timestamp_ms INTEGER NOT NULL,
-    log_id TEXT NOT NULL,
-    signature BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS stamps (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    head_id INTEGER NOT NULL REFERENCES heads (id),
-    at TEXT NOT NULL,
-    tsa_url TEXT NOT NULL,
-    response BLOB,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS stamps_head ON stamps (head_id);
-"""
-_TABLES = ("meta", "leaves", "nodes", "heads", "stamps")
-
-
-class SqliteBackend:
-    """The log in one sqlite file; UPDATE and DELETE are refused by triggers."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        private_file(self.path)  # mode 600 (tracker.datadir)
-        self.db = sqlite3.connect(
-            str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
-        )
-        with self._lock:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA recursive_triggers=ON")  # REPLACE fires DELETE triggers
-            self.db.executescript(_SCHEMA)
-            for table in _TABLES:
-                for op in ("UPDATE", "DELETE"):
-                    self.db.execute(
-                        f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} "
-                        f"BEFORE {op} ON {table} BEGIN SELECT RAISE(ABORT, "
-                        f"'the evidence log is append-only: {table} rows cannot be "
-                        f"{'changed' if op == 'UPDATE' else 'deleted'}'); END"
-                    )
-
-    def size(self) -> int:
-        with self._lock:
-            row = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM leaves").fetchone()
-        return int(row[0])
-
-    def append(
-        self, data: bytes, leaf: bytes, kind: str, suspect_id: str | None, mother_id: str | None
-    ) -> int:
-        return self.append_many([BackendRecord(data, leaf, kind, suspect_id, mother_id)])[0].index
-
-    def append_many(self, records: Sequence[BackendRecord]) -> list[Appended]:
-        """One ``BEGIN IMMEDIATE`` transaction: the records, their completed tree nodes
-        and their ``once`` keys commit together or not at all (a crash before the
-        COMMIT leaves none of them; one fsync for all)."""
-        if not records:
-            return []
-        done: list[Appended] = []
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                row = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM leaves").fetchone()
-                index = int(row[0])
-                for r in records:
-                    if r.once is not None:
-                        kept = self.db.execute(
-                            "SELECT value FROM meta WHERE key = ?", (ONCE_PREFIX + r.once,)
-                        ).fetchone()
-                        if kept is not None:
-                            done.append(Appended(int(kept[0]), False))
-                            continue
-                    self.db.execute(
-                        "INSERT INTO leaves (idx, kind, suspect_id, mother_id, data, leaf_hash) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (index, r.kind, r.suspect_id, r.mother_id, r.data, r.leaf),
-                    )
-                    self._complete_nodes(index, r.leaf)
-                    if r.once is not None:
-                        self.db.execute(
-                            "INSERT INTO meta (key, value) VALUES (?, ?)",
-                            (ONCE_PREFIX + r.once, str(index)),
-                        )
-                    done.append(Appended(index, True))
-                    index += 1
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
-        return done
-
-    def _complete_nodes(self, index: int, leaf: bytes) -> None:
-        """Inside the append's transaction: store the perfect subtrees the new leaf
-        completes (one commit per record instead of one per node)."""
-        level, i, value = 0, index, leaf
-        while i & 1:
-            if level == 0:
-                row = self.db.execute(
-                    "SELECT leaf_hash FROM leaves WHERE idx = ?", (i - 1,)
-                ).fetchone()
-            else:
-                row = self.db.execute(
-                    "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, i - 1)
-                ).fetchone()
-            if row is None:
-                return  # a hole in the cache: proofs fill it in when they need it
-            value = merkle_node(bytes(row[0]), value)
-            level += 1
-            i >>= 1
-            self.db.execute(
-                "INSERT OR IGNORE INTO nodes (level, idx, hash) VALUES (?, ?, ?)",
-                (level, i, value),
-            )
-
-    def entry(self, index: int) -> tuple[bytes, bytes] | None:
-        with self._lock:
-            row = self.db.execute(
-                "SELECT data, leaf_hash FROM leaves WHERE idx = ?", (index,)
-            ).fetchone()
-        return (bytes(row[0]), bytes(row[1])) if row else None
-
-    def entries(self, lo: int, hi: int) -> Iterator[tuple[int, bytes, bytes]]:
-        step = 2000
-        for start in range(lo, hi, step):
-            with self._lock:
-                rows = self.db.execute(
-                    "SELECT idx, data, leaf_hash FROM leaves WHERE idx >= ? AND idx < ? "
-                    "ORDER BY idx",
-                    (start, min(hi, start + step)),
-                ).fetchall()
-            for idx, data, leaf in rows:
-                yield int(idx), bytes(data), bytes(leaf)
-
-    def find(
-        self, suspect_id: str, mother_id: str | None, kinds: Sequence[str] | None
-    ) -> list[int]:
-        sql = "SELECT idx FROM leaves WHERE suspect_id = ?"
-        args: list[Any] = [suspect_id]
-        if mother_id is not None:
-            sql += " AND (mother_id IS NULL OR mother_id = ?)"
-            args.append(mother_id)
-        if kinds:
-            sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
-            args.extend(kinds)
-        with self._lock:
-            rows = self.db.execute(sql + " ORDER BY idx", args).fetchall()
-        return [int(r[0]) for r in rows]
-
-    def get_node(self, level: int, index: int) -> bytes | None:
-        with self._lock:
-            row = self.db.execute(
-                "SELECT hash FROM nodes WHERE level = ? AND idx = ?", (level, index)
-            ).fetchone()
-        return bytes(row[0]) if row else None
-
-    def put_node(self, level: int, index: int, value: bytes) -> None:
-        with self._lock:
-            self.db.execute(
-                "INSERT OR IGNORE INTO nodes (level, idx, hash) VALUES (?, ?, ?)",
-                (level, index, value),
-            )
-
-    def nodes(self) -> Iterator[tuple[int, int, bytes]]:
-        with self._lock:
-            rows = self.db.execute("SELECT level, idx, hash FROM nodes").fetchall()
-        for level, idx, value in rows:
-            yield int(level), int(idx), bytes(value)
-
-    def get_meta(self, key: str) -> str | None:
-        with self._lock:
-            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row else None
-
-    def put_meta_once(self, key: str, value: str) -> str:
-        with self._lock:
-            self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
-        stored = self.get_meta(key)
-        assert stored is not None
-        return stored
-
-    def add_head(self, signed: SignedTreeHead) -> int:
-        h = signed.head
-        with self._lock:
-            cur = self.db.execute(
-                "INSERT INTO heads (size, root_hash, timestamp_ms, log_id, signature) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (h.size, h.root_hash, h.timestamp_ms, h.log_id, signed.signature),
-            )
-        assert cur.lastrowid is not None
-        return int(cur.lastrowid)
-
-    @staticmethod
-    def _head(row: Any) -> tuple[int, SignedTreeHead]:
-        hid, size, root, ts, log_id, sig = row
-        return int(hid), SignedTreeHead(
-            TreeHead(int(size), bytes(root), int(ts), log_id), bytes(sig)
-        )
-
-    def heads(self) -> list[tuple[int, SignedTreeHead]]:
-        with self._lock:
-            rows = self.db.execute(
-                "SELECT id, size, root_hash, timestamp_ms, log_id, signature FROM heads ORDER BY id"
-            ).fetchall()
-        return [self._head(r) for r in rows]
-
-    def latest_head(self) -> tuple[int, SignedTreeHead] | None:
-        with self._lock:
-            row = self.db.execute(
-                "SELECT id, size, root_hash, timestamp_ms, log_id, signature FROM heads "
-                "ORDER BY id DESC LIMIT 1"
-            ).fetchone()
-        return self._head(row) if row else None
-
-    def add_stamp(self, stamp: Stamp) -> None:
-        with self._lock:
-            self.db.execute(
-                "INSERT INTO stamps (head_id, at, tsa_url, response, error) VALUES (?, ?, ?, ?, ?)",
-                (stamp.head_id, format_time(stamp.at), stamp.tsa_url, stamp.response, stamp.error),
-            )
-
-    def stamps(self, head_id: int) -> list[Stamp]:
-        with self._lock:
-            rows = self.db.execute(
-                "SELECT head_id, at, tsa_url, response, error FROM stamps WHERE head_id = ? "
-                "ORDER BY id",
-                (head_id,),
-            ).fetchall()
-        return [
-            Stamp(int(h), parse_time(at), url, bytes(resp) if resp is not None else None, err)
-            for h, at, url, resp, err in rows
-        ]
-
-    def close(self) -> None:
-        with self._lock:
-            self.db.close()
 
 
 # --------------------------------------------------------------------------- the log
@@ -700,18 +205,23 @@ class EvidenceLog:
     def from_settings(
         cls, settings: Settings, *, evidence: EvidenceSettings | None = None
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe, alone: opened by
-        ``tracker.backends`` (MongoDB when ``mongo_uri`` is set, with a client of its
-        own that ``close`` closes; else the data folder)."""
-        from tracker.backends import open_backends
+        """The log beside the library ``settings`` describe, alone: MongoDB when
+        ``mongo_uri`` is set (on a client of its own, ``tracker.store.mongo_client``'s
+        timeout rule, that ``close`` closes), else the data folder."""
+        from tracker.store.files import DataFiles
 
-        backends = open_backends(settings)
+        folder = DataFiles(settings.data_dir).evidence
+        if not settings.mongo_uri:
+            return cls.open(folder, evidence=evidence)
+        from tracker.store.mongo_client import mongo_client
+
+        client = mongo_client(settings.mongo_uri)
         try:
-            log = backends.evidence_log(evidence)
+            log = cls.open(folder, mongo_db=client[settings.mongo_db], evidence=evidence)
         except BaseException:
-            backends.close()
+            client.close()
             raise
-        log._on_close = backends.close
+        log._on_close = client.close
         return log
 
     def close(self) -> None:

@@ -21,12 +21,12 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from .canonical import format_time, parse_time
 from .keys import SignedTreeHead, TreeHead
-from .log import ONCE_PREFIX, Appended, BackendRecord, EvidenceError, Stamp
+from .records import ONCE_PREFIX, Appended, BackendRecord, EvidenceError, Stamp
 
 if TYPE_CHECKING:
     from pymongo.database import Database
 
-    from tracker.backends import MongoDocument
+    from tracker.store.mongo_client import MongoDocument
 
 _RETRIES = 1000
 

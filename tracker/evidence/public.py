@@ -18,10 +18,11 @@ from pathlib import Path
 
 from tracker.records import JSONObject
 
-from .bundle import verifier_sha256
+from .bundle_format import verifier_sha256
 from .keys import TreeHead, format_fingerprint
-from .log import EvidenceError, EvidenceLog, HeadRecord
+from .log import EvidenceLog
 from .merkle import ProofError, verify_consistency
+from .records import EvidenceError, HeadRecord
 
 PUBLISHED_KEY_FILE = "yinji-evidence-key.pem"
 PUBLISHED_HEAD_FILE = "yinji-evidence-head.json"

@@ -18,11 +18,14 @@ parsers of ``tracker.config`` (a bad value is an error naming the variable):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.config import SettingError, env_float, env_optional_str
 from tracker.rules import check_url
+
+from .keys import EvidenceKeyError, SigningKey, _refuse_exposed
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,6 @@ def _check_key_file(path: Path) -> None:
     """A key file named by YINJI_EVIDENCE_KEY must exist and be private to its owner:
     checked when the settings are read, so that a worker or server refuses to start
     (naming the file and the fix) instead of failing on its first record."""
-    from .keys import EvidenceKeyError, _refuse_exposed
-
     try:
         mode = path.stat().st_mode & 0o777
     except OSError as exc:
@@ -71,3 +72,12 @@ def _check_key_file(path: Path) -> None:
         _refuse_exposed(path, mode, "YINJI_EVIDENCE_KEY: ")
     except EvidenceKeyError as exc:
         raise SettingError(str(exc)) from None
+
+
+def log_fingerprint(data_dir: str | os.PathLike[str], configured: str | None = None) -> str:
+    """The fingerprint of the evidence log's key for a data folder (``configured``:
+    ``YINJI_EVIDENCE_KEY``, default ``EvidenceSettings.from_env().key``), without
+    opening the log. The key is created on first use, as the log would."""
+    if configured is None:
+        configured = EvidenceSettings.from_env().key
+    return SigningKey.load(data_dir, configured).key_id

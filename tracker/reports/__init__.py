@@ -6,11 +6,13 @@ a timeline of recorded times (imported, fetched or "submitted text, not fetched"
 checked, verdict; contradictions flagged), the scores, every copied passage side by side
 with its offsets, its similarity on characters and on pinyin initials, the differing
 characters marked (homophones, variant forms, edits) and its segment pairs, the
+regions (one per copied stretch, its inserted lines struck through as excluded), the
 reviewer's verdict and note, and SHA-256 digests of both texts so that the evidence can
 be verified later. Headings are bilingual (中文 / English).
 
-- ``data``: ``report_data`` gathers it as a typed ``ReportData`` (the JSON report).
-- ``view``: the passage rows and marks both renderers draw.
+- ``data``: ``report_data`` gathers it as a typed ``ReportData`` (the JSON report;
+  its types in ``schema``, the recorded times and page origin in ``provenance``).
+- ``view``: the region and passage rows and marks both renderers draw.
 - ``html``: ``render_html``, from the package-data template ``templates/report.html``.
 - ``pdf``: ``render_pdf`` (reportlab, in named steps; the CJK font of ``tracker.fonts``
   embedded), made PDF/A-2b by ``pdfa.make_pdfa`` (pikepdf).
@@ -49,7 +51,7 @@ from tracker.reports.pdf import render_pdf
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission
-    from tracker.library import Library
+    from tracker.reports.data import HasStore
 
 REPORT_FORMATS = ("json", "html", "pdf")
 
@@ -78,7 +80,7 @@ __all__ = [
 
 
 def build_report(
-    library: Library,
+    library: HasStore,
     match_id: str,
     fmt: str,
     *,

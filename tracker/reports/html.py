@@ -13,7 +13,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from tracker.reports.data import VERDICT_LABELS, ReportData, reference_line
-from tracker.reports.view import MARKS, fmt_similarity, passage_rows
+from tracker.reports.view import EXCLUDED, MARKS, fmt_similarity, passage_rows, region_rows
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -49,6 +49,11 @@ mark{padding:0 .05em;border-radius:2px;color:inherit}
 .m-inserted{background:#fff3a3}
 .m-deleted{background:#e2e2e2;text-decoration:line-through}
 .legend mark{margin-right:.4rem}
+.m-excluded{background:#e4dcf2;color:#555}
+.note{white-space:pre-line}
+summary{font-size:1.15rem;font-weight:600;margin-top:1.8rem;cursor:pointer}
+@media (max-width:40rem){body{margin:1rem auto}th{width:auto}
+.passages tr,.passages td{display:block;border:0}.passages tr{border-top:1px solid #ccd}}
 """
 
 
@@ -85,6 +90,9 @@ def render_html(data: ReportData) -> str:
         labels=VERDICT_LABELS,
         marks=MARKS,
         rows=passage_rows,
+        region_rows=region_rows,
+        excluded=EXCLUDED,
+        excluded_count=sum(len(r["excluded"]) for r in data["regions"]),
         sim=fmt_similarity,
         reference=reference_line(data),
     )

@@ -28,7 +28,15 @@ from tracker.reports.data import (
     clean_text,
     reference_line,
 )
-from tracker.reports.view import MARKS, Piece, Row, fmt_similarity, passage_rows
+from tracker.reports.view import (
+    EXCLUDED,
+    MARKS,
+    Piece,
+    Row,
+    fmt_similarity,
+    passage_rows,
+    region_rows,
+)
 
 if TYPE_CHECKING:
     from reportlab.lib.styles import ParagraphStyle
@@ -45,6 +53,8 @@ _MARK_STYLE = {
     "edit": ("#ffd8a8", "u"),
     "inserted": ("#fff3a3", ""),
     "deleted": ("#e2e2e2", "strike"),
+    # a region's excluded span (an inserted ad or watermark line): struck through
+    "excluded": ("#e4dcf2", "strike"),
 }
 
 
@@ -57,6 +67,7 @@ def render_pdf(data: ReportData, *, pdfa: bool = True) -> bytes:
         *_header(data, kit),
         *_timeline(data, kit),
         *_metadata_tables(data, kit),
+        *_regions(data, kit),
         *_passages(data, kit),
     ]
     pdf = _build(story, data, font)
@@ -295,6 +306,7 @@ def _metadata_tables(d: ReportData, kit: _Kit) -> list[Flowable]:
                 ("综合得分 Score", f"{d['score']:.3f}"),
                 ("疑似页面被抄比例 Suspect coverage", f"{d['coverage'] * 100:.1f}%"),
                 ("原作被抄比例 Work coverage", f"{d['mother_coverage'] * 100:.1f}%"),
+                *([("抄袭区域数 Copied regions", len(d["regions"]))] if d["regions"] else []),
                 ("抄袭段落数 Copied passages", len(d["passages"])),
                 ("检测引擎 Engine", d["engine"]),
             ]
@@ -342,7 +354,9 @@ def _row_cells(row: Row, kit: _Kit) -> list[list[Paragraph]]:
     ):
         if i == 0:
             label = (
-                f"{row.label}\n字符 chars {fmt_similarity(row.char_similarity)}"
+                f"{row.label}\n{row.note}"
+                if row.note
+                else f"{row.label}\n字符 chars {fmt_similarity(row.char_similarity)}"
                 f"\n首字母 initials {fmt_similarity(row.initials_similarity)}"
             )
             head_s = _pdf_escape(row.suspect_range) + "<br/>"
@@ -361,21 +375,21 @@ def _legend(kit: _Kit) -> Paragraph:
     )
 
 
-def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
-    """The copied passages side by side with their marks, then the note on offsets."""
+def _side_by_side(rows_of: list[list[Row]], kit: _Kit, label_mm: float) -> Table:
+    """Rows side by side (label, suspect, original), a rule after each group."""
     from reportlab.lib import colors
     from reportlab.lib.units import mm
-    from reportlab.platypus import Spacer, Table, TableStyle
+    from reportlab.platypus import Table, TableStyle
 
     rows: list[list[Paragraph]] = [
         [kit.p("#"), kit.p("疑似页面文本 Suspect text"), kit.p("原作文本 Original text")]
     ]
     last_rows: list[int] = []
-    for ps in d["passages"]:
-        for row in passage_rows(ps):
+    for group in rows_of:
+        for row in group:
             rows += _row_cells(row, kit)
             last_rows.append(len(rows) - 1)
-    label_width = 24 * mm
+    label_width = label_mm * mm
     text_width = (kit.page_width - label_width) / 2
     table = Table(rows, colWidths=[label_width, text_width, text_width], repeatRows=1)
     line = colors.HexColor(_LINE)
@@ -390,6 +404,46 @@ def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
     # A rule after each passage only: its continuation rows read as one block.
     cmds += [("LINEBELOW", (0, last), (-1, last), 0.5, line) for last in last_rows]
     table.setStyle(TableStyle(cmds))
+    return table
+
+
+def _regions(d: ReportData, kit: _Kit) -> list[Flowable]:
+    """The copied regions side by side (one row each, the excluded spans struck
+    through), before the passages they are made of; none for a match stored without
+    regions."""
+    from reportlab.lib.units import mm
+    from reportlab.platypus import Spacer
+
+    if not d["regions"]:
+        return []
+    excluded = sum(len(r["excluded"]) for r in d["regions"])
+    return [
+        kit.p("抄袭区域对照 / Copied regions side by side", kit.h2),
+        kit.markup(
+            _pdf_escape(
+                f"{len(d['regions'])} 个区域，由 {len(d['passages'])} 个段落组成；"
+                f"区域内原作该处没有的插入文字 {excluded} 处已排除，"
+                "不计入相似度 / "
+                f"{len(d['regions'])} region(s) made of {len(d['passages'])} passage(s); "
+                f"{excluded} inserted span(s) the work does not hold at that place are "
+                "excluded and not counted in the similarity. "
+            )
+            + "标记 Mark: "
+            + _piece_markup(Piece(EXCLUDED[1], EXCLUDED[0])),
+            kit.small,
+        ),
+        Spacer(1, 2 * mm),
+        _side_by_side([[row] for row in region_rows(d["regions"])], kit, 34),
+        Spacer(1, 3 * mm),
+    ]
+
+
+def _passages(d: ReportData, kit: _Kit) -> list[Flowable]:
+    """The copied passages side by side with their marks, then the note on offsets."""
+    from reportlab.lib.units import mm
+    from reportlab.platypus import Spacer
+
+    table = _side_by_side([passage_rows(ps) for ps in d["passages"]], kit, 24)
     return [
         kit.p("抄袭段落对照 / Copied passages side by side", kit.h2),
         _legend(kit),

@@ -1,7 +1,9 @@
 """What the HTML and PDF reports draw for each passage: the rows to show (the aligned
 segment pairs when the aligner gave them, else the whole passage), each side cut into
 pieces marked same / substituted (homophone, variant, edit) / inserted / deleted by the
-character diff (``tracker.textdiff``), and the legend of those marks."""
+character diff (``tracker.textdiff``), and the legend of those marks; and for each
+region (``region_rows``) one row, its suspect text cut at the excluded spans (the
+inserted lines, marked ``excluded``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracker.reports.data import DiffData, PassageData
+from tracker.reports.schema import DiffData, PassageData, RegionData
 from tracker.textdiff import LEGEND
 
 # The marks, in legend order: css class / name -> bilingual label.
@@ -20,6 +22,11 @@ MARKS: tuple[tuple[str, str], ...] = (
     ("inserted", LEGEND["inserted"]),
     ("deleted", LEGEND["deleted"]),
 )
+
+
+# The mark of a region's excluded spans (not a character difference: text the work does
+# not hold at that place, left out of the region's similarity).
+EXCLUDED: tuple[str, str] = ("excluded", "已排除的插入文字 / excluded inserted text")
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,9 @@ class Row:
     char_similarity: float | None
     suspect: tuple[Piece, ...] | None  # None: the text is missing (record deleted)
     mother: tuple[Piece, ...] | None
+    # A region's row: what it says instead of the two similarities (its similarity on
+    # initials, the excluded spans, the passages inside it).
+    note: str = ""
 
 
 def _mark(span: Sequence[int | str]) -> str:
@@ -111,3 +121,66 @@ def differing(p: PassageData) -> int:
         return 0
     counts = p["diff"]["counts"]
     return counts["substituted"] + counts["inserted"]
+
+
+def number_ranges(numbers: Sequence[int]) -> str:
+    """``[1, 2, 3, 5, 7, 8]`` → ``1–3, 5, 7–8``."""
+    out: list[tuple[int, int]] = []
+    for n in sorted(numbers):
+        if out and out[-1][1] == n - 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in out)
+
+
+def region_pieces(r: RegionData) -> tuple[Piece, ...] | None:
+    """The region's suspect text cut at its excluded spans (marked ``excluded``)."""
+    text = r["suspect_text"]
+    if text is None:
+        return None
+    base, pos = r["suspect_start"], 0
+    pieces: list[Piece] = []
+    for x in sorted(r["excluded"], key=lambda x: x["suspect_start"]):
+        a = max(pos, x["suspect_start"] - base)
+        b = min(len(text), x["suspect_end"] - base)
+        if b <= a:
+            continue
+        if a > pos:
+            pieces.append(Piece(text[pos:a], ""))
+        pieces.append(Piece(text[a:b], EXCLUDED[0]))
+        pos = b
+    if pos < len(text):
+        pieces.append(Piece(text[pos:], ""))
+    return tuple(pieces)
+
+
+def region_note(r: RegionData) -> str:
+    """What a region's row says of it (bilingual): similarity on initials, copied
+    characters, excluded spans, the passages inside it."""
+    parts = [
+        f"相似度（首字母）similarity (initials) {r['similarity']:.2f}",
+        f"复制 {r['copied_characters']} 字 copied characters",
+    ]
+    if r["excluded"]:
+        parts.append(f"排除插入文字 {len(r['excluded'])} 处 excluded inserted spans")
+    if r["passages"]:
+        parts.append(f"段落 passages {number_ranges(r['passages'])}")
+    return "\n".join(parts)
+
+
+def region_rows(regions: Sequence[RegionData]) -> list[Row]:
+    """One row per region: its texts side by side, the excluded spans marked."""
+    return [
+        Row(
+            label=f"R{r['n']}",
+            suspect_range=f"[{r['suspect_start']}–{r['suspect_end']})",
+            mother_range=f"[{r['mother_start']}–{r['mother_end']})",
+            initials_similarity=r["similarity"],
+            char_similarity=None,
+            suspect=region_pieces(r),
+            mother=None if r["mother_text"] is None else (Piece(r["mother_text"], ""),),
+            note=region_note(r),
+        )
+        for r in regions
+    ]

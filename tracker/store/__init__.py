@@ -1,4 +1,11 @@
-"""Document store: the ``Store`` interface, its records, and ``open_store``.
+"""Storage, the bottom layer: the document store (``Store``, the narrow interfaces it is
+made of, its records) and ``open_store``, the factory that picks its backend.
+
+``interfaces`` holds the interfaces and the two generic parts (``Collection``,
+``KeyValues``) that each backend writes once (``sqlite_records``, ``mongo_records``);
+``sqlite_db`` one sqlite file's connections and transactions; ``mongo_client`` the one
+way a MongoDB client is made; ``files`` the data folder's files. Nothing here imports
+the settings, the services, the cases or the evidence log.
 
 Importing this package loads only the stdlib adapter; ``MongoStore`` (and with it
 pymongo) is imported on first use, so the embedded default never pays for it.
@@ -6,7 +13,7 @@ pymongo) is imported on first use, so the embedded default never pays for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .base import (
     ROLES,
@@ -28,29 +35,15 @@ from .base import (
     match_id,
     utcnow,
 )
+from .factory import open_store
+from .files import DataFiles
 from .sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from tracker.config import Settings
-
     from .mongo import MongoStore
 
 
-def open_store(settings: Settings) -> Store:
-    """The store the settings ask for, alone (``tracker.backends.Backends.store``):
-    MongoDB when ``mongo_uri`` is set (with a client of its own, closed by ``close``),
-    else the sqlite file in the data folder (created if missing; opened read-only when
-    the folder is read-only, see ``Store.read_only``)."""
-    if settings.mongo_uri:
-        from .mongo import MongoStore
-
-        return MongoStore(settings.mongo_uri, db_name=settings.mongo_db)
-    from tracker.backends import open_backends
-
-    return open_backends(settings).store()
-
-
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Lazy export: ``from tracker.store import MongoStore`` works without making
     # ``import tracker.store`` import pymongo.
     if name == "MongoStore":
@@ -64,6 +57,7 @@ __all__ = [
     "ROLES",
     "VERDICTS",
     "CheckWrite",
+    "DataFiles",
     "Match",
     "MatchQuery",
     "MongoStore",

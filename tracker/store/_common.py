@@ -13,10 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from tracker.records import JSONObject
+from tracker.records import SORTS, JSONObject, Match, MatchQuery, Suspect
 from tracker.rules import check_sort, check_verdict, domain_of, normalize_domain
-
-from .base import SORTS, Match, MatchQuery, Suspect
 
 # sort key of MatchQuery -> (field, descending), derived from the one list of sort keys
 SORT_FIELDS: dict[str, tuple[str, bool]] = {key: (key.lstrip("-"), key[0] == "-") for key in SORTS}

@@ -76,8 +76,9 @@ def _live(job_id: str, run_id: str) -> dict[str, Any] | None:
     """The run started from this page: its job's state and the run's counts so far."""
     if not job_id:
         return None
-    from workers.jobs import UnknownJob, job_status
+    from workers.jobs import JobStatus, UnknownJob, job_status
 
+    job: JobStatus | dict[str, object]
     try:
         job = job_status(job_id)
     except UnknownJob:

@@ -11,8 +11,9 @@ from tracker.books.stats import book_summaries
 from tracker.documents import DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
+from workers.book_uploads import BOOK_MODES, book_mode
 
-from ..books import book_index, find_books, made_line, plan_books
+from ..books import book_index, find_books
 from ..core import (
     MAX_SHOWN_CHARS,
     Page,
@@ -58,15 +59,30 @@ def index() -> Any:
     )
 
 
+def _upload_page(errors: list[DocumentError], book_mode: str = "auto") -> str:
+    return render_template(
+        "library/upload.html",
+        suffixes=LIBRARY_SUFFIXES,
+        errors=errors,
+        book_modes=BOOK_MODES,
+        book_mode=book_mode,
+    )
+
+
 @bp.get("/upload")
 @role_required("analyst")
 def upload_form() -> Any:
-    return render_template("library/upload.html", suffixes=LIBRARY_SUFFIXES, errors=[])
+    return _upload_page([])
 
 
 @bp.post("/upload")
 @role_required("analyst")
 def upload() -> Any:
+    raw_mode = request.form.get("book_mode") or "auto"
+    try:
+        mode = book_mode(raw_mode)
+    except ValueError:
+        return _upload_page([DocumentError("book_mode", str(raw_mode)[:40])]), 400
     refs, skipped = spooled_uploads(request.files.getlist("files"), LIBRARY_SUFFIXES)
     try:
         pasted = pasted_document(request.form, "work")
@@ -74,33 +90,28 @@ def upload() -> Any:
         skipped.append({"source": _("Pasted text"), "message": str(exc)})
         pasted = None
     docs = [document_dict(pasted)] if pasted is not None else []
-    # An .epub is always a book, which the job's file reader does not make: it is read
-    # here into chapters, as on the book upload (web.books), and they join the job.
-    epubs = [r for r in refs if str(r.get("name", "")).lower().endswith(".epub")]
-    plan = plan_books(epubs) if epubs else None
-    if plan is not None:
+    if mode == "works":  # an .epub is only ever a book
+        epubs = [r for r in refs if str(r.get("name", "")).lower().endswith(".epub")]
         refs = [r for r in refs if r not in epubs]
-        skipped += [{"source": e.source, "message": e.message} for e in plan.errors]
-        docs += [document_dict(d) for d in plan.documents]
+        message = _("an .epub is a book: import it with “Auto” or “One book per file”")
+        skipped += [{"source": str(r["name"]), "message": message} for r in epubs]
     if not refs and not docs:
         errors = [DocumentError(s["source"], s["message"]) for s in skipped]
         if not errors:
             errors.append(DocumentError("", "no file chosen and no text pasted"))
-        return render_template("library/upload.html", suffixes=LIBRARY_SUFFIXES, errors=errors), 400
-    # Reading and fingerprinting run on a worker: a large upload never holds this
-    # request, and the files go to the job as references (see web.uploads).
+        return _upload_page(errors, mode), 400
+    # Reading (whole books into chapters, by the same rule as `yinji ingest`) and
+    # fingerprinting run on a worker: a large upload never holds this request, and the
+    # files go to the job as references (see web.uploads). The job page says what it
+    # made ("1 book, 100 chapters").
     with bad_request():
-        job_id = jobs.submit_ingest(docs, uploads=refs, skipped=skipped)
+        job_id = jobs.submit_ingest(docs, uploads=refs, skipped=skipped, book_mode=mode)
     claim(refs)
-    if plan is not None and plan.books:
-        plan.record()
-        flash(_("Book import queued: {made}.", made=made_line(plan)), "info")
     texts = 1 if pasted is not None else 0
-    if refs or texts:
-        flash(
-            _("Import queued: {files} files, {texts} pasted texts.", files=len(refs), texts=texts),
-            "info",
-        )
+    flash(
+        _("Import queued: {files} files, {texts} pasted texts.", files=len(refs), texts=texts),
+        "info",
+    )
     flash_skipped(skipped)
     return redirect(url_for("suspects.job", job_id=job_id, kind="ingest"))
 

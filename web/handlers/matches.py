@@ -106,12 +106,17 @@ def detail(match_id: str) -> Any:
         lambda key: report_data(library(), key, evidence=log), match_id, "no such match"
     )
     passages = data["passages"]
+    # Regions (issue #39): one row per copied stretch, the inserted lines inside it
+    # (ads, watermarks) marked as excluded in the suspect's text.
+    regions = data["regions"]
+    excluded = [(x["suspect_start"], x["suspect_end"]) for r in regions for x in r["excluded"]]
     suspect_marks, mother_marks = diff_marks(passages)
     suspect_segments = (
         segments(
             suspect.text,
             [(p["suspect_start"], p["suspect_end"], p["n"]) for p in passages],
             marks=suspect_marks,
+            excluded=excluded,
         )
         if suspect
         else []
@@ -142,6 +147,9 @@ def detail(match_id: str) -> Any:
         suspect=suspect,
         mother=mother,
         passages=passages,
+        regions=regions,
+        excluded_count=len(excluded),
+        excluded_chars=sum(b - a for a, b in excluded),
         # A text handed in was never fetched: the report's rule, so both say the same.
         fetched=data["suspect"]["fetched"],
         fetched_at=stored_time(data["suspect"]["fetched_at"]),

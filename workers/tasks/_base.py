@@ -7,15 +7,17 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, TypedDict, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 import redis.exceptions
 from celery import Task
 from pymongo.errors import ConnectionFailure
 
 from tracker.crawler import CrawlError
-from workers.app import app_settings, worker_settings
+from workers.app import app_settings, queue_for, worker_settings
+from workers.backend import release
+from workers.heartbeat import track_sent
 from workers.runtime import Runtime, runtime
 
 log = logging.getLogger(__name__)
@@ -219,11 +221,24 @@ def child_id(parent_id: str, key: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"yinji-task:{parent_id}:{key}"))
 
 
+#: A child task to send: (task name, args, kwargs, label).
+Child = tuple[str, Sequence[object], Mapping[str, object], str]
+
+
+class FanoutEntry(TypedDict):
+    """A child a task fanned out, as its result lists it (``"fanout"``)."""
+
+    id: str
+    label: str
+    total: int
+    after: NotRequired[list[str]]  # sent only after these (a rebuild's load)
+
+
 def fanout(
     task: Task,
-    children: list[tuple[str, list[Any], dict[str, Any], str]],
+    children: Sequence[Child],
     totals: list[int] | None = None,
-) -> list[dict]:
+) -> list[FanoutEntry]:
     """Send ``(task name, args, kwargs, label)`` children as one Celery group; the
     returned list goes into the parent's result as ``{"fanout": [...]}`` so
     ``workers.jobs.job_status`` can follow them (progress = items of the children
@@ -231,25 +246,22 @@ def fanout(
     from celery import group
 
     parent = task.request.id or str(uuid.uuid4())
-    out = []
+    out: list[FanoutEntry] = []
     signatures = []
     for i, (name, args, kwargs, label) in enumerate(children):
         cid = child_id(parent, f"{i}:{label}")
-        signatures.append(task.app.signature(name, args=args, kwargs=kwargs).set(task_id=cid))
+        signatures.append(
+            task.app.signature(name, args=list(args), kwargs=dict(kwargs)).set(task_id=cid)
+        )
         out.append({"id": cid, "label": label, "total": totals[i] if totals else 1})
     if signatures:
-        from workers.app import queue_for
-        from workers.heartbeat import track_sent
-
         track_sent(
             task.app,
             [
-                (str(o["id"]), c[0], c[1], c[2], queue_for(c[0]))
+                (o["id"], c[0], list(c[1]), dict(c[2]), queue_for(c[0]))
                 for o, c in zip(out, children, strict=True)
             ],
         )
-        from workers.jobs import release
-
         # Not in the parent's "children" (its result lists them as "fanout"): a client
         # reading the parent's result would otherwise rebuild and subscribe to each.
         release(group(signatures).apply_async(add_to_parent=False))

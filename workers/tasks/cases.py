@@ -23,7 +23,10 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.records import MatchQuery, NotFound
+from tracker.records import JSONObject, NotFound
+from tracker.services import alerting
+from tracker.services.rechecks import due_case_ids
+from workers.backend import release
 from workers.tasks._base import TASK_OPTIONS, Progress, child_id, once, rt
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,7 @@ def _alerter() -> Any:
 
 # --- removal checks ----------------------------------------------------------------------
 @shared_task(name="yinji.cases.recheck_cases", **TASK_OPTIONS)
-def recheck_cases(self: Task, case_ids: list[str] | None = None) -> dict[str, Any]:
+def recheck_cases(self: Task, case_ids: list[str] | None = None) -> JSONObject:
     """Re-crawl the URLs of ``case_ids`` (default: every case whose state asks for a
     re-check) and move each case by what the pages show (``tracker.cases.recheck``).
     Result: ``{"rechecked", "results": [RecheckResult.to_dict()], "errors": [{"source",
@@ -56,17 +59,12 @@ def recheck_cases(self: Task, case_ids: list[str] | None = None) -> dict[str, An
 
 
 def _recheck(task: Task, case_ids: list[str] | None) -> dict[str, Any]:
-    from tracker.cases.model import RECHECK_STATES
     from tracker.cases.recheck import recheck_cases as recheck
 
     runtime = rt(task)
     svc = runtime.cases
     alerter = _alerter()
-    ids = (
-        list(dict.fromkeys(case_ids))
-        if case_ids is not None
-        else [c.id for c in svc.store.list_cases(states=list(RECHECK_STATES))]
-    )
+    ids = list(dict.fromkeys(case_ids)) if case_ids is not None else due_case_ids(svc)
     progress = Progress(task, total=len(ids))
     progress.start()
     results: list[dict[str, Any]] = []
@@ -94,7 +92,7 @@ def _recheck(task: Task, case_ids: list[str] | None) -> dict[str, Any]:
 
 # --- the daily digest --------------------------------------------------------------------
 @shared_task(name="yinji.cases.daily_digest", **TASK_OPTIONS)
-def daily_digest(self: Task, hours: int = 24) -> dict[str, Any]:
+def daily_digest(self: Task, hours: int = 24) -> JSONObject:
     """Build the digest of the last ``hours`` and deliver it on every configured alert
     channel (none configured: it is only the task's result). Result: ``{"digest",
     "deliveries": [{"channel", "event", "ok", "attempts", "error"}]}``."""
@@ -102,35 +100,26 @@ def daily_digest(self: Task, hours: int = 24) -> dict[str, Any]:
 
 
 def _digest(task: Task, hours: int) -> dict[str, Any]:
-    from tracker.cases.alerts import digest_data
-
     runtime = rt(task)
     progress = Progress(task, total=1)
     progress.start()
-    digest = digest_data(runtime.cases, runtime.library.store, hours=max(1, int(hours)))
+    digest = alerting.digest(runtime.library, runtime.cases, max(1, int(hours)))
     deliveries = _alerter().daily_digest(digest)
     return {"digest": digest, "deliveries": [d.to_dict() for d in deliveries], "total": 1}
 
 
 # --- new-match alerts --------------------------------------------------------------------
 @shared_task(name="yinji.cases.alert_new_matches", **TASK_OPTIONS)
-def alert_new_matches(self: Task, match_ids: list[str]) -> dict[str, Any]:
+def alert_new_matches(self: Task, match_ids: list[str]) -> JSONObject:
     """Send the ``match.new`` alert for these stored matches (those still stored and at
     or above ``YINJI_ALERT_MIN_SCORE``)."""
     return once(self, lambda: _alert(self, match_ids))
 
 
 def _alert(task: Task, match_ids: list[str]) -> dict[str, Any]:
-    store = rt(task).library.store
-    matches = []
-    for mid in dict.fromkeys(match_ids):
-        try:
-            matches.append(store.get_match(mid))
-        except NotFound:  # deleted since the check: nothing to say about it
-            continue
-    deliveries = _alerter().new_matches(matches, store)
+    count, deliveries = alerting.alert_new_matches(rt(task).library, _alerter(), match_ids)
     return {
-        "matches": len(matches),
+        "matches": count,
         "deliveries": [d.to_dict() for d in deliveries],
         "total": 1,
     }
@@ -156,30 +145,19 @@ def alert_new_matches_since(
         return []
     if not alerter.enabled:
         return []
-    store = rt(task).library.store
-    threshold = alerter.settings.alert_min_score
-    found: dict[str, float] = {}
-    for suspect_id in [None] if suspect_ids is None else list(dict.fromkeys(suspect_ids)):
-        if suspect_ids is not None and not suspect_id:
-            continue
-        query = MatchQuery(
-            suspect_id=suspect_id,
-            since=since,
-            min_score=threshold,
-            sort="-score",
-            limit=MAX_ALERTED,
-        )
-        for m in store.query_matches(query):
-            found[m.id] = m.score
-    ids = sorted(found, key=lambda mid: -found[mid])[:MAX_ALERTED]
+    ids = alerting.new_match_ids(
+        rt(task).library,
+        suspect_ids,
+        since=since,
+        min_score=alerter.settings.alert_min_score,
+        limit=MAX_ALERTED,
+    )
     if not ids:
         return []
     parent = task.request.id
     # Derived from the check task's id: a redelivered check sends the same alert task,
     # which its own guard then finds done.
     task_id = child_id(parent, "alert:new-matches") if parent else None
-    from workers.jobs import release
-
     release(
         task.app.send_task(
             "yinji.cases.alert_new_matches", args=[ids], task_id=task_id, add_to_parent=False

@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from celery import Task, shared_task
 
 from tracker.documents import DocumentError
+from tracker.records import JSONObject
 from tracker.rules import url_problem
 from tracker.services.check import Submitted
-from tracker.store import NotFound, Suspect, utcnow
-from tracker.timefmt import iso_utc, parse_utc
+from tracker.services.lookups import find_suspect
+from tracker.services.rechecks import mark_checked, new_mothers
+from tracker.store import Suspect, utcnow
+from tracker.timefmt import iso_utc
 from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
-from workers.spool import Spool
-from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from workers.spool import Spool, UploadRef
+from workers.tasks._base import TASK_OPTIONS, FanoutEntry, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
 from workers.tasks.crawl import check_item, crawl_outcome, run_key
 from workers.tasks.ingest import with_uploads
@@ -23,7 +26,6 @@ from workers.tasks.ingest import with_uploads
 if TYPE_CHECKING:
     from tracker.library import Library
 
-LAST_RUN_META = "workers:check_new_mothers:last_run"
 #: Documents of one uploaded file saved together (one store and one evidence commit).
 UPLOAD_GROUP = 50
 
@@ -41,7 +43,7 @@ class Checked(TypedDict):
 class UrlsSent(TypedDict):
     """``check_urls``: its ``crawl_url`` children, and the invalid URLs' outcomes."""
 
-    fanout: list[dict[str, Any]]
+    fanout: list[FanoutEntry]
     results: list[dict[str, Any]]
     total: int
 
@@ -49,7 +51,7 @@ class UrlsSent(TypedDict):
 class RecheckRun(TypedDict):
     """``check_new_mothers``: its ``check_suspects`` chunks and what it covered."""
 
-    fanout: list[dict[str, Any]]
+    fanout: list[FanoutEntry]
     since: str | None
     new_mothers: int
     rechecked: int
@@ -61,7 +63,7 @@ class Rechecked(TypedDict):
     total: int
 
 
-def upload_source(ref: Any) -> str:
+def upload_source(ref: object) -> str:
     """How an upload's texts came, for their submission records: ``file:<name>`` for a
     file (the client's name, a label), ``text`` for pasted texts spooled as items."""
     if isinstance(ref, dict) and ref.get("format") != "items":
@@ -70,17 +72,16 @@ def upload_source(ref: Any) -> str:
 
 
 @shared_task(name="yinji.check.check_suspect", **TASK_OPTIONS)
-def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> dict[str, Any]:
+def check_suspect(self: Task, suspect_id: str, engine: str | None = None) -> JSONObject:
     """Check a stored suspect again; its matches are replaced (verdicts kept)."""
     return once(self, lambda: _check_suspect(self, suspect_id, engine))
 
 
 def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str, Any]:
     library = rt(task).library
-    try:
-        suspect = library.store.get_suspect(suspect_id)
-    except NotFound:
-        raise ValueError(f"unknown suspect {suspect_id!r}") from None
+    suspect = find_suspect(library, suspect_id)
+    if suspect is None:
+        raise ValueError(f"unknown suspect {suspect_id!r}")
     started = utcnow()
     # A re-check: results rewritten, the check recorded naming the suspect's capture.
     result = check_item(library.recheck_suspect(suspect, engine=engine, once=run_key(task)))
@@ -89,7 +90,7 @@ def _check_suspect(task: Task, suspect_id: str, engine: str | None) -> dict[str,
 
 
 @shared_task(name="yinji.check.check_texts", **TASK_OPTIONS)
-def check_texts(self: Task, texts: list[dict[str, Any]], engine: str | None = None) -> Checked:
+def check_texts(self: Task, texts: list[JSONObject], engine: str | None = None) -> Checked:
     """Check texts ``{id?, title?, text, url?}`` as suspects and store the results.
 
     A text without id is stored as ``sha1(url)`` (the id the crawler gives that page)
@@ -133,14 +134,14 @@ def _check_texts(task: Task, texts: list[dict[str, Any]], engine: str | None) ->
 
 
 @shared_task(name="yinji.check.check_uploads", **TASK_OPTIONS)
-def check_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None = None) -> Checked:
+def check_uploads(self: Task, uploads: list[UploadRef], engine: str | None = None) -> Checked:
     """Check the documents of uploaded files (``workers.spool`` references) as
     suspects, like ``check_texts``; a file or document that cannot be read is an entry
     of ``errors``. The files are deleted when the task has finished."""
     return with_uploads(self, uploads, lambda: _check_uploads(self, uploads, engine))
 
 
-def _check_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> Checked:
+def _check_uploads(task: Task, uploads: list[UploadRef], engine: str | None) -> Checked:
     library = rt(task).library
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
@@ -214,14 +215,12 @@ def check_new_mothers(
 
 def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> RecheckRun:
     library = rt(task).library
-    store = library.store
     started = utcnow()
     scheduled = since is None
-    raw = since if since is not None else store.get_meta(LAST_RUN_META)
-    since_dt = parse_utc(raw) if isinstance(raw, str) and raw else None
     # First run: every mother is new to the suspects seen so far.
-    new = len(store.mothers_since(since_dt)) if since_dt else store.count_mothers()
-    children: list[dict[str, Any]] = []
+    found = new_mothers(library, since)
+    new = found.count
+    children: list[FanoutEntry] = []
     ids: list[str] = []
     if new:
         # Fan out: chunks of YINJI_RECHECK_CHUNK suspects (seconds each) that every
@@ -240,10 +239,10 @@ def _check_new_mothers(task: Task, since: str | None, engine: str | None) -> Rec
         )
     if scheduled:
         # The start time, not the end: mothers ingested during the run count next time.
-        store.set_meta(LAST_RUN_META, iso_utc(started))
+        mark_checked(library, started)
     return {
         "fanout": children,
-        "since": iso_utc(since_dt),
+        "since": iso_utc(found.since),
         "new_mothers": new,
         "rechecked": len(ids),
         "total": len(ids),

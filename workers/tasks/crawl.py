@@ -4,23 +4,30 @@ the daily watch-list run."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Task, shared_task
 
 from tracker.config import env_int
 from tracker.crawler import CrawlError
 from tracker.crawler.links import same_site_links
+from tracker.records import JSONObject, JSONValue
 from tracker.rules import url_problem
-from tracker.store import NotFound, utcnow
-from workers.app import worker_settings
+from tracker.services.lookups import find_suspect
+from tracker.services.watchlist import WatchList
+from tracker.store import utcnow
+from workers.app import WATCH_TASKS, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
 from workers.tasks.cases import alert_new_matches_since
+
+if TYPE_CHECKING:
+    from tracker.crawler.results import Page
+    from tracker.services.results import CheckResult
 
 log = logging.getLogger(__name__)
 
 
-def check_item(res: Any) -> dict[str, Any]:
+def check_item(res: CheckResult) -> JSONObject:
     """One checked suspect as JSON: ``CheckResult.to_json()`` plus its title and URL."""
     return {**res.to_json(), "title": res.suspect.title, "url": res.suspect.url}
 
@@ -35,7 +42,7 @@ def run_key(task: Task) -> str | None:
     return f"task:{task_id}"
 
 
-def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
+def crawl_outcome(url: str, **fields: JSONValue) -> JSONObject:
     base: dict[str, Any] = {
         "url": url,
         "final_url": None,
@@ -52,7 +59,7 @@ def crawl_outcome(url: str, **fields: Any) -> dict[str, Any]:
 
 def crawl_and_check(
     task: Task, url: str, suspect_id: str | None, check: bool
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[JSONObject, Page | None]:
     """Fetch ``url``, store it as a suspect and check it; ``(result, page or None)``.
 
     Transient crawl errors propagate (the task is retried); permanent ones (404,
@@ -78,11 +85,8 @@ def crawl_and_check(
         ), page
     library = runtime.library
     suspect = page.to_suspect(suspect_id)
-    try:
-        library.store.get_suspect(suspect.id)
-        known = True  # a re-crawl (or a redelivery) of this page: refresh it
-    except NotFound:
-        known = False
+    # A re-crawl (or a redelivery) of a page known: refresh it.
+    known = find_suspect(library, suspect.id) is not None
     with runtime.dedup_lock:
         if not known and runtime.near_duplicates.is_near_duplicate(suspect.url, page.html):
             # The same page of the same site under another URL: checking it again would
@@ -119,7 +123,7 @@ def crawl_and_check(
 @shared_task(name="yinji.crawl.crawl_url", **TASK_OPTIONS)
 def crawl_url(
     self: Task, url: str, suspect_id: str | None = None, check: bool = True
-) -> dict[str, Any]:
+) -> JSONObject:
     """Crawl one page, store it as a suspect (id: sha1 of its final URL unless given)
     and check it. Near duplicates of pages already crawled on the same site are
     skipped. Result: ``{url, final_url, suspect_id, title, skipped, error, status,
@@ -139,15 +143,11 @@ def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dic
 def watched(task: Task, url: str) -> None:
     """A watch-list item was crawled: its "last crawled" time (``mark_crawled``; a URL
     not on the list is left alone)."""
-    from tracker.cases.watching import mark_crawled
-
-    mark_crawled(rt(task).library.store, url)
+    WatchList(rt(task).library).mark_crawled(url)
 
 
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
-def crawl_site(
-    self: Task, url: str, limit: int | None = None, check: bool = True
-) -> dict[str, Any]:
+def crawl_site(self: Task, url: str, limit: int | None = None, check: bool = True) -> JSONObject:
     """A watched site: crawl its start page, then the same-site links found on it
     (``tracker.crawler.links``; at most ``limit``, default ``YINJI_SITE_CRAWL_LIMIT``)
     as ``crawl_url`` children. One
@@ -181,7 +181,7 @@ def book_max_pages() -> int:
 
 
 @shared_task(name="yinji.crawl.crawl_book", **TASK_OPTIONS)
-def crawl_book(self: Task, url: str, max_pages: int | None = None) -> dict[str, Any]:
+def crawl_book(self: Task, url: str, max_pages: int | None = None) -> JSONObject:
     """A watched pirate book: ``tracker.cases.books.monitor_book`` follows the index's
     chapter list and the chapters' next pages (same host, robots.txt and rate limits,
     at most ``max_pages`` fetches, default ``YINJI_BOOK_MAX_PAGES``), checks every
@@ -213,15 +213,8 @@ def _crawl_book(task: Task, url: str, max_pages: int | None) -> dict[str, Any]:
     return {**report.to_dict(), "alerted": alerted, "total": 1}
 
 
-WATCH_TASKS = {
-    "url": "yinji.crawl.crawl_url",
-    "site": "yinji.crawl.crawl_site",
-    "book": "yinji.crawl.crawl_book",
-}
-
-
 @shared_task(name="yinji.crawl.recrawl_watchlist", **TASK_OPTIONS)
-def recrawl_watchlist(self: Task) -> dict[str, Any]:
+def recrawl_watchlist(self: Task) -> JSONObject:
     """Daily: every active watch-list item again (``url``: ``crawl_url``; ``site``:
     ``crawl_site``; ``book``: ``crawl_book``), fanned out so that all workers share the
     load."""
@@ -229,8 +222,8 @@ def recrawl_watchlist(self: Task) -> dict[str, Any]:
 
 
 def _recrawl(task: Task) -> dict[str, Any]:
-    store = rt(task).library.store
-    items = store.list_watch(active_only=True)
+    watch = WatchList(rt(task).library)
+    items = watch.active()
     progress = Progress(task, total=len(items))
     progress.start()
     children = fanout(
@@ -240,9 +233,6 @@ def _recrawl(task: Task) -> dict[str, Any]:
             for item in items
         ],
     )
-    now = utcnow()
-    for item in items:
-        item.last_crawled_at = now  # when the crawl was sent; its outcome is in the job
-        store.put_watch(item)
+    watch.mark_sent(items, utcnow())  # when the crawl was sent; its outcome is in the job
     log.info("recrawl: %d watch-list items sent", len(children))
     return {"fanout": children, "total": len(children)}

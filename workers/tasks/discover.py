@@ -30,6 +30,7 @@ twice (the frontier's seen set), only revisited on schedule.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -37,12 +38,14 @@ from celery import Task, shared_task
 
 from tracker.config import env_int
 from tracker.discovery.run import DiscoveryRun, PageResult, RunOptions, new_run_id
-from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
+from tracker.records import JSONObject
+from workers.tasks._base import TASK_OPTIONS, Child, Progress, fanout, once, rt
 
 
-def _options(raw: dict[str, Any] | None) -> RunOptions:
+def _options(raw: Mapping[str, object] | None) -> RunOptions:
     known = {f.name for f in fields(RunOptions)}
-    return RunOptions(**{k: v for k, v in (raw or {}).items() if k in known})
+    values: dict[str, Any] = {k: v for k, v in (raw or {}).items() if k in known}
+    return RunOptions(**values)
 
 
 CHUNK_PAGES = 50  # pages a crawl chunk fetches at most (``YINJI_DISCOVER_CHUNK``)
@@ -59,8 +62,11 @@ def chunk_budgets(max_pages: int, chunk: int, parts: int = 1) -> list[int]:
 
 @shared_task(name="yinji.crawl.discover_run", **TASK_OPTIONS)
 def discover_run(
-    self: Task, options: dict[str, Any] | None = None, parts: int = 2, run_id: str | None = None
-) -> dict[str, Any]:
+    self: Task,
+    options: Mapping[str, object] | None = None,
+    parts: int = 2,
+    run_id: str | None = None,
+) -> JSONObject:
     """Plan, search and seed one run, then spread its crawl over bounded chunks (at
     least ``parts``), sent as one Celery group: ``workers.jobs.job_status`` of this
     task's id follows them (progress = pages fetched / the run's page budget). With
@@ -82,7 +88,7 @@ def legado_split(max_pages: int, hosts: list[str], parts: int) -> list[tuple[lis
 
 
 def _plan_and_spread(
-    task: Task, options: dict[str, Any] | None, parts: int, run_id: str | None = None
+    task: Task, options: Mapping[str, object] | None, parts: int, run_id: str | None = None
 ) -> dict[str, Any]:
     runtime = rt(task)
     opts = _options(options)
@@ -97,7 +103,7 @@ def _plan_and_spread(
     walks = legado_split(opts.max_pages, run.legado_hosts() if run.books else [], max(1, parts))
     crawl_pages = opts.max_pages - sum(b for _, b in walks)
     budgets = chunk_budgets(crawl_pages, chunk, max(1, parts)) if crawl_pages > 0 else []
-    children: list[tuple[str, list[Any], dict[str, Any], str]] = [
+    children: list[Child] = [
         (
             "yinji.crawl.discover_crawl",
             [report.id, i, dict(asdict(opts), max_pages=pages, wait_for_others=30.0)],
@@ -130,14 +136,16 @@ def _plan_and_spread(
 
 @shared_task(name="yinji.crawl.discover_crawl", **TASK_OPTIONS)
 def discover_crawl(
-    self: Task, run_id: str, part: int, options: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    self: Task, run_id: str, part: int, options: Mapping[str, object] | None = None
+) -> JSONObject:
     """One chunk of run ``run_id``'s crawl: at most ``options["max_pages"]`` pages from
     the shared frontier (its part ``part`` of the run's report)."""
     return once(self, lambda: _crawl(self, run_id, part, options))
 
 
-def _crawl(task: Task, run_id: str, part: int, options: dict[str, Any] | None) -> dict[str, Any]:
+def _crawl(
+    task: Task, run_id: str, part: int, options: Mapping[str, object] | None
+) -> dict[str, Any]:
     runtime = rt(task)
     opts = _options(options)
     # Workers scale by their own processes; a reader process per chunk would cost its
@@ -175,8 +183,8 @@ def _crawl(task: Task, run_id: str, part: int, options: dict[str, Any] | None) -
 
 @shared_task(name="yinji.crawl.discover_legado", **TASK_OPTIONS)
 def discover_legado(
-    self: Task, run_id: str, part: int, options: dict[str, Any], hosts: list[str]
-) -> dict[str, Any]:
+    self: Task, run_id: str, part: int, options: Mapping[str, object], hosts: list[str]
+) -> JSONObject:
     """One Legado chunk of run ``run_id``: the imported sites ``hosts`` searched for
     every book and walked within ``options["max_pages"]`` fetches (its part of the
     run's report)."""
@@ -184,7 +192,7 @@ def discover_legado(
 
 
 def _legado(
-    task: Task, run_id: str, part: int, options: dict[str, Any], hosts: list[str]
+    task: Task, run_id: str, part: int, options: Mapping[str, object], hosts: list[str]
 ) -> dict[str, Any]:
     runtime = rt(task)
     opts = _options(options)
@@ -209,7 +217,7 @@ def _legado(
 
 
 @shared_task(name="yinji.crawl.discover_daily", **TASK_OPTIONS)
-def discover_daily(self: Task) -> dict[str, Any]:
+def discover_daily(self: Task) -> JSONObject:
     """The beat's daily discovery run within the default budgets."""
     options = asdict(
         RunOptions(

@@ -7,11 +7,12 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tracker.records import JSONObject
 from workers.tasks._base import TASK_OPTIONS, Progress, once, rt
 
 
 @shared_task(name="yinji.evidence.publish_tree_head", **TASK_OPTIONS)
-def publish_tree_head(self: Task) -> dict[str, Any]:
+def publish_tree_head(self: Task) -> JSONObject:
     """Scheduled (``YINJI_EVIDENCE_HEAD_MINUTES``): ``EvidenceLog.publish``, a signed
     tree head covering every record of the evidence log (a new one only when the log
     has grown), timestamped when ``YINJI_TSA_URL`` is set, and the timestamps still
@@ -29,7 +30,7 @@ def _publish(task: Task) -> dict[str, Any]:
 
 
 @shared_task(name="yinji.evidence.audit_log", **TASK_OPTIONS)
-def audit_log(self: Task) -> dict[str, Any]:
+def audit_log(self: Task) -> JSONObject:
     """Daily (``yinji beat``): ``EvidenceLog.audit`` recomputes the whole log (every
     leaf hash, stored node, signed head's root, signature and timestamp token). When
     anything disagrees it sends the ``evidence.audit_failed`` alert (webhook, e-mail)

@@ -26,9 +26,21 @@ from celery import Task, shared_task
 
 from tracker.index_health import IndexOutOfSync
 from tracker.records import JSONObject
+from tracker.services import rebuild_parts
 from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
-from workers.tasks._base import TASK_OPTIONS, Progress, child_id, fanout, once, rt, task_key
+from workers.backend import release
+from workers.heartbeat import track_sent
+from workers.tasks._base import (
+    TASK_OPTIONS,
+    FanoutEntry,
+    Progress,
+    child_id,
+    fanout,
+    once,
+    rt,
+    task_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +59,7 @@ class Join(TypedDict):
 
 
 class RebuildStarted(TypedDict):
-    fanout: list[dict[str, object]]
+    fanout: list[FanoutEntry]
     engine: str
     chunks: int
     mothers: int
@@ -82,7 +94,7 @@ def rebuild_index(self: Task, engine: str | None = None) -> RebuildStarted:
 
 def _rebuild(task: Task, engine: str | None) -> RebuildStarted:
     library = rt(task).library
-    work = library.indexes.plan_rebuild(engine, worker_settings(task.app).rebuild_chunk)
+    work = rebuild_parts.plan_rebuild(library, engine, worker_settings(task.app).rebuild_chunk)
     parent = task.request.id or "direct"
     # The plan is part of the join key: a parent delivered again after the store
     # changed plans other chunks, which must not complete the first plan's set.
@@ -104,7 +116,7 @@ def _rebuild(task: Task, engine: str | None) -> RebuildStarted:
         ],
         totals=[c.mothers for c in work.chunks],
     )
-    load = {
+    load: FanoutEntry = {
         "id": join["load_id"],
         "label": "load",
         "total": max(1, work.mothers),
@@ -137,7 +149,9 @@ def refill_chunk(
 def _refill(task: Task, engine: str, lo: int, hi: int, mothers: int) -> RefillResult:
     progress = Progress(task, total=mothers)
     progress.start()
-    done = rt(task).library.indexes.refill(engine, RefillChunk(lo, hi, mothers), progress=progress)
+    done = rebuild_parts.refill_chunk(
+        rt(task).library, engine, RefillChunk(lo, hi, mothers), progress=progress
+    )
     return {
         "engine": done.engine,
         "lo": done.lo,
@@ -165,9 +179,6 @@ def _join(task: Task, join: Join, member: str) -> None:
 
 
 def _send_load(task: Task, join: Join) -> None:
-    from workers.heartbeat import track_sent
-    from workers.jobs import release
-
     name = "yinji.index.load_index"
     args = [join["engine"], join["mothers"]]
     track_sent(task.app, [(join["load_id"], name, args, {}, queue_for(name))])
@@ -187,12 +198,12 @@ def _load(task: Task, engine: str, mothers: int) -> LoadResult:
     progress = Progress(task, total=max(1, mothers))
     progress.start()
     try:
-        info = library.indexes.load(engine, progress=progress)
+        info = rebuild_parts.load_index(library, engine, progress=progress)
     except IndexOutOfSync:
         # Another delivery of this very load holds the lock (a chunk sent it again):
         # wait for it and answer with its result; anything else holding it is an error.
         client = getattr(task.app.backend, "client", None)
-        if client is None or not library.indexes.tracker.wait_unlocked(engine, LOAD_WAIT):
+        if client is None or not rebuild_parts.wait_for_load(library, engine, LOAD_WAIT):
             raise
         cached = client.hget(task_key(task, task.request.id), "result")
         if cached is None:

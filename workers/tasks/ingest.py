@@ -8,17 +8,21 @@ from typing import Any, TypeVar
 from celery import Task, shared_task
 
 from tracker.documents import Document, DocumentError
-from tracker.store import Store
+from tracker.library import Library
+from tracker.records import JSONObject, JSONValue
+from tracker.services.lookups import stored_as_given
 from workers.app import app_settings
-from workers.payloads import documents_from_items, upload_documents
-from workers.spool import Spool
+from workers.book_uploads import BookMode, UploadBooks, made_json
+from workers.book_uploads import book_mode as book_mode_of
+from workers.payloads import documents_from_items
+from workers.spool import Spool, UploadRef
 from workers.tasks._base import NETWORK_ERRORS, TASK_OPTIONS, Progress, once, retry_races, rt
 
 T = TypeVar("T")
 
 
 @shared_task(name="yinji.ingest.ingest_batch", **TASK_OPTIONS)
-def ingest_batch(self: Task, documents: list[dict[str, Any]], engine: str | None = None) -> dict:
+def ingest_batch(self: Task, documents: list[JSONObject], engine: str | None = None) -> JSONObject:
     """Add or replace mothers (``{id, title?, text, metadata?}``) like ``yinji ingest``.
 
     Idempotent: a mother is stored by its id (a second run replaces it with itself and
@@ -27,7 +31,7 @@ def ingest_batch(self: Task, documents: list[dict[str, Any]], engine: str | None
     return once(self, lambda: _ingest(self, documents, engine))
 
 
-def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> dict:
+def _ingest(task: Task, documents: list[JSONObject], engine: str | None) -> JSONObject:
     items = documents_from_items(list(documents))
     progress = Progress(task, total=len(items))
     progress.start()
@@ -42,46 +46,51 @@ def _ingest(task: Task, documents: list[dict[str, Any]], engine: str | None) -> 
     except Exception as exc:
         # Failed for good (a race retried to the end, a store error): say per item what
         # was really stored, rather than one error for the whole chunk.
-        return {**stored_report(library.store, items, exc), "total": len(items)}
+        return {**stored_report(library, items, exc), "total": len(items)}
     return {**report.to_dict(), "total": len(items)}
 
 
 def stored_report(
-    store: Store, items: list[Document | DocumentError], exc: BaseException
-) -> dict[str, Any]:
-    """What an ingest that failed with ``exc`` left in the store, per item: a document
-    whose stored text is the one given counts as ingested (its index entries may be
-    missing: the next check repairs them), any other is an error naming it."""
-    from tracker.store import NotFound
-
-    out: dict[str, Any] = {"ingested": 0, "replaced": 0, "characters": 0, "errors": []}
+    library: Library, items: list[Document | DocumentError], exc: BaseException
+) -> JSONObject:
+    """What an ingest that failed with ``exc`` left in the library, per item: a
+    document whose stored text is the one given counts as ingested (its index entries
+    may be missing: the next check repairs them), any other is an error naming it."""
+    ingested = characters = 0
+    errors: list[JSONValue] = []
     for item in items:
         if isinstance(item, DocumentError):
-            out["errors"].append({"source": item.source, "message": item.message})
-            continue
-        try:
-            stored = store.get_mother(item.id).text == item.text
-        except NotFound:
-            stored = False
-        if stored:
-            out["ingested"] += 1
-            out["characters"] += len(item.text)
+            errors.append({"source": item.source, "message": item.message})
+        elif stored_as_given(library, item.id, item.text):
+            ingested += 1
+            characters += len(item.text)
         else:
-            out["errors"].append({"source": item.id, "message": f"not stored: {exc}"})
-    out["warnings"] = [f"the ingest stopped early ({exc}); the counts are what was stored"]
-    return out
+            errors.append({"source": item.id, "message": f"not stored: {exc}"})
+    return {
+        "ingested": ingested,
+        "replaced": 0,
+        "characters": characters,
+        "errors": errors,
+        "warnings": [f"the ingest stopped early ({exc}); the counts are what was stored"],
+    }
 
 
 @shared_task(name="yinji.ingest.ingest_uploads", **TASK_OPTIONS)
-def ingest_uploads(self: Task, uploads: list[dict[str, Any]], engine: str | None = None) -> dict:
+def ingest_uploads(
+    self: Task, uploads: list[UploadRef], engine: str | None = None, book_mode: str = "works"
+) -> JSONObject:
     """Add or replace the mothers in uploaded files (``workers.spool`` references: the
-    message carries no text). Each file is read by ``tracker.documents``; a file or
-    item that cannot be read is an entry of ``errors`` and the others go on. The files
-    are deleted when the task has finished (also when it failed for good)."""
-    return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine))
+    message carries no text). Each file is read by ``tracker.documents``, whole books
+    by the book rule of ``book_mode`` (``workers.book_uploads``: ``auto``, ``book`` or
+    ``works``, as ``yinji ingest``, ``--book`` and ``--as-works``); the result's
+    ``books`` lists the books made. A file or item that cannot be read is an entry of
+    ``errors`` and the others go on. The files are deleted when the task has finished
+    (also when it failed for good)."""
+    mode = book_mode_of(book_mode)
+    return with_uploads(self, uploads, lambda: _ingest_uploads(self, uploads, engine, mode))
 
 
-def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T]) -> T:
+def with_uploads(task: Task, uploads: list[UploadRef], work: Callable[[], T]) -> T:
     """``once(task, work)``, then delete the uploads. A network error keeps them: the
     task is retried and needs them again."""
     spool = Spool(app_settings(task.app).data_dir)
@@ -96,15 +105,20 @@ def with_uploads(task: Task, uploads: list[dict[str, Any]], work: Callable[[], T
     return result
 
 
-def _ingest_uploads(task: Task, uploads: list[dict[str, Any]], engine: str | None) -> dict:
+def _ingest_uploads(
+    task: Task, uploads: list[UploadRef], engine: str | None, mode: BookMode
+) -> dict[str, Any]:
     spool = Spool(app_settings(task.app).data_dir)
     progress = Progress(task, total=len(uploads))
     progress.start()
+    library = rt(task).library
+    books = UploadBooks(library, mode)
 
     def documents() -> Iterator[Document | DocumentError]:
         for i, ref in enumerate(uploads):
-            yield from upload_documents(spool, ref)
+            yield from books.documents(spool, ref)
             progress(i + 1)
 
-    report = rt(task).library.ingest(documents(), engine=engine, batch_size=32)
-    return {**report.to_dict(), "files": len(uploads), "total": len(uploads)}
+    report = library.ingest(documents(), engine=engine, batch_size=32)
+    made = [made_json(m) for m in books.finish(report)]
+    return {**report.to_dict(), "books": made, "files": len(uploads), "total": len(uploads)}

@@ -6,7 +6,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
+from tracker.records import JSONObject
 from workers.app import app_settings, worker_settings
+from workers.backend import backend_client, report_key
 from workers.payloads import sha1_hex
 from workers.tasks._base import TASK_OPTIONS, Progress, once, rt
 
@@ -17,12 +19,8 @@ CONTENT_TYPES = {
 }
 
 
-def report_key(prefix: str, task_id: str) -> str:
-    return f"{prefix}:report:{task_id}"
-
-
 @shared_task(name="yinji.reports.build_report", **TASK_OPTIONS)
-def build_report(self: Task, match_id: str, fmt: str) -> dict[str, Any]:
+def build_report(self: Task, match_id: str, fmt: str) -> JSONObject:
     """Build the evidence report of a match (``tracker.reports.build_report``).
 
     The bytes go to the result backend's Redis under ``<prefix>:report:<task id>`` for
@@ -48,7 +46,7 @@ def _build(task: Task, match_id: str, fmt: str) -> dict[str, Any]:
         # Unknown match: permanent, say so plainly (NotFound is a KeyError).
         raise ValueError(f"unknown match {match_id!r}") from None
     settings = app_settings(task.app)
-    task.app.backend.client.set(
+    backend_client(task.app).set(
         report_key(settings.redis_prefix, task.request.id),
         data,
         ex=worker_settings(task.app).result_expires,

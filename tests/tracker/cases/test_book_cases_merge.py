@@ -177,7 +177,7 @@ def test_per_chapter_cases_merge_into_one_book_case(tmp_path: Path) -> None:
 def test_cli_merge_books(tmp_path: Path) -> None:
     data = tmp_path / "data"
     settings = Settings(data_dir=data)
-    from tracker.cases.store import open_case_store
+    from tracker.cases.store_factory import open_case_store
 
     with SqliteStore(data / "yinji.sqlite3") as store:
         matches = [_chapter(store, n) for n in (3, 4)]

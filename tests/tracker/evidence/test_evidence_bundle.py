@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 from tsa_server import TSAServer
 
-from tracker.evidence.bundle import BundleError, Limits, export_bundle
+from tracker.evidence.bundle import export_bundle
+from tracker.evidence.bundle_format import BundleError, Limits
 from tracker.evidence.keys import SigningKey
-from tracker.evidence.log import EvidenceError, EvidenceLog
+from tracker.evidence.log import EvidenceLog
+from tracker.evidence.records import EvidenceError
 from tracker.evidence.settings import EvidenceSettings
 from tracker.evidence.tsa import TSAClient
 from tracker.evidence.verify import verify_bundle

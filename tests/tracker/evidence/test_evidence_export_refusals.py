@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from tracker.evidence.bundle import export_bundle
-from tracker.evidence.log import SQLITE_FILE, EvidenceError
 from tracker.evidence.merkle import leaf_hash
+from tracker.evidence.records import EvidenceError
+from tracker.evidence.sqlite import SQLITE_FILE
 from tracker.evidence.verify import verify_bundle
 
 from .evidence_helpers import edit, record_case, refresh_lists

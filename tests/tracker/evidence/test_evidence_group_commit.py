@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from tracker.evidence.keys import SigningKey
-from tracker.evidence.log import EvidenceLog, PendingRecord, SqliteBackend
+from tracker.evidence.log import EvidenceLog
 from tracker.evidence.merkle import MemoryTree
+from tracker.evidence.records import PendingRecord
 from tracker.evidence.settings import EvidenceSettings
+from tracker.evidence.sqlite import SqliteBackend
 
 
 def chunk(n: int, run: str = "task-1") -> list[PendingRecord]:
@@ -112,7 +114,9 @@ def test_a_failure_inside_the_commit_leaves_none_of_the_chunk(
 
 _KILLED_MID_CHUNK = """
 import os, signal, sys
-from tracker.evidence.log import EvidenceLog, PendingRecord, SqliteBackend
+from tracker.evidence.log import EvidenceLog
+from tracker.evidence.records import PendingRecord
+from tracker.evidence.sqlite import SqliteBackend
 from tracker.evidence.settings import EvidenceSettings
 
 folder, n = sys.argv[1], int(sys.argv[2])

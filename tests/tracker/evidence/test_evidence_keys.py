@@ -189,10 +189,10 @@ def test_fingerprint_is_the_sha256_of_the_raw_public_key(tmp_path: Path) -> None
 
     from tracker.evidence.keys import (
         format_fingerprint,
-        log_fingerprint,
         parse_fingerprint,
         public_key_fingerprint,
     )
+    from tracker.evidence.settings import log_fingerprint
 
     key = SigningKey.load(tmp_path)
     raw = key.public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

@@ -13,8 +13,9 @@ import pytest
 
 from tracker.evidence.canonical import parse_json_object
 from tracker.evidence.keys import EvidenceKeyError, SigningKey, TreeHead
-from tracker.evidence.log import KINDS, EvidenceError, EvidenceLog, Stamp
+from tracker.evidence.log import EvidenceLog
 from tracker.evidence.merkle import MemoryTree, verify_consistency, verify_inclusion
+from tracker.evidence.records import KINDS, EvidenceError, Stamp
 from tracker.evidence.settings import EvidenceSettings
 from tracker.records import Match, Passage
 

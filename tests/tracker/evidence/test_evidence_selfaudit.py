@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-from tracker.evidence.log import SQLITE_FILE, EvidenceLog, LogInconsistent
+from tracker.evidence.log import EvidenceLog
 from tracker.evidence.merkle import leaf_hash, verify_consistency
 from tracker.evidence.public import consistency, published_head
+from tracker.evidence.records import LogInconsistent
+from tracker.evidence.sqlite import SQLITE_FILE
 
 
 def _fill(log: EvidenceLog, n: int) -> None:

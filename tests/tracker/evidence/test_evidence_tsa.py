@@ -15,7 +15,8 @@ from asn1crypto import tsp
 from tsa_server import TestTSA, TSAServer
 
 from tracker.evidence.keys import SigningKey
-from tracker.evidence.log import EvidenceLog, Stamp
+from tracker.evidence.log import EvidenceLog
+from tracker.evidence.records import Stamp
 from tracker.evidence.settings import EvidenceSettings
 from tracker.evidence.tsa import (
     TokenError,

@@ -15,10 +15,12 @@ from tsa_server import TSAServer
 
 from tracker.evidence.bundle import export_bundle
 from tracker.evidence.capture import Capture
-from tracker.evidence.log import EvidenceError, EvidenceLog
+from tracker.evidence.log import EvidenceLog
+from tracker.evidence.records import EvidenceError
 from tracker.evidence.settings import EvidenceSettings
 from tracker.evidence.tsa import TSAClient
-from tracker.evidence.verify import CHECKS, verify_bundle
+from tracker.evidence.verify import verify_bundle
+from tracker.evidence.verify_result import CHECKS
 
 from .evidence_helpers import PAGE, TEXT, record_case
 

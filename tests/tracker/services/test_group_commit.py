@@ -12,7 +12,7 @@ from textgen import work
 
 from tracker.config import Settings
 from tracker.documents import Document
-from tracker.evidence.log import SqliteBackend
+from tracker.evidence.sqlite import SqliteBackend
 from tracker.library import Library
 from tracker.longtext import SuspectTooLarge
 from tracker.services.check import Submitted
