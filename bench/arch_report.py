@@ -9,7 +9,6 @@ and workers past the services, ``Any`` in public signatures per package.
 from __future__ import annotations
 
 import ast
-import re
 import sys
 from pathlib import Path
 
@@ -18,10 +17,13 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from arch_metrics import public_signatures  # noqa: E402
-from structure import PACKAGES, circles, import_graph, project_modules  # noqa: E402
-
-#: Web and workers reaching past the services into storage, Redis or the indexes.
-REACH = re.compile(r"\b(?:lib|library|self\.lib|self\.library)\.(?:store|redis|indexes)\b")
+from structure import (  # noqa: E402
+    PACKAGES,
+    circles,
+    import_graph,
+    project_modules,
+    reach_throughs,
+)
 
 
 def report(root: Path) -> str:
@@ -35,7 +37,7 @@ def report(root: Path) -> str:
             for m in mine
             for s in public_signatures(ast.parse(m.path.read_text(encoding="utf-8")))
         ]
-        reach = sum(len(REACH.findall(m.path.read_text(encoding="utf-8"))) for m in mine)
+        reach = sum(len(reach_throughs(m)) for m in mine)
         lines.append(
             f"- {package}: {len(mine)} modules, {sum(m.lines for m in mine):,} lines; "
             f"over 700: {len(big)} ({', '.join(f'{n} {n_}' for n_, n in big) or 'none'}); "

@@ -24,9 +24,7 @@ def test_no_import_circle() -> None:
 
 
 def test_no_module_over_the_size_limit() -> None:
-    big = {
-        m.name: m.lines for m in project_modules(REPO).values() if m.lines > MAX_LINES
-    }
+    big = {m.name: m.lines for m in project_modules(REPO).values() if m.lines > MAX_LINES}
     assert big == {}, f"modules over {MAX_LINES} lines: {big}"
 
 

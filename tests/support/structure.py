@@ -137,3 +137,16 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if len(group) > 1:
                     groups.append(sorted(group))
     return sorted(groups)
+
+
+#: Attributes through which web or workers would reach past the tracker services into
+#: a library's parts.
+REACH_ATTRS = ("store", "redis", "indexes")
+
+
+def reach_throughs(module: Module) -> list[int]:
+    """Lines of ``module`` that read ``.store``, ``.redis`` or ``.indexes`` of anything."""
+    tree = ast.parse(module.path.read_text(encoding="utf-8"), filename=str(module.path))
+    return sorted(
+        n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in REACH_ATTRS
+    )
