@@ -8,7 +8,7 @@ The settings choose once (``YINJI_MONGO_URI`` set: MongoDB, else the data folder
 - the data folder: the sqlite files and blob folders named in ``DataFiles``.
 
 This module sits above what it opens: each part has a factory of its own that picks
-its adapter (``tracker.store.open_store``, ``tracker.cases.store.open_case_store``,
+its adapter (``tracker.store.open_store``, ``tracker.cases.store_factory.open_case_store``,
 ``EvidenceLog.open``/``from_settings``), and none of them imports this module.
 ``Library`` opens its store and evidence log from one ``Backends``.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from tracker.config import Settings
 from tracker.store.files import DataFiles
-from tracker.store.mongo_client import MONGO_TIMEOUT_MS, MongoDocument, client_of, mongo_client
+from tracker.store.mongo_client import MongoDocument, mongo_client
 
 if TYPE_CHECKING:
     from pymongo import MongoClient
@@ -58,8 +58,7 @@ class Backends:
         """The evidence log: ``evidence_*`` collections and GridFS, or the data folder."""
         from tracker.evidence.log import EvidenceLog
 
-        mongo_db = self.mongo[self.settings.mongo_db] if self.mongo is not None else None
-        return EvidenceLog.open(self.files.evidence, mongo_db=mongo_db, evidence=evidence)
+        return EvidenceLog.from_settings(self.settings, evidence=evidence, client=self.mongo)
 
     def close(self) -> None:
         """Close the MongoDB connection (after what was opened from it)."""
@@ -74,11 +73,6 @@ def open_backends(settings: Settings) -> Backends:
 
 
 __all__ = [
-    "MONGO_TIMEOUT_MS",
     "Backends",
-    "DataFiles",
-    "MongoDocument",
-    "client_of",
-    "mongo_client",
     "open_backends",
 ]

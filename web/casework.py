@@ -243,7 +243,8 @@ def notice_file(
     e-mail (EML) with the notice as PDF, each URL's evidence report (``with_evidence``)
     and the proofs of ownership attached. Recorded in each case's history as a notice
     ``generated`` (format, language, reference, SHA-256 of the file)."""
-    from tracker.cases.notices import CONTENT_TYPES, generate_notice
+    from tracker.cases.notice_text import CONTENT_TYPES
+    from tracker.cases.notices import generate_notice
     from tracker.cases.settings import CaseSettings
     from tracker.config import SettingError
 

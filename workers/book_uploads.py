@@ -92,6 +92,9 @@ class UploadBooks:
         self.plans.append(plan)
         yield from plan.errors
         yield from plan.documents
+        # The record needs the plan's books and errors, not the chapters' texts: a job of
+        # many books keeps one book's text in memory at a time.
+        plan.documents = []
 
     def finish(self, report: IngestReport) -> list[BookMade]:
         """Write the records of the books whose chapters the ingest stored; the
@@ -99,8 +102,10 @@ class UploadBooks:
         report's."""
         made = self.ingest.finish(report)
         for plan in self.plans:
-            # The plan's record leaves out the chapters its errors name: the ingest's too.
-            plan.errors.extend(report.errors)
+            # The plan's record leaves out the chapters its errors name: the ingest's too
+            # (its own errors are among the report's already: they were yielded to it).
+            own = {id(e) for e in plan.errors}
+            plan.errors.extend(e for e in report.errors if id(e) not in own)
             made += plan.record()
             report.warnings += [w for w in plan.warnings if w not in report.warnings]
         return made

@@ -54,20 +54,16 @@ from workers.app import get_celery
 from workers.backend import release
 from workers.health import durability_problem, missing_consumers, queue_health
 from workers.inprocess import ensure_worker, stop_inprocess_worker, workers_answer
-from workers.results import JobSummary, Passed, job_kind, job_summary
+from workers.results import job_kind, job_summary
 from workers.status import (
-    JobPart,
     JobStatus,
     UnknownJob,
-    job_parts,
     job_status,
     report_content,
 )
 from workers.submit import (
     RebuildRunning,
     check_chunks,
-    running_rebuild,
-    spool,
     submit_check,
     submit_discover,
     submit_ingest,
@@ -78,10 +74,7 @@ from workers.submit import (
 )
 
 __all__ = [
-    "JobPart",
     "JobStatus",
-    "JobSummary",
-    "Passed",
     "RebuildRunning",
     "UnknownJob",
     "check_chunks",
@@ -89,15 +82,12 @@ __all__ = [
     "ensure_worker",
     "get_celery",
     "job_kind",
-    "job_parts",
     "job_status",
     "job_summary",
     "missing_consumers",
     "queue_health",
     "release",
     "report_content",
-    "running_rebuild",
-    "spool",
     "stop_inprocess_worker",
     "submit_check",
     "submit_discover",

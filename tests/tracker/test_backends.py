@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.backends import MONGO_TIMEOUT_MS, DataFiles, open_backends
+from tracker.backends import open_backends
 from tracker.cases import open_case_store
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.evidence import EvidenceLog
 from tracker.library import Library
 from tracker.store import Suspect, open_store
+from tracker.store.files import DataFiles
+from tracker.store.mongo_client import MONGO_TIMEOUT_MS
 
 
 @pytest.fixture()

@@ -5,12 +5,12 @@ record shares (``Collection``, ``KeyValues``) are written once per backend."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 from pathlib import Path
 
 import pytest
 from repo import REPO
+from structure import Module, circles, import_graph, project_modules
 
 from tracker.store import interfaces
 from tracker.store.base import Store
@@ -34,88 +34,19 @@ def _in_area(rel: str) -> bool:
     return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in AREA)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def _modules() -> dict[str, Module]:
+    return project_modules(REPO, ("tracker",))
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted((REPO / "tracker").rglob("*.py"))}
-
-
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The tracker modules ``name`` imports anywhere in its body (functions and
-    ``TYPE_CHECKING`` blocks included), each as the longest known module name."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*parent, base] if base else parent)
-            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
-        for target in targets:
-            while target and target not in known:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                found.add(target)
-                break
-    return found
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
-    known = set(modules)
-    return {name: imports_of(name, path, known) for name, path in modules.items()}
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component: list[str] = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+def _graph() -> dict[str, set[str]]:
+    return import_graph(_modules())
 
 
 def _area_modules() -> dict[str, Path]:
     return {
-        name: path
-        for name, path in _modules().items()
-        if _in_area(path.relative_to(REPO).as_posix())
+        name: m.path
+        for name, m in _modules().items()
+        if _in_area(m.path.relative_to(REPO).as_posix())
     }
 
 
@@ -133,7 +64,7 @@ def test_no_storage_module_is_over_700_lines(name: str) -> None:
 
 def test_no_import_circle_touches_storage() -> None:
     area = set(_area_modules())
-    found = [c for c in circles(import_graph()) if area & set(c)]
+    found = [c for c in circles(_graph()) if area & set(c)]
     assert found == [], f"import circles through the storage area: {found}"
 
 
@@ -141,7 +72,7 @@ def test_storage_imports_nothing_above_it() -> None:
     above = ("tracker.cases", "tracker.evidence", "tracker.services", "tracker.backends")
     above += ("tracker.library", "tracker.books", "tracker.reports", "tracker.discovery")
     above += ("tracker.config",)  # the settings import storage (DataFiles), not the reverse
-    graph = import_graph()
+    graph = _graph()
     offenders = {
         name: sorted(t for t in targets if t.startswith(above))
         for name, targets in graph.items()
@@ -151,14 +82,16 @@ def test_storage_imports_nothing_above_it() -> None:
 
 
 def test_the_scanner_sees_circles_inside_functions(tmp_path: Path) -> None:
-    a = tmp_path / "a.py"
-    a.write_text("def f():\n    from pkg.b import g\n", encoding="utf-8")
-    b = tmp_path / "b.py"
-    b.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n")
-    known = {"pkg.a", "pkg.b"}
-    graph = {"pkg.a": imports_of("pkg.a", a, known), "pkg.b": imports_of("pkg.b", b, known)}
-    assert graph == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
-    assert circles(graph) == [["pkg.a", "pkg.b"]]
+    pkg = tmp_path / "tracker"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def f():\n    from tracker.b import g\n", encoding="utf-8")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n",
+        encoding="utf-8",
+    )
+    graph = import_graph(project_modules(tmp_path, ("tracker",)))
+    assert graph == {"tracker.a": {"tracker.b"}, "tracker.b": {"tracker.a"}}
+    assert circles(graph) == [["tracker.a", "tracker.b"]]
 
 
 def _abstract(cls: type) -> set[str]:

@@ -1,4 +1,4 @@
-"""The shape of ``workers/`` (issue #41), held from its source (``bench/arch_workers.py``):
+"""The shape of ``workers/``, held from its source (``tests/support/structure.py``):
 public functions and methods take and return real types (no ``Any``: TypedDicts and
 dataclasses for payloads, ``tracker.records.JSONObject`` for JSON, ``object`` for what
 a validator checks); no import circle among its modules, function-level imports
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from repo import REPO
+from structure import circles, import_graph, project_modules, reach_throughs
 
 sys.path.insert(0, str(REPO / "bench"))
 from arch_metrics import public_signatures
-from arch_workers import circles, measure
 
 MODULES = sorted(p for p in (REPO / "workers").rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -34,20 +34,18 @@ def test_no_any_in_public_signatures(path: Path) -> None:
 
 
 def test_no_import_circle_no_big_module_no_reach_through() -> None:
-    m = measure(REPO)
-    assert m.circles == []
-    assert {k: v for k, v in m.modules.items() if v > 700} == {}
-    assert {k: v for k, v in m.reach.items() if v} == {}
+    modules = {
+        n: m for n, m in project_modules(REPO, ("workers",)).items() if n.startswith("workers")
+    }
+    assert circles(import_graph(modules)) == []
+    assert {n: m.lines for n, m in modules.items() if m.lines > 700} == {}
+    reach = {n: reach_throughs(m) for n, m in modules.items()}
+    assert {n: lines for n, lines in reach.items() if lines} == {}
 
 
-def test_the_circle_finder_sees_a_function_level_import(tmp_path: Path) -> None:
+def test_the_reach_finder_sees_a_store_read(tmp_path: Path) -> None:
     package = tmp_path / "workers"
     package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from workers.b import x\ny = 1\n")
-    (package / "b.py").write_text(
-        "x = 1\ndef f() -> int:\n    from workers.a import y\n    return y\n"
-    )
-    (package / "c.py").write_text("from workers import a\n")
-    assert measure(tmp_path).circles == [["workers.a", "workers.b"]]
-    assert circles({"p": {"q"}, "q": set()}) == []
+    (package / "a.py").write_text("def f(lib):\n    return lib.store.count()\n")
+    module = project_modules(tmp_path, ("workers",))["workers.a"]
+    assert reach_throughs(module) == [2]

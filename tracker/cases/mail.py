@@ -96,7 +96,8 @@ def send_notice(
     """Render the notice of ``case_ids`` as an e-mail (notice PDF, evidence reports and
     proofs of ownership attached), send it, and mark each case sent. Returns the
     Message-ID and the case ids."""
-    from .notices import prepare_notice, render_email
+    from .notice_formats import render_email
+    from .notices import prepare_notice
 
     if not to:
         raise MailError("no recipient: give the platform's abuse or copyright address")

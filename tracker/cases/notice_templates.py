@@ -288,6 +288,23 @@ def _books(urls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(books.values())
 
 
+def render_notice_templates(
+    templates_dir: Path | None, lang: str, context: dict[str, object]
+) -> tuple[str, str]:
+    """The notice's text and subject from the ``lang`` templates (the data folder's
+    own, else the shipped ones), in the bounded sandbox."""
+    env = _environment(templates_dir)
+    text = _render_template(env, f"{lang}/notice.txt.j2", context)
+    subject = _render_template(env, f"{lang}/subject.txt.j2", context)
+    return text, subject
+
+
+def check_notice_elements(notice: Notice, context: dict[str, object]) -> None:
+    """``NoticeIncomplete`` naming what the law asks for that the rendered notice
+    leaves out (a user-edited template may drop anything)."""
+    _check_elements(notice, context)
+
+
 def _check_elements(notice: Notice, context: dict[str, Any]) -> None:
     text = notice.text
     missing = []

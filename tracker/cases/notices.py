@@ -32,16 +32,10 @@ from tracker.records import NotFound
 
 from .facts import notice_facts
 from .model import Case, CaseError
-from .notice_formats import EmlOptions, render, render_docx, render_email, render_eml, render_pdf
-from .notice_templates import _check_elements, _environment, _render_template, notice_context
+from .notice_formats import render
+from .notice_templates import check_notice_elements, notice_context, render_notice_templates
 from .notice_text import (
-    CONTENT_TYPES,
-    FORMATS,
-    LANGS,
-    TEMPLATE_DIR,
     Notice,
-    NoticeIncomplete,
-    TemplateTooCostly,
     check_format,
     check_lang,
     check_recipients,
@@ -57,29 +51,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CONTENT_TYPES",
-    "FORMATS",
-    "LANGS",
-    "TEMPLATE_DIR",
-    "EmlOptions",
     "GeneratedNotice",
-    "Notice",
-    "NoticeIncomplete",
-    "TemplateTooCostly",
     "build_notice",
-    "check_format",
-    "check_lang",
-    "check_recipients",
     "collect_evidence",
     "generate_notice",
-    "notice_context",
-    "notice_reference",
     "prepare_notice",
-    "render",
-    "render_docx",
-    "render_email",
-    "render_eml",
-    "render_pdf",
 ]
 
 
@@ -130,9 +106,7 @@ def build_notice(
         evidence_key=_key_fingerprint(evidence),
         platform=svc.platform_of(cases[0]),
     )
-    env = _environment(templates_dir)
-    text = _render_template(env, f"{lang}/notice.txt.j2", context)
-    subject = _render_template(env, f"{lang}/subject.txt.j2", context)
+    text, subject = render_notice_templates(templates_dir, lang, context)
     notice = Notice(
         lang=lang,
         platform=str(context["platform"]),
@@ -147,7 +121,7 @@ def build_notice(
         facts=facts.urls,
         left_out=facts.left_out,
     )
-    _check_elements(notice, context)
+    check_notice_elements(notice, context)
     return notice
 
 

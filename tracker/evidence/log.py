@@ -71,6 +71,7 @@ from .sqlite import SQLITE_FILE, SqliteBackend
 
 if TYPE_CHECKING:
     from cryptography import x509
+    from pymongo import MongoClient
     from pymongo.database import Database
 
     from tracker.config import Settings
@@ -203,16 +204,23 @@ class EvidenceLog:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, evidence: EvidenceSettings | None = None
+        cls,
+        settings: Settings,
+        *,
+        evidence: EvidenceSettings | None = None,
+        client: MongoClient[MongoDocument] | None = None,
     ) -> EvidenceLog:
-        """The log beside the library ``settings`` describe, alone: MongoDB when
-        ``mongo_uri`` is set (on a client of its own, ``tracker.store.mongo_client``'s
-        timeout rule, that ``close`` closes), else the data folder."""
+        """The log beside the library ``settings`` describe: MongoDB when ``mongo_uri``
+        is set, else the data folder. The one place that rule is written: ``Backends``
+        passes its shared ``client``; alone, the log opens a client of its own
+        (``tracker.store.mongo_client``'s timeout rule) that ``close`` closes."""
         from tracker.store.files import DataFiles
 
         folder = DataFiles(settings.data_dir).evidence
         if not settings.mongo_uri:
             return cls.open(folder, evidence=evidence)
+        if client is not None:
+            return cls.open(folder, mongo_db=client[settings.mongo_db], evidence=evidence)
         from tracker.store.mongo_client import mongo_client
 
         client = mongo_client(settings.mongo_uri)

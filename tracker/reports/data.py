@@ -39,12 +39,9 @@ from tracker.reports.provenance import (
 )
 from tracker.reports.schema import (
     FETCHED_SOURCES,
-    MISSING,
-    SUBMITTED_NOTE,
     VERDICT_LABELS,
     CaptureInfo,
     DiffData,
-    ExcludedData,
     PassageData,
     RegionData,
     ReportData,
@@ -63,16 +60,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FETCHED_SOURCES",
-    "MISSING",
-    "SUBMITTED_NOTE",
     "VERDICT_LABELS",
     "CaptureInfo",
     "DiffData",
-    "ExcludedData",
     "HasStore",
     "PageSource",
     "PassageData",
-    "RegionData",
     "ReportData",
     "SegmentData",
     "SuspectInfo",
@@ -328,7 +321,7 @@ def _regions(
                     }
                     for a, b in r.excluded
                 ],
-                "copied_characters": (r.suspect_end - r.suspect_start)
+                "region_characters": (r.suspect_end - r.suspect_start)
                 - sum(b - a for a, b in r.excluded),
                 "passages": inside,
                 "suspect_text": suspect.text[r.suspect_start : r.suspect_end] if suspect else None,

@@ -13,7 +13,14 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from tracker.reports.data import VERDICT_LABELS, ReportData, reference_line
-from tracker.reports.view import EXCLUDED, MARKS, fmt_similarity, passage_rows, region_rows
+from tracker.reports.view import (
+    EXCLUDED,
+    MARKS,
+    fmt_similarity,
+    passage_rows,
+    passages_open,
+    region_rows,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -93,6 +100,7 @@ def render_html(data: ReportData) -> str:
         region_rows=region_rows,
         excluded=EXCLUDED,
         excluded_count=sum(len(r["excluded"]) for r in data["regions"]),
+        passages_open=passages_open(len(data["passages"]), len(data["regions"])),
         sim=fmt_similarity,
         reference=reference_line(data),
     )

@@ -140,7 +140,8 @@ class RegionData(TypedDict):
     mother_end: int
     similarity: float  # the region's own (its text less the excluded spans), on initials
     excluded: list[ExcludedData]
-    copied_characters: int  # of the suspect: the region less its excluded spans
+    region_characters: int  # of the suspect: the region's span less its excluded spans
+    # (gaps and edits between its passages included: not a count of copied characters)
     passages: list[int]  # the numbers (``PassageData.n``) of the passages inside it
     suspect_text: str | None  # the region's text (None: the record was deleted)
     mother_text: str | None

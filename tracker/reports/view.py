@@ -111,6 +111,17 @@ def passage_rows(p: PassageData) -> list[Row]:
     ]
 
 
+#: Passages shown open under their regions up to this many (or as many as the regions).
+PASSAGES_SHOWN_OPEN = 10
+
+
+def passages_open(passages: int, regions: int) -> bool:
+    """Whether the passage table is shown open beside the regions, the same rule for the
+    web evidence view and the HTML report: open when a person can read it at a glance
+    (at most ten passages, or no more passages than regions), folded otherwise."""
+    return passages <= max(regions, PASSAGES_SHOWN_OPEN)
+
+
 def fmt_similarity(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -160,7 +171,7 @@ def region_note(r: RegionData) -> str:
     characters, excluded spans, the passages inside it."""
     parts = [
         f"相似度（首字母）similarity (initials) {r['similarity']:.2f}",
-        f"复制 {r['copied_characters']} 字 copied characters",
+        f"区域 {r['region_characters']} 字（不含排除部分）characters in the region, less excluded",
     ]
     if r["excluded"]:
         parts.append(f"排除插入文字 {len(r['excluded'])} 处 excluded inserted spans")

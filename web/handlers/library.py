@@ -59,13 +59,13 @@ def index() -> Any:
     )
 
 
-def _upload_page(errors: list[DocumentError], book_mode: str = "auto") -> str:
+def _upload_page(errors: list[DocumentError], mode: str = "auto") -> str:
     return render_template(
         "library/upload.html",
         suffixes=LIBRARY_SUFFIXES,
         errors=errors,
         book_modes=BOOK_MODES,
-        book_mode=book_mode,
+        book_mode=mode,
     )
 
 
@@ -81,8 +81,8 @@ def upload() -> Any:
     raw_mode = request.form.get("book_mode") or "auto"
     try:
         mode = book_mode(raw_mode)
-    except ValueError:
-        return _upload_page([DocumentError("book_mode", str(raw_mode)[:40])]), 400
+    except ValueError as exc:  # the message names the choices
+        return _upload_page([DocumentError("book_mode", str(exc)[:200])]), 400
     refs, skipped = spooled_uploads(request.files.getlist("files"), LIBRARY_SUFFIXES)
     try:
         pasted = pasted_document(request.form, "work")

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from tracker.reports.data import report_data
+from tracker.reports.view import passages_open
 from tracker.rules import check_note, check_verdict
 from tracker.store import VERDICTS, Match
 
@@ -149,6 +150,7 @@ def detail(match_id: str) -> Any:
         passages=passages,
         regions=regions,
         excluded_count=len(excluded),
+        passages_open=passages_open(len(passages), len(regions)),
         excluded_chars=sum(b - a for a, b in excluded),
         # A text handed in was never fetched: the report's rule, so both say the same.
         fetched=data["suspect"]["fetched"],

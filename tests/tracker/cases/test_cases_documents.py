@@ -17,14 +17,9 @@ from casekit import add_match, library_store
 
 from tracker.cases import CaseService
 from tracker.cases.model import CaseError
-from tracker.cases.notices import (
-    TemplateTooCostly,
-    build_notice,
-    check_recipients,
-    generate_notice,
-    render,
-    render_email,
-)
+from tracker.cases.notice_formats import render, render_email
+from tracker.cases.notice_text import TemplateTooCostly, check_recipients
+from tracker.cases.notices import build_notice, generate_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
 from tracker.config import Settings
 from tracker.records import Mother

@@ -20,7 +20,9 @@ from repo import REPO
 from tracker.cases import CaseService
 from tracker.cases.cli import case, verdict
 from tracker.cases.model import CaseError
-from tracker.cases.notices import NoticeIncomplete, build_notice, render
+from tracker.cases.notice_formats import render
+from tracker.cases.notice_text import NoticeIncomplete
+from tracker.cases.notices import build_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
 from tracker.config import Settings
 

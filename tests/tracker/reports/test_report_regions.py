@@ -42,7 +42,7 @@ def test_report_data_holds_each_region_with_its_texts_and_excluded_ads(
         assert r["suspect_text"] == text[r["suspect_start"] : r["suspect_end"]]
         assert r["mother_text"] == CHAPTER[r["mother_start"] : r["mother_end"]]
         assert all(x["suspect_text"] in ADS for x in r["excluded"])
-        assert r["copied_characters"] == len(r["suspect_text"]) - sum(
+        assert r["region_characters"] == len(r["suspect_text"]) - sum(
             x["suspect_end"] - x["suspect_start"] for x in r["excluded"]
         )
     # Every passage lies in one region, numbered as in the passage list.

@@ -1,4 +1,4 @@
-"""Issue #23's leftovers in the web API: POST /api/v1/mothers warns about works shorter
+"""POST /api/v1/mothers warns about works shorter
 than the library's minimum copied length (a copy of one alone can never be reported)."""
 
 from __future__ import annotations
