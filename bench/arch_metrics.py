@@ -5,7 +5,7 @@ exported with ``git archive``::
 
     python bench/arch_metrics.py            # this checkout
     python bench/arch_metrics.py /tmp/old   # another tree (its tracker/ is read)
-    python bench/arch_metrics.py --web [/tmp/old]   # web/: Any, reach-throughs, circles
+    python bench/arch_report.py [/tmp/old]         # per package: sizes, Any, reach-throughs, circles
 """
 
 from __future__ import annotations
@@ -137,123 +137,9 @@ def report(m: Metrics) -> str:
     return "\n".join(lines)
 
 
-# --- web/ (issue #41): Any in public signatures, reach-throughs, sizes, import circles ---
-#: Attributes of the library that web reached through instead of calling a service.
-REACH = ("store", "redis", "indexes")
-
-
-def _module_name(root: Path, path: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(name: str, is_package: bool, tree: ast.Module, known: set[str]) -> set[str]:
-    """The modules of ``known`` that ``tree`` imports anywhere (function level too)."""
-    found: set[str] = set()
-    package = name if is_package else name.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name in known)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                found.add(full if full in known else base)
-    return (found & known) - {name}
-
-
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                out.append(sorted(group))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
-
-
-@dataclass
-class WebMetrics:
-    modules: dict[str, int]  # path -> lines
-    public: dict[str, tuple[int, int]]  # path -> (public signatures, those mentioning Any)
-    reach: dict[str, int]  # path -> .store / .redis / .indexes read in it
-    store_calls: dict[str, int]  # path -> calls of web.core.store() (the Store itself)
-    circles: list[list[str]]
-
-
-def measure_web(root: Path) -> WebMetrics:
-    files = sorted(p for p in (root / "web").rglob("*.py") if "__pycache__" not in p.parts)
-    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
-    names = {p: _module_name(root, p) for p in files}
-    known = set(names.values())
-    graph: dict[str, set[str]] = {}
-    m = WebMetrics({}, {}, {}, {}, [])
-    for path, tree in trees.items():
-        rel = path.relative_to(root).as_posix()
-        m.modules[rel] = path.read_text(encoding="utf-8").count("\n")
-        m.public[rel] = _public_signatures(tree)
-        m.reach[rel] = sum(isinstance(n, ast.Attribute) and n.attr in REACH for n in ast.walk(tree))
-        m.store_calls[rel] = sum(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name)
-            and n.func.id == "store"
-            and not n.args
-            for n in ast.walk(tree)
-        )
-        graph[names[path]] = _imports(names[path], path.name == "__init__.py", tree, known)
-    m.circles = circles(graph)
-    return m
-
-
-def report_web(m: WebMetrics) -> str:
-    sizes = m.modules
-    largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
-    return "\n".join(
-        [
-            f"- web modules: {len(sizes)}, {sum(sizes.values()):,} lines; over 700 lines: "
-            f"{sum(v > 700 for v in sizes.values())}; largest: "
-            + ", ".join(f"{r.removeprefix('web/')} {n}" for r, n in largest),
-            f"- public signatures mentioning `Any` in web: {sum(a for _, a in m.public.values())}"
-            f" of {sum(t for t, _ in m.public.values())}",
-            f"- reach-throughs in web (`.store`, `.redis`, `.indexes` read): "
-            f"{sum(m.reach.values())}; calls of `store()` (the Store itself): "
-            f"{sum(m.store_calls.values())}",
-            f"- import circles in web (function-level imports too): {len(m.circles)}"
-            + "".join(f"; {' <-> '.join(c)}" for c in m.circles),
-        ]
-    )
-
-
 def main(argv: list[str]) -> None:
-    args = [a for a in argv[1:] if a != "--web"]
-    root = Path(args[0]) if args else Path(__file__).resolve().parents[1]
-    print(report_web(measure_web(root)) if "--web" in argv else report(measure(root)))
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
+    print(report(measure(root)))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ side) are cut out as ``pieces`` with their mark, from the character diff of
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from tracker.reports.schema import PassageData, SegmentData
 
 FULL_TEXT_LIMIT = 200_000  # longer texts show the passages with some context only
 CONTEXT = 400
@@ -38,7 +39,7 @@ class Segment:
     pieces: list[tuple[str, str]] = field(default_factory=list)
 
 
-def span_mark(span: list[Any] | tuple[Any, ...]) -> str:
+def span_mark(span: Sequence[object]) -> str:
     """The mark of a ``tracker.textdiff`` span ``[start, end, kind, detail]``: "" for
     the same characters, the detail of a substitution (homophone, variant, edit),
     else its kind (inserted: only in the suspect; deleted: only in the work)."""
@@ -50,7 +51,7 @@ def span_mark(span: list[Any] | tuple[Any, ...]) -> str:
     return str(kind)
 
 
-def diff_marks(passages: Iterable[Mapping[str, Any]]) -> tuple[list[Mark], list[Mark]]:
+def diff_marks(passages: Iterable[PassageData]) -> tuple[list[Mark], list[Mark]]:
     """The marks of both texts (suspect, work) from the evidence report's passages
     (``tracker.reports.data.report_data(...)["passages"]``): each passage's character
     diff, or its segment pairs' diffs when the aligner split it (a reordered copy),
@@ -58,12 +59,15 @@ def diff_marks(passages: Iterable[Mapping[str, Any]]) -> tuple[list[Mark], list[
     same characters) keep the first mark."""
     side: dict[str, list[Mark]] = {"suspect": [], "mother": []}
     for p in passages:
-        for pair in p.get("segments") or [p]:
+        segments = p.get("segments")
+        pairs: list[PassageData | SegmentData] = [*segments] if segments else [p]
+        for pair in pairs:
             diff = pair.get("diff")
             if not diff:
                 continue
+            starts = {"suspect": pair["suspect_start"], "mother": pair["mother_start"]}
             for name in ("suspect", "mother"):
-                base = int(pair[f"{name}_start"])
+                base = int(starts[name])
                 for span in diff[name]:
                     mark = span_mark(span)
                     if mark:

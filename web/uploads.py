@@ -26,7 +26,7 @@ from tracker.ids import check_id
 from tracker.rules import check_url, default_title
 from tracker.textform import is_blank
 from workers.payloads import text_item
-from workers.spool import Spool, SpoolFile
+from workers.spool import Spool, SpoolFile, UploadRef
 
 from .i18n import translate as _
 
@@ -119,13 +119,13 @@ def _file_name(storage: FileStorage) -> str:
 
 def spooled_uploads(
     files: list[FileStorage], suffixes: tuple[str, ...] = SUPPORTED_SUFFIXES
-) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+) -> tuple[list[UploadRef], list[dict[str, str]]]:
     """The uploaded files as job references (``workers.spool``) and the files passed
     over (``{"source", "message"}``: empty, of an unsupported type, over the count).
     A file input left empty ("no file chosen") is no file at all. Reading the files
     (zips, encodings, hostile content) is the job's work, per file."""
     _sweep()
-    refs: list[dict[str, Any]] = []
+    refs: list[UploadRef] = []
     skipped: list[dict[str, str]] = []
     kept = 0
     for storage in files:
@@ -144,7 +144,7 @@ def spooled_uploads(
             skipped.append({"source": name, "message": unsupported(suffixes)})
             continue
         kept += 1
-        refs.append(dict(stream.ref(name)))
+        refs.append(stream.ref(name))
     return refs, skipped
 
 
@@ -199,7 +199,7 @@ def _sweep() -> None:
         current_app.logger.warning("could not sweep the upload folder", exc_info=True)
 
 
-def pasted_document(form: Any, prefix: str | None) -> Document | None:
+def pasted_document(form: Mapping[str, str], prefix: str | None) -> Document | None:
     """The pasted text of a form; without an id given, one made from ``prefix`` and the
     time (``prefix=None``: left empty, the worker names it by its content). An id given
     follows ``tracker.ids.check_id``: ``ValueError`` naming the problem otherwise."""

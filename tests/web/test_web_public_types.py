@@ -11,18 +11,10 @@ import sys
 
 import pytest
 from repo import REPO
+from structure import project_modules, reach_throughs
 
 sys.path.insert(0, str(REPO / "bench"))
-from arch_metrics import measure_web, public_signatures
-
-# Modules other work of issue #41 edits in parallel (the evidence view, the matches pages,
-# the uploads); they join the rule when that work lands.
-NOT_YET = {
-    "web/highlight.py",
-    "web/handlers/matches.py",
-    "web/uploads.py",
-    "web/handlers/library.py",
-}
+from arch_metrics import public_signatures
 
 
 def _modules() -> list[str]:
@@ -36,10 +28,10 @@ def _modules() -> list[str]:
 def test_every_web_module_is_read() -> None:
     modules = _modules()
     assert {"web/__init__.py", "web/handlers/api.py", "web/apimodels/works.py"} <= set(modules)
-    assert len(set(modules) - NOT_YET) > 35
+    assert len(modules) > 35
 
 
-@pytest.mark.parametrize("rel", [m for m in _modules() if m not in NOT_YET])
+@pytest.mark.parametrize("rel", _modules())
 def test_no_any_in_public_signatures(rel: str) -> None:
     tree = ast.parse((REPO / rel).read_text(encoding="utf-8"), filename=rel)
     offenders = [name for name, with_any in public_signatures(tree) if with_any]
@@ -49,25 +41,12 @@ def test_no_any_in_public_signatures(rel: str) -> None:
     )
 
 
-def test_web_is_small_and_has_no_import_circle() -> None:
-    """No web module over 700 lines; no two web modules import each other, however
-    indirectly (imports inside functions count)."""
-    metrics = measure_web(REPO)
-    assert {m: n for m, n in metrics.modules.items() if n > 700} == {}
-    assert metrics.circles == []
-
-
 def test_web_reads_no_part_of_the_library() -> None:
     """Web calls services: it reads no ``.store``, ``.redis`` or ``.indexes`` of the
-    library (``web.core.store`` is the one door to the records, counted apart)."""
-    metrics = measure_web(REPO)
-    reach = {m: n for m, n in metrics.reach.items() if n and m != "web/evidence.py"}
-    assert reach == {"web/core.py": 1}
-
-
-def test_the_circle_finder_sees_a_circle() -> None:
-    from arch_metrics import circles
-
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert circles(graph) == [["a", "b", "c"]]
-    assert circles({"a": {"b"}, "b": set()}) == []
+    library; ``web.core.store()`` is the one door to the records (its one read)."""
+    reach = {
+        name: lines
+        for name, module in project_modules(REPO, ("web",)).items()
+        if (lines := reach_throughs(module))
+    }
+    assert list(reach) == ["web.core"] and len(reach["web.core"]) == 1, reach

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import UPLOAD_SUFFIXES
 from tracker.books.stats import book_summaries
@@ -36,7 +35,7 @@ BOOKS_SHOWN = 25  # books on the library page (all of them: /library/books/)
 
 
 @bp.get("/")
-def index() -> Any:
+def index() -> ResponseReturnValue:
     search = (request.args.get("q") or "").strip() or None
     page, per_page = page_arg(25)
     total = store().count_mothers(search=search)
@@ -71,13 +70,13 @@ def _upload_page(errors: list[DocumentError], mode: str = "auto") -> str:
 
 @bp.get("/upload")
 @role_required("analyst")
-def upload_form() -> Any:
+def upload_form() -> ResponseReturnValue:
     return _upload_page([])
 
 
 @bp.post("/upload")
 @role_required("analyst")
-def upload() -> Any:
+def upload() -> ResponseReturnValue:
     raw_mode = request.form.get("book_mode") or "auto"
     try:
         mode = book_mode(raw_mode)
@@ -118,7 +117,7 @@ def upload() -> Any:
 
 @bp.post("/rebuild")
 @role_required("admin")
-def rebuild() -> Any:
+def rebuild() -> ResponseReturnValue:
     try:
         job_id = start_rebuild(request.form.get("engine") or None)
     except jobs.RebuildRunning as exc:
@@ -131,7 +130,7 @@ def rebuild() -> Any:
 
 
 @bp.get("/<id:mother_id>")
-def show(mother_id: str) -> Any:
+def show(mother_id: str) -> ResponseReturnValue:
     mother = get_or_404(store().get_mother, mother_id, f"no work {mother_id!r}")
     query = MatchQuery(mother_id=mother_id, limit=20)
     matches = store().query_matches(query)
@@ -148,7 +147,7 @@ def show(mother_id: str) -> Any:
 
 @bp.post("/<id:mother_id>/delete")
 @role_required("admin")
-def delete(mother_id: str) -> Any:
+def delete(mother_id: str) -> ResponseReturnValue:
     if not library().delete_mother(mother_id):
         fail(404, f"no work {mother_id!r}")
     flash(_("Work {id} deleted with its matches.", id=mother_id), "info")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from tracker.reports.data import report_data
 from tracker.reports.view import passages_open
@@ -33,12 +33,12 @@ bp = Blueprint("matches", __name__)
 
 
 @bp.get("/")
-def home() -> Any:
+def home() -> ResponseReturnValue:
     return redirect(url_for("matches.dashboard"))
 
 
 @bp.get("/matches")
-def dashboard() -> Any:
+def dashboard() -> ResponseReturnValue:
     error = None
     try:
         filters = parse_match_filters(request.args)
@@ -86,7 +86,7 @@ def _evidence_key() -> str:
 
 
 @bp.get("/matches/<id:match_id>")
-def detail(match_id: str) -> Any:
+def detail(match_id: str) -> ResponseReturnValue:
     match = _get(match_id)
     # The evidence view still shows the match when its suspect or work was deleted.
     try:
@@ -167,7 +167,7 @@ def detail(match_id: str) -> Any:
 
 @bp.post("/matches/<id:match_id>/verdict")
 @role_required("analyst")
-def verdict(match_id: str) -> Any:
+def verdict(match_id: str) -> ResponseReturnValue:
     match = _get(match_id)
     with bad_request():
         verdict = check_verdict(request.form.get("verdict") or match.verdict)
