@@ -5,7 +5,7 @@ exported with ``git archive``::
 
     python bench/arch_metrics.py            # this checkout
     python bench/arch_metrics.py /tmp/old   # another tree (its tracker/ is read)
-    python bench/arch_report.py [/tmp/old]         # per package: sizes, Any, reach-throughs, circles
+    python bench/arch_report.py [/tmp/old]  # per package: sizes, Any, reach, circles
 """
 
 from __future__ import annotations

@@ -139,3 +139,33 @@ def test_a_zip_of_chapters_is_one_book_and_a_bad_file_loses_nothing(system: WebS
     assert [e["source"] for e in status["result"]["errors"]] == ["broken.docx"]
     book = BookService(system.library).get("liaozhai")
     assert [c.title for c in book.chapters] == HEADINGS[:2]
+
+
+def test_the_api_keeps_files_as_works_unless_asked_for_books(system: WebSystem) -> None:
+    """POST /api/v1/mothers: a whole-book file stays one work by default (the ids a
+    client was promised before books existed); ``book_mode=auto`` makes the book, a bad
+    mode is a 400 naming the choices."""
+    api = system.client()
+    headers = {"Authorization": f"Bearer {system.tokens['analyst']}"}
+
+    def post(name: str, mode: str | None) -> tuple[int, dict[str, object]]:
+        data: dict[str, object] = {"files": [(io.BytesIO(pirate_download(4500)), name)]}
+        if mode is not None:
+            data["book_mode"] = mode
+        response = api.post(
+            "/api/v1/mothers", data=data, content_type="multipart/form-data", headers=headers
+        )
+        return response.status_code, response.get_json()
+
+    status, body = post("apiwhole.txt", None)
+    assert status == 202, body
+    result = wait_job(api, str(body["job_id"]), headers=headers)["result"]
+    assert result["books"] == [] and "宴桃园" in system.store.get_mother("apiwhole").text
+
+    status, body = post("apibook.txt", "auto")
+    assert status == 202, body
+    result = wait_job(api, str(body["job_id"]), headers=headers)["result"]
+    assert [(b["id"], b["chapters"]) for b in result["books"]] == [("apibook", 3)]
+
+    status, body = post("apibad.txt", "chapters")
+    assert status == 400 and "book_mode must be one of auto, book, works" in str(body)

@@ -47,7 +47,12 @@ class FilesIn(ApiModel):
     """Files sent as multipart/form-data."""
 
     files: list[bytes] | None = None
-    """.txt .html .htm .docx .jsonl .zip"""
+    """.txt .html .htm .docx .jsonl .zip .epub"""
+    book_mode: Literal["works", "auto", "book"] = "works"
+    """works: each file one work (as before books existed); auto: a file with two or
+    more chapter headings, and every .epub, becomes a book of chapter works (as
+    `yinji ingest` decides); book: each file one book (a .zip holds one book's chapter
+    files)"""
 
 
 class Deleted(ApiModel):

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
+from tracker.documents import SUPPORTED_SUFFIXES
 from tracker.ids import DuplicateIds
 from tracker.longtext import check_suspect_size
 from tracker.matching import short_work_warnings
@@ -20,6 +21,7 @@ from tracker.records import JSONValue
 from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
 from tracker.store import Match
 from workers import jobs
+from workers.book_uploads import book_mode
 
 from ..apimodels.base import Job, JobAccepted
 from ..apimodels.matches import Match as MatchOut
@@ -65,7 +67,7 @@ from ..openapi import (
 )
 from ..rebuild import start_rebuild
 from ..serializers import match_json, mother_json
-from ..uploads import MAX_URLS, claim, spooled_uploads
+from ..uploads import LIBRARY_SUFFIXES, MAX_URLS, claim, spooled_uploads
 from ..validation import body_as, query_as
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -133,12 +135,17 @@ def mothers_add() -> ResponseReturnValue:
     """JSON ``{"documents": [...]}`` or multipart files. Bad items and files are
     listed in ``errors`` (and in the job's ``skipped``); the rest are imported."""
     if request.mimetype == "multipart/form-data":
+        with bad_request():  # a bad book_mode: 400 naming the choices
+            mode = book_mode(request.form.get("book_mode") or "works")
         files = request.files.getlist("files") or request.files.getlist("file")
-        refs, errors = spooled_uploads(files)
+        # An .epub is only ever a book: taken where the mode makes books.
+        refs, errors = spooled_uploads(
+            files, SUPPORTED_SUFFIXES if mode == "works" else LIBRARY_SUFFIXES
+        )
         if not refs:
             return _rejected("no file to import: send them in the 'files' field", errors)
         with bad_request():
-            job_id = jobs.submit_ingest(uploads=refs, skipped=errors)
+            job_id = jobs.submit_ingest(uploads=refs, skipped=errors, book_mode=mode)
         claim(refs)
         return _accepted(job_id, files=len(refs), errors=errors)
     body = request_json()
