@@ -51,12 +51,9 @@ from typing import Any
 import numpy as np
 
 from tracker.indexes.codec import parse_many
-from tracker.indexes.inverted import (
-    OverlayState,
-    RedisInvertedIndex,
-    mix64,
-    unpack_fields,
-)
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import mix64, unpack_fields
+from tracker.indexes.layout import OverlayState
 from tracker.indexes.recording import STOP_SEQ, Recording
 from tracker.timefmt import iso_utc
 

@@ -24,9 +24,9 @@ from typing import TypedDict
 
 from celery import Task, shared_task
 
-from tracker.index_health import IndexOutOfSync
+from tracker.indexes.health import IndexOutOfSync
+from tracker.indexes.refill import RefillChunk
 from tracker.records import JSONObject
-from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, child_id, fanout, once, rt, task_key
 
