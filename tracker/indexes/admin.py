@@ -23,7 +23,6 @@ from tracker.indexes import refill as refills
 from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
-from tracker.indexes.snapshot_adds import drop_ahead, prepare_ahead
 from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
 from tracker.records import JSONObject
 from tracker.services.engines import EngineSet
@@ -360,22 +359,13 @@ class IndexAdmin:
         if not isinstance(eng, LocalCopies) or eng.snapshots is None:
             return
         if load or eng.snapshots.current(eng.index) is not None:
-            recording = eng.index.start_recording(adds=not load)
-            if not load:  # the snapshot after the adds prepared beside their last write
-                recording.on_last = prepare_ahead(
-                    self.settings.snapshots_path,
-                    eng.index,
-                    floor=self.settings.snapshot_min_postings,
-                    share=self.settings.snapshot_refresh_share,
-                )
+            eng.index.start_recording(adds=not load)
 
     def drop_recordings(self) -> None:
         """What ``record_writes`` kept, dropped (used or not)."""
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if isinstance(eng, LocalCopies):
-                if eng.index.recording is not None:
-                    drop_ahead(eng.index.recording)
                 eng.index.recording = None
 
     def fresh_snapshots(self, warnings: list[str]) -> float:

@@ -14,30 +14,12 @@ instead of copying the index, if the index is still at the version of the last w
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Callable
-from concurrent.futures import Future
 
 import numpy as np
 
 STOP_SEQ = np.uint32(0xFFFFFFFF)  # never a mother's seq (they count up from 1)
 ADDS_KEPT = 20_000_000  # postings of adds kept at most (~240 MB); past it: read back
 ROWS_KEPT = 150_000_000  # rows of a bulk load kept at most (~1.8 GB, about 1 B characters)
-
-
-_OPEN: weakref.WeakSet[Recording] = weakref.WeakSet()  # recordings of adds, this process
-_OPEN_LOCK = threading.Lock()
-
-
-def last_adds_coming() -> None:
-    """An ingest's last index write is under way (``IndexWriter.close``): every recording
-    of adds in this process may prepare its snapshot now (``Recording.on_last``), while
-    that write goes to Redis. (Another ingest's recording told so too early only
-    prepares rows that its later adds make stale: they are then not used.)"""
-    with _OPEN_LOCK:
-        recordings = list(_OPEN)
-    for recording in recordings:
-        recording.last_add_coming()
 
 
 class Recording:
@@ -54,16 +36,6 @@ class Recording:
         self._got: list[int] = []
         self._chunks: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._lock = threading.Lock()
-        # Adds: the snapshot after them prepared ahead (``tracker.indexes.snapshot``):
-        # ``on_last(self)`` is run once the last add is known to be recorded, and what it
-        # starts is kept in ``ahead`` (the last one counts).
-        self.on_last: Callable[[Recording], None] | None = None
-        self.ahead: list[Future[object]] = []
-        self.added_postings = 0  # postings recorded by ``added``
-        self._final = False
-        if adds:
-            with _OPEN_LOCK:
-                _OPEN.add(self)
 
     def bumped(self, n: int, *, own: bool) -> None:
         """A write raised the version to ``n``; ``own``: one of the load's."""
@@ -82,22 +54,6 @@ class Recording:
                 self._added = []
                 return
             self._added.append((ident, seqs.astype(np.uint32)))
-            self.added_postings += ident.size
-            final = self._final
-        if final:
-            self._prepare()
-
-    def last_add_coming(self) -> None:
-        """No add after the one under way (or done): the snapshot may be prepared."""
-        with self._lock:
-            self._final = True
-            ready = bool(self._added)
-        if ready:
-            self._prepare()
-
-    def _prepare(self) -> None:
-        if self.on_last is not None and not self.spoiled:
-            self.on_last(self)
 
     def postings_added(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting added, in arrival order."""

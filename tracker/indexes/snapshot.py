@@ -52,7 +52,7 @@ from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import unpack_fields
 from tracker.indexes.layout import OverlayState
 from tracker.indexes.recording import STOP_SEQ
-from tracker.indexes.snapshot_adds import ahead_ready, rows_with_adds
+from tracker.indexes.snapshot_adds import rows_with_adds
 from tracker.indexes.snapshot_files import (
     Snapshot,
     finish,
@@ -144,15 +144,6 @@ def _take(
             # A bulk load's own rows, or the snapshot before the adds with what they
             # added: the index as they wrote it, nothing read back.
             base = f"{epoch}/{recording.start}"
-            ready = ahead_ready(recording, base) if recording.adds else None
-            if ready is not None:  # prepared while the last add went to Redis
-                if final.is_dir():
-                    shutil.rmtree(ready.tmp, ignore_errors=True)
-                else:
-                    finish(ready, final, index, before, layout)
-                if index.rebase(before, layout):
-                    break
-                continue
             rows = (
                 rows_with_adds(folder, index, base, recording)
                 if recording.adds

@@ -6,19 +6,13 @@ reading the index back.
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracker.indexes.recording import STOP_SEQ, Recording
-from tracker.indexes.snapshot_files import Files, Snapshot, snapshot_path, write_rows
+from tracker.indexes.snapshot_files import Snapshot, snapshot_path
 
 if TYPE_CHECKING:
     from tracker.indexes.inverted import RedisInvertedIndex
@@ -125,69 +119,3 @@ def rows_with_adds(
     ident, seqs = recording.postings_added()
     rows, got = with_adds(old, ident, seqs, index.stop_df)
     return [rows], [got]
-
-
-def prepare_ahead(
-    folder: Path, index: RedisInvertedIndex, *, floor: int, share: float
-) -> Callable[[Recording], None]:
-    """What a recording of adds runs once its last add is recorded (``Recording.on_last``):
-    the snapshot after them merged and written in a thread of its own while that add
-    goes to Redis (its take then only names it and renames it into place; at 100 M
-    characters the merge and its files are ~2-3 s of an add of 10 M). Only when the take
-    after the ingest will come (``IndexAdmin.refresh_snapshots``): the index holds at
-    least ``floor`` postings and the adds touch more than ``share`` of its buckets."""
-    prefix, ident_bits, stop_df = index.prefix, index.ident_bits, index.stop_df
-
-    def start(recording: Recording) -> None:
-        version = index.version()
-        if version is None or index.fields_estimate() < max(floor, 1):
-            return
-        base = f"{version.split('/')[0]}/{recording.start}"
-        ident, seqs = recording.postings_added()
-        bits = index.bucket_bits
-        touched = np.unique(ident >> np.uint64(ident_bits - bits)).size
-        if touched <= share * (1 << bits):
-            return  # Redis answers those buckets: no take follows
-        done: Future[object] = Future()
-
-        def work() -> None:
-            try:
-                old = Snapshot(snapshot_path(folder, prefix, base))
-            except (OSError, ValueError, KeyError):
-                done.set_result(None)
-                return
-            try:
-                rows, got = with_adds(old, ident, seqs, stop_df)
-                files = write_rows(folder, ident_bits, [rows], [got])
-                done.set_result(replace(files, base=base, postings=ident.size))
-            except BaseException as exc:
-                done.set_exception(exc)
-
-        recording.ahead.append(done)
-        threading.Thread(target=work, name="yinji-snapshot-ahead", daemon=True).start()
-
-    return start
-
-
-def ahead_ready(recording: Recording, base: str) -> Files | None:
-    """The snapshot prepared ahead of this take when it holds every add recorded and
-    starts from ``base``; the other ones prepared (stale) deleted."""
-    aheads, recording.ahead = recording.ahead, []
-    found: list[Files] = []
-    for done in aheads:
-        with contextlib.suppress(Exception):  # its failure: the take merges itself
-            files = done.result()
-            if isinstance(files, Files):
-                found.append(files)
-    use = found[-1] if found else None
-    if use is not None and (use.base != base or use.postings != recording.added_postings):
-        use = None
-    for files in found:
-        if files is not use:
-            shutil.rmtree(files.tmp, ignore_errors=True)
-    return use
-
-
-def drop_ahead(recording: Recording) -> None:
-    """What was prepared ahead for a recording that no take used, deleted."""
-    ahead_ready(recording, "")

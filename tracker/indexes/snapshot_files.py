@@ -149,15 +149,12 @@ def directory_bits(rows: int, ident_bits: int) -> int:
 @dataclass(frozen=True)
 class Files:
     """A snapshot's arrays written to ``tmp`` (not yet named nor in place), and what
-    its meta says of them; ``base`` and ``postings``: for one prepared ahead of its
-    take (``prepare_ahead``), the snapshot it started from and the adds it merged."""
+    its meta says of them."""
 
     tmp: Path
     rows: int
     stopped: int
     dir_bits: int
-    base: str = ""
-    postings: int = 0
 
 
 def write_rows(

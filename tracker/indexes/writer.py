@@ -17,7 +17,6 @@ import numpy as np
 from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad
-from tracker.indexes.recording import last_adds_coming
 from tracker.store import Store
 
 T = TypeVar("T")
@@ -135,8 +134,6 @@ class IndexWriter:
         finish()
 
     def close(self) -> None:
-        # The last write is under way: a snapshot after it may be prepared beside it.
-        last_adds_coming()
         try:
             self.drain()
         finally:
