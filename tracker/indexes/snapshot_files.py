@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -201,7 +201,7 @@ def finish(files: Files, final: Path, index: RedisInvertedIndex, version: str, l
         raise
 
 
-def write_chunks(path: Path, chunks: list[np.ndarray], dtype: Any, rows: int) -> None:
+def write_chunks(path: Path, chunks: list[np.ndarray], dtype: type[np.generic], rows: int) -> None:
     """Chunks into one .npy file, each chunk freed once written."""
     out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(rows,))
     at = 0
