@@ -27,8 +27,9 @@ def with_adds(
     a stop marker unchanged."""
     # The fields added to, numbered densely in identity order, and each added posting's
     # number: from one sort of the added identities (a search of every row among the
-    # fields took ~1.5 s of an add of 10 M characters at 100 M, issue #37).
-    by_ident = np.argsort(ident, kind="stable")
+    # fields took ~1.5 s of an add of 10 M characters at 100 M, issue #37). Which of
+    # equal identities comes first does not change their number: no stable sort needed.
+    by_ident = np.argsort(ident)
     sorted_ident = ident[by_ident]
     starts = np.ones(sorted_ident.size, dtype=bool)
     starts[1:] = sorted_ident[1:] != sorted_ident[:-1]
@@ -51,11 +52,16 @@ def with_adds(
     field = np.concatenate(
         [np.repeat(np.arange(touched.size, dtype=np.int64), cnt), a_field[fresh]]
     ).astype(np.uint64)
-    order = np.argsort((field << np.uint64(32)) | c_seq.astype(np.uint64), kind="stable")
-    key = ((field << np.uint64(32)) | c_seq.astype(np.uint64))[order]
+    # The first position of each (field, seq): the smallest of its group after any
+    # sort of the keys (a stable sort, which would make it the group's first, cost
+    # ~0.3 s of ~2 at 100 M).
+    key = (field << np.uint64(32)) | c_seq.astype(np.uint64)
+    order = np.argsort(key)
+    key = key[order]
     first = np.ones(order.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
-    keep = np.sort(order[first])  # in order of position, then grouped by field:
+    keep = np.minimum.reduceat(order, np.flatnonzero(first)) if order.size else order
+    keep = np.sort(keep)  # in order of position, then grouped by field:
     keep = keep[np.argsort(field[keep], kind="stable")]
     k_ident, k_seq = c_ident[keep], c_seq[keep]
     fields = distinct_sorted(k_ident)  # (k_ident is by field)
