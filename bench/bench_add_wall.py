@@ -7,8 +7,10 @@ start, the ingest, the snapshot it leaves, the final save), two checkouts in tur
 
 Each run gets a fresh copy of ``--data`` (the copy not timed), then runs the CLI of its
 checkout (``PYTHONPATH``) in a new process: A B A B ... Prints each run (wall; the
-ingest's own seconds and the snapshot's, from its report) and the medians, with the
-rate in characters a second of wall and the ratio A/B of each pair.
+ingest's own seconds and the snapshot's, from its report; the CPU seconds of the ingest
+process, user + system, which the machine's load does not inflate as it does the wall;
+the embedded server's are not counted) and the medians, with the rate in characters a
+second of wall and the ratio A/B of each pair.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,11 +48,14 @@ def run(code: Path, data: Path, files: list[Path], scratch: Path) -> dict[str, f
         "PYTHONPATH": str(code),
     }
     cmd = [sys.executable, "-m", "tracker.cli", "--data-dir", str(target), "ingest"]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [*cmd, *map(str, files)], capture_output=True, text=True, env=env, cwd=scratch
     )
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"ingest failed ({proc.returncode}):\n{proc.stderr}")
     own = re.search(r"characters in ([0-9.]+) s", proc.stderr)
@@ -57,6 +63,7 @@ def run(code: Path, data: Path, files: list[Path], scratch: Path) -> dict[str, f
     shutil.rmtree(target)
     return {
         "wall": wall,
+        "cpu": cpu,
         "own": float(own.group(1)) if own else float("nan"),
         "snapshot": float(snap.group(1)) if snap else 0.0,
     }
@@ -82,7 +89,8 @@ def main() -> None:
             print(
                 f"round {r + 1} {label}: wall {got['wall']:.2f} s "
                 f"({chars / got['wall'] / 1e6:.2f} M chars/s), own {got['own']:.2f} s "
-                f"({chars / got['own'] / 1e6:.2f}), snapshot {got['snapshot']:.2f} s",
+                f"({chars / got['own'] / 1e6:.2f}), snapshot {got['snapshot']:.2f} s, "
+                f"cpu {got['cpu']:.2f} s",
                 flush=True,
             )
     print(f"{chars:,} characters added; medians:")
@@ -90,10 +98,11 @@ def main() -> None:
         wall = statistics.median(g["wall"] for g in got)
         own = statistics.median(g["own"] for g in got)
         snap = statistics.median(g["snapshot"] for g in got)
+        cpu = statistics.median(g["cpu"] for g in got)
         print(
             f"  {label}: wall {wall:.2f} s = {chars / wall / 1e6:.2f} M chars/s; own "
             f"{own:.2f} s = {chars / own / 1e6:.2f}; snapshot {snap:.2f} s; outside the "
-            f"ingest's own {wall - own:.2f} s"
+            f"ingest's own {wall - own:.2f} s; cpu {cpu:.2f} s"
         )
     if len(codes) == 2:
         (a, ra), (b, rb) = runs.items()

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 from textgen import work  # type: ignore[import-not-found]
 
-import tracker.redis_client as rc
+import tracker.indexes.redis_client as rc
 from tracker.config import Settings
 from tracker.documents import Document
 from tracker.library import Library

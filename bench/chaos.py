@@ -114,7 +114,7 @@ def start_cli(data: Path, *args: str, **kw: Any) -> subprocess.Popen[str]:
 
 
 def server_pid(data: Path) -> int | None:
-    from tracker.redis_client import embedded_server_pid
+    from tracker.indexes.redis_client import embedded_server_pid
 
     return embedded_server_pid(Settings(data_dir=data))
 
@@ -391,7 +391,7 @@ def kill_worker(work_dir: Path, n: int) -> Outcome:
             os.killpg(first.pid, signal.SIGKILL)
         pid = server_pid(data)
         if pid:  # the killed worker's broker server: stop it as the next command would
-            from tracker.redis_client import stop_embedded_redis
+            from tracker.indexes.redis_client import stop_embedded_redis
 
             stop_embedded_redis(Settings(data_dir=data))
     return out

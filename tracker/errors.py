@@ -14,7 +14,7 @@ import sqlite3
 from typing import Any
 
 from tracker.config import Settings
-from tracker.index_health import IndexOutOfSync
+from tracker.indexes.health import IndexOutOfSync
 from tracker.store._common import storage_problem
 from tracker.store.base import StoreError
 
@@ -26,7 +26,7 @@ def _names(exc: BaseException) -> set[str]:
 
 def _redact(url: str) -> str:
     try:
-        from tracker.redis_client import redact_url  # helper F's, when present
+        from tracker.indexes.redis_client import redact_url  # helper F's, when present
 
         return str(redact_url(url))
     except Exception:
@@ -68,7 +68,7 @@ def describe_failure(exc: BaseException, settings: Settings | None = None) -> st
         )
     if "redis.exceptions.ConnectionError" in names or "redis.exceptions.TimeoutError" in names:
         reason = str(exc).strip() or type(exc).__name__
-        if "YINJI_REDIS_URL" in reason:  # tracker.redis_client's own message: complete
+        if "YINJI_REDIS_URL" in reason:  # tracker.indexes.redis_client's own message: complete
             return reason
         return (
             f"lost the connection to {_redis_where(settings)}: {reason}. "

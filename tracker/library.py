@@ -19,15 +19,15 @@ from tracker.backends import Backends, open_backends
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError
 from tracker.engines import Engine
-from tracker.index_health import Health, IndexTracker
+from tracker.indexes.admin import IndexAdmin
+from tracker.indexes.health import Health, IndexTracker
+from tracker.indexes.server import IndexRedis
 from tracker.longtext import SuspectTooLarge
 from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
 from tracker.records import JSONObject
 from tracker.services.check import CheckService, Crawled, Stored, Submitted
-from tracker.services.embedded_redis import IndexRedis
 from tracker.services.engines import MATCHING_META, EngineSet
 from tracker.services.evidence import EvidenceRecorder
-from tracker.services.index_admin import IndexAdmin
 from tracker.services.ingest import IngestService, input_chars
 from tracker.services.results import (
     CheckResult,

@@ -27,7 +27,7 @@ from tracker.indexes.hamming import popcount
 from tracker.simhash import hamming, simhash_features
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient
+    from tracker.indexes.redis_client import RedisClient
 
 __all__ = [
     "STRUCTURE_NEAR_DUPLICATE",

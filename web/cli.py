@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
-from tracker.redis_client import embedded_server_pid, stop_embedded_redis
+from tracker.indexes.redis_client import embedded_server_pid, stop_embedded_redis
 
 if TYPE_CHECKING:
     from flask import Flask

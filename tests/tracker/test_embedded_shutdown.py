@@ -10,8 +10,8 @@ from textgen import work
 
 from tracker.config import Settings
 from tracker.documents import Document
+from tracker.indexes.redis_client import process_alive
 from tracker.library import Library
-from tracker.redis_client import process_alive
 
 
 def test_close_after_an_ingest_stops_and_saves_the_embedded_server(tmp_path) -> None:
@@ -45,12 +45,12 @@ def test_shutdown_waits_for_a_save_that_progresses_and_kills_one_that_does_not(
 ) -> None:
     """The wait after SHUTDOWN SAVE: a server still writing its snapshot (temp-*.rdb
     growing in its folder) is waited for however long the save takes; one that stopped
-    progressing is killed (tracker.redis_client.wait_for_exit)."""
+    progressing is killed (tracker.indexes.redis_client.wait_for_exit)."""
     import subprocess
     import sys
     import time
 
-    from tracker.redis_client import process_alive, wait_for_exit
+    from tracker.indexes.redis_client import process_alive, wait_for_exit
 
     saving = (
         "import time\n"

@@ -11,8 +11,8 @@ from textgen import work
 
 from tracker.config import Settings
 from tracker.documents import Document
+from tracker.indexes import writer as index_writer
 from tracker.library import Library
-from tracker.services import index_writer
 from tracker.store import open_store
 
 

@@ -1,4 +1,4 @@
-"""tracker.redis_client.process_alive: a zombie is gone (issue #14: every CLI call
+"""tracker.indexes.redis_client.process_alive: a zombie is gone (issue #14: every CLI call
 waited seconds for the embedded server that had already exited)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tracker.redis_client import process_alive
+from tracker.indexes.redis_client import process_alive
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs procfs")

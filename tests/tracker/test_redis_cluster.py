@@ -19,7 +19,7 @@ from redis_cluster import RedisClusterNodes
 from repo import REPO
 
 from tracker.config import Settings
-from tracker.redis_client import (
+from tracker.indexes.redis_client import (
     RedisUnavailable,
     _startup_nodes,
     as_unavailable,

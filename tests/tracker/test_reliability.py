@@ -467,7 +467,7 @@ def test_cli_delete_list_and_empty_jsonl(tmp_path: Path) -> None:
 
 
 def _server_pid(data: Path) -> int | None:
-    from tracker.redis_client import embedded_server_pid
+    from tracker.indexes.redis_client import embedded_server_pid
 
     return embedded_server_pid(Settings(data_dir=data))
 

@@ -129,7 +129,7 @@ def test_serve_runs_jobs_in_worker_processes(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)
         from tracker.config import Settings
-        from tracker.redis_client import stop_embedded_redis
+        from tracker.indexes.redis_client import stop_embedded_redis
 
         stop_embedded_redis(Settings(data_dir=data))
 

@@ -22,7 +22,7 @@ import pytest
 from repo import REPO
 
 from tracker.config import Settings
-from tracker.redis_client import (
+from tracker.indexes.redis_client import (
     INDEX_SERVER_CONFIG,
     QUEUE_AOF,
     clear_stale_registry,

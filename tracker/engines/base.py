@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracker.indexes.redis_client import delete_matching
 from tracker.records import JSONObject
-from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient as RedisClient
+    from tracker.indexes.redis_client import RedisClient as RedisClient
 
 
 @dataclass

@@ -30,7 +30,9 @@ from tracker.fingerprint import (
     ReferenceRecord,
     distinct,
 )
-from tracker.indexes.inverted import RESHARD_FIELDS, BulkLoader, RedisInvertedIndex, bits_for
+from tracker.indexes.bulk import BulkLoader
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import RESHARD_FIELDS, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
 from tracker.records import JSONObject, json_int
 
@@ -241,7 +243,7 @@ class DaguanEngine(Engine):
         }
 
     def bulk_loader(self, folder: Path) -> BulkLoader | None:
-        """A bulk loader (``tracker.indexes.inverted.BulkLoader``, temporary files under
+        """A bulk loader (``tracker.indexes.bulk.BulkLoader``, temporary files under
         ``folder``) when the index is empty, else None (the add path)."""
         return BulkLoader(self.index, folder) if self.index.is_empty() else None
 

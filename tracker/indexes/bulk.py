@@ -14,7 +14,7 @@ makes (same field values, byte for byte), at ~1.4 us of Redis time a posting ins
 A load's temporary keys carry a lease (``{prefix}:bt{token}:live``: its owner
 ``host|pid|token`` with a TTL of ``LEASE_MS``, refreshed after every settle call). A load
 killed between its HSETs and its settle (``kill -9``) leaves temporary keys behind, which
-made an empty index look non-empty; ``sweep_temporary`` (run when a load or an ingest asks
+made an empty index look non-empty; ``tracker.indexes.temporary`` (run when a load or an ingest asks
 whether the index is empty) deletes the keys of every load whose lease is gone or whose
 owner's process on this host no longer runs, and leaves a live load's keys alone.
 
@@ -31,15 +31,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tracker.indexes.codec import FORMAT, SAMPLE, STOP
 from tracker.indexes.editions import Seen
+from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import (
     IDENTITY_BITS,
-    TEMP_MATCH,
     bits_for,
     layout_name,
     pack_fields,
@@ -47,10 +47,8 @@ from tracker.indexes.keys import (
     temp_prefix,
 )
 from tracker.indexes.lock import Owner
-from tracker.redis_client import delete_matching, process_alive
-
-if TYPE_CHECKING:
-    from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.redis_client import delete_matching
+from tracker.indexes.temporary import LEASE, LEASE_MS
 
 _PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
 PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
@@ -118,6 +116,34 @@ def scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.n
     out[np.repeat(starts - first, lengths) + np.arange(data.size)] = data
 
 
+def load(
+    index: RedisInvertedIndex,
+    items: Iterable[tuple[int, np.ndarray]],
+    *,
+    chunk: int = 2000,
+    size: bool = True,
+) -> int:
+    """Add postings ``(seq, fingerprints)`` as ``index.add`` does (same result, byte for
+    byte, as adding them in this order), grouped here by fingerprint so that each field
+    is written once with its final value and a bucket that does not exist yet in one
+    HSET (``lua/fill_core.lua``). ``size``: an empty index first takes the bucket count
+    that its distinct fingerprints call for (``bits_for``), so nothing is resharded
+    later. Returns how many postings were new."""
+    items = list(items)
+    index.refresh()
+    if index.fmt != FORMAT or index.ident_bits != IDENTITY_BITS or index.stop_df > 63:
+        # An old index (written as it is), or values past one length byte.
+        return index.add(items, chunk=chunk)
+    items = index._posted(items)
+    parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
+    parts = [(seq, fps) for seq, fps in parts if fps.size]
+    if not parts:
+        return 0
+    ident = np.concatenate([index.identities(fps) for _, fps in parts])
+    seqs = np.concatenate([np.full(fps.size, seq, dtype=np.uint32) for seq, fps in parts])
+    return load_pairs(index, ident, seqs, chunk=chunk, size=size)
+
+
 def load_pairs(
     index: RedisInvertedIndex,
     ident: np.ndarray,
@@ -126,8 +152,8 @@ def load_pairs(
     chunk: int = 2000,
     size: bool = True,
 ) -> int:
-    """``load`` of (identity, seq) pairs in arrival order (a field's seqs are stored
-    in that order, as adds in that order store them)."""
+    """``load`` of (identity, seq) pairs (of ``index.identities``) in arrival order (a
+    field's seqs are stored in that order, as adds in that order store them)."""
     if ident.size == 0:
         return 0
     order = np.argsort(ident, kind="stable")
@@ -156,7 +182,7 @@ def load_pairs(
                     new_fields = sum(int(r[1]) for r in replies)
                     break
             else:
-                replies = index._fill_direct(groups, vlen, vdata, counts)
+                replies = fill_direct(index, groups, vlen, vdata, counts)
                 if all(int(r[0]) >= 0 for r in replies):
                     break  # (the script counted its fields)
                 index.wait_for_move()  # resharded meanwhile: redo all (idempotent)
@@ -327,32 +353,6 @@ def fill_direct(
     return replies
 
 
-LEASE = "live"  # after a load's temporary prefix: its lease
-LEASE_MS = 60_000  # a load silent this long (no settle call) is taken for dead
-
-
-def sweep_temporary(index: RedisInvertedIndex) -> int:
-    """Delete the temporary keys of bulk loads that died (``kill -9`` between their
-    HSETs and their settle): those whose lease expired, or whose owner ran on this host
-    and is gone. A live load's keys stay. Returns how many keys went."""
-    start = len(index.prefix) + 3  # after "{prefix}:bt"
-    tokens: set[str] = set()
-    for key in index.redis.scan_iter(match=f"{index.prefix}{TEMP_MATCH}", count=1000):
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        tokens.add(name[start:].partition(":")[0])
-    host = Owner.me().host
-    gone = 0
-    for token in tokens:
-        tmp = temp_prefix(index.prefix, token)
-        holder = index.redis.get(f"{tmp}{LEASE}")
-        if holder is not None:
-            owner = Owner.parse(holder)
-            if owner.host != host or not owner.pid or process_alive(owner.pid):
-                continue  # a live load (or one elsewhere whose lease has not expired)
-        gone += delete_matching(index.redis, f"{tmp}*")
-    return gone
-
-
 def fill_buckets(
     index: RedisInvertedIndex, groups: np.ndarray, vlen: np.ndarray, vdata: np.ndarray, chunk: int
 ) -> list[list[int]]:
@@ -477,15 +477,15 @@ class BulkLoader:
             if grow is not None and self.distinct and not self.index.is_empty():
                 grow(self.distinct)
             if ident.size < IN_MEMORY_PARTS:
-                return self.index.load_pairs(ident, seqs)
-            self.index.size_for(self.distinct)
+                return load_pairs(self.index, ident, seqs)
+            size_for(self.index, self.distinct)
             parts = ((i, s) for _, i, s in self._split(ident, seqs))
             return self._load_parts(parts, between)
         self._spill()
         self.distinct = sum(_distinct(ident) for ident, _ in self._parts())
         if grow is not None and not self.index.is_empty():
             grow(self.distinct)
-        self.index.size_for(self.distinct)
+        size_for(self.index, self.distinct)
         return self._load_parts(self._parts(), between)
 
     def _load_parts(
@@ -500,7 +500,7 @@ class BulkLoader:
         pending: deque[Future[int]] = deque()
         with ThreadPoolExecutor(2, thread_name_prefix="yinji-load") as pool:
             for ident, seqs in parts:
-                pending.append(pool.submit(self.index.load_pairs, ident, seqs, size=False))
+                pending.append(pool.submit(load_pairs, self.index, ident, seqs, size=False))
                 while len(pending) >= 2:
                     new += pending.popleft().result()
                     if between is not None:

@@ -48,10 +48,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tracker.indexes.keys import mix64
-from tracker.redis_client import delete_matching
+from tracker.indexes.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient
+    from tracker.indexes.redis_client import RedisClient
 
 SKETCH = 8  # fingerprints in a mother's sketch
 SHARE = 6  # of them a group must hold (of fewer, all but a quarter)

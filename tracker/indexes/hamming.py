@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.indexes.redis_client import delete_matching
 from tracker.records import JSONObject
-from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient
+    from tracker.indexes.redis_client import RedisClient
 
 __all__ = ["HammingLayout", "MemoryHammingIndex", "RedisHammingIndex", "brute_force", "popcount"]
 

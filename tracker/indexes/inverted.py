@@ -3,11 +3,12 @@
 Entries (``tracker.indexes.base.Index``) are ``(seq, fingerprints)``: a mother and the
 uint64 array of its fingerprints; a *posting* is one (fingerprint, seq) pair.
 
-Modules: the key layout in ``tracker.indexes.keys``, the stored values in
-``tracker.indexes.codec`` (with its Lua twin ``lua/codec.lua``), the Lua scripts as
-package data in ``tracker/indexes/lua`` (``tracker.indexes.scripts``), bulk loads in
-``tracker.indexes.bulk``; this module is the index itself, and re-exports the names that
-callers import from it.
+Modules: the key layout in ``tracker.indexes.keys``, the layout as stored, versions and
+move marks in ``tracker.indexes.layout`` (``BucketLayout``, this index's base), the
+stored values in ``tracker.indexes.codec`` (with its Lua twin ``lua/codec.lua``), the Lua
+scripts as package data in ``tracker/indexes/lua`` (``tracker.indexes.scripts``), bulk
+loads in ``tracker.indexes.bulk`` (which builds on this module; this one does not import
+it); this module is the index itself: adds, removes, lookups, reshards.
 
 Layout, chosen for memory (10-11 bytes a posting at every size, see
 docs/BENCHMARKS.md, section Scale, and docs/SCALING.md):
@@ -47,7 +48,7 @@ was the cost), and check the layout first so that a reshard meanwhile is noticed
 the call redone. Adds and removes are idempotent, so a redelivered ingest task writes no
 duplicate posting.
 
-Bulk loads (``load``, ``BulkLoader``: ``index rebuild``, and an ingest into an empty
+Bulk loads (``bulk.load``, ``BulkLoader``: ``index rebuild``, and an ingest into an empty
 index) write each field once with its final value, the same index byte for byte as adds
 in the same order make (``tracker.indexes.bulk``).
 
@@ -74,27 +75,14 @@ that starts after that check copies buckets that already hold the write.
 
 from __future__ import annotations
 
-import contextlib
-import time
-import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.indexes import appends, bulk
-from tracker.indexes.bulk import (  # re-exported
-    IN_MEMORY_PARTS,
-    PART_BITS,
-    BulkLoader,
-    hset_commands,
-    scatter,
-)
-from tracker.indexes.codec import (  # re-exported
+from tracker.indexes import appends
+from tracker.indexes.codec import (
     FORMAT,
-    SAMPLE,
-    STOP,
     decode_value,
     encode_value,
     is_stop,
@@ -104,108 +92,29 @@ from tracker.indexes.codec import (  # re-exported
     stop_value,
 )
 from tracker.indexes.editions import Editions, Seen
-from tracker.indexes.keys import (  # re-exported
+from tracker.indexes.keys import (
     IDENTITY_BITS,
-    LEGACY,
     MAX_BITS,
     MIN_BITS,
     RESHARD_FIELDS,
-    TARGET_FIELDS,
     bits_for,
-    bucket_prefix,
     field_width,
     layout_name,
-    mix64,
     pack_fields,
-    same_slot,
     split_identity,
     unpack_fields,
 )
-from tracker.indexes.recording import Recording
+from tracker.indexes.layout import MOVE_TTL_MS, BucketLayout, Pairs, distinct
+from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.scripts import lua
+from tracker.indexes.temporary import sweep_temporary
 from tracker.records import JSONObject
-from tracker.redis_client import delete_matching
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient
-
-__all__ = [
-    "FORMAT",
-    "IDENTITY_BITS",
-    "IN_MEMORY_PARTS",
-    "LEGACY",
-    "MAX_BITS",
-    "MIN_BITS",
-    "MOVE_TTL_MS",
-    "MOVE_WAIT_S",
-    "PART_BITS",
-    "RESHARD_FIELDS",
-    "SAMPLE",
-    "STOP",
-    "TARGET_FIELDS",
-    "BulkLoader",
-    "OverlayState",
-    "Pairs",
-    "RedisInvertedIndex",
-    "bits_for",
-    "decode_value",
-    "encode_value",
-    "field_width",
-    "hset_commands",
-    "is_stop",
-    "layout_name",
-    "mix64",
-    "pack_fields",
-    "packed_seqs",
-    "parse_values",
-    "scatter",
-    "split_identity",
-    "stop_value",
-    "unpack_fields",
-]
-
-# A reshard's move mark lives this long unless refreshed (after every batch of buckets):
-# a reshard that died stops holding writers back within this time.
-MOVE_TTL_MS = 60_000
-# How long a write waits for a reshard to finish before giving up with an error.
-MOVE_WAIT_S = 3600.0
+    from tracker.indexes.redis_client import RedisClient
 
 
-@dataclass(frozen=True)
-class OverlayState:
-    """What a lookup reads (one script call) to answer from a local snapshot: the
-    index's ``version``; ``base`` and ``base_layout``, the snapshot version and layout
-    that ``dirty`` (a bitmap of the buckets written since, SETBIT order) counts from,
-    None when no snapshot is the base."""
-
-    version: str | None
-    base: str | None
-    base_layout: str | None
-    dirty: bytes
-
-    def dirty_buckets(self) -> int:
-        """How many buckets were written since the base."""
-        return int(np.unpackbits(np.frombuffer(self.dirty, dtype=np.uint8)).sum())
-
-
-@dataclass
-class Pairs:
-    """(identity, seq) postings, identities of ``IDENTITY_BITS`` (a bulk load's unit)."""
-
-    ident: np.ndarray
-    seqs: np.ndarray
-
-
-def distinct(fps: np.ndarray) -> np.ndarray:
-    """A mother's fingerprints, each once (uint64): as given when they already are
-    (the engines hand them sorted and distinct; sorting them again cost ~2 % of an add)."""
-    a = np.asarray(fps, dtype=np.uint64)
-    if a.size < 2 or bool(np.all(a[1:] > a[:-1])):
-        return a
-    return np.unique(a)
-
-
-class RedisInvertedIndex:
+class RedisInvertedIndex(BucketLayout):
     """fingerprint (uint64) -> set of seqs (uint32), in bucketed Redis hashes.
 
     A fingerprint's *identity* is the top ``ident_bits`` of its mix; the top
@@ -213,9 +122,10 @@ class RedisInvertedIndex:
     big-endian in the fewest whole bytes). Both together are the identity, so the
     index can be resharded to any bucket count from its own contents (``reshard``).
     The current bucket bits live in Redis (hash ``{prefix}:layout``: ``bits``, and
-    ``fields`` counted by adds) beside the buckets,
+    ``fields`` counted by adds) beside the buckets (``tracker.indexes.layout``),
     so every process reads the same layout; ``bucket_bits`` is the layout of a new
-    index (None: the smallest, grown by ``grow`` as postings come).
+    index (None: the smallest, grown by ``grow`` as postings come). Bulk loads:
+    ``tracker.indexes.bulk``.
     """
 
     def __init__(
@@ -227,14 +137,8 @@ class RedisInvertedIndex:
         stop_df: int = 16,
         editions: bool = False,
     ) -> None:
-        if bucket_bits is not None and not MIN_BITS <= bucket_bits <= MAX_BITS:
-            raise ValueError(f"bucket_bits must be in {MIN_BITS}..{MAX_BITS}, got {bucket_bits}")
-        # Typed loosely inside: redis-py's stubs of RedisCluster lack register_script.
-        self.redis: Any = cast(Any, redis)
-        self.prefix = prefix
-        self.initial_bits = bucket_bits
+        super().__init__(redis, prefix, bucket_bits=bucket_bits)
         self.stop_df = stop_df
-        self._cluster = type(redis).__name__ == "RedisCluster"
         self._add = self.redis.register_script(lua("add"))
         self._add_many = self.redis.register_script(lua("add_many"))
         self._remove = self.redis.register_script(lua("remove"))
@@ -242,183 +146,13 @@ class RedisInvertedIndex:
         self._settle = self.redis.register_script(lua("settle"))
         self._fill = self.redis.register_script(lua("fill"))
         self._size = self.redis.register_script(lua("size"))
-        self._mark = self.redis.register_script(lua("mark"))
-        self._overlay = self.redis.register_script(lua("overlay"))
-        self._rebase = self.redis.register_script(lua("rebase"))
         # Identical or near-identical mothers posted as one text (``editions``: the
         # daguan engine's index): None for a plain index of seqs.
         self.editions = Editions(redis, prefix) if editions else None
-        # What a bulk load or adds wrote, for a snapshot without reading it back (None:
-        # not kept; ``start_recording``, ``tracker.indexes.recording``).
-        self.recording: Recording | None = None
-        self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
         # Whole-bucket appends (``tracker.indexes.appends``): False until the server is
         # probed at the first add, None where they cannot be used (Redis Cluster too).
         self._appends: appends.BucketAppends | bool | None = None if self._cluster else False
         self.appended_buckets = 0  # buckets written whole so far (for benchmarks, tests)
-
-    # -- layout ---------------------------------------------------------------
-    @property
-    def layout_key(self) -> str:
-        return f"{self.prefix}:layout"
-
-    @property
-    def moving_key(self) -> str:
-        """Exists while a reshard moves the buckets (value: the layout it moves to)."""
-        return f"{self.prefix}:moving"
-
-    @property
-    def version_key(self) -> str:
-        """``epoch`` and ``n``: raised before and after every write (module docstring)."""
-        return f"{self.prefix}:version"
-
-    def overlay_state(self) -> OverlayState:
-        """The version and the snapshot overlay's base and dirty buckets, read at once
-        (``lua/overlay.lua``; ``tracker.indexes.snapshot``)."""
-        epoch, n, base, base_layout, dirty = self._overlay(
-            keys=[self.version_key, self.dirty_key], args=[]
-        )
-        return OverlayState(
-            version=None if epoch is None else f"{epoch.decode()}/{int(n or 0)}",
-            base=None if base is None else base.decode(),
-            base_layout=None if base_layout is None else base_layout.decode(),
-            dirty=bytes(dirty or b""),
-        )
-
-    def rebase(self, version: str, layout: str) -> bool:
-        """Make the snapshot taken at ``version`` in ``layout`` the overlay's base (its
-        dirty buckets emptied), unless a write came since: whether it did."""
-        done = self._rebase(keys=[self.version_key, self.dirty_key], args=[version, layout])
-        return bool(int(done))
-
-    def version(self) -> str | None:
-        """The index's version (``epoch/n``), or None before its first write."""
-        epoch, n = self.redis.hmget(self.version_key, ["epoch", "n"])
-        if epoch is None:
-            return None
-        return f"{epoch.decode()}/{int(n or 0)}"
-
-    @property
-    def dirty_key(self) -> str:
-        """The bitmap of buckets written since the snapshot the overlay counts from
-        (``tracker.indexes.snapshot``), in the version's hash slot."""
-        return same_slot(self.version_key, "dirty")
-
-    def _bump_version(
-        self, touched: bytes = b"", layout: str | None = None, *, loading: bool = False
-    ) -> None:
-        """The version raised, and the buckets of ``touched`` (a bitmap in ``layout``,
-        default the current one; empty: any bucket) marked dirty for the snapshot overlay
-        (``lua/mark.lua``). ``loading``: a bulk load's write (``recording``)."""
-        n = self._mark(
-            keys=[self.version_key, self.dirty_key],
-            args=[layout or self.layout, touched, uuid.uuid4().hex],
-        )
-        if self.recording is not None:
-            self.recording.bumped(int(n), own=loading)
-
-    def start_recording(self, *, adds: bool = False) -> Recording:
-        """Keep the rows of the bulk loads that follow, or (``adds``) the postings of
-        the adds that follow (``tracker.indexes.recording``)."""
-        version = self.version()
-        self.recording = Recording(int(version.split("/")[1]) if version else 0, adds=adds)
-        return self.recording
-
-    def touched(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> bytes:
-        """The buckets that writing ``items`` touches, as a bitmap in SETBIT order."""
-        marks = np.zeros(1 << self.bucket_bits, dtype=bool)
-        if isinstance(items, Pairs):
-            marks[split_identity(items.ident, self.bucket_bits, self.ident_bits)[0]] = True
-        else:
-            for _, fps in items:
-                if len(fps):
-                    marks[self.locate(np.asarray(fps, dtype=np.uint64))[0]] = True
-        if not marks.any():
-            return b"\x00"  # nothing touched (still a known set: the overlay stays)
-        return np.packbits(marks).tobytes()
-
-    @contextlib.contextmanager
-    def _writing(self, touched: bytes = b"", *, loading: bool = False) -> Iterator[None]:
-        """Around a write: the version raised before (a reader taking the old version
-        after this no longer trusts a copy of it) and after (also when it failed), the
-        buckets ``touched`` marked dirty both times (empty: the overlay ends).
-        ``loading``: a bulk load's write (``recording``)."""
-        layout = self.layout  # what ``touched`` was computed in, both times
-        self._bump_version(touched, layout, loading=loading)
-        try:
-            yield
-        finally:
-            self._bump_version(touched, layout, loading=loading)
-
-    def wait_for_move(self, timeout: float = MOVE_WAIT_S) -> None:
-        """Return once no reshard is moving this index's buckets (at once, usually)."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while self.redis.exists(self.moving_key):
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"index {self.prefix} is being resharded (for over {timeout:.0f} s); "
-                    "try again when it is done"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-    def _layout_held(self, used: str) -> bool:
-        """After a write made with layout ``used``: no move started or finished since."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(self.layout_key, "layout")
-        pipe.exists(self.moving_key)
-        stored, moving = pipe.execute()
-        return not moving and (stored is None or stored.decode() == used)
-
-    def _read_layout(self) -> tuple[int, int, int]:
-        """(bucket bits, identity bits, value format) as stored: ``bits/ident`` (format
-        1, written before format 2) or ``bits/ident/format``."""
-        stored = self.redis.hget(self.layout_key, "layout")
-        if stored is not None:
-            parts = [int(x) for x in stored.split(b"/")]
-            return parts[0], parts[1], parts[2] if len(parts) > 2 else 1
-        if self.initial_bits is not None:
-            return self.initial_bits, IDENTITY_BITS, FORMAT
-        # An index written before layouts were stored has 16,384 buckets by old names.
-        legacy = [f"{self.prefix}:b:{b}" for b in range(0, 1 << LEGACY[0], 256)]
-        pipe = self.redis.pipeline(transaction=False)
-        for key in legacy:
-            pipe.exists(key)
-        if any(pipe.execute()):
-            return (*LEGACY, 1)
-        return MIN_BITS, IDENTITY_BITS, FORMAT
-
-    def refresh(self) -> int:
-        """Re-read the layout (another process may have resharded)."""
-        self.bucket_bits, self.ident_bits, self.fmt = self._read_layout()
-        return self.bucket_bits
-
-    @property
-    def field_bytes(self) -> int:
-        return field_width(self.bucket_bits, self.ident_bits)
-
-    @property
-    def layout(self) -> str:
-        return layout_name(self.bucket_bits, self.ident_bits, self.fmt)
-
-    def key_prefix(
-        self, bits: int | None = None, ident: int | None = None, fmt: int | None = None
-    ) -> str:
-        if bits is None:
-            bits, ident, fmt = self.bucket_bits, self.ident_bits, self.fmt
-        return bucket_prefix(self.prefix, bits, ident or IDENTITY_BITS, fmt or FORMAT)
-
-    # -- addressing -----------------------------------------------------------
-    def bucket_key(
-        self, bucket: int, bits: int | None = None, ident: int | None = None, fmt: int | None = None
-    ) -> str:
-        return f"{self.key_prefix(bits, ident, fmt)}{bucket}"
-
-    def locate(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(bucket numbers, fields as uint64) of fingerprints."""
-        ident = mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - self.ident_bits)
-        return split_identity(ident, self.bucket_bits, self.ident_bits)
 
     # -- writes ---------------------------------------------------------------
     def _grouped(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> dict[int, bytes]:
@@ -576,71 +310,18 @@ class RedisInvertedIndex:
         rec[:, 4 + fw :] = np.concatenate(parts_s)[order].view(np.uint8).reshape(-1, 4)
         return rec.tobytes(), fw + 8
 
-    # -- bulk loads -------------------------------------------------------------
-    def identities(self, fps: np.ndarray) -> np.ndarray:
-        """The ``IDENTITY_BITS``-bit identities of fingerprints (what a bulk load groups
-        by; independent of the bucket count)."""
-        return mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - IDENTITY_BITS)
-
+    # -- emptiness and removes ---------------------------------------------------
     def is_empty(self) -> bool:
         """No field counted and no bucket under this prefix (the scan stops at the first
         key found, so it is cheap on a full index too). Temporary keys of bulk loads that
-        died are deleted first (``tracker.indexes.bulk.sweep_temporary``)."""
+        died are deleted first (``tracker.indexes.temporary``)."""
         if self.fields_estimate():
             return False
         if not self._cluster:  # (temporary keys are a single server's)
-            bulk.sweep_temporary(self)
+            sweep_temporary(self.redis, self.prefix)
         for _ in self.redis.scan_iter(match=f"{self.prefix}:b*", count=1000):
             return False
         return True
-
-    def load(
-        self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000, size: bool = True
-    ) -> int:
-        """Add postings ``(seq, fingerprints)`` as ``add`` does (same result, byte for
-        byte, as adding them in this order), grouped here by fingerprint so that each
-        field is written once with its final value and a bucket that does not exist yet
-        in one HSET (``lua/fill_core.lua``). ``size``: an empty index first takes the bucket
-        count that its distinct fingerprints call for (``bits_for``), so nothing is
-        resharded later. Returns how many postings were new."""
-        items = list(items)
-        self.refresh()
-        if self.fmt != FORMAT or self.ident_bits != IDENTITY_BITS or self.stop_df > 63:
-            # An old index (written as it is), or values past one length byte.
-            return self.add(items, chunk=chunk)
-        items = self._posted(items)
-        parts = [(seq, np.asarray(fps, dtype=np.uint64)) for seq, fps in items]
-        parts = [(seq, fps) for seq, fps in parts if fps.size]
-        if not parts:
-            return 0
-        ident = np.concatenate([self.identities(fps) for _, fps in parts])
-        seqs = np.concatenate([np.full(fps.size, seq, dtype=np.uint32) for seq, fps in parts])
-        return self.load_pairs(ident, seqs, chunk=chunk, size=size)
-
-    def load_pairs(
-        self, ident: np.ndarray, seqs: np.ndarray, *, chunk: int = 2000, size: bool = True
-    ) -> int:
-        """``load`` of (identity, seq) pairs in arrival order (a field's seqs are stored
-        in that order, as adds in that order store them): ``tracker.indexes.bulk``."""
-        return bulk.load_pairs(self, ident, seqs, chunk=chunk, size=size)
-
-    def size_for(self, fields: int) -> int:
-        """Before a bulk load of ``fields`` distinct identities into an EMPTY index: the
-        layout set to ``bits_for(fields)`` buckets (format 2) unless a writer counted
-        fields meanwhile. An index that is not empty keeps its layout. The bits."""
-        return bulk.size_for(self, fields)
-
-    def _fill_direct(
-        self,
-        groups: np.ndarray,
-        vlen: np.ndarray,
-        vdata: np.ndarray,
-        counts: np.ndarray,
-        per_call: int = 2048,
-    ) -> list[Any]:
-        """Single server: a load's buckets written through temporary keys
-        (``tracker.indexes.bulk.fill_direct``)."""
-        return bulk.fill_direct(self, groups, vlen, vdata, counts, per_call)
 
     def remove_pairs(self, ident: np.ndarray, seqs: np.ndarray, *, chunk: int = 2000) -> int:
         """``remove`` of (identity, seq) pairs (a bulk load taking back mothers replaced
@@ -788,36 +469,6 @@ class RedisInvertedIndex:
         self.bucket_bits = self.initial_bits if self.initial_bits is not None else MIN_BITS
         self.ident_bits, self.fmt = IDENTITY_BITS, FORMAT
         return n
-
-    def fields_estimate(self) -> int:
-        """Fingerprints (fields) counted by adds and removes: cheap enough to read after
-        every batch (``stats`` counts them exactly)."""
-        return int(self.redis.hget(self.layout_key, "fields") or 0)
-
-    def advice(self, fields: int | None = None) -> JSONObject:
-        """Whether the buckets are too full (past the compact encoding) or too empty."""
-        fields = self.fields_estimate() if fields is None else fields
-        per_bucket = fields / (1 << self.bucket_bits)
-        wanted = bits_for(fields)
-        needs = per_bucket > RESHARD_FIELDS or (self.bucket_bits > wanted + 1)
-        # An index of the old value format also gains from a reshard (~2 B a posting).
-        old_format = fields > 0 and self.fmt != FORMAT
-        if needs:
-            advice = (
-                f"reshard: yinji index reshard (buckets {1 << self.bucket_bits} -> "
-                f"{1 << wanted}) / 需要重新分桶"
-            )
-        elif old_format:
-            advice = "reshard: yinji index reshard (compact values) / 重新分桶可压缩取值"
-        else:
-            advice = "ok / 分桶合适"
-        return {
-            "fields_per_bucket": round(per_bucket, 1),
-            "recommended_bucket_bits": wanted,
-            "needs_reshard": needs or old_format,
-            "value_format": self.fmt,
-            "advice": advice,
-        }
 
     def grow(self, extra: int = 0) -> int | None:
         """Reshard when buckets would hold more than ``RESHARD_FIELDS`` fields after

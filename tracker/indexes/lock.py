@@ -32,10 +32,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from tracker.redis_client import process_alive
+from tracker.indexes.redis_client import process_alive
 
 if TYPE_CHECKING:
-    from tracker.redis_client import RedisClient
+    from tracker.indexes.redis_client import RedisClient
 
 LOCK_TTL_MS = 10 * 60 * 1000  # a last resort: the heartbeat says sooner that an owner died
 BEAT_TTL_MS = 15_000  # an owner on another host silent this long is taken for dead

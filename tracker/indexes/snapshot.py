@@ -37,13 +37,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import shutil
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -51,26 +48,18 @@ from typing import Any
 import numpy as np
 
 from tracker.indexes.codec import parse_many
-from tracker.indexes.inverted import (
-    OverlayState,
-    RedisInvertedIndex,
-    mix64,
-    unpack_fields,
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import unpack_fields
+from tracker.indexes.layout import OverlayState
+from tracker.indexes.recording import STOP_SEQ
+from tracker.indexes.snapshot_adds import rows_with_adds
+from tracker.indexes.snapshot_files import (
+    Snapshot,
+    finish,
+    folder_name,
+    snapshot_path,
+    write_rows,
 )
-from tracker.indexes.recording import STOP_SEQ, Recording
-from tracker.timefmt import iso_utc
-
-FORMAT = 1  # of the files
-
-
-def folder_name(prefix: str) -> str:
-    """The file-name-safe name of an index (``yinji:daguan`` -> ``yinji_daguan``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in prefix)
-
-
-def snapshot_path(folder: Path, prefix: str, version: str) -> Path:
-    epoch, n = version.split("/")
-    return folder / f"{folder_name(prefix)}-{epoch}-{n}"
 
 
 @dataclass
@@ -93,115 +82,6 @@ class SnapshotInfo:
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
         }
-
-
-class Snapshot:
-    """One snapshot, memory-mapped: ``lookup`` answers like ``RedisInvertedIndex.lookup``
-    of the index at ``version``."""
-
-    def __init__(self, path: Path) -> None:
-        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: snapshot format {meta.get('format')!r}, not {FORMAT}")
-        self.path = path
-        self.version: str = meta["version"]
-        self.ident_bits: int = int(meta["ident_bits"])
-        self.meta = meta
-        self.ident = np.load(path / "ident.npy", mmap_mode="r")
-        self.seq = np.load(path / "seq.npy", mmap_mode="r")
-        self.dir = np.load(path / "dir.npy", mmap_mode="r")
-        self.dir_bits = int(meta["dir_bits"])
-        # The layout it was copied in (snapshots written before the overlay have none:
-        # they answer only at their exact version).
-        self.layout: str | None = meta.get("layout")
-        self.bucket_bits: int | None = meta.get("bucket_bits")
-        if self.ident.shape != self.seq.shape or self.dir.size != (1 << self.dir_bits) + 1:
-            raise ValueError(f"{path}: its arrays do not fit together")
-
-    def lookup(
-        self, fps: np.ndarray, *, stop_mask: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """``(fp_index, seqs, stopped)`` of distinct fingerprints, as the index gives them:
-        postings in fingerprint order, a field's seqs in their stored order (stop words
-        marked in ``stop_mask`` when given)."""
-        fps = np.asarray(fps, dtype=np.uint64)
-        if fps.size == 0 or self.ident.size == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-        wanted = mix64(fps) >> np.uint64(64 - self.ident_bits)
-        # The directory narrows each search to a few rows: a plain binary search over
-        # the whole array touched ~24 scattered pages a fingerprint (~4 ms a check at
-        # 100 M characters); these few rows share one or two.
-        slot = (wanted >> np.uint64(self.ident_bits - self.dir_bits)).astype(np.int64)
-        lo = self.dir[slot].astype(np.int64)
-        hi = self.dir[slot + 1].astype(np.int64)
-        lo = _lower_bound(self.ident, wanted, lo, hi.copy(), strict=True)
-        count = _lower_bound(self.ident, wanted, lo.copy(), hi, strict=False) - lo
-        found = np.flatnonzero(count)
-        stop = np.zeros(fps.size, dtype=bool)
-        stop[found] = self.seq[lo[found]] == STOP_SEQ  # a stop marker is its field's one row
-        count[stop] = 0
-        if stop_mask is not None:
-            stop_mask |= stop
-        total = int(count.sum())
-        fp_index = np.repeat(np.arange(fps.size, dtype=np.int64), count)
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-        seqs = np.asarray(self.seq[np.repeat(lo, count) + within], dtype=np.uint32)
-        return fp_index, seqs, int(stop.sum())
-
-    def dirty(self, fps: np.ndarray, bitmap: bytes) -> np.ndarray:
-        """Which fingerprints live in a bucket that ``bitmap`` (SETBIT order, in this
-        snapshot's layout) marks as written since the snapshot."""
-        assert self.bucket_bits is not None
-        marks = np.frombuffer(bitmap, dtype=np.uint8)
-        wanted = mix64(np.asarray(fps, dtype=np.uint64)) >> np.uint64(64 - self.ident_bits)
-        bucket = (wanted >> np.uint64(self.ident_bits - self.bucket_bits)).astype(np.int64)
-        byte = bucket >> 3
-        inside = byte < marks.size
-        out = np.zeros(bucket.size, dtype=bool)
-        out[inside] = (marks[byte[inside]] >> (7 - (bucket[inside] & 7)).astype(np.uint8)) & 1 == 1
-        return out
-
-    def bucket_bounds(self) -> np.ndarray:
-        """``rows[b]``: the first row of bucket ``b`` (``2**bucket_bits + 1`` entries)."""
-        assert self.bucket_bits is not None
-        heads = np.arange((1 << self.bucket_bits) + 1, dtype=np.uint64) << np.uint64(
-            self.ident_bits - self.bucket_bits
-        )
-        return np.searchsorted(self.ident, heads, side="left").astype(np.int64)
-
-
-def _lower_bound(
-    rows: np.ndarray, wanted: np.ndarray, lo: np.ndarray, hi: np.ndarray, *, strict: bool
-) -> np.ndarray:
-    """Per query, the first row in ``[lo, hi)`` with ``rows >= wanted`` (``strict``) or
-    ``rows > wanted``: a binary search run for all queries at once."""
-    while True:
-        open_ = lo < hi
-        if not open_.any():
-            return lo
-        mid = (lo + hi) >> 1
-        value = rows[np.where(open_, mid, 0)]
-        below = (value < wanted) if strict else (value <= wanted)
-        go_up = open_ & below
-        lo = np.where(go_up, mid + 1, lo)
-        hi = np.where(open_ & ~below, mid, hi)
-
-
-def directory(chunks: list[np.ndarray], ident_bits: int, dir_bits: int) -> np.ndarray:
-    """``dir[s]``: the first row whose identity's top ``dir_bits`` are ``s`` or more, of
-    the sorted identities ``chunks`` one after the other."""
-    counts = np.zeros(1 << dir_bits, dtype=np.int64)
-    for chunk in chunks:
-        top = (chunk >> np.uint64(ident_bits - dir_bits)).astype(np.int64)
-        counts += np.bincount(top, minlength=1 << dir_bits)
-    out = np.zeros((1 << dir_bits) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out.astype(np.uint32 if out[-1] < 2**32 else np.uint64)
-
-
-def directory_bits(rows: int, ident_bits: int) -> int:
-    """About 8 rows a directory slot."""
-    return max(1, min(ident_bits, (max(rows, 1) // 8).bit_length()))
 
 
 class TakeBusy(RuntimeError):
@@ -263,8 +143,9 @@ def _take(
         if recording is not None and recording.holds_at(int(n)):
             # A bulk load's own rows, or the snapshot before the adds with what they
             # added: the index as they wrote it, nothing read back.
+            base = f"{epoch}/{recording.start}"
             rows = (
-                _with_adds(folder, index, f"{epoch}/{recording.start}", recording)
+                rows_with_adds(folder, index, base, recording)
                 if recording.adds
                 else recording.chunks()
             )
@@ -304,99 +185,6 @@ def _take(
     _drop_others(folder, index.prefix, final)
     meta = json.loads((final / "meta.json").read_text(encoding="utf-8"))
     return _info(final, meta, started)
-
-
-def _with_adds(
-    folder: Path, index: RedisInvertedIndex, version: str, recording: Recording
-) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
-    """The rows of the snapshot at ``version`` (the one current when the adds began)
-    with the recorded adds applied as ``lua/add_many.lua`` applies them: a field's new
-    seqs after its stored ones, each once; past ``stop_df`` a stop marker; a stop
-    marker unchanged. None without that snapshot."""
-    try:
-        old = Snapshot(snapshot_path(folder, index.prefix, version))
-    except (OSError, ValueError, KeyError):
-        return None
-    ident, seqs = recording.postings_added()
-    # The fields added to, numbered densely in identity order, and each added posting's
-    # number: from one sort of the added identities (a search of every row among the
-    # fields took ~1.5 s of an add of 10 M characters at 100 M, issue #37).
-    by_ident = np.argsort(ident, kind="stable")
-    sorted_ident = ident[by_ident]
-    starts = np.ones(sorted_ident.size, dtype=bool)
-    starts[1:] = sorted_ident[1:] != sorted_ident[:-1]
-    touched = sorted_ident[starts]
-    a_field = np.empty(ident.size, dtype=np.int64)
-    a_field[by_ident] = np.cumsum(starts) - 1
-    lo = np.searchsorted(old.ident, touched, side="left").astype(np.int64)
-    cnt = _run_lengths(old.ident, touched, lo)
-    within = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    at = np.repeat(lo, cnt) + within  # the old rows of the fields added to
-    o_ident = np.asarray(old.ident[at])
-    o_seq = np.asarray(old.seq[at])
-    stopped = o_ident[o_seq == STOP_SEQ]
-    fresh = ~np.isin(ident, stopped)  # adds to a stop marker change nothing
-    c_ident = np.concatenate([o_ident, ident[fresh]])
-    c_seq = np.concatenate([o_seq, seqs[fresh]])
-    # Rows in their order (stored first, then as they came); each (field, seq) kept
-    # once, where it came first. Fields numbered densely so that (field, seq) and
-    # (field, position) each fit one uint64 key (stable radix sorts, not lexsorts).
-    field = np.concatenate(
-        [np.repeat(np.arange(touched.size, dtype=np.int64), cnt), a_field[fresh]]
-    ).astype(np.uint64)
-    order = np.argsort((field << np.uint64(32)) | c_seq.astype(np.uint64), kind="stable")
-    key = ((field << np.uint64(32)) | c_seq.astype(np.uint64))[order]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    keep = np.sort(order[first])  # in order of position, then grouped by field:
-    keep = keep[np.argsort(field[keep], kind="stable")]
-    k_ident, k_seq = c_ident[keep], c_seq[keep]
-    fields = _distinct_sorted(k_ident)  # (k_ident is by field)
-    count = np.diff(np.append(np.searchsorted(k_ident, fields), k_ident.size))
-    over = (count > index.stop_df) & ~np.isin(fields, stopped)
-    drop = np.repeat(over, count)
-    new_ident = np.concatenate([k_ident[~drop], fields[over]])
-    new_seq = np.concatenate([k_seq[~drop], np.full(int(over.sum()), STOP_SEQ, np.uint32)])
-    rest = np.ones(old.ident.size, dtype=bool)
-    rest[at] = False
-    kept_ident = np.asarray(old.ident)[rest]
-    kept_seq = np.asarray(old.seq)[rest]
-    # The new rows (sorted by field, a field's rows in stored order) go between the
-    # kept ones, which hold none of their fields: one pass, no sort of everything.
-    by_field = np.argsort(new_ident, kind="stable")
-    new_ident, new_seq = new_ident[by_field], new_seq[by_field]
-    slot = np.searchsorted(kept_ident, new_ident) + np.arange(new_ident.size)
-    size = kept_ident.size + new_ident.size
-    out_ident = np.empty(size, dtype=np.uint64)
-    out_seq = np.empty(size, dtype=np.uint32)
-    is_new = np.zeros(size, dtype=bool)
-    is_new[slot] = True
-    out_ident[slot], out_seq[slot] = new_ident, new_seq
-    out_ident[~is_new], out_seq[~is_new] = kept_ident, kept_seq
-    return [out_ident], [out_seq]
-
-
-def _run_lengths(rows: np.ndarray, wanted: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """How many rows from ``lo`` on equal ``wanted`` (``rows`` sorted, ``lo`` the first
-    row ≥ ``wanted``): a field holds a few rows, so stepping forward while they match
-    reads a few rows a field instead of a second binary search over all of them."""
-    cnt = np.zeros(wanted.size, dtype=np.int64)
-    live = np.flatnonzero(lo < rows.size)
-    while live.size:
-        at = lo[live] + cnt[live]
-        ok = at < rows.size
-        live, at = live[ok], at[ok]
-        same = np.asarray(rows[at]) == wanted[live]
-        live = live[same]
-        cnt[live] += 1
-    return cnt
-
-
-def _distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """The distinct values of a sorted array (``np.unique`` hashes: slower here)."""
-    if values.size == 0:
-        return values
-    return values[np.concatenate([[True], values[1:] != values[:-1]])]
 
 
 def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:
@@ -448,48 +236,8 @@ def _write(
     seqs: list[np.ndarray],
 ) -> None:
     """The snapshot files, written to a temporary folder and renamed into place."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = sum(c.size for c in idents)
-    stopped = sum(int(np.count_nonzero(c == STOP_SEQ)) for c in seqs)
-    tmp = folder / f".tmp-{uuid.uuid4().hex}"
-    tmp.mkdir()
-    try:
-        # Chunks come sorted and in increasing identity ranges (buckets in order):
-        # written one after the other, never all in memory twice.
-        dir_bits = directory_bits(rows, index.ident_bits)
-        np.save(tmp / "dir.npy", directory(idents, index.ident_bits, dir_bits))
-        _write_chunks(tmp / "ident.npy", idents, np.uint64, rows)
-        _write_chunks(tmp / "seq.npy", seqs, np.uint32, rows)
-        meta = {
-            "format": FORMAT,
-            "index": index.prefix,
-            "version": version,
-            "ident_bits": index.ident_bits,
-            "bucket_bits": index.bucket_bits,
-            "layout": layout,
-            "dir_bits": dir_bits,
-            "postings": rows - stopped,
-            "stop_fingerprints": stopped,
-            "taken_at": iso_utc(datetime.now(UTC)),
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _write_chunks(path: Path, chunks: list[np.ndarray], dtype: Any, rows: int) -> None:
-    """Chunks into one .npy file, each chunk freed once written."""
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(rows,))
-    at = 0
-    chunks.reverse()
-    while chunks:
-        chunk = chunks.pop()
-        out[at : at + chunk.size] = chunk
-        at += chunk.size
-    out.flush()
-    del out
+    files = write_rows(folder, index.ident_bits, idents, seqs)
+    finish(files, final, index, version, layout)
 
 
 def _copy(index: RedisInvertedIndex, batch: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

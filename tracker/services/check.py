@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 from tracker.config import Settings
 from tracker.documents import Document, DocumentError, clean_text
 from tracker.engines import Engine
+from tracker.indexes.admin import IndexAdmin
 from tracker.longtext import SuspectTooLarge
 from tracker.matching import Aligned, Matcher, MatchResult, PreparedCache
 from tracker.records import ChapterRef
 from tracker.rules import domain_of
 from tracker.services.engines import EngineSet
 from tracker.services.evidence import EvidenceRecorder, Recording
-from tracker.services.index_admin import IndexAdmin
 from tracker.services.results import CheckResult
 from tracker.store import CheckWrite, NotFound, Store, Suspect, utcnow
 

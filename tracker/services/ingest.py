@@ -5,7 +5,7 @@ indexed engine and written to the store in one write, which says which stored ve
 it displaced; the index writes (the displaced versions' postings out, the new ones in)
 are gathered over batches and written beside the next batches (``IndexWriter``), or,
 into an empty index, loaded at once at the end (``BulkLoading``). While it runs the
-ingest is marked in the store (``tracker.index_health``), so an ingest that dies between
+ingest is marked in the store (``tracker.indexes.health``), so an ingest that dies between
 its store and index writes is repaired by the next check.
 """
 
@@ -24,11 +24,11 @@ from tracker.documents import Document, DocumentError, unexpected
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad, BulkLoading
 from tracker.ids import DuplicateIds
-from tracker.index_health import IndexOutOfSync, IndexTracker
+from tracker.indexes.admin import IndexAdmin
+from tracker.indexes.health import IndexOutOfSync, IndexTracker
+from tracker.indexes.writer import IndexWriter, Writes, bulk_folder
 from tracker.rules import check_metadata
 from tracker.services.engines import EngineSet
-from tracker.services.index_admin import IndexAdmin
-from tracker.services.index_writer import IndexWriter, Writes, bulk_folder
 from tracker.services.results import IngestReport
 from tracker.store import Mother, Store
 
@@ -72,7 +72,7 @@ class IngestService:
 
         Every engine the library has an index of gets the new mothers (an engine's
         index missing them would answer "no match" for them). An ingest is marked in
-        the store while it runs (``tracker.index_health``), so if it dies between its
+        the store while it runs (``tracker.indexes.health``), so if it dies between its
         store and index writes, the next check repairs the index."""
         started = time.perf_counter()
         eng = self.engines.get(engine)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracker.services.refill import RefillChunk, RefillDone, RefillPlan
+from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.services.results import RebuildResult
 
 if TYPE_CHECKING:

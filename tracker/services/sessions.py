@@ -11,8 +11,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tracker.indexes.redis_client import RedisClient
     from tracker.library import Library
-    from tracker.redis_client import RedisClient
 
 MAX_SID = 64  # longer ids are never ours: refused before Redis is asked
 

@@ -1,6 +1,6 @@
 """Index tasks (queue ``index``).
 
-A rebuild fans out (``tracker.services.refill``): ``rebuild_index`` plans the chunks
+A rebuild fans out (``tracker.indexes.refill``): ``rebuild_index`` plans the chunks
 (``YINJI_REBUILD_CHUNK`` mothers each) and sends them as one Celery group of
 ``refill_chunk`` tasks that any worker takes; each chunk, once done, adds itself to the
 rebuild's *join set* (``<prefix>:rebuild:<job>:<plan>``, one key: usable on Redis Cluster)
@@ -24,10 +24,10 @@ from typing import TypedDict
 
 from celery import Task, shared_task
 
-from tracker.index_health import IndexOutOfSync
+from tracker.indexes.health import IndexOutOfSync
+from tracker.indexes.refill import RefillChunk
 from tracker.records import JSONObject
 from tracker.services import rebuild_parts
-from tracker.services.refill import RefillChunk
 from workers.app import app_settings, queue_for, worker_settings
 from workers.backend import release
 from workers.heartbeat import track_sent

@@ -28,7 +28,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNo
 @pytest.mark.slow
 def test_frontier_on_a_redis_cluster(cluster: RedisClusterNodes) -> None:
     from tracker.config import Settings
-    from tracker.redis_client import connect
+    from tracker.indexes.redis_client import connect
 
     client = connect(Settings(redis_url=cluster.url))
     keys = DiscoveryKeys("c", f"disc{os.getpid()}")

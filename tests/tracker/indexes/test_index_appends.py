@@ -17,8 +17,9 @@ import pytest
 from indexkit import same_lookup, unmix
 
 from tracker.indexes import appends
-from tracker.indexes.inverted import IDENTITY_BITS, RedisInvertedIndex, field_width
-from tracker.redis_client import INDEX_SERVER_CONFIG
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import IDENTITY_BITS, field_width
+from tracker.indexes.redis_client import INDEX_SERVER_CONFIG
 
 # Seqs of every integer encoding a ziplist has (immediate, 8, 16, 24, 32 and 64 bits).
 SEQ_RANGES = [(1, 12), (13, 127), (128, 32767), (32768, 8388607), (8388608, 2**31 - 1)]

@@ -19,13 +19,10 @@ import pytest
 from indexkit import unmix
 from repo import REPO
 
-from tracker.indexes.inverted import (
-    IDENTITY_BITS,
-    BulkLoader,
-    RedisInvertedIndex,
-    bits_for,
-    mix64,
-)
+from tracker.indexes import bulk
+from tracker.indexes.bulk import BulkLoader
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import IDENTITY_BITS, bits_for, mix64
 
 ROOT = REPO
 LIBRARY = ROOT / "examples" / "library.jsonl"
@@ -90,7 +87,7 @@ def test_load_equals_add_single_server(redis_client: Any, stop_df: int) -> None:
     ident = np.concatenate([mix64(f) >> np.uint64(64 - IDENTITY_BITS) for _, f in items])
     bits = bits_for(np.unique(ident).size)
     added = _index(redis_client, "t:add", bits, stop_df).add(items)
-    loaded = _index(redis_client, "t:load", None, stop_df).load(items)
+    loaded = bulk.load(_index(redis_client, "t:load", None, stop_df), items)
     assert loaded == added
     _same(redis_client, "t:add", "t:load")
     values = [v for h in _contents(redis_client, "t:load").values() for v in h.values()]
@@ -110,9 +107,9 @@ def test_load_merges_into_existing_buckets(redis_client: Any) -> None:
     new = ref.add(rest)
     idx = _index(redis_client, "t:mix", 8)
     idx.add(first)
-    assert idx.load(rest) == new
+    assert bulk.load(idx, rest) == new
     _same(redis_client, "t:ref", "t:mix")
-    assert idx.load(items) == 0  # idempotent
+    assert bulk.load(idx, items) == 0  # idempotent
     _same(redis_client, "t:ref", "t:mix")
 
 
@@ -134,7 +131,7 @@ def test_bulk_loader_spills_and_sizes(
         loader.extend(items[a : a + 7])
     assert (tmp_path / "bulk").exists() == spill
     loader.finish()
-    ref.size_for(loader.distinct)
+    bulk.size_for(ref, loader.distinct)
     ref.add(items)
     _same(redis_client, "t:ref", "t:bulk")
     gone = {items[3][0], items[10][0]}
@@ -145,7 +142,9 @@ def test_bulk_loader_spills_and_sizes(
     _same(redis_client, "t:ref", "t:bulk")
 
 
-def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
+def test_concurrent_add_during_load_loses_nothing(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Adds landing in buckets while a load writes them (between its calls): everything
     of both is there, as if added one after the other."""
     items = _items(seed=9, mothers=70)
@@ -154,7 +153,7 @@ def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
     ref.add(items)
     idx = _index(redis_client, "t:race", 9)
     other = _index(redis_client, "t:race", 9)
-    real = idx._fill_direct
+    real = bulk.fill_direct
     calls: list[int] = []
 
     def racing(*args: Any, **kwargs: Any) -> Any:
@@ -163,8 +162,8 @@ def test_concurrent_add_during_load_loses_nothing(redis_client: Any) -> None:
         calls.append(1)
         return real(*args, per_call=64)
 
-    idx._fill_direct = racing
-    idx.load(b, size=False)
+    monkeypatch.setattr(bulk, "fill_direct", racing)
+    bulk.load(idx, b, size=False)
     assert len(calls) == 1
     got = {k: v for k, v in _contents(redis_client, "t:race").items()}
     want = {k.replace(b"t:ref", b"t:race"): v for k, v in _contents(redis_client, "t:ref").items()}
@@ -186,7 +185,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_load_equals_add_on_cluster(cluster: Any) -> None:
-    from tracker.redis_client import connect_url
+    from tracker.indexes.redis_client import connect_url
 
     client = connect_url(cluster.url)
     try:
@@ -196,14 +195,14 @@ def test_load_equals_add_on_cluster(cluster: Any) -> None:
         add = _index(client, "t:add", 8)
         add.add(items)
         load = _index(client, "t:load")
-        assert load.load(first) > 0  # sized from empty
+        assert bulk.load(load, first) > 0  # sized from empty
         assert load.bucket_bits == bits_for(
             np.unique(
                 np.concatenate([mix64(f) >> np.uint64(64 - IDENTITY_BITS) for _, f in first])
             ).size
         )
         load.reshard(8)
-        load.load(rest)  # merge path into existing buckets
+        bulk.load(load, rest)  # merge path into existing buckets
         _same(client, "t:add", "t:load")
         assert load.fields_estimate() == add.fields_estimate()
     finally:
@@ -309,6 +308,7 @@ _KILLED_LOAD = """
 import sys, time
 import numpy as np
 import redis
+from tracker.indexes.bulk import load
 from tracker.indexes.inverted import RedisInvertedIndex
 
 r = redis.Redis(unix_socket_path=sys.argv[1])
@@ -321,7 +321,7 @@ def settle(**kwargs):
     time.sleep(3600)
 
 idx._settle = settle
-idx.load(items)
+load(idx, items)
 """
 
 
@@ -355,7 +355,7 @@ def test_a_killed_load_leaves_no_temporary_keys_for_the_next(redis_client: Any) 
     assert _temporary(redis_client, "t:kill") == []
     rng = np.random.default_rng(11)
     items = [(s, rng.integers(0, 2**63, 300, dtype=np.uint64)) for s in range(1, 40)]
-    idx.load(items)
+    bulk.load(idx, items)
     ref = _index(redis_client, "t:kref", idx.bucket_bits)
     ref.add(items)
     _same(redis_client, "t:kref", "t:kill")
@@ -364,12 +364,12 @@ def test_a_killed_load_leaves_no_temporary_keys_for_the_next(redis_client: Any) 
 def test_a_live_load_elsewhere_keeps_its_keys(redis_client: Any) -> None:
     """A lease of a load on another host (not expired) protects its temporary keys; once
     the lease is gone they are swept."""
-    from tracker.indexes.bulk import sweep_temporary
     from tracker.indexes.lock import Owner
+    from tracker.indexes.temporary import sweep_temporary
 
     redis_client.hset("t:live:btabc:3", mapping={b"f": b"1"})
     redis_client.set("t:live:btabc:live", Owner("far-host", 7, "abc").id, px=60_000)
     idx = _index(redis_client, "t:live")
-    assert sweep_temporary(idx) == 0 and not idx.is_empty()
+    assert sweep_temporary(idx.redis, idx.prefix) == 0 and not idx.is_empty()
     redis_client.delete("t:live:btabc:live")  # expired
-    assert sweep_temporary(idx) == 1 and idx.is_empty()
+    assert sweep_temporary(idx.redis, idx.prefix) == 1 and idx.is_empty()

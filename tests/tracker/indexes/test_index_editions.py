@@ -138,7 +138,7 @@ def test_editions_on_a_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -
     are one group, found with all 20 editions, and leave it one by one."""
     from redis_cluster import RedisClusterNodes
 
-    from tracker.redis_client import connect_url
+    from tracker.indexes.redis_client import connect_url
 
     nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-editions"))
     try:

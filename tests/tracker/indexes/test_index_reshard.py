@@ -10,7 +10,7 @@ from textgen import random_edits, work
 
 from tracker.config import Settings
 from tracker.documents import Document
-from tracker.indexes import inverted, keys
+from tracker.indexes import inverted, keys, layout
 from tracker.library import Library
 
 
@@ -68,7 +68,8 @@ def test_reshard_keeps_check_results_and_health(lib):
 
 def test_ingest_grows_buckets_and_stats_advise(lib, monkeypatch, redis_client):
     # Small thresholds so that a small library outgrows its buckets.
-    monkeypatch.setattr(inverted, "RESHARD_FIELDS", 20)
+    monkeypatch.setattr(inverted, "RESHARD_FIELDS", 20)  # (grow reads it there)
+    monkeypatch.setattr(layout, "RESHARD_FIELDS", 20)  # (advice reads it there)
     monkeypatch.setattr(keys, "TARGET_FIELDS", 10)  # (bits_for reads it there)
     import tracker.engines.daguan as daguan
 
@@ -83,10 +84,10 @@ def test_ingest_grows_buckets_and_stats_advise(lib, monkeypatch, redis_client):
     assert stats["fields_per_bucket"] <= 20 and not stats["needs_reshard"]
     assert [m.mother_id for m in lib.check_text(mothers[4].text[:1500]).matches] == ["w4"]
     # Shrink by hand: stats say the buckets are now too full, and how many to use.
-    lib.reshard_index("daguan", inverted.MIN_BITS)
+    lib.reshard_index("daguan", keys.MIN_BITS)
     stats = lib.index_stats()["engines"]["daguan"]
     assert stats["needs_reshard"] and "reshard" in stats["advice"]
-    assert stats["recommended_bucket_bits"] > inverted.MIN_BITS
+    assert stats["recommended_bucket_bits"] > keys.MIN_BITS
     json.dumps(stats)
     lib.reshard_index("daguan")  # the default: what stats recommend
     stats = lib.index_stats()["engines"]["daguan"]
@@ -123,13 +124,13 @@ def test_cli_reshard_and_stats_advice(tmp_path):
     before = _yinji(data, "check", "--json", "--no-save", str(suspect)).stdout
     assert json.loads(before.splitlines()[0])["matches"]  # the copy is found
     stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
-    assert stats["bucket_bits"] == inverted.MIN_BITS and not stats["needs_reshard"]
+    assert stats["bucket_bits"] == keys.MIN_BITS and not stats["needs_reshard"]
     r = _yinji(data, "index", "reshard", "--bits", "12")
     assert r.returncode == 0 and "4096 buckets" in r.stderr, r.stderr
     stats = json.loads(_yinji(data, "index", "stats").stdout)["engines"]["daguan"]
     # 4,096 buckets for a few thousand fingerprints: too empty, and stats say so.
     assert stats["bucket_bits"] == 12 and stats["needs_reshard"]
-    assert stats["recommended_bucket_bits"] == inverted.MIN_BITS
+    assert stats["recommended_bucket_bits"] == keys.MIN_BITS
     assert _yinji(data, "check", "--json", "--no-save", str(suspect)).stdout == before
     r = _yinji(data, "index", "reshard", "--bits", "3")
     assert r.returncode != 0 and "--bits" in r.stderr

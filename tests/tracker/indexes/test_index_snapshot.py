@@ -17,6 +17,7 @@ from textgen import random_edits, work
 
 from tracker.cli import main
 from tracker.config import Settings
+from tracker.indexes.bulk import load, load_pairs
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.library import Library
@@ -103,7 +104,7 @@ def test_after_a_write_the_snapshot_answers_what_was_not_written_since(
     assert snaps.answering(idx) is None and snaps.lookup(idx, query) is None
     assert snaps.state(idx)["state"] == "stale"
     take_snapshot(idx, tmp_path)
-    idx.load_pairs(idx.identities(np.array([777], np.uint64)), np.array([98], np.uint32))
+    load_pairs(idx, idx.identities(np.array([777], np.uint64)), np.array([98], np.uint32))
     assert snaps.answering(idx) is None
 
 
@@ -304,7 +305,7 @@ def test_a_bulk_load_leaves_its_rows_for_the_snapshot(
     wrote (fields of one and several seqs, a seq twice in a field, stop markers), the
     same files as a copy read back from Redis; any other write spoils the rows."""
     import tracker.indexes.snapshot as snapshot
-    from tracker.indexes.inverted import BulkLoader
+    from tracker.indexes.bulk import BulkLoader
 
     def build(prefix: str) -> tuple[RedisInvertedIndex, list[tuple[int, np.ndarray]]]:
         idx = RedisInvertedIndex(redis_client, prefix, stop_df=4)
@@ -343,7 +344,7 @@ def test_a_bulk_load_leaves_its_rows_for_the_snapshot(
     # A write that is not the load's (here an add after it): the rows are not used.
     idx2, items2 = build("t:rec2")
     idx2.start_recording()
-    idx2.load(items2[:10])
+    load(idx2, items2[:10])
     idx2.add(items2[10:])
     take_snapshot(idx2, tmp_path / "snaps2")
     assert copies == [1, 1]

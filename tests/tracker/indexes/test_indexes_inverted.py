@@ -1,9 +1,9 @@
 import numpy as np
 
-from tracker.indexes.inverted import (
+from tracker.indexes.inverted import RedisInvertedIndex
+from tracker.indexes.keys import (
     IDENTITY_BITS,
     RESHARD_FIELDS,
-    RedisInvertedIndex,
     bits_for,
     mix64,
     pack_fields,

@@ -1,5 +1,5 @@
 """Issue 10: a lost index never answers "no match". The store and the Redis index know
-when they disagree (``tracker.index_health``); the library repairs or refuses."""
+when they disagree (``tracker.indexes.health``); the library repairs or refuses."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from textgen import work
 
 from tracker.config import Settings
 from tracker.documents import Document
-from tracker.index_health import WRITER_PREFIX, IndexOutOfSync
+from tracker.indexes.health import WRITER_PREFIX, IndexOutOfSync
 from tracker.library import Library
 from tracker.store import Mother, open_store
 
@@ -391,7 +391,7 @@ def test_an_unreachable_mongo_uri_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def _embedded_pid(data: Path) -> int | None:
-    from tracker.redis_client import embedded_server_pid
+    from tracker.indexes.redis_client import embedded_server_pid
 
     return embedded_server_pid(Settings(data_dir=data))
 
@@ -512,7 +512,7 @@ _REBUILD_KILLED_AT = """
 import sys, time
 from tracker import cli
 from tracker.engines.base import Engine
-from tracker.index_health import IndexTracker
+from tracker.indexes.health import IndexTracker
 
 def pause():
     print("at the kill point", flush=True)

@@ -1,4 +1,4 @@
-"""A rebuild in chunks (``tracker.services.refill``, ``IndexAdmin.rebuild``): the same
+"""A rebuild in chunks (``tracker.indexes.refill``, ``IndexAdmin.rebuild``): the same
 index, byte for byte, as the one-step load that the rebuild was before; chunks cut by
 count across seq gaps; a chunk interrupted half-way and run again counts its mothers once."""
 
@@ -13,8 +13,8 @@ from textgen import homophones, work
 
 from tracker.config import Settings
 from tracker.documents import Document
+from tracker.indexes.refill import RefillChunk
 from tracker.library import Library
-from tracker.services.refill import RefillChunk
 from tracker.store import Suspect, open_store
 
 

