@@ -21,6 +21,7 @@ import click
 from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
+    from tracker.books.service import IngestMode
     from tracker.documents import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
@@ -299,18 +300,19 @@ def ingest(
     replaces that document. Bad files or lines are reported and skipped; the rest goes
     in.
     """
-    from tracker.books.service import BookIngest, BookService, summary_line
-    from tracker.library import input_chars
+    from tracker.books.service import BookIngest, BookService, EarlyReads, summary_line
 
     if as_book and as_works:
         raise click.UsageError("--book and --as-works exclude each other")
     progress = _Progress("ingest")
     settings = _settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
+    mode: IngestMode = "book" if as_book else "works" if as_works else "auto"
+    early = EarlyReads(paths, mode)  # whole books read while the library opens
+    from tracker.library import input_chars
+
     with _open_library(ctx, create=True) as lib:
-        plan = BookIngest(
-            BookService(lib), mode="book" if as_book else "works" if as_works else "auto"
-        )
+        plan = BookIngest(BookService(lib), mode=mode, early=early)
         report = lib.ingest(
             plan.documents(paths, limits=settings.read_limits),
             engine=engine,

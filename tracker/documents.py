@@ -67,9 +67,6 @@ def _known(suffix: str, books: BookReader | None) -> bool:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: What ``clean_text`` changes: a lone surrogate or an explicit bidi control (one scan
-#: of a clean text, the usual case, instead of a substitution and a search).
-_UNCLEAN = re.compile("[\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 
 def clean_text(text: str) -> str:
@@ -77,9 +74,26 @@ def clean_text(text: str) -> str:
     "\\ud800" can carry) by U+FFFD, one code point for one; then a line holding bidi
     overrides (U+202E ...) is put in display order (``tracker.textform.reading_order``):
     the text is stored, matched and shown as a reader sees it."""
-    if not _UNCLEAN.search(text):
+    if not _may_be_unclean(text):
         return text
     return reading_order(_SURROGATE.sub("\ufffd", text))
+
+
+_BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def _may_be_unclean(text: str) -> bool:
+    """Whether ``text`` holds what ``clean_text`` changes, a lone surrogate or an
+    explicit bidi control, found by C loops: UTF-16 refuses lone surrogates, and each
+    bidi control is looked for in turn (a clean text, the usual case, is scanned in a
+    third less time than by a regex of both)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return True
+    return any(ch in text for ch in _BIDI)
 
 
 @dataclass

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +39,7 @@ from tracker.documents import (
     decode_text,
     docx_text,
     extract_html,
+    file_label,
     iter_documents,
 )
 from tracker.ids import check_id, id_problem
@@ -499,11 +502,18 @@ class BookIngest:
     files and folders as chapter documents), ``finish`` writes the book records for
     what the ingest stored."""
 
-    def __init__(self, service: BookService, *, mode: IngestMode = "auto") -> None:
+    def __init__(
+        self,
+        service: BookService,
+        *,
+        mode: IngestMode = "auto",
+        early: EarlyReads | None = None,
+    ) -> None:
         self.service = service
         self.mode = mode
         self.planned: dict[str, _Planned] = {}
         self.warnings: list[str] = []
+        self.early = early  # whole-book files read while the library opened
 
     # -- inputs ---------------------------------------------------------------------------
     def documents(
@@ -525,24 +535,12 @@ class BookIngest:
         """A ``tracker.documents.BookReader``: the chapters of a whole-book file, or
         None to read the file as one work."""
         suffix = Path(name).suffix.lower()
-        if self.mode == "works":
-            if suffix == ".epub":
-                return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
-            return None
-        with _decoding_once():  # a TXT read here and by the book reader: decoded once
-            if self.mode == "auto" and suffix != ".epub":
-                try:
-                    text = _plain_text(data, name, suffix)
-                except ValueError:
-                    return None  # the document reader says what is wrong with it
-                if not may_be_book(text):
-                    return None
-            try:
-                parsed = book_from_file(name, data)
-            except ValueError as exc:  # BookFileError, named by the reader
-                return [DocumentError(name, str(exc).removeprefix(f"{name}: "))]
-        if self.mode == "auto" and suffix != ".epub" and len(parsed.chapters) < 2:
-            return None  # a plain work after all
+        if self.mode == "works" and suffix == ".epub":
+            return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
+        read = self.early.take(name, data) if self.early is not None else None
+        parsed = read.parsed if read is not None else parse_book_file(data, name, self.mode)
+        if parsed is None or isinstance(parsed, DocumentError):
+            return None if parsed is None else [parsed]
         return list(self.chapter_documents(parsed, book_id_for(name, parsed.title)))
 
     def _files_as_book(
@@ -679,6 +677,81 @@ class BookIngest:
             made.append(BookMade(book, old is None, dropped))
         report.warnings += self.warnings
         return made
+
+
+def parse_book_file(data: bytes, name: str, mode: IngestMode) -> ParsedBook | DocumentError | None:
+    """A file's book as ``BookIngest.read_file`` takes it: the parsed book, its error
+    named, or None to read the file as one work (``mode`` "works", or in "auto" a file
+    without two chapter headings)."""
+    suffix = Path(name).suffix.lower()
+    if mode == "works" and suffix != ".epub":
+        return None
+    with _decoding_once():  # a TXT read here and by the book reader: decoded once
+        if mode == "auto" and suffix != ".epub":
+            try:
+                text = _plain_text(data, name, suffix)
+            except ValueError:
+                return None  # the document reader says what is wrong with it
+            if not may_be_book(text):
+                return None
+        try:
+            parsed = book_from_file(name, data)
+        except ValueError as exc:  # BookFileError, named by the reader
+            return DocumentError(name, str(exc).removeprefix(f"{name}: "))
+    if mode == "auto" and suffix != ".epub" and len(parsed.chapters) < 2:
+        return None  # a plain work after all
+    return parsed
+
+
+@dataclass
+class _EarlyRead:
+    data: bytes
+    parsed: ParsedBook | DocumentError | None
+
+
+class EarlyReads:
+    """Whole-book files read and parsed in a thread of their own while the caller opens
+    the library (``yinji ingest``: the embedded index server starts meanwhile). Only
+    plain files given by path are read early; ``BookIngest.read_file`` takes a file's
+    result when the bytes it was handed are the same, else reads them itself."""
+
+    SUFFIXES = (".txt", ".html", ".htm", ".docx", ".epub")
+
+    def __init__(
+        self, paths: Iterable[str | Path], mode: IngestMode, max_bytes: int = 64 << 20
+    ) -> None:
+        self.mode = mode
+        files = [Path(p) for p in paths]
+        self._wanted = [
+            f for f in files if f.suffix.lower() in self.SUFFIXES and _small_file(f, max_bytes)
+        ]
+        self._done: dict[str, _EarlyRead] = {}
+        self._thread = threading.Thread(target=self._read_all, name="yinji-book-read", daemon=True)
+        if self._wanted and mode != "works":
+            self._thread.start()
+
+    def _read_all(self) -> None:
+        for f in self._wanted:
+            name = file_label(os.fsdecode(f))
+            try:
+                data = f.read_bytes()
+                self._done[name] = _EarlyRead(data, parse_book_file(data, name, self.mode))
+            except Exception:  # read again (and its error said) by the ingest
+                continue
+
+    def take(self, name: str, data: bytes) -> _EarlyRead | None:
+        """The early read of ``name`` when it read these bytes (waiting for the reader)."""
+        if self._thread.is_alive() or self._thread.ident is not None:
+            self._thread.join()
+        read = self._done.pop(name, None)
+        return read if read is not None and read.data == data else None
+
+
+def _small_file(path: Path, max_bytes: int) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size <= max_bytes
+    except OSError:
+        return False
 
 
 # -- helpers ---------------------------------------------------------------------------------

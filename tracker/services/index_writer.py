@@ -91,6 +91,14 @@ class IndexWriter:
         self._fresh: Writes = {}
         self._chars = 0
         self.loaders: dict[str, BulkLoad] = {}  # engine -> its bulk loader (an empty index)
+        self._gathering: list[Future[None]] = []  # bulk loaders' gathers, in this thread
+
+    def gather(self, loader: BulkLoad, items: list[tuple[int, np.ndarray]]) -> None:
+        """``loader.extend(items)`` in the writer's thread, in order (its edition groups
+        are asked of Redis there while this process fingerprints and stores the next
+        batch); its error is raised by the next ``submit``, ``drain`` or ``close``."""
+        if items:
+            self._gathering.append(self._pool.submit(loader.extend, items))
 
     def collect(
         self,
@@ -126,6 +134,9 @@ class IndexWriter:
         self._pending = (self._pool.submit(job), finish)
 
     def drain(self) -> None:
+        gathering, self._gathering = self._gathering, []
+        for gather in gathering:
+            gather.result()  # a bulk loader's gather's error, raised here
         if self._pending is None:
             return
         future, finish = self._pending

@@ -266,7 +266,7 @@ class IngestService:
         bulk: dict[str, BulkLoad] = {}
         if writer is not None:
             for name, loader in writer.loaders.items():
-                loader.extend(fresh.pop(name, []))
+                writer.gather(loader, fresh.pop(name, []))
             writer.collect(stale, fresh)
             if flush:
                 bulk, writer.loaders = writer.loaders, {}
