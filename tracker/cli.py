@@ -21,7 +21,7 @@ import click
 from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, SettingError, Settings
 
 if TYPE_CHECKING:
-    from tracker.books.service import IngestMode
+    from tracker.books.files import IngestMode
     from tracker.documents import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
@@ -300,7 +300,8 @@ def ingest(
     replaces that document. Bad files or lines are reported and skipped; the rest goes
     in.
     """
-    from tracker.books.service import BookIngest, BookService, EarlyReads, summary_line
+    from tracker.books.files import EarlyReads
+    from tracker.books.service import BookIngest, BookService, summary_line
 
     if as_book and as_works:
         raise click.UsageError("--book and --as-works exclude each other")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-import tracker.books.service as book_service
+import tracker.books.files as book_files
 from tracker.books.service import MIGRATED_META, BookIngest, BookService, summary_line
 from tracker.books.types import ParsedBook, ParsedChapter
 from tracker.config import Settings
@@ -207,7 +207,7 @@ def test_auto_mode_keeps_plain_texts_as_works_and_reads_books(
             source=name,
         )
 
-    monkeypatch.setattr(book_service, "book_from_file", reader)
+    monkeypatch.setattr(book_files, "book_from_file", reader)
     (tmp_path / "article.txt").write_text("一篇文章\n" + CHAPTERS[0], "utf-8")
     book_text = f"第一章 起\n{CHAPTERS[1]}\n\n第二章 承\n{CHAPTERS[2]}"
     (tmp_path / "novel.txt").write_text(book_text, "utf-8")
