@@ -42,7 +42,8 @@ def _crawl_part(
     """One of a run's other crawl processes (``CrawlProcesses.start_helpers``): the
     crawl stage on the shared frontier and budget; every page and, at the end, its
     report go to ``outbox``."""
-    from tracker.discovery.run import DiscoveryRun, RunOptions
+    from tracker.discovery.options import RunOptions
+    from tracker.discovery.run import DiscoveryRun
     from tracker.library import Library
 
     try:

@@ -12,9 +12,12 @@ fields' types: numbers are summed, lists joined, sources merged.
 
 from __future__ import annotations
 
+import json
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tracker.records import JSONObject
@@ -138,6 +141,29 @@ class RunReport:
 
     def source(self, name: str) -> SourceStats:
         return self.sources.setdefault(name, SourceStats())
+
+    def checked_page(self, result: PageResult, url: str) -> None:
+        """A page (or a chapter read over pages: ``result.pages``) checked: counted for
+        its source, and its matches listed with ``url``, the checked page's."""
+        stats = self.source(result.source)
+        self.checked += 1
+        stats.checked += 1
+        if not result.matches:
+            return
+        self.matched += 1
+        stats.matched += 1
+        for m in result.matches:
+            line = {
+                "url": url,
+                "suspect_id": result.suspect_id,
+                "mother_id": m.get("mother_id"),
+                "title": m.get("title", ""),
+                "score": m.get("score"),
+                "source": result.source,
+            }
+            if result.pages:
+                line["pages"] = list(result.pages)
+            self.matches.append(line)
 
     def fail(self, source: str, message: str) -> None:
         """One failure of ``source`` (a provider, a site, "crawl"; "" for the run)."""
@@ -282,3 +308,8 @@ def merge_reports(parts: Sequence[RunReport]) -> RunReport:
 def add_report(out: RunReport, part: RunReport) -> None:
     """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
     out.add(part)
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261126T194704-13dcd0``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]

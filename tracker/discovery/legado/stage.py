@@ -129,21 +129,5 @@ def check_chapter(run: DiscoveryRun, read: ChapterRead) -> None:
     result.checked = True
     result.suspect_id = checked.suspect.id
     result.matches = checked.matches_json()
-    run.report.checked += 1
-    stats.checked += 1
-    if result.matches:
-        run.report.matched += 1
-        stats.matched += 1
-        for m in result.matches:
-            run.report.matches.append(
-                {
-                    "url": first.final_url,
-                    "suspect_id": checked.suspect.id,
-                    "mother_id": m.get("mother_id"),
-                    "title": m.get("title", ""),
-                    "score": m.get("score"),
-                    "source": read.site,
-                    "pages": [p.final_url for p in read.pages],
-                }
-            )
+    run.report.checked_page(result, first.final_url)
     run.emit(result)
