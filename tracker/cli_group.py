@@ -9,6 +9,7 @@ import contextlib
 import signal
 import threading
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -25,7 +26,7 @@ class YinjiGroup(click.Group):
 
         return {ep.name: ep for ep in entry_points(group="yinji.commands")}
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         """Run the command; an outage or environment failure (Redis or MongoDB down,
         data folder read-only or full, index out of step) is said in one message with
         what to do, and exit status 1, instead of a traceback."""
@@ -131,7 +132,7 @@ def exit_cleanly_on_signals() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     for name in ("SIGTERM", "SIGHUP"):

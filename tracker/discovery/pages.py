@@ -22,9 +22,21 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 if TYPE_CHECKING:
     from tracker.crawler import Page
+    from tracker.crawler.crawler import ReadPage
+    from tracker.discovery.runview import RunView
     from tracker.store import Suspect
 
-__all__ = ["MAX_CHAPTER_PAGES", "chapter_suspect", "next_page_of", "read_chapter_pages"]
+__all__ = [
+    "MAX_CHAPTER_PAGES",
+    "chapter_suspect",
+    "fetch_later_page",
+    "is_next_page",
+    "next_page_of",
+    "read_chapter_pages",
+]
+
+#: How a page's body is read (``tracker.crawler.Crawler.crawl_page``'s ``reader``).
+Reader = Callable[[bytes, str | None, str, str], "ReadPage"]
 
 MAX_CHAPTER_PAGES = 10  # pages of one chapter read at most
 _PAGE_IN_PATH = re.compile(r"^(?P<stem>.*?)(?:[_-](?P<n>\d{1,2}))?(?P<ext>\.[A-Za-z0-9]{1,6})?$")
@@ -112,3 +124,25 @@ def chapter_suspect(pages: list[Page]) -> Suspect:
         suspect.text = "\n".join(p.text for p in pages)
         suspect.metadata["pages"] = [p.final_url for p in pages]
     return suspect
+
+
+def fetch_later_page(run: RunView, source: str, url: str, reader: Reader) -> Page | None:
+    """A later page of a chapter (``tracker.discovery.pages``), fetched from ``run``'s
+    budget and recorded as seen (never queued, nor checked, on its own); None when not
+    fetched (the budget is spent, or the page failed: said in the run's report)."""
+    from tracker.crawler import CrawlError
+
+    if not run.budget.take():
+        return None
+    try:
+        page = run.crawler.crawl_page(url, screenshot=False, reader=reader)
+    except Exception as exc:  # the chapter ends at the page before; the run goes on
+        if isinstance(exc, CrawlError) and exc.status is None:
+            run.budget.give_back()
+        run.report.fail(source, str(exc) if isinstance(exc, CrawlError) else repr(exc))
+        return None
+    run.report.fetched += 1
+    run.report.source(source).fetched += 1
+    for seen in (url, page.final_url):
+        run.frontier.mark_seen(seen)
+    return page

@@ -68,6 +68,7 @@ from tracker.discovery.report import (
     RunHistory,
     RunReport,
     SourceStats,
+    idle_reason,
     merge_reports,
     new_run_id,
 )
@@ -144,7 +145,7 @@ class DiscoveryRun:
         self._crawler = crawler
         self._crawler_factory = crawler_factory
         self.budget: PageBudget = PageBudget(self.options.max_pages)
-        self.processes = CrawlProcesses(self)  # readers and other crawl processes
+        self.processes = CrawlProcesses(self, _crawl_part)  # readers, other crawl processes
         self.on_page = on_page
         self.on_note = on_note  # told what the run waits on, as it happens
         self._waiting_noted = False
@@ -177,6 +178,16 @@ class DiscoveryRun:
                 )
             )
         return self._crawler
+
+    @property
+    def crawler_factory(self) -> Callable[[], Crawler] | None:
+        return self._crawler_factory
+
+    @property
+    def crawler_elsewhere(self) -> bool:
+        """Whether another crawl process can make this run's crawler: by the factory,
+        or from the settings when none was given (or made) here."""
+        return self._crawler is None or self._crawler_factory is not None
 
     def _seed(self, item: FrontierItem) -> None:
         item.run = self.report.id
@@ -512,10 +523,12 @@ class DiscoveryRun:
     def _check(self, item: FrontierItem, page: Page, result: PageResult) -> list[Page]:
         """Check ``item``'s page, with the next pages of its chapter (``pages``: one
         suspect, a capture per page); the pages read."""
-        from tracker.discovery.pages import chapter_suspect, read_chapter_pages
+        from tracker.discovery.pages import chapter_suspect, fetch_later_page, read_chapter_pages
         from tracker.simhash import simhash
 
-        pages = read_chapter_pages(page, lambda url: self._next_page(item, url))
+        pages = read_chapter_pages(
+            page, lambda url: fetch_later_page(self, item.source, url, self.processes.read)
+        )
         suspect = chapter_suspect(pages)
         if len(pages) > 1:
             result.pages = [p.final_url for p in pages]
@@ -538,26 +551,6 @@ class DiscoveryRun:
         if result.matches:
             self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
         return pages
-
-    def _next_page(self, item: FrontierItem, url: str) -> Page | None:
-        """A later page of a chapter (``_check``), fetched from the run's budget and
-        recorded as seen (never queued, nor checked, on its own); None when not fetched."""
-        from tracker.crawler import CrawlError
-
-        if not self.budget.take():
-            return None
-        try:
-            page = self.crawler.crawl_page(url, screenshot=False, reader=self.processes.read)
-        except Exception as exc:  # the chapter ends at the page before; the run goes on
-            if isinstance(exc, CrawlError) and exc.status is None:
-                self.budget.give_back()
-            self.report.fail(item.source, str(exc) if isinstance(exc, CrawlError) else repr(exc))
-            return None
-        self.report.fetched += 1
-        self.report.source(item.source).fetched += 1
-        for seen in (url, page.final_url):
-            self.frontier.mark_seen(seen)
-        return page
 
     def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
         """Queue the links worth following from ``item``'s page, by what it was (see
@@ -655,36 +648,48 @@ class DiscoveryRun:
 
     def idle_reason(self) -> str:
         """Why this run fetched nothing, in words (empty when it fetched something)."""
-        if self.report.fetched:
-            return ""
-        why: list[str] = []
-        if not self.report.works:
-            why.append("no work to look for")
-        if self.options.search and not self.searcher.providers:
-            why.append("no search provider is configured")
-        if self.over_budget:
-            why.append(
-                f"today's query budget is spent ({self.over_budget} queries not asked: "
-                f"{self.options.max_queries} per work per provider per UTC day)"
-            )
-        searches = self.skipped_seeds.get("search", 0)
-        if searches:
-            why.append(f"{searches} site searches were already made by earlier runs")
-        others = sum(n for kind, n in self.skipped_seeds.items() if kind != "search")
-        if others:
-            why.append(
-                f"{others} search results were already fetched by earlier runs (a page "
-                f"that matched is fetched again after {self.options.revisit_days:g} days)"
-            )
-        if self.searched_today:
-            why.append(f"{self.searched_today} Legado site searches were already made today")
         sites = SiteRegistry(self.lib.store).list() if self.options.sites else []
-        if self.options.sites and not sites:
-            why.append("no pirate site is registered")
-        elif sites and all(s.disabled for s in sites):
-            why.append("every registered site is disabled after failed searches")
-        if self.options.max_pages <= 0:
-            why.append("the page budget is 0")
-        if self.report.leased:
-            why.append(f"{self.report.leased} URLs are leased by another or a killed process")
-        return "; ".join(why) or "nothing was found to fetch"
+        return idle_reason(
+            self.report,
+            self.options,
+            providers=len(self.searcher.providers),
+            over_budget=self.over_budget,
+            skipped_seeds=self.skipped_seeds,
+            searched_today=self.searched_today,
+            sites=sites,
+        )
+
+
+def _crawl_part(
+    settings: Any,
+    options: dict[str, Any],
+    keys: DiscoveryKeys,
+    run_id: str,
+    crawler_factory: Callable[[], Crawler] | None,
+    shared: Any,
+    outbox: Any,
+) -> None:
+    """One of a run's other crawl processes (``processes.CrawlProcesses.start_helpers``): the
+    crawl stage on the shared frontier and budget; every page and, at the end, its
+    report go to ``outbox``."""
+    from tracker.library import Library
+
+    try:
+        with Library.open(settings) as lib:
+            run = DiscoveryRun(
+                lib,
+                RunOptions(**options),
+                providers=[],
+                crawler=crawler_factory() if crawler_factory is not None else None,
+                keys=keys,
+                run_id=run_id,
+                on_page=lambda r: outbox.put(("page", asdict(r))),
+            )
+            run.budget = PageBudget(run.options.max_pages, shared)
+            try:
+                run._crawl()
+            finally:
+                run.report.finished_at = iso_utc(datetime.now(UTC))
+                outbox.put(("report", run.report.to_dict()))
+    except Exception as exc:  # this process's failure is a line of the run's errors
+        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
