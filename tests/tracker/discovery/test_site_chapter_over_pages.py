@@ -59,7 +59,9 @@ def test_a_chapter_over_two_pages_is_read_checked_and_filed_page_by_page(
     with FakePirateSite({TITLE: chapters}, split=(2,)) as pirate:
         crawler = Crawler(
             CrawlerConfig(
-                allow_address=lambda ip, port: str(ip) == "127.0.0.1" and port == pirate.server.port,
+                allow_address=lambda ip, port: (
+                    str(ip) == "127.0.0.1" and port == pirate.server.port
+                ),
                 min_interval=0.0,
                 retries=0,
             )
