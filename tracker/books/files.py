@@ -135,10 +135,15 @@ class EarlyReads:
             except Exception:  # read again (and its error said) by the ingest
                 continue
 
-    def take(self, name: str, data: bytes) -> _EarlyRead | None:
-        """The early read of ``name`` when it read these bytes (waiting for the reader)."""
-        if self._thread.is_alive() or self._thread.ident is not None:
+    def wait(self) -> None:
+        """Until every file is read (at once when none was to be read early)."""
+        if self._thread.ident is not None:
             self._thread.join()
+
+    def take(self, name: str, data: bytes) -> _EarlyRead | None:
+        """The early read of ``name`` when it read these bytes (waiting for the reader);
+        None when it read none, or other bytes (the file changed meanwhile)."""
+        self.wait()
         read = self._done.pop(name, None)
         return read if read is not None and read.data == data else None
 
