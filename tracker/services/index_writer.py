@@ -92,13 +92,16 @@ class IndexWriter:
         self._chars = 0
         self.loaders: dict[str, BulkLoad] = {}  # engine -> its bulk loader (an empty index)
         self._gathering: list[Future[None]] = []  # bulk loaders' gathers, in this thread
+        self.gathered: dict[str, int] = {}  # engine -> fingerprints handed to its loader
 
-    def gather(self, loader: BulkLoad, items: list[tuple[int, np.ndarray]]) -> None:
-        """``loader.extend(items)`` in the writer's thread, in order (its edition groups
-        are asked of Redis there while this process fingerprints and stores the next
-        batch); its error is raised by the next ``submit``, ``drain`` or ``close``."""
+    def gather(self, name: str, items: list[tuple[int, np.ndarray]]) -> None:
+        """``extend(items)`` of engine ``name``'s bulk loader in the writer's thread, in
+        order (its edition groups are asked of Redis there while this process
+        fingerprints and stores the next batch); its error is raised by the next
+        ``submit``, ``drain`` or ``close``."""
         if items:
-            self._gathering.append(self._pool.submit(loader.extend, items))
+            self.gathered[name] = self.gathered.get(name, 0) + sum(f.size for _, f in items)
+            self._gathering.append(self._pool.submit(self.loaders[name].extend, items))
 
     def collect(
         self,

@@ -265,8 +265,8 @@ class IngestService:
         batch_chars = (0, 0)
         bulk: dict[str, BulkLoad] = {}
         if writer is not None:
-            for name, loader in writer.loaders.items():
-                writer.gather(loader, fresh.pop(name, []))
+            for name in writer.loaders:
+                writer.gather(name, fresh.pop(name, []))
             writer.collect(stale, fresh)
             if flush:
                 bulk, writer.loaders = writer.loaders, {}
@@ -317,10 +317,16 @@ class IngestService:
         (in the writer's thread), then, as after every index write, postings of mothers
         replaced meanwhile taken back and the index's generation raised."""
 
+        # A load of fewer fingerprints than a snapshot's floor makes fewer fields: no
+        # snapshot follows it (``IndexAdmin.fresh_snapshots``), so its rows are not kept.
+        floor = self.settings.snapshot_min_postings
+        gathered = writer.gathered if writer is not None else {}
+
         def job() -> None:
             try:
                 for eng in engines:
-                    self.admin.record_writes(eng, load=True)
+                    if writer is None or gathered.get(eng.name, 0) >= floor:
+                        self.admin.record_writes(eng, load=True)
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))
