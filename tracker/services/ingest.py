@@ -132,7 +132,7 @@ class IngestService:
         mark: str,
         expected_chars: int = 0,
     ) -> None:
-        writer = IndexWriter(expected_chars)
+        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_postings)
         # An engine whose index is empty now gets this whole ingest in one bulk load at
         # the end (later flushes would meet existing buckets: the slower merge path).
         for e in engines:
@@ -265,8 +265,7 @@ class IngestService:
         batch_chars = (0, 0)
         bulk: dict[str, BulkLoad] = {}
         if writer is not None:
-            for name in writer.loaders:
-                writer.gather(name, fresh.pop(name, []))
+            writer.gather_all(fresh)  # the bulk loaders' share, in the writer's thread
             writer.collect(stale, fresh)
             if flush:
                 bulk, writer.loaders = writer.loaders, {}
@@ -317,15 +316,10 @@ class IngestService:
         (in the writer's thread), then, as after every index write, postings of mothers
         replaced meanwhile taken back and the index's generation raised."""
 
-        # A load of fewer fingerprints than a snapshot's floor makes fewer fields: no
-        # snapshot follows it (``IndexAdmin.fresh_snapshots``), so its rows are not kept.
-        floor = self.settings.snapshot_min_postings
-        gathered = writer.gathered if writer is not None else {}
-
         def job() -> None:
             try:
                 for eng in engines:
-                    if writer is None or gathered.get(eng.name, 0) >= floor:
+                    if writer is None or writer.snapshot_may_follow(eng.name):
                         self.admin.record_writes(eng, load=True)
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
