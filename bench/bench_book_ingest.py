@@ -16,6 +16,12 @@ in turn (A B A B ...), medians over ``--runs`` runs each:
   the two libraries' index (every Redis field but tokens) and stored fingerprints are
   then compared by digest: a speed-up must not change an answer.
 
+Each tree runs once first, untimed, to write its bytecode (kept in a folder of the
+run, ``PYTHONPYCACHEPREFIX``), as an installed package has it; ``--compile-each-run``
+keeps none. Besides wall time, each run's CPU time (user + system of the process and
+the children it waited for; the embedded Redis server runs on its own and is not in
+it), and per baseline the ratios pair by pair.
+
     python bench/bench_book_ingest.py [--chars 5000000] [--runs 5] [--baseline-tree DIR]
 """
 
@@ -31,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,20 +75,38 @@ def build_book(path: Path, chars: int, encoding: str = "gb18030") -> tuple[int, 
     return total, n
 
 
-def run(tree: Path, book: Path, data: Path, *extra: str) -> tuple[float, str]:
-    """(wall seconds, the CLI's summary lines) of ``yinji ingest`` run from ``tree``
-    into a fresh ``data`` folder, as a new process."""
+@dataclass
+class Run:
+    wall: float  # seconds, start to exit
+    cpu: float  # user + system seconds of the process and the children it waited for
+    said: str  # the CLI's summary lines
+
+
+def run(tree: Path, book: Path, data: Path, *extra: str, pycache: Path | None = None) -> Run:
+    """``yinji ingest`` run from ``tree`` into a fresh ``data`` folder, as a new process.
+    With ``pycache`` its modules' bytecode is kept there (``PYTHONPYCACHEPREFIX``), as an
+    installed package keeps it: every run after the first starts without compiling
+    (a shell with ``PYTHONDONTWRITEBYTECODE`` set would compile every module of the
+    tree on every start)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     cmd = [sys.executable, "-m", "tracker.cli", "--data-dir", str(data), "ingest", *extra]
+    before = os.times()
     started = time.perf_counter()
     done = subprocess.run(
         [*cmd, str(book)], cwd=tree, env=env, capture_output=True, text=True, check=False
     )
     wall = time.perf_counter() - started
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
     if done.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr}")
     said = [ln for ln in done.stderr.splitlines() if ln.startswith(("ingested", "made"))]
-    return wall, "; ".join(said)
+    return Run(wall, cpu, "; ".join(said))
 
 
 def digest(data: Path) -> str:
@@ -137,6 +162,11 @@ def main() -> None:
     parser.add_argument("--encoding", default="gb18030")
     parser.add_argument("--baseline-tree", type=Path, default=None)
     parser.add_argument("--no-works", action="store_true", help="leave out the one-work mode")
+    parser.add_argument(
+        "--compile-each-run",
+        action="store_true",
+        help="no bytecode kept between runs (every start compiles the tree's modules)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         book = Path(tmp) / "book.txt"
@@ -153,27 +183,43 @@ def main() -> None:
             modes["baseline"] = (args.baseline_tree.resolve(), ())
         if not args.no_works:
             modes["works"] = (ROOT, ("--as-works",))
-        times: dict[str, list[float]] = {m: [] for m in modes}
+        caches = {m: None if args.compile_each_run else Path(tmp) / f"pyc-{m}" for m in modes}
+        for mode, (tree, extra) in modes.items():  # a warm-up: bytecode written, not timed
+            run(tree, book, Path(tmp) / f"warm-{mode}", *extra, pycache=caches[mode])
+        runs: dict[str, list[Run]] = {m: [] for m in modes}
         digests: dict[str, set[str]] = {m: set() for m in modes}
         for i in range(args.runs):
             order = list(modes) if i % 2 == 0 else list(reversed(modes))
             for mode in order:
                 tree, extra = modes[mode]
                 data = Path(tmp) / f"data-{mode}-{i}"
-                wall, said = run(tree, book, data, *extra)
-                times[mode].append(wall)
+                done = run(tree, book, data, *extra, pycache=caches[mode])
+                runs[mode].append(done)
                 if mode != "works":
                     digests[mode].add(digest(data))
-                rate = size / wall / 1e6
-                print(f"run {i + 1} {mode:8}: {wall:6.2f} s, {rate:.2f} M chars/s; {said}")
+                rate = size / done.wall / 1e6
+                print(
+                    f"run {i + 1} {mode:8}: {done.wall:6.2f} s wall, {done.cpu:5.2f} s CPU, "
+                    f"{rate:.2f} M chars/s; {done.said}"
+                )
         print(f"# load average at the end: {os.getloadavg()[0]:.1f}")
-        for mode, ts in times.items():
-            med = statistics.median(ts)
-            print(f"{mode:8}: median {med:.2f} s = {size / med / 1e6:.2f} M chars/s wall")
+        for mode, rs in runs.items():
+            wall = statistics.median(r.wall for r in rs)
+            cpu = statistics.median(r.cpu for r in rs)
+            print(
+                f"{mode:8}: median {wall:.2f} s wall = {size / wall / 1e6:.2f} M chars/s, "
+                f"{cpu:.2f} s CPU (walls {', '.join(f'{r.wall:.2f}' for r in rs)})"
+            )
         for mode in modes:
-            if mode != "book":
-                ratio = statistics.median(times[mode]) / statistics.median(times["book"])
-                print(f"book is {ratio:.2f}x the speed of {mode}")
+            if mode == "book":
+                continue
+            # pair by pair (run i of both): the machine's drift cancels out
+            walls = [a.wall / b.wall for a, b in zip(runs["book"], runs[mode], strict=True)]
+            cpus = [a.cpu / b.cpu for a, b in zip(runs["book"], runs[mode], strict=True)]
+            print(
+                f"book / {mode}: wall ratio {statistics.median(walls):.2f}, "
+                f"CPU ratio {statistics.median(cpus):.2f} (medians of the pairs)"
+            )
         if "baseline" in modes:
             same = digests["book"] == digests["baseline"] and len(digests["book"]) == 1
             verdict = "identical" if same else "DIFFERENT"

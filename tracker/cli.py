@@ -7,172 +7,35 @@ and summaries go to stderr.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, SettingError, Settings
+from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits
 
 if TYPE_CHECKING:
+    from tracker.books.files import IngestMode
     from tracker.documents import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
+from tracker.cli_common import (
+    Progress,
+    command_settings,
+    open_library,
+    plural,
+    rate_text,
+    say_repairs,
+)
+from tracker.cli_group import YinjiGroup, exit_cleanly_on_signals
 from tracker.datadir import private_umask
 from tracker.records import JSONScalar, json_object
 
 
-def _settings(ctx: click.Context) -> Settings:
-    """The settings of this command, read from the environment once (then kept)."""
-    obj = ctx.find_root().ensure_object(dict)
-    if obj.get("settings") is None:
-        try:
-            obj["settings"] = Settings.from_env(obj.get("data_dir"))
-        except SettingError as exc:  # a bad environment variable: say which, no traceback
-            raise click.ClickException(str(exc)) from None
-    settings: Settings = obj["settings"]
-    return settings
-
-
-def _open_library(ctx: click.Context, *, create: bool = False) -> Library:
-    """The library of the data folder; only ``create`` (ingest) may start a new one: a
-    mistyped --data-dir is refused before anything is created."""
-    from tracker.library import Library
-
-    settings = _settings(ctx)
-    if not create:
-        try:
-            settings.require_data_dir()
-        except SettingError as exc:
-            raise click.ClickException(str(exc)) from None
-    return Library.open(settings)
-
-
-class _Progress:
-    """A one-line progress display on a terminal; silent when stderr is not a tty."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int | None) -> None:
-        if not self.enabled:
-            return
-        if total:
-            width = 30
-            filled = int(width * done / max(total, 1))
-            bar = "#" * filled + "-" * (width - filled)
-            sys.stderr.write(f"\r{self.label} [{bar}] {done}/{total}")
-        else:
-            sys.stderr.write(f"\r{self.label} {done} documents")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-
-
-class _YinjiGroup(click.Group):
-    """Adds the commands of ``workers`` and ``web`` (entry-point group ``yinji.commands``)
-    on demand: tracker imports neither, and ``yinji check`` never loads Flask or Celery."""
-
-    def _plugins(self) -> dict[str, Any]:
-        from importlib.metadata import entry_points
-
-        return {ep.name: ep for ep in entry_points(group="yinji.commands")}
-
-    def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; an outage or environment failure (Redis or MongoDB down,
-        data folder read-only or full, index out of step) is said in one message with
-        what to do, and exit status 1, instead of a traceback."""
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except Exception as exc:
-            stopped = _stopped_by_signal(exc)
-            if stopped is not None:
-                # SIGTERM/SIGHUP landed mid-write and the unwinding hit an error (a store
-                # transaction cut in two): the command still ends as the signal asked.
-                raise stopped from exc
-            from tracker.errors import describe_failure, with_notes
-
-            settings = (ctx.obj or {}).get("settings")
-            if settings is None:
-                with contextlib.suppress(SettingError):
-                    settings = Settings.from_env((ctx.obj or {}).get("data_dir"))
-            message = describe_failure(exc, settings)
-            if message is None:
-                raise
-            raise click.ClickException(with_notes(message, exc)) from None
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """``yinji --help`` lists every command with its first line of help, read from
-        the plugin's source (``_described``) instead of importing it: listing ``serve``
-        must not load Flask and Celery (issue #37: what a person waits for ≤ 0.5 s)."""
-        self._listing = True
-        try:
-            super().format_commands(ctx, formatter)
-        finally:
-            self._listing = False
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None:
-            return command
-        ep = self._plugins().get(cmd_name)
-        if ep is None:
-            return None
-        if getattr(self, "_listing", False):
-            described = _described(cmd_name, ep.value)
-            if described is not None:
-                return described
-        try:
-            return ep.load()
-        except ImportError as exc:
-            message = f"command {cmd_name!r} is unavailable: {exc}"
-
-            @click.command(cmd_name, help=message)
-            def unavailable() -> None:
-                raise click.ClickException(message)
-
-            return unavailable
-
-
-def _described(name: str, target: str) -> click.Command | None:
-    """A stand-in of the plugin command ``target`` (``module:function``) that only
-    carries its help, the docstring of ``function`` in the module's source (found and
-    parsed, not imported); None when it cannot be read so (the command is loaded)."""
-    import ast
-    from importlib.util import find_spec
-
-    module, _, attr = target.partition(":")
-    top, *rest = module.split(".")
-    try:
-        spec = find_spec(top)  # a top-level name: found, not imported
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        path = Path(next(iter(spec.submodule_search_locations)), *rest).with_suffix(".py")
-        tree = ast.parse(path.read_bytes())
-    except (ImportError, OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == attr:
-            doc = ast.get_docstring(node)
-            return click.Command(name, help=doc) if doc else None
-    return None
-
-
-@click.group(cls=_YinjiGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=YinjiGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -186,45 +49,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
     private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
-    _exit_cleanly_on_signals()
-
-
-def _stopped_by_signal(exc: BaseException) -> SystemExit | None:
-    """The ``SystemExit`` of a SIGTERM/SIGHUP (``_exit_cleanly_on_signals``) that
-    ``exc`` was raised while handling, if any."""
-    codes = {128 + getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, SystemExit) and cur.code in codes:
-            return cur
-        cur = cur.__context__
-    return None
-
-
-def _exit_cleanly_on_signals() -> None:
-    """SIGTERM and SIGHUP end the command like Ctrl-C: through ``finally`` and ``with``
-    blocks and atexit, so the library closes and an embedded Redis server this
-    process started is stopped (Python's default would end at once and leak it)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) in (
-            signal.SIG_DFL,
-            None,
-        ):
-            signal.signal(getattr(signal, name), stop)
-
-
-def _say_repairs(lib: Library) -> None:
-    for note in lib.repairs:
-        click.echo(f"note: {note}", err=True)
-    lib.repairs.clear()
+    exit_cleanly_on_signals()
 
 
 _F = TypeVar("_F", bound=Callable[..., object])
@@ -299,18 +124,20 @@ def ingest(
     replaces that document. Bad files or lines are reported and skipped; the rest goes
     in.
     """
+    from tracker.books.files import EarlyReads
     from tracker.books.service import BookIngest, BookService, summary_line
-    from tracker.library import input_chars
 
     if as_book and as_works:
         raise click.UsageError("--book and --as-works exclude each other")
-    progress = _Progress("ingest")
-    settings = _settings(ctx)
+    progress = Progress("ingest")
+    settings = command_settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
-    with _open_library(ctx, create=True) as lib:
-        plan = BookIngest(
-            BookService(lib), mode="book" if as_book else "works" if as_works else "auto"
-        )
+    mode: IngestMode = "book" if as_book else "works" if as_works else "auto"
+    early = EarlyReads(paths, mode)  # whole books read while the library opens
+    from tracker.library import input_chars
+
+    with open_library(ctx, create=True) as lib:
+        plan = BookIngest(BookService(lib), mode=mode, early=early)
         report = lib.ingest(
             plan.documents(paths, limits=settings.read_limits),
             engine=engine,
@@ -318,7 +145,7 @@ def ingest(
             expected_chars=input_chars(paths),  # sizes a growing index once
         )
         books = plan.finish(report)
-        _say_repairs(lib)
+        say_repairs(lib)
     progress.close()
     for err in report.errors:
         click.echo(f"skipped {err}", err=True)
@@ -327,8 +154,8 @@ def ingest(
     rate = report.characters / report.seconds if report.seconds else 0.0
     click.echo(
         f"ingested {report.ingested} documents ({report.replaced} replaced), "
-        f"{report.characters} characters in {report.seconds:.2f} s ({_rate_text(rate)}); "
-        f"{_plural(len(report.errors), 'error')}",
+        f"{report.characters} characters in {report.seconds:.2f} s ({rate_text(rate)}); "
+        f"{plural(len(report.errors), 'error')}",
         err=True,
     )
     migration = plan.service.migration
@@ -344,7 +171,7 @@ def ingest(
         gone = made.replaced_chapters
         gone_text = f"; {gone} former chapters deleted" if gone else ""
         click.echo(
-            f"book {b.id}: 《{b.title}》{by}, {_plural(len(b.chapters), 'chapter')}"
+            f"book {b.id}: 《{b.title}》{by}, {plural(len(b.chapters), 'chapter')}"
             f"{'' if made.new else ' (replaced)'}{gone_text}",
             err=True,
         )
@@ -385,9 +212,9 @@ def check(
 
     errors: list[DocumentError] = []
     count = 0
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         if lib.store.count_mothers() == 0:
             # Checking against nothing would answer "no match" for every suspect: a
             # silent false negative (an empty or mistyped --data-dir).
@@ -399,7 +226,7 @@ def check(
             lib.ready_to_check(engine)  # refused, or repaired (said below), before any input
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-        _say_repairs(lib)
+        say_repairs(lib)
         for res in _check_inputs(lib, paths, engine, not no_save, settings.read_limits, errors):
             count += 1
             for warning in res.result.warnings:  # not Chinese: never a silent "no match"
@@ -412,7 +239,7 @@ def check(
                 _print_table(res)
     for err in errors:
         click.echo(f"skipped {err}", err=True)
-    click.echo(f"checked {_plural(count, 'suspect')}; {_plural(len(errors), 'error')}", err=True)
+    click.echo(f"checked {plural(count, 'suspect')}; {plural(len(errors), 'error')}", err=True)
     if count == 0 and errors:
         ctx.exit(1)
 
@@ -589,7 +416,7 @@ def delete(ctx: click.Context, ids: tuple[str, ...]) -> None:
     """Delete works from the mother corpus, with their postings in every index and
     their matches. Exit status 1 if an id was not found."""
     missing = 0
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         for mother_id in ids:
             if lib.delete_mother(mother_id):
                 click.echo(f"deleted {mother_id}", err=True)
@@ -607,7 +434,7 @@ def delete(ctx: click.Context, ids: tuple[str, ...]) -> None:
 @click.pass_context
 def list_works(ctx: click.Context, search: str | None, limit: int, offset: int) -> None:
     """List the mother corpus, newest first: id, characters, title (tab-separated)."""
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         total = lib.store.count_mothers(search=search)
         for m in lib.store.list_mothers(search=search, offset=offset, limit=limit, with_text=False):
             click.echo(f"{m.id}\t{m.chars}\t{m.title}")
@@ -624,8 +451,8 @@ def index() -> None:
 @click.pass_context
 def index_rebuild(ctx: click.Context, engine: str | None) -> None:
     """Rebuild an engine's index from the store."""
-    progress = _Progress("rebuild")
-    with _open_library(ctx) as lib:
+    progress = Progress("rebuild")
+    with open_library(ctx) as lib:
         info = lib.rebuild_index(engine, progress=progress)
     progress.close()
     click.echo(
@@ -638,9 +465,9 @@ def index_rebuild(ctx: click.Context, engine: str | None) -> None:
 @click.pass_context
 def index_stats(ctx: click.Context) -> None:
     """Sizes of the store and of each engine's index, as JSON."""
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         click.echo(json.dumps(lib.index_stats(), ensure_ascii=False, indent=2, default=str))
-        _say_repairs(lib)
+        say_repairs(lib)
 
 
 @index.command("reshard")
@@ -654,7 +481,7 @@ def index_stats(ctx: click.Context) -> None:
 @click.pass_context
 def index_reshard(ctx: click.Context, engine: str | None, bits: int | None) -> None:
     """Move the index to more (or fewer) buckets, keeping every posting / 重新分桶."""
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         info = lib.reshard_index(engine, bits)
     click.echo(
         f"resharded {info.engine} index to {2**info.bucket_bits} buckets "
@@ -671,13 +498,13 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     written since are asked of Redis until the next snapshot; a bulk load or reshard
     sets it aside; an ingest into a big index takes one by itself) / 建立本地索引快照.
     Prints JSON."""
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         try:
             info = lib.snapshot_index(engine)
         except (ValueError, RuntimeError) as exc:  # no such copies; written to throughout
             raise click.ClickException(str(exc)) from None
         click.echo(json.dumps(info.to_dict(), ensure_ascii=False, indent=2))
-        _say_repairs(lib)
+        say_repairs(lib)
     done = info.info
     click.echo(
         f"snapshot of the {info.engine} index: {done.postings:,} postings, "
@@ -740,7 +567,7 @@ def index_configure(
             parse_min_copied(min_copied, "--min-copied")
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         query_time = (min_copied, min_hits, weak_candidates)
         try:
             if min_copied is not None:
@@ -780,20 +607,6 @@ def index_configure(
         f"daguan parameters {json.dumps(params)}; index rebuilt ({info.mothers} mothers)",
         err=True,
     )
-
-
-def _plural(n: int, word: str) -> str:
-    """'1 error', '2 errors' — counts in summaries read as English."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _rate_text(chars_per_second: float) -> str:
-    """A throughput in units that stay readable for small inputs (not '0.00 M chars/s')."""
-    if chars_per_second >= 1e6:
-        return f"{chars_per_second / 1e6:.2f} M chars/s"
-    if chars_per_second >= 1e3:
-        return f"{chars_per_second / 1e3:.1f} k chars/s"
-    return f"{chars_per_second:.0f} chars/s"
 
 
 def _add_discover() -> None:

@@ -11,8 +11,8 @@ goes on (any exception while reading one item becomes that item's error). The ru
   decoded on its own, so a line in a stray encoding is that line's error.
 - ``.txt``: one document per file, id = file stem, title = its first line when that is
   clearly a title (``tracker.rules.default_title``), else the file name. Encoding:
-  BOM, else strict UTF-8, else GB18030, else Big5; bytes that decode as none of these
-  are an error.
+  BOM, else strict UTF-8, else GB18030, else Big5 (``tracker.textcodec``); bytes that
+  decode as none of these are an error.
 - ``.html``/``.htm``: title and main text extracted (trafilatura, lxml fallback).
 - ``.docx``: the paragraphs of ``word/document.xml`` (no extra dependency).
 - ``.epub`` and whole books in the formats above: with a ``BookReader`` (``books=``,
@@ -49,7 +49,8 @@ from xml.etree import ElementTree
 
 from tracker.config import ReadLimits
 from tracker.rules import check_id, check_metadata, default_title, parse_json
-from tracker.textform import is_blank, reading_order
+from tracker.textcodec import InputError, clean_text, decode_text, utf16_without_bom
+from tracker.textform import is_blank
 
 # The defaults of ``tracker.config.ReadLimits`` (each can be changed by its variable).
 MAX_DOCUMENT_BYTES = ReadLimits.max_document_bytes
@@ -64,22 +65,6 @@ BOOK_SUFFIXES = (".txt", ".html", ".htm", ".docx", ".epub")
 
 def _known(suffix: str, books: BookReader | None) -> bool:
     return suffix in SUPPORTED_SUFFIXES or (books is not None and suffix == ".epub")
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-#: What ``clean_text`` changes: a lone surrogate or an explicit bidi control (one scan
-#: of a clean text, the usual case, instead of a substitution and a search).
-_UNCLEAN = re.compile("[\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
-
-
-def clean_text(text: str) -> str:
-    """Replace lone surrogates (which no UTF-8 store can hold, and which JSON such as
-    "\\ud800" can carry) by U+FFFD, one code point for one; then a line holding bidi
-    overrides (U+202E ...) is put in display order (``tracker.textform.reading_order``):
-    the text is stored, matched and shown as a reader sees it."""
-    if not _UNCLEAN.search(text):
-        return text
-    return reading_order(_SURROGATE.sub("\ufffd", text))
 
 
 @dataclass
@@ -105,108 +90,10 @@ class DocumentError:
         return f"{self.source}: {self.message}"
 
 
-class InputError(ValueError):
-    """Bad input that names what was wrong."""
-
-
 #: ``(data, name, default id)`` of a file of ``BOOK_SUFFIXES`` → the documents it
 #: gives as a book (its chapters), or None to read it as one document as usual
 #: (``tracker.books.service.BookIngest.read_file``; ``yinji ingest`` passes one).
 BookReader = Callable[[bytes, str, str], list[Document | DocumentError] | None]
-
-
-def decode_text(data: bytes, name: str = "<input>") -> str:
-    """Decode a text file: BOM, else UTF-8, else GB18030, else Big5 (all strict)."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        return data[3:].decode("utf-8", errors="replace")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    if b"\x00" in data:
-        # UTF-16 without a BOM (Windows tools write it): ASCII in it is half NULs.
-        utf16 = _utf16_without_bom(data, min_score=0.95)
-        if utf16 is not None:
-            return utf16
-        raise InputError(f"{name}: binary file (contains NUL bytes), not text")
-    # A file cut out of a longer UTF-8 text may start inside a character.
-    head = 0
-    while head < 3 and head < len(data) and 0x80 <= data[head] <= 0xBF:
-        head += 1
-    if head:
-        try:
-            return data[head:].decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    decoded: list[str] = []
-    for encoding in ("utf-8", "gb18030", "big5"):
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError as exc:
-            # A file cut in the middle of its last character is still that encoding.
-            if exc.reason != "unexpected end of data" or exc.start < len(data) - 3:
-                continue
-            text = data[: exc.start].decode(encoding)
-        if encoding == "utf-8":
-            return text  # strict UTF-8 of non-ASCII bytes is never an accident
-        decoded.append(text)
-    # Chinese in UTF-16 without a BOM has no NUL byte; GB18030 then reads its bytes as
-    # ASCII punctuation and stray Han characters. Taken only when it reads as Chinese
-    # clearly better than every other reading.
-    utf16 = _utf16_without_bom(data, min_score=0.97)
-    if utf16 is not None and _han_share(utf16) > max((_han_share(t) for t in decoded), default=0):
-        return utf16
-    if not decoded:
-        raise InputError(f"{name}: not valid UTF-8, GB18030 or Big5 text")
-    # GB18030 accepts almost any byte string, Big5 bytes included: keep the reading
-    # that looks most like Chinese text.
-    if len(decoded) == 1:
-        return decoded[0]  # nothing to choose between (Big5 refused the bytes)
-    return max(decoded, key=_plausibility)
-
-
-def _utf16_without_bom(data: bytes, *, min_score: float) -> str | None:
-    """``data`` read as UTF-16 (little or big endian) when one reading decodes strictly,
-    has no control characters but line breaks and tabs, and is at least ``min_score``
-    plausible Chinese or ASCII text; else None."""
-    if len(data) < 2 or len(data) % 2:
-        return None
-    best: tuple[float, str] | None = None
-    for codec in ("utf-16-le", "utf-16-be"):
-        try:
-            text = data.decode(codec)
-        except UnicodeDecodeError:
-            continue
-        if any(ch < " " and ch not in "\n\r\t" for ch in text):
-            continue
-        score = _plausibility(text)
-        if score >= min_score and (best is None or score > best[0]):
-            best = (score, text)
-    return best[1] if best else None
-
-
-#: Characters that are not common in Chinese text (Han, ASCII, CJK punctuation, fullwidth
-#: forms, line breaks and tabs): ``_plausibility`` counts them in C, not per character
-#: in Python (a 5 M-character book read as GB18030 and Big5 took seconds).
-_UNCOMMON = re.compile("[^\u4e00-\u9fff -~\n\r\t\u3000-\u303f\uff00-\uffef]")
-_NOT_HAN = re.compile("[^\u4e00-\u9fff]")
-_BLANK = re.compile(r"\s")
-
-
-def _han_share(text: str) -> float:
-    """Share of the non-blank characters that are Han (CJK unified ideographs)."""
-    blank = _BLANK.subn("", text)[1]
-    chars = len(text) - blank
-    if not chars:
-        return 0.0
-    # Non-Han characters that are not blank (every blank character is not Han).
-    not_han = _NOT_HAN.subn("", text)[1] - blank
-    return (chars - not_han) / chars
-
-
-def _plausibility(text: str) -> float:
-    """Share of characters that are common in Chinese text (Han, ASCII, CJK punctuation)."""
-    if not text:
-        return 0.0
-    return (len(text) - _UNCOMMON.subn("", text)[1]) / len(text)
 
 
 def _check_text(text: str, name: str) -> None:
@@ -441,7 +328,7 @@ def decode_html_bytes(data: bytes, name: str) -> str:
     uploaded page reads exactly as the same page crawled; UTF-16 without a BOM is
     recognised here first."""
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        utf16 = _utf16_without_bom(data, min_score=0.95)
+        utf16 = utf16_without_bom(data, min_score=0.95)
         if utf16 is None:
             raise InputError(f"{name}: binary file (contains NUL bytes), not HTML")
         return utf16

@@ -124,10 +124,13 @@ class FakePirateSite:
     (``/modules/article/search.php``, ``searchkey``), a search that redirects to the
     book's index when the title is known, an index with the chapter list and chapter
     pages (``/book/N/M.html``) with 下一章 / 目录 links. ``books``: title -> chapter
-    texts. ``layout_changed`` makes the search answer a page that is no results page."""
+    texts; a chapter of ``split`` is served over two pages (``M.html`` with a 下一页
+    link to ``M_2.html``, which links on to the next chapter). ``layout_changed`` makes
+    the search answer a page that is no results page."""
 
-    def __init__(self, books: dict[str, list[str]]) -> None:
+    def __init__(self, books: dict[str, list[str]], *, split: tuple[int, ...] = ()) -> None:
         self.books = books
+        self.split = set(split)  # chapters served over two pages: N.html, then N_2.html
         self.titles = list(books)
         self.layout_changed = False
         self.server = LocalServer(self._route)
@@ -185,14 +188,22 @@ class FakePirateSite:
                     for n in range(1, len(chapters) + 1)
                 )
                 return self._html(f"{title}最新章节", f"<h1>{title}</h1><ul>{items}</ul>")
-            name = segs[2].removesuffix(".html")
-            if name.isdigit() and 1 <= int(name) <= len(chapters):
+            name, _, part = segs[2].removesuffix(".html").partition("_")
+            if name.isdigit() and 1 <= int(name) <= len(chapters) and part in ("", "2"):
                 n = int(name)
-                paras = "".join(f"<p>{p}</p>" for p in chapters[n - 1].split("。") if p)
+                sentences = [p for p in chapters[n - 1].split("。") if p]
+                half = len(sentences) // 2 if n in self.split else len(sentences)
+                if part and n not in self.split:
+                    return 404, {}, b"not found"
+                shown = sentences[half:] if part else sentences[:half]
+                paras = "".join(f"<p>{p}</p>" for p in shown)
                 nav = f'<a href="/book/{i}/">目录</a>'
-                if n < len(chapters):
+                if n in self.split and not part:
+                    nav += f' <a href="/book/{i}/{n}_2.html">下一页</a>'
+                elif n < len(chapters):
                     nav += f' <a href="/book/{i}/{n + 1}.html">下一章</a>'
-                return self._html(f"{title} 第{n}章", f"<div id='content'>{paras}</div>{nav}")
+                head = f"{title} 第{n}章" + (f" 第{part}页" if part else "")
+                return self._html(head, f"<div id='content'>{paras}</div>{nav}")
         return 404, {}, b"not found"
 
 

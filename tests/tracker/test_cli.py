@@ -185,7 +185,7 @@ def test_every_option_has_help_and_tiny_reference_warns(tmp_path):
 
 
 def test_a_signal_ends_the_command_with_its_status_even_if_unwinding_fails() -> None:
-    """SIGTERM becomes ``SystemExit(143)`` (``_exit_cleanly_on_signals``); when the
+    """SIGTERM becomes ``SystemExit(143)`` (``tracker.cli_group.exit_cleanly_on_signals``); when the
     unwinding it starts hits an error of its own (a store transaction cut in two), the
     command still ends with 143, not with that error's message and status 1."""
     import sqlite3
@@ -193,9 +193,9 @@ def test_a_signal_ends_the_command_with_its_status_even_if_unwinding_fails() -> 
     import click
     from click.testing import CliRunner
 
-    from tracker.cli import _YinjiGroup
+    from tracker.cli_group import YinjiGroup
 
-    @click.group(cls=_YinjiGroup)
+    @click.group(cls=YinjiGroup)
     def group() -> None:
         pass
 

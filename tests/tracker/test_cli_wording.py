@@ -1,6 +1,7 @@
 """Summary wording of the CLI (issue #14 item 7): plurals and readable rates for small inputs."""
 
-from tracker.cli import _plural, _rate_text
+from tracker.cli_common import plural as _plural
+from tracker.cli_common import rate_text as _rate_text
 
 
 def test_counts_are_pluralised_in_english() -> None:

@@ -10,11 +10,12 @@ import pytest
 
 from tracker.books import parse
 from tracker.books.service import BookIngest
-from tracker.documents import Document, _han_share, _plausibility, clean_text, decode_text
+from tracker.documents import Document, clean_text, decode_text
 from tracker.fingerprint import Fingerprinter, FingerprintParams, distinct, letter_indices
 from tracker.indexes.bulk import fill_values
 from tracker.indexes.codec import encode_value, stop_value
 from tracker.pinyin import initial_codes
+from tracker.textcodec import _han_share, _plausibility
 from tracker.textform import reading_order
 
 TEXT = (

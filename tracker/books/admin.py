@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from tracker.documents import BOOK_SUFFIXES, Document, DocumentError, read_path
 
+from .files import book_from_chapter_files, book_id_for
 from .model import Book
-from .service import BookIngest, BookMade, BookService, book_from_chapter_files, book_id_for
+from .service import BookIngest, BookMade, BookService
 from .types import BookFileError
 
 if TYPE_CHECKING:

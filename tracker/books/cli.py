@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 @contextmanager
 def _books(ctx: click.Context) -> Iterator[BookService]:
     from tracker.books.service import BookService
-    from tracker.cli import _open_library
+    from tracker.cli_common import open_library
 
-    with _open_library(ctx) as lib:
+    with open_library(ctx) as lib:
         service = BookService(lib)
         yield service
     done = service.migration

@@ -49,7 +49,7 @@ class _Spine:
 
 
 def _check_archive(name: str, data: bytes, limits: ReadLimits) -> None:
-    from tracker.books.parse import check_archive
+    from tracker.books.markup import check_archive
 
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
@@ -160,7 +160,8 @@ def read_epub(name: str, data: bytes, *, limits: ReadLimits | None = None) -> Pa
     """An EPUB's chapters and metadata; see the module's rules."""
     from ebooklib import epub
 
-    from tracker.books.parse import guess_title, html_text
+    from tracker.books.markup import html_text
+    from tracker.books.titles import guess_title
 
     limits = limits or ReadLimits.from_env()
     _check_archive(name, data, limits)

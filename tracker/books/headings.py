@@ -181,9 +181,9 @@ def _trie_pattern(words: list[str]) -> str:
 
 _JUNK_WORDS = re.compile(_trie_pattern(sorted(set(_JUNK_MARKERS.split()))))
 # Navigation and rule lines, alone on their line.
-_JUNK_LINES = re.compile(
-    r"\n[ \t\u3000]*(?:(?:上一页|下一页|上一章|下一章|前一页|后一页|後一頁|回目录|回目錄|返回目录|"
-    r"返回书页|回首页|回首頁|目录|目錄)|[-=*_~·.—]{5,})[ \t\u3000]*(?=\n)"
+_JUNK_LINE = re.compile(
+    r"[ \t\u3000]*(?:(?:上一页|下一页|上一章|下一章|前一页|后一页|後一頁|回目录|回目錄|返回目录|"
+    r"返回书页|回首页|回首頁|目录|目錄)|[-=*_~·.—]{5,})[ \t\u3000]*"
 )
 _MAX_JUNK_LINE = 100
 _SHORT_CHAPTER = 20  # characters of body text below which a chapter is reported
@@ -449,26 +449,18 @@ def _positional(h: Heading) -> bool:
 
 
 def strip_junk(text: str) -> str:
-    """``text`` without site banner, advert and navigation lines."""
-    text = f"\n{text}\n"
-    hits = [m.start() for m in _JUNK_WORDS.finditer(text)]
-    hits.extend(m.start() + 1 for m in _JUNK_LINES.finditer(text))
-    drop: list[tuple[int, int]] = []
-    for hit in sorted(hits):
-        a = text.rfind("\n", 0, hit) + 1
-        b = text.find("\n", hit)
-        b = len(text) if b < 0 else b
-        if b - a <= _MAX_JUNK_LINE and (not drop or a >= drop[-1][1]):
-            drop.append((a, b))
-    if not drop:
-        return text[1:-1]
-    parts: list[str] = []
-    pos = 0
-    for a, b in drop:
-        parts.append(text[pos:a])
-        pos = b + 1
-    parts.append(text[pos:])
-    return "".join(parts)[1:-1]
+    """``text`` without site banner, advert and navigation lines: a line of at most
+    ``_MAX_JUNK_LINE`` characters holding a junk word, or a navigation or rule line
+    alone. Only short lines are searched (a book's paragraphs are mostly longer: the
+    search then costs a few lines, not the whole text)."""
+    lines = text.split("\n")
+    keep = [
+        line
+        for line in lines
+        if len(line) > _MAX_JUNK_LINE
+        or not (_JUNK_WORDS.search(line) or _JUNK_LINE.fullmatch(line))
+    ]
+    return text if len(keep) == len(lines) else "\n".join(keep)
 
 
 # Chapter-end marks of web serials, removed where they stand (not their line).

@@ -20,7 +20,6 @@ import re
 import threading
 import zipfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from tracker.books.headings import (
@@ -30,6 +29,8 @@ from tracker.books.headings import (
     split_chapters,
     strip_junk,
 )
+from tracker.books.markup import check_archive, html_meta, html_text
+from tracker.books.titles import _QUOTED, guess_title
 from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import ReadLimits
 from tracker.documents import InputError, clean_text, decode_html_bytes, decode_text
@@ -50,14 +51,6 @@ BOOK_SUFFIXES = (".txt", ".html", ".htm", ".xhtml", ".docx", ".epub", ".zip")
 CHAPTER_FILE_SUFFIXES = (".txt", ".html", ".htm", ".xhtml", ".docx", ".md")
 MAX_CHAPTERS = 20_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-
-
-@dataclass
-class TitleGuess:
-    """Title and author read from a book's front matter or name ("" when not found)."""
-
-    title: str = ""
-    author: str = ""
 
 
 def read_book(name: str, data: bytes, *, limits: ReadLimits | None = None) -> ParsedBook:
@@ -242,170 +235,7 @@ def _visible(text: str) -> int:
     return sum(map(len, text.split()))
 
 
-# ---------------------------------------------------------------- titles and authors
-_BOOK_LINE = re.compile(
-    r"^[ \t\u3000]*(?:书名|書名|书 名|作品名称|作品名稱)[ \t\u3000]*[:：]"
-    r"[ \t\u3000]*(.+?)[ \t\u3000]*$",
-    re.M,
-)
-_AUTHOR_LINE = re.compile(
-    r"(?:作者|作 者|著者)[ \t\u3000]*[:：][ \t\u3000]*([^\s，,。；;|/]{1,20})", re.M
-)
-_QUOTED = re.compile(r"《([^》\n]{1,40})》")
-_BANNER = re.compile(
-    r"^[ \t\u3000]*[\[【]\s*([^/\]】\n]{1,40}?)\s*/\s*([^/\]】\n]{1,20}?)\s*著?\s*[\]】]", re.M
-)
-_AFTER_QUOTE = re.compile(
-    r"^[ \t\u3000]*(?:作者[:：]?|著)?[ \t\u3000]*([\u4e00-\u9fff·]{2,5})"
-    r"[ \t\u3000]*著?[ \t\u3000]*$"
-)
-_WROTE = re.compile(r"([\u4e00-\u9fff·]{2,4})[ \t\u3000]*[著撰]$")
-_FILE_NOISE = re.compile(
-    r"(?:txt|TXT)?(?:全集|全本|精校版|校对版|完整版|完结|全文|下载|未删节|无删减)|"
-    r"[(（\[【][^)）\]】]{0,20}[)）\]】]$"
-)
-
-
-# Lone first lines that are not a book's title.
-_NOT_TITLES = frozenset(
-    [
-        "简介",
-        "簡介",
-        "内容简介",
-        "內容簡介",
-        "作品简介",
-        "目录",
-        "目錄",
-        "正文",
-        "前言",
-        "序",
-        "序言",
-        "楔子",
-    ]
-)
-
-
-def _split_author(line: str) -> tuple[str, str]:
-    """``鏡花緣鏡花緣李汝珍著`` → (``鏡花緣鏡花緣``, ``李汝珍``): a name of two to four
-    characters before 著/撰, the length that leaves a repeated title preferred."""
-    wrote = _WROTE.search(line)
-    if not wrote:
-        return line, ""
-    end = wrote.end() - 1
-    for size in (3, 2, 4):
-        rest = line[: end - size]
-        if len(rest) >= 1 and end - size >= wrote.start() and _collapse(rest) != rest:
-            return rest, line[end - size : end]
-    size = min(3, end - wrote.start())
-    return line[: end - size], line[end - size : end]
-
-
-def _collapse(title: str) -> str:
-    """``紅樓夢紅樓夢紅樓夢`` → ``紅樓夢`` (a scraped title repeated)."""
-    for size in range(1, len(title) // 2 + 1):
-        if len(title) % size == 0 and title[:size] * (len(title) // size) == title:
-            return title[:size]
-    return title
-
-
-def guess_title(front: str, name: str) -> TitleGuess:
-    """Title and author from a book's front matter, else from its file name."""
-    guess = TitleGuess()
-    m = _BOOK_LINE.search(front)
-    if m:
-        guess.title = m.group(1).strip("《》 ")
-    m = _AUTHOR_LINE.search(front)
-    if m:
-        guess.author = m.group(1)
-    if not guess.title:
-        banner = _BANNER.search(front)
-        if banner:
-            guess.title = banner.group(1).strip("《》 ")
-            guess.author = guess.author or banner.group(2).strip()
-    if not guess.title:
-        for q in _QUOTED.finditer(front):
-            if not q.group(1).strip():
-                continue
-            guess.title = q.group(1).strip()
-            line_end = front.find("\n", q.end())
-            after = front[q.end() : line_end if line_end >= 0 else len(front)]
-            who = _AFTER_QUOTE.match(after)
-            if who and not guess.author:
-                guess.author = who.group(1)
-            break
-    if not guess.title:
-        for line in strip_junk(front).splitlines():
-            line = line.strip(" \t\u3000")
-            if not line:
-                continue
-            if line in _NOT_TITLES:
-                break
-            if len(line) <= 40 and not re.search(r"[，。！？；：,.!?;:|/\\]", line):
-                line, author = _split_author(line)
-                guess.author = guess.author or author
-                line = _collapse(line)
-                if 1 <= len(line) <= 20:
-                    guess.title = line
-            break
-    if not guess.title:
-        base = posixpath.basename(name.replace("\\", "/").rsplit("!", 1)[-1])
-        stem = posixpath.splitext(base)[0]
-        cleaned = _FILE_NOISE.sub("", stem).strip(" _-.") or stem
-        from_name = guess_title(cleaned, "") if name else TitleGuess()
-        if from_name.title:
-            guess.title = from_name.title
-            guess.author = guess.author or from_name.author
-        else:
-            guess.title = cleaned or "untitled"
-    return guess
-
-
 # ---------------------------------------------------------------- HTML and DOCX
-_META = re.compile(r"<meta\b[^>]*>", re.I)
-_ATTR = re.compile(r"""(name|property|content)\s*=\s*["']([^"']*)["']""", re.I)
-
-
-def html_meta(markup: str) -> dict[str, str]:
-    """``<meta name=… content=…>`` pairs of a page (names lower-cased)."""
-    out: dict[str, str] = {}
-    for tag in _META.findall(markup[:50_000]):
-        attrs = {k.lower(): v for k, v in _ATTR.findall(tag)}
-        key = (attrs.get("name") or attrs.get("property") or "").lower()
-        if key and "content" in attrs and key not in out:
-            out[key] = attrs["content"].strip()
-    return out
-
-
-#: Elements that end a line: the crawler's block elements (``td`` too), and the
-#: header and footer the crawler drops as boilerplate but a book keeps.
-_BLOCKS = ("header", "footer")
-
-
-def html_text(markup: str) -> tuple[str, str]:
-    """(``<title>``, visible text with block elements as lines) of an HTML/XHTML page,
-    headings kept (a main-text extractor would drop them). lxml; a page nested deeper
-    than libxml2 builds is read by the crawler's streaming parser instead."""
-    from tracker.crawler.extraction import (
-        _BLOCK_TAGS,
-        _DROP_ALWAYS,
-        _html_title,
-        _parse_html,
-        _stream_extract,
-        normalise_text,
-    )
-
-    root, too_deep = _parse_html(markup)
-    if root is None or too_deep:
-        return _stream_extract(markup)
-    title = _html_title(markup, root)
-    for element in list(root.iter(*_DROP_ALWAYS)):
-        if element.getparent() is not None:
-            element.drop_tree()
-    for element in root.iter(*_BLOCK_TAGS, *_BLOCKS):
-        element.tail = "\n" + (element.tail or "")
-    return title, normalise_text(root.text_content())
-
-
 def _read_html(name: str, data: bytes) -> ParsedBook:
     try:
         markup = decode_html_bytes(data, name)
@@ -422,31 +252,6 @@ def _read_html(name: str, data: bytes) -> ParsedBook:
         first = re.split(r"\s+[-|_–—]\s+|[_|]", page_title)[0].strip()
         title = first.strip("《》") if _QUOTED.fullmatch(first) or first else ""
     return book_from_text(name, text, title=title, author=author)
-
-
-def check_archive(name: str, data: bytes, limits: ReadLimits | None = None) -> None:
-    """Refuse an archive (DOCX, EPUB) whose members would expand past the budget of
-    every other archive before a library reads it whole: more than ``max_zip_bytes`` in
-    all, a member over ``max_document_bytes``, or one compressed like a zip bomb."""
-    from tracker.documents import _bomb_like
-
-    limits = limits or ReadLimits.from_env()
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            infos = zf.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise BookFileError(f"{name}: not a valid zip/EPUB/DOCX file ({exc})") from None
-    declared = sum(i.file_size for i in infos)
-    if declared > limits.max_zip_bytes:
-        raise BookFileError(
-            f"{name}: expands to {declared} bytes, over the {limits.max_zip_bytes} allowed "
-            "(YINJI_MAX_ZIP_MB; a zip bomb?): refused"
-        )
-    for info in infos:
-        if info.file_size > limits.max_document_bytes or _bomb_like(info, limits):
-            raise BookFileError(
-                f"{name}!{info.filename}: too large or compressed like a zip bomb: refused"
-            )
 
 
 def _read_docx(name: str, data: bytes, limits: ReadLimits | None = None) -> ParsedBook:

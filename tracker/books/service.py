@@ -1,5 +1,4 @@
-"""Books of one library: ingest, list, show, rename, delete, and the migration of a
-library stored before books (issue #36).
+"""Books of one library: ingest, list, show, rename, delete (issue #36).
 
 - A book's chapters are works (``Mother``) ingested through the library's own ingest
   (``Library.ingest``: fingerprints, index, snapshots as for any work), with ids
@@ -8,38 +7,28 @@ library stored before books (issue #36).
   list) is written after its chapters are stored.
 - ``yinji ingest`` reads files through ``BookIngest``: a whole-book file (.epub always;
   .txt/.html/.htm/.docx when ``tracker.books.parse`` finds at least two chapter
-  headings, or every such file with ``--book``) becomes a book; ``--book`` on a folder
-  or zip makes its files one book (``book_from_files``); ``--as-works`` keeps the
-  behaviour of before (one file, one work). JSONL rows carrying ``book_id``/``book``
-  (or the legacy ``work``) group into books.
+  headings, or every such file with ``--book``; ``tracker.books.files``) becomes a
+  book; ``--book`` on a folder or zip makes its files one book (``book_from_files``);
+  ``--as-works`` keeps the behaviour of before (one file, one work). JSONL rows
+  carrying ``book_id``/``book`` (or the legacy ``work``) group into books.
 - Renaming keeps the chapters' ``book_title`` (and title) current; deleting a book
   deletes its chapter works through the library's delete path.
-- ``migrate_legacy`` turns a library stored before books into books once (marked in
-  the store's meta ``books:migrated``), keeping every work id, verdict and case: only
-  book records and chapter metadata are added. ``BookService`` runs it lazily before
-  its first read or write (``ensure_migrated``); ``yinji book migrate`` runs it by hand.
+- ``migrate_legacy`` turns a library stored before books into books once
+  (``tracker.books.migrate``, marked in the store's meta ``books:migrated``), keeping
+  every work id, verdict and case: only book records and chapter metadata are added.
+  ``BookService`` runs it lazily before its first read or write (``ensure_migrated``);
+  ``yinji book migrate`` runs it by hand.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Protocol
 
-from tracker.documents import (
-    Document,
-    DocumentError,
-    decode_html_bytes,
-    decode_text,
-    docx_text,
-    extract_html,
-    iter_documents,
-)
-from tracker.ids import check_id, id_problem
+from tracker.documents import Document, DocumentError, iter_documents
+from tracker.ids import id_problem
 from tracker.records import (
     ChapterRef,
     JSONObject,
@@ -47,66 +36,54 @@ from tracker.records import (
     MatchQuery,
     NotFound,
     strip_book_title,
-    utcnow,
 )
 
+from .files import (
+    EarlyReads,
+    IngestMode,
+    book_from_chapter_files,
+    book_id_for,
+    chapter_work_id,
+    parse_book_file,
+)
+from .migrate import LegacyMigration, MigrationReport
 from .model import MIGRATED_META, Book, BookChapter
-from .store import BookStore, book_store_for
+from .store import BookStore, book_store_for, label_chapter
 from .types import ParsedBook, ParsedChapter
 
 if TYPE_CHECKING:
     from tracker.config import ReadLimits
-    from tracker.library import Library
+    from tracker.services.ingest import IngestService
     from tracker.services.results import IngestReport
     from tracker.store import Mother, Store
 
-#: Meta key marking the legacy migration done (its summary as the value).
-#: A work shorter than this is not read by the migration as a possible whole book (two
-#: chapters of a novel are longer; articles are spared the read of their text).
-WHOLE_BOOK_MIN_CHARS = 5000
-IngestMode = Literal["auto", "book", "works"]
-
-# A numbered chapter heading anywhere in a text: the cheap test that decides whether a
-# file is worth reading as a book at all (``tracker.books.parse`` decides for real).
-_HEADING = re.compile(
-    r"第\s*[0-9０-９零〇一二三四五六七八九十百千万两壹贰叁肆伍陆柒捌玖拾佰仟]+\s*[章回囘节節卷集]"
-)
-
-
-def may_be_book(text: str) -> bool:
-    """True when ``text`` names at least two numbered chapters (第N章/回/节/卷/集):
-    only then is a plain file read by the book reader in ``auto`` mode."""
-    return any(n >= 1 for n, _ in enumerate(_HEADING.finditer(text)))
+__all__ = [
+    "BookDeleted",
+    "BookIngest",
+    "BookMade",
+    "BookService",
+    "BookStats",
+    "ChapterFindings",
+    "IngestMode",
+    "Shelf",
+    "chapter_ref",
+    "summary_line",
+]
 
 
-def book_from_file(name: str, data: bytes) -> ParsedBook:
-    """A whole-book file (.txt .html .htm .docx .epub) read into chapters
-    (``tracker.books.parse.read_book``); ``BookFileError`` naming the file."""
-    from tracker.books.parse import read_book
+class Shelf(Protocol):
+    """What ``BookService`` needs of a library (``tracker.library.Library`` has it):
+    its store, its ingest, and its delete path."""
 
-    return read_book(name, data)
+    @property
+    def store(self) -> Store: ...
 
+    @property
+    def ingestion(self) -> IngestService: ...
 
-def book_from_chapter_files(name: str, files: list[tuple[str, bytes]]) -> ParsedBook:
-    """A folder or zip of chapter files read as one book
-    (``tracker.books.parse.book_from_files``)."""
-    from tracker.books.parse import book_from_files
-
-    return book_from_files(name, files)
-
-
-def chapter_work_id(book_id: str, index: int) -> str:
-    return f"{book_id}-{index:04d}"
-
-
-def book_id_for(name: str, title: str = "") -> str:
-    """A book id from a file or folder name (its stem), else from a digest of the name
-    and title (a stem that is no valid id)."""
-    stem = Path(name.rsplit("!", 1)[-1].replace("\\", "/")).stem
-    if stem and id_problem(stem) is None and len(stem) <= 120:
-        return check_id(stem)
-    digest = hashlib.sha1(f"{name}\x1f{title}".encode("utf-8", "surrogatepass")).hexdigest()
-    return f"book-{digest[:12]}"
+    def ingest(
+        self, documents: Iterable[Document | DocumentError], *, engine: str | None = None
+    ) -> IngestReport: ...
 
 
 # -- results -------------------------------------------------------------------------------
@@ -124,28 +101,6 @@ class BookDeleted:
     book: Book
     works_deleted: int
     works_missing: list[str] = field(default_factory=list)
-
-
-@dataclass
-class MigrationReport:
-    """What ``migrate_legacy`` did (``already``: it had run before, nothing done)."""
-
-    already: bool = False
-    books_created: int = 0
-    books_updated: int = 0
-    chapters_labelled: int = 0
-    whole_books: list[str] = field(default_factory=list)  # work ids read as one-chapter books
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "already": self.already,
-            "books_created": self.books_created,
-            "books_updated": self.books_updated,
-            "chapters_labelled": self.chapters_labelled,
-            "whole_books": list(self.whole_books),
-            "notes": list(self.notes),
-        }
 
 
 @dataclass
@@ -208,7 +163,7 @@ def summary_line(books: Sequence[BookMade]) -> str:
 class BookService:
     """The books of ``library`` (its store's book records and chapter works)."""
 
-    def __init__(self, library: Library, books: BookStore | None = None) -> None:
+    def __init__(self, library: Shelf, books: BookStore | None = None) -> None:
         self.library = library
         self.store = library.store
         self.books = books or book_store_for(library.store)
@@ -293,22 +248,8 @@ class BookService:
             book.author = author.strip()
         self.books.put_book(book)
         for chapter in book.chapters:
-            self._label(book, chapter)
+            label_chapter(self.store, book, chapter)
         return book
-
-    def _label(self, book: Book, chapter: BookChapter, *, retitle: bool = True) -> bool:
-        """Write the book fields into a chapter work's metadata (legacy title keys kept
-        current too); its title becomes ``《书名》章`` when ``retitle``."""
-        try:
-            mother = self.store.get_mother(chapter.work_id)
-        except (NotFound, KeyError):
-            return False
-        meta = dict(mother.metadata or {})
-        meta.update(book.chapter_metadata(chapter))
-        if "work_title" in meta:
-            meta["work_title"] = book.title
-        title = book.chapter_title(chapter) if retitle else None
-        return self.store.update_mother_metadata(mother.id, meta, title=title)
 
     def delete(self, book_id: str) -> BookDeleted:
         """Delete a book: its chapter works (with their postings and matches, the
@@ -323,7 +264,7 @@ class BookService:
         self.books.delete_book(book.id)
         return BookDeleted(book, deleted, missing)
 
-    # -- the migration ----------------------------------------------------------------------
+    # -- the migration (tracker.books.migrate) -------------------------------------------
     def ensure_migrated(self) -> None:
         """Run ``migrate_legacy`` once per library (a read-only library: never)."""
         if self._migrated:
@@ -334,141 +275,11 @@ class BookService:
         self.migration = self.migrate_legacy()
 
     def migrate_legacy(self, *, force: bool = False) -> MigrationReport:
-        """Books from a library stored before them, keeping every id, verdict and case.
-
-        - works group into books by ``ChapterRef.from_metadata`` with ``from_title``
-          (the reader cases use on a library not yet migrated, so both group the
-          same works into the same book): ``book_id``, ``work`` or ``book`` metadata,
-          a ``book_title``/``work_title`` alone, else a ``《书名》章节名`` title (the key
-          is the book's id when it is a valid id); the title from
-          ``book_title``/``work_title``, else the key; chapters ordered by
-          ``chapter_index``, else the chapter number in their titles, else their ids;
-        - a work in no book of at least ``WHOLE_BOOK_MIN_CHARS`` characters whose text
-          ``tracker.books.parse`` splits into two or more chapters (a whole book stored
-          as one work) becomes a book of one chapter,
-          that work: its id and matches stay; re-ingest the file to split it;
-        - only book records and chapter metadata are written (titles, texts, seqs,
-          matches, verdicts and cases untouched). Idempotent: a book already recorded
-          gets the chapters it lacks. Marked done in the store's meta."""
-        report = MigrationReport()
-        if not force and self.store.get_meta(MIGRATED_META) is not None:
-            report.already = True
-            return report
-        groups: dict[str, list[Mother]] = {}
-        loose: list[Mother] = []
-        for mother in _all_mothers(self.store):
-            ref = ChapterRef.of(mother, from_title=True)
-            if ref is None:
-                loose.append(mother)
-            else:
-                groups.setdefault(ref.book_id, []).append(mother)
-        existing = {b.id: b for b in self.books.list_books()}
-        for key, members in groups.items():
-            self._migrate_group(key, members, existing, report)
-        for mother in loose:
-            if mother.chars >= WHOLE_BOOK_MIN_CHARS:
-                self._migrate_whole(mother, existing, report)
-        self.store.set_meta(
-            MIGRATED_META, {"at": utcnow().isoformat(), **report.to_dict(), "already": False}
-        )
+        """Books from a library stored before them (``tracker.books.migrate``), keeping
+        every id, verdict and case; once (``force``: again)."""
+        report = LegacyMigration(self.store, self.books).run(force=force)
         self._migrated = True
         return report
-
-    def _migrate_group(
-        self, key: str, members: list[Mother], existing: dict[str, Book], report: MigrationReport
-    ) -> None:
-        first = members[0]
-        ref = ChapterRef.of(first, from_title=True)
-        assert ref is not None
-        book_id = key if id_problem(key) is None else book_id_for(key, ref.book_title)
-        book = existing.get(book_id)
-        created = book is None
-        if book is None:
-            read = (ChapterRef.of(m, from_title=True) for m in members)
-            author = next((r.author for r in read if r is not None and r.author), "")
-            book = Book(id=book_id, title=ref.book_title, author=author, source="migration")
-        known = set(book.work_ids())
-        todo = [m for m in members if m.id not in known]
-        if not todo and not created:
-            return
-        refs = {m.id: ChapterRef.of(m, from_title=True) for m in todo}
-        next_index = max((c.index for c in book.chapters), default=0)
-
-        def order(m: Mother) -> tuple[int, int, str]:
-            r = refs[m.id]
-            if r is not None and r.chapter_index is not None:
-                return (0, r.chapter_index, _natural(m.id))
-            number = _chapter_number(r.chapter if r else "") or _chapter_number(m.title)
-            if number is not None:
-                return (1, number, _natural(m.id))
-            return (2, 0, _natural(m.id))
-
-        taken = {c.index for c in book.chapters}
-        for m in sorted(todo, key=order):
-            r = refs[m.id]
-            index = r.chapter_index if r is not None and r.chapter_index is not None else None
-            if index is None or index in taken or index < 1:
-                next_index = max(next_index, max(taken, default=0)) + 1
-                index = next_index
-            taken.add(index)
-            chapter = BookChapter(
-                index=index,
-                title=r.chapter if r is not None else strip_book_title(m.title, book.title),
-                work_id=m.id,
-                characters=m.chars,
-                volume=str(m.metadata.get("volume") or ""),
-            )
-            book.chapters.append(chapter)
-        book.chapters.sort(key=lambda c: c.index)
-        self.books.put_book(book)
-        existing[book.id] = book
-        for chapter in book.chapters:
-            if chapter.work_id in {m.id for m in todo} and self._label(
-                book, chapter, retitle=False
-            ):
-                report.chapters_labelled += 1
-        if created:
-            report.books_created += 1
-        else:
-            report.books_updated += 1
-
-    def _migrate_whole(
-        self, mother: Mother, existing: dict[str, Book], report: MigrationReport
-    ) -> None:
-        """A work in no book that is a whole book (two or more chapter headings)."""
-        try:
-            full = self.store.get_mother(mother.id)
-        except (NotFound, KeyError):
-            return
-        if not may_be_book(full.text):
-            return
-        from tracker.books.parse import split_chapters
-
-        _front, chapters, _warnings = split_chapters(full.text)
-        if len(chapters) < 2:
-            return
-        book_id = mother.id if mother.id not in existing else book_id_for(mother.id, mother.title)
-        if book_id in existing:
-            return
-        title = mother.title.strip().strip("《》") or mother.id
-        book = Book(
-            id=book_id,
-            title=title,
-            author=str(full.metadata.get("author") or ""),
-            source=full.source or "migration",
-            chapters=[BookChapter(1, "", mother.id, mother.chars)],
-        )
-        self.books.put_book(book)
-        existing[book.id] = book
-        self._label(book, book.chapters[0], retitle=False)
-        report.books_created += 1
-        report.chapters_labelled += 1
-        report.whole_books.append(mother.id)
-        report.notes.append(
-            f"work {mother.id!r} holds a whole book of {len(chapters)} chapters: kept as one "
-            f"chapter of book {book_id!r} (its matches stay); ingest the file again to have "
-            "it in chapters"
-        )
 
 
 def chapter_ref(books: BookStore, mother: Mother) -> ChapterRef | None:
@@ -499,11 +310,18 @@ class BookIngest:
     files and folders as chapter documents), ``finish`` writes the book records for
     what the ingest stored."""
 
-    def __init__(self, service: BookService, *, mode: IngestMode = "auto") -> None:
+    def __init__(
+        self,
+        service: BookService,
+        *,
+        mode: IngestMode = "auto",
+        early: EarlyReads | None = None,
+    ) -> None:
         self.service = service
         self.mode = mode
         self.planned: dict[str, _Planned] = {}
         self.warnings: list[str] = []
+        self.early = early  # whole-book files read while the library opened
 
     # -- inputs ---------------------------------------------------------------------------
     def documents(
@@ -525,24 +343,12 @@ class BookIngest:
         """A ``tracker.documents.BookReader``: the chapters of a whole-book file, or
         None to read the file as one work."""
         suffix = Path(name).suffix.lower()
-        if self.mode == "works":
-            if suffix == ".epub":
-                return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
-            return None
-        with _decoding_once():  # a TXT read here and by the book reader: decoded once
-            if self.mode == "auto" and suffix != ".epub":
-                try:
-                    text = _plain_text(data, name, suffix)
-                except ValueError:
-                    return None  # the document reader says what is wrong with it
-                if not may_be_book(text):
-                    return None
-            try:
-                parsed = book_from_file(name, data)
-            except ValueError as exc:  # BookFileError, named by the reader
-                return [DocumentError(name, str(exc).removeprefix(f"{name}: "))]
-        if self.mode == "auto" and suffix != ".epub" and len(parsed.chapters) < 2:
-            return None  # a plain work after all
+        if self.mode == "works" and suffix == ".epub":
+            return [DocumentError(name, "an .epub is a book: ingest it without --as-works")]
+        read = self.early.take(name, data) if self.early is not None else None
+        parsed = read.parsed if read is not None else parse_book_file(data, name, self.mode)
+        if parsed is None or isinstance(parsed, DocumentError):
+            return None if parsed is None else [parsed]
         return list(self.chapter_documents(parsed, book_id_for(name, parsed.title)))
 
     def _files_as_book(
@@ -679,53 +485,3 @@ class BookIngest:
             made.append(BookMade(book, old is None, dropped))
         report.warnings += self.warnings
         return made
-
-
-# -- helpers ---------------------------------------------------------------------------------
-def _decoding_once() -> contextlib.AbstractContextManager[None]:
-    from tracker.books.parse import decoding_once
-
-    return decoding_once()
-
-
-def _txt_text(data: bytes, name: str) -> str:
-    """A TXT's text as the book reader reads it (``decode_book_text``: decoded once in
-    ``_decoding_once``), or as the document reader does when that refuses it."""
-    from tracker.books.parse import decode_book_text, reads_as_txt
-
-    if reads_as_txt(name, data):
-        with contextlib.suppress(ValueError):
-            return decode_book_text(name or "<book>", data)
-    return decode_text(data, name)
-
-
-def _plain_text(data: bytes, name: str, suffix: str) -> str:
-    if suffix == ".txt":
-        return _txt_text(data, name)
-    if suffix in (".html", ".htm"):
-        return extract_html(decode_html_bytes(data, name))[1]
-    if suffix == ".docx":
-        return docx_text(data, name)
-    return ""
-
-
-def _all_mothers(store: Store) -> Iterator[Mother]:
-    """Every work without its text (pages of a listing), oldest last."""
-    offset, page = 0, 1000
-    while True:
-        batch = store.list_mothers(offset=offset, limit=page, with_text=False)
-        yield from batch
-        if len(batch) < page:
-            return
-        offset += page
-
-
-def _natural(text: str) -> str:
-    """Ids with numbers compared by value ("ch-2" before "ch-10")."""
-    return re.sub(r"\d+", lambda m: f"{int(m.group()):012d}", text)
-
-
-def _chapter_number(text: str) -> int | None:
-    from tracker.cases.chapters import chapter_number  # the one numeral reader
-
-    return chapter_number(text)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.records import ChapterRef, NotFound
 
-from .model import Book
+from .model import Book, BookChapter
 
 if TYPE_CHECKING:
     from tracker.records import Mother
@@ -149,6 +149,22 @@ def leave_book(store: Store, work: Mother) -> bool:
     if ChapterRef.from_metadata(work.metadata or {}) is None:
         return False
     return book_store_for(store).drop_chapter(work)
+
+
+def label_chapter(store: Store, book: Book, chapter: BookChapter, *, retitle: bool = True) -> bool:
+    """Write the book fields into a chapter work's metadata in ``store`` (legacy title
+    keys kept current too); its title becomes ``《书名》章`` when ``retitle``. False when
+    the work is gone."""
+    try:
+        mother = store.get_mother(chapter.work_id)
+    except (NotFound, KeyError):
+        return False
+    meta = dict(mother.metadata or {})
+    meta.update(book.chapter_metadata(chapter))
+    if "work_title" in meta:
+        meta["work_title"] = book.title
+    title = book.chapter_title(chapter) if retitle else None
+    return store.update_mother_metadata(mother.id, meta, title=title)
 
 
 def book_store_for(store: Store) -> BookStore:

@@ -1,5 +1,5 @@
 """``yinji verdict`` and ``yinji case ...``: commands of the ``yinji`` CLI registered
-through the entry-point group ``yinji.commands`` (see ``tracker.cli._YinjiGroup``)::
+through the entry-point group ``yinji.commands`` (see ``tracker.cli_group.YinjiGroup``)::
 
     case = "tracker.cases.cli:case"
     verdict = "tracker.cases.cli:verdict"

@@ -18,10 +18,10 @@ import click
 
 
 def _library(ctx: click.Context) -> Any:
-    from tracker.cli import _open_library, _settings
+    from tracker.cli_common import command_settings, open_library
 
-    click.echo(f"library: {_settings(ctx).describe_library()}", err=True)
-    return _open_library(ctx)
+    click.echo(f"library: {command_settings(ctx).describe_library()}", err=True)
+    return open_library(ctx)
 
 
 @click.group()

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tracker.discovery.fetcher import PageBudget, read_to_check
-from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.report import PageResult, RunReport, add_report
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
-    from tracker.crawler import Crawler
     from tracker.crawler.crawler import ReadPage
-    from tracker.discovery.run import DiscoveryRun
+    from tracker.discovery.runview import RunView
 
 __all__ = ["CrawlProcesses", "may_fork"]
 
@@ -30,47 +26,15 @@ def may_fork() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def _crawl_part(
-    settings: Any,
-    options: dict[str, Any],
-    keys: DiscoveryKeys,
-    run_id: str,
-    crawler_factory: Callable[[], Crawler] | None,
-    shared: Any,
-    outbox: Any,
-) -> None:
-    """One of a run's other crawl processes (``CrawlProcesses.start_helpers``): the
-    crawl stage on the shared frontier and budget; every page and, at the end, its
-    report go to ``outbox``."""
-    from tracker.discovery.run import DiscoveryRun, RunOptions
-    from tracker.library import Library
-
-    try:
-        with Library.open(settings) as lib:
-            run = DiscoveryRun(
-                lib,
-                RunOptions(**options),
-                providers=[],
-                crawler=crawler_factory() if crawler_factory is not None else None,
-                keys=keys,
-                run_id=run_id,
-                on_page=lambda r: outbox.put(("page", asdict(r))),
-            )
-            run.budget = PageBudget(run.options.max_pages, shared)
-            try:
-                run._crawl()
-            finally:
-                run.report.finished_at = iso_utc(datetime.now(UTC))
-                outbox.put(("report", run.report.to_dict()))
-    except Exception as exc:  # this process's failure is a line of the run's errors
-        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))
-
-
 class CrawlProcesses:
     """The reader pool and the other crawl processes of ``run`` while it crawls."""
 
-    def __init__(self, run: DiscoveryRun) -> None:
+    def __init__(self, run: RunView, part: Callable[..., None]) -> None:
+        """``part``: the entry of another crawl process (picklable; its arguments are
+        the library's settings, the run's options, keys and id, the crawler factory,
+        the shared page counter and the queue of what it sends back)."""
         self.run = run
+        self.part = part
         self.readers: Any = None  # the reader processes' pool while crawling
         self.helpers: list[Any] = []  # the other crawl processes while crawling
         self.inbox: Any = None  # what they send: pages done, their reports
@@ -98,7 +62,7 @@ class CrawlProcesses:
         n = self.run.options.crawl_processes
         if n < 0:
             n = min(2, os.cpu_count() or 1) if may_fork() else 1
-        if (self.run._crawler is not None and self.run._crawler_factory is None) or not may_fork():
+        if not self.run.crawler_elsewhere or not may_fork():
             n = 1  # no way to make the crawler elsewhere, or no children allowed here
         if n <= 1:
             self.run.budget = PageBudget(self.run.options.max_pages)
@@ -113,13 +77,13 @@ class CrawlProcesses:
         options["wait_for_others"] = max(self.run.options.wait_for_others, 10.0)
         for part in range(1, n):
             proc = ctx.Process(
-                target=_crawl_part,
+                target=self.part,
                 args=(
                     self.run.lib.settings,
                     options,
                     self.run.keys,
                     f"{self.run.report.id}~p{part}",
-                    self.run._crawler_factory,
+                    self.run.crawler_factory,
                     self.run.budget.shared,
                     self.inbox,
                 ),

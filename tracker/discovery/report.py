@@ -13,13 +13,17 @@ fields' types: numbers are summed, lists joined, sources merged.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tracker.records import JSONObject
 
 if TYPE_CHECKING:
+    from tracker.discovery.options import RunOptions
+    from tracker.discovery.sites import Site
     from tracker.store.base import Store
 
 __all__ = [
@@ -138,6 +142,29 @@ class RunReport:
 
     def source(self, name: str) -> SourceStats:
         return self.sources.setdefault(name, SourceStats())
+
+    def checked_page(self, result: PageResult, url: str) -> None:
+        """A page (or a chapter read over pages: ``result.pages``) checked: counted for
+        its source, and its matches listed with ``url``, the checked page's."""
+        stats = self.source(result.source)
+        self.checked += 1
+        stats.checked += 1
+        if not result.matches:
+            return
+        self.matched += 1
+        stats.matched += 1
+        for m in result.matches:
+            line = {
+                "url": url,
+                "suspect_id": result.suspect_id,
+                "mother_id": m.get("mother_id"),
+                "title": m.get("title", ""),
+                "score": m.get("score"),
+                "source": result.source,
+            }
+            if result.pages:
+                line["pages"] = list(result.pages)
+            self.matches.append(line)
 
     def fail(self, source: str, message: str) -> None:
         """One failure of ``source`` (a provider, a site, "crawl"; "" for the run)."""
@@ -282,3 +309,56 @@ def merge_reports(parts: Sequence[RunReport]) -> RunReport:
 def add_report(out: RunReport, part: RunReport) -> None:
     """Add the counts, errors and matches of ``part`` (of the same run) to ``out``."""
     out.add(part)
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261126T194704-13dcd0``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def idle_reason(
+    report: RunReport,
+    options: RunOptions,
+    *,
+    providers: int,
+    over_budget: int,
+    skipped_seeds: dict[str, int],
+    searched_today: int,
+    sites: list[Site],
+) -> str:
+    """Why a run fetched nothing, in words (empty when it fetched something): its
+    ``report`` and ``options``, its search ``providers``, the queries over today's budget
+    (``over_budget``), seeds fetched by earlier runs by kind, Legado searches made today,
+    and the registered ``sites`` (none when the run does not search sites)."""
+    if report.fetched:
+        return ""
+    why: list[str] = []
+    if not report.works:
+        why.append("no work to look for")
+    if options.search and not providers:
+        why.append("no search provider is configured")
+    if over_budget:
+        why.append(
+            f"today's query budget is spent ({over_budget} queries not asked: "
+            f"{options.max_queries} per work per provider per UTC day)"
+        )
+    searches = skipped_seeds.get("search", 0)
+    if searches:
+        why.append(f"{searches} site searches were already made by earlier runs")
+    others = sum(n for kind, n in skipped_seeds.items() if kind != "search")
+    if others:
+        why.append(
+            f"{others} search results were already fetched by earlier runs (a page "
+            f"that matched is fetched again after {options.revisit_days:g} days)"
+        )
+    if searched_today:
+        why.append(f"{searched_today} Legado site searches were already made today")
+    if options.sites and not sites:
+        why.append("no pirate site is registered")
+    elif sites and all(s.disabled for s in sites):
+        why.append("every registered site is disabled after failed searches")
+    if options.max_pages <= 0:
+        why.append("the page budget is 0")
+    if report.leased:
+        why.append(f"{report.leased} URLs are leased by another or a killed process")
+    return "; ".join(why) or "nothing was found to fetch"

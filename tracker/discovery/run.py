@@ -37,12 +37,10 @@ URL (``RunReport.fail``); the run goes on.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +57,7 @@ from tracker.discovery.fetcher import (
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.near import NearDuplicates
+from tracker.discovery.options import RunOptions
 from tracker.discovery.policy import LinkPolicy
 from tracker.discovery.processes import CrawlProcesses
 from tracker.discovery.providers import Searcher, SearchProvider, providers_from_env
@@ -69,7 +68,9 @@ from tracker.discovery.report import (
     RunHistory,
     RunReport,
     SourceStats,
+    idle_reason,
     merge_reports,
+    new_run_id,
 )
 from tracker.discovery.sites import (
     Site,
@@ -79,6 +80,7 @@ from tracker.discovery.sites import (
     profile_matches,
     search_url,
 )
+from tracker.discovery.urls import pattern_of
 from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
@@ -96,46 +98,12 @@ __all__ = [
     "RunReport",
     "SourceStats",
     "merge_reports",
+    "new_run_id",
     "read_links",
     "read_to_check",
 ]
 
 MIN_TEXT_CHARS = 50
-
-
-@dataclass
-class RunOptions:
-    works: list[str] = field(default_factory=list)  # empty: every work (max_works newest)
-    max_queries: int = 10  # per work per provider per UTC day
-    max_pages: int = 200  # fetches in this run
-    max_works: int = 100
-    concurrency: int = 4
-    interval: float = 1.0  # seconds between two requests to one host
-    max_depth: int = 2  # links followed from a page that did not match
-    max_site_searches: int = 50  # book names searched on each site per run
-    search_concurrency: int = 4  # queries in flight to one provider
-    revisit_days: float = 7.0  # a page that matched is fetched again after this
-    save: bool = True
-    search: bool = True
-    sites: bool = True
-    legado: bool = True  # imported Legado sources searched and walked (``legado.walk``)
-    max_chapters: int = 200  # chapters read per book per Legado site
-    # A crawl shared with other workers: when the queue is empty but URLs are still out
-    # with them (their pages may add links), wait up to this many seconds for more.
-    wait_for_others: float = 0.0
-    trap_rules: bool = True  # False only to measure what they save (bench/bench_simweb.py)
-    # Processes that crawl (fetch, read, check) from the shared frontier at once, each
-    # taking from the run's one page budget: -1 = one per core (at most two) when this
-    # process may have children (not a Celery prefork child: a worker scales by its own
-    # processes). Default 1: in two, a page and its mirror checked at the same moment
-    # are both checked instead of one being a near-duplicate; two fetch faster when the
-    # machine has a core to spare (docs/BENCHMARKS.md, bench/simweb).
-    crawl_processes: int = 1
-    # Processes that decode and extract the pages fetched by a crawl process that works
-    # alone (``crawl_processes`` 1), so extraction and the check run on two cores: -1 =
-    # one when the machine has two cores or more and this process may have children,
-    # 0 = in the crawl process.
-    read_processes: int = -1
 
 
 class DiscoveryRun:
@@ -177,7 +145,7 @@ class DiscoveryRun:
         self._crawler = crawler
         self._crawler_factory = crawler_factory
         self.budget: PageBudget = PageBudget(self.options.max_pages)
-        self.processes = CrawlProcesses(self)  # readers and other crawl processes
+        self.processes = CrawlProcesses(self, _crawl_part)  # readers, other crawl processes
         self.on_page = on_page
         self.on_note = on_note  # told what the run waits on, as it happens
         self._waiting_noted = False
@@ -210,6 +178,16 @@ class DiscoveryRun:
                 )
             )
         return self._crawler
+
+    @property
+    def crawler_factory(self) -> Callable[[], Crawler] | None:
+        return self._crawler_factory
+
+    @property
+    def crawler_elsewhere(self) -> bool:
+        """Whether another crawl process can make this run's crawler: by the factory,
+        or from the settings when none was given (or made) here."""
+        return self._crawler is None or self._crawler_factory is not None
 
     def _seed(self, item: FrontierItem) -> None:
         item.run = self.report.id
@@ -510,15 +488,17 @@ class DiscoveryRun:
         if page.final_url != item.url:
             self.frontier.mark_seen(page.final_url)  # a redirect's target: not fetched again
         try:
+            pages = [page]
             if item.kind == "page" and len(page.text) >= MIN_TEXT_CHARS:
-                self._check(item, page, result, stats)
+                pages = self._check(item, page, result)
             elif item.kind == "page":  # a list of links, an empty page: nothing to copy
                 result.skipped = (
                     f"{len(page.text)} characters of main text, fewer than {MIN_TEXT_CHARS}: "
                     "not checked"
                 )
                 self.report.skipped += 1
-            self._follow(item, page, result)
+            for each in pages:  # a chapter's last page links on to the next chapter
+                self._follow(item, each, result)
         except Exception as exc:  # a page that breaks a step is its own error
             result.error = f"{item.url}: {type(exc).__name__}: {exc}"
             self.report.fail(item.source, result.error)
@@ -540,41 +520,37 @@ class DiscoveryRun:
         with contextlib.suppress(Exception):  # a count read mid-update: the next one
             RunHistory(self.lib.store).save(self.report, prune=False)
 
-    def _check(self, item: FrontierItem, page: Any, result: PageResult, stats: SourceStats) -> None:
+    def _check(self, item: FrontierItem, page: Page, result: PageResult) -> list[Page]:
+        """Check ``item``'s page, with the next pages of its chapter (``pages``: one
+        suspect, a capture per page); the pages read."""
+        from tracker.discovery.pages import chapter_suspect, fetch_later_page, read_chapter_pages
         from tracker.simhash import simhash
 
-        h = simhash(page.text, features="char3")
-        original = self.near.find(h) if len(page.text) >= 200 else None
+        pages = read_chapter_pages(
+            page, lambda url: fetch_later_page(self, item.source, url, self.processes.read)
+        )
+        suspect = chapter_suspect(pages)
+        if len(pages) > 1:
+            result.pages = [p.final_url for p in pages]
+        h = simhash(suspect.text, features="char3")
+        original = self.near.find(h) if len(suspect.text) >= 200 else None
         if original is not None:
             result.duplicate_of = original
             self.report.duplicates += 1
-            stats.duplicates += 1
+            self.report.source(item.source).duplicates += 1
             if self.options.save:
-                self.lib.record_captures(original, [page])
-            return
-        checked = self.lib.check_page(page, save=self.options.save)
+                self.lib.record_captures(original, pages)
+            return pages
+        checked = self.lib.check_crawled(suspect, pages, save=self.options.save)
         result.checked = True
         result.suspect_id = checked.suspect.id
         result.matches = checked.matches_json()
-        self.report.checked += 1
-        stats.checked += 1
-        if len(page.text) >= 200:
+        self.report.checked_page(result, page.final_url)
+        if len(suspect.text) >= 200:
             self.near.add(h, checked.suspect.id)
         if result.matches:
-            self.report.matched += 1
-            stats.matched += 1
-            for m in result.matches:
-                self.report.matches.append(
-                    {
-                        "url": page.final_url,
-                        "suspect_id": checked.suspect.id,
-                        "mother_id": m.get("mother_id"),
-                        "title": m.get("title", ""),
-                        "score": m.get("score"),
-                        "source": item.source,
-                    }
-                )
             self.frontier.schedule_revisit(item, self.options.revisit_days * 86400)
+        return pages
 
     def _follow(self, item: FrontierItem, page: Any, result: PageResult) -> None:
         """Queue the links worth following from ``item``'s page, by what it was (see
@@ -597,7 +573,7 @@ class DiscoveryRun:
             chapter: bool = False,
         ) -> None:
             link = Link(url, priority, kind, depth)
-            if self.options.trap_rules and not chapter and _pattern_of(url) == mine:
+            if self.options.trap_rules and not chapter and pattern_of(url) == mine:
                 onward.append(link)
             else:
                 now.append(link)
@@ -672,57 +648,48 @@ class DiscoveryRun:
 
     def idle_reason(self) -> str:
         """Why this run fetched nothing, in words (empty when it fetched something)."""
-        if self.report.fetched:
-            return ""
-        why: list[str] = []
-        if not self.report.works:
-            why.append("no work to look for")
-        if self.options.search and not self.searcher.providers:
-            why.append("no search provider is configured")
-        if self.over_budget:
-            why.append(
-                f"today's query budget is spent ({self.over_budget} queries not asked: "
-                f"{self.options.max_queries} per work per provider per UTC day)"
-            )
-        searches = self.skipped_seeds.get("search", 0)
-        if searches:
-            why.append(f"{searches} site searches were already made by earlier runs")
-        others = sum(n for kind, n in self.skipped_seeds.items() if kind != "search")
-        if others:
-            why.append(
-                f"{others} search results were already fetched by earlier runs (a page "
-                f"that matched is fetched again after {self.options.revisit_days:g} days)"
-            )
-        if self.searched_today:
-            why.append(f"{self.searched_today} Legado site searches were already made today")
         sites = SiteRegistry(self.lib.store).list() if self.options.sites else []
-        if self.options.sites and not sites:
-            why.append("no pirate site is registered")
-        elif sites and all(s.disabled for s in sites):
-            why.append("every registered site is disabled after failed searches")
-        if self.options.max_pages <= 0:
-            why.append("the page budget is 0")
-        if self.report.leased:
-            why.append(f"{self.report.leased} URLs are leased by another or a killed process")
-        return "; ".join(why) or "nothing was found to fetch"
+        return idle_reason(
+            self.report,
+            self.options,
+            providers=len(self.searcher.providers),
+            over_budget=self.over_budget,
+            skipped_seeds=self.skipped_seeds,
+            searched_today=self.searched_today,
+            sites=sites,
+        )
 
 
-def _pattern_of(url: str) -> str:
-    """The URL pattern of ``url`` once normalised ("" when it is not an http(s) URL): a
-    link of the same pattern as its page is the next page of its kind (next month, next
-    page of a list or a thread)."""
-    from tracker.discovery.urls import normalize_url, url_pattern
+def _crawl_part(
+    settings: Any,
+    options: dict[str, Any],
+    keys: DiscoveryKeys,
+    run_id: str,
+    crawler_factory: Callable[[], Crawler] | None,
+    shared: Any,
+    outbox: Any,
+) -> None:
+    """One of a run's other crawl processes (``processes.CrawlProcesses.start_helpers``): the
+    crawl stage on the shared frontier and budget; every page and, at the end, its
+    report go to ``outbox``."""
+    from tracker.library import Library
 
     try:
-        return url_pattern(normalize_url(url))
-    except ValueError:
-        return ""
-
-
-def new_run_id() -> str:
-    """A run id that sorts by time: ``20261126T194704-13dcd0``."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-
-
-def report_json(report: RunReport) -> str:
-    return json.dumps(report.to_dict(), ensure_ascii=False)
+        with Library.open(settings) as lib:
+            run = DiscoveryRun(
+                lib,
+                RunOptions(**options),
+                providers=[],
+                crawler=crawler_factory() if crawler_factory is not None else None,
+                keys=keys,
+                run_id=run_id,
+                on_page=lambda r: outbox.put(("page", asdict(r))),
+            )
+            run.budget = PageBudget(run.options.max_pages, shared)
+            try:
+                run._crawl()
+            finally:
+                run.report.finished_at = iso_utc(datetime.now(UTC))
+                outbox.put(("report", run.report.to_dict()))
+    except Exception as exc:  # this process's failure is a line of the run's errors
+        outbox.put(("error", f"a crawl process failed: {type(exc).__name__}: {exc}"))

@@ -193,3 +193,13 @@ class TrapDetector:
                 True, chain, f"the pattern {url_pattern(url)!r} holds {pattern_count} URLs"
             )
         return TrapVerdict(False, chain)
+
+
+def pattern_of(url: str) -> str:
+    """The URL pattern of ``url`` once normalised ("" when it is not an http(s) URL): a
+    link of the same pattern as its page is the next page of its kind (next month, next
+    page of a list or a thread)."""
+    try:
+        return url_pattern(normalize_url(url))
+    except ValueError:
+        return ""

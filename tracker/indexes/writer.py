@@ -80,7 +80,15 @@ class IndexWriter:
     ``finish`` (store reads and marks) runs in the caller's thread, whose store
     connection it needs."""
 
-    def __init__(self, expected_chars: int = 0, flush_postings: int | None = None) -> None:
+    def __init__(
+        self,
+        expected_chars: int = 0,
+        flush_postings: int | None = None,
+        *,
+        snapshot_floor: int = 0,
+    ) -> None:
+        """``snapshot_floor``: the fewest postings of an index a snapshot is taken of
+        (``Settings.snapshot_min_postings``; ``snapshot_may_follow``)."""
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="yinji-index")
         self._pending: tuple[Future[None], Callable[[], None]] | None = None
         self.chars_left = expected_chars
@@ -91,6 +99,30 @@ class IndexWriter:
         self._fresh: Writes = {}
         self._chars = 0
         self.loaders: dict[str, BulkLoad] = {}  # engine -> its bulk loader (an empty index)
+        self._gathering: list[Future[None]] = []  # bulk loaders' gathers, in this thread
+        self.gathered: dict[str, int] = {}  # engine -> fingerprints handed to its loader
+        self.snapshot_floor = snapshot_floor
+
+    def gather_all(self, fresh: Writes) -> None:
+        """Each bulk loader's share of ``fresh`` (taken out of it) ``gather``-ed."""
+        for name in self.loaders:
+            self.gather(name, fresh.pop(name, []))
+
+    def snapshot_may_follow(self, name: str) -> bool:
+        """Whether a snapshot may follow engine ``name``'s bulk load: it gathered at
+        least ``snapshot_floor`` fingerprints (a load makes no more fields than that,
+        and an index of fewer is not copied: ``IndexAdmin.fresh_snapshots``). Without
+        one, the load keeps no rows for it (their sort is on the load's critical path)."""
+        return self.gathered.get(name, 0) >= self.snapshot_floor
+
+    def gather(self, name: str, items: list[tuple[int, np.ndarray]]) -> None:
+        """``extend(items)`` of engine ``name``'s bulk loader in the writer's thread, in
+        order (its edition groups are asked of Redis there while this process
+        fingerprints and stores the next batch); its error is raised by the next
+        ``submit``, ``drain`` or ``close``."""
+        if items:
+            self.gathered[name] = self.gathered.get(name, 0) + sum(f.size for _, f in items)
+            self._gathering.append(self._pool.submit(self.loaders[name].extend, items))
 
     def collect(
         self,
@@ -126,6 +158,9 @@ class IndexWriter:
         self._pending = (self._pool.submit(job), finish)
 
     def drain(self) -> None:
+        gathering, self._gathering = self._gathering, []
+        for gather in gathering:
+            gather.result()  # a bulk loader's gather's error, raised here
         if self._pending is None:
             return
         future, finish = self._pending

@@ -132,7 +132,7 @@ class IngestService:
         mark: str,
         expected_chars: int = 0,
     ) -> None:
-        writer = IndexWriter(expected_chars)
+        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_postings)
         # An engine whose index is empty now gets this whole ingest in one bulk load at
         # the end (later flushes would meet existing buckets: the slower merge path).
         for e in engines:
@@ -265,8 +265,7 @@ class IngestService:
         batch_chars = (0, 0)
         bulk: dict[str, BulkLoad] = {}
         if writer is not None:
-            for name, loader in writer.loaders.items():
-                loader.extend(fresh.pop(name, []))
+            writer.gather_all(fresh)  # the bulk loaders' share, in the writer's thread
             writer.collect(stale, fresh)
             if flush:
                 bulk, writer.loaders = writer.loaders, {}
@@ -320,7 +319,8 @@ class IngestService:
         def job() -> None:
             try:
                 for eng in engines:
-                    self.admin.record_writes(eng, load=True)
+                    if writer is None or writer.snapshot_may_follow(eng.name):
+                        self.admin.record_writes(eng, load=True)
                     # (grow: another writer filled the index meanwhile; it is resharded
                     # as before an add if these fields would overfill its buckets)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))

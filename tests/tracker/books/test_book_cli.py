@@ -16,6 +16,7 @@ import pytest
 from clikit import yinji_here
 from textgen import work
 
+import tracker.books.files as book_files
 import tracker.books.service as book_service
 from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
 from tracker.config import Settings
@@ -56,7 +57,7 @@ def _files_reader(name: str, files: list[tuple[str, bytes]]) -> ParsedBook:
 
 @pytest.fixture(autouse=True)
 def _stand_in_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(book_service, "book_from_file", _reader)
+    monkeypatch.setattr(book_files, "book_from_file", _reader)
     monkeypatch.setattr(book_service, "book_from_chapter_files", _files_reader)
 
 
@@ -207,7 +208,7 @@ def _legacy_jsonl(tmp_path: Path) -> Path:
 def test_real_reader_gbk_pirate_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With tracker.books.parse merged: a GBK whole-book TXT under a pirate banner."""
     parse = pytest.importorskip("tracker.books.parse")
-    monkeypatch.setattr(book_service, "book_from_file", parse.read_book)
+    monkeypatch.setattr(book_files, "book_from_file", parse.read_book)
     text = "本书来自 www.example-pirate.com 免费小说下载\n《西游记》\n作者：吴承恩\n" + "\n".join(
         f"{h}\n{c}" for h, c in zip(HEADINGS, CHAPTERS, strict=True)
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-import tracker.books.service as book_service
+import tracker.books.files as book_files
 from tracker.books.service import MIGRATED_META, BookIngest, BookService, summary_line
 from tracker.books.types import ParsedBook, ParsedChapter
 from tracker.config import Settings
@@ -207,7 +207,7 @@ def test_auto_mode_keeps_plain_texts_as_works_and_reads_books(
             source=name,
         )
 
-    monkeypatch.setattr(book_service, "book_from_file", reader)
+    monkeypatch.setattr(book_files, "book_from_file", reader)
     (tmp_path / "article.txt").write_text("一篇文章\n" + CHAPTERS[0], "utf-8")
     book_text = f"第一章 起\n{CHAPTERS[1]}\n\n第二章 承\n{CHAPTERS[2]}"
     (tmp_path / "novel.txt").write_text(book_text, "utf-8")
@@ -382,3 +382,41 @@ def test_books_on_mongodb(tmp_path: Path, redis_client: object) -> None:
         finally:
             store.close()
             client.close()
+
+
+def test_a_book_read_early_is_the_book_read_in_turn_unless_the_file_changed(
+    lib: Library, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``EarlyReads`` (what ``yinji ingest`` reads while the library opens): its book is
+    the one ``BookIngest`` would read itself, used only for the same bytes; a file
+    changed after the early read is read again."""
+    calls: list[str] = []
+    real = book_files.book_from_file
+
+    def counted(name: str, data: bytes) -> ParsedBook:
+        calls.append(name)
+        return real(name, data)
+
+    monkeypatch.setattr(book_files, "book_from_file", counted)
+    path = tmp_path / "novel.txt"
+    path.write_text(f"第一章 起\n{CHAPTERS[0]}\n第二章 承\n{CHAPTERS[1]}", "utf-8")
+    early = book_files.EarlyReads([path], "auto")
+    plan = BookIngest(BookService(lib), early=early)
+    first = [d for d in plan.documents([path]) if isinstance(d, Document)]
+    assert calls == [str(path)]  # read once, early
+    alone = BookIngest(BookService(lib))
+    again = [d for d in alone.documents([path]) if isinstance(d, Document)]
+    assert [(d.id, d.title, d.text, d.metadata) for d in first] == [
+        (d.id, d.title, d.text, d.metadata) for d in again
+    ]
+    calls.clear()
+    early = book_files.EarlyReads([path], "auto")
+    early.wait()  # the early read done, then the file changes
+    path.write_text(f"第一章 起\n{CHAPTERS[2]}\n第二章 承\n{CHAPTERS[1]}", "utf-8")
+    changed = [
+        d
+        for d in BookIngest(BookService(lib), early=early).documents([path])
+        if isinstance(d, Document)
+    ]
+    assert changed[0].text.startswith(CHAPTERS[2][:20])
+    assert calls == [str(path), str(path)]  # the early read, then the file as it is now

@@ -15,7 +15,7 @@ from tracker.discovery.sites import SiteRegistry
 
 if TYPE_CHECKING:
     from tracker.discovery.fetcher import PageBudget
-    from tracker.discovery.run import DiscoveryRun
+    from tracker.discovery.runview import RunView
 
 __all__ = ["ShareOfBudget", "check_chapter", "legado_stage"]
 
@@ -39,7 +39,7 @@ class ShareOfBudget:
         self.budget.give_back()
 
 
-def legado_stage(run: DiscoveryRun, hosts: Sequence[str] | None = None) -> None:
+def legado_stage(run: RunView, hosts: Sequence[str] | None = None) -> None:
     """Each imported Legado site (of ``hosts`` when given) searched for each book of
     ``run`` and walked (``walk.LegadoWalker``), from the run's page budget; every chapter
     checked (``check_chapter``) and counted in the run's report."""
@@ -104,7 +104,7 @@ def legado_stage(run: DiscoveryRun, hosts: Sequence[str] | None = None) -> None:
     walker.run(sites, run.books)
 
 
-def check_chapter(run: DiscoveryRun, read: ChapterRead) -> None:
+def check_chapter(run: RunView, read: ChapterRead) -> None:
     """Check one chapter a Legado site gave: its text, a capture per page (each page
     its own URL, ``Library.check_crawled``); counted in ``run``'s report."""
     stats = run.report.source(read.site)
@@ -129,21 +129,5 @@ def check_chapter(run: DiscoveryRun, read: ChapterRead) -> None:
     result.checked = True
     result.suspect_id = checked.suspect.id
     result.matches = checked.matches_json()
-    run.report.checked += 1
-    stats.checked += 1
-    if result.matches:
-        run.report.matched += 1
-        stats.matched += 1
-        for m in result.matches:
-            run.report.matches.append(
-                {
-                    "url": first.final_url,
-                    "suspect_id": checked.suspect.id,
-                    "mother_id": m.get("mother_id"),
-                    "title": m.get("title", ""),
-                    "score": m.get("score"),
-                    "source": read.site,
-                    "pages": [p.final_url for p in read.pages],
-                }
-            )
+    run.report.checked_page(result, first.final_url)
     run.emit(result)
