@@ -265,7 +265,7 @@ def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
     from tracker.cases.watching import crawl_now
     from tracker.crawler import Crawler, CrawlerConfig
     from tracker.library import Library
-    from tracker.services.watchlist import WatchList
+    from tracker.services.watch_list import WatchList
 
     settings = _settings(ctx)
     ws = WorkerSettings.from_env()
@@ -283,7 +283,7 @@ def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
         finally:
             svc.close()
         if run.pages:
-            WatchList(lib).mark_crawled(url)
+            WatchList.of(lib).mark_crawled(url)
     case = f"; case {run.case_id}" if run.case_id else ""
     click.echo(f"crawled now: {run.pages} page(s), {run.matches} match(es){case}", err=True)
     for error in run.errors:

@@ -1,11 +1,14 @@
 """The watch list: URLs, sites and pirate books the daily re-crawl visits (``yinji
-beat``; ``tracker.cases.watching`` runs it). What the web admin and the API do to it."""
+beat``; ``tracker.cases.watching`` runs it). What the web admin and the API do to it
+(list, add, remove) and what the re-crawl does (the active items, when their crawl was
+sent, when an item was crawled: what the watch page shows)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal, cast
 
-from tracker.cases.watching import check_kind
+from tracker.cases.watching import check_kind, mark_crawled
 from tracker.records import WatchItem
 from tracker.rules import check_url
 from tracker.store import Store
@@ -27,6 +30,20 @@ class WatchList:
     @classmethod
     def of(cls, library: Library) -> WatchList:
         return cls(library.store)
+
+    def active(self) -> list[WatchItem]:
+        """The items the daily run crawls."""
+        return self._store.list_watch(active_only=True)
+
+    def mark_sent(self, items: list[WatchItem], when: datetime) -> None:
+        """The crawls of ``items`` were sent at ``when`` (their outcome is in the job)."""
+        for item in items:
+            item.last_crawled_at = when
+            self._store.put_watch(item)
+
+    def mark_crawled(self, url: str, when: datetime | None = None) -> bool:
+        """The item ``url`` was crawled (default: now); False when it is not listed."""
+        return mark_crawled(self._store, url, when)
 
     def items(self) -> list[WatchItem]:
         """Every item, active or not."""

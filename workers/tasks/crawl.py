@@ -14,7 +14,7 @@ from tracker.crawler.links import same_site_links
 from tracker.records import JSONObject, JSONValue
 from tracker.rules import url_problem
 from tracker.services.lookups import find_suspect
-from tracker.services.watchlist import WatchList
+from tracker.services.watch_list import WatchList
 from tracker.store import utcnow
 from workers.app import WATCH_TASKS, worker_settings
 from workers.tasks._base import TASK_OPTIONS, Progress, fanout, once, rt
@@ -143,7 +143,7 @@ def _crawl_url(task: Task, url: str, suspect_id: str | None, check: bool) -> dic
 def watched(task: Task, url: str) -> None:
     """A watch-list item was crawled: its "last crawled" time (``mark_crawled``; a URL
     not on the list is left alone)."""
-    WatchList(rt(task).library).mark_crawled(url)
+    WatchList.of(rt(task).library).mark_crawled(url)
 
 
 @shared_task(name="yinji.crawl.crawl_site", **TASK_OPTIONS)
@@ -222,7 +222,7 @@ def recrawl_watchlist(self: Task) -> JSONObject:
 
 
 def _recrawl(task: Task) -> dict[str, Any]:
-    watch = WatchList(rt(task).library)
+    watch = WatchList.of(rt(task).library)
     items = watch.active()
     progress = Progress(task, total=len(items))
     progress.start()
