@@ -410,7 +410,7 @@ def _words_in_runs(text: str, cps: np.ndarray, han_offsets: np.ndarray) -> Words
         return _NO_WORDS
     words = latin_words(text, cps)
     if words.starts.size == 0 or han_offsets.size == 0:
-        return words if words.starts.size >= MIN_RUN else _NO_WORDS
+        return words
     # Units from the pinyin table: Han characters, and pinyin letters (ASCII).
     is_han = initials_table()[cps[han_offsets]] > 0
     han_at = han_offsets[is_han]
