@@ -45,7 +45,7 @@ import numpy as np
 
 from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED
 from tracker.fingerprint import letter_indices
-from tracker.pinyin import initial_codes
+from tracker.text.units import read_units
 from tracker.rarity import reference_grams
 from tracker.records import Passage, Segment
 
@@ -183,8 +183,9 @@ class Prepared:
 
 
 def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
-    codes, offsets = initial_codes(text)
-    idx = letter_indices(codes).astype(np.uint64)
+    units = read_units(text)
+    offsets = units.offsets
+    idx = letter_indices(units.codes).astype(np.uint64)
     n = idx.size
     if n < k:
         grams = np.zeros(0, dtype=np.uint64)
@@ -193,7 +194,7 @@ def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
         for j in range(k):
             grams <<= np.uint64(5)
             grams |= idx[j : n - k + 1 + j]
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)[offsets] if n else None
+    chars = units.ids if n else None
     prepared = Prepared(idx=idx.astype(np.uint8), offsets=offsets, grams=grams, chars=chars)
     if index:
         prepared.order = np.argsort(grams, kind="stable")

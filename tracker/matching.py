@@ -34,7 +34,7 @@ from tracker.noise import (
     regions,
     script_warning,
 )
-from tracker.pinyin import initial_codes
+from tracker.text.units import unit_codes
 from tracker.records import Match, Mother
 from tracker.store.base import Store
 
@@ -284,7 +284,7 @@ class Matcher:
             if not self.policy.is_copy(alignment):
                 continue
             if offsets is None and len(alignment.passages) > 1:
-                offsets = initial_codes(text)[1]
+                offsets = unit_codes(text)[1]
             result.matches.append(
                 Match(
                     suspect_id=suspect_id,

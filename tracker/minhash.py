@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from tracker.pinyin import initials as _initials
+from tracker.text.units import unit_letters as _initials
 from tracker.simhash import ngram_hashes
 from tracker.simhash import normalize as _normalize_alnum
 

@@ -77,8 +77,11 @@ def test_smart_quotes_and_apostrophes() -> None:
 def test_addresses_codes_and_other_alphabets_are_no_words() -> None:
     assert words_of("visit www.example.com or mail a@b.org now") == ["visit", "or", "mail", "now"]
     assert words_of("code abc123 and x1 here") == ["code", "and", "here"]
-    # A Russian word is not read as English, look-alike letters or not.
-    assert words_of("Привет мир and сор") == ["and", "сор"]
+    # A Russian word is not read as English, look-alike letters or not; a word of
+    # look-alike letters between English words is English.
+    assert words_of("Привет мир and сор") == ["and"]
+    assert words_of("Все на свете") == []
+    assert words_of("we ате the сосоа beans") == ["we", "ате", "the", "сосоа", "beans"]
 
 
 def test_chinese_text_reads_as_pinyin_initials_exactly() -> None:

@@ -27,7 +27,8 @@ stream whatever the text's script:
 What a word is, and the evasions undone. Letters are read through a fold table built
 from Unicode data: NFKC (fullwidth and mathematical letters become ASCII), lower case,
 diacritics removed (``café`` is ``cafe``), and the Cyrillic and Greek letters that look
-like Latin ones (``а`` U+0430, ``ο`` U+03BF ...: ``LOOKALIKES``) read as those. Inside a
+like Latin ones (``а`` U+0430, ``ο`` U+03BF ...: ``LOOKALIKES``) read as those (a word of
+such letters only, between two words that are not, is English too). Inside a
 word, zero-width characters (U+200B-U+200D, U+2060, U+FEFF), soft hyphens, combining
 marks, apostrophes (``'``, ``’``, ``ʼ``: ``don’t`` is ``dont``) and a hyphen that ends a
 line (``exam-\\nple``) are skipped. Digits, punctuation and spaces end a word. A word
@@ -347,6 +348,14 @@ def latin_words(text: str, cps: np.ndarray | None = None) -> Words:
     keep = ~(_glued(before, before2, cls_table) | _glued(after, after2, cls_table))
     keep &= cls_table[before] != FOREIGN
     keep &= cls_table[after] != FOREIGN
+    # A word of look-alike letters only is English between English words (a Russian
+    # "на" or "все" between Russian words is not).
+    latin = (cps[pos] < 0x370) | (cps[pos] >= 0x530)
+    own = np.add.reduceat(latin.astype(np.int32), w_first) > 0
+    if not own.all():
+        neighbours = np.zeros(own.size, dtype=bool)
+        neighbours[1:-1] = own[:-2] & own[2:]
+        keep &= own | neighbours
     if not keep.all():
         w_first, w_last, starts, lasts = w_first[keep], w_last[keep], starts[keep], lasts[keep]
     folded = fold[cps[pos]].astype(np.uint64)
