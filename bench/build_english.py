@@ -78,7 +78,9 @@ def main() -> None:
     )
     share = mass / mass.sum()
     print(f"{len(items)} words -> {args.out}")
-    print(f"max |share - target| over the table's own running text: {np.abs(share - target).max():.4f}")
+    print(
+        f"max |share - target| over the table's own running text: {np.abs(share - target).max():.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from tracker.records import JSONObject, Passage, Region
 
 if TYPE_CHECKING:
     from tracker.align import Alignment
+from tracker.text.units import read_units
 from tracker.textform import reading_order
 
 # -- scripts --------------------------------------------------------------------------
@@ -144,8 +145,6 @@ def script_warning(
 
 def _reads_latin(text: str) -> bool:
     """Whether any of ``text``'s units is an English word."""
-    from tracker.text.units import read_units
-
     return read_units(text).words > 0
 
 

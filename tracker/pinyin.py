@@ -165,7 +165,9 @@ def _near(at: np.ndarray, han: np.ndarray, distance: int) -> np.ndarray:
     i = np.searchsorted(han, at)
     after = han[np.minimum(i, han.size - 1)] - at
     before = at - han[np.maximum(i - 1, 0)]
-    gap = np.minimum(np.where(i < han.size, after, distance + 1), np.where(i > 0, before, distance + 1))
+    gap = np.minimum(
+        np.where(i < han.size, after, distance + 1), np.where(i > 0, before, distance + 1)
+    )
     return at[gap <= distance]
 
 

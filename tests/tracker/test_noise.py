@@ -90,7 +90,9 @@ def warn(text: str, read: int, needed: int = 85) -> str | None:
     return None if w is None else w.code
 
 
-RUSSIAN = "Все счастливые семьи похожи друг на друга, каждая несчастливая семья несчастлива по-своему. "
+RUSSIAN = (
+    "Все счастливые семьи похожи друг на друга, каждая несчастливая семья несчастлива по-своему. "
+)
 
 
 def test_a_text_in_a_script_yinji_cannot_read_is_named_never_a_silent_no_match() -> None:

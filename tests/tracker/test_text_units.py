@@ -68,9 +68,10 @@ def test_evasions_read_as_the_plain_text(evaded: str) -> None:
 
 
 def test_smart_quotes_and_apostrophes() -> None:
-    assert read_units("I don’t know, ‘he’ said").ids.tolist() == read_units(
-        "I don't know, 'he' said"
-    ).ids.tolist()
+    assert (
+        read_units("I don’t know, ‘he’ said").ids.tolist()
+        == read_units("I don't know, 'he' said").ids.tolist()
+    )
     assert words_of("I don’t know") == ["I", "don’t", "know"]
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from tracker.records import JSONObject
 from tracker.redis_client import delete_matching
+from tracker.text.units import read_units
 
 if TYPE_CHECKING:
     from tracker.redis_client import RedisClient as RedisClient
@@ -83,8 +84,6 @@ class Engine(ABC):
     def readable(self, text: str) -> int:
         """How many units of ``text`` the engine reads (``tracker.text.units``: a Han
         character's pinyin initial, two for an English word)."""
-        from tracker.text.units import read_units
-
         return len(read_units(text))
 
     # -- index ----------------------------------------------------------------

@@ -228,6 +228,14 @@ class EnglishTable:
         at, known = self._find(hashes)
         return np.where(known, self.zipf10[at] / 10.0, 0.0)
 
+    def zipf_of_ids(self, ids: np.ndarray) -> np.ndarray:
+        """Zipf frequency of each word given by its unit id (``word_id``; 0 for a word
+        outside the list)."""
+        sorted_ids, zipf10 = _id_table(self.hashes.tobytes(), self.zipf10.tobytes())
+        at = np.searchsorted(sorted_ids, ids)
+        at[at >= sorted_ids.size] = 0
+        return np.where(sorted_ids[at] == ids, zipf10[at] / 10.0, 0.0)
+
     def _find(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index, found) of each hash in ``self.hashes``: the top ``_BUCKET_BITS`` bits
         of a hash give the range of sorted hashes it can be in (a few passes over the
@@ -248,6 +256,18 @@ class EnglishTable:
 
 
 _BUCKET_BITS = 16
+
+
+def word_id(hashes: np.ndarray) -> np.ndarray:
+    """A word's unit id (uint32, top bit set: never a code point) from its hash."""
+    return ((hashes >> np.uint64(33)) | np.uint64(0x80000000)).astype(np.uint32)
+
+
+@functools.cache
+def _id_table(hashes: bytes, zipf10: bytes) -> tuple[np.ndarray, np.ndarray]:
+    ids = word_id(np.frombuffer(hashes, dtype=np.uint64))
+    order = np.argsort(ids, kind="stable")
+    return ids[order], np.frombuffer(zipf10, dtype=np.uint8)[order]
 
 
 @functools.cache
@@ -316,13 +336,14 @@ class Words:
 _NO_WORDS = Words(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
 
 
-def latin_words(text: str, cps: np.ndarray | None = None) -> Words:
+def latin_words(text: str, cps: np.ndarray | None = None, cls: np.ndarray | None = None) -> Words:
     """Every Latin word of ``text`` (see the module), with no run rule: an English text's
-    words."""
+    words. ``cps``/``cls``: its code points and their classes, when known."""
     if cps is None:
         cps = code_points(text)
     cls_table, fold = _tables()
-    cls = cls_table[cps]
+    if cls is None:
+        cls = cls_table[cps]
     at = np.flatnonzero((cls == LETTER) | (cls == JOINER))
     if at.size == 0:
         return _NO_WORDS
@@ -390,8 +411,32 @@ def _unwrap_hyphens(text: str, cls: np.ndarray) -> np.ndarray:
     return cls if out is None else out
 
 
+#: Texts up to this long are remembered (the last ``_CACHED`` of them): one check reads
+#: its suspect for the engine, the verifier and the report.
+_CACHE_CHARS = 1_000_000
+_CACHED = 4
+
+
 def read_units(text: str) -> Units:
-    """The units of ``text`` (see the module)."""
+    """The units of ``text`` (see the module). Its arrays are read-only."""
+    if len(text) <= _CACHE_CHARS:
+        return _read_cached(text)
+    return _read(text)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _read_cached(text: str) -> Units:
+    return _read(text)
+
+
+def _read(text: str) -> Units:
+    units = _read_units(text)
+    for array in (units.codes, units.offsets, units.ids):
+        array.setflags(write=False)
+    return units
+
+
+def _read_units(text: str) -> Units:
     han_codes, han_offsets = initial_codes(text)
     cps = code_points(text)
     words = _words_in_runs(text, cps, han_offsets)
@@ -399,7 +444,7 @@ def read_units(text: str) -> Units:
         ids = cps[han_offsets].astype(np.uint32) if han_offsets.size else np.zeros(0, np.uint32)
         return Units(han_codes, han_offsets, ids)
     letters = word_letters(words.hashes)
-    ids32 = ((words.hashes >> np.uint64(33)) | np.uint64(0x80000000)).astype(np.uint32)
+    ids32 = word_id(words.hashes)
     w_codes = letters.ravel()
     w_offsets = np.stack([words.starts, words.ends - 1], axis=1).ravel()
     w_ids = np.repeat(ids32, UNITS_PER_WORD)
@@ -417,13 +462,18 @@ def _words_in_runs(text: str, cps: np.ndarray, han_offsets: np.ndarray) -> Words
     character (or a word read as pinyin) between them."""
     if cps.size == 0 or not _may_hold_words(cps):
         return _NO_WORDS
-    words = latin_words(text, cps)
-    if words.starts.size == 0 or han_offsets.size == 0:
-        return words
+    if han_offsets.size == 0:
+        return latin_words(text, cps)
     # Units from the pinyin table: Han characters, and pinyin letters (ASCII).
     is_han = initials_table()[cps[han_offsets]] > 0
     han_at = han_offsets[is_han]
     py_at = han_offsets[~is_han]
+    cls = _tables()[0][cps]
+    if not _may_hold_a_run(cls, han_at):
+        return _NO_WORDS
+    words = latin_words(text, cps, cls)
+    if words.starts.size == 0:
+        return words
     keep = np.ones(words.starts.size, dtype=bool)
     if py_at.size:  # a word read as pinyin is no English word
         keep &= np.searchsorted(py_at, words.starts) == np.searchsorted(py_at, words.ends)
@@ -445,6 +495,22 @@ def _words_in_runs(text: str, cps: np.ndarray, han_offsets: np.ndarray) -> Words
     if keep.all():
         return words
     return Words(words.starts[keep], words.ends[keep], words.hashes[keep])
+
+
+def _may_hold_a_run(cls: np.ndarray, han_at: np.ndarray) -> bool:
+    """Whether a text with Han characters at ``han_at`` may hold a run of ``MIN_RUN``
+    words, or more words than Han characters (a cheap upper bound: every word starts
+    at a letter after a character that is neither a letter nor a joiner)."""
+    letter = cls == LETTER
+    starts = np.flatnonzero(letter[1:] & ~(letter[:-1] | (cls[:-1] == JOINER))) + 1
+    if letter[0]:
+        starts = np.concatenate([[0], starts])
+    if starts.size < MIN_RUN:
+        return False
+    if starts.size > han_at.size:
+        return True
+    per_stretch = np.bincount(np.searchsorted(han_at, starts))
+    return int(per_stretch.max()) >= MIN_RUN
 
 
 def _may_hold_words(cps: np.ndarray) -> bool:
