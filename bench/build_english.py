@@ -79,7 +79,8 @@ def main() -> None:
     share = mass / mass.sum()
     print(f"{len(items)} words -> {args.out}")
     print(
-        f"max |share - target| over the table's own running text: {np.abs(share - target).max():.4f}"
+        "max |share - target| over the table's own running text: "
+        f"{np.abs(share - target).max():.4f}"
     )
 
 
