@@ -384,6 +384,25 @@ def latin_words(text: str, cps: np.ndarray | None = None, cls: np.ndarray | None
     return Words(starts.astype(np.int64), (lasts + 1).astype(np.int64), hashes)
 
 
+def word_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` widened to whole Latin words: back to the start of the word the
+    character at ``start`` is in, on to the end of the one ``end - 1`` is in (letters and
+    joiners); Han and other characters stay where they are."""
+    cls, _ = _tables()
+    n = len(text)
+
+    def inside(i: int) -> bool:
+        return 0 <= i < n and int(cls[ord(text[i])]) in (LETTER, JOINER)
+
+    if inside(start):
+        while inside(start - 1):
+            start -= 1
+    if inside(end - 1):
+        while inside(end):
+            end += 1
+    return start, end
+
+
 def _glued(near: np.ndarray, beyond: np.ndarray, cls_table: np.ndarray) -> np.ndarray:
     """Whether a word is glued to an address or a code by the character ``near`` it (and
     the one ``beyond`` that): a digit, or ``.``/``/``/``@``... with a letter or digit
