@@ -52,8 +52,8 @@ from tracker.align import (
     seeds,
 )
 from tracker.engines.base import Candidate, Engine
-from tracker.text.units import word_bounds
 from tracker.records import Mother
+from tracker.text.units import word_bounds
 
 # Characters of one window, and of the overlap of two consecutive windows. A window of
 # 100,000 characters keeps the engine's per-query arrays to a few tens of MB.

@@ -114,9 +114,7 @@ def test_other_english_text_is_not_flagged(library: Library) -> None:
 
 def test_a_long_english_suspect_is_read_in_windows(library: Library) -> None:
     text = (HOST + BOOK[5000:15000]) * 4
-    matcher = Matcher(
-        library.store, library.engine(), policy=library.policy, window_chars=12_000
-    )
+    matcher = Matcher(library.store, library.engine(), policy=library.policy, window_chars=12_000)
     windowed = matcher.match(text)
     assert {m.mother_id for m in windowed.matches} - {"translation"} == {"time-machine"}
     (match,) = [m for m in windowed.matches if m.mother_id == "time-machine"]
