@@ -130,3 +130,14 @@ def test_every_str_is_read_without_error() -> None:
     for text in ["", " ", "\ud800lone", "a", "é" * 5, "-\n-\n", "x" * 10_000]:
         units = read_units(text)
         assert units.codes.size == units.offsets.size == units.ids.size
+
+
+def test_word_bounds_widen_to_whole_words_only() -> None:
+    from tracker.text.units import word_bounds
+
+    text = "他说：the Time Tra\u200bveller，然后"
+    a = text.index("ime")
+    b = text.index("vel") + 2
+    assert text[slice(*word_bounds(text, a, b))] == "Time Tra\u200bveller"
+    han = text.index("说")
+    assert word_bounds(text, han, han + 1) == (han, han + 1)
