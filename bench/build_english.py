@@ -5,11 +5,11 @@ Usage: python bench/build_english.py [--words 50000] [--out tracker/data/english
 Needs ``wordfreq`` (a dev dependency: the package reads only the table). For the
 ``--words`` most frequent English words of wordfreq (its ``top_n_list('en')``, its Zipf
 frequencies), folded as the reader folds them (``fold_word``; words with digits or
-other characters are left out), it stores each word's hash, its two letters and its
+other characters are left out), it stores each word's hash, its three letters and its
 Zipf frequency x10. The letters: words are taken most frequent first; each one's first
 letter is the letter whose share of the running text assigned so far is furthest below
-its target share, its second likewise (the pair then adds the word's frequency to both
-letters' shares). The target shares are the pinyin initials' frequencies in the
+its target share, its second and third likewise (each adds a third of the word's
+frequency to its letter's share). The target shares are the pinyin initials' frequencies in the
 shipped Chinese reference (``tracker/data/reference.json``), so English units are spread
 over the letters as Chinese ones are, and the Chinese reference's count distributions
 normalise English windows too. The script prints the result's deviation from the target
@@ -58,12 +58,13 @@ def main() -> None:
     mass = np.zeros(len(INITIAL_LETTERS))
     first = np.zeros(len(items), dtype=np.uint8)
     second = np.zeros(len(items), dtype=np.uint8)
+    third = np.zeros(len(items), dtype=np.uint8)
     for i, (_h, (_w, f, _z)) in enumerate(items):
-        for out in (first, second):
+        for out in (first, second, third):
             total = mass.sum() + f
             c = int(np.argmax(target * total - mass))
             out[i] = c
-            mass[c] += f / 2
+            mass[c] += f / 3
     hashes = np.array([h for h, _ in items], dtype=np.uint64)
     zipf10 = np.array([round(v[2] * 10) for _, v in items], dtype=np.uint8)
     order = np.argsort(hashes)
@@ -72,6 +73,7 @@ def main() -> None:
         hashes=hashes[order],
         first=first[order],
         second=second[order],
+        third=third[order],
         zipf10=zipf10[order],
         shares=target,
         source=np.array(f"wordfreq top_n_list('en', {args.words})"),

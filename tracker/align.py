@@ -82,6 +82,7 @@ from tracker.align_seeds import (  # noqa: F401 - re-exported for callers
     prepare,
     seeds,
 )
+from tracker.text.units import UNITS_PER_WORD
 
 # Where step 4 reads a cluster's characters: the suspect prepared (whole, or just the
 # piece under the cluster), the cluster in that piece's positions, and the character
@@ -213,8 +214,8 @@ def reprint_sentences(
             continue
         view, suspect, _shift = local(c)
         if not (
-            _sentence(suspect.offsets, view.s_start, view.s_end)
-            and _sentence(mother.offsets, c.m_start, c.m_end)
+            _sentence(suspect.offsets, view.s_start, view.s_end, suspect.breaks)
+            and _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks)
         ):
             continue  # stock phrases run across sentences; a reprint copies sentences
         cheap.append((c, similarity))
@@ -251,14 +252,23 @@ def reprint_sentences(
     return best
 
 
-def _sentence(offsets: np.ndarray, start: int, end: int) -> bool:
+def _sentence(offsets: np.ndarray, start: int, end: int, breaks: np.ndarray | None = None) -> bool:
     """Whether initials ``start`` to ``end`` stand between two breaks of the text
     (punctuation, a number, a line break, the text's edges: characters that have no
     initial), each within one initial of the edge (a run may reach one initial further
-    by chance): a sentence or a clause, not words from inside two of them."""
+    by chance): a sentence or a clause, not words from inside two of them. In a text
+    with English words, ``breaks`` (``Prepared.breaks``) says where the breaks are, and
+    the edges may be a word (its units) off."""
     n = offsets.size
     if start < 0 or end > n or end - start < 2:
         return False
+    if breaks is not None:
+
+        def cut(i: int) -> bool:
+            return i <= 0 or i >= n or bool(breaks[i])
+
+        near = range(UNITS_PER_WORD + 1)
+        return any(cut(start + d) for d in near) and any(cut(end - d) for d in near)
 
     def gap(i: int) -> bool:  # a character without an initial before initial ``i``
         return i <= 0 or i >= n or int(offsets[i]) - int(offsets[i - 1]) > 1

@@ -10,7 +10,7 @@ import numpy as np
 
 from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED
 from tracker.fingerprint import letter_indices
-from tracker.text.units import read_units
+from tracker.text.units import read_units, unit_breaks
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,10 @@ class Prepared:
     # A suspect's bitmap of its grams (``_pairs_by_suspect``), made once for all the
     # candidates it is aligned with: (bits, table).
     gram_table: tuple[int, np.ndarray] | None = None
+    # A text with English words: per unit, whether a break of the text (punctuation, a
+    # number ...) stands before it (``tracker.text.units.unit_breaks``); None: a break
+    # is a character without a unit (Chinese text).
+    breaks: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -142,6 +146,7 @@ class Prepared:
             grams=self.grams[start : max(start, end - k + 1)],
             base=self.base + start,
             chars=self.chars,
+            breaks=self.breaks,
         )
 
 
@@ -158,7 +163,10 @@ def prepare(text: str, k: int = 8, *, index: bool = False) -> Prepared:
             grams <<= np.uint64(5)
             grams |= idx[j : n - k + 1 + j]
     chars = units.ids if n else None
-    prepared = Prepared(idx=idx.astype(np.uint8), offsets=offsets, grams=grams, chars=chars)
+    breaks = unit_breaks(text, units) if units.words else None
+    prepared = Prepared(
+        idx=idx.astype(np.uint8), offsets=offsets, grams=grams, chars=chars, breaks=breaks
+    )
     if index:
         prepared.order = np.argsort(grams, kind="stable")
         prepared.sorted_grams = grams[prepared.order]

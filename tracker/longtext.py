@@ -115,7 +115,7 @@ def windows(text: str, *, size: int, overlap: int, k: int, margin: int) -> Itera
             if end >= n:
                 next_start = None
                 break
-            # The next window starts at a word's start (an English word's two units
+            # The next window starts at a word's start (an English word's units
             # stand in one window: the whole text's units are the windows' units).
             next_start = word_bounds(text, end - overlap, end - overlap + 1)[0]
             # Initials of this window at or after the next window's start.
@@ -340,7 +340,7 @@ class LongSuspect:
         def local(c: _Cluster) -> tuple[_Cluster, Prepared, int]:
             # Only the suspect's characters under the cluster are prepared, from the
             # start of the word its first unit is in to the end of the word its last one
-            # is in (an English word's two units stand at its first and last letter).
+            # is in (an English word's units stand at its first, middle and last letter).
             first, end = char_of[c.s_start], char_end[c.s_end]
             a, b = word_bounds(text, first, end)
             piece = prepare(text[a:b], p.k)

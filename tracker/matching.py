@@ -36,7 +36,7 @@ from tracker.noise import (
 )
 from tracker.records import Match, Mother
 from tracker.store.base import Store
-from tracker.text.units import read_units, unit_codes
+from tracker.text.units import UNITS_PER_WORD, read_units, unit_codes
 
 #: Mothers and their alignment with a suspect, as the verify stage found them.
 Aligned = list[tuple[Mother, Alignment]]
@@ -403,7 +403,7 @@ def short_work_warnings(documents: list[tuple[str, str]], min_copied: int) -> li
         n = len(units)
         if n < min_copied:
             what = (
-                f"{n} units ({units.words} English words, two units each)"
+                f"{n} units ({units.words} English words, {UNITS_PER_WORD} units each)"
                 if units.words
                 else f"{n} Chinese characters"
             )

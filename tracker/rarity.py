@@ -15,7 +15,8 @@ English (issue #40): a text's English words are read through the units'
 identities (``tracker.text.units``: a word's id); a 4-gram of consecutive words is
 common when each of its words is at least as frequent as ``COMMON_ZIPF`` in wordfreq's
 English list (the bundled ``tracker/data/english.npz``): "and it was the", "I do not
-know". In the novels of the tests about 10 % of word 4-grams are so, in formulas most.
+know". In the Time Machine excerpt of the tests 4.8 % of word 4-grams are so (0.3 %
+of its 150-character stretches have more than 25 %), in formulas most.
 ``ReferenceGrams.ordinariness`` of an array of unit ids counts both kinds together.
 
 A 4-gram is four consecutive Han characters (U+4E00-U+9FFF) once everything else is
@@ -38,7 +39,7 @@ from tracker.text.units import english_table
 
 GRAM = 4
 #: An English word at least this frequent (Zipf scale, wordfreq) is a common word.
-COMMON_ZIPF = 5.5
+COMMON_ZIPF = 5.8
 _WORD_BIT = 0x80000000
 _HAN_LO, _HAN_HI = 0x4E00, 0x9FFF
 DATA_FILE = "rarity.npz"
@@ -126,7 +127,7 @@ class ReferenceGrams:
 
 
 def english_ordinariness(ids: np.ndarray) -> Ordinariness:
-    """Of the English word 4-grams in an array of unit ids (a word's two units count
+    """Of the English word 4-grams in an array of unit ids (a word's units count
     once), how many are made of common words (``COMMON_ZIPF``)."""
     ids = np.asarray(ids, dtype=np.uint32)
     words = ids[ids >= _WORD_BIT]

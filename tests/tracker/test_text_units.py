@@ -32,9 +32,9 @@ def test_word_offsets_are_exact() -> None:
     assert words == text.replace("(", " ").replace(")", " ").split()
     units = read_units(text)
     assert units.words == len(words) and len(units) == UNITS_PER_WORD * len(words)
-    # A word's two units stand at its first and its last letter.
-    assert text[units.offsets[0]] == "T" and text[units.offsets[1]] == "e"
-    assert text[units.offsets[-2]] == "h" and text[units.offsets[-1]] == "m"
+    # A word's three units stand at its first, middle and last letter.
+    assert [text[i] for i in units.offsets[:3]] == ["T", "h", "e"]
+    assert [text[i] for i in units.offsets[-3:]] == ["h", "i", "m"]
     assert set(units.letters) <= set(INITIAL_LETTERS)
     assert (np.diff(units.offsets) >= 0).all()
 
@@ -59,7 +59,7 @@ def test_evasions_read_as_the_plain_text(evaded: str) -> None:
     assert (units.ids == plain.ids).all()
     # Offsets point into the evaded text itself: first and last letter of each word.
     for (a, b), word in zip(
-        zip(units.offsets[::2].tolist(), units.offsets[1::2].tolist(), strict=True),
+        zip(units.offsets[::3].tolist(), units.offsets[2::3].tolist(), strict=True),
         ["t", "t", "t", "s"],
         strict=True,
     ):

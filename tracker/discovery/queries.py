@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.text.units import english_table, fold_word, hash_word, read_units
+from tracker.text.units import UNITS_PER_WORD, english_table, fold_word, hash_word, read_units
 
 __all__ = ["LibraryStats", "Query", "candidates", "split_sentences", "work_queries"]
 
@@ -231,7 +231,7 @@ def _english_scored(
 def is_english(text: str) -> bool:
     """Whether a work reads as English: more Latin words than Han characters."""
     units = read_units(text)
-    return units.words > len(units) - 2 * units.words
+    return units.words > len(units) - UNITS_PER_WORD * units.words
 
 
 def work_queries(

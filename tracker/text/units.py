@@ -8,21 +8,22 @@ stream whatever the text's script:
 
 - **Chinese.** A Han character gives its pinyin initial, and pinyin syllables written
   for characters count as those characters: exactly ``tracker.pinyin.initial_codes``.
-- **English** (and other Latin-script text). A word gives **two** units, one at its
-  first and one at its last letter. A word carries far more than one initial does (an
-  English word has ~10 bits of identity, a pinyin initial ~4), so a word counts as two
+- **English** (and other Latin-script text). A word gives **three** units, at its
+  first, middle and last letter. A word carries far more than one initial does (an
+  English word has ~10 bits of identity, a pinyin initial ~4), so a word counts as three
   units: every length counted in units (the minimum copied length, the seed and window
   lengths, the anchor of a passage) then means about the same evidence in both scripts.
-  The minimum copied length of 50 units is 50 Han characters or 25 English words (about
-  140 characters). The two letters of a word come from a table generated from
-  ``wordfreq``'s English word list (``bench/build_english.py`` writes
-  ``tracker/data/english.npz``): the 50,000 most frequent words are assigned, most
-  frequent first, to the letter whose share of English running text is furthest below
-  its share of pinyin initials in the Chinese reference (``tracker/data/reference.json``);
-  other words take letters by a hash of the word, drawn with the same shares. English
-  text thus has the letter distribution the fingerprints are normalised against, and a
-  window may hold both scripts. ``unit_ids`` tells units apart beyond their letter: a
-  Han character's code point, a word's 32-bit hash (top bit set).
+  The minimum copied length of 50 units is 50 Han characters or 17 English words (about
+  95 characters: a copy of 150 characters holds it even with a word cut at each end).
+  The three letters of a word come from a table generated from ``wordfreq``'s English
+  word list (``bench/build_english.py`` writes ``tracker/data/english.npz``): the
+  50,000 most frequent words are assigned, most frequent first, to the letters whose
+  share of English running text is furthest below their share of pinyin initials in the
+  Chinese reference (``tracker/data/reference.json``); other words take letters by a
+  hash of the word, drawn with the same shares. English text thus has the letter
+  distribution the fingerprints are normalised against, and a window may hold both
+  scripts. ``Units.ids`` tells units apart beyond their letter: a Han character's code
+  point, a word's 32-bit hash (top bit set).
 
 What a word is, and the evasions undone. Letters are read through a fold table built
 from Unicode data: NFKC (fullwidth and mathematical letters become ASCII), lower case,
@@ -64,7 +65,7 @@ from tracker.pinyin import INITIAL_LETTERS, code_points, initial_codes, initials
 #: Words in a run of Latin words (no Han character between them) for the run to be read.
 MIN_RUN = 8
 #: Units one word gives.
-UNITS_PER_WORD = 2
+UNITS_PER_WORD = 3
 #: The bundled English table (``bench/build_english.py``).
 DATA_FILE = "english.npz"
 
@@ -106,10 +107,10 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 @dataclass(frozen=True)
 class Units:
     """A text's units (see the module): ``codes[i]`` the ASCII letter (uint8) of unit i,
-    ``offsets[i]`` the character of the text it stands for (int64, non-decreasing: a
-    one-letter word's two units share it), ``ids[i]`` what the unit is beyond its letter
-    (uint32: the code point of a Han character or pinyin letter, a word's hash with the
-    top bit set). ``words``: English words read (each two units)."""
+    ``offsets[i]`` the character of the text it stands for (int64, non-decreasing: the
+    units of a word of one or two letters share some), ``ids[i]`` what the unit is
+    beyond its letter (uint32: the code point of a Han character or pinyin letter, a word's hash with the
+    top bit set). ``words``: English words read (each ``UNITS_PER_WORD`` units)."""
 
     codes: np.ndarray
     offsets: np.ndarray
@@ -214,12 +215,13 @@ def hash_word(word: str) -> int:
 
 @dataclass(frozen=True)
 class EnglishTable:
-    """The bundled English table: sorted word hashes, each word's two letters (indexes
+    """The bundled English table: sorted word hashes, each word's three letters (indexes
     into INITIAL_LETTERS) and Zipf frequency (x10), and the letters' target shares."""
 
     hashes: np.ndarray
     first: np.ndarray
     second: np.ndarray
+    third: np.ndarray
     zipf10: np.ndarray
     shares: np.ndarray
 
@@ -295,6 +297,7 @@ def english_table() -> EnglishTable:
             hashes=z["hashes"].astype(np.uint64),
             first=z["first"].astype(np.uint8),
             second=z["second"].astype(np.uint8),
+            third=z["third"].astype(np.uint8),
             zipf10=z["zipf10"].astype(np.uint8),
             shares=z["shares"].astype(np.float64),
         )
@@ -304,23 +307,23 @@ _ALPHABET = np.frombuffer(INITIAL_LETTERS.encode("ascii"), dtype=np.uint8)
 
 
 def word_letters(hashes: np.ndarray, table: EnglishTable | None = None) -> np.ndarray:
-    """(words x 2) ASCII letters of words given by hash: from the table for the listed
+    """(words x 3) ASCII letters of words given by hash: from the table for the listed
     words, else drawn by the hash with the table's shares."""
     table = table or english_table()
     at, known = table._find(hashes)
     cdf = np.cumsum(table.shares)
     cdf /= cdf[-1]
     top = len(INITIAL_LETTERS) - 1
-    first, second = table.first[at], table.second[at]
+    columns = [table.first[at], table.second[at], table.third[at]]
     unknown = np.flatnonzero(~known)
     if unknown.size:
         rest = hashes[unknown]
         with np.errstate(over="ignore"):
-            u1 = (rest >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-            u2 = ((rest * _MIX1) >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-        first[unknown] = np.minimum(np.searchsorted(cdf, u1), top)
-        second[unknown] = np.minimum(np.searchsorted(cdf, u2), top)
-    return np.stack([_ALPHABET[first], _ALPHABET[second]], axis=1)
+            for column, mix in zip(columns, (None, _MIX1, _MIX2), strict=True):
+                h = rest if mix is None else rest * mix
+                u = (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+                column[unknown] = np.minimum(np.searchsorted(cdf, u), top)
+    return np.stack([_ALPHABET[c] for c in columns], axis=1)
 
 
 @dataclass(frozen=True)
@@ -465,7 +468,8 @@ def _read_units(text: str) -> Units:
     letters = word_letters(words.hashes)
     ids32 = word_id(words.hashes)
     w_codes = letters.ravel()
-    w_offsets = np.stack([words.starts, words.ends - 1], axis=1).ravel()
+    last = words.ends - 1
+    w_offsets = np.stack([words.starts, (words.starts + last) // 2, last], axis=1).ravel()
     w_ids = np.repeat(ids32, UNITS_PER_WORD)
     if han_offsets.size == 0:
         return Units(w_codes, w_offsets, w_ids, int(words.starts.size))
@@ -540,6 +544,42 @@ def _may_hold_words(cps: np.ndarray) -> bool:
         return True
     wide = ((cps - 0xC0) < 0x470) | ((cps - 0xFF21) < 0x3A) | ((cps - 0x1D400) < 0x400)
     return int(np.count_nonzero(wide | ((cps - 0x1E00) < 0x100))) >= MIN_RUN
+
+
+_SPACES = np.zeros(128, dtype=bool)
+for _c in " \t\n\r\v\f":
+    _SPACES[ord(_c)] = True
+
+
+def unit_breaks(text: str, units: Units) -> np.ndarray:
+    """Per unit of ``text``, whether a break of the text stands before it: before a Han
+    character's unit, any character without a unit (punctuation, a number, a line
+    break: as in Chinese text); before a word's first unit, a character other than white
+    space since the unit before (``, `` or ``. `` but not a space or a line wrapped
+    mid-sentence); never before a word's other units. The first unit has one."""
+    n = len(units)
+    out = np.ones(n, dtype=bool)
+    if n < 2:
+        return out
+    cps = code_points(text)
+    space = (cps < 128) & _SPACES[np.minimum(cps, 127)]
+    space |= (cps == 0xA0) | (cps == 0x3000)
+    visible = np.zeros(cps.size + 1, dtype=np.int64)
+    np.cumsum(~space, out=visible[1:])
+    off = units.offsets
+    after_prev = off[:-1] + 1
+    anything = off[1:] > after_prev
+    something = visible[off[1:]] > visible[np.minimum(after_prev, off[1:])]
+    word = units.ids >= 0x80000000
+    # A word's units come together (``UNITS_PER_WORD`` of them): in each stretch of
+    # consecutive word units, a word's first unit is at a multiple of that.
+    idx = np.arange(n)
+    starts = word & ~np.concatenate([[False], word[:-1]])
+    stretch = np.maximum.accumulate(np.where(starts, idx, 0))
+    inner = word & ((idx - stretch) % UNITS_PER_WORD != 0)
+    out[1:] = np.where(word[1:], something, anything)
+    out[inner] = False
+    return out
 
 
 def unit_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
