@@ -109,8 +109,9 @@ class Units:
     """A text's units (see the module): ``codes[i]`` the ASCII letter (uint8) of unit i,
     ``offsets[i]`` the character of the text it stands for (int64, non-decreasing: the
     units of a word of one or two letters share some), ``ids[i]`` what the unit is
-    beyond its letter (uint32: the code point of a Han character or pinyin letter, a word's hash with the
-    top bit set). ``words``: English words read (each ``UNITS_PER_WORD`` units)."""
+    beyond its letter (uint32: the code point of a Han character or pinyin letter, a
+    word's hash with the top bit set). ``words``: English words read (each
+    ``UNITS_PER_WORD`` units)."""
 
     codes: np.ndarray
     offsets: np.ndarray
