@@ -33,6 +33,7 @@ import numpy as np
 
 from tracker.pinyin import INITIAL_LETTERS, initial_codes
 from tracker.records import JSONObject
+from tracker.text.units import unit_codes
 
 #: Maximum number of letters that fit in 64 bits for each number of levels.
 MAX_LETTERS = {L: int(64 * math.log(2) / math.log(L) + 1e-9) for L in (2, 4, 8, 10)}
@@ -388,7 +389,7 @@ class Fingerprinter:
     def fingerprints(self, text: str, *, stride: int | None = None) -> Fingerprints:
         """Fingerprints of ``text``: mother windows by default (stride from the overlap);
         pass ``stride=1`` for the dense suspect pass."""
-        codes, offsets = initial_codes(text)
+        codes, offsets = unit_codes(text)
         values, starts = self.from_letter_indices(
             letter_indices(codes), stride if stride is not None else self.params.stride
         )

@@ -53,6 +53,7 @@ from tracker.align import (
 )
 from tracker.engines.base import Candidate, Engine
 from tracker.records import Mother
+from tracker.text.units import word_bounds
 
 # Characters of one window, and of the overlap of two consecutive windows. A window of
 # 100,000 characters keeps the engine's per-query arrays to a few tens of MB.
@@ -114,7 +115,9 @@ def windows(text: str, *, size: int, overlap: int, k: int, margin: int) -> Itera
             if end >= n:
                 next_start = None
                 break
-            next_start = end - overlap
+            # The next window starts at a word's start (an English word's units
+            # stand in one window: the whole text's units are the windows' units).
+            next_start = word_bounds(text, end - overlap, end - overlap + 1)[0]
             # Initials of this window at or after the next window's start.
             first_next = int(np.searchsorted(prepared.offsets, next_start - start))
             if prepared.n - first_next >= 2 * margin:
@@ -335,9 +338,14 @@ class LongSuspect:
         _fill_in(clusters, leftovers)
 
         def local(c: _Cluster) -> tuple[_Cluster, Prepared, int]:
-            # Only the suspect's characters under the cluster are prepared.
+            # Only the suspect's characters under the cluster are prepared, from the
+            # start of the word its first unit is in to the end of the word its last one
+            # is in (an English word's units stand at its first, middle and last letter).
             first, end = char_of[c.s_start], char_end[c.s_end]
-            return c.shifted(c.s_start), prepare(text[first:end], p.k), first
+            a, b = word_bounds(text, first, end)
+            piece = prepare(text[a:b], p.k)
+            skip = int(np.searchsorted(piece.offsets, first - a, side="left"))
+            return c.shifted(c.s_start - skip), piece, a
 
         return keep_passages(
             clusters,

@@ -34,9 +34,9 @@ from tracker.noise import (
     regions,
     script_warning,
 )
-from tracker.pinyin import initial_codes
 from tracker.records import Match, Mother
 from tracker.store.base import Store
+from tracker.text.units import UNITS_PER_WORD, read_units, unit_codes
 
 #: Mothers and their alignment with a suspect, as the verify stage found them.
 Aligned = list[tuple[Mother, Alignment]]
@@ -284,7 +284,7 @@ class Matcher:
             if not self.policy.is_copy(alignment):
                 continue
             if offsets is None and len(alignment.passages) > 1:
-                offsets = initial_codes(text)[1]
+                offsets = unit_codes(text)[1]
             result.matches.append(
                 Match(
                     suspect_id=suspect_id,
@@ -393,18 +393,22 @@ class Matcher:
 
 
 def short_work_warnings(documents: list[tuple[str, str]], min_copied: int) -> list[str]:
-    """A warning for each ``(id, text)`` whose Han characters are fewer than the
-    minimum copied length: a copy of it alone can never be reported (the rule of
-    ``MatchPolicy.is_copy``); lower the length (``yinji index configure --min-copied``)
-    or join short works."""
-    from tracker.pinyin import initials
-
+    """A warning for each ``(id, text)`` whose units (``tracker.text.units``: Han
+    characters, two for an English word) are fewer than the minimum copied length: a
+    copy of it alone can never be reported (the rule of ``MatchPolicy.is_copy``); lower
+    the length (``yinji index configure --min-copied``) or join short works."""
     out = []
     for doc_id, text in documents:
-        n = len(initials(text))
+        units = read_units(text)
+        n = len(units)
         if n < min_copied:
+            what = (
+                f"{n} units ({units.words} English words, {UNITS_PER_WORD} units each)"
+                if units.words
+                else f"{n} Chinese characters"
+            )
             out.append(
-                f"work {doc_id!r}: {n} Chinese characters, fewer than the minimum copied "
+                f"work {doc_id!r}: {what}, fewer than the minimum copied "
                 f"length of {min_copied}: a copy of this work alone can never be reported "
                 "(lower it with `yinji index configure --min-copied`, or join short works)"
             )

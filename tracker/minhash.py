@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from tracker.pinyin import initials as _initials
 from tracker.simhash import ngram_hashes
 from tracker.simhash import normalize as _normalize_alnum
+from tracker.text.units import unit_letters as _initials
 
 __all__ = ["MinHasher", "exact_jaccard", "hash32", "jaccard", "jaccard_matrix", "shingle_hashes32"]
 

@@ -1,14 +1,16 @@
 """What of a suspect the engine reads: the scripts it can read, and noise at a fixed
 rhythm taken out before fingerprinting (issue #26).
 
-**Scripts.** The engines and the verifier read Chinese text (pinyin initials of Han
-characters, and pinyin syllables written for them): an English page, or one with a
-Chinese sentence in it, cannot match, and must not say "no match" silently.
-``script_warning`` names such a document: no Han character at all (``no-chinese``),
-fewer than a copy needs (``few-chinese``: under the library's minimum copied length),
-or mostly words of scripts the engine does not read (``mostly-other``: more such words
-than Han characters). What an engine reads is declared on it (``Engine.scripts`` and
-``Engine.readable``), so an engine for Latin-script works can declare its own.
+**Scripts.** The engines and the verifier read Chinese and English text (the units of
+``tracker.text.units``: pinyin initials of Han characters and of pinyin syllables
+written for them, two for a word of Latin letters). A page in a script Yinji cannot
+read (Russian, Japanese kana, Korean, Arabic ...) cannot match, and must not say "no
+match" silently. ``script_warning`` names such a document: nothing read at all
+(``no-chinese``), a text without Latin words of which fewer units are read than a copy
+needs (``few-chinese``: under the library's minimum copied length), or mostly words of
+scripts the engine does not read (``mostly-other``: more such words than units read).
+An English text is in a script Yinji reads: a short one gets no warning. What an engine
+reads is declared on it (``Engine.scripts`` and ``Engine.readable``).
 
 **Noise at a fixed rhythm.** Pirate pages break up copied text with a short string
 inserted again and again at a fixed rhythm: a 4-character Han watermark every 10 or
@@ -50,14 +52,18 @@ from tracker.records import JSONObject, Passage, Region
 
 if TYPE_CHECKING:
     from tracker.align import Alignment
+from tracker.text.units import read_units
 from tracker.textform import reading_order
 
 # -- scripts --------------------------------------------------------------------------
 #: Han characters (CJK Unified Ideographs, extension A, compatibility, extensions B-).
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _HAN_RE = re.compile(f"[{_HAN}]")
-#: A word of letters of other scripts (Latin, Cyrillic, kana, Hangul ...).
-_OTHER_WORD = re.compile(f"(?:(?![{_HAN}])[^\\W\\d_])+")
+#: Latin letters (ASCII, Latin-1 and the Latin Extended blocks, fullwidth).
+_LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff\uff21-\uff3a\uff41-\uff5a"
+#: A word of letters of the scripts the engines do not read (Cyrillic, kana, Hangul ...).
+_OTHER_WORD = re.compile(f"(?:(?![{_HAN}{_LATIN}])[^\\W\\d_])+")
+_LATIN_WORD = re.compile(f"[{_LATIN}]")
 
 
 @dataclass(frozen=True)
@@ -123,19 +129,23 @@ def script_warning(
     # Words are at least a character each: with more than half the characters read,
     # fewer words than that can be other (the usual case, not counted).
     if read == 0 or (read >= needed and 2 * read <= len(text)):
-        # Pinyin syllables count among ``read``: the words they were are not "other".
-        han = len(_HAN_RE.findall(text))
-        other = max(0, sum(1 for _ in _OTHER_WORD.finditer(text)) - (read - han))
+        other = sum(1 for _ in _OTHER_WORD.finditer(text))
     code = None
     if read == 0:
         code = "no-chinese"
     elif read < needed:
-        code = "few-chinese"
+        # A short English text is no script Yinji cannot read: no warning.
+        code = None if _LATIN_WORD.search(text) and _reads_latin(text) else "few-chinese"
     elif other > read:
         code = "mostly-other"
     if code is None:
         return None
     return ScriptWarning(code, name, read, needed, other, engine, tuple(scripts))
+
+
+def _reads_latin(text: str) -> bool:
+    """Whether any of ``text``'s units is an English word."""
+    return read_units(text).words > 0
 
 
 # -- noise at a fixed rhythm -----------------------------------------------------------

