@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: The modules of the service path: the façade, the services, the engines and matching.
-SERVICE_PATH = ("tracker/library.py", "tracker/services/", "tracker/matching.py")
+SERVICE_PATH = ("tracker/library.py", "tracker/services/", "tracker/matching/matcher.py")
 TOUCHED = (
     *SERVICE_PATH,
     "tracker/engines/",
     "tracker/cli.py",
-    "tracker/config.py",
-    "tracker/backends.py",
+    "tracker/plumbing/config.py",
+    "tracker/plumbing/backends.py",
 )
 
 

@@ -230,9 +230,9 @@ def digest(redis, prefix: str) -> tuple[int, str]:
 
 
 def run(data: Path, docs: Path, mode: str, work: Path) -> dict[str, object]:
-    from tracker.config import Settings
-    from tracker.documents import iter_documents
+    from tracker.documents.readers import iter_documents
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     copy = work / f"data-{mode}"
     shutil.rmtree(copy, ignore_errors=True)

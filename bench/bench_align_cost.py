@@ -1,5 +1,5 @@
 """Verification cost (issue #28): the candidates of planted suspects aligned by this
-checkout's ``tracker.align`` and by another checkout's (``--base DIR``, e.g. main before
+checkout's ``tracker.matching.align`` and by another checkout's (``--base DIR``, e.g. main before
 the change), in one process, alternating, on the same prepared inputs; the answers must
 be identical (every passage of every alignment compared).
 
@@ -44,9 +44,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
 
-    from tracker import align as new
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.matching import align as new
+    from tracker.plumbing.config import Settings
 
     old = load_align(args.base / "tracker" / "align.py", "align_base")
     texts = [json.loads(line)["text"] for line in args.works.open(encoding="utf-8")]

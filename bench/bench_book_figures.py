@@ -24,7 +24,7 @@ from _common import publish
 
 from tracker.books.model import Book, BookChapter
 from tracker.books.stats import BookIndex, _scanned_pages, book_grid, book_pages, book_summaries
-from tracker.records import Match, MatchQuery, Suspect
+from tracker.common.records import Match, MatchQuery, Suspect
 from tracker.store.sqlite import SqliteStore
 
 CHAPTERS = 200

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import machine  # noqa: E402
-from tracker.documents import decode_text  # noqa: E402
+from tracker.documents.readers import decode_text  # noqa: E402
 
 NOVELS = Path(os.environ.get("YINJI_SHARED_DATA", "/work/shared/data")) / "novels"
 
@@ -112,8 +112,8 @@ def run(tree: Path, book: Path, data: Path, *extra: str, pycache: Path | None = 
 def digest(data: Path) -> str:
     """Digest of a library's index (every Redis hash field but the random tokens) and
     of its stored works and fingerprints."""
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     h = hashlib.sha256()
     with Library.open(Settings(data_dir=data)) as lib:

@@ -39,9 +39,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, publish
 
-from tracker.books.headings import chinese_number, find_headings, split_chapters
+from tracker.books.headings import find_headings, split_chapters
 from tracker.books.parse import read_book
-from tracker.documents import decode_text
+from tracker.documents.readers import decode_text
+from tracker.text.numerals import chinese_number
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _NUMBER = re.compile(r"第([一二三四五六七八九十百千零〇○两0-9]+)[回囘章]")
@@ -295,7 +296,7 @@ def speed(data_dir: Path, chars: int, runs: int) -> list[str]:
             median_time(lambda: read_book("b.txt", gbk), runs),
         ),
         (
-            "tracker.documents.decode_text alone, GB18030 bytes (the whole file, for scale)",
+            "decode_text alone, GB18030 bytes (the whole file, for scale)",
             median_time(lambda: decode_text(gbk, "b.txt"), max(1, runs // 2)),
         ),
     ]

@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import ROOT, evict, machine, write_section
-from tracker.records import Mother
+from tracker.common.records import Mother
 from tracker.store.sqlite import MOTHER_READERS, SqliteStore
 
 HERE = Path(__file__).resolve().parents[1]

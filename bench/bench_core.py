@@ -44,8 +44,8 @@ def load_texts(path: Path) -> list[dict]:
 def bench_pinyin(data: Path, out: list[str]) -> None:
     from pypinyin import Style, lazy_pinyin
 
-    from tracker.fingerprint import Fingerprinter, FingerprintParams
-    from tracker.pinyin import initials, initials_table
+    from tracker.fingerprints.daguan import Fingerprinter, FingerprintParams
+    from tracker.text.pinyin import initials, initials_table
 
     text = "".join(d["text"] for d in load_texts(data / "novels/hongloumeng.chapters.jsonl"))
     sample = text[:200_000]
@@ -69,7 +69,7 @@ def bench_pinyin(data: Path, out: list[str]) -> None:
         "| what | characters/s | vs lazy_pinyin |",
         "|---|---|---|",
         f"| `lazy_pinyin(text, style=Style.FIRST_LETTER)` | {lazy_rate / 1e6:.3f} M | 1x |",
-        f"| `tracker.pinyin.initials` | {len(text) / t_ours / 1e6:.1f} M "
+        f"| `tracker.text.pinyin.initials` | {len(text) / t_ours / 1e6:.1f} M "
         f"| {len(text) / t_ours / lazy_rate:.0f}x |",
         f"| full fingerprinting, mother windows (stride {fpr.params.stride}) | "
         f"{len(text) / t_fp / 1e6:.1f} M | {len(text) / t_fp / lazy_rate:.0f}x |",
@@ -130,9 +130,9 @@ def corpus(data: Path) -> list[dict]:
 
 
 def bench_library(data: Path, out: list[str]) -> None:
-    from tracker.config import Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     docs = corpus(data)
     queries_src = load_texts(data / "novels/hongloumeng.trad.chapters.jsonl")

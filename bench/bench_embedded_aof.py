@@ -35,9 +35,9 @@ from _common import machine
 from textgen import work  # type: ignore[import-not-found]
 
 import tracker.indexes.redis_client as rc
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 INDEX_AOF = {
     "appendonly": "yes",

@@ -35,9 +35,9 @@ TESTS = ROOT / "tests" / "data" / "english"
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.library import Library
-from tracker.matching import Matcher
+from tracker.matching.matcher import Matcher
 from tracker.text.units import read_units
 
 data_dir, size, *parts = sys.argv[1:]
@@ -62,9 +62,9 @@ print(json.dumps({"chars": len(text), "units": len(units), "words": units.words,
 
 
 def build_library(data_dir: Path, zh_library: Path, english: list[Path]) -> None:
-    from tracker.config import Settings
-    from tracker.documents import Document, iter_documents
+    from tracker.documents.readers import Document, iter_documents
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings(data_dir=data_dir)) as lib:
         report = lib.ingest(iter_documents([zh_library]))

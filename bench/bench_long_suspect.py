@@ -1,5 +1,5 @@
 """Huge suspects (issue 10): time and peak memory of checking one suspect of 1 M to 20 M
-characters, windowed (``tracker.longtext``) against the old unwindowed path measured in
+characters, windowed (``tracker.matching.longtext``) against the old unwindowed path measured in
 the same run, and a whole pirated novel checked both ways (the same matches?).
 
 The library holds the chapters of 三国演义 and 红楼梦 (241 works) from ../shared/data.
@@ -37,9 +37,9 @@ UNWINDOWED = 10**12  # a window longer than any text: the old path
 CHILD = r"""
 import hashlib, json, resource, sys, time
 from pathlib import Path
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.library import Library
-from tracker.matching import Matcher
+from tracker.matching.matcher import Matcher
 
 data_dir, size, window, pirate, *noise = sys.argv[1:]
 size, window = int(size), int(window)
@@ -70,9 +70,9 @@ print(json.dumps({
 
 
 def build_library(data_dir: Path) -> None:
-    from tracker.config import Settings
-    from tracker.documents import iter_documents
+    from tracker.documents.readers import iter_documents
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings(data_dir=data_dir)) as lib:
         report = lib.ingest(iter_documents([DATA / f for f in LIBRARY_FILES]))
@@ -108,7 +108,7 @@ def median_of(rows: list[dict], key: str) -> float:
 def run_sizes(
     data_dir: Path, sizes: list[float], old_max: float, runs: int, timeout: float
 ) -> list[str]:
-    from tracker.longtext import WINDOW_CHARS
+    from tracker.matching.longtext import WINDOW_CHARS
 
     lines = [
         "| suspect | path | runs | median s | M chars/s | peak RSS MB | growth MB | matches "
@@ -156,7 +156,7 @@ def run_sizes(
 
 
 def run_novel(data_dir: Path, runs: int, timeout: float) -> list[str]:
-    from tracker.longtext import WINDOW_CHARS
+    from tracker.matching.longtext import WINDOW_CHARS
 
     rows: dict[str, list[dict]] = {}
     for label, window in (("windowed", WINDOW_CHARS), ("old", UNWINDOWED)):

@@ -10,7 +10,7 @@ and reports how much the peak RSS grew (``ru_maxrss``) and what the code answere
   ``/api/v1/mothers`` of the Flask app (test client, an analyst token), and one of
   31 MB, just under the default limit;
 - ``jsonl-line``: a ``.jsonl`` file of one ``--line-mb`` MB line (250) read by
-  ``tracker.documents.read_path``, and one of 60 MB, just under the default limit.
+  ``tracker.documents.readers.read_path``, and one of 60 MB, just under the default limit.
 
     python bench/bench_memory.py [--baseline main] [--write]
 """
@@ -39,7 +39,7 @@ def peak_mb():
 
 case, size_mb, work = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 if case == "json-body":
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
     from web import accounts, create_app
     settings = Settings(data_dir=work / "data")
     app = create_app(settings, testing=True)
@@ -57,7 +57,7 @@ if case == "json-body":
     seconds = time.perf_counter() - t
     answer = f"{response.status_code} {response.get_data(as_text=True).strip()[:160]}"
 else:
-    from tracker.documents import read_path
+    from tracker.documents.readers import read_path
     path = work / "big.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write('{"id": "big", "text": "')

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_section  # noqa: E402
 
-from tracker.minhash import MinHasher, exact_jaccard, jaccard  # noqa: E402
+from tracker.fingerprints.minhash import MinHasher, exact_jaccard, jaccard  # noqa: E402
 
 WS = re.compile(r"\s+")
 
@@ -181,7 +181,7 @@ def main() -> None:
     ok = default["ours"] >= 3 * default["ds_pre"]
     print("target >= 3x datasketch (pre-shingled, affine32):", "MET" if ok else "NOT MET")
     lines = [
-        "## MinHash signatures: `tracker.minhash.MinHasher` vs datasketch",
+        "## MinHash signatures: `tracker.fingerprints.minhash.MinHasher` vs datasketch",
         "",
         f"- Date: {dt.date.today().isoformat()}; machine: {machine()}",
         f"- Documents: {len(docs)} passages of novel chapters, {chars / len(docs):.0f} "

@@ -1,4 +1,4 @@
-"""What the suspect read stage (tracker/noise.py) finds in real text, and what it costs.
+"""What the suspect read stage (tracker/text/noise.py) finds in real text, and what it costs.
 
 Usage: python bench/bench_noise.py [--data ../shared/data] [--chunk 3000]
 
@@ -39,7 +39,7 @@ def corpus(data: Path) -> list[str]:
 
 
 def main() -> None:
-    from tracker.noise import find_lines, find_noise, read_suspect
+    from tracker.text.noise import find_lines, find_noise, read_suspect
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "suppo
 from _common import publish
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes.editions import Editions
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
 REGISTERED = Editions._registered

@@ -340,8 +340,8 @@ def measure(
 ) -> None:
     """Index size and planted checks of the library in ``data`` (into ``res``); with
     ``WEAK_CANDIDATES`` set (``--weak-candidates``), daguan's option for the checks."""
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     settings = replace(Settings.from_env(), data_dir=data)
     lib = Library.open(settings)
@@ -453,8 +453,8 @@ def default_checks(data: Path, cases: list[Planted], *, stats: bool = True) -> d
     # The collector's pauses inside each check (issue #37: what the slow tail waits on).
     import gc
 
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     paused = [0.0, 0.0, 0]  # (pause started, ms this check, oldest generation + 1)
 

@@ -32,11 +32,11 @@ from eval import build_cases, build_evasion_cases, build_law_suite  # noqa: E402
 def main() -> None:
     from dataclasses import replace
 
-    from tracker.align import AlignParams
-    from tracker.config import SURE_COPIED, Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
-    from tracker.matching import Matcher
+    from tracker.matching.align import AlignParams
+    from tracker.matching.matcher import Matcher
+    from tracker.plumbing.config import SURE_COPIED, Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))

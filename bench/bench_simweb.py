@@ -141,15 +141,18 @@ STAGES = {
     "fetch (HTTP, robots.txt, SSRF guard)": ("tracker.crawler.crawler:Crawler", "fetch"),
     "read: decode, extract (trafilatura), links": ("tracker.crawler.crawler", "read_page"),
     "check: Library.check_page in all": ("tracker.services.check:CheckService", "run"),
-    "  check / reading, noise (Matcher.read)": ("tracker.matching:Matcher", "read"),
-    "  check / candidates and alignment (Matcher.find)": ("tracker.matching:Matcher", "find"),
+    "  check / reading, noise (Matcher.read)": ("tracker.matching.matcher:Matcher", "read"),
+    "  check / candidates and alignment (Matcher.find)": (
+        "tracker.matching.matcher:Matcher",
+        "find",
+    ),
     # The check saves the suspect and its matches (stage 6) and records the capture and
     # the check in the evidence log (stage 7) in one step (``CheckService._save``).
     "  check / suspect, matches, capture and check saved": (
         "tracker.services.check:CheckService",
         "_save",
     ),
-    "SimHash of the text (near-duplicates)": ("tracker.simhash", "simhash"),
+    "SimHash of the text (near-duplicates)": ("tracker.fingerprints.simhash", "simhash"),
     "near-duplicate lookup and record (Redis)": ("tracker.discovery.run:NearDuplicates", "*"),
     "links followed (parse, rules, frontier batch)": (
         "tracker.discovery.run:DiscoveryRun",
@@ -418,7 +421,7 @@ PART = r"""
 import sys, json, functools
 sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
 from bench_simweb import crawler_for, INTERVAL
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.library import Library
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import SearxngProvider
@@ -439,10 +442,10 @@ with Library.open(Settings.from_env({data!r})) as lib:
 
 
 def run_kill_restart(data: Path, sim: SimWeb, pages: int) -> dict:
-    from tracker.config import Settings
     from tracker.discovery.frontier import Frontier
     from tracker.discovery.keys import DiscoveryKeys
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     env = dict(os.environ, YINJI_SCREENSHOTS="off")
     sim.reset()
@@ -662,11 +665,11 @@ def run_legado(n_sites: int, pages: int) -> dict:
     ``legado_sites``: recall of the planted chapters, pages fetched per second."""
     import json as _json
 
-    from tracker.config import Settings
     from tracker.discovery.legado.importer import import_path
     from tracker.discovery.run import DiscoveryRun, RunOptions
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="legadoweb-"))
     probe, _ = legado_sites(n_sites, 0)
@@ -734,10 +737,10 @@ def run_legado(n_sites: int, pages: int) -> dict:
 
 def default_arm(pages: int) -> dict:
     """The default discovery arm of the simulated web (provider, six sites, crawl)."""
-    from tracker.config import Settings
     from tracker.discovery.service import register_site
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     world = World.build()
     tmp = Path(tempfile.mkdtemp(prefix="simweb-"))
@@ -851,10 +854,10 @@ def main() -> None:
     if args.legado:
         legado_section(args, started)
         return
-    from tracker.config import Settings
     from tracker.discovery.service import register_site
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     world = World.build()
     tmp = Path(tempfile.mkdtemp(prefix="simweb-"))

@@ -12,7 +12,7 @@ pipelines), the candidates' texts (``get_mothers_by_seq``) and the rest (fingerp
 alignment). Also per check: CPU seconds of this process (``time.process_time``: the
 reader threads too; the Redis server's are not counted) and of the calling thread
 (``time.thread_time``), and its work: candidates verified, mothers prepared for alignment
-(``tracker.align.prepare`` calls that missed the cache, and their characters) and
+(``tracker.matching.align.prepare`` calls that missed the cache, and their characters) and
 alignments made (``align_prepared`` calls, and the initials of both sides). Prints p50 /
 p90 / p99 / max of the copies (wall and CPU), the phases' share of the slowest 1 %, the
 work per kind, and the worst checks one by one.
@@ -93,7 +93,7 @@ def instrument() -> None:
     redis.client.Pipeline.execute = _timed("redis", redis.client.Pipeline.execute)  # type: ignore[method-assign]
     SqliteStore.get_mothers_by_seq = _timed("texts", SqliteStore.get_mothers_by_seq)  # type: ignore[method-assign]
     gc.callbacks.append(_on_gc)
-    import tracker.matching as matching
+    import tracker.matching.matcher as matching
 
     real_prepare, real_align = matching.prepare, matching.align_prepared
 
@@ -129,8 +129,8 @@ def main() -> None:
     added = any((folder / "src").glob("xworks-*.jsonl"))
     cases = saved["cases"] + (saved["late"] if added else [])
     import tracker
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     instrument()
     lib = Library.open(replace(Settings.from_env(), data_dir=folder / "data"))

@@ -1,4 +1,4 @@
-"""Display order of bidi overrides (issue 25): ``tracker.textform.reading_order``
+"""Display order of bidi overrides (issue 25): ``tracker.text.textform.reading_order``
 (python-bidi, the full UAX #9) against a minimal own resolver (reverse each U+202E ...
 U+202C run, nothing else), on the same texts in one run: speed (median of 5) and what
 each gets right.
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from _common import publish
 from textgen import work
 
-from tracker.textform import reading_order
+from tracker.text.textform import reading_order
 
 _RUN = re.compile("\u202e([^\u202c\n]*)\u202c?")
 

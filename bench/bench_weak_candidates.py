@@ -22,8 +22,8 @@ from bench_long_suspect import PIRATE, build_library, run_novel, run_sizes
 
 def set_weak(data_dir: Path, weak: int) -> None:
     """Keep ``weak_candidates`` with the library, the other daguan options as they are."""
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings(data_dir=data_dir)) as lib:
         options = dict(lib.store.get_meta("engine:daguan:options") or {})

@@ -52,11 +52,11 @@ from datetime import timedelta
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from textgen import work
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.plumbing.config import Settings
+from tracker.documents.readers import Document
 from tracker.library import Library
 from tracker.store import Match, Suspect, utcnow
-from tracker.records import Passage
+from tracker.common.records import Passage
 from web import accounts
 
 data, n_works, n_matches = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])

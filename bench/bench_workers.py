@@ -151,8 +151,8 @@ class Bench:
     """One embedded installation and the ``yinji worker`` processes of a run."""
 
     def __init__(self, root: Path) -> None:
-        from tracker.config import Settings
         from tracker.indexes.redis_client import connect
+        from tracker.plumbing.config import Settings
         from workers.app import make_celery, use_app
 
         self.root = root
@@ -457,7 +457,7 @@ def kill_mid_batch(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[st
 
 
 def recheck(bench: Bench, texts: list[dict[str, Any]], n: int) -> dict[str, Any]:
-    from tracker.records import Suspect
+    from tracker.common.records import Suspect
     from tracker.store import open_store
     from workers import jobs
 
@@ -543,8 +543,8 @@ def split(settings: Any, texts: list[dict[str, Any]], group: int = 25) -> dict[s
     the check in the evidence log, the text's blob written and fsynced) and of checks
     saved ``group`` at a time as a job's chunk does it (``check_submitted_many``: one
     store transaction, one evidence commit, the blobs synced together)."""
+    from tracker.common.records import Suspect
     from tracker.library import Library
-    from tracker.records import Suspect
     from tracker.services.check import Submitted
 
     spent = {
@@ -690,7 +690,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-workers-", dir=args.folder))
     bench = Bench(root)
     try:
-        from tracker.documents import Document
+        from tracker.documents.readers import Document
         from tracker.library import Library
         from workers import jobs
 

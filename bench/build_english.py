@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     from wordfreq import top_n_list, word_frequency, zipf_frequency
 
-    from tracker.fingerprint import default_reference
-    from tracker.pinyin import INITIAL_LETTERS
+    from tracker.fingerprints.daguan import default_reference
+    from tracker.text.pinyin import INITIAL_LETTERS
     from tracker.text.units import fold_word, hash_word
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

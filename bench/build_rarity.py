@@ -13,7 +13,7 @@ fiction), traditional text converted to simplified with OpenCC, each novel cut i
 documents hold it. The novels of the evaluation's library (红楼梦, 三国演义), Lu Xun
 and the simplified Wikipedia paragraphs (CMRC) stay out: the table must say what is
 ordinary, not what the library holds.
-(tracker/rarity.py; docs/FINGERPRINTS.md, "Short copies".)
+(tracker/text/rarity.py; docs/FINGERPRINTS.md, "Short copies".)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracker.rarity import DATA_FILE, build_reference_grams  # noqa: E402
+from tracker.text.rarity import DATA_FILE, build_reference_grams  # noqa: E402
 
 SOURCES = (
     "laws/laws_national.jsonl (even lines)",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tracker.documents import Document, iter_documents
-from tracker.fingerprint import build_reference
+from tracker.documents.readers import Document, iter_documents
+from tracker.fingerprints.daguan import build_reference
 
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "../shared/data")
 FILES = [

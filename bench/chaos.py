@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _common import ROOT, machine, write_section
 from textgen import work  # type: ignore[import-not-found]  # tests/ on sys.path above
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 PY = sys.executable
 

@@ -552,7 +552,7 @@ def union_len(spans: list[tuple[int, int]]) -> int:
 def is_real_copy(lib, suspect_text: str, match) -> bool:
     import difflib
 
-    from tracker.pinyin import initials
+    from tracker.text.pinyin import initials
 
     mother = lib.store.get_mother(match.mother_id).text
     p = max(match.passages, key=lambda p: p.suspect_end - p.suspect_start)
@@ -649,8 +649,8 @@ def make_matcher(lib, engine: str, align: dict, policy: dict):
         return lib.matcher(engine)
     from dataclasses import replace
 
-    from tracker.align import AlignParams
-    from tracker.matching import Matcher
+    from tracker.matching.align import AlignParams
+    from tracker.matching.matcher import Matcher
 
     lib.matcher(engine)  # the library's own checks (engine indexed)
     return Matcher(
@@ -674,9 +674,9 @@ def run_engine(
 ) -> EngineRun:
     """Ingest the mothers into a fresh library with this engine, then check every case.
     With ``table`` every reported pair is recorded with its passages' features."""
-    from tracker.config import Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     rows: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     times: list[float] = []
@@ -842,7 +842,7 @@ def add_passage_measures(r: dict[str, float], case: Case, result) -> None:
 def truth_alignment(lib, eng, matcher, case: Case, cands, cand_ids) -> dict | None:
     """Why a true mother that was a candidate was not reported: its alignment under the
     matcher's settings, and without the boilerplate filter (no evidence given)."""
-    from tracker.align import align_prepared, prepare
+    from tracker.matching.align import align_prepared, prepare
 
     rank = next((i for i, m in enumerate(cand_ids) if m in case.truth), None)
     if rank is None:
@@ -878,7 +878,7 @@ def truth_alignment(lib, eng, matcher, case: Case, cands, cand_ids) -> dict | No
 def pair_measures(lib, matcher, case: Case, match, cand, window: int) -> list:
     """The verifier's measure of each passage of a reported pair (``Alignment.measures``,
     aligned again outside timing), or Nones when they cannot be paired up."""
-    from tracker.align import align_prepared, prepare
+    from tracker.matching.align import align_prepared, prepare
 
     if cand is None:
         return [None] * len(match.passages)
@@ -900,7 +900,7 @@ def observe(
     lib, eng, matcher, no: int, case: Case, result, labels, cands, cand_ids, table, wtable
 ) -> list[dict]:
     """One record for the case and one per reported pair, with passage features."""
-    from tracker.align import prepare
+    from tracker.matching.align import prepare
 
     truth_rank = next((i for i, m in enumerate(cand_ids) if m in case.truth), None)
     reported = [m.mother_id for m in result.matches]

@@ -204,9 +204,9 @@ def run_book_eval(
     """Ingest the two novels as books into a fresh library, check every page, read the
     top match's book fields."""
     from tracker.books.service import BookIngest, BookService
-    from tracker.config import Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     out = BookEval()
     with tempfile.TemporaryDirectory() as tmp:

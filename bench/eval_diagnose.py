@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from tracker.align import AlignParams
-from tracker.matching import MatchPolicy
+from tracker.matching.align import AlignParams
+from tracker.matching.matcher import MatchPolicy
 
 # The pair rule of the library's default policy; --min-copied when the run used another.
 MIN_COPIED = MatchPolicy().min_copied

@@ -266,14 +266,14 @@ class KindResult:
 
 
 def open_library(folder: Path) -> object:
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     return Library.open(Settings(data_dir=folder))
 
 
 def ingest(lib: object, mothers: list[dict[str, str]]) -> float:
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
 
     t = time.perf_counter()
     lib.ingest(Document(id=m["id"], title="", text=m["text"]) for m in mothers)  # type: ignore[attr-defined]

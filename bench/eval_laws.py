@@ -333,7 +333,7 @@ class GramTable:
     initials occurs (the seeds the verifier aligns with)."""
 
     def __init__(self, ids: list[str], texts: list[str], k: int = 8) -> None:
-        from tracker.align import prepare
+        from tracker.matching.align import prepare
 
         self.k = k
         self.ids = ids
@@ -575,8 +575,8 @@ def passage_features(
     receive the passage's initials and own evidence, for pair totals without double
     counting.
     """
-    from tracker.align import prepare
-    from tracker.pinyin import initials
+    from tracker.matching.align import prepare
+    from tracker.text.pinyin import initials
 
     k = table.k
     s_part = suspect_text[passage.suspect_start : passage.suspect_end]

@@ -202,7 +202,7 @@ def build_reworded_cases(
     out. A negative: none of its
     sentences is in the library as it stands. Up to ``n`` titles, those with at least
     300 characters of such sentences, in file order (no randomness)."""
-    from tracker.pinyin import initials
+    from tracker.text.pinyin import initials
 
     laws = load_jsonl(data / "laws/laws_national.jsonl")
     by_title: dict[str, list[dict]] = {}

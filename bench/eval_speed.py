@@ -6,7 +6,7 @@ Usage: python bench/eval_speed.py [--data ../shared/data] [--cases 20] [--laws 0
 One library (the evaluation's mothers with ``--evasions`` and ``--reprints``' kinds,
 ``bench/eval.py``), two matchers on it sharing one cache of prepared mothers: "before"
 (``AlignParams.reprint_runs`` = 0 and ``long_fine`` = 0, and no regions built:
-``tracker.matching.regions`` replaced by a function returning none while it checks)
+``tracker.matching.matcher.regions`` replaced by a function returning none while it checks)
 and "after" (the defaults).
 ``--only-regions``: "before" is the defaults too, without regions (what building them
 costs on its own).
@@ -43,11 +43,11 @@ from eval_reprints import build_reprint_cases  # noqa: E402
 def main() -> None:
     from dataclasses import replace
 
-    import tracker.matching as matching
-    from tracker.config import Settings
-    from tracker.documents import Document
+    import tracker.matching.matcher as matching
+    from tracker.documents.readers import Document
     from tracker.library import Library
-    from tracker.matching import Matcher
+    from tracker.matching.matcher import Matcher
+    from tracker.plumbing.config import Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 from textgen import work  # noqa: E402
 
 #: The modules that only route a check (the rest computes: engines, index, align, store).
-ORCHESTRATION = ("cli.py", "library.py", "services/", "matching.py")
+ORCHESTRATION = ("cli.py", "library.py", "services/", "matching/matcher.py")
 
 
 def trace(argv: list[str]) -> tuple[Counter[str], list[str], Counter[str]]:
@@ -95,7 +95,7 @@ def main() -> None:
             # A first check warms the modules it imports (their bodies are not counted).
             cli(["--data-dir", data, "check", "--no-save", str(suspect)], standalone_mode=False)
             calls, files, path = trace(["--data-dir", data, "check", "--json", str(suspect)])
-    settings = calls["config.py:Settings.from_env"]
+    settings = calls["plumbing/config.py:Settings.from_env"]
     layer = [n for n in calls if n.startswith(ORCHESTRATION)]
     print(f"package: {Path(tracker_file()).parent}")
     print(f"functions of tracker called: {len(calls)} in {len(files)} files")

@@ -47,8 +47,8 @@ def one_run(data: Path, chapters: list[str], trace: bool) -> tuple[Counter[str],
     from tracker.discovery.sites import SiteRegistry, find_search, load_profiles
     from tracker.library import Library
 
-    Settings = _first("tracker.plumbing.config", "tracker.config").Settings
-    Document = _first("tracker.text.documents", "tracker.documents").Document
+    Settings = _first("tracker.plumbing.config", "tracker.plumbing.config").Settings
+    Document = _first("tracker.text.documents", "tracker.documents.readers").Document
 
     package = str(Path(tracker.__file__).resolve().parent)
     seen: Counter[str] = Counter()

@@ -46,3 +46,48 @@ def test_a_module_counts_its_lines(tmp_path: Path) -> None:
     pkg.mkdir()
     (pkg / "x.py").write_text("a = 1\n" * 701, encoding="utf-8")
     assert project_modules(tmp_path, ("web",))["web.x"] == Module("web.x", pkg / "x.py", 701)
+
+
+#: tracker's layers, bottom up, and what each may not import (directly). The algorithms
+#: (text, fingerprints, matching) and the shared vocabulary never reach storage, the
+#: index, the services or the parts that crawl, prove and file.
+ABOVE_ALGORITHMS = (
+    "tracker.store",
+    "tracker.indexes",
+    "tracker.services",
+    "tracker.evidence",
+    "tracker.cases",
+    "tracker.discovery",
+    "tracker.crawler",
+    "tracker.reports",
+    "tracker.library",
+    "tracker.cli",
+    "tracker.plumbing.backends",
+)
+LAYERS = {
+    "tracker.common": (*ABOVE_ALGORITHMS, "tracker.matching", "tracker.engines", "tracker.books"),
+    "tracker.text": (*ABOVE_ALGORITHMS, "tracker.matching", "tracker.engines", "tracker.books"),
+    "tracker.fingerprints": (
+        *ABOVE_ALGORITHMS,
+        "tracker.matching",
+        "tracker.engines",
+        "tracker.books",
+    ),
+    "tracker.matching": (*ABOVE_ALGORITHMS, "tracker.books"),
+}
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_algorithm_layers_import_nothing_above_them() -> None:
+    graph = import_graph(project_modules(REPO, ("tracker",)))
+    offenders = {
+        name: sorted(t for t in targets if any(_under(t, f) for f in forbidden))
+        for layer, forbidden in LAYERS.items()
+        for name, targets in graph.items()
+        if _under(name, layer)
+    }
+    assert {n: t for n, t in offenders.items() if t} == {}
+    assert all(any(_under(n, layer) for n in graph) for layer in LAYERS)  # each is there

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits
+from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits
 
 if TYPE_CHECKING:
     from tracker.books.files import IngestMode
-    from tracker.documents import DocumentError
+    from tracker.documents.readers import DocumentError
     from tracker.library import Library
     from tracker.services.results import CheckResult
 from tracker.cli_common import (
@@ -31,8 +31,8 @@ from tracker.cli_common import (
     say_repairs,
 )
 from tracker.cli_group import YinjiGroup, exit_cleanly_on_signals
-from tracker.datadir import private_umask
-from tracker.records import JSONScalar, json_object
+from tracker.common.records import JSONScalar, json_object
+from tracker.plumbing.datadir import private_umask
 
 
 @click.group(cls=YinjiGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,7 +48,8 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     """音迹 Yinji: find which of your works were copied, how much, and where."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
-    private_umask()  # every file of the data folder 600, every folder 700 (tracker.datadir)
+    # every file of the data folder 600, every folder 700 (tracker.plumbing.datadir)
+    private_umask()
     exit_cleanly_on_signals()
 
 
@@ -255,7 +256,7 @@ def _check_inputs(
     """Check files, folders and URLs in the order given. A URL (http:// or https://) is
     crawled and captured (``Library.check_url``); a page that cannot be fetched is that
     argument's error. Saved checks go into the evidence log."""
-    from tracker.documents import DocumentError, iter_documents
+    from tracker.documents.readers import DocumentError, iter_documents
 
     crawler = None
     for arg in args:
@@ -278,7 +279,7 @@ def _check_inputs(
 def _print_table(res: CheckResult) -> None:
     """A match table readable in a 100-column terminal: columns by display width (a
     Chinese character takes two), long ids and titles cut with "…"."""
-    from tracker.terminal import fit
+    from tracker.plumbing.terminal import fit
 
     suspect = res.suspect
     # Headed by what a person recognises: the URL (or file) and the title; the suspect id
@@ -334,8 +335,8 @@ def fingerprint(
     """Print each document's window fingerprints with their offsets (a debugging aid)."""
     from dataclasses import replace
 
-    from tracker.documents import DocumentError, iter_documents
-    from tracker.fingerprint import Fingerprinter, FingerprintParams, Reference
+    from tracker.documents.readers import DocumentError, iter_documents
+    from tracker.fingerprints.daguan import Fingerprinter, FingerprintParams, Reference
 
     params = FingerprintParams()
     changes: dict[str, Any] = {}
@@ -380,8 +381,8 @@ def reference() -> None:
 )
 def reference_build(paths: tuple[Path, ...], output: Path) -> None:
     """Compute a reference distribution from a corpus."""
-    from tracker.documents import Document, iter_documents
-    from tracker.fingerprint import build_reference
+    from tracker.documents.readers import Document, iter_documents
+    from tracker.fingerprints.daguan import build_reference
 
     errors = 0
 
@@ -559,8 +560,8 @@ def index_configure(
     """Set the Daguan parameters / reference of this library, then rebuild its index;
     or set the query-time settings (--min-copied, --min-hits, --weak-candidates alone
     rebuild nothing)."""
-    from tracker.fingerprint import FingerprintParams, Reference
-    from tracker.matching import parse_min_copied
+    from tracker.fingerprints.daguan import FingerprintParams, Reference
+    from tracker.matching.matcher import parse_min_copied
 
     if min_copied is not None:  # a bad value is a usage error before any library is read
         try:

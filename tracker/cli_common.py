@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tracker.config import SettingError, Settings
+from tracker.plumbing.config import SettingError, Settings
 
 if TYPE_CHECKING:
     from tracker.library import Library

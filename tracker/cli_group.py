@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from tracker.config import SettingError, Settings
+from tracker.plumbing.config import SettingError, Settings
 
 
 class YinjiGroup(click.Group):
@@ -40,7 +40,7 @@ class YinjiGroup(click.Group):
                 # SIGTERM/SIGHUP landed mid-write and the unwinding hit an error (a store
                 # transaction cut in two): the command still ends as the signal asked.
                 raise stopped from exc
-            from tracker.errors import describe_failure, with_notes
+            from tracker.plumbing.errors import describe_failure, with_notes
 
             settings = (ctx.obj or {}).get("settings")
             if settings is None:

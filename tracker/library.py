@@ -4,7 +4,7 @@ A library is a store (documents, results) plus a Redis connection holding each
 engine's index; the store is the truth, the index derived data. ``Library`` builds the
 services of ``tracker.services`` (ingest, check, index administration, evidence, engines,
 the index's Redis: docs/ARCHITECTURE.md) over one store, one Redis and one evidence log
-(``tracker.backends.open_backends``), and keeps the method names callers know.
+(``tracker.plumbing.backends.open_backends``), and keeps the method names callers know.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from tracker.align import AlignParams
-from tracker.backends import Backends, open_backends
-from tracker.config import Settings
-from tracker.documents import Document, DocumentError
+from tracker.common.records import JSONObject
+from tracker.documents.readers import Document, DocumentError
 from tracker.engines import Engine
 from tracker.indexes.admin import IndexAdmin
 from tracker.indexes.health import Health, IndexTracker
 from tracker.indexes.server import IndexRedis
-from tracker.longtext import SuspectTooLarge
-from tracker.matching import Matcher, MatchPolicy, MatchResult, PreparedCache
-from tracker.records import JSONObject
+from tracker.matching.align import AlignParams
+from tracker.matching.longtext import SuspectTooLarge
+from tracker.matching.matcher import Matcher, MatchPolicy, MatchResult, PreparedCache
+from tracker.plumbing.backends import Backends, open_backends
+from tracker.plumbing.config import Settings
 from tracker.services.check import CheckService, Crawled, Stored, Submitted
 from tracker.services.engines import MATCHING_META, EngineSet
 from tracker.services.evidence import EvidenceRecorder
@@ -120,7 +120,7 @@ class Library:
 
     @property
     def backends(self) -> Backends:
-        """Where this library's data lives (``tracker.backends``), opened on first use:
+        """Where this library's data lives (``tracker.plumbing.backends``), opened on first use:
         with MongoDB its one client, shared by whatever is opened from it."""
         if self._backends is None:
             self._backends = open_backends(self.settings)

@@ -15,8 +15,8 @@ from urllib.parse import quote, urlencode
 from flask import Flask, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import HTTPException
 
-from tracker.config import Settings, WebSettings
 from tracker.library import LibraryHandle
+from tracker.plumbing.config import Settings, WebSettings
 
 from .accounts import role_at_least, session_stamp, user_for_token
 from .core import can, current_user, is_api, json_error, store
@@ -50,7 +50,7 @@ def create_app(
     web_settings: WebSettings | None = None,
 ) -> Flask:
     """Build the app for ``settings`` and ``web_settings`` (default: from the
-    environment; a bad value raises ``tracker.config.SettingError`` naming it)."""
+    environment; a bad value raises ``tracker.plumbing.config.SettingError`` naming it)."""
     settings = settings or Settings.from_env()
     web_settings = web_settings or WebSettings.from_env()
     app = Flask(__name__)
@@ -133,7 +133,7 @@ def create_app(
 
 
 def _init_templates(app: Flask) -> None:
-    from tracker.records import VERDICTS
+    from tracker.common.records import VERDICTS
     from tracker.reports import safe_http_url
 
     from .charts import fmt_time
@@ -322,7 +322,7 @@ def _init_errors(app: Flask) -> None:
     def service_unavailable(exc: Exception) -> Any:
         """Redis, MongoDB or the broker is down: 503 with ``Retry-After``, so clients
         know to send the same request again (a 500 says the request itself was bad)."""
-        from tracker.errors import RETRY_AFTER_SECONDS
+        from tracker.plumbing.errors import RETRY_AFTER_SECONDS
 
         app.logger.error("service unavailable on %s: %s", request.path, exc)
         message = "A service Yinji needs is not answering; try again in a moment."
@@ -337,7 +337,7 @@ def _init_errors(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Any:
-        from tracker.errors import is_outage
+        from tracker.plumbing.errors import is_outage
 
         if is_outage(exc):
             return service_unavailable(exc)

@@ -21,7 +21,7 @@ from tracker.books.model import Book
 from tracker.books.service import BookService
 from tracker.books.stats import BookGrid, BookIndex, book_grid, book_pages
 from tracker.books.store import book_store_for
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 from tracker.store import Match
 from workers import jobs
 

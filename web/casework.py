@@ -31,7 +31,7 @@ from tracker.cases import (
     VerdictResult,
 )
 from tracker.cases.notices import Notice
-from tracker.records import JSONObject, NotFound
+from tracker.common.records import JSONObject, NotFound
 from tracker.services.case_service import close_case_service, open_case_service
 
 from .apimodels.cases import NoticeFormat, NoticeLang
@@ -246,7 +246,7 @@ def notice_file(
     from tracker.cases.notice_text import CONTENT_TYPES
     from tracker.cases.notices import generate_notice
     from tracker.cases.settings import CaseSettings
-    from tracker.config import SettingError
+    from tracker.plumbing.config import SettingError
 
     from .core import library
 

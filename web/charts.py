@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from tracker.records import JSONObject
-from tracker.timefmt import human_utc, to_utc
+from tracker.common.records import JSONObject
+from tracker.common.timefmt import human_utc, to_utc
 
 
 def fmt_time(value: datetime | None, with_time: bool = True) -> str:
-    """UTC for people (``tracker.timefmt.human_utc``: ``2026-11-25 09:26:15 UTC``), or
+    """UTC for people (``tracker.common.timefmt.human_utc``: ``2026-11-25 09:26:15 UTC``), or
     its date: the same instant reads the same for every team member and in documents."""
     if value is None:
         return "—"
@@ -154,7 +154,7 @@ def bar_list(items: list[tuple[str, int, str | None]], width: int = 460) -> BarL
     return chart
 
 
-# A colour per verdict (tracker.records.VERDICTS), in the bar's order: confirmed first.
+# A colour per verdict (tracker.common.records.VERDICTS), in the bar's order: confirmed first.
 VERDICT_COLOURS = {"confirmed": "#c53030", "pending": "#d69e2e", "dismissed": "#718096"}
 
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker.config import SettingError, Settings, WebSettings, WorkerSettings
 from tracker.indexes.redis_client import embedded_server_pid, stop_embedded_redis
+from tracker.plumbing.config import SettingError, Settings, WebSettings, WorkerSettings
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -358,7 +358,7 @@ def load_demo(settings: Settings) -> dict[str, int]:
     reports say "submitted text, not fetched"), checked five minutes later (the match's
     ``created_at``), and the verdicts are given now, through the case workflow
     (``tracker.cases``), which files the confirmed page into a takedown case."""
-    from tracker.documents import Document, read_bytes
+    from tracker.documents.readers import Document, read_bytes
     from tracker.library import Library
     from tracker.services.case_service import close_case_service, open_case_service
     from tracker.services.demo import DemoSuspect, tell_demo_story

@@ -17,10 +17,10 @@ from flask import Response, abort, current_app, g, jsonify, request
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 
+from tracker.common.rules import check_sort, check_verdict, normalize_domain
+from tracker.common.timefmt import parse_utc
 from tracker.library import Library, LibraryHandle
-from tracker.rules import check_sort, check_verdict, normalize_domain
 from tracker.store import MatchQuery, Store, User
-from tracker.timefmt import parse_utc
 from workers import jobs
 
 from .accounts import role_at_least
@@ -34,7 +34,7 @@ MAX_PAGE_NUMBER = 10**9  # the highest ?page= accepted
 MAX_SHOWN_CHARS = 200_000  # a whole novel on one page would freeze the browser
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
-# The English message id of each verdict (tracker.records.VERDICTS, in its order), for
+# The English message id of each verdict (tracker.common.records.VERDICTS, in its order), for
 # the forms, tabs, badges and flashes; translated where shown.
 VERDICT_LABELS: dict[str, str] = {
     "pending": "Pending",
@@ -59,7 +59,7 @@ def store() -> Store:
 
 @contextmanager
 def bad_request() -> Iterator[None]:
-    """A ``ValueError`` raised inside (a rule of ``tracker.rules``, a bad job item)
+    """A ``ValueError`` raised inside (a rule of ``tracker.common.rules``, a bad job item)
     becomes a 400 answer with its message."""
     try:
         yield
@@ -213,7 +213,7 @@ def parse_when(raw: str, name: str, *, end: bool = False) -> datetime | None:
         if len(raw) == 10:
             day = datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=UTC)
             return day + timedelta(days=1) if end else day
-        return parse_utc(raw)  # tracker.timefmt: naive means UTC
+        return parse_utc(raw)  # tracker.common.timefmt: naive means UTC
     except ValueError:
         raise ValueError(
             f"{name} must be a date like 2024-05-01 or an ISO 8601 time, got {raw!r}"

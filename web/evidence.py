@@ -34,14 +34,14 @@ def open_log() -> EvidenceLog | None:
 
 
 def stored_time(iso: str | None) -> str:
-    """A time of a report (``tracker.timefmt.iso_utc``: ``2026-11-28T06:17:53.862Z``)
+    """A time of a report (``tracker.common.timefmt.iso_utc``: ``2026-11-28T06:17:53.862Z``)
     for people, with the precision it was stored with: ``2026-11-28 06:17:53.862 UTC``
     ("—" when none was recorded). The evidence view and the reports show one instant."""
     if not iso:
         return "—"
     import re
 
-    from tracker.timefmt import iso_utc, parse_utc
+    from tracker.common.timefmt import iso_utc, parse_utc
 
     utc = re.fullmatch(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|\+00:00)", iso)
     if utc is None:  # another zone: the same instant in UTC, to the millisecond

@@ -7,7 +7,7 @@ markup into the (hostile) text itself.
 Inside a passage, the characters that differ between the suspect and the work
 (homophones, traditional or variant forms, other characters, characters only on one
 side) are cut out as ``pieces`` with their mark, from the character diff of
-``tracker.textdiff`` that the evidence reports use too (``diff_marks``).
+``tracker.matching.textdiff`` that the evidence reports use too (``diff_marks``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Segment:
 
 
 def span_mark(span: Sequence[object]) -> str:
-    """The mark of a ``tracker.textdiff`` span ``[start, end, kind, detail]``: "" for
+    """The mark of a ``tracker.matching.textdiff`` span ``[start, end, kind, detail]``: "" for
     the same characters, the detail of a substitution (homophone, variant, edit),
     else its kind (inserted: only in the suspect; deleted: only in the work)."""
     kind = span[2]

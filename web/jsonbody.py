@@ -6,10 +6,10 @@ body. Here:
 
 - ``parse_body`` parses leniently where one value is the problem: an integer too long
   for Python is read as one outside the 64-bit range and ``NaN``/``Infinity`` as
-  floats, so that the value's own item fails ``tracker.rules.check_json_value``
+  floats, so that the value's own item fails ``tracker.common.rules.check_json_value``
   instead of the request. What cannot be parsed at all (not JSON, not UTF-8, nested
   deeper than the parser can go) is a ``JsonBodyError``, answered 400 with the cause.
-- ``clean`` checks one item with ``tracker.rules.check_json_value`` (depth at most
+- ``clean`` checks one item with ``tracker.common.rules.check_json_value`` (depth at most
   ``MAX_JSON_DEPTH``, finite numbers, 64-bit integers; a ``ValueError`` naming where)
   and replaces lone surrogates by U+FFFD (no UTF-8 store can hold them). The API
   cleans each item of a batch on its own, so a bad item is that item's error.
@@ -23,10 +23,10 @@ from typing import IO, Any
 
 from pydantic import JsonValue
 
-from tracker.rules import MAX_JSON_DEPTH, check_json_value
+from tracker.common.rules import MAX_JSON_DEPTH, check_json_value
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
-DEFAULT_MAX_JSON_BYTES = 32 * 1024 * 1024  # YINJI_MAX_JSON_MB (tracker.config.WebSettings)
+DEFAULT_MAX_JSON_BYTES = 32 * 1024 * 1024  # YINJI_MAX_JSON_MB (tracker.plumbing.config.WebSettings)
 # Objects and lists of one body: an API import of 10,000 works with metadata has a few
 # tens of thousands; 200,000 bound the parse's memory (about 14 MB of empty lists).
 MAX_CONTAINERS = 200_000
@@ -66,7 +66,7 @@ def parse_body(raw: bytes) -> JsonValue:
 
 
 def clean(value: JsonValue, where: str = "") -> JsonValue:
-    """``value`` checked by ``tracker.rules.check_json_value`` (``ValueError`` naming
+    """``value`` checked by ``tracker.common.rules.check_json_value`` (``ValueError`` naming
     ``where``), as a copy with lone surrogates replaced."""
     check_json_value(value, where)
     root: list[Any] = [None]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from flask import Flask, Response, request, session
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.reports import REPORT_CSS
 
 SECRET_FILE = "secret_key"

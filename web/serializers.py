@@ -6,11 +6,11 @@ from __future__ import annotations
 from tracker.books.model import Book
 from tracker.cases import Case, CaseEvent
 from tracker.cases.platforms import Platform
-from tracker.documents import Document
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
+from tracker.common.timefmt import iso_utc
+from tracker.documents.readers import Document
 from tracker.services.results import NO_BOOK
 from tracker.store import Match, Mother
-from tracker.timefmt import iso_utc
 
 from .ids import encode_id
 
@@ -50,7 +50,7 @@ def book_json(book: Book, *, chapters: bool = True) -> JSONObject:
     """A book in the shape of ``yinji book show --json`` (``chapters``: the list of
     ``{index, title, work_id, characters}``) or, without ``chapters``, of ``book list
     --json`` (``chapters``: their number); the model writes its time as every time of
-    the API (``tracker.timefmt.iso_utc``)."""
+    the API (``tracker.common.timefmt.iso_utc``)."""
     return book.to_dict() if chapters else book.summary()
 
 
@@ -70,7 +70,7 @@ def mother_json(m: Mother, *, text: bool = False) -> JSONObject:
 
 
 def document_dict(doc: Document) -> JSONObject:
-    """A document as an ingest job item (``tracker.rules.check_document_item``)."""
+    """A document as an ingest job item (``tracker.common.rules.check_document_item``)."""
     return {
         "id": doc.id,
         "title": doc.title,

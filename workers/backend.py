@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from celery import Celery, states
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 from workers.app import app_settings
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Literal, TypedDict, get_args
 
 from tracker.books.admin import UploadPlan, plan_upload
 from tracker.books.service import BookIngest, BookMade, BookService
-from tracker.documents import Document, DocumentError
+from tracker.documents.readers import Document, DocumentError
 from tracker.library import Library
 from tracker.services.results import IngestReport
 from workers.payloads import upload_documents

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from workers.app import ALERT_QUEUE, QUEUES, get_celery
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 import click
 
-from tracker.config import SettingError, Settings, WorkerSettings
-from tracker.datadir import private_dir
-from tracker.timefmt import iso_utc
+from tracker.common.timefmt import iso_utc
+from tracker.plumbing.config import SettingError, Settings, WorkerSettings
+from tracker.plumbing.datadir import private_dir
 
 
 def _settings(ctx: click.Context, *, broker: bool = True) -> Settings:
@@ -240,7 +240,7 @@ def _store(ctx: click.Context) -> Any:
 def watch_add(ctx: click.Context, url: str, site: bool, book: bool, no_crawl: bool) -> None:
     """Add (or re-activate) URL, crawl and check it once now, and say when the daily
     re-crawl (run by `yinji beat` with a worker) visits it next."""
-    from tracker.rules import check_url
+    from tracker.common.rules import check_url
     from tracker.store import WatchItem
 
     if site and book:
@@ -292,7 +292,7 @@ def _watch_crawl_now(ctx: click.Context, url: str, kind: str) -> None:
 
 def _say_next_crawl() -> None:
     from tracker.cases.watching import next_daily_run
-    from tracker.timefmt import human_utc
+    from tracker.common.timefmt import human_utc
 
     ws = WorkerSettings.from_env()
     when = next_daily_run(ws.recrawl_at, ws.timezone)

@@ -45,7 +45,7 @@ from typing import Any
 from celery import Celery, signals, states
 from celery.exceptions import WorkerLostError
 
-from tracker.timefmt import human_utc, iso_utc, parse_utc
+from tracker.common.timefmt import human_utc, iso_utc, parse_utc
 from workers.app import app_settings, worker_settings
 from workers.backend import TaskMeta, backend_client, release, task_metas
 from workers.schedule import REAP_INTERVAL

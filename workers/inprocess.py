@@ -14,7 +14,7 @@ from typing import Any
 from celery import Celery
 from celery import _state as _celery_state
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from workers.app import ALERT_QUEUE, QUEUES, app_settings, get_celery
 from workers.heartbeat import start_heartbeat, stop_heartbeat
 

@@ -1,5 +1,5 @@
 """Job payloads (JSON) to tracker records. What a valid item is, is decided by
-``tracker.rules`` (the same rules as the web forms and the REST API). Ids are
+``tracker.common.rules`` (the same rules as the web forms and the REST API). Ids are
 deterministic so a repeated job writes the same rows again."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from tracker.documents import BookReader, Document, DocumentError, read_path
-from tracker.rules import check_document_item, check_text_item
+from tracker.common.rules import check_document_item, check_text_item
+from tracker.documents.readers import BookReader, Document, DocumentError, read_path
 from tracker.store import Suspect
 from workers.spool import Spool, UploadError, UploadRef
 
@@ -25,7 +25,7 @@ def suspect_id_for(text: str, url: str = "") -> str:
 
 
 def suspect_from_item(item: object, where: str = "") -> Suspect:
-    """A text item (``tracker.rules.check_text_item``) as a suspect; ``ValueError``
+    """A text item (``tracker.common.rules.check_text_item``) as a suspect; ``ValueError``
     naming ``where`` when it is invalid."""
     clean = check_text_item(item, where)
     url = clean.get("url", "")
@@ -39,7 +39,7 @@ def suspect_from_item(item: object, where: str = "") -> Suspect:
 
 
 def documents_from_items(items: list[object]) -> list[Document | DocumentError]:
-    """Ingest items (``tracker.rules.check_document_item``) as documents; a bad item
+    """Ingest items (``tracker.common.rules.check_document_item``) as documents; a bad item
     becomes a ``DocumentError`` naming it, and the rest go on."""
     out: list[Document | DocumentError] = []
     for i, item in enumerate(items):
@@ -55,7 +55,7 @@ def upload_documents(
     spool: Spool, ref: UploadRef, books: BookReader | None = None
 ) -> Iterator[Document | DocumentError]:
     """The documents of one upload (``workers.spool``): a file read by
-    ``tracker.documents.read_path`` (its type from the client's file name; a .jsonl
+    ``tracker.documents.readers.read_path`` (its type from the client's file name; a .jsonl
     line by line and a .zip member by member, within the archive's expansion budget;
     whole books by ``books``, ``workers.book_uploads``), or spooled ingest items.
     Nothing raises: a missing or changed file, or any failure of the reader, is a
@@ -88,7 +88,7 @@ def upload_documents(
 
 
 def text_item(doc: Document, url: str = "") -> dict[str, str]:
-    """A document as a check job's text item (``tracker.rules.check_text_item``)."""
+    """A document as a check job's text item (``tracker.common.rules.check_text_item``)."""
     item: dict[str, str] = {"title": doc.title, "text": doc.text}
     if doc.id:
         item["id"] = doc.id

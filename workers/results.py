@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from tracker.records import JSONObject, JSONValue
+from tracker.common.records import JSONObject, JSONValue
 
 
 class Passed(TypedDict):
@@ -230,7 +230,7 @@ def job_summary(status: Mapping[str, object]) -> JobSummary:
                 "title": item.get("title") or "",
                 "url": item.get("url") or "",
                 "matches": count,
-                # not Chinese (tracker.noise.ScriptWarning.to_json): shown, never silent
+                # not Chinese (tracker.text.noise.ScriptWarning.to_json): shown, never silent
                 "warnings": [w for w in warnings if isinstance(w, dict)]
                 if isinstance(warnings, list)
                 else [],

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Celery, signals
 
-from tracker.config import Settings, WorkerSettings
 from tracker.library import LibraryHandle
+from tracker.plumbing.config import Settings, WorkerSettings
 from workers.app import app_settings, worker_settings
 
 if TYPE_CHECKING:  # imported on first use: a web process never needs the crawler
     from tracker.cases import CaseService
     from tracker.cases.store import CaseStore
     from tracker.crawler import Crawler
-    from tracker.pagesim import NearDuplicateFilter
+    from tracker.crawler.pagesim import NearDuplicateFilter
 
 
 class Runtime(LibraryHandle):

@@ -35,7 +35,7 @@ from datetime import timedelta
 
 from celery.schedules import crontab
 
-from tracker.config import WorkerSettings, env_int, env_time
+from tracker.plumbing.config import WorkerSettings, env_int, env_time
 
 #: Seconds between two reaper passes of a worker (``workers.heartbeat``); the beat sends
 #: ``yinji.workers.reap_orphans`` every two of them.
@@ -44,7 +44,7 @@ REAP_INTERVAL = 10.0
 
 @dataclass(frozen=True)
 class CaseSchedule:
-    """The daily times of the takedown runs (read with ``tracker.config``'s strict
+    """The daily times of the takedown runs (read with ``tracker.plumbing.config``'s strict
     parser: a value that is not ``HH:MM`` stops the process naming the variable)."""
 
     recheck_at: tuple[int, int] = (5, 30)
@@ -60,7 +60,7 @@ class CaseSchedule:
 
 @dataclass(frozen=True)
 class EvidenceSchedule:
-    """How often the evidence log's tree head is published (``tracker.config``'s strict
+    """How often the evidence log's tree head is published (``tracker.plumbing.config``'s strict
     parser: a value that is not a whole number of minutes from 1 to 1440 stops the
     process naming the variable)."""
 

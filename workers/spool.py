@@ -7,8 +7,8 @@ A reference is a small JSON object::
      "format": "file" | "items"}
 
 - ``file``: a file as the user sent it; ``name`` (the client's file name, a label
-  only, never a path) gives its type to ``tracker.documents.read_bytes``.
-- ``items``: JSON Lines of job items (``tracker.rules.check_document_item`` or
+  only, never a path) gives its type to ``tracker.documents.readers.read_bytes``.
+- ``items``: JSON Lines of job items (``tracker.common.rules.check_document_item`` or
   ``check_text_item`` objects) that were too large to send inline in a message.
 
 The web process writes a file while the request body streams in (hashing it on the
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TypedDict
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 
 UPLOAD_DIR = "uploads"
 TOKEN_RE = re.compile(r"^up-[0-9a-f]{32}$")

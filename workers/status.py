@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 from celery import Celery, states
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 from workers.app import app_settings, get_celery
 from workers.backend import TaskMeta, backend_client, job_key, report_key, task_metas
 from workers.results import (

@@ -1,6 +1,6 @@
 """Submitting jobs: each writes a job record (``<prefix>:job:<id>`` in the result
 backend's Redis, kept ``YINJI_RESULT_EXPIRES`` seconds) and sends its tasks as one
-Celery group. Items are checked by ``tracker.rules`` first (``ValueError`` naming the
+Celery group. Items are checked by ``tracker.common.rules`` first (``ValueError`` naming the
 first bad one); big lists are cut into tasks the workers share; uploads travel as
 ``workers.spool`` references and job items too large for a message (``INLINE_BYTES``)
 are spooled the same way. The shapes are in ``workers.jobs``."""
@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 from celery import Celery, states
 from celery import group as celery_group
 
-from tracker.ids import DuplicateIds
-from tracker.rules import check_document_item, check_text_item, check_url
+from tracker.common.ids import DuplicateIds
+from tracker.common.rules import check_document_item, check_text_item, check_url
+from tracker.common.timefmt import iso_utc
 from tracker.store import utcnow
-from tracker.timefmt import iso_utc
 from workers.app import WATCH_TASKS, app_settings, get_celery, queue_for, worker_settings
 from workers.backend import backend_client, job_key, release
 from workers.book_uploads import book_mode as check_book_mode
@@ -160,7 +160,7 @@ def submit_check(
     """Check texts (``{id?, title?, text, url?}``), uploaded files (``workers.spool``
     references) and/or crawl and check URLs; the suspects and matches are stored.
     Raises ``ValueError`` naming the first bad item (the rules are
-    ``tracker.rules.check_text_item`` and ``check_url``): callers that accept some
+    ``tracker.common.rules.check_text_item`` and ``check_url``): callers that accept some
     items and pass over others check them first and give the others as ``skipped``."""
     refs = _checked_uploads(uploads)
     if not texts and not urls and not refs:
@@ -217,7 +217,7 @@ def submit_ingest(
     chapter headings and every .epub; ``book``: each file one book, as ``--book``;
     ``works``: one file, one work, as ``--as-works``). Big lists are split into tasks
     of ``YINJI_INGEST_CHUNK`` documents (several workers share them); an id given twice
-    (after ``tracker.ids`` normalisation) is refused the second time, in the job's
+    (after ``tracker.common.ids`` normalisation) is refused the second time, in the job's
     ``skipped``. Raises ``ValueError`` naming the first bad item."""
     mode = check_book_mode(book_mode)
     refs = _checked_uploads(uploads)

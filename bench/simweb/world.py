@@ -493,7 +493,7 @@ class SearchEngine:
     N = 8
 
     def __init__(self, world: World) -> None:
-        from tracker.simhash import ngram_hashes
+        from tracker.fingerprints.simhash import ngram_hashes
 
         self.urls: list[str] = []
         self.titles: list[str] = []
@@ -532,7 +532,7 @@ class SearchEngine:
         ids.append(np.full(len(g), pid, dtype=np.int32))
 
     def search(self, q: str, port: int, count: int = 10) -> list[dict]:
-        from tracker.simhash import ngram_hashes
+        from tracker.fingerprints.simhash import ngram_hashes
 
         phrase = q.strip()
         scores: dict[int, float] = {}

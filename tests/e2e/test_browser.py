@@ -134,8 +134,8 @@ def pirate_site() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``yinji serve`` in a subprocess with a fresh data folder and an admin user."""
-    from tracker.config import Settings
     from tracker.indexes.redis_client import stop_embedded_redis
+    from tracker.plumbing.config import Settings
 
     data = tmp_path_factory.mktemp("e2e") / "data"
     env = {**os.environ, "YINJI_ALLOW_PRIVATE_URLS": "1", "PYTHONPATH": str(ROOT)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracker.records import Match, Mother, Passage, Suspect
+from tracker.common.records import Match, Mother, Passage, Suspect
 from tracker.store import SqliteStore
 
 

@@ -195,8 +195,8 @@ class Serve:
             for pid in children(self.proc.pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        from tracker.config import Settings
         from tracker.indexes.redis_client import stop_embedded_redis
+        from tracker.plumbing.config import Settings
 
         with contextlib.suppress(Exception):
             stop_embedded_redis(Settings(data_dir=self.data))

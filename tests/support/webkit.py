@@ -19,7 +19,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 PASSWORD = "correct-horse-1"
 ROLE_USERS = {"admin": "alice", "analyst": "bob", "viewer": "carol"}

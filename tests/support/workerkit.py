@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import pytest
 from repo import REPO
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
+from tracker.plumbing.config import Settings
 from tracker.store import Store, open_store
 
 # An original text written for these tests (not taken from any book).

@@ -4,8 +4,8 @@ import numpy as np
 import opencc
 from textgen import homophones, random_edits, work
 
-from tracker.align import AlignParams, align, align_prepared, prepare
-from tracker.pinyin import initials
+from tracker.matching.align import AlignParams, align, align_prepared, prepare
+from tracker.text.pinyin import initials
 
 
 def test_whole_copy_is_one_passage():
@@ -312,7 +312,7 @@ def test_the_same_formulas_in_other_clauses_are_not_a_copy() -> None:
 def test_seeds_are_the_same_whichever_side_is_sorted() -> None:
     """A mother met for the first time is scanned against the suspect's sorted grams; a
     cached one is searched by its own sorted grams: the seeds must not depend on which."""
-    from tracker.align import Prepared, _pairs_by_mother, _pairs_by_suspect, seeds
+    from tracker.matching.align import Prepared, _pairs_by_mother, _pairs_by_suspect, seeds
 
     rng = np.random.default_rng(7)
     with_seeds = 0
@@ -349,7 +349,7 @@ def test_seeds_are_the_same_whichever_side_is_sorted() -> None:
         with_seeds += by_suspect[0].size > 0
         # seeds() orders them the same way on either path.
         unindexed, indexed = prepared(mother_idx), prepared(mother_idx)
-        from tracker.align import index_mother
+        from tracker.matching.align import index_mother
 
         index_mother(indexed)
         one, two = seeds(suspect, unindexed, max_occ), seeds(suspect, indexed, max_occ)

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 from textgen import work
 
-from tracker.align import align
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.records import Passage, Segment, Suspect, match_id
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Passage, Segment, Suspect, match_id
+from tracker.matching.align import align
+from tracker.plumbing.config import Settings
 from tracker.reports.data import report_data
 
 # Four sentences; the seam 太阳。春 (S1 → S0) in the reversed copy meets 太阳。城 in the

@@ -1,4 +1,4 @@
-"""One place opens a library's backends (``tracker.backends``): with MongoDB one client,
+"""One place opens a library's backends (``tracker.plumbing.backends``): with MongoDB one client,
 made by one timeout rule, serves the store, the cases and the evidence log; without, the
 data folder's files are the ones ``DataFiles`` names."""
 
@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.backends import open_backends
 from tracker.cases import open_case_store
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.evidence import EvidenceLog
 from tracker.library import Library
+from tracker.plumbing.backends import open_backends
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect, open_store
 from tracker.store.files import DataFiles
 from tracker.store.mongo_client import MONGO_TIMEOUT_MS

@@ -12,9 +12,9 @@ from casekit import PageServer, html
 from click.testing import CliRunner
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 TEXT = work(5150, 30)
 

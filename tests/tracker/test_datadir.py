@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.datadir import private_dir, private_file
+from tracker.plumbing.config import Settings
+from tracker.plumbing.datadir import private_dir, private_file
 
 
 def _mode(path: Path) -> int:

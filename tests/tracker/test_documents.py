@@ -4,7 +4,7 @@ import zipfile
 
 from textgen import work
 
-from tracker.documents import (
+from tracker.documents.readers import (
     Document,
     DocumentError,
     decode_text,

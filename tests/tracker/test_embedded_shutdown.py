@@ -8,10 +8,10 @@ from pathlib import Path
 
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes.redis_client import process_alive
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 def test_close_after_an_ingest_stops_and_saves_the_embedded_server(tmp_path) -> None:

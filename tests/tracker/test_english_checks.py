@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.matching import Matcher
+from tracker.matching.matcher import Matcher
+from tracker.plumbing.config import Settings
 from tracker.text.units import LOOKALIKES
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "english"

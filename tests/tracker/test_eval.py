@@ -16,8 +16,8 @@ sys.path.insert(0, str(REPO / "bench"))
 import eval_diagnose
 import eval_laws
 
-from tracker.align import align, prepare
-from tracker.records import Passage
+from tracker.common.records import Passage
+from tracker.matching.align import align, prepare
 
 FORMULA = (
     "违反本条例规定的，由县级以上人民政府有关部门责令改正，给予警告；"
@@ -257,7 +257,7 @@ def test_diagnose_simulation_reproduces_then_applies_rules() -> None:
 
 
 def test_fine_rule_simulates_the_verifiers_length_for_fine_similarity() -> None:
-    from tracker.align import AlignParams
+    from tracker.matching.align import AlignParams
 
     p = AlignParams()  # 85 initials at >= 0.95, 2000 more per unit below, at most 400
     assert eval_diagnose.fine_counts({"s_init": 85, "fine": 0.97}, p)

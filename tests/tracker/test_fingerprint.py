@@ -3,7 +3,7 @@ import opencc
 import pytest
 from textgen import homophones, work
 
-from tracker.fingerprint import (
+from tracker.fingerprints.daguan import (
     MAX_LETTERS,
     Fingerprinter,
     FingerprintParams,
@@ -14,7 +14,7 @@ from tracker.fingerprint import (
     level_table,
     window_counts,
 )
-from tracker.pinyin import INITIAL_LETTERS, initials
+from tracker.text.pinyin import INITIAL_LETTERS, initials
 
 
 def test_same_text_same_fingerprints():

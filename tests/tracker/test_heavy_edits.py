@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
-from tracker.align import Alignment, PassageMeasure, align
-from tracker.matching import MatchPolicy
-from tracker.records import Passage
+from tracker.common.records import Passage
+from tracker.matching.align import Alignment, PassageMeasure, align
+from tracker.matching.matcher import MatchPolicy
 
 POOL = "天地人和春夏秋冬东南西北风花雪月山水云雨金木火土日星辰江河湖海"
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracker.config import MIB, ReadLimits
-from tracker.documents import Document, DocumentError, read_path
+from tracker.documents.readers import Document, DocumentError, read_path
+from tracker.plumbing.config import MIB, ReadLimits
 
 
 def test_a_line_over_a_document_is_skipped_before_parsing(tmp_path: Path, monkeypatch) -> None:
     limits = ReadLimits(max_document_bytes=MIB)
     parsed: list[int] = []
-    import tracker.documents as documents
+    import tracker.documents.readers as documents
 
     real = documents.parse_json
 

@@ -1,4 +1,4 @@
-"""The one id rule (tracker.ids): normalisation, refused characters, duplicates, and
+"""The one id rule (tracker.common.ids): normalisation, refused characters, duplicates, and
 ids made from file names in a folder (issue 25)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-from tracker.documents import Document, DocumentError, iter_documents, read_bytes
-from tracker.ids import MAX_ID_LENGTH, DuplicateIds, check_id
-from tracker.rules import check_document_item, check_text_item
+from tracker.common.ids import MAX_ID_LENGTH, DuplicateIds, check_id
+from tracker.common.rules import check_document_item, check_text_item
+from tracker.documents.readers import Document, DocumentError, iter_documents, read_bytes
 
 
 def test_ids_are_stripped_and_nfc() -> None:

@@ -10,13 +10,13 @@ import pytest
 
 from tracker.books import parse
 from tracker.books.service import BookIngest
-from tracker.documents import Document, clean_text, decode_text
-from tracker.fingerprint import Fingerprinter, FingerprintParams, distinct, letter_indices
+from tracker.documents.readers import Document, clean_text, decode_text
+from tracker.fingerprints.daguan import Fingerprinter, FingerprintParams, distinct, letter_indices
 from tracker.indexes.bulk import fill_values
 from tracker.indexes.codec import encode_value, stop_value
-from tracker.pinyin import initial_codes
-from tracker.textcodec import _han_share, _plausibility
-from tracker.textform import reading_order
+from tracker.text.pinyin import initial_codes
+from tracker.text.textcodec import _han_share, _plausibility
+from tracker.text.textform import reading_order
 
 TEXT = (
     "滚滚长江东逝水，浪花淘尽英雄。是非成败转头空。青山依旧在，几度夕阳红。"

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes import writer as index_writer
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
 

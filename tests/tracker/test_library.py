@@ -4,9 +4,9 @@ import opencc
 import pytest
 from textgen import homophones, random_edits, work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import MatchQuery, Suspect
 
 
@@ -102,7 +102,7 @@ def test_boilerplate_shared_by_many_mothers_makes_no_match(lib):
 
 
 def test_bad_documents_do_not_sink_the_batch(lib):
-    from tracker.documents import DocumentError
+    from tracker.documents.readers import DocumentError
 
     items = [_mothers(1)[0], DocumentError("bad.txt", "binary file"), _mothers(2)[1]]
     report = lib.ingest(items)
@@ -124,11 +124,11 @@ def test_recheck_keeps_the_raw_page_and_finds_new_mothers(lib):
 def test_lone_surrogates_are_stored_safely(lib):
     import json
 
-    from tracker.documents import read_bytes
+    from tracker.documents.readers import read_bytes
 
     text = work(101, 30) + "\ud800" + work(102, 30)
     lines = [
-        # In an id a lone surrogate is refused by name (the id rule, tracker/ids.py) ...
+        # In an id a lone surrogate is refused by name (the id rule, tracker/common/ids.py) ...
         json.dumps({"id": "s\udfff", "title": "t", "text": work(103, 30)}),
         # ... in a title or a text it becomes U+FFFD, one code point for one.
         json.dumps({"id": "s", "title": "t\ud800", "text": text}),

@@ -13,11 +13,11 @@ import pytest
 from textgen import homophones, random_edits, work
 from webkit import csrf, web_system
 
-from tracker.config import SettingError, Settings
-from tracker.documents import Document, DocumentError
+from tracker.documents.readers import Document, DocumentError
 from tracker.library import Library
-from tracker.longtext import SuspectTooLarge, suspect_size_problem, windows
-from tracker.matching import Matcher
+from tracker.matching.longtext import SuspectTooLarge, suspect_size_problem, windows
+from tracker.matching.matcher import Matcher
+from tracker.plumbing.config import SettingError, Settings
 from tracker.store import open_store
 
 WINDOW, OVERLAP = 12_000, 2_000
@@ -143,7 +143,7 @@ def test_windows_cover_text_once():
     for a, b in itertools.pairwise(ws):
         assert a.own_end == b.own_start
         assert a.own_end - b.base >= 256 and a.base + a.prepared.n - a.own_end >= 256
-    from tracker.align import prepare
+    from tracker.matching.align import prepare
 
     assert ws[-1].own_end == prepare(text).n
 
@@ -266,7 +266,7 @@ def test_api_refuses_a_too_large_text_as_its_error(system):
 def test_recheck_skips_a_stored_suspect_over_a_lowered_limit(tmp_path, redis_client, caplog):
     """A suspect stored before YINJI_MAX_SUSPECT_CHARS was lowered: the daily re-check
     names it in the log and re-checks the others."""
-    from tracker.records import MatchQuery
+    from tracker.common.records import MatchQuery
     from tracker.store import Suspect
 
     settings = Settings(data_dir=tmp_path, redis_prefix="t", max_suspect_chars=5_000)

@@ -7,12 +7,12 @@ import pytest
 from click.testing import CliRunner
 from textgen import work
 
-from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED, Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import MATCHING_META, Library
-from tracker.matching import MatchPolicy
-from tracker.pinyin import initials
+from tracker.matching.matcher import MatchPolicy
+from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED, Settings
 from tracker.store import open_store
+from tracker.text.pinyin import initials
 
 
 @pytest.fixture()

@@ -1,4 +1,5 @@
-"""tracker.minhash: vectorized MinHash (bit-identical to datasketch). LSH banding and the
+"""tracker.fingerprints.minhash: vectorized MinHash (bit-identical to datasketch). LSH banding
+and the
 Redis LSH index: tests/test_indexes_lsh.py."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from tracker.minhash import (
+from tracker.fingerprints.minhash import (
     MinHasher,
     exact_jaccard,
     hash32,

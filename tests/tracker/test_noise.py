@@ -1,4 +1,4 @@
-"""What of a suspect the engine reads (tracker/noise.py): noise at a fixed rhythm found
+"""What of a suspect the engine reads (tracker/text/noise.py): noise at a fixed rhythm found
 and mapped back, bidi resolved, and the "not Chinese" warnings."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from textgen import work
 
-from tracker.noise import find_noise, read_suspect, script_warning
-from tracker.records import Passage, Segment
+from tracker.common.records import Passage, Segment
+from tracker.text.noise import find_noise, read_suspect, script_warning
 
 COPY = work(7, 16)  # about 560 characters
 

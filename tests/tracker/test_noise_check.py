@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.records import Suspect
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Suspect
+from tracker.plumbing.config import Settings
 
 WORK = work(2601, 60)
 COPY = WORK[700:1500]  # 800 characters copied

@@ -1,4 +1,4 @@
-"""tracker.pagesim: URL and page-structure similarity, near-duplicate filter."""
+"""tracker.crawler.pagesim: URL and page-structure similarity, near-duplicate filter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tracker.pagesim import (
+from tracker.crawler.pagesim import (
     STRUCTURE_SAME_TEMPLATE,
     URL_NEAR_DUPLICATE,
     URL_SAME_TEMPLATE,

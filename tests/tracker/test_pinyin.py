@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tracker.pinyin import INITIAL_LETTERS, initial_codes, initials, initials_with_offsets
+from tracker.text.pinyin import INITIAL_LETTERS, initial_codes, initials, initials_with_offsets
 
 
 def test_simplified_and_traditional_han():
@@ -97,7 +97,7 @@ def test_latin_that_is_not_pinyin_in_chinese_text_is_dropped():
 
 
 def test_split_pinyin_prefers_fewest_syllables():
-    from tracker.pinyin import split_pinyin
+    from tracker.text.pinyin import split_pinyin
 
     assert split_pinyin("xian") == [0]
     assert split_pinyin("zhuangshuang") == [0, 6]
@@ -123,7 +123,7 @@ def test_latin_runs_are_the_regex_runs():
 
     import numpy as np
 
-    from tracker.pinyin import _LATIN_RUN, _latin_runs, code_points
+    from tracker.text.pinyin import _LATIN_RUN, _latin_runs, code_points
 
     alphabet = ["中", "文", "a", "Z", "ni", "hao", " ", "\t", "\u3000", "，", "1", "@", "\n"]
     rng = random.Random(7)

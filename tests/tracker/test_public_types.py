@@ -1,7 +1,7 @@
 """Issue #27's ratchet: the public signatures of the tracker modules cleaned of ``Any``
 stay without it. A public function or method (``bench/arch_metrics.public_signatures``:
 names and class names without a leading underscore, ``__init__`` included) takes and
-returns real types: ``tracker.records.JSONValue``/``JSONObject`` for JSON, TypedDicts
+returns real types: ``tracker.common.records.JSONValue``/``JSONObject`` for JSON, TypedDicts
 for stored records, dataclasses for results, ``object`` for a value a validator checks.
 
 All of ``tracker/`` is covered; a new module is checked as soon as it exists.
@@ -43,7 +43,7 @@ def test_no_any_in_public_signatures(rel: str) -> None:
     offenders = [name for name, with_any in public_signatures(tree) if with_any]
     assert offenders == [], (
         f"{rel}: public signatures mention Any: {offenders} (use a real type: "
-        "tracker.records.JSONValue/JSONObject, a TypedDict, a dataclass, object)"
+        "tracker.common.records.JSONValue/JSONObject, a TypedDict, a dataclass, object)"
     )
 
 

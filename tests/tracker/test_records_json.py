@@ -1,9 +1,9 @@
-"""Reading a stored JSON value back (``tracker.records``): the value when it has the shape
+"""Reading a stored JSON value back (``tracker.common.records``): the value when it has the shape
 asked for, a default when the key was never set, never the stored object itself."""
 
 from __future__ import annotations
 
-from tracker.records import json_int, json_object, json_strings
+from tracker.common.records import json_int, json_object, json_strings
 
 
 def test_json_object_copies_an_object_and_defaults_to_empty() -> None:

@@ -18,7 +18,6 @@ import pytest
 from redis_cluster import RedisClusterNodes
 from repo import REPO
 
-from tracker.config import Settings
 from tracker.indexes.redis_client import (
     RedisUnavailable,
     _startup_nodes,
@@ -27,6 +26,7 @@ from tracker.indexes.redis_client import (
     connect_url,
     redact_url,
 )
+from tracker.plumbing.config import Settings
 
 ROOT = REPO
 LIBRARY = ROOT / "examples" / "library.jsonl"
@@ -36,7 +36,7 @@ DELETED = "denghuo"  # a work that one of the example suspects copies
 # Deleting a work has no CLI command; this is what a web/API delete calls.
 _DELETE = (
     "import sys\n"
-    "from tracker.config import Settings\n"
+    "from tracker.plumbing.config import Settings\n"
     "from tracker.library import Library\n"
     "with Library.open(Settings.from_env(sys.argv[1])) as lib:\n"
     "    assert lib.delete_mother(sys.argv[2]), sys.argv[2]\n"

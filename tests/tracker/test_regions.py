@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from adcopy import ADS, CHAPTER, ad_dense, prose
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.records import Match, Mother, Passage, Region, Suspect
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.noise import regions
-from tracker.pinyin import initial_codes
-from tracker.records import Match, Mother, Passage, Region, Suspect
+from tracker.plumbing.config import Settings
 from tracker.services.results import CheckResult
 from tracker.store import SqliteStore, Store
+from tracker.text.noise import regions
+from tracker.text.pinyin import initial_codes
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_regions_from_passages_split_where_the_mother_jumps() -> None:
     # there is within reach); a rule that allows no skip makes two regions.
     one = regions(passages, suspect, mother, offsets)
     assert [(r.suspect_start, r.suspect_end, r.excluded) for r in one] == [(0, 168, [(51, 57)])]
-    from tracker.noise import RegionRule
+    from tracker.text.noise import RegionRule
 
     two = regions(passages, suspect, mother, offsets, RegionRule(max_mother_gap=50))
     assert [(r.suspect_start, r.suspect_end) for r in two] == [(0, 108), (108, 168)]

@@ -28,10 +28,10 @@ from hostile import (
 )
 from textgen import work
 
-from tracker.config import ReadLimits, SettingError, Settings
-from tracker.documents import Document, DocumentError, iter_documents, read_bytes, read_path
+from tracker.common.rules import MAX_ID_LENGTH, check_document_item, check_id, parse_json
+from tracker.documents.readers import Document, DocumentError, iter_documents, read_bytes, read_path
 from tracker.library import Library
-from tracker.rules import MAX_ID_LENGTH, check_document_item, check_id, parse_json
+from tracker.plumbing.config import ReadLimits, SettingError, Settings
 from tracker.store import Mother, open_store
 
 
@@ -76,7 +76,7 @@ def test_the_same_bytes_read_from_memory_give_the_same_answers(tmp_path: Path) -
 
 
 def test_a_reader_failure_nobody_foresaw_is_that_files_error(monkeypatch, tmp_path) -> None:
-    import tracker.documents as documents
+    import tracker.documents.readers as documents
 
     def broken(data: bytes, name: str, *args: object) -> str:
         raise RecursionError("maximum recursion depth exceeded")

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tracker.align import AlignParams, align
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.matching.align import AlignParams, align
+from tracker.plumbing.config import Settings
 
 
 def prose(seed: int, sentences: int) -> str:

@@ -1,4 +1,4 @@
-"""The input rules of ``tracker.rules``: one answer for the web forms, the REST API,
+"""The input rules of ``tracker.common.rules``: one answer for the web forms, the REST API,
 the job API, the tasks and the stores."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from tracker.documents import Document, read_bytes
-from tracker.records import SORTS, VERDICTS
-from tracker.rules import (
+from tracker.common.records import SORTS, VERDICTS
+from tracker.common.rules import (
     MAX_NOTE_LENGTH,
     MAX_URL_LENGTH,
     check_document_item,
@@ -23,6 +22,7 @@ from tracker.rules import (
     normalize_domain,
     url_problem,
 )
+from tracker.documents.readers import Document, read_bytes
 
 
 def test_check_url_strips_and_keeps_good_urls() -> None:
@@ -155,8 +155,8 @@ def test_document_items() -> None:
 
 def test_titles_of_files_are_headlines_or_the_file_name() -> None:
     # Issue #14: .txt titles were the first line cut at 80 characters mid-sentence.
-    from tracker.documents import read_bytes
-    from tracker.rules import default_title, shorten
+    from tracker.common.rules import default_title, shorten
+    from tracker.documents.readers import read_bytes
 
     body = "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。" * 6
     headline = "第一回　宴桃园豪杰三结义"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from textgen import work
 
-from tracker.align import AlignParams, align, align_prepared, prepare
-from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED
-from tracker.pinyin import initials
-from tracker.rarity import build_reference_grams, han_grams, reference_grams
+from tracker.matching.align import AlignParams, align, align_prepared, prepare
+from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED
+from tracker.text.pinyin import initials
+from tracker.text.rarity import build_reference_grams, han_grams, reference_grams
 
 # Legal formulas: the wording of thousands of regulations (68 and 41 Han characters).
 LEGAL = (

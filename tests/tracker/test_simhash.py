@@ -1,4 +1,5 @@
-"""tracker.simhash: our SimHash, and bit-for-bit compatibility with Go mfonda/simhash."""
+"""tracker.fingerprints.simhash: our SimHash, and bit-for-bit compatibility with Go
+mfonda/simhash."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from tracker.simhash import (
+from tracker.fingerprints.simhash import (
     compare,
     content_windows,
     feature_hashes,

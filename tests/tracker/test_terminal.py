@@ -1,8 +1,8 @@
-"""tracker.terminal: tables aligned by display width (issue #14)."""
+"""tracker.plumbing.terminal: tables aligned by display width (issue #14)."""
 
 from __future__ import annotations
 
-from tracker.terminal import display_width, fit
+from tracker.plumbing.terminal import display_width, fit
 
 
 def test_display_width_counts_cjk_as_two_columns() -> None:

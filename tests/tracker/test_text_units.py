@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tracker.pinyin import INITIAL_LETTERS, initial_codes
+from tracker.text.pinyin import INITIAL_LETTERS, initial_codes
 from tracker.text.units import (
     MIN_RUN,
     UNITS_PER_WORD,

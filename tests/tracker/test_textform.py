@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document, DocumentError, read_bytes
+from tracker.common.rules import check_document_item, check_text_item
+from tracker.documents.readers import Document, DocumentError, read_bytes
 from tracker.library import Library
-from tracker.rules import check_document_item, check_text_item
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect, open_store
-from tracker.textform import is_blank, reading_order
+from tracker.text.textform import is_blank, reading_order
 
 PASSAGE = work(2501, 8)  # about 280 characters, written for the tests
 

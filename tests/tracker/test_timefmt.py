@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from tracker.timefmt import human_utc, iso_utc, parse_utc
+from tracker.common.timefmt import human_utc, iso_utc, parse_utc
 
 
 def test_one_instant_reads_the_same_in_both_forms() -> None:

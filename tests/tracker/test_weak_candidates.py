@@ -1,5 +1,5 @@
 """Weak candidates (daguan's one-hit proposals, issue #13) are verified only where the
-strong candidates leave the suspect unexplained (tracker/matching.py)."""
+strong candidates leave the suspect unexplained (tracker/matching/matcher.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.config import Settings
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 def test_weak_candidates_are_verified_only_where_the_suspect_is_unexplained(

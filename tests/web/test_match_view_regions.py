@@ -14,8 +14,8 @@ import pytest
 from adcopy import ADS, CHAPTER, ad_dense, prose
 from webkit import PASSWORD, login
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect
 from web.ids import encode_id
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from flask import Flask
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracker.noise import script_warning
+from tracker.text.noise import script_warning
 
 
 def test_script_warning_schema_matches_what_a_check_sends(tmp_path: Path) -> None:
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
     from web import create_app
     from web.openapi import openapi_document
 
@@ -18,11 +18,12 @@ def test_script_warning_schema_matches_what_a_check_sends(tmp_path: Path) -> Non
     schema = schemas["ScriptWarning"]
     checked = schemas["CheckedSuspect"]["properties"]
     assert checked["warnings"]["items"] == {"$ref": "#/components/schemas/ScriptWarning"}
-    english = "It was the best of times, it was the worst of times. " * 20
+    # A script Yinji does not read (it reads Han and Latin): Cyrillic.
+    russian = "Это было лучшее из всех времён, это было худшее из всех времён. " * 20
     samples = [
-        (english, 0),  # no Chinese at all
+        (russian, 0),  # nothing Yinji reads
         ("他说：好。", 4),  # fewer than the minimum copied length
-        (english + "天" * 100, 100),  # mostly words of another script
+        (russian + "天" * 100, 100),  # mostly words of another script
     ]
     sent = []
     for text, read in samples:

@@ -128,8 +128,8 @@ def test_serve_runs_jobs_in_worker_processes(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             proc.wait(60)
-        from tracker.config import Settings
         from tracker.indexes.redis_client import stop_embedded_redis
+        from tracker.plumbing.config import Settings
 
         stop_embedded_redis(Settings(data_dir=data))
 

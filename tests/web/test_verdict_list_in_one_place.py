@@ -1,4 +1,4 @@
-"""One rule, one place: the verdict list (``tracker.records.VERDICTS``) is what every
+"""One rule, one place: the verdict list (``tracker.common.records.VERDICTS``) is what every
 surface offers and accepts, and no module retypes it."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _enums_of(key: str, value: Any) -> Iterator[list[Any]]:
 
 def test_every_surface_uses_the_one_verdict_list(tmp_path: Path) -> None:
     from tracker.cases.cli import verdict as verdict_cmd
-    from tracker.config import Settings
-    from tracker.records import VERDICTS
+    from tracker.common.records import VERDICTS
+    from tracker.plumbing.config import Settings
     from tracker.reports import VERDICT_LABELS as REPORT_LABELS
     from web import create_app
     from web.charts import VERDICT_COLOURS
@@ -60,7 +60,7 @@ def test_no_module_retypes_the_verdict_list() -> None:
         for package in ("tracker", "web", "workers")
         for path in (REPO / package).rglob("*")
         if path.suffix in {".py", ".html", ".j2"}
-        and path != REPO / "tracker" / "records.py"
+        and path != REPO / "tracker" / "common" / "records.py"
         and retyped.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []

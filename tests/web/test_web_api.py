@@ -361,7 +361,7 @@ def test_lone_surrogates_in_json_are_replaced(system: WebSystem) -> None:
 
 
 # One time format in every answer: UTC, milliseconds, Z (written out here, not taken from
-# tracker.timefmt, so a change of the code's format fails this test).
+# tracker.common.timefmt, so a change of the code's format fails this test).
 _ONE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 _TIME_KEYS = re.compile(r"(^|_)(at|created|since|until)$")
 

@@ -13,7 +13,7 @@ from discokit import FakePirateSite
 from textgen import work
 from webkit import WebSystem, csrf, web_system
 
-from tracker.documents import Document
+from tracker.documents.readers import Document
 
 system = web_system(allow_private_urls=True)
 TEXT = work(707, 45)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tracker.config import MIB, Settings, WebSettings
+from tracker.plumbing.config import MIB, Settings, WebSettings
 from web.jsonbody import MAX_CONTAINERS, read_limited
 
 

@@ -1,6 +1,6 @@
 """web's public signatures take and return real types, as tracker's do
 (``tests/tracker/test_public_types.py``): a view answers ``flask.typing.ResponseReturnValue``,
-JSON is ``tracker.records.JSONObject`` or a pydantic model of ``web.apimodels``, a value a
+JSON is ``tracker.common.records.JSONObject`` or a pydantic model of ``web.apimodels``, a value a
 check reads first is ``object``. Public: ``bench/arch_metrics.public_signatures``.
 """
 

@@ -25,7 +25,7 @@ from webkit import (
     web_system,
 )
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect
 from web.ids import encode_id
 from web.security import load_secret_key

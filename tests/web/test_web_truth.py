@@ -14,9 +14,9 @@ from textgen import work
 from webkit import WebSystem, web_system
 
 from tracker.cases.model import state_label
+from tracker.common.records import match_id
 from tracker.crawler.results import Page
-from tracker.documents import Document
-from tracker.records import match_id
+from tracker.documents.readers import Document
 from web.ids import encode_id
 
 system = web_system()

@@ -220,7 +220,7 @@ def _run(data_dir: Path, *args: str, input: str | None = None) -> object:
 
 
 def test_user_commands(tmp_path: Path) -> None:
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
     from tracker.store import open_store
     from web import accounts
 
@@ -257,8 +257,8 @@ def test_user_commands(tmp_path: Path) -> None:
 
 
 def test_demo_loads_matches(tmp_path: Path) -> None:
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     data = tmp_path / "demo"
     result = _run(data, "demo", "--no-serve")

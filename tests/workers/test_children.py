@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from workers import children
 
 

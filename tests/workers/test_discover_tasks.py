@@ -101,7 +101,7 @@ def test_legado_sites_walked_by_their_own_chunks(installation_factory, tmp_path)
     from legadokit import JsonApiSite, json_source
 
     from tracker.discovery.legado.importer import import_text
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
 
     sentences = [s + "。" for s in MOTHER.split("。") if s]
     chapters = ["".join(sentences[i : i + 6]) for i in range(0, 12, 6)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from repo import REPO
 
-from tracker.config import SettingError, Settings
+from tracker.plumbing.config import SettingError, Settings
 
 CLUSTER = "redis+cluster://127.0.0.1:7999"
 
@@ -399,7 +399,7 @@ def test_a_task_whose_work_was_saved_succeeds_across_a_redis_outage(tmp_path: Pa
 
     from workerkit import EXCERPT, MOTHER, start_worker, wait_job, wait_until
 
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
     from workers import jobs
     from workers.app import make_celery, release_embedded, use_app
@@ -546,7 +546,7 @@ def test_a_task_lost_in_flight_is_sent_again(
     import json
     from datetime import UTC, datetime, timedelta
 
-    from tracker.timefmt import iso_utc
+    from tracker.common.timefmt import iso_utc
     from workers import jobs
     from workers.heartbeat import RunningTask, reap_orphans, running_key
 
@@ -569,7 +569,7 @@ def test_a_task_lost_in_flight_is_sent_again(
 
 
 def test_a_failed_ingest_reports_per_item_what_was_stored(tmp_path: Path) -> None:
-    from tracker.documents import Document, DocumentError
+    from tracker.documents.readers import Document, DocumentError
     from tracker.library import Library
     from workers.runtime import close_all
     from workers.tasks.ingest import stored_report

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.config import WorkerSettings
+from tracker.plumbing.config import WorkerSettings
 
 
 def _task(client: Any) -> Any:
@@ -85,7 +85,7 @@ def test_a_rebuild_spreads_and_a_killed_chunk_runs_again_once(
     progress count each mother once per step."""
     from workerkit import wait_job, wait_until
 
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
     from workers import jobs
     from workers.heartbeat import RunningTask, running_key
@@ -144,8 +144,8 @@ def test_a_second_delivery_of_a_running_load_waits_and_answers_its_result(
     import json
     import threading
 
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
     from tracker.store import open_store
     from workers.tasks import index
 

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from repo import REPO
 
-from tracker.config import Settings
 from tracker.indexes.redis_client import (
     INDEX_SERVER_CONFIG,
     QUEUE_AOF,
@@ -34,6 +33,7 @@ from tracker.indexes.redis_client import (
     queue_server_config,
     stop_embedded_redis,
 )
+from tracker.plumbing.config import Settings
 
 
 # --- the embedded Redis: AOF and a killed server ------------------------------------------

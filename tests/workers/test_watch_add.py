@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from textgen import work
 
 from tracker.cases.watching import next_daily_run
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 CH = {n: work(700 + n, 30) for n in (1, 2)}
 

@@ -37,7 +37,7 @@ from workerkit import (
     wait_until,
 )
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.store import MatchQuery, Store
 
 

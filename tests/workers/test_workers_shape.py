@@ -1,6 +1,6 @@
 """The shape of ``workers/``, held from its source (``tests/support/structure.py``):
 public functions and methods take and return real types (no ``Any``: TypedDicts and
-dataclasses for payloads, ``tracker.records.JSONObject`` for JSON, ``object`` for what
+dataclasses for payloads, ``tracker.common.records.JSONObject`` for JSON, ``object`` for what
 a validator checks); no import circle among its modules, function-level imports
 counted; no module over 700 lines; no reach past the tracker services into a library's
 store, Redis or indexes."""

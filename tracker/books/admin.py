@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from tracker.documents import BOOK_SUFFIXES, Document, DocumentError, read_path
+from tracker.documents.readers import BOOK_SUFFIXES, Document, DocumentError, read_path
 
 from .files import book_from_chapter_files, book_id_for
 from .model import Book
@@ -26,7 +26,7 @@ from .service import BookIngest, BookMade, BookService
 from .types import BookFileError
 
 if TYPE_CHECKING:
-    from tracker.config import ReadLimits
+    from tracker.plumbing.config import ReadLimits
 
 #: What the book upload takes: a whole-book file, or a zip of chapter files.
 UPLOAD_SUFFIXES = (*BOOK_SUFFIXES, ".zip")

@@ -53,7 +53,7 @@ def book() -> None:
 @click.pass_context
 def book_list(ctx: click.Context, as_json: bool) -> None:
     """List the books: id, chapters, characters, title, author."""
-    from tracker.terminal import fit
+    from tracker.plumbing.terminal import fit
 
     with _books(ctx) as service:
         books = service.list_books()
@@ -72,7 +72,7 @@ def book_list(ctx: click.Context, as_json: bool) -> None:
 
 
 def _get(service: BookService, book_id: str) -> Book:
-    from tracker.records import NotFound
+    from tracker.common.records import NotFound
 
     try:
         return service.get(book_id)
@@ -86,7 +86,7 @@ def _get(service: BookService, book_id: str) -> Book:
 @click.pass_context
 def book_show(ctx: click.Context, book_id: str, as_json: bool) -> None:
     """A book and its chapters in order: index, work id, characters, heading."""
-    from tracker.terminal import fit
+    from tracker.plumbing.terminal import fit
 
     with _books(ctx) as service:
         b = _get(service, book_id)
@@ -140,7 +140,7 @@ def book_rename(
 def book_delete(ctx: click.Context, book_ids: tuple[str, ...]) -> None:
     """Delete books with their chapter works (their postings and matches too). Exit
     status 1 if an id was not found."""
-    from tracker.records import NotFound
+    from tracker.common.records import NotFound
 
     missing = 0
     with _books(ctx) as service:

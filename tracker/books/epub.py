@@ -13,7 +13,7 @@ hand-written OPF/NCX parser).
 - Refused with a message naming the file: DRM (``META-INF/rights.xml``, or
   ``META-INF/encryption.xml`` encrypting anything but fonts), a manifest naming a file
   the archive lacks, no spine, more than ``MAX_EPUB_MEMBERS`` members, and the zip-bomb
-  budget of every other archive (``tracker.config.ReadLimits``). Spine entries naming no
+  budget of every other archive (``tracker.plumbing.config.ReadLimits``). Spine entries naming no
   manifest item are skipped with a warning.
 - Time is linear in the number of spine items (ids and file names are looked up in
   dictionaries, not ebooklib's linear ``get_item_with_id``).
@@ -32,8 +32,8 @@ from xml.etree import ElementTree
 
 from tracker.books.headings import find_headings, split_chapters
 from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
-from tracker.config import ReadLimits
-from tracker.documents import InputError, clean_text, decode_html_bytes
+from tracker.documents.readers import InputError, clean_text, decode_html_bytes
+from tracker.plumbing.config import ReadLimits
 
 MAX_EPUB_MEMBERS = 50_000
 # Font obfuscation (IDPF and Adobe) is allowed in encryption.xml: it hides fonts, not text.

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tracker.documents import (
+from tracker.common.ids import check_id, id_problem
+from tracker.documents.readers import (
     DocumentError,
     decode_html_bytes,
     decode_text,
@@ -24,7 +25,6 @@ from tracker.documents import (
     extract_html,
     file_label,
 )
-from tracker.ids import check_id, id_problem
 
 from .types import ParsedBook
 

@@ -39,64 +39,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tracker.books.types import ParsedChapter
-
-_DIGITS = {"零": 0, "〇": 0, "○": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4}
-_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "壹": 1, "贰": 2, "貳": 2, "叁": 3}
-_DIGITS |= {"叄": 3, "參": 3, "肆": 4, "伍": 5, "陆": 6, "陸": 6, "柒": 7, "捌": 8, "玖": 9}
-_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
-_TENS = {"廿": 20, "卅": 30, "卌": 40}
-_MYRIAD = {"万": 10_000, "萬": 10_000}
-NUMERAL_CHARS = "0-9０-９" + "".join([*_DIGITS, *_UNITS, *_TENS, *_MYRIAD])
-_FULL_WIDTH = str.maketrans("０１２３４５６７８９", "0123456789")
-
-
-def chinese_number(text: str) -> int | None:
-    """``十二`` → 12, ``一百零五`` → 105, ``一二三`` / ``一一九`` → 123 / 119, ``廿三`` → 23,
-    ``１２`` / ``012`` → 12, ``壹佰`` → 100; None when ``text`` is not a numeral."""
-    text = text.strip().translate(_FULL_WIDTH)
-    if not text:
-        return None
-    if text.isascii() and text.isdigit():
-        return int(text)
-    if all(ch in _DIGITS for ch in text):  # digit by digit: 一二三 = 123
-        return int("".join(str(_DIGITS[ch]) for ch in text))
-    total, section, digit = 0, 0, None
-    for ch in text:
-        if ch in _DIGITS:
-            digit = _DIGITS[ch]
-        elif ch in _UNITS:
-            section += (1 if digit is None else digit) * _UNITS[ch]
-            digit = None
-        elif ch in _TENS:
-            section += _TENS[ch]
-            digit = None
-        elif ch in _MYRIAD:
-            total += (section + (digit or 0)) * _MYRIAD[ch]
-            section, digit = 0, None
-        else:
-            return None
-    return total + section + (digit or 0)
-
-
-#: A chapter number in a title or link text: 第N章/节/回/卷/集/篇/话, Chapter N, "12. …".
-_NUMBER_PATTERNS = (
-    re.compile(rf"第\s*([{NUMERAL_CHARS}]+)\s*[章节節回卷集篇话話]"),
-    re.compile(r"chapter\s*([0-9０-９]+)", re.I),
-    re.compile(r"^\s*([0-9０-９]+)\s*[.、:：\s]"),
-)
-
-
-def chapter_number(text: str) -> int | None:
-    """The chapter number a title or link text states (Chinese or Arabic numerals,
-    full-width too), or None."""
-    for pattern in _NUMBER_PATTERNS:
-        found = pattern.search(text or "")
-        if found:
-            number = chinese_number(found.group(1))
-            if number is not None:
-                return number
-    return None
-
+from tracker.text.numerals import DIGITS, FULL_WIDTH, NUMERAL_CHARS, chinese_number
 
 _CHAPTER_KINDS = "章回囘节節话話幕"
 _VOLUME_KINDS = "卷部集篇"
@@ -244,7 +187,7 @@ def _glued_heading(text: str, m: re.Match[str]) -> Heading | None:
     rest = m.start("rest")
     title = _clean_title(text[m.start("head") : rest + g.end(1)])
     kind = m.group("kind").translate(_KIND_NORMAL)
-    arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+    arabic = m.group("num").translate(FULL_WIDTH).isdigit()
     return Heading(m.start(), rest + g.end(), title, kind, number, arabic)
 
 
@@ -294,7 +237,7 @@ def _line_headings(text: str) -> list[Heading]:
         if number is None:
             continue
         kind = m.group("kind").translate(_KIND_NORMAL)
-        arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+        arabic = m.group("num").translate(FULL_WIDTH).isdigit()
         found.append(Heading(m.start(), m.end(), title, kind, number, arabic))
     return found
 
@@ -334,7 +277,7 @@ def _inline_headings(text: str, start: int, end: int, previous: int) -> list[Hea
         nxt_number = str(previous + 1)
         if (
             number != previous + 1
-            and all(ch in _DIGITS for ch in m.group("num"))
+            and all(ch in DIGITS for ch in m.group("num"))
             and "0" in nxt_number
             and nxt_number.replace("0", "") == str(number)
         ):
@@ -375,7 +318,7 @@ def _inline_headings(text: str, start: int, end: int, previous: int) -> list[Hea
         length = _inline_title_length(after, usual)
         title = _clean_title(text[m.start() : m.end() + length])
         kind = m.group("kind").translate(_KIND_NORMAL)
-        arabic = m.group("num").translate(_FULL_WIDTH).isdigit()
+        arabic = m.group("num").translate(FULL_WIDTH).isdigit()
         found.append(Heading(m.start(), m.end() + length, title, kind, number, arabic))
     return found
 
@@ -445,7 +388,7 @@ def _lost_zeros(headings: list[Heading]) -> list[Heading]:
 
 def _positional(h: Heading) -> bool:
     m = re.match(rf"[【\[〔（(]?第[{_BLANK}]?([{NUMERAL_CHARS}]+)", h.title)
-    return bool(m) and all(ch in _DIGITS for ch in m.group(1))  # type: ignore[union-attr]
+    return bool(m) and all(ch in DIGITS for ch in m.group(1))  # type: ignore[union-attr]
 
 
 def strip_junk(text: str) -> str:

@@ -9,7 +9,7 @@ import re
 import zipfile
 
 from tracker.books.types import BookFileError
-from tracker.config import ReadLimits
+from tracker.plumbing.config import ReadLimits
 
 _META = re.compile(r"<meta\b[^>]*>", re.I)
 _ATTR = re.compile(r"""(name|property|content)\s*=\s*["']([^"']*)["']""", re.I)
@@ -60,7 +60,7 @@ def check_archive(name: str, data: bytes, limits: ReadLimits | None = None) -> N
     """Refuse an archive (DOCX, EPUB) whose members would expand past the budget of
     every other archive before a library reads it whole: more than ``max_zip_bytes`` in
     all, a member over ``max_document_bytes``, or one compressed like a zip bomb."""
-    from tracker.documents import _bomb_like
+    from tracker.documents.readers import _bomb_like
 
     limits = limits or ReadLimits.from_env()
     try:

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tracker.ids import id_problem
-from tracker.records import ChapterRef, JSONObject, NotFound, strip_book_title, utcnow
+from tracker.common.ids import id_problem
+from tracker.common.records import ChapterRef, JSONObject, NotFound, strip_book_title, utcnow
 
 from .files import book_id_for, may_be_book
 from .model import MIGRATED_META, Book, BookChapter

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypedDict
 
-from tracker.records import ChapterRef, JSONObject, utcnow
-from tracker.timefmt import iso_utc
+from tracker.common.records import ChapterRef, JSONObject, utcnow
+from tracker.common.timefmt import iso_utc
 
 #: The metadata keys a chapter work carries (the contract of issue #36).
 CHAPTER_FIELDS = ("book_id", "book_title", "author", "chapter", "chapter_index", "volume")

@@ -2,7 +2,7 @@
 (``read_book``), or a folder or zip of chapter files (``book_from_files``,
 ``read_zip_files``). Pure: no storage, no network. The rules are in docs/BOOKS.md.
 
-- Text is decoded as every other upload (``tracker.documents.decode_text``: BOM, UTF-8,
+- Text is decoded as every other upload (``tracker.documents.readers.decode_text``: BOM, UTF-8,
   GB18030, Big5, UTF-16) and HTML with the crawler's decoder; chapters come from
   ``tracker.books.headings.split_chapters``.
 - Title and author: the file's metadata (DOCX core properties, HTML ``<meta>``, EPUB
@@ -32,8 +32,8 @@ from tracker.books.headings import (
 from tracker.books.markup import check_archive, html_meta, html_text
 from tracker.books.titles import _QUOTED, guess_title
 from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
-from tracker.config import ReadLimits
-from tracker.documents import InputError, clean_text, decode_html_bytes, decode_text
+from tracker.documents.readers import InputError, clean_text, decode_html_bytes, decode_text
+from tracker.plumbing.config import ReadLimits
 
 __all__ = [
     "BookFileError",
@@ -172,7 +172,7 @@ _SAMPLE = 64 * 1024
 
 
 def _decode(name: str, data: bytes) -> str:
-    """``tracker.documents.decode_text``'s reading of ``data``. That function decodes a
+    """``tracker.documents.readers.decode_text``'s reading of ``data``. That function decodes a
     GB18030/Big5 file whole in every candidate encoding and scores each character in
     Python (about 2 M characters/s); for a whole book it picks the encoding on the first
     64 KiB, then decodes the rest strictly in that encoding (and falls back to the full
@@ -447,9 +447,9 @@ def read_zip_files(
     name: str, data: bytes, *, limits: ReadLimits | None = None
 ) -> tuple[list[tuple[str, bytes]], list[str]]:
     """The chapter files of a zip (``(member name, bytes)``, names decoded) and warnings
-    about skipped members; the archive budget of ``tracker.documents`` (member count,
+    about skipped members; the archive budget of ``tracker.documents.readers`` (member count,
     expanded size, zip-bomb ratio, unsafe paths) applies."""
-    from tracker.documents import _bomb_like, _safe_member_name
+    from tracker.documents.readers import _bomb_like, _safe_member_name
 
     limits = limits or ReadLimits.from_env()
     try:

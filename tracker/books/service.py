@@ -27,9 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from tracker.documents import Document, DocumentError, iter_documents
-from tracker.ids import id_problem
-from tracker.records import (
+from tracker.common.ids import id_problem
+from tracker.common.records import (
     ChapterRef,
     JSONObject,
     Match,
@@ -37,6 +36,7 @@ from tracker.records import (
     NotFound,
     strip_book_title,
 )
+from tracker.documents.readers import Document, DocumentError, iter_documents
 
 from .files import (
     EarlyReads,
@@ -52,7 +52,7 @@ from .store import BookStore, book_store_for, label_chapter
 from .types import ParsedBook, ParsedChapter
 
 if TYPE_CHECKING:
-    from tracker.config import ReadLimits
+    from tracker.plumbing.config import ReadLimits
     from tracker.services.ingest import IngestService
     from tracker.services.results import IngestReport
     from tracker.store import Mother, Store
@@ -340,7 +340,7 @@ class BookIngest:
     def read_file(
         self, data: bytes, name: str, doc_id: str
     ) -> list[Document | DocumentError] | None:
-        """A ``tracker.documents.BookReader``: the chapters of a whole-book file, or
+        """A ``tracker.documents.readers.BookReader``: the chapters of a whole-book file, or
         None to read the file as one work."""
         suffix = Path(name).suffix.lower()
         if self.mode == "works" and suffix == ".epub":

@@ -6,7 +6,8 @@ matches (a chapter's work found on a page), their verdicts, and the takedown cas
   over them, then a dictionary); ``label`` names a chapter the way people do
   (``ChapterRef.label``): ``《西游记》第四十一回 心猿遭火败 木母被魔擒`` (zh) or
   ``"西游记", chapter 41 (第四十一回 心猿遭火败 木母被魔擒)`` (en).
-- ``book_grid``: one book's chapters × sites (a site is host and port, ``tracker.rules.site_of``),
+- ``book_grid``: one book's chapters × sites (a site is host and port,
+``tracker.common.rules.site_of``),
   each cell the furthest step reached there: ``pirated`` (a match that was not
   dismissed) → ``confirmed`` (a confirmed match) → ``noticed`` (the chapter's page is
   in a case whose notice was sent) → ``removed`` (every page of the chapter in the
@@ -24,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from tracker.records import ChapterRef, JSONObject, Match, MatchQuery
-from tracker.rules import site_of
+from tracker.common.records import ChapterRef, JSONObject, Match, MatchQuery
+from tracker.common.rules import site_of
 
 from .model import Book, BookChapter
 

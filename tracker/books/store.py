@@ -15,12 +15,12 @@ import sqlite3
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import ChapterRef, NotFound
+from tracker.common.records import ChapterRef, NotFound
 
 from .model import Book, BookChapter
 
 if TYPE_CHECKING:
-    from tracker.records import Mother
+    from tracker.common.records import Mother
     from tracker.store import Store
     from tracker.store.mongo import MongoStore
     from tracker.store.sqlite import SqliteStore

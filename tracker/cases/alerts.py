@@ -37,14 +37,14 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from tracker.records import JSONObject
-from tracker.timefmt import iso_utc
+from tracker.common.records import JSONObject
+from tracker.common.timefmt import iso_utc
 
 from .model import STATES, Case, iso
 from .settings import CaseSettings
 
 if TYPE_CHECKING:
-    from tracker.records import Match
+    from tracker.common.records import Match
     from tracker.store import Store
 
     from .service import CaseService
@@ -349,7 +349,7 @@ def digest_data(
     svc: CaseService, matches: Store, *, until: datetime | None = None, hours: int = 24
 ) -> Digest:
     """What the daily digest reports over the last ``hours``."""
-    from tracker.records import MatchQuery
+    from tracker.common.records import MatchQuery
 
     from .grouping import book_of
 

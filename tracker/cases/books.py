@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from tracker.common.records import JSONObject
+from tracker.common.rules import check_url, site_of
+from tracker.common.timefmt import iso_utc
 from tracker.crawler.links import page_links, same_site, same_site_links
-from tracker.records import JSONObject
-from tracker.rules import check_url, site_of
-from tracker.timefmt import iso_utc
 
 from .chapters import in_chapter_order
 from .grouping import book_of

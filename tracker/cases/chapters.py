@@ -5,8 +5,8 @@ as the tie-breaker. A pirate index that lists its "最新章节" first (3, 1, 2)
 
 Hand-written rather than a dependency: Chinese numerals below 万万 are a dozen lines
 (``cn2an`` would bring PyYAML and a second package for this one conversion); the one
-``chinese_number`` and ``chapter_number`` live in ``tracker.books.headings`` (chapter
-headings of whole books; the reader of a work's book, ``tracker.records.ChapterRef``,
+``chinese_number`` and ``chapter_number`` live in ``tracker.text.numerals`` (chapter
+headings of whole books; the reader of a work's book, ``tracker.common.records.ChapterRef``,
 numbers a legacy chapter by its heading with them).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from tracker.books.headings import chapter_number, chinese_number
+from tracker.text.numerals import chapter_number, chinese_number
 
 __all__ = ["chapter_number", "chinese_number", "in_chapter_order"]
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import click
 
-from tracker.config import SettingError, Settings
-from tracker.records import VERDICTS
-from tracker.timefmt import human_utc
+from tracker.common.records import VERDICTS
+from tracker.common.timefmt import human_utc
+from tracker.plumbing.config import SettingError, Settings
 
 from .model import STATES, CaseError, state_label
 
@@ -78,7 +78,7 @@ def _service(ctx: click.Context, *, create: bool = False) -> Iterator[Any]:
 @contextmanager
 def _errors() -> Iterator[None]:
     """Workflow refusals and unknown ids as one clear line, exit 1, no traceback."""
-    from tracker.records import NotFound
+    from tracker.common.records import NotFound
 
     try:
         yield
@@ -112,7 +112,7 @@ def verdict(
 ) -> None:
     """Give the match SUSPECT_ID × MOTHER_ID a verdict; a confirmed match with a URL
     joins the case of its work and domain (opened when needed)."""
-    from tracker.records import NotFound
+    from tracker.common.records import NotFound
     from tracker.store import open_store
 
     with _service(ctx) as svc, open_store(svc.settings) as matches, _errors():
@@ -419,8 +419,8 @@ def case_send(
 def _crawler(settings: Settings) -> Any:
     """The crawler the workers use: SSRF guard per YINJI_ALLOW_PRIVATE_URLS, per-host
     interval per YINJI_CRAWL_MIN_INTERVAL."""
-    from tracker.config import WorkerSettings
     from tracker.crawler import Crawler, CrawlerConfig
+    from tracker.plumbing.config import WorkerSettings
 
     try:
         interval = WorkerSettings.from_env().crawl_min_interval

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracker.records import JSONObject, Match
-from tracker.rules import check_note, normalize_domain, site_of
+from tracker.common.records import JSONObject, Match
+from tracker.common.rules import check_note, normalize_domain, site_of
 
 from .grouping import host_of
 from .model import (
@@ -30,7 +30,7 @@ from .model import (
 from .store import CaseStore
 
 if TYPE_CHECKING:
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
     from tracker.store import Store
 
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from .model import Case, CaseEvent
 
 if TYPE_CHECKING:
-    from tracker.config import Settings
     from tracker.crawler.results import Page
+    from tracker.plumbing.config import Settings
 
 log = logging.getLogger(__name__)
 

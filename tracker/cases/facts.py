@@ -15,7 +15,7 @@ a stored fact, per URL:
   share of the page copied (coverage): figures of that page's own text, or, for a URL
   filed before pages were URLs of their own (its text assembled from several pages),
   of those pages together, which the notice then says and lists (``together``);
-- the match's regions as stored (``tracker.records.Region``: one per copied stretch,
+- the match's regions as stored (``tracker.common.records.Region``: one per copied stretch,
   each with its own similarity on pinyin initials and the number of inserted spans the
   work does not hold there, excluded from it);
 - for a fetched page, the capture's fetch time and the SHA-256 of the bytes served (the
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from tracker.records import ChapterRef, Match, MatchQuery, Mother, NotFound, match_id
+from tracker.common.records import ChapterRef, Match, MatchQuery, Mother, NotFound, match_id
 from tracker.store.base import match_sides
 
 from .chapters import chapter_number

@@ -1,11 +1,11 @@
 """What a case groups: a book (or a single work) copied on one site.
 
 - ``book_of(store, mother_id)``: the book a mother (a work of the library) is a
-  chapter of: ``tracker.records.ChapterRef.from_metadata``, the one reader of a work's
+  chapter of: ``tracker.common.records.ChapterRef.from_metadata``, the one reader of a work's
   book; a library not yet migrated to books (``tracker.books.model.MIGRATED_META``
   unset) still has its ``《书名》章节名`` titles read as book and chapter, as the
   migration will record them.
-- a case's site is ``tracker.rules.site_of`` (host, and port when not the scheme's
+- a case's site is ``tracker.common.rules.site_of`` (host, and port when not the scheme's
   default); ``host_of(site)`` its host.
 - ``page_in_url(url)``: the page number a pirate site's URL states for a chapter's
   later page (``2_2.html`` → 2, ``?page=3`` → 3); used to order pages whose number was
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from tracker.books.model import MIGRATED_META
-from tracker.records import ChapterRef, Mother, NotFound
+from tracker.common.records import ChapterRef, Mother, NotFound
 
 from .chapters import chapter_number
 

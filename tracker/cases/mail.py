@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from email.message import EmailMessage
 from typing import TYPE_CHECKING
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .model import CaseError
 from .service import CaseService

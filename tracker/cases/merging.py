@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tracker.records import ChapterRef
-from tracker.rules import normalize_domain, site_of
+from tracker.common.records import ChapterRef
+from tracker.common.rules import normalize_domain, site_of
 
 from .core import MERGE_SAMPLE, MERGE_WHO, MERGED_KEY, CaseCore, check_who
 from .grouping import book_of, host_of, url_order

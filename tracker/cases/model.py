@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Required, TypedDict, cast, get_args
 
-from tracker.records import ChapterRef, JSONObject, JSONValue, utcnow
-from tracker.timefmt import iso_utc, parse_utc
+from tracker.common.records import ChapterRef, JSONObject, JSONValue, utcnow
+from tracker.common.timefmt import iso_utc, parse_utc
 
 CaseState = Literal[
     "open",
@@ -157,7 +157,7 @@ def ms(value: datetime) -> datetime:
 
 
 def iso(value: datetime | None) -> str | None:
-    """The one machine format (``tracker.timefmt.iso_utc``: ``…T09:26:15.794Z``)."""
+    """The one machine format (``tracker.common.timefmt.iso_utc``: ``…T09:26:15.794Z``)."""
     return iso_utc(value)
 
 
@@ -329,10 +329,11 @@ class CaseURL:
 class Case:
     """One book (or one work outside any book) copied on one site.
 
-    ``work`` is the grouping key: the book's id (``tracker.records.ChapterRef`` of its chapters'
+    ``work`` is the grouping key: the book's id (``tracker.common.records.ChapterRef`` of its
+    chapters'
     mothers, or the legacy ``work``/``book``; ``tracker.cases.grouping``), else the
     mother id; ``work_title`` the book's title; ``domain`` the site, host and port
-    (``tracker.rules.site_of``); ``mother_ids`` every mother whose copies the case holds (a
+    (``tracker.common.rules.site_of``); ``mother_ids`` every mother whose copies the case holds (a
     re-check that still finds one of them means the copy is still online).
     """
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError
 
-from tracker.records import JSONValue, NotFound
+from tracker.common.records import JSONValue, NotFound
 from tracker.store.mongo_client import client_of
 
 from .model import Case, CaseEvent, CaseEventRecord, CaseRecord, ConcurrentUpdate

@@ -16,13 +16,13 @@ from .notice_text import CONTENT_TYPES, Notice, check_format, check_recipients
 
 # --- PDF ------------------------------------------------------------------------------------
 def render_pdf(notice: Notice) -> bytes:
-    """A4 PDF with the CJK font embedded (see ``tracker.fonts``)."""
+    """A4 PDF with the CJK font embedded (see ``tracker.plumbing.fonts``)."""
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
     from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer
 
-    from tracker.fonts import register_cjk_font
+    from tracker.plumbing.fonts import register_cjk_font
 
     font = register_cjk_font()
     wrap = "CJK" if notice.lang == "zh" else None

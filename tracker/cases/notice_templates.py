@@ -10,7 +10,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.timefmt import human_utc
+from tracker.common.timefmt import human_utc
 
 from .facts import NoticeFacts, URLFact, zh_title
 from .model import Case, CaseError, Profile, page_label

@@ -28,7 +28,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import NotFound
+from tracker.common.records import NotFound
 
 from .facts import notice_facts
 from .model import Case, CaseError

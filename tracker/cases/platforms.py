@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tracker.records import JSONObject
-from tracker.rules import normalize_domain
+from tracker.common.records import JSONObject
+from tracker.common.rules import normalize_domain
 
 from .model import CaseError
 

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import JSONObject, NotFound
-from tracker.timefmt import iso_utc
+from tracker.common.records import JSONObject, NotFound
+from tracker.common.timefmt import iso_utc
 
 from .model import RECHECK_STATES, Case, CaseEvent, CaseURL, check_transition, now
 from .service import CaseService

@@ -8,7 +8,7 @@ import logging
 import mimetypes
 from typing import TYPE_CHECKING
 
-from tracker.records import NotFound
+from tracker.common.records import NotFound
 
 from .core import MAX_ATTACHMENTS, PROFILE_KEY, CaseCore, check_who
 from .grouping import host_of

@@ -19,8 +19,16 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from tracker.records import ChapterRef, JSONObject, Match, MatchQuery, NotFound, Suspect, match_id
-from tracker.rules import check_note, check_verdict, site_of
+from tracker.common.records import (
+    ChapterRef,
+    JSONObject,
+    Match,
+    MatchQuery,
+    NotFound,
+    Suspect,
+    match_id,
+)
+from tracker.common.rules import check_note, check_verdict, site_of
 
 from .grouping import book_of, url_order
 from .model import (

@@ -1,5 +1,5 @@
 """Settings of the takedown workflow, read from environment variables with the strict
-parsers of ``tracker.config`` (a bad value is an error naming the variable):
+parsers of ``tracker.plumbing.config`` (a bad value is an error naming the variable):
 
 - ``YINJI_SMTP_URL``: ``smtp://[user:password@]host[:port]`` (STARTTLS when the server
   offers it, required before a password is sent to any host but a loopback one) or
@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from tracker.config import SettingError, env_float, env_int, env_optional_str
-from tracker.rules import check_url
+from tracker.common.rules import check_url
+from tracker.plumbing.config import SettingError, env_float, env_int, env_optional_str
 
 SMTP_SCHEMES = {"smtp": 25, "smtps": 465}
 

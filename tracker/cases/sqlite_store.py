@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tracker.records import JSONValue, NotFound
+from tracker.common.records import JSONValue, NotFound
 from tracker.store.sqlite_db import SqliteDatabase
 from tracker.store.sqlite_records import SqliteKeyValues
 
@@ -67,7 +67,7 @@ class SqliteCaseStore(SqliteDatabase, CaseStore):
     def __init__(self, path: str | os.PathLike[str], *, blob_dir: str | os.PathLike[str]) -> None:
         self.blob_dir = Path(blob_dir)
         self.meta_values = SqliteKeyValues(self, "case_meta")
-        super().__init__(path)  # rights holders' details: mode 600 (tracker.datadir)
+        super().__init__(path)  # rights holders' details: mode 600 (tracker.plumbing.datadir)
 
     def _init_schema(self) -> None:
         self._conn().execute("PRAGMA journal_mode = WAL")

@@ -13,7 +13,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 
 from .model import Case, CaseEvent
 
@@ -40,7 +40,7 @@ class CaseStore(ABC):
 
     @abstractmethod
     def get_case(self, case_id: str) -> Case:
-        """Raise ``tracker.records.NotFound`` if absent."""
+        """Raise ``tracker.common.records.NotFound`` if absent."""
 
     @abstractmethod
     def update_case(

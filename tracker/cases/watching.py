@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .model import CaseError
 

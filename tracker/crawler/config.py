@@ -1,7 +1,7 @@
 """``CrawlerConfig``: every limit and policy of the crawler, in one frozen dataclass.
 
 ``from_settings`` also reads the crawler's own environment variables (with the strict
-parsers of ``tracker.config``; a bad value is a ``SettingError`` naming it):
+parsers of ``tracker.plumbing.config``; a bad value is a ``SettingError`` naming it):
 
 - ``YINJI_SCREENSHOTS``: ``off``, ``auto`` (the default: a full-page PNG of each crawled
   page when the worker has Chromium and Playwright, else the capture says why not) or
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -71,7 +71,7 @@ class CrawlerConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> CrawlerConfig:
-        from tracker.config import SettingError, env_float, env_optional_str, env_str
+        from tracker.plumbing.config import SettingError, env_float, env_optional_str, env_str
 
         mode = env_str("YINJI_SCREENSHOTS", "auto").lower()
         if mode not in SCREENSHOT_MODES:

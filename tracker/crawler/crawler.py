@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from tracker.config import SettingError
 from tracker.crawler.config import CrawlerConfig
 from tracker.crawler.decoding import decode_html
 from tracker.crawler.extraction import extract, normalise_text
@@ -23,6 +22,7 @@ from tracker.crawler.ratelimit import Deadline, HostRateLimiter
 from tracker.crawler.results import FetchResult, Page
 from tracker.crawler.robots import RobotsCache
 from tracker.crawler.screenshot import Screenshotter, find_browser, unavailable
+from tracker.plumbing.config import SettingError
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,10 @@ class Crawler:
     def check_url(self, url: str) -> str:
         """The URL rule and the SSRF guard without fetching; return the normalised URL.
 
-        DNS is the only traffic. Raises ``InvalidURL`` (``tracker.rules.check_url``
+        DNS is the only traffic. Raises ``InvalidURL`` (``tracker.common.rules.check_url``
         refused it, or a bad host name), ``Blocked`` (a non-public address), or
         ``Unreachable``/``Timeout`` when the name does not resolve. The web app and
-        the job API check only the URL's shape (``tracker.rules.check_url``); this full
+        the job API check only the URL's shape (``tracker.common.rules.check_url``); this full
         guard runs when a worker fetches, and again on every redirect hop.
         """
         return prepare(url, self.config, Deadline(self.config.total_timeout)).url

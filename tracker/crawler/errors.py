@@ -40,7 +40,7 @@ class CrawlError(Exception):
 
 
 class InvalidURL(CrawlError):
-    """The URL fails ``tracker.rules.check_url`` (not http(s), no host, credentials,
+    """The URL fails ``tracker.common.rules.check_url`` (not http(s), no host, credentials,
     control characters, too long, bad port) or its host name or port is invalid."""
 
 

@@ -10,7 +10,7 @@ Pages that browsers show are read whatever their shape:
   ``html.parser`` instead: no tree, so no depth limit; scripts, styles and the head
   skipped, block elements as lines.
 - **Display order.** The markup's text is put in display order before parsing
-  (``tracker.textform.reading_order``; ``<bdo dir="rtl">`` and ``&#x202E;`` count as
+  (``tracker.text.textform.reading_order``; ``<bdo dir="rtl">`` and ``&#x202E;`` count as
   U+202E): a passage stored reversed and shown with an override reads as shown
   (trafilatura and lxml drop the invisible overrides, so it cannot wait).
 
@@ -27,7 +27,7 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
-from tracker.textform import reading_order
+from tracker.text.textform import reading_order
 
 log = logging.getLogger(__name__)
 

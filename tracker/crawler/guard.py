@@ -1,6 +1,6 @@
 """The SSRF guard: turn a URL into a validated ``Target`` before any connection is made.
 
-The URL must pass ``tracker.rules.check_url`` (only http/https, no credentials); the
+The URL must pass ``tracker.common.rules.check_url`` (only http/https, no credentials); the
 host is resolved once per hop and refused if ANY address is non-public, and the
 connection then goes to that validated IP (with the original Host header and SNI), so a
 DNS answer cannot change between the check and the connect. The fetcher calls
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from tracker.common.rules import check_url
 from tracker.crawler.config import CrawlerConfig, IPAddress
 from tracker.crawler.errors import Blocked, InvalidURL, Timeout, Unreachable
 from tracker.crawler.ratelimit import Deadline
-from tracker.rules import check_url
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -79,7 +79,7 @@ class Target:
 def prepare(url: str, config: CrawlerConfig, deadline: Deadline) -> Target:
     """Validate ``url`` and resolve its host; raise ``InvalidURL``/``Blocked``.
 
-    The URL's shape is ``tracker.rules.check_url`` (the one URL rule: http/https with a
+    The URL's shape is ``tracker.common.rules.check_url`` (the one URL rule: http/https with a
     host, no credentials, no control characters, at most ``MAX_URL_LENGTH``); its
     ``ValueError`` becomes ``InvalidURL``. The guard adds what only a fetcher needs: a
     valid host name and port, and the address check.

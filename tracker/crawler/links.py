@@ -3,12 +3,12 @@ crawl (``workers.tasks.crawl``) and the book monitor (``tracker.cases.books``).
 
 - ``page_links``: every http(s) ``<a href>`` in page order, resolved against the page's
   ``<base href>`` when it has one, without the fragment, with its anchor text.
-- ``same_site``: a site as cases count it (``tracker.rules.site_of``: host and port
+- ``same_site``: a site as cases count it (``tracker.common.rules.site_of``: host and port
   when that is not the scheme's default). ``http`` and ``https`` of one host are one
   site (sites move between them); another port is another server, another subdomain
   another site.
 - ``same_site_links``: the distinct links of a page on its own site, in page order,
-  without the page itself; "distinct" is ``tracker.pagesim.canonical_url`` (one
+  without the page itself; "distinct" is ``tracker.crawler.pagesim.canonical_url`` (one
   spelling per page: no tracking parameters, parameters sorted, no trailing slash).
 
 lxml parses the page (already a dependency, fast, forgiving of broken HTML).
@@ -20,8 +20,8 @@ import contextlib
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-from tracker.pagesim import canonical_url
-from tracker.rules import site_of
+from tracker.common.rules import site_of
+from tracker.crawler.pagesim import canonical_url
 
 _SCHEMES = ("http", "https")
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tracker import __version__
-from tracker.records import Suspect
+from tracker.common.records import Suspect
 
 if TYPE_CHECKING:
     from tracker.crawler.links import Link

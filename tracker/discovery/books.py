@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tracker.records import ChapterRef, Mother
+from tracker.common.records import ChapterRef, Mother
 
 __all__ = ["BookTarget", "book_of", "book_targets"]
 
@@ -60,7 +60,7 @@ def _title_of(mother_title: str) -> str:
 def book_of(mother: Mother) -> BookTarget | None:
     """The book ``mother`` is a chapter of (see the module docstring); None when there
     is no title to search for. The book is read by the one reader of a work's book
-    (``tracker.records.ChapterRef``); what is searched is its title unless that title
+    (``tracker.common.records.ChapterRef``); what is searched is its title unless that title
     is only an id."""
     ref = ChapterRef.of(mother, from_title=True)
     title = ""

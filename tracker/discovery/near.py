@@ -27,7 +27,7 @@ class NearDuplicates:
 
     def find(self, h: int) -> str | None:
         """The suspect id of a checked page near ``h``, or None (one round trip)."""
-        from tracker.simhash import hamming
+        from tracker.fingerprints.simhash import hamming
 
         pipe = self.redis.pipeline(transaction=False)
         for key, band in self._band_keys(h):

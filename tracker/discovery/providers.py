@@ -323,7 +323,7 @@ def quota_of(name: str, env: dict[str, str] | None = None) -> int:
     try:
         value = int(raw)
     except ValueError:
-        from tracker.config import SettingError
+        from tracker.plumbing.config import SettingError
 
         raise SettingError(
             f"YINJI_SEARCH_QUOTA_{name.upper()} must be a whole number, got {raw!r}"

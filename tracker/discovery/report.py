@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.discovery.options import RunOptions

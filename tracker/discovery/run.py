@@ -44,6 +44,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tracker.common.timefmt import iso_utc
 from tracker.discovery.books import BookTarget, book_targets
 from tracker.discovery.fetcher import (
     LINK_FARM,
@@ -81,7 +82,6 @@ from tracker.discovery.sites import (
     search_url,
 )
 from tracker.discovery.urls import pattern_of
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler, Page
@@ -524,7 +524,7 @@ class DiscoveryRun:
         """Check ``item``'s page, with the next pages of its chapter (``pages``: one
         suspect, a capture per page); the pages read."""
         from tracker.discovery.pages import chapter_suspect, fetch_later_page, read_chapter_pages
-        from tracker.simhash import simhash
+        from tracker.fingerprints.simhash import simhash
 
         pages = read_chapter_pages(
             page, lambda url: fetch_later_page(self, item.source, url, self.processes.read)

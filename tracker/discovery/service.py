@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tracker.common.records import JSONObject
+from tracker.common.timefmt import iso_utc
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.legado.sources import SourceVerdict
 from tracker.discovery.providers import Searcher, providers_from_env
 from tracker.discovery.run import RunHistory, RunOptions, RunReport
 from tracker.discovery.sites import Site, SiteError, SiteRegistry, find_search, load_profiles
-from tracker.records import JSONObject
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler
@@ -41,8 +41,8 @@ def register_site(
     """Register the pirate site at ``url``: with ``search_url`` (``{q}`` for the query)
     as given, else its search form found on its home page (``sites.find_search``).
     ``SiteError`` (a ``ValueError``) names the input and why it was refused."""
+    from tracker.common.rules import check_url
     from tracker.discovery.urls import normalize_url
-    from tracker.rules import check_url
 
     try:
         check_url(url)
@@ -102,7 +102,7 @@ def import_sources(
     from tracker.discovery.legado.sources import SourceError
 
     if url:
-        from tracker.rules import check_url
+        from tracker.common.rules import check_url
 
         try:
             check_url(url)
@@ -183,7 +183,7 @@ def overview(library: Library, *, runs: int = 10) -> DiscoveryOverview:
         )
         for p in providers
     ]
-    from tracker.config import env_int, env_time
+    from tracker.plumbing.config import env_int, env_time
 
     defaults = RunOptions()
     at_h, at_m = env_time("YINJI_DISCOVER_AT", (2, 0))

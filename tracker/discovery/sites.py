@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
+from tracker.common.records import JSONObject
 from tracker.discovery.urls import host_of
-from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler

@@ -15,8 +15,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tracker.common.records import JSONValue
     from tracker.engines.base import Engine, RedisClient
-    from tracker.records import JSONValue
 
 ENGINES: dict[str, str] = {
     "daguan": "tracker.engines.daguan:DaguanEngine",

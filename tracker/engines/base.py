@@ -2,11 +2,11 @@
 
 An engine turns a text into fingerprints, keeps the mothers' fingerprints in a
 Redis-backed index, and proposes *candidate* mothers for a suspect. It does not
-decide what is a copy: ``tracker.matching`` verifies every candidate with the same
-fine alignment (``tracker.align``), so engines differ only in recall and speed of
+decide what is a copy: ``tracker.matching.matcher`` verifies every candidate with the same
+fine alignment (``tracker.matching.align``), so engines differ only in recall and speed of
 the candidate stage and their outputs stay comparable.
 
-Mothers are known to the index by their integer ``seq`` (see ``tracker.records.Mother``).
+Mothers are known to the index by their integer ``seq`` (see ``tracker.common.records.Mother``).
 Fingerprints are a numpy array whose dtype the engine chooses; the store keeps
 ``fps.tobytes()`` and ``from_bytes`` reads it back for ``index rebuild``.
 
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.indexes.redis_client import delete_matching
-from tracker.records import JSONObject
 from tracker.text.units import read_units
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Candidate:
     ``weak``: proposed on fewer hits than a candidate needs (daguan's
     ``weak_candidates``, for suspects nothing else explains): verified only when the
     other candidates' copies leave room in the suspect for one more
-    (``tracker.matching.Matcher``).
+    (``tracker.matching.matcher.Matcher``).
     """
 
     seq: int
@@ -62,7 +62,7 @@ class Engine(ABC):
     #: The scripts (Unicode script names) whose text the engine reads. Every engine
     #: reads the units of ``tracker.text.units``: pinyin initials of Han characters
     #: (and pinyin syllables written for them) and words of Latin letters. A check
-    #: warns about a document it reads too little of (``tracker.noise.script_warning``).
+    #: warns about a document it reads too little of (``tracker.text.noise.script_warning``).
     scripts: ClassVar[tuple[str, ...]] = ("Han", "Latin")
 
     def __init__(self, redis: RedisClient, prefix: str) -> None:

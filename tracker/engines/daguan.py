@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.common.records import JSONObject, json_int
 from tracker.engines.base import Candidate, Engine
-from tracker.fingerprint import (
+from tracker.fingerprints.daguan import (
     Fingerprinter,
     FingerprintParams,
     Reference,
@@ -34,7 +35,6 @@ from tracker.indexes.bulk import BulkLoader
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import RESHARD_FIELDS, bits_for
 from tracker.indexes.snapshot import SnapshotFolder
-from tracker.records import JSONObject, json_int
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient

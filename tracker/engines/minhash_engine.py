@@ -10,7 +10,8 @@ Text normalization (``normalization=``), as in ``simhash_engine``:
 
 Fingerprints of a text (the array the store keeps): uint32, ``rows * num_perm`` values,
 row-major; reshape to ``(-1, num_perm)``. Row 0 is the signature of the whole normalized
-stream, rows 1.. one per content-defined window (``tracker.simhash.content_windows``; in
+stream, rows 1.. one per content-defined window
+(``tracker.fingerprints.simhash.content_windows``; in
 initials mode 48 to 256 letters, a new one every ~32 on average). Content-defined windows put a
 copied passage into the same windows in suspect and mother whatever its offset (see
 ``simhash_engine``), so an excerpt pasted into unrelated text is found with an estimated
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.engines.base import Candidate
 from tracker.engines.windows import (
     ROW_BITS,
@@ -55,9 +57,8 @@ from tracker.engines.windows import (
     check_normalization,
     span_evidence,
 )
+from tracker.fingerprints.minhash import MinHasher
 from tracker.indexes.lsh import RedisLSH, choose_bands
-from tracker.minhash import MinHasher
-from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient

@@ -4,20 +4,21 @@ permuted-table Hamming index (``tracker.indexes.hamming``).
 Text normalization (``normalization=``):
 
 - ``"initials"`` (default): the features are taken from the pinyin-initial stream
-  (``tracker.pinyin.initials``), as in the rest of Yinji: homophone substitution and
+  (``tracker.text.pinyin.initials``), as in the rest of Yinji: homophone substitution and
   simplified/traditional conversion keep every letter, and punctuation, whitespace and
   Latin watermarks are dropped, so such copies give *the same* fingerprints as their
   mother. Features are ``ngram``-letter shingles (default 8: an initial carries ~4.1 bits,
   so 8 letters are about as specific as 5 characters, see docs/ENGINES.md).
 - ``"chars"``: the features are character ``ngram``-grams (default 3) of the text
-  lower-cased with everything but letters and digits dropped (``tracker.simhash.normalize``).
+  lower-cased with everything but letters and digits dropped
+  (``tracker.fingerprints.simhash.normalize``).
   Traditional or homophone copies share almost no features with their mother in this mode.
 
 Fingerprints of a text (the array the store keeps, uint64):
 
 - row 0: the SimHash of the whole normalized stream (tf weights): the *page* fingerprint;
 - rows 1..: one SimHash per *content-defined* window of the stream
-  (``tracker.simhash.content_windows``; in initials mode 24 to 96 letters, a new window
+  (``tracker.fingerprints.simhash.content_windows``; in initials mode 24 to 96 letters, a new window
   every ~8 letters on average; see docs/ENGINES.md for the measurements behind these).
 
 A whole-text SimHash only finds near-complete copies: an excerpt pasted into unrelated
@@ -54,6 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.engines.base import Candidate
 from tracker.engines.windows import (
     ROW_BITS,
@@ -62,9 +64,8 @@ from tracker.engines.windows import (
     check_normalization,
     span_evidence,
 )
+from tracker.fingerprints.simhash import simhash_spans
 from tracker.indexes.hamming import RedisHammingIndex
-from tracker.records import JSONObject
-from tracker.simhash import simhash_spans
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient

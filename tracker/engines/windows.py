@@ -2,7 +2,7 @@
 normalized characters), content-defined windows over it, row ids and evidence spans.
 
 A window starts wherever a short hash of the stream is 0 mod ``window_gap``
-(``tracker.simhash.content_windows``), so a copied passage gets the same windows in
+(``tracker.fingerprints.simhash.content_windows``), so a copied passage gets the same windows in
 suspect and mother whatever its offset. Row 0 of a mother is the whole stream; ids in
 the indexes are ``seq << ROW_BITS | row``.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tracker.engines.base import Engine
-from tracker.simhash import content_windows, normalize
+from tracker.fingerprints.simhash import content_windows, normalize
 from tracker.text.units import unit_letters
 
 ROW_BITS = 20

@@ -11,7 +11,7 @@ Opening the log (one per process; it is safe for several processes to append)::
 
     from tracker.evidence import EvidenceLog
 
-    log = EvidenceLog.from_settings(settings)      # tracker.config.Settings: MongoDB when
+    log = EvidenceLog.from_settings(settings)      # tracker.plumbing.config.Settings: MongoDB when
                                                    # mongo_uri is set, else the data folder
     log = EvidenceLog.open(data_dir)               # evidence.sqlite3 + evidence/blobs/
     log = EvidenceLog.open(data_dir, mongo_db=db)  # evidence_* collections + GridFS

@@ -130,7 +130,7 @@ class FileBlobStore:
                 finally:
                     os.close(fd)
             for tmp, path in written:
-                os.chmod(tmp, 0o400)  # immutable, and private (tracker.datadir)
+                os.chmod(tmp, 0o400)  # immutable, and private (tracker.plumbing.datadir)
                 os.replace(tmp, path)
         finally:
             for tmp, _ in written:

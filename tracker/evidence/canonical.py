@@ -21,8 +21,8 @@ import json
 import math
 from datetime import UTC, datetime, timedelta
 
-from tracker.records import JSONObject
-from tracker.timefmt import iso_utc
+from tracker.common.records import JSONObject
+from tracker.common.timefmt import iso_utc
 
 
 class CanonicalError(ValueError):

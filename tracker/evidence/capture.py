@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .blobs import BlobStore, blob_ref, check_digest
 from .canonical import CanonicalError, format_time, parse_time

@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from tracker.config import SettingError, Settings
+from tracker.plumbing.config import SettingError, Settings
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -57,9 +57,9 @@ def evidence() -> None:
 @click.pass_context
 def export(ctx: click.Context, suspect_id: str, mother_id: str | None, output: Path) -> None:
     """Write SUSPECT_ID's evidence bundle (one match with --mother, else all of them)."""
+    from tracker.common.records import NotFound
     from tracker.evidence import EvidenceError
     from tracker.library import Library
-    from tracker.records import NotFound
 
     with Library.open(_settings(ctx)) as lib:
         try:
@@ -221,8 +221,8 @@ def head(ctx: click.Context, as_json: bool, publish_dir: Path | None) -> None:
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False, sort_keys=True))
         return
+    from tracker.common.timefmt import human_utc
     from tracker.evidence.canonical import time_from_ms
-    from tracker.timefmt import human_utc
 
     th = published.head
     click.echo(f"fingerprint (指纹): {out['fingerprint_grouped']}")

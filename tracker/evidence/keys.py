@@ -32,7 +32,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .canonical import CanonicalError, canonical_json, format_time, parse_json_object, time_from_ms
 

@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.datadir import private_dir
-from tracker.records import Match
-from tracker.rules import check_verdict
+from tracker.common.records import Match
+from tracker.common.rules import check_verdict
+from tracker.plumbing.datadir import private_dir
 
 from .backend import Backend
 from .blobs import BlobStore, FileBlobStore
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from pymongo import MongoClient
     from pymongo.database import Database
 
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
     from tracker.store.mongo_client import MongoDocument
 
     # The TSA client (asn1crypto, urllib, x509: ~0.1 s) is imported where a timestamp

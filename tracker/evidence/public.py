@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .bundle_format import verifier_sha256
 from .keys import TreeHead, format_fingerprint

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .canonical import (
     canonical_json,

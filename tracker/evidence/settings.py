@@ -1,5 +1,5 @@
 """Settings of the evidence log, read from environment variables with the strict
-parsers of ``tracker.config`` (a bad value is an error naming the variable):
+parsers of ``tracker.plumbing.config`` (a bad value is an error naming the variable):
 
 - ``YINJI_EVIDENCE_KEY``: the Ed25519 signing key of the evidence log. Either the PEM
   text itself (a value that starts with ``-----BEGIN``) or the path of a PEM file
@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracker.config import SettingError, env_float, env_optional_str
-from tracker.rules import check_url
+from tracker.common.rules import check_url
+from tracker.plumbing.config import SettingError, env_float, env_optional_str
 
 from .keys import EvidenceKeyError, SigningKey, _refuse_exposed
 

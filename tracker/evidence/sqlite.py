@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracker.datadir import private_file
+from tracker.plumbing.datadir import private_file
 
 from .canonical import (
     format_time,
@@ -65,7 +65,7 @@ class SqliteBackend:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
-        private_file(self.path)  # mode 600 (tracker.datadir)
+        private_file(self.path)  # mode 600 (tracker.plumbing.datadir)
         self.db = sqlite3.connect(
             str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False
         )

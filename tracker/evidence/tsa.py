@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 MAX_RESPONSE_BYTES = 1 << 20
 _HASHES: dict[str, Any] = {

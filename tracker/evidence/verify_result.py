@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 from .canonical import (
     format_time,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from tracker.config import Settings
+from tracker.common.records import JSONObject
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.indexes import refill as refills
@@ -24,7 +24,7 @@ from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
 from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
-from tracker.records import JSONObject
+from tracker.plumbing.config import Settings
 from tracker.services.engines import EngineSet
 from tracker.services.results import (
     RebuildResult,

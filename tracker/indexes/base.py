@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, TypeVar, runtime_checkable
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 K_contra = TypeVar("K_contra", contravariant=True)
 

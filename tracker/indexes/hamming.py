@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.indexes.redis_client import delete_matching
-from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient

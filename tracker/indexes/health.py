@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from tracker.common.records import JSONObject, json_int
 from tracker.indexes.lock import IndexLock, LockHeld, Owner
 from tracker.indexes.lock import lock_key as _lock_key
 from tracker.indexes.redis_client import process_alive
-from tracker.records import JSONObject, json_int
 
 if TYPE_CHECKING:
     from tracker.engines.base import RedisClient

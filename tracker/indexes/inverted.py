@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.indexes import appends
 from tracker.indexes.codec import (
     FORMAT,
@@ -108,7 +109,6 @@ from tracker.indexes.layout import MOVE_TTL_MS, BucketLayout, Pairs, distinct
 from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.scripts import lua
 from tracker.indexes.temporary import sweep_temporary
-from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient

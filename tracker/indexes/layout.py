@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.common.records import JSONObject
 from tracker.indexes.codec import FORMAT
 from tracker.indexes.keys import (
     IDENTITY_BITS,
@@ -36,7 +37,6 @@ from tracker.indexes.keys import (
 )
 from tracker.indexes.recording import Recording
 from tracker.indexes.scripts import lua
-from tracker.records import JSONObject
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient

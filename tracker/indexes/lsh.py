@@ -4,7 +4,7 @@ and rows for a Jaccard threshold, and the Redis LSH index (the minhash engine's)
 A signature of ``num_perm`` values is cut into ``bands`` bands of ``rows`` values; two
 signatures *meet* when one band is equal in both, which happens with probability
 ``1 - (1 - s**rows)**bands`` for Jaccard similarity ``s``: a steep S-curve around the
-threshold ``choose_bands`` aims at. Signatures come from ``tracker.minhash.MinHasher``.
+threshold ``choose_bands`` aims at. Signatures come from ``tracker.fingerprints.minhash.MinHasher``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tracker.common.records import JSONObject
+from tracker.fingerprints.simhash import _hash_columns
 from tracker.indexes.redis_client import delete_matching
-from tracker.records import JSONObject
-from tracker.simhash import _hash_columns
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient

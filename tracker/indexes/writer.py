@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from tracker.config import Settings
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad
+from tracker.plumbing.config import Settings
 from tracker.store import Store
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ be verified later. Headings are bilingual (中文 / English).
   its types in ``schema``, the recorded times and page origin in ``provenance``).
 - ``view``: the region and passage rows and marks both renderers draw.
 - ``html``: ``render_html``, from the package-data template ``templates/report.html``.
-- ``pdf``: ``render_pdf`` (reportlab, in named steps; the CJK font of ``tracker.fonts``
+- ``pdf``: ``render_pdf`` (reportlab, in named steps; the CJK font of ``tracker.plumbing.fonts``
   embedded), made PDF/A-2b by ``pdfa.make_pdfa`` (pikepdf).
 - ``lists``: ``match_row`` and ``render_match_list`` for the CSV/JSON list exports.
 

@@ -7,10 +7,10 @@ Honesty rules the renderers rely on:
 - Every passage carries two similarities: on pinyin initials (what the engines match
   on, ``similarity`` / ``initials_similarity``) and on the characters themselves
   (``char_similarity``, from the record when the aligner gave one, else computed with
-  ``tracker.textdiff``), and the character diff that marks what differs.
+  ``tracker.matching.textdiff``), and the character diff that marks what differs.
 - A passage the aligner split into segment pairs (a reordered copy) lists them in
   ``segments``, each with its own offsets, texts, similarities and diff.
-- The regions are the match's stored ones (``tracker.records.Region``), each with its
+- The regions are the match's stored ones (``tracker.common.records.Region``), each with its
   text, the text of its excluded spans and the numbers of the passages inside it.
 - The timeline (imported, fetched or submitted, checked, verdict) uses only times that
   were recorded; a time that is not known is reported missing, a pasted text has no
@@ -25,7 +25,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracker import __version__
-from tracker.records import ChapterRef, Match, Mother, Suspect
+from tracker.common.records import ChapterRef, Match, Mother, Suspect
+from tracker.common.timefmt import iso_utc
+from tracker.matching.textdiff import char_diff
 from tracker.reports.provenance import (
     Logged,
     PageSource,
@@ -51,8 +53,6 @@ from tracker.reports.schema import (
     WorkInfo,
 )
 from tracker.store.base import match_sides
-from tracker.textdiff import char_diff
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from tracker.records import JSONObject, Match
-from tracker.timefmt import iso_utc
+from tracker.common.records import JSONObject, Match
+from tracker.common.timefmt import iso_utc
 
 LIST_FORMATS = ("csv", "json")
 

@@ -1,7 +1,7 @@
 """The PDF evidence report (A4), built with reportlab in named steps: fonts, styles,
 header, timeline, metadata tables, passages, footer, document, PDF/A.
 
-Every glyph is set in the one CJK TrueType font of ``tracker.fonts``, embedded as a
+Every glyph is set in the one CJK TrueType font of ``tracker.plumbing.fonts``, embedded as a
 subset (``FontFile2``) with a ``ToUnicode`` map: the report looks the same on every
 reader, nothing is left to the reader's font substitution (which is how "C opyright"
 falls apart), and the text layer stays extractable. No base-14 font is referenced (the
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracker.fonts import register_cjk_font
+from tracker.plumbing.fonts import register_cjk_font
 from tracker.reports.data import (
     VERDICT_LABELS,
     ReportData,

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tracker.records import Match, Suspect
+from tracker.common.records import Match, Suspect
+from tracker.common.timefmt import iso_utc, parse_utc
 from tracker.reports.schema import (
     FETCHED_SOURCES,
     MISSING,
@@ -22,7 +23,6 @@ from tracker.reports.schema import (
     TimelineEvent,
     WorkInfo,
 )
-from tracker.timefmt import iso_utc, parse_utc
 
 if TYPE_CHECKING:
     from tracker.evidence import Capture, EvidenceLog, Submission

@@ -80,7 +80,7 @@ class CaptureInfo(TypedDict):
 
 
 class DiffData(TypedDict):
-    """Character diff of a passage (``tracker.textdiff``): spans per side as
+    """Character diff of a passage (``tracker.matching.textdiff``): spans per side as
     ``[start, end, kind, detail]``, offsets relative to the passage text."""
 
     suspect: list[list[Any]]
@@ -130,7 +130,7 @@ class ExcludedData(TypedDict):
 
 
 class RegionData(TypedDict):
-    """One copied stretch as a person reads it (``tracker.records.Region``): the
+    """One copied stretch as a person reads it (``tracker.common.records.Region``): the
     passages between inserted lines taken together, the lines listed as excluded."""
 
     n: int  # 1-based, in suspect order

@@ -1,7 +1,7 @@
 """What the HTML and PDF reports draw for each passage: the rows to show (the aligned
 segment pairs when the aligner gave them, else the whole passage), each side cut into
 pieces marked same / substituted (homophone, variant, edit) / inserted / deleted by the
-character diff (``tracker.textdiff``), and the legend of those marks; and for each
+character diff (``tracker.matching.textdiff``), and the legend of those marks; and for each
 region (``region_rows``) one row, its suspect text cut at the excluded spans (the
 inserted lines, marked ``excluded``)."""
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracker.matching.textdiff import LEGEND
 from tracker.reports.schema import DiffData, PassageData, RegionData
-from tracker.textdiff import LEGEND
 
 # The marks, in legend order: css class / name -> bilingual label.
 MARKS: tuple[tuple[str, str], ...] = (

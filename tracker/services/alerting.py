@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from tracker.records import MatchQuery, NotFound
+from tracker.common.records import MatchQuery, NotFound
 
 if TYPE_CHECKING:
     from tracker.cases import CaseService

@@ -5,7 +5,7 @@ caller that opened it)."""
 from __future__ import annotations
 
 from tracker.cases import CaseService, open_case_store
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 
 def open_case_service(settings: Settings) -> CaseService:

@@ -4,18 +4,18 @@
 paste and upload, the crawl and re-check tasks), readable top to bottom:
 
 1. size          the text over ``YINJI_MAX_SUSPECT_CHARS`` is refused before any work
-1b. read         the text as the engine reads it (``tracker.noise``): noise repeated at
+1b. read         the text as the engine reads it (``tracker.text.noise``): noise repeated at
                  a fixed rhythm found (checked with and without it), and a warning
                  when the engine reads too little of it (not Chinese)
 2. fingerprints  the engine fingerprints the suspect (densely: every offset)
 3. candidates    ... and looks them up in its index: mothers sharing enough of them
-4. verify        each candidate aligned with the suspect (``tracker.align``); a long
-                 suspect window by window, with bounded memory (``tracker.longtext``)
+4. verify        each candidate aligned with the suspect (``tracker.matching.align``); a long
+                 suspect window by window, with bounded memory (``tracker.matching.longtext``)
 5. score         alignments that are copies become matches (``MatchPolicy``)
 6. store         the suspect and its matches (re-checked: the matches only, verdicts kept)
 7. evidence      where the text came from (capture, submission) and the check
 
-Stages 1-5 are ``tracker.matching.Matcher``'s (2 and 3 are one engine call); ``save``
+Stages 1-5 are ``tracker.matching.matcher.Matcher``'s (2 and 3 are one engine call); ``save``
 turns 6 and 7 on, and ``origin`` says what 7 records.
 """
 
@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracker.config import Settings
-from tracker.documents import Document, DocumentError, clean_text
+from tracker.common.records import ChapterRef
+from tracker.common.rules import domain_of
+from tracker.documents.readers import Document, DocumentError, clean_text
 from tracker.engines import Engine
 from tracker.indexes.admin import IndexAdmin
-from tracker.longtext import SuspectTooLarge
-from tracker.matching import Aligned, Matcher, MatchResult, PreparedCache
-from tracker.records import ChapterRef
-from tracker.rules import domain_of
+from tracker.matching.longtext import SuspectTooLarge
+from tracker.matching.matcher import Aligned, Matcher, MatchResult, PreparedCache
+from tracker.plumbing.config import Settings
 from tracker.services.engines import EngineSet
 from tracker.services.evidence import EvidenceRecorder, Recording
 from tracker.services.results import CheckResult

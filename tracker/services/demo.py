@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from tracker.cases import CaseService
-from tracker.documents import Document
+from tracker.common.records import NotFound, Suspect
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import NotFound, Suspect
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tracker.align import AlignParams
-from tracker.config import Settings
+from tracker.common.records import JSONObject, json_object, json_strings
 from tracker.engines import ENGINES, Engine, make_engine
 from tracker.engines.capabilities import CandidateOptions, LocalCopies
 from tracker.indexes.snapshot import SnapshotFolder
-from tracker.matching import MatchPolicy, parse_min_copied
-from tracker.records import JSONObject, json_object, json_strings
+from tracker.matching.align import AlignParams
+from tracker.matching.matcher import MatchPolicy, parse_min_copied
+from tracker.plumbing.config import Settings
 from tracker.services.results import CandidateSettings
 from tracker.store import Store
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from tracker.records import NotFound, Suspect, utcnow
+from tracker.common.records import NotFound, Suspect, utcnow
 from tracker.services.results import CheckResult, text_sha256
 from tracker.store import MatchQuery, Store, match_id
 

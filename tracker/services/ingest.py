@@ -19,15 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tracker.config import Settings
-from tracker.documents import Document, DocumentError, unexpected
+from tracker.common.ids import DuplicateIds
+from tracker.common.rules import check_metadata
+from tracker.documents.readers import Document, DocumentError, unexpected
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad, BulkLoading
-from tracker.ids import DuplicateIds
 from tracker.indexes.admin import IndexAdmin
 from tracker.indexes.health import IndexOutOfSync, IndexTracker
 from tracker.indexes.writer import IndexWriter, Writes, bulk_folder
-from tracker.rules import check_metadata
+from tracker.plumbing.config import Settings
 from tracker.services.engines import EngineSet
 from tracker.services.results import IngestReport
 from tracker.store import Mother, Store

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracker.records import NotFound
+from tracker.common.records import NotFound
 
 if TYPE_CHECKING:
+    from tracker.crawler.pagesim import NearDuplicateFilter
     from tracker.library import Library
-    from tracker.pagesim import NearDuplicateFilter
     from tracker.store import Suspect
 
 
@@ -32,6 +32,6 @@ def stored_as_given(library: Library, mother_id: str, text: str) -> bool:
 def near_duplicates(library: Library, name: str) -> NearDuplicateFilter:
     """The near-duplicate filter ``name`` of pages, kept in the library's Redis so that
     a page another worker saw under another URL of its site is known here too."""
-    from tracker.pagesim import NearDuplicateFilter
+    from tracker.crawler.pagesim import NearDuplicateFilter
 
     return NearDuplicateFilter(redis=library.redis, prefix=library.settings.redis_prefix, name=name)

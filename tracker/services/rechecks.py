@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tracker.cases.model import RECHECK_STATES
-from tracker.timefmt import iso_utc, parse_utc
+from tracker.common.timefmt import iso_utc, parse_utc
 
 if TYPE_CHECKING:
     from tracker.cases import CaseService

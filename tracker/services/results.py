@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from tracker.documents import DocumentError
+from tracker.common.records import JSONObject, Match, Suspect
+from tracker.documents.readers import DocumentError
 from tracker.indexes.snapshot import SnapshotInfo
-from tracker.matching import MatchResult
-from tracker.records import JSONObject, Match, Suspect
+from tracker.matching.matcher import MatchResult
 
 #: The book fields of a match whose work is in no book.
 NO_BOOK: JSONObject = {"book_id": None, "book_title": None, "chapter": None, "chapter_index": None}
@@ -53,7 +53,7 @@ class CheckResult:
 
     def matches_json(self) -> list[JSONObject]:
         """The ``matches`` of the ``--json`` line: mother, title, score, coverage,
-        passages, regions (``tracker.records.Region``), then the book the mother is a
+        passages, regions (``tracker.common.records.Region``), then the book the mother is a
         chapter of (``book_id``, ``book_title``, ``chapter``, ``chapter_index``: null
         when it is in no book)."""
         return [
@@ -79,9 +79,9 @@ class CheckResult:
             "matches": list(self.matches_json()),
             "text_sha256": text_sha256(text),
             # Too little of the text is read by the engine (not Chinese): never a
-            # silent "no match" (tracker.noise.script_warning).
+            # silent "no match" (tracker.text.noise.script_warning).
             "warnings": [w.to_json() for w in self.result.warnings],
-            # Strings found repeated at a fixed rhythm, read without (tracker.noise).
+            # Strings found repeated at a fixed rhythm, read without (tracker.text.noise).
             "noise": [n.to_json() for n in self.result.noise],
         }
         if include_text:

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, cast
 
 from tracker.cases.watching import check_kind, mark_crawled
-from tracker.records import WatchItem
-from tracker.rules import check_url
+from tracker.common.records import WatchItem
+from tracker.common.rules import check_url
 from tracker.store import Store
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from tracker.records import SORTS, JSONObject, Match, MatchQuery, Suspect
-from tracker.rules import check_sort, check_verdict, domain_of, normalize_domain
+from tracker.common.records import SORTS, JSONObject, Match, MatchQuery, Suspect
+from tracker.common.rules import check_sort, check_verdict, domain_of, normalize_domain
 
 # sort key of MatchQuery -> (field, descending), derived from the one list of sort keys
 SORT_FIELDS: dict[str, tuple[str, bool]] = {key: (key.lstrip("-"), key[0] == "-") for key in SORTS}
@@ -65,7 +65,7 @@ def ceil_utc(value: datetime) -> datetime:
     return floored if floored == exact else floored + timedelta(milliseconds=1)
 
 
-# --- domains (``domain_of`` and ``normalize_domain`` are in tracker.rules) --------------
+# --- domains (``domain_of`` and ``normalize_domain`` are in tracker.common.rules) --------------
 def reverse_domain(domain: str) -> str:
     """``www.example.com`` -> ``com.example.www``.
 

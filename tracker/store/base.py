@@ -2,7 +2,7 @@
 ``tracker.store.interfaces`` (mothers, fingerprints, suspects, matches, users, watch
 list, settings) in one object, written by two adapters (sqlite3 and MongoDB).
 
-The records it stores live in ``tracker.records`` (re-exported here for the adapters).
+The records it stores live in ``tracker.common.records`` (re-exported here for the adapters).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracker.records import (
+from tracker.common.records import (
     ROLES,
     SORTS,
     VERDICTS,

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from tracker.datadir import private_dir
+from tracker.plumbing.datadir import private_dir
 
 from .base import StoreError
 
 
 class StorageSettings(Protocol):
-    """What the storage factories read of the settings (``tracker.config.Settings`` is
+    """What the storage factories read of the settings (``tracker.plumbing.config.Settings`` is
     one): storage imports no settings module, the settings import storage."""
 
     @property
@@ -55,7 +55,7 @@ class DataFiles:
     def make_folder(self) -> None:
         """Create the data folder, or ``StoreError`` saying how to choose another."""
         try:
-            private_dir(self.data_dir)  # mode 700 (tracker.datadir)
+            private_dir(self.data_dir)  # mode 700 (tracker.plumbing.datadir)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the data folder {self.data_dir} ({exc.strerror or exc}): "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypedDict, TypeVar
 
-from tracker.records import (
+from tracker.common.records import (
     JSONObject,
     JSONValue,
     Match,

@@ -30,7 +30,7 @@ from pymongo import (
 )
 from pymongo.errors import BulkWriteError
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 
 from ._common import (
     check_id,

@@ -10,7 +10,7 @@ from pymongo import (
     DESCENDING,
 )
 
-from tracker.records import Region
+from tracker.common.records import Region
 
 from ._common import (
     check_id,

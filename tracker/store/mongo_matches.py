@@ -17,7 +17,7 @@ from pymongo import (
     UpdateOne,
 )
 
-from tracker.rules import check_verdict
+from tracker.common.rules import check_verdict
 
 from ._common import (
     TOP_N,

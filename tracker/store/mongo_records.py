@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError
 
-from tracker.records import JSONObject, JSONValue
+from tracker.common.records import JSONObject, JSONValue
 
 from ._common import dumps
 from .interfaces import Collection, Duplicate, KeyValues

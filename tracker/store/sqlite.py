@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 
 from ._common import (
     check_id,

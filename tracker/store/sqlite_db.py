@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from tracker.datadir import private_dir, private_file
+from tracker.plumbing.datadir import private_dir, private_file
 
 from ._common import storage_problem, to_utc
 from .interfaces import StoreError

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracker.rules import check_verdict
+from tracker.common.rules import check_verdict
 
 from ._common import (
     MACHINE_FIELDS,

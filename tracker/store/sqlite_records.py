@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from tracker.records import JSONObject, JSONValue
+from tracker.common.records import JSONObject, JSONValue
 
 from ._common import dumps
 from .interfaces import Collection, Duplicate, KeyValues

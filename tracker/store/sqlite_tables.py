@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from tracker.records import Region
+from tracker.common.records import Region
 
 from ._common import (
     check_id,

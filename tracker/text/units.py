@@ -1,13 +1,13 @@
 """Text units: what the engines and the alignment read of a text, in either script.
 
 Yinji compares texts as streams of *units*, each a letter of the pinyin-initial
-alphabet (``tracker.pinyin.INITIAL_LETTERS``, 23 letters) with the offset of the
-character it stands for, so fingerprints (``tracker.fingerprint``), the index, the
-alignment (``tracker.align``), noise removal and long-text windows work on one kind of
+alphabet (``tracker.text.pinyin.INITIAL_LETTERS``, 23 letters) with the offset of the
+character it stands for, so fingerprints (``tracker.fingerprints.daguan``), the index, the
+alignment (``tracker.matching.align``), noise removal and long-text windows work on one kind of
 stream whatever the text's script:
 
 - **Chinese.** A Han character gives its pinyin initial, and pinyin syllables written
-  for characters count as those characters: exactly ``tracker.pinyin.initial_codes``.
+  for characters count as those characters: exactly ``tracker.text.pinyin.initial_codes``.
 - **English** (and other Latin-script text). A word gives **three** units, at its
   first, middle and last letter. A word carries far more than one initial does (an
   English word has ~10 bits of identity, a pinyin initial ~4), so a word counts as three
@@ -45,7 +45,7 @@ quoted in a Chinese chapter is read; ``VIP``, ``QQ群`` or a site name is not). 
 with more Latin words (an English translation keeping names in characters) every word
 is read. A word read as pinyin is never an English word.
 
-Everything is vectorised over the text's code points (numpy), like ``tracker.pinyin``:
+Everything is vectorised over the text's code points (numpy), like ``tracker.text.pinyin``:
 ``bench/bench_english_speed.py`` measures it.
 """
 
@@ -60,7 +60,7 @@ from importlib import resources
 
 import numpy as np
 
-from tracker.pinyin import INITIAL_LETTERS, code_points, initial_codes, initials_table
+from tracker.text.pinyin import INITIAL_LETTERS, code_points, initial_codes, initials_table
 
 #: Words in a run of Latin words (no Han character between them) for the run to be read.
 MIN_RUN = 8
@@ -585,7 +585,7 @@ def unit_breaks(text: str, units: Units) -> np.ndarray:
 
 def unit_codes(text: str) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, offsets)`` of ``read_units``: the drop-in for
-    ``tracker.pinyin.initial_codes`` where a text of either script is read."""
+    ``tracker.text.pinyin.initial_codes`` where a text of either script is read."""
     units = read_units(text)
     return units.codes, units.offsets
 

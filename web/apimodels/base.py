@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, WithJsonSchema
 MAX_PAGE = 200  # rows per page a client may ask for
 MAX_OFFSET = 10**12  # the highest ?offset= accepted
 
-# Every time in every answer: UTC with milliseconds and Z (tracker.timefmt.iso_utc).
+# Every time in every answer: UTC with milliseconds and Z (tracker.common.timefmt.iso_utc).
 TIME_SCHEMA: dict[str, JsonValue] = {
     "type": "string",
     "format": "date-time",

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from tracker.records import MatchSort, Verdict
+from tracker.common.records import MatchSort, Verdict
 
 from .base import MAX_OFFSET, MAX_PAGE, ApiModel, TimeOrNull
 

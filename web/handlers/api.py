@@ -13,12 +13,18 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
-from tracker.documents import SUPPORTED_SUFFIXES
-from tracker.ids import DuplicateIds
-from tracker.longtext import check_suspect_size
-from tracker.matching import short_work_warnings
-from tracker.records import JSONValue
-from tracker.rules import check_document_item, check_note, check_text_item, check_url, check_verdict
+from tracker.common.ids import DuplicateIds
+from tracker.common.records import JSONValue
+from tracker.common.rules import (
+    check_document_item,
+    check_note,
+    check_text_item,
+    check_url,
+    check_verdict,
+)
+from tracker.documents.readers import SUPPORTED_SUFFIXES
+from tracker.matching.longtext import check_suspect_size
+from tracker.matching.matcher import short_work_warnings
 from tracker.store import Match
 from workers import jobs
 from workers.book_uploads import book_mode
@@ -93,7 +99,7 @@ def _rejected(message: str, errors: list[dict[str, str]]) -> Response:
 
 
 def _documents_from_json(items: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Ingest items checked by ``tracker.rules.check_document_item``: (valid items,
+    """Ingest items checked by ``tracker.common.rules.check_document_item``: (valid items,
     errors naming the bad ones)."""
     if not isinstance(items, list):
         fail(400, "'documents' must be a list of {id, title?, text} objects")

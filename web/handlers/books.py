@@ -11,7 +11,7 @@ from flask.typing import ResponseReturnValue
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
 from tracker.books.model import Book
 from tracker.books.stats import book_summaries
-from tracker.records import NotFound
+from tracker.common.records import NotFound
 
 from ..books import book_index, book_service, find_books, get_book, grid_of, made_line, upload_books
 from ..core import Page, fail, page_arg, role_required, store

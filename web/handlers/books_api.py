@@ -10,7 +10,7 @@ from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import edit_book
 from tracker.books.stats import book_summaries
-from tracker.records import NotFound
+from tracker.common.records import NotFound
 
 from ..apimodels.base import JobAccepted
 from ..apimodels.books import (

@@ -12,8 +12,8 @@ from tracker.books.model import Book
 from tracker.cases import STATES, TRANSITIONS, CaseError
 from tracker.cases.model import Case, CaseURL, page_label, verify_chain
 from tracker.cases.store import MAX_BLOB_BYTES
-from tracker.records import Match, match_id
-from tracker.rules import check_note, normalize_domain
+from tracker.common.records import Match, match_id
+from tracker.common.rules import check_note, normalize_domain
 from workers import jobs
 
 from ..books import book_of, chapter_of

@@ -13,7 +13,7 @@ from flask import Blueprint, Response, jsonify, url_for
 from flask.typing import ResponseReturnValue
 from pydantic import JsonValue
 
-from tracker.rules import check_note, normalize_domain
+from tracker.common.rules import check_note, normalize_domain
 from workers import jobs
 
 from ..apimodels.base import JobAccepted

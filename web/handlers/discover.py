@@ -12,11 +12,11 @@ from typing import Any
 from flask import Blueprint, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from tracker.common.records import match_id
 from tracker.discovery.legado.sources import SourceError, SourceVerdict
 from tracker.discovery.run import RunOptions
 from tracker.discovery.service import import_sources, overview, register_site
 from tracker.discovery.sites import SiteError
-from tracker.records import match_id
 from tracker.services.discovery_records import run_history, site_registry
 
 from ..apimodels.discover import (
@@ -121,7 +121,7 @@ def index() -> ResponseReturnValue:
 
 
 def _started(value: str) -> datetime | None:
-    from tracker.timefmt import parse_utc
+    from tracker.common.timefmt import parse_utc
 
     try:
         return parse_utc(value)

@@ -7,7 +7,7 @@ from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import UPLOAD_SUFFIXES
 from tracker.books.stats import book_summaries
-from tracker.documents import DocumentError
+from tracker.documents.readers import DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
 from workers.book_uploads import BOOK_MODES, book_mode

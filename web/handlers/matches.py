@@ -7,9 +7,9 @@ from dataclasses import replace
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from tracker.common.rules import check_note, check_verdict
 from tracker.reports.data import report_data
 from tracker.reports.view import passages_open
-from tracker.rules import check_note, check_verdict
 from tracker.store import VERDICTS, Match
 
 from ..casework import case_state_labels, cases, set_verdict
@@ -98,7 +98,7 @@ def detail(match_id: str) -> ResponseReturnValue:
     except KeyError:
         mother = None
     # The passages as the evidence report has them (tracker.reports.data: both
-    # similarities, the character diff of tracker.textdiff, segment pairs), numbered
+    # similarities, the character diff of tracker.matching.textdiff, segment pairs), numbered
     # in suspect order like the report.
     # With the evidence log, as the report: the 抓取时间 is the capture's stored time
     # (to the millisecond), not the suspect record's (a check may store it later).

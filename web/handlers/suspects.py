@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from tracker.documents import SUPPORTED_SUFFIXES, DocumentError
-from tracker.longtext import suspect_size_problem
-from tracker.rules import check_url
+from tracker.common.rules import check_url
+from tracker.documents.readers import SUPPORTED_SUFFIXES, DocumentError
+from tracker.matching.longtext import suspect_size_problem
 from tracker.store import MatchQuery
 from workers import jobs
 

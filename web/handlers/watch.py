@@ -15,10 +15,10 @@ from flask.typing import ResponseReturnValue
 
 from tracker.cases import Case
 from tracker.cases.watching import WATCH_KINDS, next_daily_run
-from tracker.config import WorkerSettings
-from tracker.records import JSONObject, WatchItem
+from tracker.common.records import JSONObject, WatchItem
+from tracker.common.timefmt import iso_utc
+from tracker.plumbing.config import WorkerSettings
 from tracker.services.watch_list import WatchList
-from tracker.timefmt import iso_utc
 from workers import jobs
 
 from ..apimodels.watch import UnwatchQuery, WatchAdded, WatchedBooks, WatchIn, WatchItems

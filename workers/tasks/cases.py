@@ -23,7 +23,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.records import JSONObject, NotFound
+from tracker.common.records import JSONObject, NotFound
 from tracker.services import alerting
 from tracker.services.rechecks import due_case_ids
 from workers.backend import release
@@ -136,7 +136,7 @@ def alert_new_matches_since(
 
     A bad alert setting is logged and no alert is sent: the check's results are stored
     and must not be failed by it (``yinji worker`` refuses to start with one anyway)."""
-    from tracker.config import SettingError
+    from tracker.plumbing.config import SettingError
 
     try:
         alerter = _alerter()

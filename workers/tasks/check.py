@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from celery import Task, shared_task
 
-from tracker.documents import DocumentError
-from tracker.records import JSONObject
-from tracker.rules import url_problem
+from tracker.common.records import JSONObject
+from tracker.common.rules import url_problem
+from tracker.common.timefmt import iso_utc
+from tracker.documents.readers import DocumentError
 from tracker.services.check import Submitted
 from tracker.services.lookups import find_suspect
 from tracker.services.rechecks import mark_checked, new_mothers
 from tracker.store import Suspect, utcnow
-from tracker.timefmt import iso_utc
 from workers.app import app_settings, worker_settings
 from workers.payloads import suspect_from_item, unique, upload_suspects
 from workers.spool import Spool, UploadRef

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Task, shared_task
 
-from tracker.config import env_int
+from tracker.common.records import JSONObject, JSONValue
+from tracker.common.rules import url_problem
 from tracker.crawler import CrawlError
 from tracker.crawler.links import same_site_links
-from tracker.records import JSONObject, JSONValue
-from tracker.rules import url_problem
+from tracker.plumbing.config import env_int
 from tracker.services.lookups import find_suspect
 from tracker.services.watch_list import WatchList
 from tracker.store import utcnow

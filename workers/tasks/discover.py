@@ -36,9 +36,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.config import env_int
+from tracker.common.records import JSONObject
 from tracker.discovery.run import DiscoveryRun, PageResult, RunOptions, new_run_id
-from tracker.records import JSONObject
+from tracker.plumbing.config import env_int
 from workers.tasks._base import TASK_OPTIONS, Child, Progress, fanout, once, rt
 
 

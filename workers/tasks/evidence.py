@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 from workers.tasks._base import TASK_OPTIONS, Progress, once, rt
 
 

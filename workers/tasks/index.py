@@ -24,9 +24,9 @@ from typing import TypedDict
 
 from celery import Task, shared_task
 
+from tracker.common.records import JSONObject
 from tracker.indexes.health import IndexOutOfSync
 from tracker.indexes.refill import RefillChunk
-from tracker.records import JSONObject
 from tracker.services import rebuild_parts
 from workers.app import app_settings, queue_for, worker_settings
 from workers.backend import release

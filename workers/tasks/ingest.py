@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 from celery import Task, shared_task
 
-from tracker.documents import Document, DocumentError
+from tracker.common.records import JSONObject, JSONValue
+from tracker.documents.readers import Document, DocumentError
 from tracker.library import Library
-from tracker.records import JSONObject, JSONValue
 from tracker.services.lookups import stored_as_given
 from workers.app import app_settings
 from workers.book_uploads import BookMode, UploadBooks, made_json
@@ -80,7 +80,7 @@ def ingest_uploads(
     self: Task, uploads: list[UploadRef], engine: str | None = None, book_mode: str = "works"
 ) -> JSONObject:
     """Add or replace the mothers in uploaded files (``workers.spool`` references: the
-    message carries no text). Each file is read by ``tracker.documents``, whole books
+    message carries no text). Each file is read by ``tracker.documents.readers``, whole books
     by the book rule of ``book_mode`` (``workers.book_uploads``: ``auto``, ``book`` or
     ``works``, as ``yinji ingest``, ``--book`` and ``--as-works``); the result's
     ``books`` lists the books made. A file or item that cannot be read is an entry of

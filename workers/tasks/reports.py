@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 from workers.app import app_settings, worker_settings
 from workers.backend import backend_client, report_key
 from workers.payloads import sha1_hex

@@ -19,9 +19,9 @@ from textgen import work
 import tracker.books.files as book_files
 import tracker.books.service as book_service
 from tracker.books.types import BookFileError, ParsedBook, ParsedChapter
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 pytestmark = pytest.mark.slow  # each command starts the library's embedded Redis
 
@@ -84,7 +84,7 @@ def test_ingest_a_book_then_list_show_check_rename_delete(tmp_path: Path) -> Non
         "author": "吴承恩",
         "chapters": 3,
     }
-    # the time as the API writes every time (tracker.timefmt.iso_utc): UTC, ms, "Z"
+    # the time as the API writes every time (tracker.common.timefmt.iso_utc): UTC, ms, "Z"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", listed["created_at"])
     r = yinji_here(data, "book", "list")
     assert "xiyouji" in r.stdout and "《西游记》 — 吴承恩" in r.stdout

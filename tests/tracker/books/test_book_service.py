@@ -16,10 +16,10 @@ from textgen import work
 import tracker.books.files as book_files
 from tracker.books.service import MIGRATED_META, BookIngest, BookService, summary_line
 from tracker.books.types import ParsedBook, ParsedChapter
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.records import NotFound
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import NotFound
+from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
 CHAPTERS = [work(3600 + i, 30) for i in range(3)]

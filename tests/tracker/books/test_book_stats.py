@@ -20,8 +20,8 @@ from tracker.books.stats import (
     match_pages,
 )
 from tracker.cases.model import Case, CaseURL
-from tracker.records import ChapterRef, Match, MatchQuery, Suspect
-from tracker.rules import site_of
+from tracker.common.records import ChapterRef, Match, MatchQuery, Suspect
+from tracker.common.rules import site_of
 from tracker.store import Store
 
 BOOK = Book(

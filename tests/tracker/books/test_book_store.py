@@ -9,7 +9,7 @@ import pytest
 
 from tracker.books.model import Book, BookChapter
 from tracker.books.store import BookStore, MongoBookStore, SqliteBookStore, book_store_for
-from tracker.records import Match, Mother, NotFound, Passage, Suspect
+from tracker.common.records import Match, Mother, NotFound, Passage, Suspect
 from tracker.store import Store
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracker.books.headings import chinese_number, find_headings, split_chapters, strip_junk
+from tracker.books.headings import find_headings, split_chapters, strip_junk
+from tracker.text.numerals import chinese_number
 
 BODY = (
     "话说天下大势，分久必合，合久必分。周末七国分争，并入于秦。及秦灭之后，楚、汉分争，又并入于汉。"

@@ -18,7 +18,7 @@ from tracker.books.parse import (
     read_book,
     read_zip_files,
 )
-from tracker.config import ReadLimits
+from tracker.plumbing.config import ReadLimits
 
 BODY = (
     "话说天下大势，分久必合，合久必分。周末七国分争，并入于秦。及秦灭之后，楚、汉分争，又并入于汉。"
@@ -283,7 +283,7 @@ def test_folder_of_chapters(tmp_path: Path) -> None:
 @pytest.mark.parametrize("encoding", ["gb18030", "big5", "utf-8", "utf-16-le"])
 def test_large_files_decode_as_the_project_decoder_does(encoding: str) -> None:
     from tracker.books.parse import decode_book_text
-    from tracker.documents import decode_text
+    from tracker.documents.readers import decode_text
 
     text = "".join(f"第{n}回 第{n}個故事\n{BODY_TRAD * 20}\n" for n in range(1, 400))
     data = text.encode(encoding)

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 from textgen import homophones, work
 
 from tracker.cases.cli import case, verdict
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.timefmt import human_utc
+from tracker.documents.readers import Document
 from tracker.evidence import Capture, EvidenceLog
 from tracker.evidence.keys import format_fingerprint
 from tracker.library import Library
-from tracker.timefmt import human_utc
+from tracker.plumbing.config import Settings
 
 CHAPTERS = {n: work(300 + n, 40) for n in (1, 2, 3)}
 TITLES = {1: "《雾城旧梦》第一章 雾起", 2: "《雾城旧梦》第二章 旧人", 3: "《雾城旧梦》第三章 夜雨"}
@@ -171,7 +171,7 @@ def test_done_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             encoding="utf-8",
         )
         with Library.open(settings) as lib:
-            from tracker.documents import iter_documents
+            from tracker.documents.readers import iter_documents
 
             (res,) = list(lib.check(iter_documents([paste]), save=True))
         assert any(m.mother_id == "wc-3" for m in res.matches)

@@ -25,11 +25,11 @@ from tracker.cases.notices import build_notice
 from tracker.cases.recheck import recheck_case
 from tracker.cases.service import PageCopy
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.common.records import Suspect, match_id
 from tracker.crawler import Crawler, CrawlerConfig
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Suspect, match_id
+from tracker.plumbing.config import Settings
 from tracker.store import SqliteStore
 
 HEADINGS = {

@@ -24,9 +24,9 @@ from tracker.cases.notices import build_notice
 from tracker.cases.service import MERGED_KEY
 from tracker.cases.settings import CaseSettings
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
-from tracker.records import ChapterRef, Match, Mother, Passage, Suspect
-from tracker.rules import site_of
+from tracker.common.records import ChapterRef, Match, Mother, Passage, Suspect
+from tracker.common.rules import site_of
+from tracker.plumbing.config import Settings
 from tracker.store import SqliteStore
 
 LEGACY = {"work": "shuihu", "work_title": "水浒传"}

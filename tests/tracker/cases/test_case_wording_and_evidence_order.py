@@ -19,7 +19,7 @@ from tracker.cases.model import STATE_LABELS, STATES, CaseEvent, CaseURL, state_
 from tracker.cases.notices import collect_evidence
 from tracker.cases.platforms import SHIPPED, load_platforms
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 HOLDER = {"name": "青简文化", "address": "北京市海淀区", "email": "legal@qingjian.example"}
 

@@ -16,8 +16,8 @@ from tracker.cases.alerts import Alerter, digest_data, sign, verify_signature
 from tracker.cases.cli import case, verdict
 from tracker.cases.settings import CaseSettings, SmtpConfig
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import SettingError
-from tracker.records import Match
+from tracker.common.records import Match
+from tracker.plumbing.config import SettingError
 
 SECRET = "s3cret-key"
 

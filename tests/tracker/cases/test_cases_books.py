@@ -17,10 +17,10 @@ from tracker.cases import CaseService
 from tracker.cases.books import BookError, chapter_links, monitor_book, next_page_link
 from tracker.cases.cli import case
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import SqliteStore
 
 CH1, CH3, FOREIGN, UNRELATED = work(11, 40), work(13, 40), work(500, 30), work(99, 40)

@@ -21,8 +21,8 @@ from tracker.cases.notice_formats import render, render_email
 from tracker.cases.notice_text import TemplateTooCostly, check_recipients
 from tracker.cases.notices import build_notice, generate_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
-from tracker.records import Mother
+from tracker.common.records import Mother
+from tracker.plumbing.config import Settings
 from tracker.reports import build_report
 
 HOLDER = {"name": "青简文化", "address": "北京市海淀区", "email": "legal@qingjian.example"}

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tracker.cases import CaseService
 from tracker.cases.cli import case, verdict
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 evidence_log = pytest.importorskip("tracker.evidence.log")
 
@@ -72,10 +72,10 @@ def test_recheck_captures_the_page_in_the_log(tmp_path: Path, redis_client: obje
     from textgen import work
 
     from tracker.cases.recheck import recheck_case
+    from tracker.common.records import Suspect
     from tracker.crawler import Crawler, CrawlerConfig
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
-    from tracker.records import Suspect
     from tracker.store import SqliteStore
 
     text = work(7, 50)

@@ -31,10 +31,10 @@ from tracker.cases import CaseService
 from tracker.cases.facts import NoConfirmedURL, bare_title, zh_title
 from tracker.cases.notices import build_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
-from tracker.records import Match, Mother, Passage, Suspect
+from tracker.common.records import Match, Mother, Passage, Suspect
+from tracker.common.timefmt import human_utc
+from tracker.plumbing.config import Settings
 from tracker.store import SqliteStore
-from tracker.timefmt import human_utc
 
 ZH_NUMBERS = ["一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"]
 HOLDER = {"name": "青简文化", "address": "北京市海淀区", "email": "legal@qingjian.example"}

@@ -24,7 +24,7 @@ from tracker.cases.notice_formats import render
 from tracker.cases.notice_text import NoticeIncomplete
 from tracker.cases.notices import build_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 HOLDER = {
     "name": "青简文化有限公司",

@@ -18,7 +18,7 @@ from tracker.cases.model import STATE_FLOW, STATES, TRANSITIONS, CaseError
 from tracker.cases.notices import build_notice
 from tracker.cases.platforms import SHIPPED, load_platforms, platform_for
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 
 HOLDER = {"name": "青简文化", "address": "北京市海淀区", "email": "legal@qingjian.example"}
 

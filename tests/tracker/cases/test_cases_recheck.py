@@ -19,11 +19,11 @@ from tracker.cases import CaseService
 from tracker.cases.cli import case, verdict
 from tracker.cases.recheck import recheck_case, recheck_cases
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
+from tracker.common.records import Suspect
 from tracker.crawler import Crawler, CrawlerConfig
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Suspect
+from tracker.plumbing.config import Settings
 from tracker.store import SqliteStore
 
 WORK = work(101, 60)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tracker.cases.cli import case, verdict
 from tracker.cases.mail import MailError, send_message
 from tracker.cases.settings import CaseSettings, SmtpConfig
-from tracker.config import SettingError
+from tracker.plumbing.config import SettingError
 
 PROFILE = ["--name=青简文化", "--address=北京市", "--email=legal@qingjian.example"]
 

@@ -18,8 +18,8 @@ from tracker.cases.cli import case, verdict
 from tracker.cases.model import STATES, TRANSITIONS, CaseError, CaseEvent, verify_chain
 from tracker.cases.sqlite_store import SqliteCaseStore
 from tracker.cases.store import CaseStore
-from tracker.config import Settings
-from tracker.records import NotFound
+from tracker.common.records import NotFound
+from tracker.plumbing.config import Settings
 
 
 @pytest.fixture(params=["sqlite", "mongo"])

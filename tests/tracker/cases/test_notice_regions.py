@@ -14,10 +14,10 @@ from adcopy import CHAPTER, ad_dense, prose
 from tracker.cases import CaseService
 from tracker.cases.notices import build_notice
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.common.records import Match
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Match
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect
 
 HOLDER = {"name": "青简文化", "address": "北京市海淀区", "email": "legal@qingjian.example"}

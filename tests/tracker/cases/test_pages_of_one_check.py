@@ -14,7 +14,7 @@ from casekit import add_match, library_store
 from tracker.cases import CaseService
 from tracker.cases.facts import notice_facts
 from tracker.cases.sqlite_store import SqliteCaseStore
-from tracker.records import Mother
+from tracker.common.records import Mother
 from tracker.store import SqliteStore
 
 SITE = "http://127.0.0.1:8001/book/9"

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tracker.config import Settings
 from tracker.crawler import Blocked, CrawlerConfig, CrawlError, HTTPStatusError, Page, Unreachable
+from tracker.plumbing.config import Settings
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tracker.common.rules import MAX_URL_LENGTH, check_url
 from tracker.crawler import Blocked, Crawler, InvalidURL, is_public_address
-from tracker.rules import MAX_URL_LENGTH, check_url
 
 from .helpers import SIMPLIFIED, Site, article, closed_port, fake_dns
 
@@ -69,7 +69,7 @@ def test_guard_refuses_private_addresses_before_connecting(
 def test_guard_refuses_schemes_and_credentials(
     make_crawler: Callable[..., Crawler], net: list[Any], url: str
 ) -> None:
-    # The URL rule (tracker.rules.check_url) refuses them before any DNS or connection.
+    # The URL rule (tracker.common.rules.check_url) refuses them before any DNS or connection.
     with pytest.raises(InvalidURL):
         make_crawler(allow_private=True).fetch(url)
     assert net == []
@@ -91,7 +91,7 @@ def test_guard_refuses_schemes_and_credentials(
 def test_the_crawler_applies_the_one_url_rule(
     make_crawler: Callable[..., Crawler], net: list[Any], url: str
 ) -> None:
-    """Every URL tracker.rules.check_url refuses, the crawler refuses with its message."""
+    """Every URL tracker.common.rules.check_url refuses, the crawler refuses with its message."""
     with pytest.raises(ValueError) as rule:
         check_url(url)
     with pytest.raises(InvalidURL) as crawled:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tracker.common.rules import site_of
 from tracker.crawler.links import Link, page_links, same_site, same_site_links
-from tracker.rules import site_of
 
 
 def _page(*hrefs: str, base: str = "") -> str:

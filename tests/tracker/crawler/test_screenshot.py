@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tracker.config import SettingError, Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.crawler.screenshot import Screenshotter, find_browser
 from tracker.evidence import FileBlobStore
+from tracker.plumbing.config import SettingError, Settings
 
 from .helpers import Site, fake_dns
 

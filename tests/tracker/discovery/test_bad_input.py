@@ -9,13 +9,13 @@ import pytest
 from discokit import FakePirateSite, FakeSearxng, LocalServer
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.providers import BraveProvider, SearxngProvider
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.sites import SiteRegistry, find_search, load_profiles
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 TEXT = work(404, 60)
 

@@ -8,14 +8,14 @@ from urllib.parse import quote
 import pytest
 from discokit import FakePirateSite
 
-from tracker.config import Settings
+from tracker.common.records import Mother
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.books import book_of, book_targets
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.sites import Site, SiteRegistry, find_search, load_profiles
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
-from tracker.records import Mother
+from tracker.plumbing.config import Settings
 
 
 def _mother(id: str, title: str, **meta: object) -> Mother:

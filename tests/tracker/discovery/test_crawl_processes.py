@@ -12,13 +12,13 @@ import pytest
 from discokit import LocalServer
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.frontier import FrontierItem
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.run import DiscoveryRun, PageResult, RunOptions
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 CHAPTERS = 40
 HTML = {"Content-Type": "text/html; charset=utf-8"}

@@ -27,8 +27,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNo
 
 @pytest.mark.slow
 def test_frontier_on_a_redis_cluster(cluster: RedisClusterNodes) -> None:
-    from tracker.config import Settings
     from tracker.indexes.redis_client import connect
+    from tracker.plumbing.config import Settings
 
     client = connect(Settings(redis_url=cluster.url))
     keys = DiscoveryKeys("c", f"disc{os.getpid()}")

@@ -15,14 +15,14 @@ import pytest
 from discokit import LocalServer
 from textgen import work
 
-from tracker.config import Settings
 from tracker.discovery.frontier import Frontier, FrontierItem
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 CRAWL = r"""
 import sys, time
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.run import DiscoveryRun, RunOptions

@@ -9,13 +9,13 @@ import pytest
 from legadokit import AD, GbkPostSite, JsonApiSite, legado_file
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.legado.importer import import_path
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.sites import SiteRegistry
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 def _chapters(seed: int, n: int = 3) -> list[str]:

@@ -22,13 +22,13 @@ from discokit import env_for
 from legadokit import _Server
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.legado.importer import import_path
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.sites import SiteRegistry
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 CHROMIUM = "/usr/bin/chromium"
 TITLE, AUTHOR = "夜航船记", "沈舟"

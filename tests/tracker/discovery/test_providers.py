@@ -8,7 +8,6 @@ import json
 import pytest
 from discokit import FakeSearxng, LocalServer
 
-from tracker.config import SettingError
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.providers import (
     BraveProvider,
@@ -19,6 +18,7 @@ from tracker.discovery.providers import (
     providers_from_env,
     quota_of,
 )
+from tracker.plumbing.config import SettingError
 
 # Every test here talks to a local stand-in server (tests/support/fasttier.py).
 pytestmark = pytest.mark.slow

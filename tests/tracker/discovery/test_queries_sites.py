@@ -127,10 +127,10 @@ def test_a_site_without_a_search_is_refused_with_the_way_out():
 
 
 def test_register_site_refuses_bad_input_before_any_fetch(data_dir):
-    from tracker.config import Settings
     from tracker.discovery.service import register_site
     from tracker.discovery.sites import SiteRegistry
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings.from_env(data_dir)) as lib:
         with pytest.raises(SiteError, match=r"ftp://x\.test/"):

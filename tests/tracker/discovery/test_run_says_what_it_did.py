@@ -15,7 +15,6 @@ from discokit import FakePirateSite, LocalServer
 from legadokit import json_source
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.legado.importer import import_text
@@ -23,8 +22,9 @@ from tracker.discovery.providers import Searcher, SearxngProvider
 from tracker.discovery.report import RunReport, error_kind
 from tracker.discovery.run import LINK_FARM, MAX_LINKS, DiscoveryRun, RunOptions, read_to_check
 from tracker.discovery.sites import DISABLE_AFTER, SiteRegistry, find_search, load_profiles
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 TEXT = work(505, 60)
 

@@ -13,14 +13,14 @@ from discokit import FakePirateSite
 from textgen import work
 
 from tracker.cases import CaseService
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.pages import is_next_page
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.sites import SiteRegistry, find_search, load_profiles
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.evidence import EvidenceLog
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 TITLE = "寒江夜渡"
 

@@ -13,14 +13,14 @@ import pytest
 from discokit import LocalServer
 from textgen import work
 
-from tracker.config import Settings
 from tracker.crawler import Crawler, CrawlerConfig
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.run import DiscoveryRun, RunOptions
 from tracker.discovery.urls import TrapDetector
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 TEXT = work(515, 60)
 HTML = {"Content-Type": "text/html; charset=utf-8"}

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.engines import make_engine
 from tracker.engines.capabilities import BulkLoading, CandidateOptions, Growable, LocalCopies
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 CAPABILITIES = (LocalCopies, Growable, BulkLoading, CandidateOptions)
 

@@ -1,5 +1,5 @@
 """The contract of ``tracker.engines.base.Engine``, run over every engine on a real
-(embedded) Redis: what ``tracker.library`` and ``tracker.matching`` rely on, whichever
+(embedded) Redis: what ``tracker.library`` and ``tracker.matching.matcher`` rely on, whichever
 engine a library uses. Engine-specific behaviour (strength scales, layouts, options) is
 tested in tests/test_engines_alt.py and tests/test_library.py."""
 
@@ -14,7 +14,7 @@ from textgen import work
 
 from tracker.engines import ENGINES, make_engine
 from tracker.engines.base import Candidate, Engine
-from tracker.pinyin import initials
+from tracker.text.pinyin import initials
 
 # Every registered engine with its defaults, plus the raw-character modes of the two
 # windowed engines (they give no evidence: the contract allows None there).

@@ -19,9 +19,9 @@ from tracker.engines.base import Candidate, Engine
 from tracker.engines.minhash_engine import MinHashEngine
 from tracker.engines.simhash_engine import SimHashEngine
 from tracker.engines.windows import span_evidence
-from tracker.minhash import MinHasher
-from tracker.pinyin import initials
-from tracker.simhash import content_windows, normalize, simhash_spans
+from tracker.fingerprints.minhash import MinHasher
+from tracker.fingerprints.simhash import content_windows, normalize, simhash_spans
+from tracker.text.pinyin import initials
 
 SUBJECTS = [
     "老渔夫",
@@ -210,7 +210,7 @@ def test_minhash_chars_mode_is_the_original_engine(redis_client: Any) -> None:
 
 @pytest.mark.parametrize("norm", ["initials", "chars"])
 def test_simhash_layout(redis_client: Any, norm: str) -> None:
-    from tracker.simhash import simhash
+    from tracker.fingerprints.simhash import simhash
 
     eng = SimHashEngine(redis_client, "yinji", normalization=norm)
     fps = eng.mother_fingerprints(MOTHERS[15])
@@ -341,9 +341,9 @@ def test_span_evidence() -> None:
 # -- through the shared verifier ---------------------------------------------------------------
 @pytest.mark.parametrize("name", ["simhash", "minhash"])
 def test_library_end_to_end(name: str, tmp_path: Path, redis_client: Any) -> None:
-    from tracker.config import Settings
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
     from tracker.store import open_store
 
     settings = Settings(data_dir=tmp_path, redis_prefix="t")

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from tracker.common.records import Match, Passage
 from tracker.evidence.capture import Capture, RedirectHop, Submission
 from tracker.evidence.log import EvidenceLog
-from tracker.records import Match, Passage
 
 PAGE = "<html><body><p>第一章 天色已晚，他推门而入。</p></body></html>".encode()
 TEXT = "第一章 天色已晚，他推门而入。"

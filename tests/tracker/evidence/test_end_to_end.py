@@ -159,8 +159,8 @@ def test_a_checked_file_is_a_submission_and_no_save_records_nothing(tmp_path: Pa
     from click.testing import CliRunner
 
     from tracker.cli import main
-    from tracker.config import Settings
     from tracker.evidence import EvidenceLog
+    from tracker.plumbing.config import Settings
 
     original = work(33, 40)
     data = tmp_path / "data"

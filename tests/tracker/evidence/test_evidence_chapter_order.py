@@ -10,9 +10,9 @@ from pathlib import Path
 
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 def test_bundle_reports_are_numbered_in_chapter_order(tmp_path: Path) -> None:

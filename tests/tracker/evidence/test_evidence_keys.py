@@ -11,7 +11,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tracker.config import SettingError
 from tracker.evidence.canonical import CanonicalError, canonical_json, hex_path
 from tracker.evidence.keys import (
     KEY_FILE,
@@ -21,6 +20,7 @@ from tracker.evidence.keys import (
     public_key_from_pem,
 )
 from tracker.evidence.settings import EvidenceSettings
+from tracker.plumbing.config import SettingError
 
 
 def test_key_file_is_created_private_and_reused(tmp_path: Path) -> None:

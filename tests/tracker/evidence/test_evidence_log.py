@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from tracker.common.records import Match, Passage
 from tracker.evidence.canonical import parse_json_object
 from tracker.evidence.keys import EvidenceKeyError, SigningKey, TreeHead
 from tracker.evidence.log import EvidenceLog
 from tracker.evidence.merkle import MemoryTree, verify_consistency, verify_inclusion
 from tracker.evidence.records import KINDS, EvidenceError, Stamp
 from tracker.evidence.settings import EvidenceSettings
-from tracker.records import Match, Passage
 
 
 def fill(log: EvidenceLog, n: int) -> None:
@@ -304,7 +304,7 @@ def test_mongo_audit_finds_an_edited_record(no_env: None, tmp_path: Path) -> Non
 def test_from_settings_opens_the_data_folder_or_mongodb(
     tmp_path: Path, no_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracker.config import Settings
+    from tracker.plumbing.config import Settings
 
     evidence = EvidenceSettings()
     with EvidenceLog.from_settings(Settings(data_dir=tmp_path / "d"), evidence=evidence) as log:

@@ -16,8 +16,8 @@ import pytest
 from webkit import WebSystem, csrf, ingest, job_id_of, wait_job, web_system
 from workerkit import MOTHER, Site, _copy, page
 
+from tracker.common.records import match_id
 from tracker.evidence import EvidenceLog, verify_bundle
-from tracker.records import match_id
 from web.ids import encode_id
 
 pytestmark = pytest.mark.slow

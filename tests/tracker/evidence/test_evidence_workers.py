@@ -28,9 +28,9 @@ from workerkit import (
     wait_until,
 )
 
-from tracker.config import Settings
 from tracker.evidence import EvidenceLog, verify_bundle
 from tracker.evidence.tsa import load_certificates, verify_response
+from tracker.plumbing.config import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -327,7 +327,7 @@ def test_mongo_library_keeps_evidence_bytes_in_gridfs(
     import pymongo
 
     from tracker.crawler import Crawler, CrawlerConfig
-    from tracker.documents import Document
+    from tracker.documents.readers import Document
     from tracker.library import Library
 
     client = wire_client
@@ -359,7 +359,7 @@ def test_mongo_library_keeps_evidence_bytes_in_gridfs(
 def test_head_interval_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import timedelta
 
-    from tracker.config import SettingError
+    from tracker.plumbing.config import SettingError
     from workers.schedule import beat_schedule
 
     monkeypatch.setenv("YINJI_EVIDENCE_HEAD_MINUTES", "15")

@@ -20,9 +20,9 @@ import pytest
 from storecheck import orphan_seqs, postings_match_the_store, unfound
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
 WAIT = 20.0  # seconds an event may take before the test gives up (it never should)

@@ -223,8 +223,8 @@ def _cli(data: Path, *args: str) -> str:
 
 
 def _index_dump(data: Path) -> dict[bytes, dict[bytes, bytes]]:
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings.from_env(data)) as lib:
         idx = lib.engine("daguan").index  # type: ignore[attr-defined]
@@ -262,8 +262,8 @@ def test_ingest_empty_then_slow_path_then_rebuild_agree(tmp_path: Path) -> None:
             assert ingested[key] == rebuilt[key], key
     assert ingested[b"layout"].get(b"fields") == rebuilt[b"layout"].get(b"fields")
     # The reference: the same mothers added incrementally (the add path throughout).
-    from tracker.config import Settings
     from tracker.library import Library
+    from tracker.plumbing.config import Settings
 
     with Library.open(Settings.from_env(data)) as lib:
         idx = lib.engine("daguan").index  # type: ignore[attr-defined]

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from textgen import homophones, work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.engines.daguan import DaguanEngine
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
 TEXT = work(2501, 60)

@@ -8,10 +8,10 @@ import pytest
 from indexkit import guarded_writes_survive_a_reshard as _guarded_writes_survive_a_reshard
 from textgen import random_edits, work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes import inverted, keys, layout
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 @pytest.fixture()

@@ -16,11 +16,11 @@ from indexkit import same_lookup as _same
 from textgen import random_edits, work
 
 from tracker.cli import main
-from tracker.config import Settings
 from tracker.indexes.bulk import load, load_pairs
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 
 
 def test_a_snapshot_answers_exactly_as_redis(redis_client: Any, tmp_path: Path) -> None:

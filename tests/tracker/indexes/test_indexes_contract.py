@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tracker.fingerprints.minhash import MinHasher
 from tracker.indexes.base import Index
 from tracker.indexes.hamming import MemoryHammingIndex, RedisHammingIndex
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.lsh import RedisLSH
-from tracker.minhash import MinHasher
 
 PREFIX = "yinji:t"
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tracker.fingerprints.minhash import MinHasher
 from tracker.indexes.lsh import LSH, RedisLSH, choose_bands
-from tracker.minhash import MinHasher
 
 CHARS = [chr(c) for c in range(0x4E00, 0x4E00 + 2500)]
 

@@ -17,10 +17,10 @@ from repo import REPO
 from storecheck import orphan_seqs, postings_match_the_store, unfound
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes.health import WRITER_PREFIX, IndexOutOfSync
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import Mother, open_store
 
 
@@ -241,7 +241,7 @@ _KILLED_REBUILD = """
 import sys, time
 from pathlib import Path
 import redis
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.library import Library
 from tracker.store import open_store
 

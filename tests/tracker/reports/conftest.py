@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect
 
 from .helpers import HOSTILE, MOTHER

@@ -7,7 +7,7 @@ import json
 import pytest
 from textgen import work
 
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
 from tracker.reports import (
     PassageData,

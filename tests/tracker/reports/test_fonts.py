@@ -1,4 +1,4 @@
-"""The CJK font lookup of every PDF (tracker.fonts)."""
+"""The CJK font lookup of every PDF (tracker.plumbing.fonts)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tracker import fonts
-from tracker.config import SettingError
+from tracker.plumbing import fonts
+from tracker.plumbing.config import SettingError
 
 
 def test_font_is_found_and_covers_chinese(monkeypatch: pytest.MonkeyPatch) -> None:

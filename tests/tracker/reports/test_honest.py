@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from tracker.common.records import Match, Mother, NotFound, Passage, Suspect
 from tracker.evidence import Capture, EvidenceLog, FileBlobStore, RedirectHop, Submission
-from tracker.records import Match, Mother, NotFound, Passage, Suspect
 from tracker.reports import render_html, render_pdf, report_data
 
 S1 = "清晨的小镇还没有完全醒来，河边的石板路上只有几个早起的老人在散步。"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
 from tracker.reports import build_report
 from tracker.store import Suspect

@@ -11,7 +11,7 @@ import re
 import pytest
 from adcopy import ADS, CHAPTER, ad_dense, prose
 
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
 from tracker.reports import build_report, render_html, render_pdf, report_data
 from tracker.store import Suspect

@@ -1,4 +1,4 @@
-"""Character alignment of passages (tracker.textdiff)."""
+"""Character alignment of passages (tracker.matching.textdiff)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import importlib.util
 import pytest
 from textgen import work
 
-from tracker.textdiff import EXACT_LIMIT, LEGEND, CharDiff, Span, char_diff, char_similarity, pieces
+from tracker.matching.textdiff import (
+    EXACT_LIMIT,
+    LEGEND,
+    CharDiff,
+    Span,
+    char_diff,
+    char_similarity,
+    pieces,
+)
 
 S1 = "清晨的小镇还没有完全醒来，河边的石板路上只有几个早起的老人在散步。"
 S2 = "卖豆浆的摊主一边生火，一边和邻居聊着昨天下午突然来的那场大雨。"

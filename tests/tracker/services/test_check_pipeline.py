@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.services.check import Stored, Submitted
 from tracker.store import MatchQuery, Suspect, open_store
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from textgen import work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.evidence.sqlite import SqliteBackend
 from tracker.library import Library
-from tracker.longtext import SuspectTooLarge
+from tracker.matching.longtext import SuspectTooLarge
+from tracker.plumbing.config import Settings
 from tracker.services.check import Submitted
 from tracker.store import MatchQuery, SqliteStore, Suspect, open_store
 

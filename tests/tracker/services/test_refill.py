@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from textgen import homophones, work
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.indexes.refill import RefillChunk
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import Suspect, open_store
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.records import SORTS
+from tracker.common.records import SORTS
 from tracker.store import Match, MatchQuery, Suspect, utcnow
 from tracker.store.sqlite import SqliteStore
 

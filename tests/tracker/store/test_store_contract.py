@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from repo import REPO
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.store import (
     CheckWrite,
     Match,

@@ -24,9 +24,9 @@ import pymongo
 from mongo_wire import mongo_wire_server
 from pymongo import monitoring
 
-from tracker.config import Settings
-from tracker.documents import Document
+from tracker.documents.readers import Document
 from tracker.library import Library
+from tracker.plumbing.config import Settings
 from tracker.store import Mother
 from tracker.store.mongo import MongoStore
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.records import Mother
+from tracker.common.records import Mother
 from tracker.store.sqlite import MOTHER_READERS, SqliteStore
 
 

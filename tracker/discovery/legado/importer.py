@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tracker.common.timefmt import iso_utc
 from tracker.discovery.legado.sources import (
     BookSource,
     SourceError,
@@ -22,7 +23,6 @@ from tracker.discovery.legado.sources import (
     load_sources,
 )
 from tracker.discovery.sites import Site, SiteRegistry
-from tracker.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from tracker.crawler import Crawler
@@ -111,8 +111,8 @@ def import_path(
 
 
 def _keep(registry: SiteRegistry, source: BookSource, verdict: SourceVerdict, origin: str) -> Site:
+    from tracker.common.rules import check_url
     from tracker.discovery.urls import normalize_url
-    from tracker.rules import check_url
 
     home = normalize_url(check_url(source.url))
     old = registry.get(home)

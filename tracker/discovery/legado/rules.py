@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import regex
 
-from tracker.records import JSONValue
+from tracker.common.records import JSONValue
 
 if TYPE_CHECKING:
     from parsel import Selector

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
 
+from tracker.common.records import JSONValue
 from tracker.discovery.legado.rules import RuleError, _compile, needs_js
-from tracker.records import JSONValue
 
 __all__ = [
     "BookSource",

@@ -34,7 +34,7 @@ passages found in the cleaned text are mapped back into the original
 as it was stored, and states only copied text (docs/FINGERPRINTS.md, "Noise and
 inserted lines").
 
-A leaf module (the standard library, numpy, ``tracker.records``, ``tracker.textform``).
+A leaf module (the standard library, numpy, ``tracker.common.records``, ``tracker.text.textform``).
 """
 
 from __future__ import annotations
@@ -44,16 +44,12 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracker.records import JSONObject, Passage, Region
-
-if TYPE_CHECKING:
-    from tracker.align import Alignment
+from tracker.common.records import JSONObject, Passage, Region
+from tracker.text.textform import reading_order
 from tracker.text.units import read_units
-from tracker.textform import reading_order
 
 # -- scripts --------------------------------------------------------------------------
 #: Han characters (CJK Unified Ideographs, extension A, compatibility, extensions B-).
@@ -466,16 +462,6 @@ class Reading:
             return pos
         return int(np.searchsorted(self.kept, pos))
 
-    def alignment(self, a: Alignment, mother: str = "") -> Alignment:
-        """An alignment of ``text`` with ``mother`` as one of ``original``: its
-        passages mapped back (``passages``), and the suspect's initials those of
-        ``original`` (when counted)."""
-        return replace(
-            a,
-            passages=self.passages(a.passages, mother),
-            suspect_initials=self.read if self.read is not None else a.suspect_initials,
-        )
-
 
 def _locate(piece: str, mother: str, m_lo: int, m_hi: int, near: int = 40) -> tuple[int, int]:
     """Where ``piece`` starts and ends in ``mother`` within ``near`` characters of
@@ -515,7 +501,7 @@ def find_lines(text: str, rule: NoiseRule | None = None) -> list[tuple[Noise, li
 
 
 def read_suspect(text: str, rule: NoiseRule | None = None) -> Reading:
-    """``text`` in display order (``tracker.textform.reading_order``; a text already in
+    """``text`` in display order (``tracker.text.textform.reading_order``; a text already in
     display order, as every stored one is, stays as it is) without its noise: strings
     at a fixed rhythm (``find_noise``) and repeated lines (``find_lines``)."""
     shown = reading_order(text)
@@ -562,13 +548,13 @@ def regions(
     initial_offsets: np.ndarray,
     rule: RegionRule | None = None,
 ) -> list[Region]:
-    """The regions of a match (``tracker.records.Region``): passages copied in order
+    """The regions of a match (``tracker.common.records.Region``): passages copied in order
     that follow each other in both texts, with at most ``max_suspect_gap`` characters
     of the suspect and ``max_mother_gap`` of the mother between them, are one region;
     what the suspect holds in such a gap that the mother does not hold there (an ad
     line, a watermark line: ``_inserted``) is listed as excluded. A reordered passage
     (with segments) is a region of its own. ``initial_offsets``: the character offset
-    of each pinyin initial of ``suspect`` (``tracker.pinyin.initial_codes``), on which
+    of each pinyin initial of ``suspect`` (``tracker.text.pinyin.initial_codes``), on which
     a region's similarity is counted."""
     rule = rule or RegionRule()
     if len(passages) == 1:  # the usual case: the passage is its region

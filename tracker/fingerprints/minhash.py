@@ -22,7 +22,7 @@ are *bit-identical* to datasketch's; the tests check that. Two schemes:
   instead of a slow 64-bit division. datasketch moved away from it because the fold from the
   61-bit range to 32 bits is not a bijection and inflates estimates on very large sets.
 
-Shingles are hashed by :func:`tracker.simhash.ngram_hashes` (FNV-1a over code points +
+Shingles are hashed by :func:`tracker.fingerprints.simhash.ngram_hashes` (FNV-1a over code points +
 fmix64, low 32 bits), all shingles of a text in a few numpy passes: no Python call per
 shingle (datasketch calls sha1 once per shingle, which dominates its time).
 """
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from tracker.simhash import ngram_hashes
-from tracker.simhash import normalize as _normalize_alnum
+from tracker.fingerprints.simhash import ngram_hashes
+from tracker.fingerprints.simhash import normalize as _normalize_alnum
 from tracker.text.units import unit_letters as _initials
 
 __all__ = ["MinHasher", "exact_jaccard", "hash32", "jaccard", "jaccard_matrix", "shingle_hashes32"]
@@ -98,8 +98,8 @@ class MinHasher:
     """``num_perm`` MinHash permutations over character ``shingle``-grams.
 
     ``normalize``: ``"whitespace"`` removes whitespace (default), ``"alnum"`` keeps only
-    letters and digits, lower-cased (:func:`tracker.simhash.normalize`), ``"initials"``
-    shingles the pinyin-initial stream (:func:`tracker.pinyin.initials`: homophones and
+    letters and digits, lower-cased (:func:`tracker.fingerprints.simhash.normalize`), ``"initials"``
+    shingles the pinyin-initial stream (:func:`tracker.text.pinyin.initials`: homophones and
     traditional forms give the same shingles, punctuation and Latin text are dropped),
     ``None`` keeps the text as is. Signatures are uint32 (``"affine32"``) or uint64 holding
     32-bit values (``"legacy"``, as datasketch); an empty text gives the all-``max``

@@ -7,9 +7,9 @@ fingerprints and postings, and the suspect's prepared arrays, grew with the text
 gigabytes. Here the suspect is cut into overlapping windows of characters; each goes
 through the engine's candidates and the seeding of the alignment on its own, and only
 what the result is made of is kept: per mother the *runs* (stretches copied in order,
-``tracker.align`` step 2), its evidence positions, and the boilerplate positions
+``tracker.matching.align`` step 2), its evidence positions, and the boilerplate positions
 under those runs. After the last window each mother's runs go through the same
-clustering and filters as a short suspect's (``tracker.align`` steps 3-4), on
+clustering and filters as a short suspect's (``tracker.matching.align`` steps 3-4), on
 positions in the whole text, so passages, coverage and score are those of the whole
 suspect.
 
@@ -21,7 +21,7 @@ Why the result equals the unwindowed one:
   initials, so each owned k-gram (and each engine window of evidence) lies whole in
   the window;
 - a run cut by an ownership boundary is joined again (same diagonal, seeds at most
-  ``k`` apart: ``tracker.align._runs``' rule), so a passage that straddles windows,
+  ``k`` apart: ``tracker.matching.align._runs``' rule), so a passage that straddles windows,
   even one longer than a window (a whole novel copied), is one passage;
 - a mother with a run reaching the end of a window is verified in the next window too,
   candidate there or not;
@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracker.align import (
+from tracker.common.records import Mother
+from tracker.engines.base import Candidate, Engine
+from tracker.matching.align import (
     Alignment,
     AlignParams,
     Prepared,
@@ -51,8 +53,6 @@ from tracker.align import (
     prepare,
     seeds,
 )
-from tracker.engines.base import Candidate, Engine
-from tracker.records import Mother
 from tracker.text.units import word_bounds
 
 # Characters of one window, and of the overlap of two consecutive windows. A window of
@@ -322,7 +322,7 @@ class LongSuspect:
         common: np.ndarray | None,
         total_initials: int,
     ) -> Alignment:
-        """``tracker.align.align_prepared`` steps 3-4 on the mother's runs, whole-text
+        """``tracker.matching.align.align_prepared`` steps 3-4 on the mother's runs, whole-text
         positions; passages drawn from the suspect's characters under each one only."""
         p = self.params
         m_prep = self.prepare_mother(mother)

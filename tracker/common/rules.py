@@ -6,9 +6,10 @@ all call these functions, so a value one of them accepts is accepted by every ot
 Every ``check_*`` function returns the value normalised and raises ``ValueError`` with a
 message that names the input; ``where`` (``"texts[3]"``, ``"URL"``) prefixes it.
 
-The id rule is ``tracker.ids.check_id`` (re-exported here).
+The id rule is ``tracker.common.ids.check_id`` (re-exported here).
 
-A leaf module: it imports only ``tracker.records``, ``tracker.ids``, ``tracker.textform``
+A leaf module: it imports only ``tracker.common.records``, ``tracker.common.ids``,
+``tracker.text.textform``
 and the standard library, so the
 document readers and the stores can use it without import cycles.
 """
@@ -21,11 +22,11 @@ from functools import lru_cache
 from typing import Any, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
-# The id rule lives in tracker.ids; re-exported for the callers of tracker.rules.
-from tracker.ids import MAX_ID_LENGTH as MAX_ID_LENGTH
-from tracker.ids import check_id as check_id
-from tracker.records import SORTS, VERDICTS, JSONObject, JSONValue, MatchSort
-from tracker.textform import is_blank
+# The id rule lives in tracker.common.ids; re-exported for the callers of tracker.common.rules.
+from tracker.common.ids import MAX_ID_LENGTH as MAX_ID_LENGTH
+from tracker.common.ids import check_id as check_id
+from tracker.common.records import SORTS, VERDICTS, JSONObject, JSONValue, MatchSort
+from tracker.text.textform import is_blank
 
 # sitemaps.org and most HTTP servers and proxies cap URLs near 2 kB; a longer "URL" is
 # almost never a page a person wants checked, and it would be kept in every match row.

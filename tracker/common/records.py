@@ -58,7 +58,7 @@ def json_strings(value: JSONValue) -> list[str]:
 
 # Sort keys of the match dashboard, ``GET /api/v1/matches`` and the stores: the one list.
 # The type checker reads the Literal; the run-time tuple is taken from it, so the two
-# cannot drift apart (tracker.rules.check_sort checks values against SORTS).
+# cannot drift apart (tracker.common.rules.check_sort checks values against SORTS).
 MatchSort = Literal["-score", "score", "-created_at", "created_at", "-coverage", "coverage"]
 SORTS: tuple[str, ...] = get_args(MatchSort)
 
@@ -311,7 +311,7 @@ def _heading_number(heading: str) -> int | None:
     """The number a legacy chapter's heading states (``第五回 …`` → 5)."""
     if not heading:
         return None
-    from tracker.books.headings import chapter_number  # tracker.books imports this module
+    from tracker.text.numerals import chapter_number
 
     return chapter_number(heading)
 
@@ -357,7 +357,7 @@ class Region:
     text listed in ``excluded`` (suspect offsets, end exclusive, inside the region).
     ``similarity`` is the region's own: how much of its text (less the excluded spans)
     the passages inside it cover, each at its own similarity, on pinyin initials.
-    Built from the passages (``tracker.noise.regions``); ``Match.passages`` stay as
+    Built from the passages (``tracker.text.noise.regions``); ``Match.passages`` stay as
     they are."""
 
     suspect_start: int

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
 
 SpanKind = Literal["same", "substituted", "inserted", "deleted"]
 KINDS: tuple[SpanKind, ...] = ("same", "substituted", "inserted", "deleted")

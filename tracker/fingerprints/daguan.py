@@ -1,6 +1,6 @@
 """Daguan window fingerprints over pinyin initials.
 
-The text becomes a stream of pinyin initials (``tracker.pinyin``). Overlapping
+The text becomes a stream of pinyin initials (``tracker.text.pinyin``). Overlapping
 windows of ``granularity`` initials are cut from it; in each window every letter
 of ``letters`` is counted, the reference distribution's expectation is subtracted,
 and the deviation is normalized into ``levels`` values. The per-letter digits are
@@ -31,8 +31,8 @@ from typing import Required, TypedDict
 
 import numpy as np
 
-from tracker.pinyin import INITIAL_LETTERS, initial_codes
-from tracker.records import JSONObject
+from tracker.common.records import JSONObject
+from tracker.text.pinyin import INITIAL_LETTERS, initial_codes
 from tracker.text.units import unit_codes
 
 #: Maximum number of letters that fit in 64 bits for each number of levels.

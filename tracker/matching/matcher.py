@@ -4,7 +4,7 @@
 
 1. the engine proposes candidate mothers (index hits per mother);
 2. the store returns those mothers' texts (stale seqs of replaced mothers drop out);
-3. ``tracker.align`` locates the copied passages in each candidate;
+3. ``tracker.matching.align`` locates the copied passages in each candidate;
 4. a candidate is reported as a copy when enough of it aligns (``MatchPolicy``),
    with a score in [0, 1] that grows with similarity and copied length, and the
    coverage of the suspect and of the mother.
@@ -17,16 +17,26 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from threading import Lock
+from typing import Protocol
 
 import numpy as np
 
-from tracker.align import Alignment, AlignParams, Prepared, align_prepared, index_mother, prepare
-from tracker.config import DEFAULT_MIN_COPIED
+from tracker.common.records import Match, Mother
 from tracker.engines.base import Candidate, Engine
-from tracker.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
-from tracker.noise import (
+from tracker.matching.align import (
+    Alignment,
+    AlignParams,
+    Prepared,
+    align_prepared,
+    index_mother,
+    prepare,
+)
+from tracker.matching.longtext import OVERLAP_CHARS, WINDOW_CHARS, LongSuspect, check_suspect_size
+from tracker.plumbing.config import DEFAULT_MIN_COPIED
+from tracker.text.noise import (
     Noise,
     Reading,
     ScriptWarning,
@@ -34,9 +44,15 @@ from tracker.noise import (
     regions,
     script_warning,
 )
-from tracker.records import Match, Mother
-from tracker.store.base import Store
 from tracker.text.units import UNITS_PER_WORD, read_units, unit_codes
+
+
+class MotherTexts(Protocol):
+    """Where the matcher reads its candidates' texts: any store of works (a narrow
+    view of ``tracker.store``'s ``MotherStore``, so matching imports no storage)."""
+
+    def get_mothers_by_seq(self, seqs: Iterable[int]) -> dict[int, Mother]: ...
+
 
 #: Mothers and their alignment with a suspect, as the verify stage found them.
 Aligned = list[tuple[Mother, Alignment]]
@@ -106,9 +122,9 @@ class MatchResult:
     matches: list[Match] = field(default_factory=list)
     candidates: int = 0
     elapsed_ms: float = 0.0
-    #: The text has too little the engine reads (``tracker.noise.script_warning``).
+    #: The text has too little the engine reads (``tracker.text.noise.script_warning``).
     warnings: list[ScriptWarning] = field(default_factory=list)
-    #: Strings found at a fixed rhythm and read without (``tracker.noise.find_noise``).
+    #: Strings found at a fixed rhythm and read without (``tracker.text.noise.find_noise``).
     noise: list[Noise] = field(default_factory=list)
 
 
@@ -127,7 +143,7 @@ class PreparedCache:
             if hit is not None:
                 self._data.move_to_end(key)
         if hit is not None:
-            # Aligned again: now sorting its grams pays (``tracker.align.seeds``).
+            # Aligned again: now sorting its grams pays (``tracker.matching.align.seeds``).
             index_mother(hit)
             return hit
         prepared = prepare(mother.text, k)
@@ -145,7 +161,7 @@ def _margin(n: int) -> int:
 class Matcher:
     def __init__(
         self,
-        store: Store,
+        store: MotherTexts,
         engine: Engine,
         *,
         policy: MatchPolicy | None = None,
@@ -157,7 +173,7 @@ class Matcher:
     ) -> None:
         """``max_chars``: the largest suspect checked (``Settings.max_suspect_chars``;
         None: no limit); a suspect longer than ``window_chars`` characters is checked in
-        windows that share ``window_overlap`` (``tracker.longtext``)."""
+        windows that share ``window_overlap`` (``tracker.matching.longtext``)."""
         self.store = store
         self.engine = engine
         self.policy = policy or MatchPolicy()
@@ -182,7 +198,7 @@ class Matcher:
     ) -> MatchResult:
         """The whole query path, its stages in a row (``tracker.services.check`` runs
         them one by one, between storing and evidence). The passages index into the
-        text in display order (``tracker.textform.reading_order``: the text itself
+        text in display order (``tracker.text.textform.reading_order``: the text itself
         unless it holds bidi controls)."""
         started = time.perf_counter()
         name = repr(suspect_id) if suspect_id else title
@@ -207,7 +223,7 @@ class Matcher:
         check_suspect_size(text, self.max_chars, name)
 
     def read(self, text: str, name: str) -> Reading:
-        """Read: the suspect as the engine reads it (``tracker.noise``): in display
+        """Read: the suspect as the engine reads it (``tracker.text.noise``): in display
         order, strings repeated at a fixed rhythm found, and a warning naming it
         (``name``) when the engine reads too little of it to find a copy."""
         reading = read_suspect(text)
@@ -236,7 +252,7 @@ class Matcher:
         cleaned, more = self._find(reading.text)
         best: dict[str, tuple[Mother, Alignment]] = {m.id: (m, a) for m, a in found}
         for mother, alignment in cleaned:
-            mapped = reading.alignment(alignment, mother.text)
+            mapped = _in_original(reading, alignment, mother.text)
             held = best.get(mother.id)
             if held is None or self._rank(mapped) > self._rank(held[1]):
                 best[mother.id] = (mother, mapped)
@@ -316,7 +332,7 @@ class Matcher:
         return max(self.policy.candidates, chars // self.policy.chars_per_candidate)
 
     def verify(self, text: str, candidates: list[Candidate]) -> tuple[Aligned, int]:
-        """Verify: each candidate's alignment with the whole text (``tracker.align``),
+        """Verify: each candidate's alignment with the whole text (``tracker.matching.align``),
         and how many candidates were verified."""
         found: Aligned = []
         if not candidates:
@@ -378,7 +394,7 @@ class Matcher:
 
     def in_windows(self, text: str) -> tuple[Aligned, int]:
         """Candidates and verify for a long text, window by window with bounded memory
-        (``tracker.longtext``); the count is of the mothers verified."""
+        (``tracker.matching.longtext``); the count is of the mothers verified."""
         long = LongSuspect(
             engine=self.engine,
             load_mothers=self.store.get_mothers_by_seq,
@@ -413,3 +429,15 @@ def short_work_warnings(documents: list[tuple[str, str]], min_copied: int) -> li
                 "(lower it with `yinji index configure --min-copied`, or join short works)"
             )
     return out
+
+
+def _in_original(reading: Reading, a: Alignment, mother: str = "") -> Alignment:
+    """An alignment of the read text (``reading.text``) with ``mother`` as one of the
+    suspect as given (``reading.original``): its passages mapped back
+    (``Reading.passages``), and the suspect's initials those of the original (when
+    counted)."""
+    return replace(
+        a,
+        passages=reading.passages(a.passages, mother),
+        suspect_initials=reading.read if reading.read is not None else a.suspect_initials,
+    )

@@ -1,4 +1,4 @@
-"""The fine comparison, step 4's measures (``tracker.align``): a cluster's segment
+"""The fine comparison, step 4's measures (``tracker.matching.align``): a cluster's segment
 pairs and passages, how alike it reads (on units and on characters or words), short and
 ordinary copies."""
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.align_clusters import Run, _Cluster, _coverage
-from tracker.align_seeds import AlignParams, Prepared, _runs, seeds
-from tracker.rarity import reference_grams
-from tracker.records import Passage, Segment
+from tracker.common.records import Passage, Segment
+from tracker.matching.align_clusters import Run, _Cluster, _coverage
+from tracker.matching.align_seeds import AlignParams, Prepared, _runs, seeds
+from tracker.text.rarity import reference_grams
 
 
 @dataclass
@@ -417,7 +417,7 @@ def reads_alike_enough(
 
 
 def ordinary_share(c: _Cluster, suspect: Prepared, mother: Prepared) -> float:
-    """Share of the Han 4-grams common in ordinary text (``tracker.rarity``) in the
+    """Share of the Han 4-grams common in ordinary text (``tracker.text.rarity``) in the
     cluster's text, the larger of its suspect and its mother span (a reordered
     cluster's mother span holds other words between its pieces; a traditional copy's
     suspect span reads rare); 0 when the characters are not known."""

@@ -30,8 +30,9 @@ filtering.
 
 Offsets are reported in characters of the original texts (Python string indices,
 end exclusive), through the units' offset maps. The steps live in three modules:
-``tracker.align_seeds`` (the parameters, prepared texts, seeds and runs: steps 1-2),
-``tracker.align_clusters`` (step 3 and the result types) and ``tracker.align_passages``
+``tracker.matching.align_seeds`` (the parameters, prepared texts, seeds and runs: steps 1-2),
+``tracker.matching.align_clusters`` (step 3 and the result types) and
+``tracker.matching.align_passages``
 (step 4's measures); this module keeps step 4's decisions and the entry points, and
 names the others' public parts for callers.
 
@@ -49,7 +50,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tracker.align_clusters import (  # noqa: F401 - re-exported for callers
+from tracker.matching.align_clusters import (  # noqa: F401 - re-exported for callers
     Alignment,
     PassageMeasure,
     Run,
@@ -61,7 +62,7 @@ from tracker.align_clusters import (  # noqa: F401 - re-exported for callers
     _runs_in_suspect_order,
     _span_share,
 )
-from tracker.align_passages import (  # noqa: F401 - re-exported for callers
+from tracker.matching.align_passages import (  # noqa: F401 - re-exported for callers
     _char_span,
     _passages,
     _segment_pairs,
@@ -72,7 +73,7 @@ from tracker.align_passages import (  # noqa: F401 - re-exported for callers
     reads_alike_enough,
     short_copy,
 )
-from tracker.align_seeds import (  # noqa: F401 - re-exported for callers
+from tracker.matching.align_seeds import (  # noqa: F401 - re-exported for callers
     AlignParams,
     Prepared,
     _pairs_by_mother,
@@ -104,7 +105,7 @@ def keep_passages(
     """Step 4: keep the clusters long and similar enough, not boilerplate, and long
     enough for how alike they read; fill ``result`` with their passages (in characters
     of the whole suspect) and the amounts the matcher scores with. The one rule for
-    ``align_prepared`` and for long suspects checked in windows (``tracker.longtext``),
+    ``align_prepared`` and for long suspects checked in windows (``tracker.matching.longtext``),
     which sees a cluster's characters only through ``local``."""
     s_spans: list[tuple[int, int]] = []
     m_spans: list[tuple[int, int]] = []

@@ -24,7 +24,7 @@ import threading
 from functools import cache
 from pathlib import Path
 
-from tracker.config import SettingError, env_optional_str
+from tracker.plumbing.config import SettingError, env_optional_str
 
 FONT_NAME = "YinjiCJK"
 FONT_ENV = "YINJI_CJK_FONT"

@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
+from tracker.fingerprints.simhash import hamming, simhash_features
 from tracker.indexes.hamming import popcount
-from tracker.simhash import hamming, simhash_features
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient
@@ -273,7 +273,7 @@ def canonical_url(url: str) -> str:
 
 def page_text_simhash(html: str | bytes) -> int:
     """``char3`` SimHash of the visible text of a page (0 when it has none)."""
-    from tracker.simhash import simhash
+    from tracker.fingerprints.simhash import simhash
 
     root = _parse(html)
     if root is None:
@@ -338,7 +338,7 @@ class NearDuplicateFilter:
 
     @staticmethod
     def _prints(url: str, html: str | bytes | None) -> np.ndarray:
-        from tracker.simhash import fnv1_64
+        from tracker.fingerprints.simhash import fnv1_64
 
         rec = np.zeros(1, dtype=_REC)
         rec["c"] = fnv1_64(canonical_url(url).encode("utf-8"))

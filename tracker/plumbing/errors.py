@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from tracker.config import Settings
 from tracker.indexes.health import IndexOutOfSync
+from tracker.plumbing.config import Settings
 from tracker.store._common import storage_problem
 from tracker.store.base import StoreError
 

@@ -25,7 +25,7 @@ and production share one code path):
 - ``YINJI_MAX_SUSPECT_CHARS``: the longest suspect text checked, in characters (default
   10,000,000: a few whole novels; at least 1,000). A longer one is that item's error,
   naming it, from the CLI, the web app, the API and the workers. Long suspects are
-  checked in windows, so memory does not grow with their length (``tracker.longtext``).
+  checked in windows, so memory does not grow with their length (``tracker.matching.longtext``).
 - ``YINJI_SNAPSHOT_DIR``: where local copies of the index (``tracker.indexes.snapshot``)
   are kept and read (default ``{YINJI_DATA_DIR}/snapshots``; with several worker
   machines, a folder they share, or each keeps its own).
@@ -90,7 +90,7 @@ from pathlib import Path
 #: the floor under which nothing counts as copied (``AlignParams.min_copied``,
 #: ``MatchPolicy.min_copied``); a library sets its own with ``yinji index configure
 #: --min-copied``. The one place of this number. Between it and ``SURE_COPIED`` a
-#: passage counts only as a distinctive short copy (``tracker.align.short_copy``).
+#: passage counts only as a distinctive short copy (``tracker.matching.align.short_copy``).
 DEFAULT_MIN_COPIED = 50
 
 #: From this many initials a passage that reads alike counts as copied whatever its
@@ -176,7 +176,7 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class ReadLimits:
-    """Bounds of the document readers (``tracker.documents``), in bytes and members."""
+    """Bounds of the document readers (``tracker.documents.readers``), in bytes and members."""
 
     max_document_bytes: int = 64 * MIB
     max_zip_bytes: int = 256 * MIB

@@ -1,13 +1,13 @@
 """The text of a file's bytes (``decode_text``: a BOM, else strict UTF-8, else GB18030
 or Big5, whichever reads more like Chinese, or UTF-16 without a BOM) and text made safe
 to store (``clean_text``); ``InputError`` names the input that cannot be read.
-``tracker.documents`` reads files with them."""
+``tracker.documents.readers`` reads files with them."""
 
 from __future__ import annotations
 
 import re
 
-from tracker.textform import reading_order
+from tracker.text.textform import reading_order
 
 
 class InputError(ValueError):
@@ -20,7 +20,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def clean_text(text: str) -> str:
     """Replace lone surrogates (which no UTF-8 store can hold, and which JSON such as
     "\\ud800" can carry) by U+FFFD, one code point for one; then a line holding bidi
-    overrides (U+202E ...) is put in display order (``tracker.textform.reading_order``):
+    overrides (U+202E ...) is put in display order (``tracker.text.textform.reading_order``):
     the text is stored, matched and shown as a reader sees it."""
     if not _may_be_unclean(text):
         return text

@@ -9,7 +9,7 @@ reference corpus of ordinary text (``tracker/data/rarity.npz``, built by
 ``bench/build_rarity.py`` from laws, Wikipedia and three classical novels; 4-grams of
 other texts, such as the works of a library, never enter it). The library half (text
 many of the library's works share) is the engines' ``common`` index evidence
-(``tracker.align``).
+(``tracker.matching.align``).
 
 English (issue #40): a text's English words are read through the units'
 identities (``tracker.text.units``: a word's id); a 4-gram of consecutive words is

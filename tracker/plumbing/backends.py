@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracker.config import Settings
+from tracker.plumbing.config import Settings
 from tracker.store.files import DataFiles
 from tracker.store.mongo_client import MongoDocument, mongo_client
 

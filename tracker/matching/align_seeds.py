@@ -1,4 +1,4 @@
-"""The fine comparison, steps 1-2 (``tracker.align``): the parameters, a text
+"""The fine comparison, steps 1-2 (``tracker.matching.align``): the parameters, a text
 prepared for alignment (its units, ``tracker.text.units``, and their k-grams), the seeds
 shared by two texts and the runs they make."""
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.config import DEFAULT_MIN_COPIED, SURE_COPIED
-from tracker.fingerprint import letter_indices
+from tracker.fingerprints.daguan import letter_indices
+from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED
 from tracker.text.units import read_units, unit_breaks
 
 
@@ -63,7 +63,7 @@ class AlignParams:
     # Short copies (issue #26): a passage from ``min_copied`` up to ``base`` initials
     # counts when it is distinctive: it reads alike on initials (``short_fine``) and on
     # characters (``short_chars``), at most ``short_common`` of its Han 4-grams are
-    # common in ordinary text (``ordinary_share``, ``tracker.rarity``) and at most
+    # common in ordinary text (``ordinary_share``, ``tracker.text.rarity``) and at most
     # ``short_library_common`` of it lies under index windows many works of the library
     # share (the engine's ``common`` evidence). docs/FINGERPRINTS.md, "Short copies".
     short_fine: float = 0.97
@@ -72,7 +72,7 @@ class AlignParams:
     short_library_common: float = 0.5
     # Formula text (issue #26): a passage up to ``formula_span`` initials whose mother
     # text is mostly ordinary (at least ``formula_common`` of its Han 4-grams common in
-    # the reference, ``tracker.rarity``: legal formulas, the revision history heading a
+    # the reference, ``tracker.text.rarity``: legal formulas, the revision history heading a
     # regulation) counts only when it reads alike letter for letter (``formula_fine``,
     # or its best occurrences do, ``best_occurrence``): the same-subject regulations
     # that read 0.72-0.97 alike and run past ``max_required``.

@@ -1,4 +1,4 @@
-"""The fine comparison, step 3 (``tracker.align``): runs joined into clusters, the
+"""The fine comparison, step 3 (``tracker.matching.align``): runs joined into clusters, the
 alignment's result types."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracker.align_seeds import AlignParams, Prepared, _runs, seeds
-from tracker.records import Passage
+from tracker.common.records import Passage
+from tracker.matching.align_seeds import AlignParams, Prepared, _runs, seeds
 
 
 def _coverage(intervals: list[tuple[int, int]]) -> int:

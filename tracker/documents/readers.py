@@ -6,12 +6,12 @@ goes on (any exception while reading one item becomes that item's error). The ru
 
 - ``.jsonl``: one JSON object per line with ``id``, ``title`` (optional) and ``text``;
   other fields are kept as metadata. Blank lines are skipped; a file without any line
-  is an error. JSON is parsed strictly (``tracker.rules.parse_json``: no NaN/Infinity,
-  bounded nesting and numbers) and ids follow ``tracker.rules.check_id``. Each line is
+  is an error. JSON is parsed strictly (``tracker.common.rules.parse_json``: no NaN/Infinity,
+  bounded nesting and numbers) and ids follow ``tracker.common.rules.check_id``. Each line is
   decoded on its own, so a line in a stray encoding is that line's error.
 - ``.txt``: one document per file, id = file stem, title = its first line when that is
-  clearly a title (``tracker.rules.default_title``), else the file name. Encoding:
-  BOM, else strict UTF-8, else GB18030, else Big5 (``tracker.textcodec``); bytes that
+  clearly a title (``tracker.common.rules.default_title``), else the file name. Encoding:
+  BOM, else strict UTF-8, else GB18030, else Big5 (``tracker.text.textcodec``); bytes that
   decode as none of these are an error.
 - ``.html``/``.htm``: title and main text extracted (trafilatura, lxml fallback).
 - ``.docx``: the paragraphs of ``word/document.xml`` (no extra dependency).
@@ -19,7 +19,7 @@ goes on (any exception while reading one item becomes that item's error). The ru
   what ``yinji ingest`` passes: ``tracker.books.service``) a file may be read as a
   book of chapters; without one an .epub is an error.
 - ``.zip``: its members, read by the same rules, within the archive's budget
-  (``tracker.config.ReadLimits``): at most ``max_zip_members`` members (10,000) and
+  (``tracker.plumbing.config.ReadLimits``): at most ``max_zip_members`` members (10,000) and
   ``max_zip_bytes`` expanded in all (256 MiB), checked on the declared sizes before
   anything is read and on the bytes really read; a member expanding more than 200
   times (above 4 KiB) is a zip bomb. Members with absolute paths or ``..`` are
@@ -47,12 +47,12 @@ from pathlib import Path, PurePath
 from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
-from tracker.config import ReadLimits
-from tracker.rules import check_id, check_metadata, default_title, parse_json
-from tracker.textcodec import InputError, clean_text, decode_text, utf16_without_bom
-from tracker.textform import is_blank
+from tracker.common.rules import check_id, check_metadata, default_title, parse_json
+from tracker.plumbing.config import ReadLimits
+from tracker.text.textcodec import InputError, clean_text, decode_text, utf16_without_bom
+from tracker.text.textform import is_blank
 
-# The defaults of ``tracker.config.ReadLimits`` (each can be changed by its variable).
+# The defaults of ``tracker.plumbing.config.ReadLimits`` (each can be changed by its variable).
 MAX_DOCUMENT_BYTES = ReadLimits.max_document_bytes
 MAX_ZIP_TOTAL_BYTES = ReadLimits.max_zip_bytes
 MAX_ZIP_MEMBERS = ReadLimits.max_zip_members
@@ -181,7 +181,7 @@ def _read_single(
     a book of chapters (.epub always)."""
     suffix = _suffix(name)
     try:
-        # The id made from a file name follows the one id rule (tracker.ids), as any.
+        # The id made from a file name follows the one id rule (tracker.common.ids), as any.
         doc_id = check_id(doc_id, name)
     except ValueError as exc:
         reason = str(exc).removeprefix(f"{name}: ")
@@ -428,7 +428,7 @@ class _Prefixed(io.RawIOBase):
 
 def jsonl_document(line: str | bytes, where: str, limits: ReadLimits | None = None) -> Document:
     """The document of one ``.jsonl`` line; ``ValueError`` naming ``where`` when the
-    line is not a valid document (the rules of ``tracker.rules``: id, JSON values)."""
+    line is not a valid document (the rules of ``tracker.common.rules``: id, JSON values)."""
     limits = limits or ReadLimits.from_env()
     obj = parse_json(line, where)
     if not isinstance(obj, dict):

@@ -1,0 +1,3 @@
+"""The fingerprint algorithms: Daguan's windows, SimHash, MinHash (pure functions; no
+storage, no index).
+"""
