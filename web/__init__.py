@@ -19,7 +19,7 @@ from tracker.library import LibraryHandle
 from tracker.plumbing.config import Settings, WebSettings
 
 from .accounts import role_at_least, session_stamp, user_for_token
-from .core import can, current_user, is_api, json_error, store
+from .core import can, current_user, is_api, json_error, records
 from .i18n import LANGUAGE_NAMES, LANGUAGES, current_language, select_language, translate
 from .ids import IdConverter, encode_id
 from .security import csrf_ok, init_security, load_secret_key
@@ -195,7 +195,11 @@ def _init_auth(app: Flask) -> None:
         header = request.headers.get("Authorization", "")
         if is_api() and header:
             scheme, _, token = header.partition(" ")
-            user = user_for_token(store(), token.strip()) if scheme.lower() == "bearer" else None
+            user = (
+                user_for_token(records().users, token.strip())
+                if scheme.lower() == "bearer"
+                else None
+            )
             if user is None:
                 return json_error(
                     401,
@@ -204,7 +208,7 @@ def _init_auth(app: Flask) -> None:
                 )
             g.user, g.token_auth = user, True
         elif session.get("user"):
-            user = store().get_user(session["user"])
+            user = records().get_user(session["user"])
             # The stamp ends sessions of a deleted user or after a password change; the
             # registered session id, a session that was signed out (web.sessions).
             if (

@@ -13,7 +13,8 @@ import secrets
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from tracker.store import ROLES, Store, User
+from tracker.store import ROLES, User
+from tracker.store.interfaces import UserStore
 
 ROLE_RANK = {"viewer": 0, "analyst": 1, "admin": 2}
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -62,7 +63,7 @@ def check_password(password: str) -> str:
     return password
 
 
-def create_user(store: Store, username: str, role: str, password: str) -> str:
+def create_user(store: UserStore, username: str, role: str, password: str) -> str:
     """Add a user; returns their first API token (shown once). Fails if the name is taken."""
     username = check_username(username)
     check_role(role)
@@ -81,14 +82,14 @@ def create_user(store: Store, username: str, role: str, password: str) -> str:
     return token
 
 
-def _get(store: Store, username: str) -> User:
+def _get(store: UserStore, username: str) -> User:
     user = store.get_user(username)
     if user is None:
         raise AccountError(f"no user {username!r}")
     return user
 
 
-def reset_token(store: Store, username: str) -> str:
+def reset_token(store: UserStore, username: str) -> str:
     """A new API token for the user (the old one stops working)."""
     user = _get(store, username)
     token = new_token()
@@ -97,19 +98,19 @@ def reset_token(store: Store, username: str) -> str:
     return token
 
 
-def set_password(store: Store, username: str, password: str) -> None:
+def set_password(store: UserStore, username: str, password: str) -> None:
     user = _get(store, username)
     user.password_hash = generate_password_hash(check_password(password))
     store.put_user(user)
 
 
-def set_role(store: Store, username: str, role: str) -> None:
+def set_role(store: UserStore, username: str, role: str) -> None:
     user = _get(store, username)
     user.role = check_role(role)
     store.put_user(user)
 
 
-def authenticate(store: Store, username: str, password: str) -> User | None:
+def authenticate(store: UserStore, username: str, password: str) -> User | None:
     user = store.get_user((username or "").strip())
     if user is None:
         check_password_hash(_DUMMY_HASH, password or "")
@@ -117,7 +118,7 @@ def authenticate(store: Store, username: str, password: str) -> User | None:
     return user if check_password_hash(user.password_hash, password or "") else None
 
 
-def user_for_token(store: Store, token: str) -> User | None:
+def user_for_token(store: UserStore, token: str) -> User | None:
     if not token or len(token) > 512:
         return None
     return store.get_user_by_token_hash(token_hash(token))

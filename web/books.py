@@ -19,13 +19,12 @@ from werkzeug.datastructures import FileStorage
 from tracker.books.admin import UPLOAD_SUFFIXES, UploadPlan, plan_upload
 from tracker.books.model import Book
 from tracker.books.service import BookService
-from tracker.books.stats import BookGrid, BookIndex, book_grid, book_pages
-from tracker.books.store import book_store_for
+from tracker.books.stats import BookGrid, BookIndex, book_grid
 from tracker.common.records import JSONObject
 from tracker.store import Match
 from workers import jobs
 
-from .core import get_or_404, library, state, store
+from .core import get_or_404, library, records, state
 from .i18n import current_language
 from .i18n import translate as _
 from .serializers import book_json, document_dict
@@ -46,7 +45,7 @@ def book_service() -> BookService:
     if svc is None:
         # The book store (its table made once) is the app's; the service is the
         # request's (it checks the legacy migration once).
-        books = state().resource("books", lambda: book_store_for(store()))
+        books = state().resource("books", lambda: records().book_store())
         svc = g.yinji_books = BookService(library(), books)
     return svc
 
@@ -62,8 +61,8 @@ def grid_of(book: Book, *, with_cases: bool = True) -> BookGrid:
     if with_cases:
         from .casework import cases
 
-        return book_grid(book, book_pages(store(), book), cases().list_cases())
-    return book_grid(book, book_pages(store(), book), [])
+        return book_grid(book, records().book_pages(book), cases().list_cases())
+    return book_grid(book, records().book_pages(book), [])
 
 
 def book_index() -> BookIndex:

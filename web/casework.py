@@ -35,7 +35,7 @@ from tracker.common.records import JSONObject, NotFound
 from tracker.services.case_service import close_case_service, open_case_service
 
 from .apimodels.cases import NoticeFormat, NoticeLang
-from .core import current_user, fail, get_or_404, is_api, state, store
+from .core import current_user, fail, get_or_404, is_api, records, state
 
 DAY = 86400.0
 
@@ -52,7 +52,7 @@ def cases() -> CaseService:
 def _open_cases() -> CaseService:
     svc = open_case_service(state().settings)
     try:
-        svc.sync(store(), who="system:sync")
+        records().sync_cases(svc, who="system:sync")
     except Exception:  # a failed sync must not keep the pages closed: it runs again
         current_app.logger.warning("could not file confirmed matches into cases", exc_info=True)
     return svc
@@ -91,8 +91,8 @@ def set_verdict(suspect_id: str, mother_id: str, verdict: str, note: str | None)
     case (a confirmed match with a URL joins the case of its work and site; a withdrawn
     confirmation leaves it) and the evidence log in one step."""
     with case_errors():
-        return cases().apply_verdict(
-            store(), suspect_id, mother_id, verdict, who=actor(), note=note
+        return records().apply_verdict(
+            cases(), suspect_id, mother_id, verdict, who=actor(), note=note
         )
 
 

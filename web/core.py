@@ -20,7 +20,8 @@ from werkzeug.exceptions import HTTPException
 from tracker.common.rules import check_sort, check_verdict, normalize_domain
 from tracker.common.timefmt import parse_utc
 from tracker.library import Library, LibraryHandle
-from tracker.store import MatchQuery, Store, User
+from tracker.services.records import LibraryRecords
+from tracker.store import MatchQuery, User
 from workers import jobs
 
 from .accounts import role_at_least
@@ -53,8 +54,9 @@ def library() -> Library:
     return state().library
 
 
-def store() -> Store:
-    return state().library.store
+def records() -> LibraryRecords:
+    """The library's records (matches, works, suspects, users): web's one door to them."""
+    return LibraryRecords.of(state().library)
 
 
 @contextmanager
@@ -107,7 +109,7 @@ def work_choices() -> list[tuple[str, str]]:
     """(id, title) of the works with the most matches, for the filter's suggestions:
     in a library of thousands of works, the ones that are being copied are the ones a
     person filters by."""
-    stats = store().match_stats(MatchQuery(limit=0))
+    stats = records().match_stats(MatchQuery(limit=0))
     return [(mid, title or mid) for mid, title, _ in stats["top_mothers"]]
 
 

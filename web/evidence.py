@@ -9,7 +9,7 @@ from flask import Response
 
 from tracker.reports import build_report
 
-from .core import get_or_404, library, store
+from .core import get_or_404, library, records
 from .security import REPORT_CSP
 
 MIME = {
@@ -68,7 +68,7 @@ def bundle_response(match_id: str) -> Response:
     from .core import fail
 
     lib = library()
-    match = get_or_404(store().get_match, match_id, "no such match")
+    match = get_or_404(records().get_match, match_id, "no such match")
     sink = io.BytesIO()
     try:
         lib.export_evidence(sink, match.suspect_id, match.mother_id)
@@ -90,7 +90,7 @@ def _report(match_id: str, fmt: str) -> bytes:
     from .casework import cases
 
     lib = library()
-    match = store().get_match(match_id)  # NotFound: 404 below
+    match = records().get_match(match_id)  # NotFound: 404 below
     log = open_log()  # no log: the report says what the records hold
     case_id, notice = cases().report_references(match.suspect_url)
     return build_report(lib, match_id, fmt, evidence=log, case_id=case_id, notice=notice)

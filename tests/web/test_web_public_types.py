@@ -43,10 +43,28 @@ def test_no_any_in_public_signatures(rel: str) -> None:
 
 def test_web_reads_no_part_of_the_library() -> None:
     """Web calls services: it reads no ``.store``, ``.redis`` or ``.indexes`` of the
-    library; ``web.core.store()`` is the one door to the records (its one read)."""
+    library anywhere; its records come through ``web.core.records()``
+    (``tracker.services.records.LibraryRecords``)."""
     reach = {
         name: lines
         for name, module in project_modules(REPO, ("web",)).items()
         if (lines := reach_throughs(module))
     }
-    assert list(reach) == ["web.core"] and len(reach["web.core"]) == 1, reach
+    assert reach == {}, reach
+
+
+def test_no_web_module_calls_a_store_door() -> None:
+    """No ``store()`` call is left in web (the door ``web.core.store()`` is gone)."""
+    calls = [
+        f"{name}:{node.lineno}"
+        for name, module in project_modules(REPO, ("web",)).items()
+        for node in ast.walk(ast.parse(module.path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "store"
+    ]
+    assert calls == [], calls
+    import web.core
+
+    assert not hasattr(web.core, "store")
+    assert callable(web.core.records)

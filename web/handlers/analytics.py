@@ -9,13 +9,12 @@ from urllib.parse import urlencode
 from flask import Blueprint, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from tracker.books.stats import book_match_counts
 from tracker.cases import Case
 
 from ..books import book_index, chapter_of
 from ..casework import cases, site_stats, totals
 from ..charts import bar_list, time_chart, verdict_chart
-from ..core import filter_args, parse_match_filters, store, work_choices
+from ..core import filter_args, parse_match_filters, records, work_choices
 
 bp = Blueprint("analytics", __name__)
 
@@ -35,7 +34,7 @@ def index() -> ResponseReturnValue:
     except ValueError as exc:
         error = str(exc)
         query = parse_match_filters({}).query  # type: ignore[arg-type]
-    stats = store().match_stats(replace(query, offset=0))
+    stats = records().match_stats(replace(query, offset=0))
     top_works: list[tuple[str, int, str | None]] = [
         (
             chapter_of(mid) or title or mid,  # a chapter named by its book
@@ -46,7 +45,7 @@ def index() -> ResponseReturnValue:
     ]
     top_books: list[tuple[str, int, str | None]] = [
         (f"《{book.title}》", n, url_for("books.show", book_id=book.id))
-        for book, n in book_match_counts(store(), book_index(), query)
+        for book, n in records().book_match_counts(book_index(), query)
     ]
     top_sites: list[tuple[str, int, str | None]] = [
         (domain, n, _dashboard(domain=domain)) for domain, n in stats["top_domains"]

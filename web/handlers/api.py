@@ -56,9 +56,9 @@ from ..core import (
     job_status,
     library,
     parse_match_filters,
+    records,
     role_required,
     state,
-    store,
 )
 from ..evidence import REPORT_FORMATS, bundle_response, report_response
 from ..jsonbody import clean, request_json
@@ -178,10 +178,10 @@ def mothers_add() -> ResponseReturnValue:
 def mothers_list() -> ResponseReturnValue:
     query = query_as(MothersQuery)
     search, offset, limit = query.q or query.search, query.offset, query.limit
-    mothers = store().list_mothers(search=search, offset=offset, limit=limit, with_text=False)
+    mothers = records().list_works(search=search, offset=offset, limit=limit, with_text=False)
     return jsonify(
         {
-            "total": store().count_mothers(search=search),
+            "total": records().count_works(search=search),
             "offset": offset,
             "limit": limit,
             "mothers": [mother_json(m) for m in mothers],
@@ -192,7 +192,7 @@ def mothers_list() -> ResponseReturnValue:
 @bp.get("/mothers/<id:mother_id>")
 @operation("One work, with its text", {200: Reply("The work", Mother), 404: error("No such work")})
 def mothers_get(mother_id: str) -> ResponseReturnValue:
-    mother = get_or_404(store().get_mother, mother_id, f"no work with id {mother_id!r}")
+    mother = get_or_404(records().get_work, mother_id, f"no work with id {mother_id!r}")
     return jsonify(mother_json(mother, text=True))
 
 
@@ -315,11 +315,11 @@ def matches_list() -> ResponseReturnValue:
     passages = request.args.get("passages", "1") not in ("0", "false", "no")
     return jsonify(
         {
-            "total": store().count_matches(query),
+            "total": records().count_matches(query),
             "offset": query.offset,
             "limit": query.limit,
             "matches": [
-                match_json(m, passages=passages) for m in named(store().query_matches(query))
+                match_json(m, passages=passages) for m in named(records().query_matches(query))
             ],
         }
     )
@@ -327,7 +327,7 @@ def matches_list() -> ResponseReturnValue:
 
 def _match(match_id: str) -> Match:
     return get_or_404(
-        store().get_match,
+        records().get_match,
         match_id,
         "no match with this id (ids in paths are URL-safe base64 of the match id)",
     )

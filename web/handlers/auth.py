@@ -25,7 +25,7 @@ from ..accounts import (
     set_password,
     set_role,
 )
-from ..core import current_user, fail, role_required, safe_next, store
+from ..core import current_user, fail, records, role_required, safe_next
 from ..i18n import translate as _
 from ..security import csrf_token
 from ..sessions import SESSION_ID, end_session, open_session
@@ -59,7 +59,7 @@ def login() -> ResponseReturnValue:
             username=username,
             error=_("Too many attempts; wait a few minutes."),
         ), 429
-    user = authenticate(store(), username, password)
+    user = authenticate(records().users, username, password)
     if user is None:
         throttle.failed(_address(), username)
         return render_template(
@@ -103,7 +103,7 @@ def account() -> ResponseReturnValue:
 def account_password() -> ResponseReturnValue:
     user = current_user()
     assert user is not None
-    if authenticate(store(), user.username, request.form.get("current", "")) is None:
+    if authenticate(records().users, user.username, request.form.get("current", "")) is None:
         flash(_("The current password is wrong."), "error")
         return redirect(url_for("auth.account"))
     new = request.form.get("password", "")
@@ -111,12 +111,12 @@ def account_password() -> ResponseReturnValue:
         flash(_("The two new passwords differ."), "error")
         return redirect(url_for("auth.account"))
     try:
-        set_password(store(), user.username, new)
+        set_password(records().users, user.username, new)
     except AccountError as exc:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.account"))
     # Keep this session, end the others (their stamp no longer matches).
-    changed = store().get_user(user.username)
+    changed = records().get_user(user.username)
     assert changed is not None  # set_password succeeded on this user a moment ago
     session["stamp"] = session_stamp(changed)
     flash(_("Password changed."), "info")
@@ -127,7 +127,7 @@ def account_password() -> ResponseReturnValue:
 def account_token() -> ResponseReturnValue:
     user = current_user()
     assert user is not None
-    token = reset_token(store(), user.username)
+    token = reset_token(records().users, user.username)
     return render_template("token.html", username=user.username, token=token)
 
 
@@ -135,7 +135,7 @@ def account_token() -> ResponseReturnValue:
 @bp.get("/users")
 @role_required("admin")
 def users() -> ResponseReturnValue:
-    return render_template("users.html", users=store().list_users(), roles=ROLES)
+    return render_template("users.html", users=records().list_users(), roles=ROLES)
 
 
 @bp.post("/users")
@@ -144,7 +144,10 @@ def users_add() -> ResponseReturnValue:
     form = request.form
     try:
         token = create_user(
-            store(), form.get("username", ""), form.get("role", ""), form.get("password", "")
+            records().users,
+            form.get("username", ""),
+            form.get("role", ""),
+            form.get("password", ""),
         )
     except AccountError as exc:
         flash(_(str(exc)), "error")
@@ -154,7 +157,7 @@ def users_add() -> ResponseReturnValue:
 
 
 def _target(username: str) -> User:
-    user = store().get_user(username)
+    user = records().get_user(username)
     if user is None:
         fail(404, f"no user {username!r}")
     return user
@@ -171,7 +174,7 @@ def users_role(username: str) -> ResponseReturnValue:
         flash(_("You cannot remove your own admin role."), "error")
         return redirect(url_for("auth.users"))
     try:
-        set_role(store(), username, role)
+        set_role(records().users, username, role)
     except AccountError as exc:
         fail(400, str(exc))
     flash(_("Role of {name} set to {role}.", name=username, role=role), "info")
@@ -183,7 +186,7 @@ def users_role(username: str) -> ResponseReturnValue:
 def users_password(username: str) -> ResponseReturnValue:
     _target(username)
     try:
-        set_password(store(), username, request.form.get("password", ""))
+        set_password(records().users, username, request.form.get("password", ""))
     except AccountError as exc:
         flash(_(str(exc)), "error")
         return redirect(url_for("auth.users"))
@@ -195,7 +198,7 @@ def users_password(username: str) -> ResponseReturnValue:
 @role_required("admin")
 def users_token(username: str) -> ResponseReturnValue:
     _target(username)
-    token = reset_token(store(), username)
+    token = reset_token(records().users, username)
     return render_template("token.html", username=username, token=token)
 
 
@@ -207,6 +210,6 @@ def users_delete(username: str) -> ResponseReturnValue:
     if me is not None and me.username == username:
         flash(_("You cannot delete yourself."), "error")
         return redirect(url_for("auth.users"))
-    store().delete_user(username)
+    records().delete_user(username)
     flash(_("User {name} deleted.", name=username), "info")
     return redirect(url_for("auth.users"))

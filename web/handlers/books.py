@@ -10,11 +10,10 @@ from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import UPLOAD_SUFFIXES, edit_book
 from tracker.books.model import Book
-from tracker.books.stats import book_summaries
 from tracker.common.records import NotFound
 
 from ..books import book_index, book_service, find_books, get_book, grid_of, made_line, upload_books
-from ..core import Page, fail, page_arg, role_required, store
+from ..core import Page, fail, page_arg, records, role_required
 from ..i18n import translate as _
 from ..uploads import flash_skipped
 
@@ -34,7 +33,7 @@ def index() -> ResponseReturnValue:
     return render_template(
         "books/index.html",
         books=shown,
-        summaries=book_summaries(store(), book_index(), shown),
+        summaries=records().book_summaries(book_index(), shown),
         pager=pager,
         q=q,
         suffixes=UPLOAD_SUFFIXES,
@@ -75,13 +74,13 @@ def _stored(book: Book) -> set[str]:
     """The chapter works in the store (a chapter of a book still being imported is
     not, yet): one listing of the works whose id holds the book's, without texts."""
     wanted = set(book.work_ids())
-    found = store().list_mothers(
+    found = records().list_works(
         search=book.id, offset=0, limit=max(len(wanted) * 4, 1000), with_text=False
     )
     stored = {m.id for m in found} & wanted
     for work_id in wanted - stored:  # chapters given other ids (JSONL rows, a migration)
         try:
-            store().get_mother(work_id)
+            records().get_work(work_id)
         except (NotFound, KeyError):
             continue
         stored.add(work_id)

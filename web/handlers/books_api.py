@@ -9,7 +9,6 @@ from flask import Blueprint, jsonify, request, url_for
 from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import edit_book
-from tracker.books.stats import book_summaries
 from tracker.common.records import NotFound
 
 from ..apimodels.base import JobAccepted
@@ -23,7 +22,7 @@ from ..apimodels.books import (
     BookSummaryList,
 )
 from ..books import book_index, book_service, find_books, get_book, grid_of, upload_books
-from ..core import fail, role_required, store
+from ..core import fail, records, role_required
 from ..openapi import Reply, error, operation
 from ..serializers import book_json
 from ..validation import body_as, query_as
@@ -42,7 +41,7 @@ def books_list() -> ResponseReturnValue:
     pirated and the sites with confirmed / only pending matches."""
     q = query_as(BooksQuery).q or ""
     books = find_books(q)
-    summaries = book_summaries(store(), book_index(), books if q else None)
+    summaries = records().book_summaries(book_index(), books if q else None)
     out = []
     for book in books:
         item = book_json(book, chapters=False)

@@ -33,7 +33,7 @@ from ..casework import (
     state_counts,
     totals,
 )
-from ..core import Page, bad_request, fail, page_arg, role_required, store, work_choices
+from ..core import Page, bad_request, fail, page_arg, records, role_required, work_choices
 from ..i18n import current_language
 from ..i18n import translate as _
 
@@ -111,7 +111,7 @@ def show(case_id: str) -> ResponseReturnValue:
     for u in case.urls:
         mid = match_id(u.suspect_id, u.mother_id or case.work)
         try:
-            matches[u.url] = store().get_match(mid)
+            matches[u.url] = records().get_match(mid)
         except KeyError:  # the match was deleted since (its work, say): the URL stays
             matches[u.url] = None
     notices = [
@@ -172,8 +172,8 @@ def books_of(case: Case) -> list[Book]:
 def mark_sent(case_id: str) -> ResponseReturnValue:
     note = _note()
     with case_errors():
-        case = cases().mark_sent(
-            case_id, who=actor(), note=note, data={"channel": "manual"}, matches=store()
+        case = records().mark_sent(
+            cases(), case_id, who=actor(), note=note, data={"channel": "manual"}
         )
     flash(_("Notice marked as sent."), "info")
     return _back(case.id)

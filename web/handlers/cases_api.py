@@ -39,7 +39,7 @@ from ..casework import (
     site_stats,
     totals,
 )
-from ..core import bad_request, fail, role_required, store
+from ..core import bad_request, fail, records, role_required
 from ..openapi import PathParam, Reply, error, operation
 from ..serializers import case_detail_json, case_json
 from ..validation import body_as, query_as
@@ -135,8 +135,8 @@ def cases_transition(case_id: str) -> ResponseReturnValue:
     svc = cases()
     with case_errors():
         if to == "notice_sent":
-            case = svc.mark_sent(
-                case_id, who=actor(), note=note, data={"channel": "api"}, matches=store()
+            case = records().mark_sent(
+                svc, case_id, who=actor(), note=note, data={"channel": "api"}
             )
         else:
             case = svc.transition(case_id, to, who=actor(), note=note)

@@ -13,7 +13,7 @@ from tracker.reports import render_match_list
 from tracker.store import Match, MatchQuery
 
 from ..books import book_index
-from ..core import MAX_EXPORT, bad_request, fail, parse_match_filters, store, work_choices
+from ..core import MAX_EXPORT, bad_request, fail, parse_match_filters, records, work_choices
 from ..evidence import MIME, REPORT_FORMATS, bundle_response, report_response
 from ..ids import encode_id
 
@@ -25,7 +25,7 @@ def all_matches(query: MatchQuery, limit: int = MAX_EXPORT) -> Iterator[Match]:
     offset, batch = 0, 500
     while offset < limit:
         size = min(batch, limit - offset)
-        rows = store().query_matches(replace(query, offset=offset, limit=size))
+        rows = records().query_matches(replace(query, offset=offset, limit=size))
         yield from rows
         if len(rows) < batch:
             return
@@ -75,7 +75,7 @@ def index() -> ResponseReturnValue:
         "exports.html",
         args=request.args,
         error=error,
-        total=store().count_matches(query),
+        total=records().count_matches(query),
         works=work_choices(),
     )
 

@@ -6,7 +6,6 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from tracker.books.admin import UPLOAD_SUFFIXES
-from tracker.books.stats import book_summaries
 from tracker.documents.readers import DocumentError
 from tracker.store import MatchQuery
 from workers import jobs
@@ -21,8 +20,8 @@ from ..core import (
     get_or_404,
     library,
     page_arg,
+    records,
     role_required,
-    store,
 )
 from ..i18n import translate as _
 from ..rebuild import start_rebuild
@@ -38,9 +37,9 @@ BOOKS_SHOWN = 25  # books on the library page (all of them: /library/books/)
 def index() -> ResponseReturnValue:
     search = (request.args.get("q") or "").strip() or None
     page, per_page = page_arg(25)
-    total = store().count_mothers(search=search)
+    total = records().count_works(search=search)
     pager = Page(page, per_page, total)
-    mothers = store().list_mothers(
+    mothers = records().list_works(
         search=search, offset=pager.offset, limit=per_page, with_text=False
     )
     # The books first (title, author, chapters, where they are copied), then every
@@ -53,7 +52,7 @@ def index() -> ResponseReturnValue:
         q=search or "",
         books=books[:BOOKS_SHOWN],
         books_total=len(books),
-        summaries=book_summaries(store(), book_index(), books[:BOOKS_SHOWN]),
+        summaries=records().book_summaries(book_index(), books[:BOOKS_SHOWN]),
         book_suffixes=UPLOAD_SUFFIXES,
     )
 
@@ -131,10 +130,10 @@ def rebuild() -> ResponseReturnValue:
 
 @bp.get("/<id:mother_id>")
 def show(mother_id: str) -> ResponseReturnValue:
-    mother = get_or_404(store().get_mother, mother_id, f"no work {mother_id!r}")
+    mother = get_or_404(records().get_work, mother_id, f"no work {mother_id!r}")
     query = MatchQuery(mother_id=mother_id, limit=20)
-    matches = store().query_matches(query)
-    total = store().count_matches(query)
+    matches = records().query_matches(query)
+    total = records().count_matches(query)
     return render_template(
         "library/show.html",
         mother=mother,

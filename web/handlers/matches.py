@@ -20,9 +20,9 @@ from ..core import (
     get_or_404,
     library,
     parse_match_filters,
+    records,
     role_required,
     safe_next,
-    store,
     work_choices,
 )
 from ..evidence import open_log, stored_time
@@ -47,14 +47,14 @@ def dashboard() -> ResponseReturnValue:
         error = str(exc)
         filters = parse_match_filters({})  # type: ignore[arg-type]
     query = filters.query
-    total = store().count_matches(query)
+    total = records().count_matches(query)
     pager = Page(filters.page, filters.per_page, total)
-    matches = store().query_matches(query)
+    matches = records().query_matches(query)
     # Verdict counts under the other filters: the tabs above the table.
     counts = {}
     for verdict in (None, *VERDICTS):
         q = replace(query, verdict=verdict, offset=0, limit=0)
-        counts[verdict or "all"] = store().count_matches(q)
+        counts[verdict or "all"] = records().count_matches(q)
     works = work_choices()
     return render_template(
         "matches/dashboard.html",
@@ -70,7 +70,7 @@ def dashboard() -> ResponseReturnValue:
 
 
 def _get(match_id: str) -> Match:
-    return get_or_404(store().get_match, match_id, "no such match")
+    return get_or_404(records().get_match, match_id, "no such match")
 
 
 def _evidence_key() -> str:
@@ -90,11 +90,11 @@ def detail(match_id: str) -> ResponseReturnValue:
     match = _get(match_id)
     # The evidence view still shows the match when its suspect or work was deleted.
     try:
-        suspect = store().get_suspect(match.suspect_id)
+        suspect = records().get_suspect(match.suspect_id)
     except KeyError:
         suspect = None
     try:
-        mother = store().get_mother(match.mother_id)
+        mother = records().get_work(match.mother_id)
     except KeyError:
         mother = None
     # The passages as the evidence report has them (tracker.reports.data: both

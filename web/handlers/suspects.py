@@ -18,9 +18,9 @@ from ..core import (
     get_or_404,
     job_status,
     page_arg,
+    records,
     role_required,
     state,
-    store,
 )
 from ..i18n import translate as _
 from ..uploads import (
@@ -40,10 +40,10 @@ bp = Blueprint("suspects", __name__)
 def index() -> ResponseReturnValue:
     search = (request.args.get("q") or "").strip() or None
     page, per_page = page_arg(25)
-    total = store().count_suspects(search=search)
+    total = records().count_suspects(search=search)
     pager = Page(page, per_page, total)
-    suspects = store().list_suspects(search=search, offset=pager.offset, limit=per_page)
-    counts = {s.id: store().count_matches(MatchQuery(suspect_id=s.id)) for s in suspects}
+    suspects = records().list_suspects(search=search, offset=pager.offset, limit=per_page)
+    counts = {s.id: records().count_matches(MatchQuery(suspect_id=s.id)) for s in suspects}
     return render_template(
         "suspects/index.html", suspects=suspects, counts=counts, pager=pager, q=search or ""
     )
@@ -120,8 +120,8 @@ def submit() -> ResponseReturnValue:
 
 @bp.get("/suspects/<id:suspect_id>")
 def show(suspect_id: str) -> ResponseReturnValue:
-    suspect = get_or_404(store().get_suspect, suspect_id, f"no suspect {suspect_id!r}")
-    matches = store().query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
+    suspect = get_or_404(records().get_suspect, suspect_id, f"no suspect {suspect_id!r}")
+    matches = records().query_matches(MatchQuery(suspect_id=suspect_id, limit=100))
     return render_template(
         "suspects/show.html",
         suspect=suspect,
