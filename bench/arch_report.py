@@ -38,21 +38,11 @@ def report(root: Path) -> str:
             for s in public_signatures(ast.parse(m.path.read_text(encoding="utf-8")))
         ]
         reach = sum(len(reach_throughs(m)) for m in mine)
-        # web's one door to the records: web.core.store(), called without arguments
-        store_calls = sum(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name)
-            and n.func.id == "store"
-            and not n.args
-            for m in mine
-            for n in ast.walk(ast.parse(m.path.read_text(encoding="utf-8")))
-        )
         lines.append(
             f"- {package}: {len(mine)} modules, {sum(m.lines for m in mine):,} lines; "
             f"over 700: {len(big)} ({', '.join(f'{n} {n_}' for n_, n in big) or 'none'}); "
             f"public signatures mentioning Any: {sum(a for _, a in sigs)} of {len(sigs)}"
             + (f"; reach-throughs past the services: {reach}" if package != "tracker" else "")
-            + (f"; calls of web.core.store(): {store_calls}" if package == "web" else "")
         )
     found = circles(import_graph(modules))
     lines.append(
