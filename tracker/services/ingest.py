@@ -99,6 +99,7 @@ class IngestService:
             raise
         self.tracker.end_write(mark)
         report.seconds = time.perf_counter() - started
+        self.admin.count_added(report.ingested, report.replaced, report.characters)
         if refresh_snapshots and report.ingested:
             report.snapshot_seconds = self.admin.fresh_snapshots(report.warnings)
         self.admin.drop_recordings()
@@ -132,7 +133,7 @@ class IngestService:
         mark: str,
         expected_chars: int = 0,
     ) -> None:
-        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_postings)
+        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_chars)
         # An engine whose index is empty now gets this whole ingest in one bulk load at
         # the end (later flushes would meet existing buckets: the slower merge path).
         for e in engines:
