@@ -23,6 +23,7 @@ from tracker.indexes import refill as refills
 from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.indexes.snapshot_floor import LibraryChars
 from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
 from tracker.plumbing.config import Settings
 from tracker.services.engines import EngineSet
@@ -36,7 +37,6 @@ from tracker.store import Store
 
 Progress = Callable[[int, int | None], None]  # (done, total or None)
 VERIFY_INTERVAL = 1.0  # seconds a verified index is trusted before it is verified again
-_CHARS_PAGE = 5000  # mothers listed at a time when the library's characters are counted
 
 
 class IndexAdmin:
@@ -52,8 +52,7 @@ class IndexAdmin:
         self.repairs: list[str] = []  # what was repaired by itself (the CLI says it)
         self.verified: dict[str, float] = {}  # engine -> monotonic time found usable
         self._verify_lock = threading.Lock()
-        # (last seq, mothers), whether counted whole, characters: ``library_chars``
-        self._chars_known: tuple[tuple[int, int], bool, int] | None = None
+        self.chars = LibraryChars(store)  # the snapshot floor's measure
 
     # -- health -----------------------------------------------------------------------
     def health(self, engine: str | None = None) -> Health:
@@ -338,7 +337,7 @@ class IndexAdmin:
                 continue
             written = eng.snapshots.written_fraction(eng.index)
             if written is None and chars is None:
-                chars = self.library_chars(up_to=max(floor, 1))
+                chars = self.chars.count(up_to=max(floor, 1))
             if written is None and chars is not None and chars < max(floor, 1):
                 done.append(SnapshotSkipped(name, f"{chars:,} characters < {floor:,}"))
             elif written is None and eng.index.fields_estimate() == 0:
@@ -359,40 +358,6 @@ class IndexAdmin:
                 except TakeBusy:
                     done.append(SnapshotSkipped(name, "another process is taking one"))
         return done
-
-    def library_chars(self, *, up_to: int) -> int:
-        """Characters of text the library's mothers hold, counted until ``up_to`` (a
-        big library is not read whole: the store keeps each text's length, and a
-        listing reads no text into Python; ~5 ms a million characters with sqlite),
-        and not counted again while the store holds the same mothers."""
-        state = (self.store.last_seq(), self.store.count_mothers())
-        known = self._chars_known
-        if known is not None and known[0] == state and (known[1] or known[2] >= up_to):
-            return known[2]
-        total = offset = 0
-        whole = False
-        while total < up_to:
-            page = self.store.list_mothers(offset=offset, limit=_CHARS_PAGE, with_text=False)
-            total += sum(m.chars for m in page)
-            if len(page) < _CHARS_PAGE:
-                whole = True
-                break
-            offset += len(page)
-        self._chars_known = (state, whole, total)
-        return total
-
-    def count_added(self, stored: int, replaced: int, chars: int) -> None:
-        """After an ingest of ``stored`` mothers (``replaced`` of them new versions) of
-        ``chars`` characters: ``library_chars`` known without a recount when the store
-        changed by exactly these (no other writer meanwhile, nothing replaced, whose
-        old length is not known here)."""
-        if replaced or not stored:
-            return
-        # (no count known: a store that never held a mother before, seqs from 1)
-        (seq, mothers), whole, total = self._chars_known or ((0, 0), True, 0)
-        state = (self.store.last_seq(), self.store.count_mothers())
-        if state == (seq + stored, mothers + stored):
-            self._chars_known = (state, whole, total + chars)
 
     def record_writes(self, eng: Engine, *, load: bool = False) -> None:
         """Before an ingest's writes: keep what they write (``load``: a bulk load's rows;

@@ -486,7 +486,7 @@ def test_the_library_characters_follow_ingests_replacements_and_deletions(
     from tracker.library import Document
 
     with _library(tmp_path) as lib:
-        admin = lib.indexes
+        chars = lib.indexes.chars
 
         def stored() -> int:
             return sum(m.chars for m in lib.store.list_mothers(limit=1000, with_text=False))
@@ -500,6 +500,6 @@ def test_the_library_characters_follow_ingests_replacements_and_deletions(
         ]
         for step in steps:
             step()
-            assert admin.library_chars(up_to=10**9) == stored() > 0
+            assert chars.count(up_to=10**9) == stored() > 0
         # Counted up to a bound only: at least that bound, without listing further.
-        assert admin.library_chars(up_to=1) >= 1
+        assert chars.count(up_to=1) >= 1
