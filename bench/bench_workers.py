@@ -649,7 +649,7 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="take a snapshot of the index first (`yinji index snapshot`), as the beat does "
-        "for an index of YINJI_SNAPSHOT_MIN_POSTINGS or more",
+        "for a library of YINJI_SNAPSHOT_MIN_CHARS characters or more",
     )
     parser.add_argument(
         "--split",

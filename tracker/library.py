@@ -232,9 +232,9 @@ class Library:
         ``{"engine", "path", "version", "postings", ...}``)."""
         return self.indexes.snapshot(engine)
 
-    def refresh_snapshots(self, min_postings: int | None = None) -> list[JSONObject]:
+    def refresh_snapshots(self, min_chars: int | None = None) -> list[JSONObject]:
         """What ``IndexAdmin.refresh_snapshots`` did, per engine: taken or skipped."""
-        return [done.to_dict() for done in self.indexes.refresh_snapshots(min_postings)]
+        return [done.to_dict() for done in self.indexes.refresh_snapshots(min_chars)]
 
     # -- checks (CheckService) ---------------------------------------------------------
     def ready_to_check(self, engine: str | None = None) -> Engine:

@@ -21,8 +21,9 @@ And one periodic run:
   signs a tree head of the evidence log when it has grown, timestamps it when
   ``YINJI_TSA_URL`` is set, and retries the timestamps still pending.
 - ``YINJI_SNAPSHOT_MINUTES`` (default ``10``; ``0``: never): ``refresh_snapshots`` takes
-  a new local copy of an index that changed since its last one (and holds at least
-  ``YINJI_SNAPSHOT_MIN_POSTINGS``), so checks look it up locally again.
+  a new local copy of an index that changed since its last one (or has none while the
+  library holds at least ``YINJI_SNAPSHOT_MIN_CHARS`` characters of text), so checks
+  look it up locally again.
 
 Times are in ``YINJI_TIMEZONE`` (default UTC). Run exactly one ``yinji beat``: two would
 send every run twice (harmless, the tasks are idempotent per run, but wasted work).

@@ -23,6 +23,7 @@ from tracker.indexes import refill as refills
 from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
 from tracker.indexes.snapshot import TakeBusy, take_snapshot
+from tracker.indexes.snapshot_floor import LibraryChars
 from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
 from tracker.plumbing.config import Settings
 from tracker.services.engines import EngineSet
@@ -51,6 +52,7 @@ class IndexAdmin:
         self.repairs: list[str] = []  # what was repaired by itself (the CLI says it)
         self.verified: dict[str, float] = {}  # engine -> monotonic time found usable
         self._verify_lock = threading.Lock()
+        self.chars = LibraryChars(store)  # the snapshot floor's measure
 
     # -- health -----------------------------------------------------------------------
     def health(self, engine: str | None = None) -> Health:
@@ -312,29 +314,34 @@ class IndexAdmin:
 
     def refresh_snapshots(
         self,
-        min_postings: int | None = None,
+        min_chars: int | None = None,
         *,
         share: float | None = None,
         wait: bool = True,
     ) -> list[SnapshotTaken | SnapshotSkipped]:
-        """Take a snapshot of each index that has local copies, holds at least
-        ``min_postings`` (default ``YINJI_SNAPSHOT_MIN_POSTINGS``) and had more than
+        """Take a snapshot of each index that has local copies and had more than
         ``share`` of its buckets (default ``YINJI_SNAPSHOT_REFRESH_SHARE``) written since
-        the snapshot that answers its lookups, or has none (after an ingest, and the
-        workers' periodic task). The take copies only the buckets written since. With
-        ``wait`` False, an index whose snapshot another process is taking is skipped.
-        What was done, per engine."""
-        floor = self.settings.snapshot_min_postings if min_postings is None else min_postings
+        the snapshot that answers its lookups, or has none while the library holds at
+        least ``min_chars`` characters of text (default ``YINJI_SNAPSHOT_MIN_CHARS``:
+        the same floor for every script; an index once copied is kept fresh). After an
+        ingest, and the workers' periodic task. The take copies only the buckets
+        written since. With ``wait`` False, an index whose snapshot another process is
+        taking is skipped. What was done, per engine."""
+        floor = self.settings.snapshot_min_chars if min_chars is None else min_chars
         limit = self.settings.snapshot_refresh_share if share is None else share
         done: list[SnapshotTaken | SnapshotSkipped] = []
+        chars: int | None = None  # the library's, counted once, when needed
         for name in self.engines.indexed():
             eng = self.engines.get(name)
             if not isinstance(eng, LocalCopies) or eng.snapshots is None:
                 continue
-            fields = eng.index.fields_estimate()
             written = eng.snapshots.written_fraction(eng.index)
-            if fields < max(floor, 1):
-                done.append(SnapshotSkipped(name, f"{fields:,} postings < {floor:,}"))
+            if written is None and chars is None:
+                chars = self.chars.count(up_to=max(floor, 1))
+            if written is None and chars is not None and chars < max(floor, 1):
+                done.append(SnapshotSkipped(name, f"{chars:,} characters < {floor:,}"))
+            elif written is None and eng.index.fields_estimate() == 0:
+                done.append(SnapshotSkipped(name, "the index holds nothing"))
             elif written == 0.0:
                 done.append(SnapshotSkipped(name, "the snapshot is current"))
             elif written is not None and written <= limit:

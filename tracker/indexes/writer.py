@@ -87,8 +87,8 @@ class IndexWriter:
         *,
         snapshot_floor: int = 0,
     ) -> None:
-        """``snapshot_floor``: the fewest postings of an index a snapshot is taken of
-        (``Settings.snapshot_min_postings``; ``snapshot_may_follow``)."""
+        """``snapshot_floor``: the fewest characters of a library whose index a snapshot
+        is taken of (``Settings.snapshot_min_chars``; ``snapshot_may_follow``)."""
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="yinji-index")
         self._pending: tuple[Future[None], Callable[[], None]] | None = None
         self.chars_left = expected_chars
@@ -100,7 +100,7 @@ class IndexWriter:
         self._chars = 0
         self.loaders: dict[str, BulkLoad] = {}  # engine -> its bulk loader (an empty index)
         self._gathering: list[Future[None]] = []  # bulk loaders' gathers, in this thread
-        self.gathered: dict[str, int] = {}  # engine -> fingerprints handed to its loader
+        self.gathered: dict[str, int] = {}  # engine -> characters handed to its loader
         self.snapshot_floor = snapshot_floor
 
     def gather_all(self, fresh: Writes) -> None:
@@ -110,9 +110,10 @@ class IndexWriter:
 
     def snapshot_may_follow(self, name: str) -> bool:
         """Whether a snapshot may follow engine ``name``'s bulk load: it gathered at
-        least ``snapshot_floor`` fingerprints (a load makes no more fields than that,
-        and an index of fewer is not copied: ``IndexAdmin.fresh_snapshots``). Without
-        one, the load keeps no rows for it (their sort is on the load's critical path)."""
+        least ``snapshot_floor`` characters of text (a load goes into an empty index, so
+        these are all its library's, and a library of fewer is not copied:
+        ``IndexAdmin.refresh_snapshots``). Without one, the load keeps no rows for it
+        (their sort is on the load's critical path)."""
         return self.gathered.get(name, 0) >= self.snapshot_floor
 
     def gather(self, name: str, items: list[tuple[int, np.ndarray]]) -> None:
@@ -121,7 +122,9 @@ class IndexWriter:
         fingerprints and stores the next batch); its error is raised by the next
         ``submit``, ``drain`` or ``close``."""
         if items:
-            self.gathered[name] = self.gathered.get(name, 0) + sum(f.size for _, f in items)
+            # (``texts`` still holds this batch's characters: ``collect`` follows)
+            chars = sum(self.texts.get(seq, 0) for seq, _ in items)
+            self.gathered[name] = self.gathered.get(name, 0) + chars
             self._gathering.append(self._pool.submit(self.loaders[name].extend, items))
 
     def collect(

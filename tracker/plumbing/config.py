@@ -29,10 +29,12 @@ and production share one code path):
 - ``YINJI_SNAPSHOT_DIR``: where local copies of the index (``tracker.indexes.snapshot``)
   are kept and read (default ``{YINJI_DATA_DIR}/snapshots``; with several worker
   machines, a folder they share, or each keeps its own).
-- ``YINJI_SNAPSHOT_MIN_POSTINGS``: the workers' periodic task copies an index of at
-  least this many postings (default 1,000,000: below that Redis answers a check in ~1
-  ms anyway; 0 copies any index). An index this big gets a fresh copy at the end of
-  every ingest that wrote to more than ``YINJI_SNAPSHOT_REFRESH_SHARE`` of its buckets.
+- ``YINJI_SNAPSHOT_MIN_CHARS``: the workers' periodic task copies the index of a
+  library of at least this many characters of text, whatever its script (default
+  6,000,000: about the old floor of 1,000,000 postings for Chinese text; below that
+  Redis answers a check in ~1 ms anyway; 0 copies any index). An index once copied is
+  kept fresh; one this big gets a fresh copy at the end of every ingest that wrote to
+  more than ``YINJI_SNAPSHOT_REFRESH_SHARE`` of its buckets.
 - ``YINJI_SNAPSHOT_REFRESH_SHARE``: the share of the index's buckets written since its
   snapshot past which an ingest (and the workers' periodic task) takes a new one
   (default 0.05); below it, lookups answer from the snapshot except for the buckets
@@ -216,7 +218,7 @@ class Settings:
     auto_rebuild_max_postings: int = 5_000_000
     max_suspect_chars: int = 10_000_000
     snapshot_dir: Path | None = None  # None: {data_dir}/snapshots
-    snapshot_min_postings: int = 1_000_000
+    snapshot_min_chars: int = 6_000_000
     snapshot_refresh_share: float = 0.05
     read_limits: ReadLimits = field(default_factory=ReadLimits)
 
@@ -239,7 +241,7 @@ class Settings:
             snapshot_dir=(
                 Path(d) if (d := env_optional_str("YINJI_SNAPSHOT_DIR")) is not None else None
             ),
-            snapshot_min_postings=env_int("YINJI_SNAPSHOT_MIN_POSTINGS", 1_000_000, minimum=0),
+            snapshot_min_chars=env_int("YINJI_SNAPSHOT_MIN_CHARS", 6_000_000, minimum=0),
             snapshot_refresh_share=env_float("YINJI_SNAPSHOT_REFRESH_SHARE", 0.05) or 0.0,
             read_limits=ReadLimits.from_env(),
         )

@@ -62,9 +62,8 @@ class IngestService:
         expected_chars: int | None = None,
         refresh_snapshots: bool = True,
     ) -> IngestReport:
-        """Add or replace mothers; bad items are reported in ``errors`` and skipped.
-        Then, for a big index, a fresh local snapshot (``refresh_snapshots``; the time
-        it took in ``snapshot_seconds``, not in ``seconds``).
+        """Add or replace mothers (bad items reported in ``errors`` and skipped), then,
+        for a big library, a fresh local snapshot (its time: ``snapshot_seconds``).
 
         ``expected_chars`` (about how many characters are coming, e.g. from file sizes:
         ``input_chars``) lets a growing index take its final bucket count at the first
@@ -99,6 +98,7 @@ class IngestService:
             raise
         self.tracker.end_write(mark)
         report.seconds = time.perf_counter() - started
+        self.admin.chars.added(report.ingested, report.replaced, report.characters)
         if refresh_snapshots and report.ingested:
             report.snapshot_seconds = self.admin.fresh_snapshots(report.warnings)
         self.admin.drop_recordings()
@@ -132,7 +132,7 @@ class IngestService:
         mark: str,
         expected_chars: int = 0,
     ) -> None:
-        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_postings)
+        writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_chars)
         # An engine whose index is empty now gets this whole ingest in one bulk load at
         # the end (later flushes would meet existing buckets: the slower merge path).
         for e in engines:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,8 @@ def test_checks_answer_the_same_from_a_snapshot_and_use_it(
         monkeypatch.undo()
         # A work ingested after the snapshot is found: the buckets it was written to
         # are answered by Redis, the others still by the snapshot.
-        lib.ingest([Document(id="late", title="late", text=work(555, 30))])
+        # (not retaken after it: an index once copied is kept fresh by ingests)
+        lib.ingest([Document(id="late", title="late", text=work(555, 30))], refresh_snapshots=False)
         state = lib.index_stats()["engines"]["daguan"]["snapshot"]
         assert state["state"] == "current" and state["buckets_written_since"] > 0
         found = lib.check_text(work(555, 30)[300:1500]).matches
@@ -214,10 +216,11 @@ def test_refresh_takes_a_snapshot_only_when_big_enough_and_changed(tmp_path: Pat
     with _library(tmp_path) as lib:
         lib.ingest([Document(id="a", title="a", text=work(1, 30))])
         (skipped,) = lib.refresh_snapshots()
-        assert "postings <" in skipped["skipped"]  # below YINJI_SNAPSHOT_MIN_POSTINGS
-        (taken,) = lib.refresh_snapshots(min_postings=0)
+        # below YINJI_SNAPSHOT_MIN_CHARS: the library's characters, counted
+        assert skipped["skipped"] == f"{len(work(1, 30)):,} characters < 6,000,000"
+        (taken,) = lib.refresh_snapshots(min_chars=0)
         assert taken["postings"] > 0
-        (again,) = lib.refresh_snapshots(min_postings=0)
+        (again,) = lib.refresh_snapshots(min_chars=0)
         assert again == {"engine": "daguan", "skipped": "the snapshot is current"}
 
 
@@ -261,9 +264,9 @@ def test_an_ingest_into_a_big_index_leaves_a_current_snapshot(
     from tracker.library import Document
 
     works = {f"w{i}": work(300 + i, 30) for i in range(4)}
-    # "Big" here: any size (YINJI_SNAPSHOT_MIN_POSTINGS 0); retaken past half the buckets.
+    # "Big" here: any size (YINJI_SNAPSHOT_MIN_CHARS 0); retaken past half the buckets.
     settings = Settings(
-        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.5
+        data_dir=tmp_path / "data", snapshot_min_chars=0, snapshot_refresh_share=0.5
     )
     with Library.open(settings) as lib:
         report = lib.ingest(Document(id=k, title=k, text=v) for k, v in works.items())
@@ -413,7 +416,7 @@ def test_ingests_leave_a_current_snapshot_without_reading_the_index_back(
     monkeypatch.setattr(snapshot, "_copy", no_copy)
     monkeypatch.setattr(snapshot, "_copy_over", no_copy)
     settings = Settings(
-        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.0
+        data_dir=tmp_path / "data", snapshot_min_chars=0, snapshot_refresh_share=0.0
     )
     first = {f"a{i}": work(400 + i, 30) for i in range(5)}
     second = {f"b{i}": work(500 + i, 30) for i in range(3)}
@@ -437,7 +440,7 @@ def test_an_ingest_skips_the_snapshot_another_process_is_taking(tmp_path: Path) 
     from tracker.library import Document
 
     settings = Settings(
-        data_dir=tmp_path / "data", snapshot_min_postings=0, snapshot_refresh_share=0.0
+        data_dir=tmp_path / "data", snapshot_min_chars=0, snapshot_refresh_share=0.0
     )
     with Library.open(settings) as lib:
         lib.ingest([Document(id="a", title="a", text=work(61, 30))])
@@ -452,3 +455,51 @@ def test_an_ingest_skips_the_snapshot_another_process_is_taking(tmp_path: Path) 
         assert (folder / f".{folder_name(lib.engine().index.prefix)}.lock").exists()  # type: ignore[attr-defined]
         found = lib.check_text(work(62, 30)[100:1300]).matches
         assert [m.mother_id for m in found] == ["b"]
+
+
+def test_the_snapshot_floor_counts_characters_whatever_the_script(tmp_path: Path) -> None:
+    from tracker.library import Document
+
+    rng = random.Random(7)
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6)) for _ in range(900)
+    ]
+    english = " ".join(rng.choice(words) for _ in range(3000))
+    chinese = work(21, 30)
+    for name, text in (("en", english), ("zh", chinese)):
+        # One character short of the floor: no copy, at the ingest's end or after.
+        below = Settings(data_dir=tmp_path / f"{name}-below", snapshot_min_chars=len(text) + 1)
+        with Library.open(below) as lib:
+            assert lib.ingest([Document(id="a", title="a", text=text)]).snapshot_seconds == 0
+            (skipped,) = lib.refresh_snapshots()
+            assert skipped["skipped"] == f"{len(text):,} characters < {len(text) + 1:,}"
+        # At the floor: the ingest (a bulk load into an empty index) leaves a copy.
+        at = Settings(data_dir=tmp_path / f"{name}-at", snapshot_min_chars=len(text))
+        with Library.open(at) as lib:
+            assert lib.ingest([Document(id="a", title="a", text=text)]).snapshot_seconds > 0
+            assert lib.index_stats()["engines"]["daguan"]["snapshot"]["state"] == "current"
+
+
+def test_the_library_characters_follow_ingests_replacements_and_deletions(
+    tmp_path: Path,
+) -> None:
+    from tracker.library import Document
+
+    with _library(tmp_path) as lib:
+        chars = lib.indexes.chars
+
+        def stored() -> int:
+            return sum(m.chars for m in lib.store.list_mothers(limit=1000, with_text=False))
+
+        steps = [
+            lambda: lib.ingest([Document(id="a", title="a", text=work(1, 10))]),
+            lambda: lib.ingest([Document(id="b", title="b", text=work(2, 20))]),
+            lambda: lib.ingest([Document(id="a", title="a", text=work(3, 5))]),  # replaced
+            lambda: lib.delete_mother("b"),
+            lambda: lib.ingest([Document(id="c", title="c", text=work(4, 7))]),
+        ]
+        for step in steps:
+            step()
+            assert chars.count(up_to=10**9) == stored() > 0
+        # Counted up to a bound only: at least that bound, without listing further.
+        assert chars.count(up_to=1) >= 1
