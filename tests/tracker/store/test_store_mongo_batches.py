@@ -148,9 +148,17 @@ def test_ingest_round_trips_per_batch_do_not_grow_with_the_batch(
         ("update", "meta"),  # the index generation, raised (raise_meta)
         ("find", "meta"),
         ("delete", "meta"),  # the writer mark, removed
-        # After the ingest (issue #28): does the index need a fresh local snapshot? Its
-        # health marks read by ``IndexAdmin.fresh_snapshots``, a fixed handful too.
-        *[("find", "meta")] * 3,
+        # After the ingest (issue #28): does the index need a fresh local snapshot? The
+        # library's characters against the snapshot floor (``LibraryChars``: the store's
+        # last seq and its count of mothers say whether the remembered total still
+        # holds, once as the ingest adds its own characters and once at the refresh)
+        # and the health marks read by ``IndexAdmin.fresh_snapshots``: a fixed handful.
+        ("find", "counters"),
+        ("aggregate", "mothers"),
+        ("find", "meta"),
+        ("find", "counters"),
+        ("aggregate", "mothers"),
+        *[("find", "meta")] * 2,
     ]
     # Ingested for real: the index finds a copied passage of the last work.
     probe = work(700 + 45, 12)[100:900]
