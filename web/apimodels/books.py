@@ -21,8 +21,8 @@ class BookCopies(ApiModel):
     sites: list[str] | None = None
 
 
-class BookSummary(ApiModel):
-    """One object of `yinji book list --json`, with `copies`"""
+class BookFields(ApiModel):
+    """What a book's list entry and its whole record both say of it."""
 
     id: str
     title: str
@@ -35,6 +35,11 @@ class BookSummary(ApiModel):
     source: str | None = None
     """The file (or files) it was read from"""
     created_at: TimeOrNull = None
+
+
+class BookSummary(BookFields):
+    """One object of `yinji book list --json`, with `copies`"""
+
     chapters: int
     """The number of chapters"""
     copies: BookCopies | None = None
@@ -78,20 +83,9 @@ class Grid(ApiModel):
     chapters: list[GridChapter] | None = None
 
 
-class Book(ApiModel):
+class Book(BookFields):
     """`yinji book show --json`, with `copies` and the chapters × sites `grid`"""
 
-    id: str
-    title: str
-    """Without 《》"""
-    author: str
-    characters: int | None = None
-    series: str | None = None
-    isbn: str | None = None
-    language: str | None = None
-    source: str | None = None
-    """The file (or files) it was read from"""
-    created_at: TimeOrNull = None
     chapters: list[BookChapter]
     copies: BookCopies | None = None
     grid: Grid | None = None
