@@ -52,7 +52,11 @@ from tracker.indexes.temporary import LEASE, LEASE_MS
 
 _PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
 PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
-IN_MEMORY_PARTS = 1_000_000  # from this many postings, load in partitions (overlapped)
+# From this many postings an in-memory load goes in ``2**IN_MEMORY_PART_BITS`` partitions,
+# two at a time: one sorted and packed here while Redis writes the other. Few and large:
+# each partition costs a few round trips and a settle call of its own.
+IN_MEMORY_PARTS = 250_000
+IN_MEMORY_PART_BITS = 2
 
 
 def _distinct(ident: np.ndarray) -> int:
@@ -449,13 +453,15 @@ class BulkLoader:
                 yield rec["ident"].copy(), rec["seq"].copy()
 
     def _split(
-        self, ident: np.ndarray, seqs: np.ndarray
+        self, ident: np.ndarray, seqs: np.ndarray, bits: int = PART_BITS
     ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """(partition, its identities, its seqs), arrival order kept within each."""
-        part = (ident >> np.uint64(IDENTITY_BITS - PART_BITS)).astype(np.int64)
+        """(partition, its identities, its seqs) by the identities' top ``bits`` bits
+        (whole buckets when ``bits`` <= the index's bucket bits), arrival order kept
+        within each."""
+        part = (ident >> np.uint64(IDENTITY_BITS - bits)).astype(np.int64)
         order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange((1 << PART_BITS) + 1)).tolist()
-        for p in range(1 << PART_BITS):
+        bounds = np.searchsorted(part[order], np.arange((1 << bits) + 1)).tolist()
+        for p in range(1 << bits):
             a, z = bounds[p], bounds[p + 1]
             if z > a:
                 take = order[a:z]
@@ -478,8 +484,8 @@ class BulkLoader:
                 grow(self.distinct)
             if ident.size < IN_MEMORY_PARTS:
                 return load_pairs(self.index, ident, seqs)
-            size_for(self.index, self.distinct)
-            parts = ((i, s) for _, i, s in self._split(ident, seqs))
+            bits = min(IN_MEMORY_PART_BITS, size_for(self.index, self.distinct))
+            parts = ((i, s) for _, i, s in self._split(ident, seqs, bits))
             return self._load_parts(parts, between)
         self._spill()
         self.distinct = sum(_distinct(ident) for ident, _ in self._parts())
