@@ -38,17 +38,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anycrc  # type: ignore[import-untyped]
 import numpy as np
 
 from tracker.indexes.codec import new_value
 from tracker.indexes.scripts import lua
+from tracker.indexes.ziplist import (
+    CRC,
+    ZIPLIST_HASH,
+    ServerForm,
+    int_like,
+    int_size,
+    probe,
+    redis_int,
+    str_header,
+)
+
+__all__ = ["Appended", "BucketAppends", "ServerForm", "int_like", "probe", "redis_int"]
 
 if TYPE_CHECKING:
     from redis import Redis
     from redis.connection import ConnectionPool
 
-ZIPLIST_HASH = 13  # RDB_TYPE_HASH_ZIPLIST: what DUMP of a small hash starts with (<= 6.2)
 # A bucket's postings in an add from which it is appended whole. Measured at 100 M
 # (docs/BENCHMARKS.md): a bucket appended costs ~15 us of the client and ~10 us of
 # Redis, a posting through the script ~4.2 us of Redis. Alone, appends win from ~3.6
@@ -61,9 +71,6 @@ _EMPTY = b"\x0b\x00\x00\x00\x0a\x00\x00\x00\x00\x00\xff"  # an empty ziplist
 _MISSING = b"\x0d\x0b" + _EMPTY + bytes(10)  # stands in for a missing bucket's DUMP
 _DUMP_MANY = lua("dump_many").encode()
 _RESTORE_MANY = lua("restore_many").encode()
-_CRC = anycrc.Model("CRC64-REDIS")  # DUMP's checksum (Redis' crc64, Jones)
-_DIGITS = np.zeros(256, dtype=bool)
-_DIGITS[list(b"-0123456789")] = True
 
 
 @dataclass
@@ -116,83 +123,6 @@ class _Round:
             if abandon:
                 conn.disconnect()
             pool.release(conn)
-
-
-@dataclass
-class ServerForm:
-    """How the server serializes a small hash, read once: None when unusable."""
-
-    version: bytes  # the RDB version bytes DUMP ends its payloads with
-    max_entries: int  # hash-max-ziplist-entries
-    max_value: int  # hash-max-ziplist-value
-
-
-def probe(redis: Redis[bytes], layout_key: str) -> ServerForm | None:
-    """The server's form, from a DUMP of the layout hash (a small hash) and its
-    ``hash-max-ziplist-*`` settings; None when this path cannot be used on it (not
-    ziplists, CONFIG refused, or ``rdbcompression`` on: Redis' default, under which
-    most DUMPs come LZF-compressed)."""
-    try:
-        payload = redis.dump(layout_key)
-        config = redis.config_get("hash-max-ziplist-*")
-        compression = redis.config_get("rdbcompression")
-    except Exception:  # CONFIG refused (a managed server), DUMP renamed: the script
-        return None
-    if not payload or payload[0] != ZIPLIST_HASH or len(payload) < 11:
-        return None
-    if compression.get("rdbcompression", "yes") != "no":
-        return None  # most DUMPs LZF-compressed: reading them all would be for nothing
-    entries = int(config.get("hash-max-ziplist-entries", 0) or 0)
-    value = int(config.get("hash-max-ziplist-value", 0) or 0)
-    if entries <= 0 or value <= 0:
-        return None
-    return ServerForm(version=bytes(payload[-10:-8]), max_entries=entries, max_value=value)
-
-
-def int_like(data: np.ndarray) -> np.ndarray:
-    """Rows (uint8, one string a row) that Redis might store as an integer: every byte a
-    digit or '-' (a superset of what its string2ll accepts)."""
-    return np.all(_DIGITS[data], axis=1)
-
-
-def _int_size(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(encoding byte, data bytes) of integers in a ziplist, as zipTryEncoding picks them."""
-    imm = (v >= 0) & (v <= 12)
-    size = np.select(
-        [
-            imm,
-            (v >= -128) & (v <= 127),
-            (v >= -32768) & (v <= 32767),
-            (v >= -8388608) & (v <= 8388607),
-            (v >= -2147483648) & (v <= 2147483647),
-        ],
-        [0, 1, 2, 3, 4],
-        8,
-    )
-    enc = np.select(
-        [size == 0, size == 1, size == 2, size == 3, size == 4],
-        [0xF1 + np.clip(v, 0, 12), 0xFE, 0xC0, 0xF0, 0xD0],
-        0xE0,
-    )
-    return enc.astype(np.uint8), size.astype(np.int64)
-
-
-def redis_int(value: bytes) -> int | None:
-    """The integer Redis stores a string as in a ziplist (its string2ll: an optional
-    '-', no leading zero, within int64), else None."""
-    if not value or len(value) >= 32:
-        return None
-    if value == b"0":
-        return 0
-    digits = value[1:] if value[:1] == b"-" else value
-    if not digits or not digits.isdigit() or digits[:1] == b"0" or not digits.isascii():
-        return None
-    n = int(value)
-    return n if -(2**63) <= n < 2**63 else None
-
-
-def _str_header(n: int) -> bytes:
-    return bytes([n]) if n <= 63 else bytes([0x40 | (n >> 8), n & 0xFF])
 
 
 class BucketAppends:
@@ -432,10 +362,10 @@ class BucketAppends:
                 sval[u] = value
         is_str = np.zeros(nf, dtype=bool)
         is_str[list(sval)] = True
-        enc, size = _int_size(ival)
+        enc, size = int_size(ival)
         slen = np.zeros(nf, dtype=np.int64)
         for u, v in sval.items():
-            slen[u] = len(_str_header(len(v))) + len(v)
+            slen[u] = len(str_header(len(v))) + len(v)
         vbody = np.where(is_str, slen, 1 + size)  # a value entry without its prevlen
         fentry = 2 + fw
         total = fentry + 1 + vbody
@@ -478,7 +408,7 @@ class BucketAppends:
         for u, v in sval.items():
             if ok[u]:
                 p = int(off[u]) + fentry + 1
-                h = _str_header(len(v)) + v
+                h = str_header(len(v)) + v
                 buf[p : p + len(h)] = np.frombuffer(h, dtype=np.uint8)
         # Per bucket: the old ziplist, its header redone, the new entries, the end.
         which = np.flatnonzero(fits)
@@ -513,7 +443,7 @@ class BucketAppends:
         head_of = memoryview(heads.tobytes())
         plen = (zl_at + 10).tolist()
         end = b"\xff" + self.form.version
-        crc = _CRC.calc
+        crc = CRC.calc
         payloads: list[bytes] = []
         for j, (zs, zl, a, z) in enumerate(
             zip(

@@ -2,8 +2,10 @@
 index): postings grouped by identity on the client, each field written once with its
 final value; the index sized once from the exact count of identities.
 
-On a single server a bucket is written whole by one plain HSET into a key of the load's
-own (``{prefix}:bt{token}:{bucket}``, RESP packed with numpy), then moved in place by
+On a single server a bucket is written whole into a key of the load's own
+(``{prefix}:bt{token}:{bucket}``, RESP packed with numpy): by ``RESTORE`` of the bucket
+serialized on the client where the server's form of a small hash is known (the
+embedded server: ``tracker.indexes.ziplist``), else by one plain HSET; then moved in place by
 ``lua/settle.lua``: RENAMENX when the bucket does not exist yet, else merged field by
 field exactly as adds merge (another writer came first), under the same layout and move
 guard as adds. On Redis Cluster one ``lua/fill.lua`` call per bucket does the same with
@@ -49,6 +51,7 @@ from tracker.indexes.keys import (
 from tracker.indexes.lock import Owner
 from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.temporary import LEASE, LEASE_MS
+from tracker.indexes.ziplist import ServerForm, new_bucket_payloads
 
 _PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
 PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
@@ -109,6 +112,57 @@ def hset_commands(
         parts.append(head_bytes)
         parts.append(body[bounds[i] : bounds[i + 1]])
     return b"".join(parts), starts
+
+
+def bucket_commands(
+    keys: list[bytes],
+    per_key: np.ndarray,
+    fields: np.ndarray,
+    vlen: np.ndarray,
+    vdata: np.ndarray,
+    form: ServerForm | None,
+) -> tuple[bytes, np.ndarray]:
+    """The commands that write each new bucket whole into its key (``hset_commands``'
+    arguments), and where each starts: ``RESTORE`` of the bucket serialized here where
+    the server's form is known (``tracker.indexes.ziplist``: Redis copies it in instead
+    of inserting its fields one by one, each insert searching the ziplist), ``HSET``
+    for the buckets it does not make and on other servers."""
+    which, payloads = (
+        new_bucket_payloads(per_key, fields, vlen, vdata, form)
+        if form is not None
+        else (np.zeros(0, dtype=np.int64), [])
+    )
+    if not which.size:
+        return hset_commands(keys, per_key, fields, vlen, vdata)
+    made = np.zeros(per_key.size, dtype=bool)
+    made[which] = True
+    pieces: list[bytes] = [b""] * per_key.size
+    for b, payload in zip(which.tolist(), payloads, strict=True):
+        k = keys[b]
+        pieces[b] = b"".join(
+            (
+                b"*5\r\n$7\r\nRESTORE\r\n$%d\r\n%s\r\n$1\r\n0\r\n$%d\r\n"
+                % (len(k), k, len(payload)),
+                payload,
+                b"\r\n$7\r\nREPLACE\r\n",
+            )
+        )
+    rest = np.flatnonzero(~made)
+    if rest.size:
+        row_key = np.repeat(np.arange(per_key.size), per_key)
+        rows = np.flatnonzero(~made[row_key])
+        vstart = np.cumsum(vlen) - vlen
+        lengths = vlen[rows]
+        at = np.cumsum(lengths) - lengths
+        take = np.repeat(vstart[rows] - at, lengths) + np.arange(int(lengths.sum()))
+        blob, hstarts = hset_commands(
+            [keys[b] for b in rest.tolist()], per_key[rest], fields[rows], lengths, vdata[take]
+        )
+        bounds = [*hstarts.tolist(), len(blob)]
+        for j, b in enumerate(rest.tolist()):
+            pieces[b] = blob[bounds[j] : bounds[j + 1]]
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    return b"".join(pieces), np.cumsum(sizes) - sizes
 
 
 def scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
@@ -302,10 +356,11 @@ def fill_direct(
     counts: np.ndarray,
     per_call: int = 2048,
 ) -> list[list[int]]:
-    """Single server: every bucket HSET whole into a temporary key (commands packed
-    here with numpy, sent raw: redis-py's packing of two arguments a posting cost
-    more than Redis' work), then ``lua/settle.lua`` per ``per_call`` buckets. A
-    refused settle deletes this load's temporary keys and returns its reply."""
+    """Single server: every bucket written whole into a temporary key (``RESTORE`` of
+    the bucket serialized here, or ``HSET``: ``bucket_commands``; commands packed here
+    with numpy, sent raw: redis-py's packing of two arguments a posting cost more than
+    Redis' work), then ``lua/settle.lua`` per ``per_call`` buckets. A refused settle
+    deletes this load's temporary keys and returns its reply."""
     buckets, fields = split_identity(groups, index.bucket_bits, index.ident_bits)
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(buckets)) + 1])
     per_bucket = np.diff(np.append(firsts, groups.size))
@@ -316,12 +371,13 @@ def fill_direct(
     tmp = temp_prefix(index.prefix, me.token[:12])
     lease = f"{tmp}{LEASE}"
     index.redis.set(lease, me.id, px=LEASE_MS)  # before the first temporary key
-    buf, starts = hset_commands(
+    buf, starts = bucket_commands(
         [f"{tmp}{b}".encode() for b in ubuckets.tolist()],
         per_bucket,
         pack_fields(fields, index.field_bytes),
         vlen,
         vdata,
+        index.server_form(),
     )
     hdr = np.empty((nbuckets, 3), dtype="<u4")
     hdr[:, 0], hdr[:, 1], hdr[:, 2] = ubuckets, posts, per_bucket

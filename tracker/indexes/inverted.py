@@ -109,6 +109,7 @@ from tracker.indexes.layout import MOVE_TTL_MS, BucketLayout, Pairs, distinct
 from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.scripts import lua
 from tracker.indexes.temporary import sweep_temporary
+from tracker.indexes.ziplist import ServerForm, probe
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient
@@ -152,7 +153,16 @@ class RedisInvertedIndex(BucketLayout):
         # Whole-bucket appends (``tracker.indexes.appends``): False until the server is
         # probed at the first add, None where they cannot be used (Redis Cluster too).
         self._appends: appends.BucketAppends | bool | None = None if self._cluster else False
+        self._form: ServerForm | bool | None = None if self._cluster else False
         self.appended_buckets = 0  # buckets written whole so far (for benchmarks, tests)
+
+    def server_form(self) -> ServerForm | None:
+        """How this index's server serializes a small hash (``tracker.indexes.ziplist``),
+        probed once: None on Redis Cluster, for an index in an older format, or where
+        the form cannot be used (listpacks, compressed DUMPs, CONFIG refused)."""
+        if self._form is False:
+            self._form = None if self.fmt != FORMAT else probe(self.redis, self.layout_key)
+        return self._form if isinstance(self._form, ServerForm) else None
 
     # -- writes ---------------------------------------------------------------
     def _grouped(self, items: Iterable[tuple[int, np.ndarray]] | Pairs) -> dict[int, bytes]:
@@ -276,7 +286,7 @@ class RedisInvertedIndex(BucketLayout):
         """Append what whole-bucket appends can take of the records ``blob``: (their
         reply as the script's ``[postings, fields]``, the records left for the script)."""
         if self._appends is False:
-            form = None if self.fmt != FORMAT else appends.probe(self.redis, self.layout_key)
+            form = self.server_form()
             self._appends = (
                 None if form is None else appends.BucketAppends(self.redis, form, self.stop_df)
             )

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from indexkit import same_lookup, unmix
 
-from tracker.indexes import appends
+from tracker.indexes import appends, ziplist
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import IDENTITY_BITS, field_width
 from tracker.indexes.redis_client import INDEX_SERVER_CONFIG
@@ -266,7 +266,7 @@ def test_integers_as_redis_reads_them(redis: Any, text: bytes) -> None:
     if n is None:
         assert text in payload  # kept as a string
     else:
-        enc, size = appends._int_size(np.array([n], dtype=np.int64))
+        enc, size = ziplist.int_size(np.array([n], dtype=np.int64))
         data = int(n).to_bytes(8, "little", signed=True)[: int(size[0])]
         assert bytes([int(enc[0])]) + data in payload
 
