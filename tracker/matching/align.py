@@ -201,8 +201,9 @@ def reprint_sentences(
             ]
         )
     ]
-    # The cheap tests first (length, seeds, boilerplate, sentence edges); the readings
-    # (difflib, the reference table) only when what passes them could make a chain.
+    # The cheap tests first (length, seeds, the mother's sentence edges, boilerplate, the
+    # suspect's sentence edges: the cheapest first); the readings (difflib, the reference
+    # table) only when what passes them could make a chain.
     cheap: list[tuple[_Cluster, float]] = []
     for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
         s_len = c.s_end - c.s_start
@@ -211,14 +212,13 @@ def reprint_sentences(
         similarity = c.similarity(p.max_gap)
         if similarity < p.min_similarity:
             continue
+        if not _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks):
+            continue  # stock phrases run across sentences; a reprint copies sentences
         if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
             continue
-        view, suspect, _shift = local(c)
-        if not (
-            _sentence(suspect.offsets, view.s_start, view.s_end, suspect.breaks)
-            and _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks)
-        ):
-            continue  # stock phrases run across sentences; a reprint copies sentences
+        view, suspect, _shift = local(c)  # a long suspect's piece is prepared here
+        if not _sentence(suspect.offsets, view.s_start, view.s_end, suspect.breaks):
+            continue
         cheap.append((c, similarity))
     if len(cheap) < p.reprint_runs or sum(c.s_end - c.s_start for c, _ in cheap) < p.min_copied:
         return []
