@@ -1297,10 +1297,18 @@ def evaluate(args: argparse.Namespace) -> str:
         avoid = [c.text for c in cases if c.negative]
         more, reworded = [], []
         if args.templates:
-            more, reworded = build_reworded_cases(data, args.cases, load_jsonl, Case, avoid)
+            more, reworded = build_reworded_cases(
+                data, args.cases, load_jsonl, Case, avoid, least=args.templates_least
+            )
         if args.templates_paired:  # the first construction, beside the kind as it is
             older, paired = build_reworded_cases(
-                data, args.cases, load_jsonl, Case, avoid, paired_only=True
+                data,
+                args.cases,
+                load_jsonl,
+                Case,
+                avoid,
+                paired_only=True,
+                least=args.templates_least,
             )
             held = {m["id"] for m in more}
             more += [m for m in older if m["id"] not in held]
@@ -1403,6 +1411,12 @@ def main() -> None:
         action="store_true",
         help="add neg-law-reworded (issue #39): re-worded sentences of a newer version of a "
         "law whose older version is in the library (use with --laws 0)",
+    )
+    ap.add_argument(
+        "--templates-least",
+        type=int,
+        default=300,
+        help="characters of re-worded sentences a law needs to be a case (default 300)",
     )
     ap.add_argument(
         "--templates-paired",

@@ -246,7 +246,14 @@ def _codes(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_reworded_cases(
-    data: Path, n: int, load_jsonl, case_type, avoid: list[str], *, paired_only: bool = False
+    data: Path,
+    n: int,
+    load_jsonl,
+    case_type,
+    avoid: list[str],
+    *,
+    paired_only: bool = False,
+    least: int = 300,
 ) -> tuple[list[dict], list]:
     """``neg-law-reworded``: laws of the shared corpus that come in dated versions. The
     older version joins the library; the suspect is the newer version's sentences that
@@ -264,7 +271,8 @@ def build_reworded_cases(
 
     Titles of which a negative of another kind (``avoid``) is a slice stay out. A
     negative: none of its sentences is in the library as it stands. Up to ``n`` titles,
-    those with at least 300 characters of such sentences, in file order (no randomness).
+    those with at least ``least`` characters of such sentences, in file order (no
+    randomness).
     ``paired_only``: the construction before the second test (issue #39's first one,
     for before-and-after runs)."""
     from tracker.text.pinyin import initials
@@ -304,7 +312,7 @@ def build_reworded_cases(
                 if older is None or _reworded_anywhere(y, older):
                     reworded.append(y)
         text = "".join(reworded)
-        if len(text) < 300:
+        if len(text) < least:
             continue
         mothers.append({"id": old["id"], "title": old["title"], "text": old["text"]})
         cases.append(
