@@ -1,6 +1,7 @@
-"""The fine reading of passages (tracker/matching/align_passages.py) runs difflib's
-algorithm compiled (cydifflib): it must give the standard library's matching blocks,
-so that no fine similarity, no kept passage and no score moves."""
+"""The fine reading of passages (tracker/matching/align_passages.py) and the gaps of a
+region (tracker/text/noise.py) run difflib's algorithm compiled (cydifflib): it must
+give the standard library's matching blocks and opcodes, so that no fine similarity, no
+kept passage, no score and no excluded span moves."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ def test_compiled_matcher_gives_the_standard_librarys_blocks() -> None:
             want = difflib.SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks()
             got = SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks()
             assert [tuple(m) for m in got] == [tuple(m) for m in want]
+        text = "".join(chr(0x4E00 + v % 3000) for v in a)
+        other = "".join(chr(0x4E00 + v % 3000) for v in b)
+        want_ops = difflib.SequenceMatcher(None, text, other, autojunk=False).get_opcodes()
+        assert SequenceMatcher(None, text, other, autojunk=False).get_opcodes() == want_ops
 
 
 def test_alignments_are_the_same_with_the_standard_library(monkeypatch: pytest.MonkeyPatch) -> None:
