@@ -80,3 +80,23 @@ def test_alignments_are_the_same_with_the_standard_library(monkeypatch: pytest.M
         assert got.passages == want.passages
         assert got.measures == want.measures
         assert got.similarity == want.similarity
+
+
+def test_span_share_of_a_few_windows_is_the_numpy_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_span_share`` counts a few windows in Python: the same share as numpy's way."""
+    from tracker.matching import align_clusters
+    from tracker.matching.align_clusters import _Cluster, _span_share
+
+    rng = random.Random(3)
+    cases = []
+    for _ in range(3000):
+        positions = np.array(
+            sorted(rng.randrange(0, 500) for _ in range(rng.randint(0, 60))), dtype=np.int64
+        )
+        start = rng.randrange(0, 450)
+        cluster = _Cluster.start((start, start + rng.randint(1, 120), 0, 10))
+        cases.append((positions, rng.choice([8, 24]), cluster))
+    few = [_span_share(*case) for case in cases]
+    monkeypatch.setattr(align_clusters, "_FEW_WINDOWS", -1)
+    assert few == [_span_share(*case) for case in cases]
+    assert any(0.0 < x < 1.0 for x in few)
