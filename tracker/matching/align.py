@@ -201,15 +201,19 @@ def reprint_sentences(
             ]
         )
     ]
-    # The cheap tests first (length, the mother's sentence edges, seeds, the suspect's
-    # sentence edges, then boilerplate), each stage only when what passed the ones before
+    # The cheap tests first (length; the mother's sentence edges, seeds, the suspect's
+    # sentence edges; boilerplate), each stage only when what passed the ones before
     # could make a chain (``_could_chain``); the readings (difflib, the reference table)
     # last.
+    sized = [
+        c
+        for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end))
+        if p.reprint_min <= c.s_end - c.s_start < p.base and c.m_end - c.m_start >= p.reprint_min
+    ]
+    if not _could_chain(sized, p):
+        return []
     cheap: list[tuple[_Cluster, float]] = []
-    for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
-        s_len = c.s_end - c.s_start
-        if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
-            continue
+    for c in sized:
         if not _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks):
             continue  # stock phrases run across sentences; a reprint copies sentences
         similarity = c.similarity(p.max_gap)
