@@ -1293,9 +1293,28 @@ def evaluate(args: argparse.Namespace) -> str:
         )
         mothers = mothers + more
         cases = cases + reprints
-    if args.templates:
+    if args.templates or args.templates_paired:
         avoid = [c.text for c in cases if c.negative]
-        more, reworded = build_reworded_cases(data, args.cases, load_jsonl, Case, avoid)
+        more, reworded = [], []
+        if args.templates:
+            more, reworded = build_reworded_cases(
+                data, args.cases, load_jsonl, Case, avoid, least=args.templates_least
+            )
+        if args.templates_paired:  # the first construction, beside the kind as it is
+            older, paired = build_reworded_cases(
+                data,
+                args.cases,
+                load_jsonl,
+                Case,
+                avoid,
+                paired_only=True,
+                least=args.templates_least,
+            )
+            held = {m["id"] for m in more}
+            more += [m for m in older if m["id"] not in held]
+            for c in paired:
+                c.kind = "neg-law-reworded-paired"
+            reworded += paired
         mothers = mothers + more
         cases = cases + reworded
     if args.laws:
@@ -1392,6 +1411,18 @@ def main() -> None:
         action="store_true",
         help="add neg-law-reworded (issue #39): re-worded sentences of a newer version of a "
         "law whose older version is in the library (use with --laws 0)",
+    )
+    ap.add_argument(
+        "--templates-least",
+        type=int,
+        default=300,
+        help="characters of re-worded sentences a law needs to be a case (default 300)",
+    )
+    ap.add_argument(
+        "--templates-paired",
+        action="store_true",
+        help="add neg-law-reworded-paired: the same built as first done (a sentence compared "
+        "with its paired sentence only), for before and after in one run",
     )
     ap.add_argument("--features", default=None, help="write case and pair records (JSON Lines)")
     ap.add_argument("--false-pairs", default=None, help="write every false pair (markdown)")

@@ -37,6 +37,8 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
+
 ADS = ["最新章节请到笔趣阁阅读", "天才一秒记住本站地址", "手机用户请浏览阅读", "【求月票求推荐】"]
 POOL = "天地人和春夏秋冬东南西北风花雪月山水云雨金木火土日星辰江河湖海"
 
@@ -188,20 +190,91 @@ def build_few_sentence_cases(data: Path, n: int, load_jsonl, case_type, seed: in
 
 # -- re-worded model text (``--templates``) -------------------------------------------
 _SENTENCE = re.compile(r"[^。；！？\n]+[。；！？]?")
+# A re-worded sentence reads at most this alike with the older version: on characters
+# (and at least ``REWORDED_LEAST`` with its paired sentence: the same sentence written
+# again, not a new one) and on pinyin initials (the check's own stream).
+REWORDED_LEAST = 0.55
+REWORDED_CHARS = 0.90
+REWORDED_INITIALS = 0.85
+
+
+def reads_over(sentence: list[int], older: np.ndarray, threshold: float) -> bool:
+    """Whether some window of ``older`` (any start, any length) reads more than
+    ``threshold`` alike with ``sentence`` (both as code sequences: characters, or pinyin
+    initials), as 2 LCS / (len(sentence) + len(window)): the longest common
+    subsequence, which is never less than difflib's matching blocks, so a sentence
+    under ``threshold`` here is under it on difflib too, against every window.
+
+    Exact, by the fractional test: a window reads over ``threshold`` = t when
+    2 LCS - t (len(sentence) + len(window)) > 0, and the largest 2 LCS - t len(window)
+    over windows ending at each position is a dynamic programme over the sentence's
+    codes (one numpy pass over ``older`` per code: a match gains 2 - t, every code of
+    the window costs t, the sentence's codes may be left unmatched), in integers
+    (per mille) so that a tie is not over."""
+    t = round(threshold * 1000)
+    n = int(older.size)
+    cost = np.arange(n + 1, dtype=np.int64) * t
+    best = np.zeros(n + 1, dtype=np.int64)  # best score of a window ending before j
+    for code in sentence:
+        step = best.copy()
+        hit = np.flatnonzero(older == code) + 1
+        if hit.size:
+            step[hit] = np.maximum(step[hit], best[hit - 1] + 2000 - t)
+        best = np.maximum.accumulate(step + cost) - cost  # skip codes of the window
+        np.maximum(best, 0, out=best)  # or start the window here
+    return int(best.max()) > t * len(sentence)
+
+
+def _reworded_anywhere(sentence: str, older: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether ``sentence`` reads under the kind's thresholds (``REWORDED_CHARS`` on
+    characters, ``REWORDED_INITIALS`` on pinyin initials) against every window of the
+    older version (``older``: its character and initial codes, ``_codes``)."""
+    chars, letters = _codes(sentence)
+    return not (
+        reads_over(chars.tolist(), older[0], REWORDED_CHARS)
+        or reads_over(letters.tolist(), older[1], REWORDED_INITIALS)
+    )
+
+
+def _codes(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``text``'s characters (code points) and pinyin initials (ASCII codes)."""
+    from tracker.text.pinyin import initials
+
+    chars = np.array([ord(c) for c in text], dtype=np.int64)
+    letters = np.frombuffer(initials(text).encode("ascii"), dtype=np.uint8).astype(np.int64)
+    return chars, letters
 
 
 def build_reworded_cases(
-    data: Path, n: int, load_jsonl, case_type, avoid: list[str]
+    data: Path,
+    n: int,
+    load_jsonl,
+    case_type,
+    avoid: list[str],
+    *,
+    paired_only: bool = False,
+    least: int = 300,
 ) -> tuple[list[dict], list]:
     """``neg-law-reworded``: laws of the shared corpus that come in dated versions. The
     older version joins the library; the suspect is the newer version's sentences that
-    were *re-worded* (paired in order with an older sentence by difflib over the two
-    sentence lists, reading 0.55-0.90 alike on characters and at most 0.85 on pinyin
-    initials, 20+ characters), and nothing else: the same model text written again with
-    other words. Titles of which a negative of another kind (``avoid``) is a slice stay
-    out. A negative: none of its
-    sentences is in the library as it stands. Up to ``n`` titles, those with at least
-    300 characters of such sentences, in file order (no randomness)."""
+    were *re-worded*, and nothing else: the same model text written again with other
+    words. A sentence (20+ characters) is re-worded when
+
+    - it is paired in order with a sentence of the older version (difflib over the two
+      sentence lists) and reads ``REWORDED_LEAST``-``REWORDED_CHARS`` alike with it on
+      characters and at most ``REWORDED_INITIALS`` on pinyin initials (difflib), and
+    - it reads at most ``REWORDED_CHARS`` on characters and ``REWORDED_INITIALS`` on
+      initials against *every* window of the whole older version (``reads_over``: any
+      start, any length, on the longest common subsequence): its words do not stand
+      verbatim or nearly so anywhere else in it (a sentence moved, split or merged, or a
+      revision that changed a word or two, is not a re-wording).
+
+    Titles of which a negative of another kind (``avoid``) is a slice stay out. A
+    negative: none of its sentences is in the library as it stands. Up to ``n`` titles,
+    those with at least ``least`` characters of such sentences, in file order (no
+    randomness).
+    ``paired_only``: the construction before the second test (issue #39's first one,
+    for before-and-after runs)."""
     from tracker.text.pinyin import initials
 
     laws = load_jsonl(data / "laws/laws_national.jsonl")
@@ -220,6 +293,7 @@ def build_reworded_cases(
         b = [m.group().strip() for m in _SENTENCE.finditer(new["text"]) if m.group().strip()]
         blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
         held = set(a)
+        older = None if paired_only else _codes(old["text"])
         reworded = []
         for tag, i1, i2, j1, j2 in blocks:
             if tag != "replace":
@@ -231,10 +305,14 @@ def build_reworded_cases(
                 on_initials = difflib.SequenceMatcher(
                     None, initials(x), initials(y), autojunk=False
                 ).ratio()
-                if 0.55 <= ratio <= 0.90 and on_initials <= 0.85:
+                if not (
+                    REWORDED_LEAST <= ratio <= REWORDED_CHARS and on_initials <= REWORDED_INITIALS
+                ):
+                    continue
+                if older is None or _reworded_anywhere(y, older):
                     reworded.append(y)
         text = "".join(reworded)
-        if len(text) < 300:
+        if len(text) < least:
             continue
         mothers.append({"id": old["id"], "title": old["title"], "text": old["text"]})
         cases.append(

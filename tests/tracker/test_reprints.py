@@ -150,3 +150,33 @@ def edited_text(text: str, seed: int) -> str:
     """``text`` with 6 % of its characters replaced at random."""
     rng = random.Random(seed)
     return "".join(_han(rng, 1) if rng.random() < 0.06 else c for c in text)
+
+
+def test_chain_precheck_is_exact_on_the_units_that_pass_the_cheap_tests() -> None:
+    """``reprint_sentences`` reads (difflib, the reference table) only when the units that
+    pass its cheap tests hold a possible chain (``_could_chain``); that test must say
+    yes exactly when some sequence of them is one (here: every subsequence tried), so
+    that skipping the readings never changes what the rule returns."""
+    from itertools import combinations, pairwise
+
+    from tracker.matching.align import _Cluster, _could_chain, _follows
+
+    rng = random.Random(39)
+    for trial in range(400):
+        p = AlignParams(reprint_runs=rng.choice([1, 2, 3]), reprint_window=rng.choice([20, 80]))
+        units = []
+        for _ in range(rng.randint(0, 7)):
+            sa, ma = rng.randrange(0, 300), rng.randrange(0, 300)
+            size = rng.randint(20, 60)
+            units.append(_Cluster.start((sa, sa + size, ma, ma + rng.randint(20, 60))))
+        units.sort(key=lambda c: (c.s_start, c.s_start - c.s_end))
+
+        def chain(seq: tuple[_Cluster, ...], p: AlignParams = p) -> bool:
+            return (
+                len(seq) >= p.reprint_runs
+                and sum(c.s_end - c.s_start for c in seq) >= p.min_copied
+                and all(b.s_end <= c.s_start and _follows(b, c, p) for b, c in pairwise(seq))
+            )
+
+        want = any(chain(seq) for r in range(1, len(units) + 1) for seq in combinations(units, r))
+        assert _could_chain(units, p) == want, trial

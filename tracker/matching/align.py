@@ -201,27 +201,34 @@ def reprint_sentences(
             ]
         )
     ]
-    # The cheap tests first (length, seeds, boilerplate, sentence edges); the readings
-    # (difflib, the reference table) only when what passes them could make a chain.
+    # The cheap tests first (length; the mother's sentence edges, seeds, the suspect's
+    # sentence edges; boilerplate), each stage only when what passed the ones before
+    # could make a chain (``_could_chain``); the readings (difflib, the reference table)
+    # last.
+    sized = [
+        c
+        for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end))
+        if p.reprint_min <= c.s_end - c.s_start < p.base and c.m_end - c.m_start >= p.reprint_min
+    ]
+    if not _could_chain(sized, p):
+        return []
     cheap: list[tuple[_Cluster, float]] = []
-    for c in sorted(units, key=lambda x: (x.s_start, x.s_start - x.s_end)):
-        s_len = c.s_end - c.s_start
-        if not (p.reprint_min <= s_len < p.base) or c.m_end - c.m_start < p.reprint_min:
-            continue
+    for c in sized:
+        if not _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks):
+            continue  # stock phrases run across sentences; a reprint copies sentences
         similarity = c.similarity(p.max_gap)
         if similarity < p.min_similarity:
             continue
-        if evidence is not None and _mostly_common(c, p, evidence, common, evidence_window):
+        view, suspect, _shift = local(c)  # a long suspect's piece is prepared here
+        if not _sentence(suspect.offsets, view.s_start, view.s_end, suspect.breaks):
             continue
-        view, suspect, _shift = local(c)
-        if not (
-            _sentence(suspect.offsets, view.s_start, view.s_end, suspect.breaks)
-            and _sentence(mother.offsets, c.m_start, c.m_end, mother.breaks)
-        ):
-            continue  # stock phrases run across sentences; a reprint copies sentences
         cheap.append((c, similarity))
-    if len(cheap) < p.reprint_runs or sum(c.s_end - c.s_start for c, _ in cheap) < p.min_copied:
+    if not _could_chain([c for c, _ in cheap], p):
         return []
+    if evidence is not None:  # boilerplate (numpy on the index hits): only now
+        cheap = [x for x in cheap if not _mostly_common(x[0], p, evidence, common, evidence_window)]
+        if not _could_chain([c for c, _ in cheap], p):
+            return []
     for c, similarity in cheap:
         if found and c.s_start < found[-1][0].s_end:
             continue  # inside a unit already taken
@@ -236,12 +243,7 @@ def reprint_sentences(
     chains: list[list[tuple[_Cluster, float, float]]] = []
     for item in found:
         c = item[0]
-        fits = [
-            chain
-            for chain in chains
-            if chain[-1][0].m_end <= c.m_start <= chain[-1][0].m_end + p.reprint_window
-            and c.s_start - chain[-1][0].s_end <= p.reprint_window
-        ]
+        fits = [chain for chain in chains if _follows(chain[-1][0], c, p)]
         if fits:
             max(fits, key=lambda ch: sum(x[0].s_end - x[0].s_start for x in ch)).append(item)
         else:
@@ -251,6 +253,43 @@ def reprint_sentences(
     if len(best) < p.reprint_runs or copied < p.min_copied:
         return []
     return best
+
+
+def _follows(before: _Cluster, c: _Cluster, p: AlignParams) -> bool:
+    """Whether ``c`` can follow ``before`` in a reprint's chain: after it in the mother
+    and within ``reprint_window`` initials of it in both texts."""
+    return (
+        before.m_end <= c.m_start <= before.m_end + p.reprint_window
+        and c.s_start - before.s_end <= p.reprint_window
+    )
+
+
+def _could_chain(units: list[_Cluster], p: AlignParams) -> bool:
+    """Whether the units (in suspect order) hold a chain that ``reprint_sentences`` could
+    return: at least ``reprint_runs`` of them, each after the one before in the suspect
+    and following it (``_follows``), together at least ``min_copied`` initials. The
+    chain it returns is one such sequence of the units that pass the readings too, so
+    where none exists the readings need not be made. ``most[j][q]``: the most initials
+    of a sequence ending at unit ``j`` with ``q`` units (the last count: that many or
+    more)."""
+    k = max(p.reprint_runs, 1)
+    most: list[list[int]] = []
+    for j, c in enumerate(units):
+        size = c.s_end - c.s_start
+        row = [-1] * (k + 1)
+        row[1] = size
+        for i in range(j):
+            b = units[i]
+            if b.s_end > c.s_start or not _follows(b, c, p):
+                continue
+            for q in range(1, k + 1):
+                if most[i][q] >= 0:
+                    up = min(q + 1, k)
+                    row[up] = max(row[up], most[i][q] + size)
+        if row[k] >= p.min_copied:
+            return True
+        most.append(row)
+    return False
 
 
 def _sentence(offsets: np.ndarray, start: int, end: int, breaks: np.ndarray | None = None) -> bool:

@@ -116,6 +116,9 @@ class _Cluster:
         return (s_cov + m_cov) / 2.0
 
 
+_FEW_WINDOWS = 32
+
+
 def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float:
     """Share of the cluster's suspect span covered by windows starting at ``positions``.
     Unknown (None) counts as fully covered, the cautious reading."""
@@ -126,7 +129,16 @@ def _span_share(positions: np.ndarray | None, window: int, c: _Cluster) -> float
     if hi <= lo:
         return 0.0
     # Sorted equal-width windows: clip to the span; each adds what lies past the
-    # previous window's end.
+    # previous window's end (a few windows in Python, numpy's calls cost more).
+    if hi - lo <= _FEW_WINDOWS:
+        covered_few = 0
+        prev = c.s_start
+        for at in positions[lo:hi].tolist():
+            start = min(max(at, c.s_start), c.s_end)
+            end = min(max(at + window, c.s_start), c.s_end)
+            covered_few += max(0, end - max(start, prev))
+            prev = end
+        return float(covered_few) / max(1, c.s_end - c.s_start)
     starts = np.clip(positions[lo:hi], c.s_start, c.s_end)
     ends = np.clip(positions[lo:hi] + window, c.s_start, c.s_end)
     prev_end = np.concatenate([[c.s_start], ends[:-1]])

@@ -34,18 +34,19 @@ passages found in the cleaned text are mapped back into the original
 as it was stored, and states only copied text (docs/FINGERPRINTS.md, "Noise and
 inserted lines").
 
-A leaf module (the standard library, numpy, ``tracker.common.records``, ``tracker.text.textform``).
+A leaf module (the standard library, numpy, cydifflib: difflib compiled, the same opcodes;
+``tracker.common.records``, ``tracker.text.textform``).
 """
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from cydifflib import SequenceMatcher
 
 from tracker.common.records import JSONObject, Passage, Region
 from tracker.text.textform import reading_order
@@ -634,7 +635,7 @@ def _inserted(
     if not gap.strip():
         return []
     if mother_gap:
-        ops = difflib.SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
+        ops = SequenceMatcher(None, gap, mother_gap, autojunk=False).get_opcodes()
     else:  # the usual gap (an ad line where the work goes straight on): all inserted
         ops = [("delete", 0, len(gap), 0, 0)]
     spans: list[tuple[int, int]] = []
