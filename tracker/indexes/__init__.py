@@ -8,7 +8,8 @@ The indexes, all following one small protocol (``tracker.indexes.base.Index``: `
   (the daguan engine); its layout, versions and move marks in ``layout``, its key layout
   in ``keys``, stored values in ``codec`` (and ``lua/codec.lua``), Lua scripts as package
   data in ``lua/`` (``scripts``), whole-bucket appends in ``appends``, bulk loads in
-  ``bulk`` (their temporary keys in ``temporary``), edition groups (many copies of a text
+  ``bulk`` (their temporary keys in ``temporary``), the server's serialized small
+  hashes made and read on the client in ``ziplist``, edition groups (many copies of a text
   counted once) in ``editions``, what a load or an add wrote in ``recording``, local
   copies that answer lookups in ``snapshot``;
 - ``hamming``: ``RedisHammingIndex`` (and ``MemoryHammingIndex``), 64-bit fingerprints
