@@ -51,7 +51,7 @@ from tracker.indexes.keys import (
 from tracker.indexes.lock import Owner
 from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.temporary import LEASE, LEASE_MS
-from tracker.indexes.ziplist import ServerForm, new_bucket_payloads
+from tracker.indexes.ziplist import ServerForm, new_bucket_payloads, run_positions
 
 _PAIR = np.dtype([("ident", "<u8"), ("seq", "<u4")])  # 12 bytes a posting in a spill file
 PART_BITS = 8  # spill partitions by the identity's top bits (<= a spilled load's bucket bits)
@@ -153,10 +153,12 @@ def bucket_commands(
         rows = np.flatnonzero(~made[row_key])
         vstart = np.cumsum(vlen) - vlen
         lengths = vlen[rows]
-        at = np.cumsum(lengths) - lengths
-        take = np.repeat(vstart[rows] - at, lengths) + np.arange(int(lengths.sum()))
         blob, hstarts = hset_commands(
-            [keys[b] for b in rest.tolist()], per_key[rest], fields[rows], lengths, vdata[take]
+            [keys[b] for b in rest.tolist()],
+            per_key[rest],
+            fields[rows],
+            lengths,
+            vdata[run_positions(vstart[rows], lengths)],
         )
         bounds = [*hstarts.tolist(), len(blob)]
         for j, b in enumerate(rest.tolist()):
@@ -168,10 +170,8 @@ def bucket_commands(
 def scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
     """``out[starts[i]:starts[i] + lengths[i]]`` = the i-th run of ``data`` (the runs one
     after the other), for every i at once."""
-    if not data.size:
-        return
-    first = np.cumsum(lengths) - lengths
-    out[np.repeat(starts - first, lengths) + np.arange(data.size)] = data
+    if data.size:
+        out[run_positions(starts, lengths)] = data
 
 
 def load(

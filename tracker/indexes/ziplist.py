@@ -111,6 +111,13 @@ def str_header(n: int) -> bytes:
     return bytes([n]) if n <= 63 else bytes([0x40 | (n >> 8), n & 0xFF])
 
 
+def run_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of the runs ``starts[i] .. starts[i] + lengths[i] - 1``, one run
+    after the other (to gather or scatter many byte strings at once)."""
+    first = np.cumsum(lengths) - lengths
+    return np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))
+
+
 class PayloadHeads:
     """The start of each of several payloads, made together with numpy: the RDB type,
     the ziplist's RDB string length (1, 2 or 5 bytes) and its header (``zlbytes``,
@@ -232,14 +239,7 @@ def new_bucket_payloads(
     buf[o_str[two] + 1] = vlen[r_str][two] & 0xFF
     data_at = o_str + shead[r_str]
     lengths = vlen[r_str]
-    if lengths.sum():
-        src = np.repeat(vstart[r_str] - (np.cumsum(lengths) - lengths), lengths) + np.arange(
-            int(lengths.sum())
-        )
-        dst = np.repeat(data_at - (np.cumsum(lengths) - lengths), lengths) + np.arange(
-            int(lengths.sum())
-        )
-        buf[dst] = vdata[src]
+    buf[run_positions(data_at, lengths)] = vdata[run_positions(vstart[r_str], lengths)]
     # Per bucket: the payload's head (type, RDB length, ziplist header), its entries,
     # the end, the version, the checksum.
     lo = np.searchsorted(bucket[rows], which, side="left")
