@@ -43,7 +43,7 @@ def _record_adds(lib: Library, monkeypatch: pytest.MonkeyPatch) -> list[list[int
     monkeypatch.setattr(eng, "add", recording_add)
     # The gathered-write path (an index that already holds postings): an ingest into an
     # empty index bulk loads at its end instead (tests/test_index_bulk_load.py).
-    monkeypatch.setattr(eng, "bulk_loader", lambda folder: None)
+    monkeypatch.setattr(eng, "bulk_loader", lambda folder, chars=0: None)
     return calls
 
 

@@ -9,7 +9,8 @@ candidates). Some can do more, and the services ask for that by type
 - ``Growable``: an index in buckets that is resharded as it grows, or on demand
   (``yinji index reshard``): daguan.
 - ``BulkLoading``: an empty index loaded at once from everything gathered (ingest into
-  an empty library, ``yinji index rebuild``): daguan. ``BulkLoad`` is the loader.
+  an empty library, ``yinji index rebuild``), and a big ingest into a non-empty one
+  loaded as a tail segment beside it: daguan. ``BulkLoad`` is the loader.
 - ``CandidateOptions``: query-time candidate options, ``min_hits`` and
   ``weak_candidates`` (``yinji index configure``): daguan.
 
@@ -74,6 +75,10 @@ class BulkLoad(Protocol):
 
     def take_back(self, seqs: set[int]) -> int: ...
 
+    def record(self) -> None:
+        """Keep the rows this load writes, for the snapshot taken after it."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -81,9 +86,10 @@ class BulkLoad(Protocol):
 class BulkLoading(Protocol):
     """An engine that loads an empty index in bulk."""
 
-    def bulk_loader(self, folder: Path) -> BulkLoad | None:
-        """A loader spilling under ``folder`` when the index is empty, else None (then
-        ``add`` as the mothers come)."""
+    def bulk_loader(self, folder: Path, *, chars: int = 0) -> BulkLoad | None:
+        """A loader spilling under ``folder`` when the index is empty, or when about
+        ``chars`` characters are coming, enough for a tail segment of a non-empty index
+        (``tracker.indexes.tail``); else None (then ``add`` as the mothers come)."""
         ...
 
 

@@ -31,6 +31,7 @@ from tracker.fingerprints.daguan import (
     ReferenceRecord,
     distinct,
 )
+from tracker.indexes import tail
 from tracker.indexes.bulk import BulkLoader
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.keys import RESHARD_FIELDS, bits_for
@@ -242,10 +243,16 @@ class DaguanEngine(Engine):
             **stats,
         }
 
-    def bulk_loader(self, folder: Path) -> BulkLoader | None:
+    def bulk_loader(self, folder: Path, *, chars: int = 0) -> BulkLoader | None:
         """A bulk loader (``tracker.indexes.bulk.BulkLoader``, temporary files under
-        ``folder``) when the index is empty, else None (the add path)."""
-        return BulkLoader(self.index, folder) if self.index.is_empty() else None
+        ``folder``) when the index is empty; into a new tail segment of it when it is
+        not and ``chars`` (characters coming) reach ``MIN_TAIL_CHARS``
+        (``tracker.indexes.tail``); else None (the add path)."""
+        if self.index.is_empty():
+            return BulkLoader(self.index, folder)
+        if chars >= tail.MIN_TAIL_CHARS:
+            return BulkLoader(self.index, folder, into=self.index.tail(tail.new_number(self.index)))
+        return None
 
 
 @dataclass

@@ -20,9 +20,9 @@ from tracker.common.records import JSONObject
 from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoading, Growable, LocalCopies
 from tracker.indexes import refill as refills
+from tracker.indexes.admin_copies import LocalCopiesAdmin
 from tracker.indexes.health import Health, IndexOutOfSync, IndexTracker
 from tracker.indexes.refill import RefillChunk, RefillDone, RefillPlan
-from tracker.indexes.snapshot import TakeBusy, take_snapshot
 from tracker.indexes.snapshot_floor import LibraryChars
 from tracker.indexes.writer import add_current, batches, bulk_folder, take_back
 from tracker.plumbing.config import Settings
@@ -30,8 +30,6 @@ from tracker.services.engines import EngineSet
 from tracker.services.results import (
     RebuildResult,
     ReshardResult,
-    SnapshotSkipped,
-    SnapshotTaken,
 )
 from tracker.store import Store
 
@@ -39,7 +37,7 @@ Progress = Callable[[int, int | None], None]  # (done, total or None)
 VERIFY_INTERVAL = 1.0  # seconds a verified index is trusted before it is verified again
 
 
-class IndexAdmin:
+class IndexAdmin(LocalCopiesAdmin):
     """The indexes of one library's engines (``engines``) against its ``store``."""
 
     def __init__(
@@ -297,97 +295,3 @@ class IndexAdmin:
                 entry["snapshot"] = eng.snapshots.state(eng.index)
             engines[name] = entry
         return {"mothers": mothers, "engines": engines}
-
-    def snapshot(self, engine: str | None = None, *, wait: bool = True) -> SnapshotTaken:
-        """Copy an engine's index into ``YINJI_SNAPSHOT_DIR`` at its current version:
-        checks then look fingerprints up there (memory-mapped arrays), except those of
-        the buckets written since, which Redis answers (``tracker.indexes.snapshot``).
-        Refused for an index that is not in sync with the store (a copy of it would
-        answer wrongly until the next write)."""
-        eng = self.engines.get(engine)
-        if not isinstance(eng, LocalCopies):
-            raise ValueError(f"the {eng.name} index has no local copies (daguan's has)")
-        self.ensure(eng.name)
-        return SnapshotTaken(
-            eng.name, take_snapshot(eng.index, self.settings.snapshots_path, wait=wait)
-        )
-
-    def refresh_snapshots(
-        self,
-        min_chars: int | None = None,
-        *,
-        share: float | None = None,
-        wait: bool = True,
-    ) -> list[SnapshotTaken | SnapshotSkipped]:
-        """Take a snapshot of each index that has local copies and had more than
-        ``share`` of its buckets (default ``YINJI_SNAPSHOT_REFRESH_SHARE``) written since
-        the snapshot that answers its lookups, or has none while the library holds at
-        least ``min_chars`` characters of text (default ``YINJI_SNAPSHOT_MIN_CHARS``:
-        the same floor for every script; an index once copied is kept fresh). After an
-        ingest, and the workers' periodic task. The take copies only the buckets
-        written since. With ``wait`` False, an index whose snapshot another process is
-        taking is skipped. What was done, per engine."""
-        floor = self.settings.snapshot_min_chars if min_chars is None else min_chars
-        limit = self.settings.snapshot_refresh_share if share is None else share
-        done: list[SnapshotTaken | SnapshotSkipped] = []
-        chars: int | None = None  # the library's, counted once, when needed
-        for name in self.engines.indexed():
-            eng = self.engines.get(name)
-            if not isinstance(eng, LocalCopies) or eng.snapshots is None:
-                continue
-            written = eng.snapshots.written_fraction(eng.index)
-            if written is None and chars is None:
-                chars = self.chars.count(up_to=max(floor, 1))
-            if written is None and chars is not None and chars < max(floor, 1):
-                done.append(SnapshotSkipped(name, f"{chars:,} characters < {floor:,}"))
-            elif written is None and eng.index.fields_estimate() == 0:
-                done.append(SnapshotSkipped(name, "the index holds nothing"))
-            elif written == 0.0:
-                done.append(SnapshotSkipped(name, "the snapshot is current"))
-            elif written is not None and written <= limit:
-                done.append(
-                    SnapshotSkipped(
-                        name,
-                        f"the snapshot is current but for {written:.1%} of the buckets "
-                        f"(<= {limit:.1%}: Redis answers those)",
-                    )
-                )
-            else:
-                try:
-                    done.append(self.snapshot(name, wait=wait))
-                except TakeBusy:
-                    done.append(SnapshotSkipped(name, "another process is taking one"))
-        return done
-
-    def record_writes(self, eng: Engine, *, load: bool = False) -> None:
-        """Before an ingest's writes: keep what they write (``load``: a bulk load's rows;
-        else adds, when the engine's snapshot is current), so that the snapshot after it
-        is written from that, not read back (``tracker.indexes.recording``)."""
-        if not isinstance(eng, LocalCopies) or eng.snapshots is None:
-            return
-        if load or eng.snapshots.current(eng.index) is not None:
-            eng.index.start_recording(adds=not load)
-
-    def drop_recordings(self) -> None:
-        """What ``record_writes`` kept, dropped (used or not)."""
-        for name in self.engines.indexed():
-            eng = self.engines.get(name)
-            if isinstance(eng, LocalCopies):
-                eng.index.recording = None
-
-    def fresh_snapshots(self, warnings: list[str]) -> float:
-        """After an ingest: ``refresh_snapshots`` without waiting for another process's
-        take, so that checks answer from local memory at once; the seconds it took when
-        it took one (else 0). A failure is a warning (checks then ask Redis for what
-        changed); the ingest itself is stored."""
-        started = time.perf_counter()
-        try:
-            taken = self.refresh_snapshots(wait=False)
-        except Exception as exc:
-            warnings.append(f"no fresh snapshot of the index after this ingest: {exc}")
-            return 0.0
-        finally:
-            self.drop_recordings()
-        if any(isinstance(t, SnapshotTaken) for t in taken):
-            return time.perf_counter() - started
-        return 0.0

@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.common.records import JSONObject
+from tracker.common.records import JSONObject, json_int
 from tracker.indexes import appends
 from tracker.indexes.codec import (
     FORMAT,
@@ -108,6 +108,7 @@ from tracker.indexes.keys import (
 from tracker.indexes.layout import MOVE_TTL_MS, BucketLayout, Pairs, distinct
 from tracker.indexes.redis_client import delete_matching
 from tracker.indexes.scripts import lua
+from tracker.indexes.tail import merged_value, tail_prefix, union
 from tracker.indexes.temporary import sweep_temporary
 from tracker.indexes.ziplist import ServerForm, probe
 
@@ -155,6 +156,28 @@ class RedisInvertedIndex(BucketLayout):
         self._appends: appends.BucketAppends | bool | None = None if self._cluster else False
         self._form: ServerForm | bool | None = None if self._cluster else False
         self.appended_buckets = 0  # buckets written whole so far (for benchmarks, tests)
+        self._tails: dict[int, RedisInvertedIndex] = {}  # tail segments opened, by number
+
+    def tail(self, number: int) -> RedisInvertedIndex:
+        """Tail segment ``number`` of this index (``tracker.indexes.tail``): an index
+        of its own, posted under this one's edition groups."""
+        segment = self._tails.get(number)
+        if segment is None:
+            segment = RedisInvertedIndex(
+                self.redis, tail_prefix(self.prefix, number), stop_df=self.stop_df
+            )
+            self._tails[number] = segment
+        return segment
+
+    def drop_recordings(self) -> None:
+        """What ``start_recording`` kept, here and in the tail segments opened, dropped."""
+        for index in (self, *self._tails.values()):
+            index.recording = None
+
+    def tails(self) -> list[RedisInvertedIndex]:
+        """The tail segments lookups read now, oldest first."""
+        numbers = sorted(int(x) for x in self.redis.smembers(self.tails_key))
+        return [self.tail(n) for n in numbers]
 
     def server_form(self) -> ServerForm | None:
         """How this index's server serializes a small hash (``tracker.indexes.ziplist``),
@@ -325,7 +348,7 @@ class RedisInvertedIndex(BucketLayout):
         """No field counted and no bucket under this prefix (the scan stops at the first
         key found, so it is cheap on a full index too). Temporary keys of bulk loads that
         died are deleted first (``tracker.indexes.temporary``)."""
-        if self.fields_estimate():
+        if self.fields_estimate() or self.redis.scard(self.tails_key):
             return False
         if not self._cluster:  # (temporary keys are a single server's)
             sweep_temporary(self.redis, self.prefix)
@@ -346,7 +369,8 @@ class RedisInvertedIndex(BucketLayout):
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
-        return sum(int(r[0]) for r in replies)
+        removed = sum(int(r[0]) for r in replies)
+        return removed + sum(t.remove_pairs(ident, seqs, chunk=chunk) for t in self.tails())
 
     def remove(self, items: Iterable[tuple[int, np.ndarray]], *, chunk: int = 2000) -> int:
         """Remove postings ``(seq, fingerprints)``; returns how many there were."""
@@ -357,7 +381,9 @@ class RedisInvertedIndex(BucketLayout):
         gone = sum(int(r[1]) for r in replies)
         if gone:
             self.redis.hincrby(self.layout_key, "fields", -gone)
-        return sum(int(r[0]) for r in replies)
+        removed = sum(int(r[0]) for r in replies)
+        # (a tail segment's postings are posted as this index's: removed as they are)
+        return removed + sum(t.remove(items, chunk=chunk) for t in self.tails())
 
     def _guarded_write(
         self,
@@ -417,8 +443,16 @@ class RedisInvertedIndex(BucketLayout):
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-        values, fmt = self._values(fps)
-        return parse_values(values, fmt, stop_mask)
+        values, fmt, tails = self._values(fps)
+        if not tails:
+            return parse_values(values, fmt, stop_mask)
+        # With tail segments: the union of this index's postings and theirs.
+        mask = np.zeros(fps.size, dtype=bool)
+        parts = [(parse_values(values, fmt, mask), mask)]
+        for number in tails:
+            mask = np.zeros(fps.size, dtype=bool)
+            parts.append((self.tail(number).lookup(fps, stop_mask=mask), mask))
+        return union(fps.size, parts, self.stop_df, stop_mask)
 
     def stop_samples(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The holders stop markers kept (``tracker.indexes.codec.SAMPLE``) for distinct
@@ -427,7 +461,12 @@ class RedisInvertedIndex(BucketLayout):
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-        values, _ = self._values(fps)
+        values, fmt, tails = self._values(fps)
+        for number in tails:  # a segment's holders after this index's, as adds make them
+            more, _, _ = self.tail(number)._values(fps)
+            values = [
+                merged_value(a, b, self.stop_df, fmt) for a, b in zip(values, more, strict=True)
+            ]
         at: list[int] = []
         seqs: list[int] = []
         for i, v in enumerate(values):
@@ -437,8 +476,9 @@ class RedisInvertedIndex(BucketLayout):
                 seqs += held
         return np.asarray(at, dtype=np.int64), np.asarray(seqs, dtype=np.uint32)
 
-    def _values(self, fps: np.ndarray) -> tuple[list[Any], int]:
-        """The stored value (or None) of each fingerprint's field, and their format."""
+    def _values(self, fps: np.ndarray) -> tuple[list[Any], int, list[int]]:
+        """The stored value (or None) of each fingerprint's field, their format, and
+        the tail segments that lookups also read (``tracker.indexes.tail``)."""
         for _ in range(3):
             buckets, fields = self.locate(fps)
             fw = self.field_bytes
@@ -446,21 +486,22 @@ class RedisInvertedIndex(BucketLayout):
             if self._cluster:  # buckets live on several nodes: one HGET each, routed
                 pipe = self.redis.pipeline(transaction=False)
                 pipe.hget(self.layout_key, "layout")
+                pipe.smembers(self.tails_key)
                 for b, f in zip(buckets.tolist(), packed, strict=True):
                     pipe.hget(self.bucket_key(b), f.tobytes())
                 got = pipe.execute()
                 if got[0] is None or got[0].decode() == self.layout:
-                    return list(got[1:]), self.fmt
+                    return list(got[2:]), self.fmt, sorted(int(t) for t in got[1])
             else:
                 records = np.empty((fps.size, fw + 4), dtype=np.uint8)
                 records[:, :4] = buckets.astype("<u4").view(np.uint8).reshape(-1, 4)
                 records[:, 4:] = packed
                 reply = self._lookup(
-                    keys=[self.layout_key],
+                    keys=[self.layout_key, self.tails_key],
                     args=[self.layout, self.key_prefix(), fw, records.tobytes()],
                 )
-                if len(reply) == 2:
-                    return list(reply[1]), self.fmt
+                if len(reply) == 3:
+                    return list(reply[1]), self.fmt, sorted(int(t) for t in reply[2])
             self.refresh()  # resharded meanwhile: ask again with the new layout
         raise RuntimeError(f"the layout of index {self.prefix} keeps changing; try again")
 
@@ -470,6 +511,11 @@ class RedisInvertedIndex(BucketLayout):
         The next writes start a new index at the initial layout."""
         self._bump_version()  # a reader of the old version stops trusting copies of it
         n = delete_matching(self.redis, f"{self.prefix}:b*")
+        # Tail segments, read or not (a load that died before it joined them): the keys
+        # under their prefixes and those in their versions' slots.
+        self.redis.delete(self.tails_key)
+        n += delete_matching(self.redis, f"{self.prefix}:t[0-9]*")
+        n += delete_matching(self.redis, f"{{{self.prefix}:t[0-9]*")
         n += self.redis.delete(self.layout_key)
         self.redis.delete(self.dirty_key)
         if self.editions is not None:
@@ -598,5 +644,16 @@ class RedisInvertedIndex(BucketLayout):
             "bucket_bits": self.bucket_bits,
             "stop_df": self.stop_df,
             **(self.editions.stats() if self.editions is not None else {}),
+            **self._tail_stats(),
             **self.advice(fields),
+        }
+
+    def _tail_stats(self) -> JSONObject:
+        """The tail segments' count and postings (none: nothing said)."""
+        tails = [t.stats() for t in self.tails()]
+        if not tails:
+            return {}
+        return {
+            "tail_segments": len(tails),
+            "tail_postings": sum(json_int(t["postings"]) for t in tails),
         }

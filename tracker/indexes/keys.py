@@ -19,6 +19,9 @@ one key, so every key stays usable on Redis Cluster):
 - ``{P:version}:dirty``: a bitmap of the buckets written since that snapshot (bit ``b``
   = bucket ``b``, ``SETBIT`` order), in ``P:version``'s hash slot (``same_slot``) so that
   one script reads and resets both on Redis Cluster (``tracker.indexes.snapshot``);
+- ``{P:version}:tails`` and ``{P:version}:tail-next``: the tail segments lookups read
+  and their counter; ``P:t{n}``: the key prefix of tail segment ``n``, an index of its
+  own (``tracker.indexes.tail``);
 - ``P:bt{token}:{bucket}``: a bulk load's temporary bucket (``tracker.indexes.bulk``),
   and ``P:bt{token}:live`` its lease while that load runs.
 """

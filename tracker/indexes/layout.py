@@ -60,6 +60,7 @@ class OverlayState:
     base: str | None
     base_layout: str | None
     dirty: bytes
+    tails: tuple[int, ...] = ()  # the tail segments lookups read (``tracker.indexes.tail``)
 
     def dirty_buckets(self) -> int:
         """How many buckets were written since the base."""
@@ -124,14 +125,15 @@ class BucketLayout:
     def overlay_state(self) -> OverlayState:
         """The version and the snapshot overlay's base and dirty buckets, read at once
         (``lua/overlay.lua``; ``tracker.indexes.snapshot``)."""
-        epoch, n, base, base_layout, dirty = self._overlay(
-            keys=[self.version_key, self.dirty_key], args=[]
+        epoch, n, base, base_layout, dirty, tails = self._overlay(
+            keys=[self.version_key, self.dirty_key, self.tails_key], args=[]
         )
         return OverlayState(
             version=None if epoch is None else f"{epoch.decode()}/{int(n or 0)}",
             base=None if base is None else base.decode(),
             base_layout=None if base_layout is None else base_layout.decode(),
             dirty=bytes(dirty or b""),
+            tails=tuple(sorted(int(t) for t in tails)),
         )
 
     def rebase(self, version: str, layout: str) -> bool:
@@ -146,6 +148,17 @@ class BucketLayout:
         if epoch is None:
             return None
         return f"{epoch.decode()}/{int(n or 0)}"
+
+    @property
+    def tails_key(self) -> str:
+        """The set of tail segments lookups read (``tracker.indexes.tail``), in the
+        version's hash slot."""
+        return same_slot(self.version_key, "tails")
+
+    @property
+    def tail_next_key(self) -> str:
+        """The counter that numbers tail segments."""
+        return same_slot(self.version_key, "tail-next")
 
     @property
     def dirty_key(self) -> str:

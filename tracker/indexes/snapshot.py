@@ -60,6 +60,7 @@ from tracker.indexes.snapshot_files import (
     snapshot_path,
     write_rows,
 )
+from tracker.indexes.tail import union
 
 
 @dataclass
@@ -197,6 +198,13 @@ def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:
         size,
         time.perf_counter() - started,
     )
+
+
+def drop_snapshots(folder: Path, prefix: str) -> None:
+    """Every snapshot of index ``prefix`` deleted (a tail segment merged and dropped)."""
+    for old in Path(folder).glob(f"{folder_name(prefix)}-*"):
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _drop_others(folder: Path, prefix: str, final: Path) -> None:
@@ -384,12 +392,38 @@ class SnapshotFolder:
     ) -> tuple[np.ndarray, np.ndarray, int] | None:
         """``index.lookup(fps)``: from the snapshot for the fingerprints of buckets not
         written since it was taken, from Redis for the others; None when no snapshot
-        may answer (the caller asks Redis)."""
-        found = self.answering(index)
+        may answer (the caller asks Redis). With tail segments (``tracker.indexes.tail``)
+        each one answers the same way, from its own snapshot or from Redis."""
+        state = index.overlay_state()
+        found = self.answering(index, state)
         if found is None:
             return None
-        snap, dirty = found
         fps = np.asarray(fps, dtype=np.uint64)
+        if not state.tails:
+            return self._answer(index, fps, found, stop_mask)
+        mask = np.zeros(fps.size, dtype=bool)
+        main = self._answer(index, fps, found, mask)
+        if main is None:
+            return None
+        parts = [(main, mask)]
+        for number in state.tails:
+            segment = index.tail(number)
+            mask = np.zeros(fps.size, dtype=bool)
+            got = self.lookup(segment, fps, stop_mask=mask)
+            parts.append((segment.lookup(fps, stop_mask=mask) if got is None else got, mask))
+        return union(fps.size, parts, index.stop_df, stop_mask)
+
+    def _answer(
+        self,
+        index: RedisInvertedIndex,
+        fps: np.ndarray,
+        found: tuple[Snapshot, bytes | None],
+        stop_mask: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """``lookup`` of the index's own buckets, ``found`` answering them (None: all
+        of them written since, Redis answers). What Redis answers may include the tail
+        segments: a union with them again changes nothing."""
+        snap, dirty = found
         if dirty is None or fps.size == 0:
             return snap.lookup(fps, stop_mask=stop_mask)
         late = snap.dirty(fps, dirty)

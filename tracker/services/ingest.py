@@ -133,14 +133,15 @@ class IngestService:
         expected_chars: int = 0,
     ) -> None:
         writer = IndexWriter(expected_chars, snapshot_floor=self.settings.snapshot_min_chars)
-        # An engine whose index is empty now gets this whole ingest in one bulk load at
-        # the end (later flushes would meet existing buckets: the slower merge path).
+        # An empty index gets this whole ingest in one bulk load at the end (later flushes
+        # would meet existing buckets: slower); a big ingest into a non-empty one, a bulk
+        # load into a new tail segment (``tracker.indexes.tail``; merged in when due).
         for e in engines:
-            if not isinstance(e, BulkLoading):
-                continue
-            loader = e.bulk_loader(bulk_folder(self.settings))
-            if loader is not None:
-                writer.loaders[e.name] = loader
+            if isinstance(e, BulkLoading):
+                self.admin.merge_tails_if_due(e, expected_chars)
+                loader = e.bulk_loader(bulk_folder(self.settings), chars=expected_chars)
+                if loader is not None:
+                    writer.loaders[e.name] = loader
         try:
             self._ingest_each(documents, engines, report, batch_size, progress, mark, writer)
         finally:
@@ -320,9 +321,8 @@ class IngestService:
             try:
                 for eng in engines:
                     if writer is None or writer.snapshot_may_follow(eng.name):
-                        self.admin.record_writes(eng, load=True)
-                    # (grow: another writer filled the index meanwhile; it is resharded
-                    # as before an add if these fields would overfill its buckets)
+                        self.admin.record_writes(eng, load=loaders[eng.name])
+                    # (grow: another writer filled the index meanwhile: resharded first)
                     loaders[eng.name].finish(grow=functools.partial(self.admin.grow, eng))
             except BaseException:  # no finish() follows: the spill files go now
                 for loader in loaders.values():

@@ -107,6 +107,24 @@ class RebuildResult:
 
 
 @dataclass(frozen=True)
+class TailsMerged:
+    """An index's tail segments merged into it (``tracker.indexes.tail``)."""
+
+    engine: str
+    segments: int  # segments merged and dropped
+    mothers: int  # their mothers, added to the index
+    seconds: float
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "engine": self.engine,
+            "segments": self.segments,
+            "mothers": self.mothers,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
 class ReshardResult:
     """An index moved to ``2**bucket_bits`` buckets."""
 
