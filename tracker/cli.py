@@ -514,6 +514,24 @@ def index_snapshot(ctx: click.Context, engine: str | None) -> None:
     )
 
 
+@index.command("merge-tails")
+@_engine_option
+@click.pass_context
+def index_merge_tails(ctx: click.Context, engine: str | None) -> None:
+    """Merge the index's tail segments (big ingests loaded beside it; an ingest merges
+    them by itself when they are due) into the index, then refresh its local copy /
+    合并索引尾段. Prints JSON."""
+    with open_library(ctx) as lib:
+        done = lib.merge_index_tails(engine)
+        click.echo(json.dumps(done.to_dict(), ensure_ascii=False, indent=2))
+        say_repairs(lib)
+    click.echo(
+        f"merged {done.segments} tail segment(s) of the {done.engine} index "
+        f"({done.mothers:,} works) in {done.seconds:.2f} s / 已合并索引尾段",
+        err=True,
+    )
+
+
 @index.command("configure")
 @_engine_option
 @_params_options

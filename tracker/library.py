@@ -35,6 +35,7 @@ from tracker.services.results import (
     RebuildResult,
     ReshardResult,
     SnapshotTaken,
+    TailsMerged,
 )
 from tracker.store import NotFound, Store, Suspect
 
@@ -235,6 +236,13 @@ class Library:
     def refresh_snapshots(self, min_chars: int | None = None) -> list[JSONObject]:
         """What ``IndexAdmin.refresh_snapshots`` did, per engine: taken or skipped."""
         return [done.to_dict() for done in self.indexes.refresh_snapshots(min_chars)]
+
+    def merge_index_tails(self, engine: str | None = None) -> TailsMerged:
+        """``IndexAdmin.merge_tails``, then the local copies refreshed."""
+        done = self.indexes.merge_tails(engine)
+        if done.segments:
+            self.indexes.refresh_snapshots()
+        return done
 
     # -- checks (CheckService) ---------------------------------------------------------
     def ready_to_check(self, engine: str | None = None) -> Engine:

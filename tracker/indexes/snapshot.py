@@ -201,10 +201,12 @@ def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:
 
 
 def drop_snapshots(folder: Path, prefix: str) -> None:
-    """Every snapshot of index ``prefix`` deleted (a tail segment merged and dropped)."""
+    """Every snapshot of index ``prefix`` deleted, and its lock file (a tail segment
+    merged and dropped)."""
     for old in Path(folder).glob(f"{folder_name(prefix)}-*"):
         if old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
+    (Path(folder) / f".{folder_name(prefix)}.lock").unlink(missing_ok=True)
 
 
 def _drop_others(folder: Path, prefix: str, final: Path) -> None:

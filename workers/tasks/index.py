@@ -220,7 +220,11 @@ def _load(task: Task, engine: str, mothers: int) -> LoadResult:
 
 @shared_task(name="yinji.index.refresh_snapshots", **TASK_OPTIONS)
 def refresh_snapshots(self: Task) -> list[JSONObject]:
-    """A fresh local copy of each index that changed and is big enough
-    (``Library.refresh_snapshots``; the beat sends it every ``YINJI_SNAPSHOT_MINUTES``)."""
-    done: list[JSONObject] = rt(self).library.refresh_snapshots()
-    return done
+    """Tail segments merged into their index (``Library.merge_index_tails``: a worker
+    has the time an ingest at the terminal has not), then a fresh local copy of each
+    index that changed and is big enough (``Library.refresh_snapshots``; the beat sends
+    it every ``YINJI_SNAPSHOT_MINUTES``)."""
+    library = rt(self).library
+    merged = [library.merge_index_tails(name).to_dict() for name in library.indexed_engines()]
+    done: list[JSONObject] = library.refresh_snapshots()
+    return [*[m for m in merged if m["segments"]], *done]
