@@ -219,9 +219,10 @@ def load_pairs(
     ident, seqs = ident[order], seqs[order].astype(np.uint32)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
     groups = ident[starts]
-    vlen, vdata, counts = fill_values(seqs, starts, index.stop_df)
+    repeated = np.zeros(seqs.size, dtype=bool)
+    vlen, vdata, counts = fill_values(seqs, starts, index.stop_df, repeated=repeated)
     if index.recording is not None:
-        index.recording.add(ident, seqs, starts, index.stop_df)
+        index.recording.add(ident, seqs, starts, repeated, index.stop_df)
     del order, ident
     if size:
         size_for(index, groups.size)
@@ -273,14 +274,15 @@ def size_for(index: RedisInvertedIndex, fields: int, *, fresh: bool = False) -> 
 
 
 def fill_values(
-    seqs: np.ndarray, starts: np.ndarray, stop_df: int
+    seqs: np.ndarray, starts: np.ndarray, stop_df: int, *, repeated: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
     (lengths, the values' bytes one after the other, postings of each as adds count
     them), as ``encode_value``/``stop_value`` write them, made with numpy: a seq twice
     in a field (an identity collision, or two mothers of one edition group) kept once,
     where it first came; one seq as decimal digits, two as "\x01" and both packed, more
-    packed; past ``stop_df`` a stop marker of the first ``SAMPLE``."""
+    packed; past ``stop_df`` a stop marker of the first ``SAMPLE``. ``repeated`` (bool,
+    one a seq), when given, is set where a seq came before in its field."""
     counts = np.diff(np.append(starts, seqs.size))
     group = np.repeat(np.arange(starts.size), counts)
     key = (group.astype(np.uint64) << np.uint64(32)) | seqs.astype(np.uint64)
@@ -289,6 +291,8 @@ def fill_values(
     again = np.zeros(seqs.size, dtype=bool)
     again[order[1:][ordered[1:] == ordered[:-1]]] = True
     del key, order, ordered
+    if repeated is not None:
+        repeated[:] = again
     kept, kgroup = seqs[~again], group[~again]
     k = np.bincount(kgroup, minlength=starts.size)
     kstart = np.cumsum(k) - k

@@ -65,9 +65,17 @@ class Recording:
                 np.concatenate([a[1] for a in self._added]),
             )
 
-    def add(self, ident: np.ndarray, seqs: np.ndarray, starts: np.ndarray, stop_df: int) -> None:
+    def add(
+        self,
+        ident: np.ndarray,
+        seqs: np.ndarray,
+        starts: np.ndarray,
+        repeated: np.ndarray,
+        stop_df: int,
+    ) -> None:
         """The fields of one ``load_pairs``: identities sorted (``ident``, arrival order
-        within a field), ``starts`` the first row of each field."""
+        within a field), ``starts`` the first row of each field, ``repeated`` the rows
+        whose seq came before in their field (``bulk.fill_values`` finds them)."""
         n = ident.size
         with self._lock:
             self._held += n
@@ -78,19 +86,16 @@ class Recording:
         if n == 0:
             return
         field = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
-        order = np.lexsort((np.arange(n), seqs, field))
-        f_o, s_o = field[order], seqs[order]
-        first = np.ones(n, dtype=bool)
-        first[1:] = (f_o[1:] != f_o[:-1]) | (s_o[1:] != s_o[:-1])
-        keep = np.sort(order[first])  # each seq once a field, in arrival order
-        count = np.bincount(field[keep], minlength=starts.size)
+        count = np.bincount(field[~repeated], minlength=starts.size)
         stop = count > stop_df
-        kept = keep[~stop[field[keep]]]
+        kept = np.flatnonzero(~repeated & ~stop[field])  # each seq once a field, in order
         rows = np.concatenate([ident[kept], ident[starts[stop]]])
         got = np.concatenate([seqs[kept], np.full(int(stop.sum()), STOP_SEQ, np.uint32)])
-        order = np.argsort(rows, kind="stable")
+        if stop.any():  # (the kept rows are in identity order already)
+            order = np.argsort(rows, kind="stable")
+            rows, got = rows[order], got[order]
         with self._lock:
-            self._chunks.append((int(rows[order[0]]), rows[order], got.astype(np.uint32)[order]))
+            self._chunks.append((int(rows[0]), rows, got.astype(np.uint32)))
 
     def holds_at(self, n: int) -> bool:
         """Whether the rows are the index at version ``n``: only the load wrote, and
