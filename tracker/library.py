@@ -238,11 +238,8 @@ class Library:
         return [done.to_dict() for done in self.indexes.refresh_snapshots(min_chars)]
 
     def merge_index_tails(self, engine: str | None = None) -> TailsMerged:
-        """``IndexAdmin.merge_tails``, then the local copies refreshed."""
-        done = self.indexes.merge_tails(engine)
-        if done.segments:
-            self.indexes.refresh_snapshots()
-        return done
+        """``IndexAdmin.merge_tails``: the tail segments merged, the local copy refreshed."""
+        return self.indexes.merge_tails(engine)
 
     # -- checks (CheckService) ---------------------------------------------------------
     def ready_to_check(self, engine: str | None = None) -> Engine:

@@ -131,20 +131,39 @@ class LocalCopiesAdmin:
             eng.index.start_recording(adds=True)
 
     # -- tail segments (``tracker.indexes.tail``) ----------------------------------------
-    def merge_tails(self, engine: str | None = None) -> TailsMerged:
+    def merge_tails(self, engine: str | None = None, *, refresh: bool = True) -> TailsMerged:
         """Merge an engine's tail segments into its index: their mothers' stored
         fingerprints added by the add path (those no longer current taken back), then
         each segment dropped with its local copies. A lookup meanwhile finds a mother in
         both (counted once), never in neither; an ingest meanwhile loads a segment of
-        its own, untouched here."""
+        its own, untouched here. ``refresh``: the index's snapshot then refreshed from
+        what the adds recorded (an ingest merging first refreshes at its end)."""
         eng = self.engines.get(engine)
         started = time.perf_counter()
         if not isinstance(eng, LocalCopies):
             return TailsMerged(eng.name, 0, 0, 0.0)
         segments = eng.index.tails()
+        if not segments:
+            return TailsMerged(eng.name, 0, 0, 0.0)
+        if refresh:
+            self.record_writes(eng)
+        try:
+            mothers = self._merge(eng, eng.index, segments)
+            if refresh:
+                self.refresh_snapshots(wait=False)
+        finally:
+            if refresh:
+                self.drop_recordings()
+        return TailsMerged(eng.name, len(segments), mothers, time.perf_counter() - started)
+
+    def _merge(
+        self, eng: Engine, index: RedisInvertedIndex, segments: list[RedisInvertedIndex]
+    ) -> int:
+        """``merge_tails`` of ``segments`` of ``index`` (``eng``'s): how many mothers
+        were added."""
         items: list[tuple[int, np.ndarray]] = []
         for segment in segments:
-            seqs = tail.loaded_seqs(eng.index, segment)
+            seqs = tail.loaded_seqs(index, segment)
             current = self.store.current_seqs(seqs)
             for seq in seqs:
                 blob = self.store.get_fingerprints(seq, eng.name) if seq in current else None
@@ -156,9 +175,9 @@ class LocalCopiesAdmin:
         for batch in batches(items, tail.MERGE_BATCH):
             mothers += add_current(self.store, eng, batch)
         for segment in segments:
-            tail.drop(eng.index, segment)
+            tail.drop(index, segment)
             drop_snapshots(self.settings.snapshots_path, segment.prefix)
-        return TailsMerged(eng.name, len(segments), mothers, time.perf_counter() - started)
+        return mothers
 
     def merge_tails_if_due(self, eng: Engine, chars: int) -> TailsMerged | None:
         """Before an ingest of about ``chars`` characters: its engine's tail segments
@@ -170,7 +189,7 @@ class LocalCopiesAdmin:
         fields = [s.fields_estimate() for s in segments]
         if not tail.merge_due(eng.index.fields_estimate(), fields):
             return None
-        return self.merge_tails(eng.name)
+        return self.merge_tails(eng.name, refresh=False)
 
     def drop_recordings(self) -> None:
         """What ``record_writes`` kept, dropped (used or not)."""

@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 #: segment (fewer: the ordinary adds, which touch a few buckets each).
 MIN_TAIL_CHARS = 2_000_000
 #: Segments an index may have; an ingest that would make one more merges them first.
-MAX_TAILS = 4
+#: Each one costs a check ~1 ms (one more lookup; docs/BENCHMARKS.md: p50 +1-2 ms with
+#: two at 100 M, +3-4.5 ms and a p99 past 25 ms with four).
+MAX_TAILS = 2
 #: The segments' fields, against the main index's, above which they are merged first.
 MAX_TAIL_SHARE = 0.5
 
@@ -102,9 +104,18 @@ def union(
     mothers (each once, the main index's first) are its postings, unless more than
     ``stop_df``: a stop word. Fingerprint order, as ``lookup`` gives; ``stop_mask`` set
     where a fingerprint is a stop word."""
+    # The parts that found anything (a check of an older work finds nothing in a
+    # segment): one alone is the answer as it is.
+    found = [(p, mask) for p, mask in parts if p[0].size or p[2]]
+    if len(found) <= 1:
+        (fp_index, seqs, stopped), mask = found[0] if found else parts[0]
+        if stop_mask is not None:
+            stop_mask |= mask
+        return fp_index, seqs, stopped
     stop = np.zeros(n, dtype=bool)
-    for _, mask in parts:
+    for _, mask in found:
         stop |= mask
+    parts = found
     fp = np.concatenate([p[0] for p, _ in parts])
     seqs = np.concatenate([p[1] for p, _ in parts]).astype(np.uint32)
     keep = ~stop[fp]
