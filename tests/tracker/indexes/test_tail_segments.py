@@ -9,6 +9,7 @@ segments are gone and the answers stay."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,47 @@ def test_a_tail_segment_answers_as_one_index(index_redis: Any, tmp_path: Path) -
     assert two.tails() == [] and two.is_empty()
     assert list(index_redis.scan_iter(match="two:t*")) == []
     assert list(index_redis.scan_iter(match="{two:t*")) == []
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from redis_cluster import RedisClusterNodes
+
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-tail"))
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.close()
+
+
+@pytest.mark.slow
+def test_a_tail_segment_on_redis_cluster_answers_as_one_index(cluster: Any, tmp_path: Path) -> None:
+    """On a real 3-master Redis Cluster: every segment key one key of one slot (the
+    lookups pipelined per bucket, the segments' set read with them)."""
+    from tracker.indexes.redis_client import connect_url
+
+    client = connect_url(cluster.url)
+    try:
+        client.flushall()
+        batch1, batch2 = _data()
+        one = RedisInvertedIndex(client, "{c}one", stop_df=STOP_DF, editions=True)
+        one.add(batch1)
+        one.add(batch2)
+        two = RedisInvertedIndex(client, "c:two", stop_df=STOP_DF, editions=True)
+        two.add(batch1)
+        loader = BulkLoader(two, tmp_path / "spill", into=two.tail(tail.new_number(two)))
+        loader.extend(batch2)
+        loader.finish()
+        fps = np.unique(np.concatenate([f for _, f in batch1 + batch2]))
+        assert _answers(two, fps) == _answers(one, fps)
+        for index in (one, two):
+            index.remove([batch2[3], batch1[4]])
+        assert _answers(two, fps) == _answers(one, fps)
+        two.clear()
+        assert two.tails() == [] and two.is_empty()
+    finally:
+        client.close()
 
 
 def test_merge_is_due_at_max_tails_or_past_the_share() -> None:
