@@ -122,6 +122,7 @@ def bucket_commands(
     vlen: np.ndarray,
     vdata: np.ndarray,
     form: ServerForm | None,
+    ints: np.ndarray | None = None,
 ) -> tuple[bytes, np.ndarray]:
     """The commands that write each new bucket whole into its key (``hset_commands``'
     arguments), and where each starts: ``RESTORE`` of the bucket serialized here where
@@ -129,7 +130,7 @@ def bucket_commands(
     of inserting its fields one by one, each insert searching the ziplist), ``HSET``
     for the buckets it does not make and on other servers."""
     which, payloads = (
-        new_bucket_payloads(per_key, fields, vlen, vdata, form)
+        new_bucket_payloads(per_key, fields, vlen, vdata, form, ints)
         if form is not None
         else (np.zeros(0, dtype=np.int64), [])
     )
@@ -220,7 +221,8 @@ def load_pairs(
     starts = np.concatenate([[0], np.flatnonzero(np.diff(ident)) + 1])
     groups = ident[starts]
     repeated = np.zeros(seqs.size, dtype=bool)
-    vlen, vdata, counts = fill_values(seqs, starts, index.stop_df, repeated=repeated)
+    ints = np.full(starts.size, -1, dtype=np.int64)  # (single seqs, for the payloads)
+    vlen, vdata, counts = fill_values(seqs, starts, index.stop_df, repeated=repeated, ints=ints)
     if index.recording is not None:
         index.recording.add(ident, seqs, starts, repeated, index.stop_df)
     del order, ident
@@ -242,7 +244,7 @@ def load_pairs(
                     new_fields = sum(int(r[1]) for r in replies)
                     break
             else:
-                replies = fill_direct(index, groups, vlen, vdata, counts)
+                replies = fill_direct(index, groups, vlen, vdata, counts, ints=ints)
                 if all(int(r[0]) >= 0 for r in replies):
                     break  # (the script counted its fields)
                 index.wait_for_move()  # resharded meanwhile: redo all (idempotent)
@@ -274,7 +276,12 @@ def size_for(index: RedisInvertedIndex, fields: int, *, fresh: bool = False) -> 
 
 
 def fill_values(
-    seqs: np.ndarray, starts: np.ndarray, stop_df: int, *, repeated: np.ndarray | None = None
+    seqs: np.ndarray,
+    starts: np.ndarray,
+    stop_df: int,
+    *,
+    repeated: np.ndarray | None = None,
+    ints: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
     (lengths, the values' bytes one after the other, postings of each as adds count
@@ -282,7 +289,8 @@ def fill_values(
     in a field (an identity collision, or two mothers of one edition group) kept once,
     where it first came; one seq as decimal digits, two as "\x01" and both packed, more
     packed; past ``stop_df`` a stop marker of the first ``SAMPLE``. ``repeated`` (bool,
-    one a seq), when given, is set where a seq came before in its field."""
+    one a seq), when given, is set where a seq came before in its field; ``ints`` (one
+    a field), to its seq where the value is one seq (its digits)."""
     counts = np.diff(np.append(starts, seqs.size))
     group = np.repeat(np.arange(starts.size), counts)
     key = (group.astype(np.uint64) << np.uint64(32)) | seqs.astype(np.uint64)
@@ -302,6 +310,8 @@ def fill_values(
     packed = ~stop & ~one  # two or more: their seqs packed ("\x01" first for two)
     held = np.where(stop, np.minimum(k, SAMPLE), k)  # seqs written
     nd, one_bytes = _decimal(kept[kstart[one]])
+    if ints is not None:
+        ints[one] = kept[kstart[one]]
     vlen = np.empty(starts.size, dtype=np.int64)
     vlen[one] = nd
     vlen[~one] = 4 * held[~one] + (two | stop)[~one]
@@ -362,6 +372,8 @@ def fill_direct(
     vdata: np.ndarray,
     counts: np.ndarray,
     per_call: int = 2048,
+    *,
+    ints: np.ndarray | None = None,
 ) -> list[list[int]]:
     """Single server: every bucket written whole into a temporary key (``RESTORE`` of
     the bucket serialized here, or ``HSET``: ``bucket_commands``; commands packed here
@@ -385,6 +397,7 @@ def fill_direct(
         vlen,
         vdata,
         index.server_form(),
+        ints,
     )
     hdr = np.empty((nbuckets, 3), dtype="<u4")
     hdr[:, 0], hdr[:, 1], hdr[:, 2] = ubuckets, posts, per_bucket

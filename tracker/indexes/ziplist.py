@@ -157,12 +157,36 @@ def sealed(*parts: bytes | memoryview) -> bytes:
     return body + CRC.calc(body).to_bytes(8, "little")
 
 
+def _read_ints(
+    lens: np.ndarray, starts: np.ndarray, vdata: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which of some values (``lens`` bytes at ``starts`` of ``vdata``, none empty)
+    Redis stores as integers, and those integers."""
+    data = vdata[run_positions(starts, lens)]  # the values side by side
+    at = np.cumsum(lens) - lens
+    all_digits = np.logical_and.reduceat(_DIGITS[data], at)
+    minus = np.logical_or.reduceat(data == ord("-"), at)
+    lead = data[at]
+    ok = all_digits & (lens < 20) & ((lead != ord("0")) | (lens == 1))
+    val = np.zeros(lens.size, dtype=np.int64)
+    plain = np.flatnonzero(ok & ~minus & (lens <= 18))
+    for k in range(int(lens[plain].max()) if plain.size else 0):
+        more = plain[lens[plain] > k]
+        val[more] = val[more] * 10 + (data[at[more] + k].astype(np.int64) - 48)
+    for i in np.flatnonzero(ok & (minus | (lens > 18))).tolist():
+        got = redis_int(data[at[i] : at[i] + lens[i]].tobytes())
+        ok[i] = got is not None
+        val[i] = got or 0
+    return ok, val
+
+
 def new_bucket_payloads(
     per_bucket: np.ndarray,
     fields: np.ndarray,
     vlen: np.ndarray,
     vdata: np.ndarray,
     form: ServerForm,
+    ints: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[bytes]]:
     """DUMP payloads of new buckets, each holding its fields in the order given: bucket
     ``i`` has the next ``per_bucket[i]`` rows of ``fields`` (uint8 rows of the field
@@ -170,7 +194,9 @@ def new_bucket_payloads(
     Returns (which buckets are made, their payloads in order). A bucket that Redis
     would not keep as a ziplist (more fields than ``form.max_entries``, a value over
     ``form.max_value``) or that holds a field Redis might store as an integer is not
-    made: its fields go by ``HSET``."""
+    made: its fields go by ``HSET``. ``ints``: where known, each value as the integer
+    its decimal digits are (-1: not known; ``bulk.fill_values`` knows its single seqs),
+    not read back from the digits."""
     n, fw = fields.shape
     nb = per_bucket.size
     if n == 0 or not 0 < fw <= 63:
@@ -181,24 +207,16 @@ def new_bucket_payloads(
     # here: decimal seqs, or packed seqs whose bytes happen to be digits. A value of up
     # to 18 digits without a leading zero is read here; one with a '-' (never made here)
     # or of 19 digits (int64 may overflow) by Redis' own rule, in Python.
-    has = np.flatnonzero(vlen > 0)
-    all_digits = np.zeros(n, dtype=bool)
-    minus = np.zeros(n, dtype=bool)
-    if has.size:
-        all_digits[has] = np.logical_and.reduceat(_DIGITS[vdata], vstart[has])
-        minus[has] = np.logical_or.reduceat(vdata == ord("-"), vstart[has])
-    lead = np.zeros(n, dtype=np.uint8)
-    lead[has] = vdata[vstart[has]]
-    is_int = all_digits & (vlen < 20) & ((lead != ord("0")) | (vlen == 1))
+    is_int = np.zeros(n, dtype=bool)
     ival = np.zeros(n, dtype=np.int64)
-    plain = np.flatnonzero(is_int & ~minus & (vlen <= 18))
-    for k in range(int(vlen[plain].max()) if plain.size else 0):
-        more = plain[vlen[plain] > k]
-        ival[more] = ival[more] * 10 + (vdata[vstart[more] + k].astype(np.int64) - 48)
-    for i in np.flatnonzero(is_int & (minus | (vlen > 18))).tolist():
-        got = redis_int(vdata[vstart[i] : vstart[i] + vlen[i]].tobytes())
-        is_int[i] = got is not None
-        ival[i] = got or 0
+    if ints is not None:
+        known = ints >= 0
+        is_int[known], ival[known] = True, ints[known]
+        read = np.flatnonzero(~known & (vlen > 0))
+    else:
+        read = np.flatnonzero(vlen > 0)
+    if read.size:
+        is_int[read], ival[read] = _read_ints(vlen[read], vstart[read], vdata)
     enc, size = int_size(ival)
     shead = np.where(vlen <= 63, 1, 2)
     vbody = np.where(is_int, 1 + size, shead + vlen)  # a value entry without its prevlen
