@@ -13,7 +13,7 @@ from tracker.books.service import BookIngest
 from tracker.documents.readers import Document, clean_text, decode_text
 from tracker.fingerprints.daguan import Fingerprinter, FingerprintParams, distinct, letter_indices
 from tracker.indexes.bulk import fill_values
-from tracker.indexes.codec import encode_value, stop_value
+from tracker.indexes.codec import new_value
 from tracker.text.pinyin import initial_codes
 from tracker.text.textcodec import _han_share, _plausibility
 from tracker.text.textform import reading_order
@@ -27,14 +27,16 @@ TEXT = (
 def _fields_one_by_one(
     seqs: np.ndarray, starts: np.ndarray, stop_df: int
 ) -> tuple[list[bytes], list[int]]:
-    """Each field's value and postings as adds write them (``encode_value``)."""
+    """Each field's value and postings as adds write them (``new_value``, the Python
+    twin of ``lua/codec.lua``: a stop marker keeps the holders the field had when the
+    next one stopped it, at most ``SAMPLE``)."""
     raw = seqs.astype("<u4").tobytes()
     ends = [*starts[1:].tolist(), seqs.size]
     values, posts = [], []
     for a, z in zip(starts.tolist(), ends, strict=True):
-        kept = list(dict.fromkeys(raw[4 * i : 4 * i + 4] for i in range(a, z)))
-        values.append(stop_value(kept) if len(kept) > stop_df else encode_value(kept, 2))
-        posts.append(min(len(kept), stop_df + 1))
+        value, added = new_value([raw[4 * i : 4 * i + 4] for i in range(a, z)], stop_df)
+        values.append(value)
+        posts.append(added)
     return values, posts
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracker.indexes.codec import new_value
+from tracker.indexes.codec import fill_values
 from tracker.indexes.scripts import lua
 from tracker.indexes.ziplist import (
     ZIPLIST_HASH,
@@ -49,9 +49,10 @@ from tracker.indexes.ziplist import (
     int_like,
     int_size,
     probe,
+    read_ints,
     redis_int,
+    run_positions,
     sealed,
-    str_header,
 )
 
 __all__ = ["Appended", "BucketAppends", "ServerForm", "int_like", "probe", "redis_int"]
@@ -343,31 +344,34 @@ class BucketAppends:
         f_rows = rows[first_at[order]]  # the first row of each new field, in order
         f_bucket = bidx[f_rows]
         seqs = rec[:, 4 + fw :].copy().view("<u4").ravel()
-        # Values: one seq (most) as an integer entry; several through the codec.
+        # Values: one seq (most) as an integer entry; several as the codec makes them
+        # (``fill_values``, all at once: a loop over them was most of a merge of tail
+        # segments), an integer where Redis would read one (the same seq twice, or
+        # packed seqs that happen to be digits), else a string (``s_len`` bytes at
+        # ``s_at`` of ``s_data``).
         ival = seqs[f_rows].astype(np.int64)
-        sval: dict[int, bytes] = {}
         added = np.ones(nf, dtype=np.int64)
+        is_str = np.zeros(nf, dtype=bool)
+        s_len = np.zeros(nf, dtype=np.int64)
+        s_at = np.zeros(nf, dtype=np.int64)
+        s_data = np.zeros(0, dtype=np.uint8)
         multi = np.flatnonzero(per[order] > 1)
         if multi.size:
             by_field = rows[np.argsort(inverse, kind="stable")]  # rows grouped, in order
             field_at = np.cumsum(per) - per
-        for u in multi.tolist():
-            begin = int(field_at[order[u]])
-            mine = by_field[begin : begin + int(per[order[u]])]
-            value, count = new_value([bytes(s) for s in rec[mine, 4 + fw :]], self.stop_df)
-            added[u] = count
-            as_int = redis_int(value)
-            if as_int is not None:  # one seq (the same one twice), or digits by chance
-                ival[u] = as_int
-            else:
-                sval[u] = value
-        is_str = np.zeros(nf, dtype=bool)
-        is_str[list(sval)] = True
+            lens = per[order[multi]]
+            mine = by_field[run_positions(field_at[order[multi]], lens)]
+            vlen, s_data, counts = fill_values(seqs[mine], np.cumsum(lens) - lens, self.stop_df)
+            added[multi] = counts
+            vstart = np.cumsum(vlen) - vlen
+            as_int, value = read_ints(vlen, vstart, s_data)
+            ival[multi[as_int]] = value[as_int]
+            strs = multi[~as_int]
+            is_str[strs] = True
+            s_len[strs], s_at[strs] = vlen[~as_int], vstart[~as_int]
         enc, size = int_size(ival)
-        slen = np.zeros(nf, dtype=np.int64)
-        for u, v in sval.items():
-            slen[u] = len(str_header(len(v))) + len(v)
-        vbody = np.where(is_str, slen, 1 + size)  # a value entry without its prevlen
+        shead = np.where(s_len <= 63, 1, 2)  # a string entry's header (str_header)
+        vbody = np.where(is_str, shead + s_len, 1 + size)  # a value entry without its prevlen
         fentry = 2 + fw
         total = fentry + 1 + vbody
         # Buckets over hash-max-ziplist-entries after the append take the script.
@@ -376,9 +380,7 @@ class BucketAppends:
         zltail = head[:, 4] | (head[:, 5] << 8) | (head[:, 6] << 16) | (head[:, 7] << 24)
         grow = np.bincount(f_bucket, minlength=nb)
         too_long = np.zeros(nb, dtype=bool)  # a value Redis would not keep in a ziplist
-        for u, v in sval.items():
-            if len(v) > self.form.max_value:
-                too_long[f_bucket[u]] = True
+        too_long[f_bucket[is_str & (s_len > self.form.max_value)]] = True
         room = zlen_old // 2 + grow <= self.form.max_entries
         fits = usable & ~too_long & (zlen_old < 0xFFFF) & room & (grow > 0)
         ok = fits[f_bucket]
@@ -406,11 +408,14 @@ class BucketAppends:
         for k in range(8):
             m = size[gi] > k
             buf[vi[m] + 1 + k] = data[m, k]
-        for u, v in sval.items():
-            if ok[u]:
-                p = int(off[u]) + fentry + 1
-                h = str_header(len(v)) + v
-                buf[p : p + len(h)] = np.frombuffer(h, dtype=np.uint8)
+        w = np.flatnonzero(is_str & ok)
+        if w.size:
+            p, n_w = off[w] + fentry + 1, s_len[w]
+            short = n_w <= 63
+            buf[p[short]] = n_w[short]
+            buf[p[~short]] = 0x40 | (n_w[~short] >> 8)
+            buf[p[~short] + 1] = n_w[~short] & 0xFF
+            buf[run_positions(p + shead[w], n_w)] = s_data[run_positions(s_at[w], n_w)]
         # Per bucket: the old ziplist, its header redone, the new entries, the end.
         which = np.flatnonzero(fits)
         lo = np.searchsorted(f_bucket, which, side="left")

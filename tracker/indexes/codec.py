@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tracker.indexes.ziplist import run_positions
+
 STOP = b"\x00"  # a stop marker's first byte (alone: one without its holders)
 SAMPLE = 4  # holders a stop marker keeps (the first ones, in the order they came)
 
@@ -198,3 +200,83 @@ def parse_many(values: list[bytes], fmt: int) -> tuple[np.ndarray, np.ndarray, n
         b = blob[byte0[:, None] + np.arange(4)].astype(np.uint32)
         seqs[dst] = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
     return fp_index, seqs, stop
+
+
+def scatter(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> None:
+    """``out[starts[i]:starts[i] + lengths[i]]`` = the i-th run of ``data`` (the runs one
+    after the other), for every i at once."""
+    if data.size:
+        out[run_positions(starts, lengths)] = data
+
+
+def fill_values(
+    seqs: np.ndarray,
+    starts: np.ndarray,
+    stop_df: int,
+    *,
+    repeated: np.ndarray | None = None,
+    ints: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The final value of every field (its seqs ``seqs[starts[i]:starts[i + 1]]``):
+    (lengths, the values' bytes one after the other, postings of each as adds count
+    them), as ``encode_value``/``stop_value`` write them, made with numpy: a seq twice
+    in a field (an identity collision, or two mothers of one edition group) kept once,
+    where it first came; one seq as decimal digits, two as "\x01" and both packed, more
+    packed; past ``stop_df`` a stop marker of the first ``SAMPLE``. ``repeated`` (bool,
+    one a seq), when given, is set where a seq came before in its field; ``ints`` (one
+    a field), to its seq where the value is one seq (its digits)."""
+    counts = np.diff(np.append(starts, seqs.size))
+    group = np.repeat(np.arange(starts.size), counts)
+    key = (group.astype(np.uint64) << np.uint64(32)) | seqs.astype(np.uint64)
+    order = np.argsort(key, kind="stable")  # a seq's later copies after its first
+    ordered = key[order]
+    again = np.zeros(seqs.size, dtype=bool)
+    again[order[1:][ordered[1:] == ordered[:-1]]] = True
+    del key, order, ordered
+    if repeated is not None:
+        repeated[:] = again
+    kept, kgroup = seqs[~again], group[~again]
+    k = np.bincount(kgroup, minlength=starts.size)
+    kstart = np.cumsum(k) - k
+    stop = k > stop_df
+    one = (k == 1) & ~stop
+    two = (k == 2) & ~stop
+    packed = ~stop & ~one  # two or more: their seqs packed ("\x01" first for two)
+    # seqs written: a stop marker keeps the first SAMPLE of the stop_df an add holds
+    # when the next one stops it (fewer when stop_df < SAMPLE)
+    held = np.where(stop, min(SAMPLE, stop_df), k)
+    nd, one_bytes = _decimal(kept[kstart[one]])
+    if ints is not None:
+        ints[one] = kept[kstart[one]]
+    vlen = np.empty(starts.size, dtype=np.int64)
+    vlen[one] = nd
+    vlen[~one] = 4 * held[~one] + (two | stop)[~one]
+    vstart = np.cumsum(vlen) - vlen
+    vdata = np.empty(int(vlen.sum()), dtype=np.uint8)
+    scatter(vdata, vstart[one], nd, one_bytes)
+    vdata[vstart[two]] = 1
+    vdata[vstart[stop]] = STOP[0]
+    rank = np.arange(kept.size) - kstart[kgroup]  # place of each kept seq in its field
+    chosen = (packed[kgroup] | stop[kgroup]) & (rank < held[kgroup])
+    body = ~one
+    scatter(
+        vdata,
+        vstart[body] + (two | stop)[body],
+        4 * held[body],
+        kept[chosen].astype("<u4").view(np.uint8),
+    )
+    return vlen, vdata, np.minimum(k, stop_df + 1)
+
+
+def _decimal(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal digits of uint32 ``values``: (lengths, the digits one after the other)."""
+    ones = values.astype(np.uint64)
+    nd = np.ones(ones.size, dtype=np.int64)
+    for k in range(1, 10):
+        nd += ones >= np.uint64(10**k)
+    digits = np.empty((ones.size, 10), dtype=np.uint8)  # right-aligned, MSB first
+    x = ones.copy()
+    for j in range(9, -1, -1):
+        digits[:, j] = (x % np.uint64(10)).astype(np.uint8) + 48
+        x //= np.uint64(10)
+    return nd, digits[np.arange(10) >= (10 - nd)[:, None]]

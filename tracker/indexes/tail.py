@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from tracker.indexes.codec import (
-    SAMPLE,
     decode_value,
     encode_value,
     is_stop,
@@ -153,7 +152,7 @@ def merged_value(a: bytes | None, b: bytes | None, stop_df: int, fmt: int) -> by
     )
     seqs = list(dict.fromkeys([*first, *more]))
     if is_stop(b) or len(seqs) > stop_df:
-        return stop_value(seqs[:SAMPLE])
+        return stop_value(seqs[:stop_df])  # (the holders an add had when it stopped)
     return encode_value(seqs, fmt)
 
 

@@ -157,7 +157,7 @@ def sealed(*parts: bytes | memoryview) -> bytes:
     return body + CRC.calc(body).to_bytes(8, "little")
 
 
-def _read_ints(
+def read_ints(
     lens: np.ndarray, starts: np.ndarray, vdata: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which of some values (``lens`` bytes at ``starts`` of ``vdata``, none empty)
@@ -216,7 +216,7 @@ def new_bucket_payloads(
     else:
         read = np.flatnonzero(vlen > 0)
     if read.size:
-        is_int[read], ival[read] = _read_ints(vlen[read], vstart[read], vdata)
+        is_int[read], ival[read] = read_ints(vlen[read], vstart[read], vdata)
     enc, size = int_size(ival)
     shead = np.where(vlen <= 63, 1, 2)
     vbody = np.where(is_int, 1 + size, shead + vlen)  # a value entry without its prevlen
