@@ -36,6 +36,7 @@ class LocalCopiesAdmin:
     store: Store
     engines: EngineSet
     chars: LibraryChars
+    repairs: list[str]  # what was done by itself (the CLI says it)
 
     if TYPE_CHECKING:  # IndexAdmin's
 
@@ -189,7 +190,13 @@ class LocalCopiesAdmin:
         fields = [s.fields_estimate() for s in segments]
         if not tail.merge_due(eng.index.fields_estimate(), fields):
             return None
-        return self.merge_tails(eng.name, refresh=False)
+        done = self.merge_tails(eng.name, refresh=False)
+        self.repairs.append(
+            f"merged {done.segments} tail segment(s) of the {done.engine} index into it first "
+            f"({done.seconds:.1f} s; with `yinji serve` its workers merge them in the "
+            "background) / 已先合并索引尾段"
+        )
+        return done
 
     def drop_recordings(self) -> None:
         """What ``record_writes`` kept, dropped (used or not)."""

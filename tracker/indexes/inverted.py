@@ -526,6 +526,18 @@ class RedisInvertedIndex(BucketLayout):
         self.ident_bits, self.fmt = IDENTITY_BITS, FORMAT
         return n
 
+    def drop_keys(self) -> int:
+        """``clear`` by key names, without scanning the server (~0.3 s a scan at 100 M):
+        for a tail segment, whose keys are its buckets in its one layout and the keys
+        beside them. How many were deleted."""
+        self.refresh()
+        keys = [self.bucket_key(b) for b in range(1 << self.bucket_bits)]
+        keys += [self.layout_key, self.version_key, self.dirty_key, self.tails_key]
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:  # (one key a command: valid on Redis Cluster)
+            pipe.unlink(key)
+        return sum(int(x) for x in pipe.execute())
+
     def grow(self, extra: int = 0) -> int | None:
         """Reshard when buckets would hold more than ``RESHARD_FIELDS`` fields after
         ``extra`` more; the new bits or None. On an empty index this moves nothing."""

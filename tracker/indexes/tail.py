@@ -66,7 +66,7 @@ class Segment(Protocol):
 
     prefix: str
 
-    def clear(self) -> int: ...
+    def drop_keys(self) -> int: ...
 
 
 class Segmented(Protocol):
@@ -202,5 +202,5 @@ def loaded_seqs(index: Segmented, segment: Segment) -> list[int]:
 def drop(index: Segmented, segment: Segment) -> int:
     """A segment no longer read (out of the set first), then deleted; its keys."""
     index.redis.srem(index.tails_key, number_of(segment))
-    n = segment.clear()
+    n = segment.drop_keys()
     return n + int(index.redis.delete(seqs_key(segment)))

@@ -126,6 +126,12 @@ def test_a_tail_segment_answers_as_one_index(index_redis: Any, tmp_path: Path) -
         zip(want[0].tolist(), want[1].tolist(), strict=True)
     )
 
+    # A segment dropped (after a merge) leaves no key behind.
+    tail.drop(two, segment)
+    assert two.tails() == []
+    assert list(index_redis.scan_iter(match="two:t1*")) == []
+    assert list(index_redis.scan_iter(match="{two:t1*")) == []
+
     # Clearing the index (a rebuild) clears its segments, read or not.
     orphan = two.tail(tail.new_number(two))
     orphan.add([(7, batch1[0][1])])
@@ -203,13 +209,14 @@ def test_a_library_ingests_into_a_tail_and_merges_it(
     monkeypatch.setenv("YINJI_SNAPSHOT_MIN_CHARS", "0")
     runner = CliRunner()
 
-    def ingest(first: int, last: int) -> None:
+    def ingest(first: int, last: int) -> str:
         path = tmp_path / f"works-{first}.jsonl"
         with path.open("w", encoding="utf-8") as fh:
             for d in _docs(first, last):
                 fh.write(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n")
         got = runner.invoke(cli, ["--data-dir", str(data), "ingest", str(path)])
         assert got.exit_code == 0, got.output
+        return got.output
 
     def stats() -> dict[str, Any]:
         got = runner.invoke(cli, ["--data-dir", str(data), "index", "stats"])
@@ -252,7 +259,8 @@ def test_a_library_ingests_into_a_tail_and_merges_it(
     ingest(12, 16)
     ingest(16, 20)
     assert stats()["tail_segments"] == 2
-    ingest(20, 24)
+    said = ingest(20, 24)
+    assert "merged 2 tail segment(s) of the daguan index into it first" in said
     assert stats()["tail_segments"] == 1
     assert [found(i) for i in (13, 17, 22)] == [["t13"], ["t17"], ["t22"]]
 
