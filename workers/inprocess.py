@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 PING_TIMEOUT = 1.0  # seconds to wait for a worker to answer ensure_worker's ping
 READY_TIMEOUT = 30.0  # seconds an in-process worker may take to start consuming
+WAKE_EVERY = 0.05  # seconds between the wake-ups of a stop (see _wake)
 _inprocess_lock = threading.Lock()
 _inprocess: dict[str, Any] = {}
 
@@ -121,13 +122,41 @@ def _start_inprocess_worker(
     return worker, thread
 
 
+def _wake(
+    app: Celery | None, hostnames: list[str], threads: list[threading.Thread], deadline: float
+) -> None:
+    """Join ``threads`` until ``deadline``, waking their idle consumers meanwhile: each
+    waits on its broker connection for up to 2 s per cycle (Celery's loop without an
+    event loop) and checks the stop flag only between cycles, and once more after one;
+    a control message addressed to them (no reply asked) ends the wait at once.
+    Without it every stop waited ~4 s for nothing. The broker is reached first with one
+    quick retry: a publish to a broker that is down would retry for ever."""
+
+    def join_all(until: float) -> None:
+        for thread in threads:
+            thread.join(max(0.0, min(until, deadline) - time.monotonic()))
+
+    if app is not None:
+        try:
+            with app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1, interval_start=0, interval_max=0.1)
+                while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+                    app.control.broadcast(
+                        "ping", destination=hostnames, reply=False, connection=conn
+                    )
+                    join_all(time.monotonic() + WAKE_EVERY)
+        except Exception:  # the broker is gone: the waits end on their own
+            log.debug("could not wake the in-process workers", exc_info=True)
+    join_all(deadline)
+
+
 def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     """Stop the workers ``ensure_worker`` started (tests, app shutdown). True if they
     stopped within ``timeout`` seconds (or none ran)."""
     with _inprocess_lock:
         workers = _inprocess.pop("workers", None) or []
         threads = _inprocess.pop("threads", None) or []
-        _inprocess.pop("app", None)
+        app = _inprocess.pop("app", None)
         previous = _inprocess.pop("previous_default", None)
     if not workers:
         return True
@@ -140,8 +169,7 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     worker_state.should_stop = 0
     try:
         deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        _wake(app, [worker.hostname for worker in workers], threads, deadline)
     finally:
         worker_state.should_stop = None
     for worker in workers:
