@@ -8,6 +8,7 @@ and stopped around it, so modules do not depend on each other's state.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,29 @@ XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = '"><img src=x onerror=alert(1)>'
 
 _CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+# The test users' passwords are hashed at a low scrypt cost (N=1024, werkzeug's default
+# is 32768): the same code (werkzeug's scrypt, each hash carrying its cost, checked by
+# check_password_hash), ~5 ms a hash instead of ~115 ms. The web tests sign in some 240
+# times and make some 60 users: at the default cost that was 43 s of their 127 s.
+TEST_HASH_METHOD = "scrypt:1024:8:1"
+
+
+def _cheap_password_hashes() -> None:
+    from werkzeug.security import generate_password_hash
+
+    from web import accounts
+
+    accounts.generate_password_hash = functools.partial(
+        generate_password_hash, method=TEST_HASH_METHOD
+    )
+    # An unknown name is checked against this hash: as long as a wrong password, still.
+    accounts._DUMMY_HASH = generate_password_hash(
+        "not-a-real-password-yinji", method=TEST_HASH_METHOD
+    )
+
+
+_cheap_password_hashes()
 
 
 @dataclass
@@ -91,11 +115,18 @@ def start_system(data_dir: Path, **changes: Any) -> WebSystem:
     """``changes``: other ``Settings`` fields (``allow_private_urls=True`` lets the
     worker's crawler fetch the test's local servers)."""
     from web import accounts, create_app
-    from workers import jobs
+    from workers import inprocess, jobs
 
     settings = Settings(data_dir=data_dir, **changes)
     app = create_app(settings, testing=True)
-    jobs.ensure_worker(settings)
+    # A fresh data folder's queue has no worker to answer ensure_worker's ping, which
+    # waits its whole timeout for answers: a short one finds none as surely (the ping
+    # and its 1 s wait are tested in tests/workers/test_workers.py).
+    saved, inprocess.PING_TIMEOUT = inprocess.PING_TIMEOUT, 0.1
+    try:
+        assert jobs.ensure_worker(settings), "a worker answered on a fresh data folder"
+    finally:
+        inprocess.PING_TIMEOUT = saved
     system = WebSystem(settings=settings, app=app)
     for role, name in ROLE_USERS.items():
         system.tokens[role] = accounts.create_user(system.store, name, role, PASSWORD)
