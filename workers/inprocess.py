@@ -140,7 +140,7 @@ def _nudge(app: Celery, hostnames: list[str]) -> None:
         log.debug("could not wake the in-process workers %s", hostnames, exc_info=True)
 
 
-class _WakingThreadPool(ThreadTaskPool):  # type: ignore[misc]
+class _WakingThreadPool(ThreadTaskPool):
     """Celery's threads pool that wakes its worker's consumer once a task is done and
     acknowledged. The consumer stopped asking for tasks while this one ran, and would
     ask again only when its 2 s wait ends: every job that followed another waited up
