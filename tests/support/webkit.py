@@ -114,19 +114,13 @@ def wait_job(
 def start_system(data_dir: Path, **changes: Any) -> WebSystem:
     """``changes``: other ``Settings`` fields (``allow_private_urls=True`` lets the
     worker's crawler fetch the test's local servers)."""
+    from workerkit import start_inprocess_worker
+
     from web import accounts, create_app
-    from workers import inprocess, jobs
 
     settings = Settings(data_dir=data_dir, **changes)
     app = create_app(settings, testing=True)
-    # A fresh data folder's queue has no worker to answer ensure_worker's ping, which
-    # waits its whole timeout for answers: a short one finds none as surely (the ping
-    # and its 1 s wait are tested in tests/workers/test_workers.py).
-    saved, inprocess.PING_TIMEOUT = inprocess.PING_TIMEOUT, 0.1
-    try:
-        assert jobs.ensure_worker(settings), "a worker answered on a fresh data folder"
-    finally:
-        inprocess.PING_TIMEOUT = saved
+    start_inprocess_worker(settings)
     system = WebSystem(settings=settings, app=app)
     for role, name in ROLE_USERS.items():
         system.tokens[role] = accounts.create_user(system.store, name, role, PASSWORD)
