@@ -134,17 +134,28 @@ def stop_system(system: WebSystem) -> None:
     shutdown(system.app, system.settings)
 
 
-def web_system(**changes: Any) -> Callable[..., Iterator[WebSystem]]:
+# For a module whose jobs crawl the test's local sites: no pause between two requests to
+# one host (a second by default; the crawler's own tests hold the pause).
+NO_CRAWL_PAUSE = {"YINJI_CRAWL_MIN_INTERVAL": "0"}
+
+
+def web_system(
+    *, env: dict[str, str] | None = None, **changes: Any
+) -> Callable[..., Iterator[WebSystem]]:
     """A module-scoped ``system`` fixture (assign it to a name in the test module);
-    ``changes`` are ``Settings`` fields (see ``start_system``)."""
+    ``changes`` are ``Settings`` fields (see ``start_system``), ``env`` environment
+    variables set while the module runs (the worker's settings, read from it)."""
 
     @pytest.fixture(scope="module")
     def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebSystem]:
-        s = start_system(tmp_path_factory.mktemp("web") / "data", **changes)
-        try:
-            yield s
-        finally:
-            stop_system(s)
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in (env or {}).items():
+                patch.setenv(name, value)
+            s = start_system(tmp_path_factory.mktemp("web") / "data", **changes)
+            try:
+                yield s
+            finally:
+                stop_system(s)
 
     return system
 
