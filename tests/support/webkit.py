@@ -108,7 +108,7 @@ def wait_job(
             return status
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} not finished after {timeout} s: {status}")
-        time.sleep(0.1)
+        time.sleep(0.03)
 
 
 def start_system(data_dir: Path, **changes: Any) -> WebSystem:
