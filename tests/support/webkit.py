@@ -8,6 +8,7 @@ and stopped around it, so modules do not depend on each other's state.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,29 @@ XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = '"><img src=x onerror=alert(1)>'
 
 _CSRF_RE = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+# The test users' passwords are hashed at a low scrypt cost (N=1024, werkzeug's default
+# is 32768): the same code (werkzeug's scrypt, each hash carrying its cost, checked by
+# check_password_hash), ~5 ms a hash instead of ~115 ms. The web tests sign in some 240
+# times and make some 60 users: at the default cost that was 43 s of their 127 s.
+TEST_HASH_METHOD = "scrypt:1024:8:1"
+
+
+def _cheap_password_hashes() -> None:
+    from werkzeug.security import generate_password_hash
+
+    from web import accounts
+
+    accounts.generate_password_hash = functools.partial(
+        generate_password_hash, method=TEST_HASH_METHOD
+    )
+    # An unknown name is checked against this hash: as long as a wrong password, still.
+    accounts._DUMMY_HASH = generate_password_hash(
+        "not-a-real-password-yinji", method=TEST_HASH_METHOD
+    )
+
+
+_cheap_password_hashes()
 
 
 @dataclass
@@ -84,18 +108,19 @@ def wait_job(
             return status
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} not finished after {timeout} s: {status}")
-        time.sleep(0.1)
+        time.sleep(0.03)
 
 
 def start_system(data_dir: Path, **changes: Any) -> WebSystem:
     """``changes``: other ``Settings`` fields (``allow_private_urls=True`` lets the
     worker's crawler fetch the test's local servers)."""
+    from workerkit import start_inprocess_worker
+
     from web import accounts, create_app
-    from workers import jobs
 
     settings = Settings(data_dir=data_dir, **changes)
     app = create_app(settings, testing=True)
-    jobs.ensure_worker(settings)
+    start_inprocess_worker(settings)
     system = WebSystem(settings=settings, app=app)
     for role, name in ROLE_USERS.items():
         system.tokens[role] = accounts.create_user(system.store, name, role, PASSWORD)
@@ -109,17 +134,28 @@ def stop_system(system: WebSystem) -> None:
     shutdown(system.app, system.settings)
 
 
-def web_system(**changes: Any) -> Callable[..., Iterator[WebSystem]]:
+# For a module whose jobs crawl the test's local sites: no pause between two requests to
+# one host (a second by default; the crawler's own tests hold the pause).
+NO_CRAWL_PAUSE = {"YINJI_CRAWL_MIN_INTERVAL": "0"}
+
+
+def web_system(
+    *, env: dict[str, str] | None = None, **changes: Any
+) -> Callable[..., Iterator[WebSystem]]:
     """A module-scoped ``system`` fixture (assign it to a name in the test module);
-    ``changes`` are ``Settings`` fields (see ``start_system``)."""
+    ``changes`` are ``Settings`` fields (see ``start_system``), ``env`` environment
+    variables set while the module runs (the worker's settings, read from it)."""
 
     @pytest.fixture(scope="module")
     def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebSystem]:
-        s = start_system(tmp_path_factory.mktemp("web") / "data", **changes)
-        try:
-            yield s
-        finally:
-            stop_system(s)
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in (env or {}).items():
+                patch.setenv(name, value)
+            s = start_system(tmp_path_factory.mktemp("web") / "data", **changes)
+            try:
+                yield s
+            finally:
+                stop_system(s)
 
     return system
 

@@ -220,6 +220,20 @@ def wait_until(
     raise AssertionError(f"timed out waiting for {what}{log}")
 
 
+def start_inprocess_worker(settings: Settings) -> None:
+    """``jobs.ensure_worker`` on a fresh data folder, whose queue has no worker to answer
+    its ping: the ping waits its whole timeout for answers (1 s), and a short one finds
+    none as surely. Fails if a worker answered or one was running already. (The ping
+    and its 1 s wait are tested with ensure_worker itself, tests/workers/test_workers.py.)"""
+    from workers import inprocess, jobs
+
+    saved, inprocess.PING_TIMEOUT = inprocess.PING_TIMEOUT, 0.1
+    try:
+        assert jobs.ensure_worker(settings), "a worker answered on a fresh data folder"
+    finally:
+        inprocess.PING_TIMEOUT = saved
+
+
 @dataclass
 class Site:
     """A local HTTP server with fixed pages (404 for the rest, robots.txt too)."""

@@ -22,11 +22,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from textgen import HOMOPHONES, homophones, work
-from webkit import WebSystem, check_text, csrf, ingest, job_id_of, wait_job, web_system
+from webkit import (
+    NO_CRAWL_PAUSE,
+    WebSystem,
+    check_text,
+    csrf,
+    ingest,
+    job_id_of,
+    wait_job,
+    web_system,
+)
 
 from web.ids import encode_id
 
-system = web_system(allow_private_urls=True)
+system = web_system(allow_private_urls=True, env=NO_CRAWL_PAUSE)
 
 WORK_A = work(301, 30)
 WORK_B = work(302, 30)

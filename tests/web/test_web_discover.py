@@ -11,11 +11,11 @@ import time
 import pytest
 from discokit import FakePirateSite
 from textgen import work
-from webkit import WebSystem, csrf, web_system
+from webkit import NO_CRAWL_PAUSE, WebSystem, csrf, web_system
 
 from tracker.documents.readers import Document
 
-system = web_system(allow_private_urls=True)
+system = web_system(allow_private_urls=True, env=NO_CRAWL_PAUSE)
 TEXT = work(707, 45)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from casekit import PageServer, html
 from textgen import work
-from webkit import WebSystem, csrf, ingest, job_id_of, wait_job, web_system
+from webkit import NO_CRAWL_PAUSE, WebSystem, csrf, ingest, job_id_of, wait_job, web_system
 
-system = web_system(allow_private_urls=True)
+system = web_system(allow_private_urls=True, env=NO_CRAWL_PAUSE)
 CH = {n: work(800 + n, 30) for n in (1, 2, 3)}
 
 

@@ -33,6 +33,7 @@ from workerkit import (
     Site,
     _copy,
     page,
+    start_inprocess_worker,
     wait_job,
     wait_until,
 )
@@ -296,7 +297,7 @@ def test_scheduled_recrawl_and_check_of_new_mothers(
         with inst.store() as store:
             store.put_watch(WatchItem(url=s.url("/"), kind="site"))
             store.put_watch(WatchItem(url=s.url("/single.html"), kind="url"))
-        jobs.ensure_worker(inst.settings)
+        start_inprocess_worker(inst.settings)
         # A task sent directly (as beat does) has no job record: job_status knows it
         # once it has started. Its children are followed all the same.
         recrawl, run_id = _sent(inst, "yinji.crawl.recrawl_watchlist")
@@ -562,7 +563,6 @@ def test_book_watch_removal_check_alerts_and_digest(
     from tracker.cases import CaseService, open_case_store
     from tracker.cases.alerts import verify_signature
     from tracker.store import WatchItem
-    from workers import jobs
 
     hook = Hook().start()
     secret = "hook-secret"
@@ -596,7 +596,7 @@ def test_book_watch_removal_check_alerts_and_digest(
         inst = installation_factory(tmp_path / "yinji-data")
         with inst.store() as store:
             store.put_watch(WatchItem(url=s.url("/book/7/"), kind="book"))
-        jobs.ensure_worker(inst.settings)
+        start_inprocess_worker(inst.settings)
         run = inst.app.send_task("yinji.crawl.recrawl_watchlist")
         assert len(run.get(timeout=60)["fanout"]) == 1
         status, _ = wait_job(run.id, timeout=60)

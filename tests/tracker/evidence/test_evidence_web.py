@@ -13,7 +13,7 @@ import zipfile
 from collections.abc import Iterator
 
 import pytest
-from webkit import WebSystem, csrf, ingest, job_id_of, wait_job, web_system
+from webkit import NO_CRAWL_PAUSE, WebSystem, csrf, ingest, job_id_of, wait_job, web_system
 from workerkit import MOTHER, Site, _copy, page
 
 from tracker.common.records import match_id
@@ -22,7 +22,7 @@ from web.ids import encode_id
 
 pytestmark = pytest.mark.slow
 
-system = web_system(allow_private_urls=True)
+system = web_system(allow_private_urls=True, env=NO_CRAWL_PAUSE)
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from workerkit import (
     Site,
     _copy,
     page,
+    start_inprocess_worker,
     wait_job,
     wait_until,
 )
@@ -57,10 +58,8 @@ def env(monkeypatch: pytest.MonkeyPatch, tsa_server: TSAServer, tmp_path: Path) 
 def installed(
     installation_factory: Callable[[Path], Installation], tmp_path: Path, env: Path
 ) -> Installation:
-    from workers import jobs
-
     inst = installation_factory(tmp_path / "yinji-data")
-    jobs.ensure_worker(inst.settings)
+    start_inprocess_worker(inst.settings)
     return inst
 
 
