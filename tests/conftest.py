@@ -58,3 +58,17 @@ def data_dir(tmp_path: Path) -> Path:
     d = tmp_path / "yinji-data"
     d.mkdir()
     return d
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real 3-master Redis Cluster for one test module (``tests/support/redis_cluster``),
+    its servers stopped at the end, also on failure."""
+    from redis_cluster import RedisClusterNodes
+
+    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.close()

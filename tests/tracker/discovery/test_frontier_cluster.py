@@ -5,7 +5,6 @@ its slot, and claims, leases and politeness work as on one server."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 from redis_cluster import RedisClusterNodes
@@ -13,16 +12,6 @@ from redis_cluster import RedisClusterNodes
 from tracker.discovery.frontier import Frontier, FrontierItem, Link
 from tracker.discovery.keys import DiscoveryKeys
 from tracker.discovery.run import NearDuplicates
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNodes]:
-    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-discovery"))
-    try:
-        nodes.start()
-        yield nodes
-    finally:
-        nodes.close()
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,18 +169,6 @@ def test_concurrent_add_during_load_loses_nothing(
     assert got.keys() == want.keys()
     for key in got:  # a's seqs were first in every field they share: the same values
         assert got[key] == want[key]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from redis_cluster import RedisClusterNodes
-
-    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-bulk"))
-    try:
-        nodes.start()
-        yield nodes
-    finally:
-        nodes.close()
 
 
 def test_load_equals_add_on_cluster(cluster: Any) -> None:

@@ -9,7 +9,6 @@ segments are gone and the answers stay."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,18 +138,6 @@ def test_a_tail_segment_answers_as_one_index(index_redis: Any, tmp_path: Path) -
     assert two.tails() == [] and two.is_empty()
     assert list(index_redis.scan_iter(match="two:t*")) == []
     assert list(index_redis.scan_iter(match="{two:t*")) == []
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from redis_cluster import RedisClusterNodes
-
-    nodes = RedisClusterNodes(tmp_path_factory.mktemp("redis-cluster-tail"))
-    try:
-        nodes.start()
-        yield nodes
-    finally:
-        nodes.close()
 
 
 @pytest.mark.slow
