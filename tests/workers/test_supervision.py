@@ -269,10 +269,10 @@ def test_root_warning_is_one_line(
 def test_readme_says_how_long_the_whole_suite_takes() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     (line,) = [ln for ln in readme.splitlines() if ln.startswith("python -m pytest  ")]
-    assert "everything" in line and "~15–20 minutes" in line
+    assert "everything" in line and "~13–15 minutes" in line
     # The quickstart's test command says it too, where a new user reads it first.
     quick = readme.split('python -m pip install -e ".[dev]" && python -m pytest', 1)[0]
-    assert "about 15–20 minutes" in quick.rsplit("\n\n", 2)[-2]
+    assert "about 13–15 minutes" in quick.rsplit("\n\n", 2)[-2]
 
 
 def test_a_broker_without_aof_is_said(redis_client: Any) -> None:
