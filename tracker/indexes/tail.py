@@ -165,11 +165,6 @@ def merge_due(main_fields: int, tail_fields: list[int]) -> bool:
     return len(tail_fields) >= MAX_TAILS or sum(tail_fields) > MAX_TAIL_SHARE * main_fields
 
 
-def tail_numbers(index: Segmented) -> list[int]:
-    """The segments lookups read, oldest first."""
-    return sorted(int(x) for x in index.redis.smembers(index.tails_key))
-
-
 def new_number(index: Segmented) -> int:
     """The number of a new, empty segment of ``index`` to load (``index.tail(n)``; not
     read by lookups until ``commit``)."""
