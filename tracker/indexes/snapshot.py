@@ -203,14 +203,13 @@ def _info(final: Path, meta: dict[str, Any], started: float) -> SnapshotInfo:
 def drop_snapshots(folder: Path, prefix: str) -> None:
     """Every snapshot of index ``prefix`` deleted, and its lock file (a tail segment
     merged and dropped)."""
-    for old in Path(folder).glob(f"{folder_name(prefix)}-*"):
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
+    _drop_others(Path(folder), prefix, None)
     (Path(folder) / f".{folder_name(prefix)}.lock").unlink(missing_ok=True)
 
 
-def _drop_others(folder: Path, prefix: str, final: Path) -> None:
-    """Older snapshots of the index deleted (a process reading one keeps its mapping)."""
+def _drop_others(folder: Path, prefix: str, final: Path | None) -> None:
+    """Snapshots of the index but ``final`` deleted (a process reading one keeps its
+    mapping)."""
     for old in folder.glob(f"{folder_name(prefix)}-*"):
         if old != final and old.is_dir():
             shutil.rmtree(old, ignore_errors=True)
