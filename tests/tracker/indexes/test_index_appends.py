@@ -8,6 +8,7 @@ known are left to the script. The server checks every payload deeply
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -295,14 +296,29 @@ def test_a_reshard_starting_between_rounds_stops_the_appends(
     assert fast.add(base) == slow.add(base)
     send = appends.BucketAppends._send_dumps
     calls = []
+    first_keys: list[str] = []
+    first_sizes: list[int] = []
 
-    def marking(self: appends.BucketAppends, *args: Any) -> Any:
+    def marking(
+        self: appends.BucketAppends, records: np.ndarray, rows: np.ndarray, *args: Any
+    ) -> Any:
         calls.append(1)
-        # A reshard starts; its mark lapses in 1 s (long enough for the third round to
-        # see it on a loaded machine; 0.3 s was not, under load)
+        if len(calls) == 1:  # the first round's buckets, and their sizes before it
+            buckets = np.unique(records[rows, :4].copy().view("<u4").ravel())
+            first_keys.extend(fast.bucket_key(int(b)) for b in buckets)
+            first_sizes.extend(redis.hlen(k) for k in first_keys)
         if len(calls) == 3:
+            # The first round's EXEC was sent before the second round's DUMPs were read,
+            # but Redis may not have read it yet: the mark set now could come first and
+            # refuse it too. Wait until its buckets grew (a MULTI: all of them or none).
+            deadline = time.monotonic() + 10
+            while [redis.hlen(k) for k in first_keys] == first_sizes:
+                assert time.monotonic() < deadline, "the first round was never written"
+                time.sleep(0.001)
+            # A reshard starts; its mark lapses in 1 s (long enough for the third round to
+            # see it on a loaded machine; 0.3 s was not, under load)
             redis.set(fast.moving_key, b"reshard", px=1000)
-        return send(self, *args)
+        return send(self, records, rows, *args)
 
     monkeypatch.setattr(appends.BucketAppends, "_send_dumps", marking)
     before = fast.appended_buckets
