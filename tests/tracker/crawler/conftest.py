@@ -81,10 +81,13 @@ def make_crawler() -> Iterator[Callable[..., Crawler]]:
     made: list[Crawler] = []
 
     def make(**overrides: Any) -> Crawler:
+        # Generous timeouts: the local server answers at once, but a loaded machine can
+        # stall its thread for a while, and a spurious timeout would retry (and change
+        # the arrival counts the tests read). Tests about timeouts set their own.
         values: dict[str, Any] = {
-            "connect_timeout": 0.5,
-            "read_timeout": 0.5,
-            "total_timeout": 5.0,
+            "connect_timeout": 10.0,
+            "read_timeout": 10.0,
+            "total_timeout": 30.0,
             "min_interval": 0.0,
             "retries": 2,
             "backoff_factor": 0.01,

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tracker.crawler import Crawler, RobotsDisallowed
+from tracker.crawler import robots as robots_module
 
 from .helpers import SIMPLIFIED, Site, article, closed_port, fake_dns
 
@@ -89,13 +91,20 @@ def test_robots_unreachable_disallows(make_crawler: Callable[..., Crawler]) -> N
     assert info.value.transient  # a worker may try again later
 
 
-def test_robots_cache_expires(site: Site, make_crawler: Callable[..., Crawler]) -> None:
+def test_robots_cache_expires(
+    site: Site, make_crawler: Callable[..., Crawler], monkeypatch: pytest.MonkeyPatch
+) -> None:
     site.page("/robots.txt", "User-agent: *\nAllow: /\n", "text/plain", host="ttl.test")
     site.page("/a", article("页", SIMPLIFIED), host="ttl.test")
-    crawler = robots_crawler(make_crawler, robots_ttl=0.2)
+    # The robots cache's clock is moved by hand: a real 0.2 s TTL could lapse between the
+    # first two fetches on a loaded machine.
+    later = [0.0]
+    clock = SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
+    monkeypatch.setattr(robots_module, "time", clock)
+    crawler = robots_crawler(make_crawler, robots_ttl=60)
     crawler.fetch(site.url("/a", "ttl.test"))
     crawler.fetch(site.url("/a", "ttl.test"))
     assert len(site.arrivals("/robots.txt", "ttl.test")) == 1
-    time.sleep(0.3)
+    later[0] = 61.0
     crawler.fetch(site.url("/a", "ttl.test"))
     assert len(site.arrivals("/robots.txt", "ttl.test")) == 2
