@@ -127,7 +127,8 @@ def test_hostile_provider_answers_are_one_error_line_each(tmp_path):
         searcher = Searcher([dribbler], lib.redis, DiscoveryKeys("t"), quotas={"searxng": 99})
         started = time.monotonic()
         out = searcher.search(dribbler, "q")
-        assert time.monotonic() - started < 5  # the whole request, not each read
+        # the whole request, not each read (the dribble lasts 200 s; a margin for load)
+        assert time.monotonic() - started < 20
         assert "no answer within 1 s" in out.error or "no whole answer" in out.error
         for server, why in ((nested, "nested too deep"), (lone, "lone surrogate")):
             provider = SearxngProvider(f"http://127.0.0.1:{server.port}/s", timeout=5.0)

@@ -79,7 +79,9 @@ def _drain(frontier: Frontier) -> list[str]:
 def test_frontier_queues_once_by_priority_and_spaces_hosts(redis_client):
     import time
 
-    f = Frontier(redis_client, DiscoveryKeys("t"), interval=0.2)
+    # b.test is claimed between a.test's first two only if the test's next claim comes
+    # within the interval: 1 s leaves room for a loaded machine's pauses (GC, scheduling).
+    f = Frontier(redis_client, DiscoveryKeys("t"), interval=1.0)
     for i in (3, 1, 2):
         assert f.add(FrontierItem(url=f"http://a.test/{i}.html", source="s", priority=i))
     assert not f.add(FrontierItem(url="http://A.test/1.html?utm_source=q", source="s"))
@@ -99,7 +101,7 @@ def test_frontier_queues_once_by_priority_and_spaces_hosts(redis_client):
         f.done(claim.item)
     assert [u for u in order if "a.test" in u] == [f"http://a.test/{i}.html" for i in (1, 2, 3)]
     gaps = [b - a for a, b in zip(times["a.test"], times["a.test"][1:], strict=False)]
-    assert all(g >= 0.18 for g in gaps), gaps  # never faster than the host's interval
+    assert all(g >= 0.9 for g in gaps), gaps  # never faster than the host's interval
     assert order.index("http://b.test/1.html") == 1  # another host is not held up
     stats = f.stats()
     assert stats["added"] == 4 and stats["duplicates"] == 1 and stats["done"] == 4

@@ -172,8 +172,10 @@ def test_a_late_add_into_a_group_that_died_is_taken_back(libs):
 # --- a writer and a delete, a repair, a rebuild ---------------------------------------------
 def _started_before(lib: Library) -> None:
     """``lib`` as a writer that verified the index before the other side began (an
-    ingest that was running already): it goes straight to its writes."""
-    lib._verified[lib.engine().name] = time.monotonic()
+    ingest that was running already): it goes straight to its writes. The mark is an hour
+    ahead: one of now lapses after VERIFY_INTERVAL (1 s), which a loaded machine can
+    spend before the ingest's check, and a verify would then wait for the paused side."""
+    lib._verified[lib.engine().name] = time.monotonic() + 3600
 
 
 def test_a_delete_racing_a_replace_removes_the_version_it_deleted(libs):
