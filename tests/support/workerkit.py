@@ -182,14 +182,14 @@ def start_worker(
             start_new_session=True,
         )
     worker = Worker(proc, hostname, log)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a Celery start: seconds here, more when loaded
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"worker exited with {proc.returncode}:\n{worker.tail()}")
         if app.control.ping(destination=[hostname], timeout=0.5):
             return worker
     worker.stop()
-    raise AssertionError(f"worker did not answer a ping in 30 s:\n{worker.tail()}")
+    raise AssertionError(f"worker did not answer a ping in 120 s:\n{worker.tail()}")
 
 
 def wait_job(job_id: str, timeout: float = 30.0, every: float = 0.03) -> tuple[dict, list]:

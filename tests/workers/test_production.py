@@ -416,7 +416,9 @@ def test_a_task_whose_work_was_saved_succeeds_across_a_redis_outage(tmp_path: Pa
     worker = None
     try:
         worker = start_worker(
-            data_dir, app, extra={"YINJI_REDIS_URL": server.url, "YINJI_TEST_TASK_DELAY_SAVED": "4"}
+            data_dir,
+            app,
+            extra={"YINJI_REDIS_URL": server.url, "YINJI_TEST_TASK_DELAY_SAVED": "10"},
         )
         job = jobs.submit_check(texts=[{"title": "盗版", "text": f"转载：{EXCERPT}"}])
 
@@ -425,8 +427,17 @@ def test_a_task_whose_work_was_saved_succeeds_across_a_redis_outage(tmp_path: Pa
                 return any(s.title == "盗版" for s in lib.store.list_suspects())
 
         wait_until(stored, 60, "the check to be stored", worker)
-        server.stop()  # the work is saved; its result is not recorded yet
-        time.sleep(8)
+        server.stop()  # the work is saved; its result is not recorded yet (10 s later)
+        down = time.monotonic()
+
+        def waited() -> bool:
+            log = worker.log.read_text(errors="replace")
+            return "result not written yet" in log or "Failed operation _store_result" in log
+
+        # Down until the task's result write met the outage (a fixed 8 s could end before
+        # it on a loaded machine), and at least 8 s.
+        wait_until(waited, 120, "the result write to meet the outage", worker)
+        time.sleep(max(0.0, 8 - (time.monotonic() - down)))
         server.start()
         status, _ = wait_job(job, timeout=120)
         assert status["state"] == "SUCCESS", (status, worker.tail())

@@ -157,20 +157,30 @@ def test_a_second_delivery_of_a_running_load_waits_and_answers_its_result(
         monkeypatch.setattr(index, "task_key", lambda t, i: f"t:task:{i}")
         monkeypatch.setattr(index, "Progress", lambda t, total: SimpleNamespace(start=lambda: 0))
         first = {"engine": "daguan", "mothers": 3, "seconds": 0.5, "total": 3}
-        held = threading.Event()
+        held, refused = threading.Event(), threading.Event()
+        held_load = _held(lib)
+
+        def load(engine: str, **kw: Any) -> None:
+            try:
+                held_load(engine, **kw)
+            finally:
+                refused.set()
 
         def first_delivery() -> None:
             with lib.tracker.lock("daguan"):
                 held.set()
+                # Held until the second delivery found it held (a fixed 0.5 s could
+                # lapse first on a loaded machine), then for a while more: it waits.
+                refused.wait(60)
                 time.sleep(0.5)
                 redis_client.hset("t:task:parent", "result", json.dumps(first))
 
+        monkeypatch.setattr(lib.indexes, "load", load)
         thread = threading.Thread(target=first_delivery)
         thread.start()
-        held.wait(5)
-        monkeypatch.setattr(lib.indexes, "load", _held(lib))
+        assert held.wait(60)
         assert index._load(task, "daguan", 3) == first
-        thread.join()
+        thread.join(60)
     finally:
         lib.store.close()
 

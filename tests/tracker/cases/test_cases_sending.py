@@ -105,7 +105,7 @@ def test_smtp_refusals() -> None:
     msg["Subject"] = "x"
     msg.set_content("x")
     with SmtpSink(auth=("u", "right")) as sink:
-        cfg = SmtpConfig("127.0.0.1", sink.port, False, "u", "wrong", "a@b.example", timeout=5)
+        cfg = SmtpConfig("127.0.0.1", sink.port, False, "u", "wrong", "a@b.example", timeout=30)
         with pytest.raises(MailError, match="refused the login") as err:
             send_message(cfg, msg, to=["c@d.example"])
         assert "wrong" not in str(err.value)
