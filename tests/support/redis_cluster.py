@@ -85,7 +85,10 @@ class RedisClusterNodes:
 
     base: Path
     masters: int = 3
-    node_timeout_ms: int = 1000
+    # How long a silent node is taken for failing: 1 s let a node stalled by a loaded
+    # machine (its fsync of every write, scheduling) fail the whole cluster for a while,
+    # and let a live master report cluster_state:fail before a test read the down one.
+    node_timeout_ms: int = 3000
     nodes: list[ClusterNode] = field(default_factory=list)
 
     @property
@@ -117,7 +120,7 @@ class RedisClusterNodes:
         node.process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while True:
             if node.process.poll() is not None:
                 raise RuntimeError(
@@ -161,7 +164,7 @@ class RedisClusterNodes:
             raise
         return self
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
+    def wait_ok(self, timeout: float = 90.0) -> None:
         """Until every running node says ``cluster_state:ok``, knows every node, and maps
         all 16,384 slots."""
         deadline = time.monotonic() + timeout
