@@ -98,7 +98,7 @@ def job_id_of(response: Any) -> str:
 
 
 def wait_job(
-    client: FlaskClient, job_id: str, timeout: float = 60.0, headers: dict[str, str] | None = None
+    client: FlaskClient, job_id: str, timeout: float = 120.0, headers: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Poll ``/api/v1/jobs/<id>`` until the job has finished."""
     deadline = time.monotonic() + timeout

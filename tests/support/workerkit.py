@@ -192,7 +192,7 @@ def start_worker(
     raise AssertionError(f"worker did not answer a ping in 120 s:\n{worker.tail()}")
 
 
-def wait_job(job_id: str, timeout: float = 30.0, every: float = 0.03) -> tuple[dict, list]:
+def wait_job(job_id: str, timeout: float = 120.0, every: float = 0.03) -> tuple[dict, list]:
     """Poll ``job_status`` until the job is finished; (last status, every status seen)."""
     from workers import jobs
 

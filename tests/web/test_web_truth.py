@@ -93,10 +93,11 @@ def test_states_read_as_on_the_command_line_and_a_reopened_case(system: WebSyste
         .get_data(as_text=True)
         .split('id="case-flow"')[0]
     )
+    days = {datetime.now(UTC).strftime("%Y-%m-%d")}  # the day on both sides of midnight
     svc.transition(opened.id, "removed", who="test")
     removed = analyst.get(f"/cases/{opened.id}?lang=en").get_data(as_text=True)
-    day = datetime.now(UTC).strftime("%Y-%m-%d")
-    assert _fact(removed, "case-removed").startswith(day)
+    days.add(datetime.now(UTC).strftime("%Y-%m-%d"))
+    assert _fact(removed, "case-removed")[:10] in days
     svc.transition(opened.id, "open", who="test", note="the page came back")
     back = analyst.get(f"/cases/{opened.id}?lang=en").get_data(as_text=True)
     shown = _fact(back, "case-removed")
@@ -104,7 +105,8 @@ def test_states_read_as_on_the_command_line_and_a_reopened_case(system: WebSyste
     zh = analyst.get(f"/cases/{opened.id}?lang=zh").get_data(as_text=True)
     assert _fact(zh, "case-removed").startswith("—")
     row = analyst.get("/cases?domain=reopen.example&lang=en").get_data(as_text=True)
-    assert day not in row.split("<tbody>")[1].split("</tbody>")[0].split("reopen.example")[1][:400]
+    cells = row.split("<tbody>")[1].split("</tbody>")[0].split("reopen.example")[1][:400]
+    assert not any(day in cells for day in days)
 
 
 @pytest.mark.slow
