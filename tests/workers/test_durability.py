@@ -61,7 +61,9 @@ def test_accepted_jobs_survive_kill9_of_serve_workers_and_redis(tmp_path: Path) 
         serve.start()
         ready = serve.wait_ready(timeout=60)
         print(f"\nrestart after kill -9: web app answering after {ready:.1f} s")
-        assert ready < 10, serve.log.read_text()
+        # ~2 s here, 6 s with the machine loaded: a margin for a slower one (a start that
+        # hangs on what the kill left behind waits far longer, or exits)
+        assert ready < 30, serve.log.read_text()
         statuses, took = wait_jobs(serve, [imported, *checks], 150)
         answered = sum(1 for s in statuses.values() if "http" not in s)
         finished = [j for j in checks if statuses[j].get("state") == "SUCCESS"]
@@ -96,6 +98,9 @@ def test_first_restart_after_kill9_starts_at_once(tmp_path: Path) -> None:
             t0 = time.monotonic()
             ready = serve.wait_ready(timeout=90)
             code, health = serve.health()
+            # serve answers before its workers are up: its first answers say "degraded"
+            # (however slow the machine; a serve waiting for its workers would not)
+            assert code != 200 and health["status"] == "degraded", health
             deadline = time.monotonic() + 90  # their start: ~4-6 s here, more when loaded
             while code != 200:  # the workers come up
                 assert health["status"] == "degraded", health  # only they are missing
@@ -107,7 +112,7 @@ def test_first_restart_after_kill9_starts_at_once(tmp_path: Path) -> None:
                 f"\nrestart after kill -9: answering after {ready:.1f} s, "
                 f"workers up (healthz ok) after {time.monotonic() - t0:.1f} s"
             )
-            assert ready < 10, serve.log.read_text()
+            assert ready < 30, serve.log.read_text()  # ~2 s here, 3.4 s loaded
             assert "Traceback" not in serve.log.read_text()
             assert "replacing it" not in serve.log.read_text(), serve.log.read_text()
     finally:
@@ -117,7 +122,7 @@ def test_first_restart_after_kill9_starts_at_once(tmp_path: Path) -> None:
 def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> None:
     """kill -9 of serve's check worker while it runs a check: /healthz says which
     queues nobody consumes, serve starts another worker within seconds, the killed
-    check runs again and a new check is done within 30 s."""
+    check runs again and a new check is done within a minute (~8 s here)."""
     data = tmp_path / "data"
     serve = Serve(data, add_user(data), tmp_path)
     works = _works()[:5]
@@ -150,7 +155,7 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
         after = body["job_id"]
         seen: list[tuple[float, int, dict]] = []
         replaced = None
-        while time.monotonic() - killed_at < 30:
+        while time.monotonic() - killed_at < 60:
             code, health = serve.health()
             seen.append((time.monotonic() - killed_at, code, health))
             if replaced is None:
@@ -165,17 +170,18 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
             f"\nworker killed: replaced after {replaced}s; /healthz not ok "
             f"{len(missing)} of {len(seen)} polls: {missing[:1]}"
         )
-        assert replaced is not None and replaced < 15, serve.log.read_text()
+        assert replaced is not None and replaced < 30, serve.log.read_text()
         assert missing, seen
         assert missing[0]["status"] == "degraded"
         assert "check" in missing[0]["workers"], missing[0]
-        statuses, _ = wait_jobs(serve, [running, after], 30 - (time.monotonic() - killed_at))
+        statuses, _ = wait_jobs(serve, [running, after], 60 - (time.monotonic() - killed_at))
         took = time.monotonic() - killed_at
         print(f"killed check and the next one done {took:.1f} s after the kill: {statuses}")
         assert statuses[running]["state"] == "SUCCESS", statuses
         assert statuses[after]["state"] == "SUCCESS", statuses
         assert statuses[after]["result"]["results"][0]["matches"][0]["mother_id"] == "w1"
-        assert took < 30
+        # 7.7 s here, 16.4 s with the machine loaded (the new worker's start): a margin
+        assert took < 60
         assert serve.health()[1]["status"] == "ok"
         assert serve.log.read_text().count("replacing it") == 1, serve.log.read_text()
     finally:
