@@ -25,7 +25,7 @@ from tracker.library import Library
 from tracker.plumbing.config import Settings
 from tracker.store import open_store
 
-WAIT = 20.0  # seconds an event may take before the test gives up (it never should)
+WAIT = 60.0  # seconds an event may take before the test gives up (it never should)
 TEXT = work(3000, 20)
 
 
