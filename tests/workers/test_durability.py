@@ -122,7 +122,8 @@ def test_first_restart_after_kill9_starts_at_once(tmp_path: Path) -> None:
 def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> None:
     """kill -9 of serve's check worker while it runs a check: /healthz says which
     queues nobody consumes, serve starts another worker within seconds, the killed
-    check runs again and a new check is done within a minute (~8 s here)."""
+    check runs again and a new check is done within 30 s (the issue's bound; ~8 s here,
+    16 s with the machine loaded)."""
     data = tmp_path / "data"
     serve = Serve(data, add_user(data), tmp_path)
     works = _works()[:5]
@@ -155,7 +156,7 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
         after = body["job_id"]
         seen: list[tuple[float, int, dict]] = []
         replaced = None
-        while time.monotonic() - killed_at < 60:
+        while time.monotonic() - killed_at < 30:
             code, health = serve.health()
             seen.append((time.monotonic() - killed_at, code, health))
             if replaced is None:
@@ -174,14 +175,14 @@ def test_killed_worker_is_replaced_and_its_task_runs_again(tmp_path: Path) -> No
         assert missing, seen
         assert missing[0]["status"] == "degraded"
         assert "check" in missing[0]["workers"], missing[0]
-        statuses, _ = wait_jobs(serve, [running, after], 60 - (time.monotonic() - killed_at))
+        statuses, _ = wait_jobs(serve, [running, after], 30 - (time.monotonic() - killed_at))
         took = time.monotonic() - killed_at
         print(f"killed check and the next one done {took:.1f} s after the kill: {statuses}")
         assert statuses[running]["state"] == "SUCCESS", statuses
         assert statuses[after]["state"] == "SUCCESS", statuses
         assert statuses[after]["result"]["results"][0]["matches"][0]["mother_id"] == "w1"
-        # 7.7 s here, 16.4 s with the machine loaded (the new worker's start): a margin
-        assert took < 60
+        # 7.7 s here, 16.4 s with the machine loaded (the new worker's start)
+        assert took < 30
         assert serve.health()[1]["status"] == "ok"
         assert serve.log.read_text().count("replacing it") == 1, serve.log.read_text()
     finally:
