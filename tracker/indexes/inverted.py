@@ -443,16 +443,29 @@ class RedisInvertedIndex(BucketLayout):
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-        values, fmt, tails = self._values(fps)
-        if not tails:
-            return parse_values(values, fmt, stop_mask)
-        # With tail segments: the union of this index's postings and theirs.
-        mask = np.zeros(fps.size, dtype=bool)
-        parts = [(parse_values(values, fmt, mask), mask)]
-        for number in tails:
+        for _ in range(5):
+            values, fmt, tails = self._values(fps)
+            if not tails:
+                return parse_values(values, fmt, stop_mask)
+            # With tail segments: the union of this index's postings and theirs.
             mask = np.zeros(fps.size, dtype=bool)
-            parts.append((self.tail(number).lookup(fps, stop_mask=mask), mask))
-        return union(fps.size, parts, self.stop_df, stop_mask)
+            parts = [(parse_values(values, fmt, mask), mask)]
+            for number in tails:
+                mask = np.zeros(fps.size, dtype=bool)
+                parts.append((self.tail(number).lookup(fps, stop_mask=mask), mask))
+            # A segment dropped since this index was read (a merge ended) may have been
+            # read empty while its mothers came into this index after it was read: the
+            # index is read again (``tails_held``).
+            if self.tails_held(tails):
+                return union(fps.size, parts, self.stop_df, stop_mask)
+        raise RuntimeError(f"the tail segments of index {self.prefix} keep changing; try again")
+
+    def tails_held(self, numbers: Iterable[int]) -> bool:
+        """Whether the tail segments ``numbers``, read by a lookup, are all still read
+        by lookups: none was dropped (``tracker.indexes.tail.drop``: out of the set
+        first, its keys after) while the lookup read it."""
+        held = {int(x) for x in self.redis.smembers(self.tails_key)}
+        return held.issuperset(numbers)
 
     def stop_samples(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The holders stop markers kept (``tracker.indexes.codec.SAMPLE``) for distinct

@@ -412,6 +412,8 @@ class SnapshotFolder:
             mask = np.zeros(fps.size, dtype=bool)
             got = self.lookup(segment, fps, stop_mask=mask)
             parts.append((segment.lookup(fps, stop_mask=mask) if got is None else got, mask))
+        if not index.tails_held(state.tails):
+            return None  # a segment dropped meanwhile (a merge ended): Redis answers
         return union(fps.size, parts, index.stop_df, stop_mask)
 
     def _answer(

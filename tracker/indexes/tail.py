@@ -24,7 +24,10 @@ mothers (packed uint32) a segment was loaded with, for its merge. A segment join
 only once it is loaded (a load that dies leaves keys no lookup reads, deleted with the
 index by ``clear``: ``yinji index rebuild``); a merge takes it out of the set only after
 its mothers are in the main index, so a lookup meanwhile finds them twice (the union
-counts them once), never not at all. Removes go to the main index and every segment.
+counts them once), never not at all: a lookup that read the main index before the merge's
+last adds and a segment after its drop reads again (``RedisInvertedIndex.tails_held``;
+from local snapshots it leaves the answer to Redis). Removes go to the main index and
+every segment.
 Every key is one key of one slot: all of this works on Redis Cluster as on one server.
 """
 
