@@ -143,6 +143,7 @@ class LocalCopiesAdmin:
         started = time.perf_counter()
         if not isinstance(eng, LocalCopies):
             return TailsMerged(eng.name, 0, 0, 0.0)
+        self.reclaim_tails(eng.name, eng.index)
         segments = eng.index.tails()
         if not segments:
             return TailsMerged(eng.name, 0, 0, 0.0)
@@ -180,12 +181,26 @@ class LocalCopiesAdmin:
             drop_snapshots(self.settings.snapshots_path, segment.prefix)
         return mothers
 
+    def reclaim_tails(self, engine: str, index: RedisInvertedIndex) -> list[int]:
+        """The keys (and local copies) of tail segments whose load or drop died
+        deleted (``tracker.indexes.tail.reclaim``; a live load's stay): their numbers."""
+        gone = tail.reclaim(index)
+        for number in gone:
+            drop_snapshots(self.settings.snapshots_path, index.tail(number).prefix)
+        if gone:
+            self.repairs.append(
+                f"deleted what {len(gone)} tail segment load(s) or merge(s) of the "
+                f"{engine} index left when they died / 已清理中断的索引尾段"
+            )
+        return gone
+
     def merge_tails_if_due(self, eng: Engine, chars: int) -> TailsMerged | None:
         """Before an ingest of about ``chars`` characters: its engine's tail segments
         merged when this ingest would make one more and they are due
         (``tracker.indexes.tail.merge_due``)."""
         if not isinstance(eng, LocalCopies) or chars < tail.MIN_TAIL_CHARS:
             return None
+        self.reclaim_tails(eng.name, eng.index)
         segments = eng.index.tails()
         fields = [s.fields_estimate() for s in segments]
         if not tail.merge_due(eng.index.fields_estimate(), fields):

@@ -50,7 +50,7 @@ from tracker.indexes.keys import (
 )
 from tracker.indexes.lock import Owner
 from tracker.indexes.redis_client import delete_matching
-from tracker.indexes.tail import commit
+from tracker.indexes.tail import Lease
 from tracker.indexes.temporary import LEASE, LEASE_MS
 from tracker.indexes.ziplist import ServerForm, new_bucket_payloads, run_positions
 
@@ -406,6 +406,8 @@ class BulkLoader:
     ) -> None:
         self.posting = index  # whose edition groups the mothers are posted under
         self.index = index if into is None else into  # the index written
+        # A new segment's load holds a lease until it commits or closes (``tail.Lease``).
+        self._lease = None if into is None else Lease(index, into)
         self.folder = Path(folder)
         self.memory_pairs = memory_pairs
         self._ident: list[np.ndarray] = []
@@ -488,8 +490,9 @@ class BulkLoader:
         first to reshard it if these fields would overfill its buckets. A tail segment
         loaded joins the lookups of its index."""
         new = self._finish(between, grow)
-        if self.posting is not self.index and self.pairs:
-            commit(self.posting, self.index, self.seqs)
+        if self._lease is not None and self.pairs:
+            lease, self._lease = self._lease, None
+            lease.commit(self.seqs)
         return new
 
     def record(self) -> None:
@@ -562,6 +565,11 @@ class BulkLoader:
         return gone
 
     def close(self) -> None:
+        """The spill files deleted; a segment not committed given up (its keys deleted)."""
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            with contextlib.suppress(Exception):  # (Redis away: ``tail.reclaim`` later)
+                lease.abandon()
         self._ident, self._seqs = [], []
         self._last = (self._last[0][:0], self._last[1][:0])
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -21,19 +21,33 @@ Keys: ``{P:version}:tails``, a set of the segment numbers lookups read (in the v
 hash slot, so ``lua/overlay.lua`` reads it with the version; ``lua/lookup.lua`` with the
 query); ``{P:version}:tail-next``, the counter that numbers them; ``P:t{n}:seqs``, the
 mothers (packed uint32) a segment was loaded with, for its merge. A segment joins the set
-only once it is loaded (a load that dies leaves keys no lookup reads, deleted with the
-index by ``clear``: ``yinji index rebuild``); a merge takes it out of the set only after
+only once it is loaded; a merge takes it out of the set only after
 its mothers are in the main index, so a lookup meanwhile finds them twice (the union
 counts them once), never not at all: a lookup that read the main index before the merge's
 last adds and a segment after its drop reads again (``RedisInvertedIndex.tails_held``;
 from local snapshots it leaves the answer to Redis). Removes go to the main index and
 every segment.
-Every key is one key of one slot: all of this works on Redis Cluster as on one server.
+
+Leftovers: a segment being loaded or dropped is in ``{P:version}:tails:pending``; a load
+holds the lease ``{P:version}:tails:load:{n}`` (an owner with a heartbeat,
+``tracker.indexes.lock``) until its segment joins the set (moved from pending to the set in
+one script) or is given up (an error: its keys deleted at once). A load killed
+(``kill -9``) or a merge killed while it dropped a segment leaves its keys, which no lookup
+reads; the next ``reclaim`` (a merge, ``yinji index merge-tails``, the workers' periodic
+task, a big ingest) deletes the keys of every pending segment whose lease no live owner
+holds (a dead owner on this host at once, elsewhere after ``BEAT_TTL_MS``). A load whose
+lease was taken for dead (its process frozen past the heartbeat's TTL) is refused at its
+commit (``SegmentLost``, its keys deleted; the ingest fails and the next check re-adds its
+stored works), never committed half deleted.
+
+Every key is one key of one slot (the scripts' keys share the version's hash tag): all
+of this works on Redis Cluster as on one server.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import contextlib
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -44,6 +58,8 @@ from tracker.indexes.codec import (
     stop_sample,
     stop_value,
 )
+from tracker.indexes.lock import IndexLock
+from tracker.indexes.temporary import sweep_temporary
 
 if TYPE_CHECKING:
     from tracker.indexes.redis_client import RedisClient
@@ -62,6 +78,33 @@ MAX_TAIL_SHARE = 0.5
 MERGE_BATCH = 4096
 
 Postings = tuple[np.ndarray, np.ndarray, int]  # (fp_index, seqs, stopped), as lookup gives
+
+# KEYS: the tails set, the pending set. ARGV: a segment. Moved from pending into the set
+# (1), or 0 when it is no longer pending (reclaimed: its load was taken for dead).
+_COMMIT = """
+if redis.call('SREM', KEYS[2], ARGV[1]) == 0 then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+"""
+
+# KEYS: the tails set, the pending set. ARGV: a segment. Out of the set into pending (its
+# keys go next; a drop that dies there leaves them to ``reclaim``).
+_DROP = """
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then redis.call('SADD', KEYS[2], ARGV[1]) end
+return 1
+"""
+
+# KEYS: the pending set, the segment's lease. ARGV: a segment. Out of pending (1: its keys
+# are the caller's to delete) unless a load holds the lease, or another took it (0).
+_CLAIM = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+return redis.call('SREM', KEYS[1], ARGV[1])
+"""
+
+
+class SegmentLost(RuntimeError):
+    """A segment's load was taken for dead (no heartbeat) and its keys reclaimed before
+    it was committed: nothing of it is read, the works it held are stored."""
 
 
 class Segment(Protocol):
@@ -174,11 +217,84 @@ def new_number(index: Segmented) -> int:
     return int(index.redis.incr(index.tail_next_key))
 
 
-def commit(index: Segmented, segment: Segment, seqs: list[int]) -> None:
-    """``segment``, loaded with mothers ``seqs``, read by lookups from now on."""
-    if seqs:
-        index.redis.append(seqs_key(segment), np.asarray(seqs, dtype="<u4").tobytes())
-    index.redis.sadd(index.tails_key, number_of(segment))
+def pending_key(index: Segmented) -> str:
+    """The set of segments being loaded or dropped (keys that lookups do not read)."""
+    return f"{index.tails_key}:pending"
+
+
+def lease_key(index: Segmented, number: int) -> str:
+    """The lease of the load of segment ``number`` (``tracker.indexes.lock.IndexLock``)."""
+    return f"{index.tails_key}:load:{number}"
+
+
+def _script(index: Segmented, source: str) -> Any:
+    # (typed loosely: redis-py's stubs of RedisCluster lack register_script)
+    return cast(Any, index.redis).register_script(source)
+
+
+class Lease:
+    """The load of a new segment, held by this process (``IndexLock.hold``: a heartbeat
+    thread) and pending until ``commit`` or ``abandon``."""
+
+    def __init__(self, index: Segmented, segment: Segment) -> None:
+        self.index, self.segment = index, segment
+        self._held = contextlib.ExitStack()
+        lock = IndexLock(index.redis, lease_key(index, number_of(segment)))
+        self._held.enter_context(lock.hold())
+        index.redis.sadd(pending_key(index), number_of(segment))  # (after the lease)
+
+    def commit(self, seqs: list[int]) -> None:
+        """The segment, loaded with mothers ``seqs``, read by lookups from now on;
+        ``SegmentLost`` (its keys deleted) if it was reclaimed meanwhile."""
+        index, segment = self.index, self.segment
+        try:
+            if seqs:
+                index.redis.append(seqs_key(segment), np.asarray(seqs, dtype="<u4").tobytes())
+            done = _script(index, _COMMIT)(
+                keys=[index.tails_key, pending_key(index)], args=[number_of(segment)]
+            )
+            if not int(done):
+                _delete(index, segment)
+                raise SegmentLost(
+                    f"the load of tail segment {segment.prefix} was taken for dead (no "
+                    "heartbeat) and its keys deleted: the works are stored, the next check "
+                    "indexes them"
+                )
+        finally:
+            self._held.close()
+
+    def abandon(self) -> None:
+        """The segment given up (a load that failed): its keys deleted, no longer
+        pending, the lease released."""
+        try:
+            _delete(self.index, self.segment, temporary=True)
+            self.index.redis.srem(pending_key(self.index), number_of(self.segment))
+        finally:
+            self._held.close()
+
+
+def reclaim(index: Segmented) -> list[int]:
+    """The keys of pending segments whose load or drop died deleted (a live load's
+    stay): the segments reclaimed."""
+    pending = sorted(int(x) for x in index.redis.smembers(pending_key(index)))
+    gone: list[int] = []
+    for number in pending:
+        lease = IndexLock(index.redis, lease_key(index, number))
+        if lease.owner() is not None:
+            continue  # a live load (a dead owner's lease is removed here)
+        claimed = _script(index, _CLAIM)(keys=[pending_key(index), lease.key], args=[number])
+        if int(claimed):
+            _delete(index, index.tail(number), temporary=True)
+            gone.append(number)
+    return gone
+
+
+def _delete(index: Segmented, segment: Segment, *, temporary: bool = False) -> int:
+    """A segment's keys deleted: its buckets, the keys beside them, what it was loaded
+    with; ``temporary``: those of its bulk load, if that died between its writes and its
+    settle (``tracker.indexes.temporary``: a scan of the server, for a load that failed)."""
+    n = segment.drop_keys() + int(index.redis.delete(seqs_key(segment)))
+    return n + (sweep_temporary(index.redis, segment.prefix) if temporary else 0)
 
 
 def number_of(segment: Segment) -> int:
@@ -198,7 +314,10 @@ def loaded_seqs(index: Segmented, segment: Segment) -> list[int]:
 
 
 def drop(index: Segmented, segment: Segment) -> int:
-    """A segment no longer read (out of the set first), then deleted; its keys."""
-    index.redis.srem(index.tails_key, number_of(segment))
-    n = segment.drop_keys()
-    return n + int(index.redis.delete(seqs_key(segment)))
+    """A segment no longer read (out of the set first, pending while its keys go),
+    then deleted; its keys."""
+    keys = [index.tails_key, pending_key(index)]
+    _script(index, _DROP)(keys=keys, args=[number_of(segment)])
+    n = _delete(index, segment)
+    index.redis.srem(pending_key(index), number_of(segment))
+    return n

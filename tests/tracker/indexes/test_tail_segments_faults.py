@@ -4,12 +4,19 @@ next merge, a live load's never), and what the next lookups find meanwhile."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
-from tracker.indexes import tail
+from tracker.indexes import bulk, tail
 from tracker.indexes.bulk import BulkLoader
 from tracker.indexes.inverted import RedisInvertedIndex
 from tracker.indexes.snapshot import SnapshotFolder, take_snapshot
@@ -81,3 +88,206 @@ def test_a_lookup_from_snapshots_while_a_merge_ends_finds_the_merged_mothers(
         got = main.lookup(fps)
     at, seqs, _ = got
     assert set(at.tolist()) == set(range(fps.size)) and set(seqs.tolist()) == {101}
+
+
+def _keys(redis: Any, segment: RedisInvertedIndex) -> list[bytes]:
+    """Every key of a segment: under its prefix, and in its version's slot."""
+    return [
+        *redis.scan_iter(match=f"{segment.prefix}:*"),
+        *redis.scan_iter(match=f"{{{segment.prefix}:*"),
+    ]
+
+
+def test_a_load_that_fails_leaves_no_segment_keys(
+    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = RedisInvertedIndex(index_redis, "m", bucket_bits=10)
+    main.add(_mothers(1, 1, 4))
+    segment = main.tail(tail.new_number(main))
+    real = bulk.load_pairs
+
+    def written_then_failed(*a: Any, **kw: Any) -> int:
+        real(*a, **kw)
+        raise ConnectionError("Redis went away")
+
+    monkeypatch.setattr(bulk, "load_pairs", written_then_failed)
+    loader = BulkLoader(main, tmp_path / "spill", into=segment)
+    loader.extend(_mothers(2, 101, 4))
+    with pytest.raises(ConnectionError):
+        loader.finish()
+    assert _keys(index_redis, segment)  # (written before it failed)
+    loader.close()  # (as the ingest does after a failure)
+    assert _keys(index_redis, segment) == [] and main.tails() == []
+    assert index_redis.smembers(tail.pending_key(main)) == set()
+
+
+def test_a_merge_that_dies_dropping_a_segment_leaves_it_to_the_next(
+    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main, segment, new = _with_segment(index_redis, tmp_path)
+    main.add(new)  # (the merge's adds)
+
+    def killed() -> int:
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(segment, "drop_keys", killed)
+    with pytest.raises(SystemExit):
+        tail.drop(main, segment)
+    monkeypatch.undo()
+    assert main.tails() == [] and _keys(index_redis, segment)
+    assert tail.reclaim(main) == [tail.number_of(segment)]
+    assert _keys(index_redis, segment) == []
+    at, seqs, _ = main.lookup(new[0][1])
+    assert at.size == new[0][1].size and set(seqs.tolist()) == {101}
+
+
+_CHILD = """
+import sys, numpy as np, redis
+from tracker.indexes import bulk, lock, tail
+from tracker.indexes.inverted import RedisInvertedIndex
+
+socket, first, spill, beat = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+lock.BEAT_TTL_MS, lock.BEAT_EVERY_S = int(beat * 1000), beat / 5
+main = RedisInvertedIndex(redis.Redis(unix_socket_path=socket), "m", bucket_bits=10)
+rng = np.random.default_rng(first)
+items = [(first + i, np.unique(rng.integers(0, 2**63, 200, dtype=np.uint64))) for i in range(4)]
+real = tail.Lease.commit
+
+def paused(self, seqs):
+    print("loaded", tail.number_of(self.segment), flush=True)
+    sys.stdin.readline()
+    real(self, seqs)
+
+tail.Lease.commit = paused
+loader = bulk.BulkLoader(main, spill, into=main.tail(tail.new_number(main)))
+loader.extend(items)
+try:
+    loader.finish()
+except tail.SegmentLost:
+    print("lost", flush=True)
+else:
+    print("committed", flush=True)
+loader.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_load_is_reclaimed_and_a_live_one_is_not(index_redis: Any, tmp_path: Path) -> None:
+    """Three loads in processes of their own, each stopped with its segment written and
+    not committed: one killed (``kill -9``), one frozen past its heartbeat's TTL, one
+    alive. ``reclaim`` deletes the dead one's keys at once, the frozen one's once its
+    heartbeat lapsed (its commit is then refused, its keys gone), never the live one's,
+    which commits and is read."""
+    main = RedisInvertedIndex(index_redis, "m", bucket_bits=10)
+    main.add(_mothers(1, 1, 4))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    socket = index_redis.socket_file
+
+    def child(first: int, beat: float) -> subprocess.Popen[str]:
+        args = [socket, str(first), str(tmp_path / f"spill-{first}"), str(beat)]
+        return subprocess.Popen(
+            [sys.executable, "-c", _CHILD, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+    procs = {
+        name: child(first, beat)
+        for name, first, beat in (("killed", 101, 15.0), ("frozen", 201, 1.0), ("live", 301, 15.0))
+    }
+    try:
+        number = {}
+        for name, proc in procs.items():
+            assert proc.stdout is not None
+            said = proc.stdout.readline().split()
+            assert said[0] == "loaded", said
+            number[name] = int(said[1])
+        segments = {name: main.tail(n) for name, n in number.items()}
+        assert all(_keys(index_redis, s) for s in segments.values())
+        assert tail.reclaim(main) == []  # all three alive
+
+        procs["killed"].kill()
+        procs["killed"].wait(timeout=30)
+        os.kill(procs["frozen"].pid, signal.SIGSTOP)
+        assert tail.reclaim(main) == [number["killed"]]
+        assert _keys(index_redis, segments["killed"]) == []
+        time.sleep(2.5)  # (the frozen one's heartbeat lapses: 1 s)
+        assert tail.reclaim(main) == [number["frozen"]]
+        assert _keys(index_redis, segments["frozen"]) == []
+        assert _keys(index_redis, segments["live"])  # untouched
+
+        os.kill(procs["frozen"].pid, signal.SIGCONT)
+        for name in ("frozen", "live"):
+            out, _ = procs[name].communicate("\n", timeout=60)
+            assert out.split() == [{"frozen": "lost", "live": "committed"}[name]]
+        assert main.tails() == [segments["live"]]
+        assert _keys(index_redis, segments["frozen"]) == []  # (not committed half deleted)
+        assert index_redis.smembers(tail.pending_key(main)) == set()
+        # The live load's works are read; the others' never were (their ingests fail
+        # and the next check re-adds their stored works).
+        rng = np.random.default_rng(301)
+        fps = np.unique(rng.integers(0, 2**63, 200, dtype=np.uint64))
+        at, seqs, _ = main.lookup(fps)
+        assert at.size == fps.size and set(seqs.tolist()) == {301}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+                proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_segment_leases_commits_drops_and_reclaims_on_redis_cluster(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a real 3-master Redis Cluster: every script of a load's lease, its commit, a
+    drop and a reclaim names keys of one slot."""
+    from tracker.indexes.redis_client import connect_url
+
+    client = connect_url(cluster.url)
+    try:
+        client.flushall()
+        main = RedisInvertedIndex(client, "c:m", bucket_bits=10)
+        main.add(_mothers(1, 1, 4))
+        loaded = main.tail(tail.new_number(main))
+        loader = BulkLoader(main, tmp_path / "a", into=loaded)
+        loader.extend(_mothers(2, 101, 4))
+        loader.finish()
+        loader.close()
+        assert main.tails() == [loaded]
+        # A load that fails: given up, its keys gone.
+        failed = main.tail(tail.new_number(main))
+        real = bulk.load_pairs
+
+        def written_then_failed(*a: Any, **kw: Any) -> int:
+            real(*a, **kw)
+            raise ConnectionError("Redis went away")
+
+        monkeypatch.setattr(bulk, "load_pairs", written_then_failed)
+        loader = BulkLoader(main, tmp_path / "b", into=failed)
+        loader.extend(_mothers(3, 201, 4))
+        with pytest.raises(ConnectionError):
+            loader.finish()
+        loader.close()
+        monkeypatch.undo()
+        assert _keys(client, failed) == []
+        # A drop that dies after the segment left the set: reclaimed next.
+        main.add(_mothers(2, 101, 4))
+
+        def killed() -> int:
+            raise SystemExit("killed")
+
+        monkeypatch.setattr(loaded, "drop_keys", killed)
+        with pytest.raises(SystemExit):
+            tail.drop(main, loaded)
+        monkeypatch.undo()
+        assert main.tails() == [] and _keys(client, loaded)
+        assert tail.reclaim(main) == [tail.number_of(loaded)]
+        assert _keys(client, loaded) == []
+        assert client.smembers(tail.pending_key(main)) == set()
+    finally:
+        client.close()
