@@ -7,7 +7,6 @@ tail segments (``tracker.indexes.tail``): merged into the index when due, by
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -116,8 +115,20 @@ class LocalCopiesAdmin:
             for segment in eng.index.tails():  # copied once loaded, again when written
                 share = eng.snapshots.written_fraction(segment)
                 if share is None or share > limit:
-                    with contextlib.suppress(TakeBusy):
-                        done.append(self.snapshot(name, wait=wait, index=segment))
+                    taken: SnapshotTaken | None = None
+                    try:
+                        taken = self.snapshot(name, wait=wait, index=segment)
+                    except TakeBusy:
+                        continue
+                    except Exception:
+                        if segment in eng.index.tails():
+                            raise
+                    if segment not in eng.index.tails():
+                        # Merged and dropped meanwhile (by another process's merge):
+                        # no copy of it kept (it may have copied it half deleted).
+                        drop_snapshots(self.settings.snapshots_path, segment.prefix)
+                    elif taken is not None:
+                        done.append(taken)
         return done
 
     def record_writes(self, eng: Engine, *, load: BulkLoad | None = None) -> None:

@@ -291,3 +291,42 @@ def test_segment_leases_commits_drops_and_reclaims_on_redis_cluster(
         assert client.smembers(tail.pending_key(main)) == set()
     finally:
         client.close()
+
+
+def test_a_refresh_meeting_a_segment_merged_meanwhile_skips_it(
+    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers' refresh (or an ingest's) copies a segment that a merge in another
+    process drops meanwhile: no error, and no copy of the dropped segment left."""
+    from textgen import work
+
+    from tracker.documents.readers import Document
+    from tracker.library import Library
+    from tracker.plumbing.config import Settings
+    from tracker.store import open_store
+
+    monkeypatch.setattr(tail, "MIN_TAIL_CHARS", 15_000)
+    settings = Settings(data_dir=tmp_path / "data", redis_prefix="rf", snapshot_min_chars=0)
+    lib = Library(settings, open_store(settings), index_redis)
+    try:
+        docs = [Document(id=f"w{i}", title=f"篇{i}", text=work(700 + i, 150)) for i in range(8)]
+        lib.ingest(docs[:4], expected_chars=60_000)
+        lib.ingest(docs[4:], expected_chars=60_000)
+        eng = lib.engines.get("daguan")
+        (segment,) = eng.index.tails()
+        assert lib.delete_mother("w5")  # (the segment written since its copy: copied again)
+        admin = lib.indexes
+        real = admin.snapshot
+
+        def merged_first(*a: Any, **kw: Any) -> Any:
+            if kw.get("index") is segment:
+                admin.merge_tails(refresh=False)  # (the other process's merge)
+            return real(*a, **kw)
+
+        monkeypatch.setattr(admin, "snapshot", merged_first)
+        admin.refresh_snapshots(wait=False)
+        assert eng.index.tails() == []
+        names = [p.name for p in settings.snapshots_path.iterdir() if p.is_dir()]
+        assert names and not [n for n in names if n.startswith("rf_daguan_t")]
+    finally:
+        lib.store.close()
