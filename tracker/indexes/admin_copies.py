@@ -16,7 +16,12 @@ from tracker.engines import Engine
 from tracker.engines.capabilities import BulkLoad, LocalCopies
 from tracker.indexes import tail
 from tracker.indexes.inverted import RedisInvertedIndex
-from tracker.indexes.snapshot import TakeBusy, drop_snapshots, take_snapshot
+from tracker.indexes.snapshot import (
+    TakeBusy,
+    drop_snapshots,
+    segment_snapshots,
+    take_snapshot,
+)
 from tracker.indexes.snapshot_floor import LibraryChars
 from tracker.indexes.writer import add_current, batches
 from tracker.plumbing.config import Settings
@@ -195,9 +200,14 @@ class LocalCopiesAdmin:
     def reclaim_tails(self, engine: str, index: RedisInvertedIndex) -> list[int]:
         """The keys (and local copies) of tail segments whose load or drop died
         deleted (``tracker.indexes.tail.reclaim``; a live load's stay): their numbers."""
+        folder = self.settings.snapshots_path
+        copied = segment_snapshots(folder, index.prefix)
         gone = tail.reclaim(index)
-        for number in gone:
-            drop_snapshots(self.settings.snapshots_path, index.tail(number).prefix)
+        # Copies of segments no longer read nor loaded: dropped by a merge that died
+        # before it deleted their copies (or copied meanwhile by another process).
+        keep = {tail.number_of(t) for t in index.tails()} | tail.pending(index)
+        for number in sorted((copied - keep) | set(gone)):
+            drop_snapshots(folder, index.tail(number).prefix)
         if gone:
             self.repairs.append(
                 f"deleted what {len(gone)} tail segment load(s) or merge(s) of the "

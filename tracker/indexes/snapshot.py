@@ -207,6 +207,14 @@ def drop_snapshots(folder: Path, prefix: str) -> None:
     (Path(folder) / f".{folder_name(prefix)}.lock").unlink(missing_ok=True)
 
 
+def segment_snapshots(folder: Path, prefix: str) -> set[int]:
+    """The tail segments of index ``prefix`` (``tracker.indexes.tail``) that have
+    snapshots in ``folder``."""
+    base = f"{folder_name(prefix)}_t"
+    numbers = (p.name[len(base) :].partition("-")[0] for p in Path(folder).glob(f"{base}*"))
+    return {int(n) for n in numbers if n.isdigit()}
+
+
 def _drop_others(folder: Path, prefix: str, final: Path | None) -> None:
     """Snapshots of the index but ``final`` deleted (a process reading one keeps its
     mapping)."""

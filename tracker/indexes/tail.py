@@ -222,6 +222,11 @@ def pending_key(index: Segmented) -> str:
     return f"{index.tails_key}:pending"
 
 
+def pending(index: Segmented) -> set[int]:
+    """The segments being loaded or dropped."""
+    return {int(x) for x in index.redis.smembers(pending_key(index))}
+
+
 def lease_key(index: Segmented, number: int) -> str:
     """The lease of the load of segment ``number`` (``tracker.indexes.lock.IndexLock``)."""
     return f"{index.tails_key}:load:{number}"
@@ -276,9 +281,8 @@ class Lease:
 def reclaim(index: Segmented) -> list[int]:
     """The keys of pending segments whose load or drop died deleted (a live load's
     stay): the segments reclaimed."""
-    pending = sorted(int(x) for x in index.redis.smembers(pending_key(index)))
     gone: list[int] = []
-    for number in pending:
+    for number in sorted(pending(index)):
         lease = IndexLock(index.redis, lease_key(index, number))
         if lease.owner() is not None:
             continue  # a live load (a dead owner's lease is removed here)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,11 +294,10 @@ def test_segment_leases_commits_drops_and_reclaims_on_redis_cluster(
         client.close()
 
 
-def test_a_refresh_meeting_a_segment_merged_meanwhile_skips_it(
-    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The workers' refresh (or an ingest's) copies a segment that a merge in another
-    process drops meanwhile: no error, and no copy of the dropped segment left."""
+@pytest.fixture()
+def library(index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A library (prefix ``rf``) whose index holds 4 works and a tail segment 4 more,
+    each with its local copy."""
     from textgen import work
 
     from tracker.documents.readers import Document
@@ -312,21 +312,53 @@ def test_a_refresh_meeting_a_segment_merged_meanwhile_skips_it(
         docs = [Document(id=f"w{i}", title=f"篇{i}", text=work(700 + i, 150)) for i in range(8)]
         lib.ingest(docs[:4], expected_chars=60_000)
         lib.ingest(docs[4:], expected_chars=60_000)
-        eng = lib.engines.get("daguan")
-        (segment,) = eng.index.tails()
-        assert lib.delete_mother("w5")  # (the segment written since its copy: copied again)
-        admin = lib.indexes
-        real = admin.snapshot
-
-        def merged_first(*a: Any, **kw: Any) -> Any:
-            if kw.get("index") is segment:
-                admin.merge_tails(refresh=False)  # (the other process's merge)
-            return real(*a, **kw)
-
-        monkeypatch.setattr(admin, "snapshot", merged_first)
-        admin.refresh_snapshots(wait=False)
-        assert eng.index.tails() == []
-        names = [p.name for p in settings.snapshots_path.iterdir() if p.is_dir()]
-        assert names and not [n for n in names if n.startswith("rf_daguan_t")]
+        assert len(lib.engines.get("daguan").index.tails()) == 1
+        assert _copies(lib) == ["rf_daguan", "rf_daguan_t1"]
+        yield lib
     finally:
         lib.store.close()
+
+
+def _copies(lib: Any) -> list[str]:
+    """The indexes with local copies."""
+    folder = lib.settings.snapshots_path
+    return sorted({p.name.partition("-")[0] for p in folder.iterdir() if p.is_dir()})
+
+
+def test_a_refresh_meeting_a_segment_merged_meanwhile_skips_it(
+    library: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers' refresh (or an ingest's) copies a segment that a merge in another
+    process drops meanwhile: no error, and no copy of the dropped segment left."""
+    eng = library.engines.get("daguan")
+    (segment,) = eng.index.tails()
+    assert library.delete_mother("w5")  # (the segment written since its copy: copied again)
+    admin = library.indexes
+    real = admin.snapshot
+
+    def merged_first(*a: Any, **kw: Any) -> Any:
+        if kw.get("index") is segment:
+            admin.merge_tails(refresh=False)  # (the other process's merge)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(admin, "snapshot", merged_first)
+    admin.refresh_snapshots(wait=False)
+    assert eng.index.tails() == []
+    assert _copies(library) == ["rf_daguan"]
+
+
+def test_a_merge_that_dies_before_deleting_a_copy_leaves_it_to_the_next(
+    library: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eng = library.engines.get("daguan")
+    admin = library.indexes
+    monkeypatch.setattr(
+        "tracker.indexes.admin_copies.drop_snapshots",
+        lambda *a: (_ for _ in ()).throw(SystemExit("killed")),
+    )
+    with pytest.raises(SystemExit):
+        admin.merge_tails()
+    monkeypatch.undo()
+    assert eng.index.tails() == [] and _copies(library) == ["rf_daguan", "rf_daguan_t1"]
+    admin.merge_tails()
+    assert _copies(library) == ["rf_daguan"]
