@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from textgen import work
 
 from tracker.indexes import bulk, tail
 from tracker.indexes.bulk import BulkLoader
@@ -298,8 +299,6 @@ def test_segment_leases_commits_drops_and_reclaims_on_redis_cluster(
 def library(index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A library (prefix ``rf``) whose index holds 4 works and a tail segment 4 more,
     each with its local copy."""
-    from textgen import work
-
     from tracker.documents.readers import Document
     from tracker.library import Library
     from tracker.plumbing.config import Settings
@@ -362,3 +361,62 @@ def test_a_merge_that_dies_before_deleting_a_copy_leaves_it_to_the_next(
     assert eng.index.tails() == [] and _copies(library) == ["rf_daguan", "rf_daguan_t1"]
     admin.merge_tails()
     assert _copies(library) == ["rf_daguan"]
+
+
+_INGEST = """
+import sys, time, redis
+from pathlib import Path
+from textgen import work
+from tracker.documents.readers import Document
+from tracker.indexes import tail
+from tracker.library import Library
+from tracker.plumbing.config import Settings
+from tracker.store import open_store
+
+socket, data = sys.argv[1], Path(sys.argv[2])
+tail.MIN_TAIL_CHARS, tail.MAX_TAIL_SHARE = 15_000, 10.0  # (segment 1 kept)
+settings = Settings(data_dir=data, redis_prefix="rf", snapshot_min_chars=0)
+lib = Library(settings, open_store(settings), redis.Redis(unix_socket_path=socket))
+
+def killed_here(self, seqs):
+    print("loaded", tail.number_of(self.segment), flush=True)
+    time.sleep(600)
+
+tail.Lease.commit = killed_here
+docs = [Document(id=f"w{i}", title=f"篇{i}", text=work(700 + i, 150)) for i in range(8, 12)]
+lib.ingest(docs, expected_chars=60_000)
+"""
+
+
+@pytest.mark.slow
+def test_an_ingest_killed_while_it_loads_a_segment(library: Any, index_redis: Any) -> None:
+    """``kill -9`` of an ingest whose segment is written and not yet read: the next check
+    finds its works all the same (the index repaired from the store), and the next merge
+    deletes what the load wrote."""
+    support = Path(__file__).resolve().parents[2] / "support"
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).resolve().parents[3]}:{support}"}
+    args = [index_redis.socket_file, str(library.settings.data_dir)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INGEST, *args], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        said = proc.stdout.readline().split()
+        assert said[:1] == ["loaded"], said
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    eng = library.engines.get("daguan")
+    segment = eng.index.tail(int(said[1]))
+    assert _keys(index_redis, segment) and len(eng.index.tails()) == 1
+    library.indexes.verified.clear()  # (the next check verifies the index)
+    assert library.ensure_index("daguan").state == "partial"  # (and repaired)
+    for i in (1, 5, 9, 11):
+        fps = np.unique(eng.mother_fingerprints(work(700 + i, 150)))
+        at, seqs, _ = eng.index.lookup(fps)
+        seq = library.store.get_mother(f"w{i}").seq
+        assert np.unique(at[seqs == seq]).size > 0.9 * fps.size, i
+    done = library.indexes.merge_tails()
+    assert done.segments == 1  # (the one the first ingests made)
+    assert _keys(index_redis, segment) == []
+    assert any("tail segment load(s)" in r for r in library.indexes.repairs)
