@@ -474,12 +474,15 @@ class RedisInvertedIndex(BucketLayout):
         fps = np.asarray(fps, dtype=np.uint64)
         if fps.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint32)
-        values, fmt, tails = self._values(fps)
-        for number in tails:  # a segment's holders after this index's, as adds make them
-            more, _, _ = self.tail(number)._values(fps)
-            values = [
-                merged_value(a, b, self.stop_df, fmt) for a, b in zip(values, more, strict=True)
-            ]
+        for _ in range(5):  # (read again when a segment was dropped meanwhile: ``lookup``)
+            values, fmt, tails = self._values(fps)
+            for number in tails:  # a segment's holders after this index's, as adds make them
+                more, _, _ = self.tail(number)._values(fps)
+                values = [
+                    merged_value(a, b, self.stop_df, fmt) for a, b in zip(values, more, strict=True)
+                ]
+            if not tails or self.tails_held(tails):
+                break
         at: list[int] = []
         seqs: list[int] = []
         for i, v in enumerate(values):

@@ -92,6 +92,29 @@ def test_a_lookup_from_snapshots_while_a_merge_ends_finds_the_merged_mothers(
     assert set(at.tolist()) == set(range(fps.size)) and set(seqs.tolist()) == {101}
 
 
+def test_stop_word_holders_read_while_a_merge_ends_are_all_there(
+    index_redis: Any, tmp_path: Path
+) -> None:
+    """20 fingerprints held by mother 1 in the index and by mothers 101 and 102 in a
+    segment: stop words (``stop_df`` 2) together, whose holders are read while the
+    merge ends."""
+    shared = np.unique(np.random.default_rng(9).integers(0, 2**63, 20, dtype=np.uint64))
+    main = RedisInvertedIndex(index_redis, "m", bucket_bits=10, stop_df=2)
+    main.add([(1, shared)])
+    segment = main.tail(tail.new_number(main))
+    new = [(101, shared), (102, shared)]
+    loader = BulkLoader(main, tmp_path / "spill", into=segment)
+    loader.extend(new)
+    loader.finish()
+    loader.close()
+    mask = np.zeros(shared.size, dtype=bool)
+    assert main.lookup(shared, stop_mask=mask)[2] == shared.size
+    _merge_when_read(main, segment, new)
+    at, seqs = main.stop_samples(shared)
+    assert main.tails() == []  # (merged meanwhile)
+    assert set(at.tolist()) == set(range(shared.size)) and set(seqs.tolist()) == {1, 101}
+
+
 def _keys(redis: Any, segment: RedisInvertedIndex) -> list[bytes]:
     """Every key of a segment: under its prefix, and in its version's slot."""
     return [
