@@ -123,12 +123,15 @@ def _keys(redis: Any, segment: RedisInvertedIndex) -> list[bytes]:
     ]
 
 
-def test_a_load_that_fails_leaves_no_segment_keys(
-    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    main = RedisInvertedIndex(index_redis, "m", bucket_bits=10)
-    main.add(_mothers(1, 1, 4))
-    segment = main.tail(tail.new_number(main))
+def _failing_load(
+    main: RedisInvertedIndex,
+    segment: RedisInvertedIndex,
+    spill: Path,
+    first: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> BulkLoader:
+    """A load of four mothers from ``first`` into ``segment`` that fails after its
+    buckets are written (Redis gone); the loader, not yet closed."""
     real = bulk.load_pairs
 
     def written_then_failed(*a: Any, **kw: Any) -> int:
@@ -136,10 +139,20 @@ def test_a_load_that_fails_leaves_no_segment_keys(
         raise ConnectionError("Redis went away")
 
     monkeypatch.setattr(bulk, "load_pairs", written_then_failed)
-    loader = BulkLoader(main, tmp_path / "spill", into=segment)
-    loader.extend(_mothers(2, 101, 4))
+    loader = BulkLoader(main, spill, into=segment)
+    loader.extend(_mothers(first, first, 4))
     with pytest.raises(ConnectionError):
         loader.finish()
+    return loader
+
+
+def test_a_load_that_fails_leaves_no_segment_keys(
+    index_redis: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = RedisInvertedIndex(index_redis, "m", bucket_bits=10)
+    main.add(_mothers(1, 1, 4))
+    segment = main.tail(tail.new_number(main))
+    loader = _failing_load(main, segment, tmp_path / "spill", 101, monkeypatch)
     assert _keys(index_redis, segment)  # (written before it failed)
     loader.close()  # (as the ingest does after a failure)
     assert _keys(index_redis, segment) == [] and main.tails() == []
@@ -286,18 +299,7 @@ def test_segment_leases_commits_drops_and_reclaims_on_redis_cluster(
         assert main.tails() == [loaded]
         # A load that fails: given up, its keys gone.
         failed = main.tail(tail.new_number(main))
-        real = bulk.load_pairs
-
-        def written_then_failed(*a: Any, **kw: Any) -> int:
-            real(*a, **kw)
-            raise ConnectionError("Redis went away")
-
-        monkeypatch.setattr(bulk, "load_pairs", written_then_failed)
-        loader = BulkLoader(main, tmp_path / "b", into=failed)
-        loader.extend(_mothers(3, 201, 4))
-        with pytest.raises(ConnectionError):
-            loader.finish()
-        loader.close()
+        _failing_load(main, failed, tmp_path / "b", 201, monkeypatch).close()
         monkeypatch.undo()
         assert _keys(client, failed) == []
         # A drop that dies after the segment left the set: reclaimed next.
